@@ -1,0 +1,112 @@
+/* deck.h - the resolved input deck (DESIGN §8) and density/drift formulas.
+ *
+ * deck_load() reads a libconfig file, checks every key and value, fills in defaults and
+ * returns 0; on any problem it reports file, line, key path and what was expected through
+ * empic_report() and returns -1 before anything large is allocated. */
+#ifndef DECK_H
+#define DECK_H
+
+#include <stdio.h>
+
+#define DECK_NAME_MAX 64
+#define DECK_EXPR_MAX 512
+#define DECK_PATH_MAX 1024
+#define DECK_MAX_SPECIES 16
+#define DECK_MAX_LASERS 8
+
+enum deck_side { SIDE_XMIN = 0, SIDE_XMAX, SIDE_YMIN, SIDE_YMAX };
+enum deck_fbnd { FBND_PERIODIC = 0, FBND_PML, FBND_MUR };
+enum deck_pbnd { PBND_PERIODIC = 0, PBND_ABSORBING, PBND_REFLECTING, PBND_THERMAL };
+enum deck_profile { PROFILE_UNIFORM = 0, PROFILE_PIECEWISE, PROFILE_EXPR };
+enum deck_backend { BACKEND_AUTO = 0, BACKEND_CPU, BACKEND_CUDA };
+enum deck_envelope { ENV_SIN2 = 0, ENV_GAUSSIAN, ENV_FLATTOP };
+enum deck_fieldq { FQ_E = 1, FQ_B = 2, FQ_J = 4, FQ_RHO = 8 };
+
+/* A piecewise-linear function f(s) through n points (s strictly increasing); constant
+ * continuation outside [s[0], s[n-1]]. n == 0 means f = 1. */
+typedef struct {
+    int n;
+    double *s, *f;
+} deck_pwl;
+
+typedef struct {
+    char name[DECK_NAME_MAX];
+    double charge, mass;
+    int ppc[2];
+    int immobile;
+    int profile;                       /* enum deck_profile */
+    double n;                          /* density scale: uniform value, or factor for the others */
+    deck_pwl px, py;                   /* piecewise: n(x,y) = n * fx(x) * fy(y) */
+    char density_expr[DECK_EXPR_MAX];  /* expr: n(x,y) = n * expr(x,y) ("n" defaults to 1) */
+    double uth[3];                     /* per-axis thermal momentum u_th */
+    char drift[3][DECK_EXPR_MAX];      /* drift components as formulas in x, y; numbers are
+                                          stored as their "%.17g" text */
+    int bnd[4];                        /* enum deck_pbnd per side */
+} deck_species;
+
+typedef struct {
+    double a0, omega0, polarization;   /* polarization: angle of E from y in the y-z plane */
+    int circular;
+    double w0, focus, center, duration, phase;
+    int envelope;                      /* enum deck_envelope */
+    double ramp;                       /* flat-top: rise/fall time (default duration/4) */
+    int boundary;                      /* enum deck_side, launching side */
+} deck_laser;
+
+typedef struct {
+    char file[DECK_PATH_MAX];          /* the deck's path, for messages */
+    /* simulation */
+    char name[DECK_NAME_MAX];
+    int backend;                       /* enum deck_backend */
+    unsigned long long seed;
+    double n0;                         /* reference density, cm^-3 (for SI factors only) */
+    /* grid */
+    int nx, ny;
+    double dx, dy;
+    int cluster[2];                    /* cluster (tile) size in cells, default [16, 16] */
+    double slack;                      /* free fraction per cluster segment, default 0.3 */
+    /* time */
+    double dt;
+    long steps;                        /* from time.steps, or ceil(tmax/dt) */
+    /* fields */
+    int fbnd[4];                       /* enum deck_fbnd per side */
+    int pml_cells;                     /* PML thickness, default 16 */
+    int filter_passes, filter_compensate;
+    double ext_E[3], ext_B[3];
+    int window_enabled;
+    double window_t_start;
+    int nlasers;
+    deck_laser lasers[DECK_MAX_LASERS];
+    int nspecies;
+    deck_species species[DECK_MAX_SPECIES];
+    /* diagnostics */
+    char output[DECK_PATH_MAX];        /* default "out" */
+    long energy_every;                 /* 0 = off; default 10 */
+    long fields_every;                 /* 0 = off; default 0 */
+    int fields_quantities;             /* mask of enum deck_fieldq; default all */
+    long particles_every;              /* 0 = off */
+    double particles_fraction;         /* default 0.01 */
+    int particles_species_mask;        /* bit s = species s dumped; default all */
+    long checkpoint_every;             /* 0 = off */
+} deck;
+
+/* Load and validate; 0 on success, -1 after reporting the error(s). */
+int deck_load(const char *path, deck *d);
+/* Courant limit of the 2D Yee scheme: 1/sqrt(1/dx^2 + 1/dy^2). */
+double deck_courant_dt(double dx, double dy);
+/* Write the fully resolved deck as a libconfig file that deck_load() accepts. */
+void deck_write(const deck *d, FILE *f);
+void deck_free(deck *d);
+
+/* Formulas in x and y (constants pi and e) through the expression library. Not thread
+ * safe: give each thread its own (formula_new again). */
+typedef struct formula formula;
+/* NULL on a parse error, with the library's message in err. */
+formula *formula_new(const char *expr, char *err, size_t errlen);
+double formula_eval(formula *f, double x, double y);
+void formula_free(formula *f);
+
+/* Piecewise-linear evaluation (deck_pwl with n == 0 gives 1). */
+double deck_pwl_eval(const deck_pwl *p, double s);
+
+#endif

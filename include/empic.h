@@ -1,0 +1,35 @@
+/* empic.h - portability macro, precision, error reporting shared by every file. */
+#ifndef EMPIC_H
+#define EMPIC_H
+
+#include <stddef.h>
+
+/* Physics formulas are written once as inline functions that the C backend and the CUDA
+ * kernels both call; this macro makes them device functions under nvcc. */
+#ifdef __CUDACC__
+#define EMPIC_HD static inline __host__ __device__
+#else
+#define EMPIC_HD static inline
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The one error-reporting function: prints "empic: FILE:LINE: message" (FILE/LINE may be
+ * NULL/0 when there is no location) to stderr. */
+void empic_report(const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Report and exit(1): for errors a run cannot recover from. */
+#define EMPIC_DIE(...) (empic_report(__FILE__, __LINE__, __VA_ARGS__), empic_exit(1))
+void empic_exit(int code) __attribute__((noreturn));
+
+/* Allocation that dies with a clear message on failure. */
+void *empic_alloc(size_t bytes, const char *what);
+void *empic_calloc(size_t n, size_t size, const char *what);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

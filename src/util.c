@@ -1,0 +1,42 @@
+/* util.c - error reporting and checked allocation. */
+#include "empic.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+void empic_report(const char *file, int line, const char *fmt, ...)
+{
+    va_list ap;
+    fputs("empic: ", stderr);
+    if (file && line > 0)
+        fprintf(stderr, "%s:%d: ", file, line);
+    else if (file)
+        fprintf(stderr, "%s: ", file);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+void empic_exit(int code)
+{
+    fflush(stdout);
+    exit(code);
+}
+
+void *empic_alloc(size_t bytes, const char *what)
+{
+    void *p = malloc(bytes ? bytes : 1);
+    if (!p)
+        EMPIC_DIE("out of host memory allocating %zu bytes for %s", bytes, what);
+    return p;
+}
+
+void *empic_calloc(size_t n, size_t size, const char *what)
+{
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    if (!p)
+        EMPIC_DIE("out of host memory allocating %zu x %zu bytes for %s", n, size, what);
+    return p;
+}
