@@ -1,0 +1,175 @@
+/* particle.h - per-particle physics shared by the CPU backend and the CUDA kernels:
+ * field gather from the Yee mesh, relativistic Boris push, Kong's branch-free three-piece
+ * current split and the Villasenor-Buneman deposit of each piece.
+ *
+ * Positions are (cell, offset) with the offset in cell units in [0, 1). Field and current
+ * arrays are addressed through a base pointer, the linear index k of the particle's cell
+ * (i, j) node and the row stride s, so the same code reads a global mesh or a shared-memory
+ * tile. Array entry k of each component is that component at its Yee point of cell (i, j):
+ * Ex, Jx (i+1/2, j); Ey, Jy (i, j+1/2); Ez, Jz, rho (i, j); Bx (i, j+1/2); By (i+1/2, j);
+ * Bz (i+1/2, j+1/2). */
+#ifndef PARTICLE_H
+#define PARTICLE_H
+
+#include "empic.h"
+#include <math.h>
+
+#ifdef __CUDA_ARCH__
+#define EMPIC_ACC(p, v) atomicAdd((p), (v)) /* shared-memory atomics inside one block */
+#else
+#define EMPIC_ACC(p, v) (*(p) += (v))
+#endif
+
+/* Linear interpolation of one component at (x, y) within cell k, the component being
+ * staggered by half a cell in x (hx = 1) and/or y (hy = 1). */
+EMPIC_HD float gather_component(const float *f, int k, int s, float x, float y, int hx, int hy)
+{
+    float px = hx ? x - 0.5f : x, py = hy ? y - 0.5f : y;
+    int ox = px < 0.0f ? -1 : 0, oy = py < 0.0f ? -1 : 0; /* selects, not branches */
+    float wx = px - (float)ox, wy = py - (float)oy;
+    int b = k + ox + oy * s;
+    return (1.0f - wy) * ((1.0f - wx) * f[b] + wx * f[b + 1]) +
+           wy * ((1.0f - wx) * f[b + s] + wx * f[b + s + 1]);
+}
+
+/* E and B at offset (x, y) of cell k (Yee staggering of the header comment). */
+EMPIC_HD void gather_eb(const float *ex, const float *ey, const float *ez, const float *bx,
+                        const float *by, const float *bz, int k, int s, float x, float y,
+                        float e[3], float b[3])
+{
+    e[0] = gather_component(ex, k, s, x, y, 1, 0);
+    e[1] = gather_component(ey, k, s, x, y, 0, 1);
+    e[2] = gather_component(ez, k, s, x, y, 0, 0);
+    b[0] = gather_component(bx, k, s, x, y, 0, 1);
+    b[1] = gather_component(by, k, s, x, y, 1, 0);
+    b[2] = gather_component(bz, k, s, x, y, 1, 1);
+}
+
+/* Relativistic Boris step u(n-1/2) -> u(n+1/2); qdt2m = q dt / (2 m). Exact |u| for pure
+ * magnetic rotation and exact q E dt / m gain for a pure uniform E. */
+EMPIC_HD void boris_push(float u[3], const float e[3], const float b[3], float qdt2m)
+{
+    float um[3] = {u[0] + qdt2m * e[0], u[1] + qdt2m * e[1], u[2] + qdt2m * e[2]};
+    float g = sqrtf(1.0f + um[0] * um[0] + um[1] * um[1] + um[2] * um[2]);
+    float t[3] = {qdt2m * b[0] / g, qdt2m * b[1] / g, qdt2m * b[2] / g};
+    float f = 2.0f / (1.0f + t[0] * t[0] + t[1] * t[1] + t[2] * t[2]);
+    float up[3] = {um[0] + um[1] * t[2] - um[2] * t[1], um[1] + um[2] * t[0] - um[0] * t[2],
+                   um[2] + um[0] * t[1] - um[1] * t[0]};
+    um[0] += f * (up[1] * t[2] - up[2] * t[1]);
+    um[1] += f * (up[2] * t[0] - up[0] * t[2]);
+    um[2] += f * (up[0] * t[1] - up[1] * t[0]);
+    u[0] = um[0] + qdt2m * e[0];
+    u[1] = um[1] + qdt2m * e[1];
+    u[2] = um[2] + qdt2m * e[2];
+}
+
+EMPIC_HD float lorentz_gamma(float ux, float uy, float uz)
+{
+    return sqrtf(1.0f + ux * ux + uy * uy + uz * uz);
+}
+
+/* Kong's split of a straight move P0 -> P1 (cell units, P0 in [0,1)^2, |P1 - P0| < 1 per
+ * axis) into three pieces P0->PA, PA->PB, PB->P1 that each lie in one cell, with
+ * min/max/select arithmetic only. t[] holds the path parameter of P0, PA, PB, P1.
+ * Two crossings: PA, PB are the crossings in the order met. One crossing: PA = PB at it.
+ * No crossing: PA = PB = P1 (Kong puts them on the extension of P0P1 at the cell edge;
+ * the end point gives the same deposit and stays finite when the particle is at rest).
+ * Crossing coordinates are set exactly on the cell edge so each piece's cell is exact. */
+typedef struct {
+    float x[4], y[4], t[4];
+} kong_split;
+
+EMPIC_HD void kong_split3(float x0, float y0, float x1, float y1, kong_split *p)
+{
+    float ddx = x1 - x0, ddy = y1 - y0;
+    float ex = ddx > 0.0f ? 1.0f : 0.0f, ey = ddy > 0.0f ? 1.0f : 0.0f; /* edge ahead */
+    float tx = ddx != 0.0f ? (ex - x0) / ddx : 1.0f;
+    float ty = ddy != 0.0f ? (ey - y0) / ddy : 1.0f;
+    tx = fminf(tx, 1.0f);
+    ty = fminf(ty, 1.0f);
+    int xcross = tx < 1.0f, ycross = ty < 1.0f;
+    float ta = fminf(tx, ty), tb = fmaxf(tx, ty);
+    tb = tb < 1.0f ? tb : ta; /* at most one crossing: PB = PA */
+    /* a point at parameter t: on the x edge if t is the x crossing, on the y edge if the
+     * y crossing, the end point if t == 1, else on the line */
+    float xa = x0 + ta * ddx, ya = y0 + ta * ddy, xb = x0 + tb * ddx, yb = y0 + tb * ddy;
+    xa = (xcross && ta == tx) ? ex : (ta == 1.0f ? x1 : xa);
+    ya = (ycross && ta == ty) ? ey : (ta == 1.0f ? y1 : ya);
+    xb = (xcross && tb == tx) ? ex : (tb == 1.0f ? x1 : xb);
+    yb = (ycross && tb == ty) ? ey : (tb == 1.0f ? y1 : yb);
+    p->x[0] = x0; p->y[0] = y0; p->t[0] = 0.0f;
+    p->x[1] = xa; p->y[1] = ya; p->t[1] = ta;
+    p->x[2] = xb; p->y[2] = yb; p->t[2] = tb;
+    p->x[3] = x1; p->y[3] = y1; p->t[3] = 1.0f;
+}
+
+/* Deposit one piece (xa,ya)->(xb,yb), given in coordinates local to the cell k it lies in,
+ * by the Villasenor-Buneman area rule: exact discrete continuity with linear shapes.
+ * cx = q w dx/dt, cy = q w dy/dt (current per unit of cell-unit displacement), cz = the
+ * piece's share of q w vz. */
+EMPIC_HD void deposit_piece(float *jx, float *jy, float *jz, int k, int s, float xa, float ya,
+                            float xb, float yb, float cx, float cy, float cz)
+{
+    float xm = 0.5f * (xa + xb), ym = 0.5f * (ya + yb);
+    float qx = cx * (xb - xa), qy = cy * (yb - ya);
+    EMPIC_ACC(&jx[k], qx * (1.0f - ym));
+    EMPIC_ACC(&jx[k + s], qx * ym);
+    EMPIC_ACC(&jy[k], qy * (1.0f - xm));
+    EMPIC_ACC(&jy[k + 1], qy * xm);
+    EMPIC_ACC(&jz[k], cz * (1.0f - xm) * (1.0f - ym));
+    EMPIC_ACC(&jz[k + 1], cz * xm * (1.0f - ym));
+    EMPIC_ACC(&jz[k + s], cz * (1.0f - xm) * ym);
+    EMPIC_ACC(&jz[k + s + 1], cz * xm * ym);
+}
+
+/* Deposit the whole move of a particle starting at offset (x0,y0) of cell k and ending at
+ * (x1,y1) in the same cell-local frame. The middle piece is skipped when empty (the only
+ * branch); the other two are always deposited. */
+EMPIC_HD void deposit_move(float *jx, float *jy, float *jz, int k, int s, float x0, float y0,
+                           float x1, float y1, float cx, float cy, float qvz)
+{
+    kong_split p;
+    kong_split3(x0, y0, x1, y1, &p);
+    for (int m = 0; m < 3; m++) {
+        if (m == 1 && p.t[2] == p.t[1])
+            continue;
+        /* the cell of the piece holds its midpoint */
+        float mx = 0.5f * (p.x[m] + p.x[m + 1]), my = 0.5f * (p.y[m] + p.y[m + 1]);
+        int ox = mx < 0.0f ? -1 : (mx >= 1.0f ? 1 : 0);
+        int oy = my < 0.0f ? -1 : (my >= 1.0f ? 1 : 0);
+        deposit_piece(jx, jy, jz, k + ox + oy * s, s, p.x[m] - (float)ox, p.y[m] - (float)oy,
+                      p.x[m + 1] - (float)ox, p.y[m + 1] - (float)oy, cx, cy,
+                      qvz * (p.t[m + 1] - p.t[m]));
+    }
+}
+
+/* Charge of a particle at offset (x, y) of cell k onto the four nodes (linear weights). */
+EMPIC_HD void deposit_charge(float *rho, int k, int s, float x, float y, float qw)
+{
+    EMPIC_ACC(&rho[k], qw * (1.0f - x) * (1.0f - y));
+    EMPIC_ACC(&rho[k + 1], qw * x * (1.0f - y));
+    EMPIC_ACC(&rho[k + s], qw * (1.0f - x) * y);
+    EMPIC_ACC(&rho[k + s + 1], qw * x * y);
+}
+
+/* Split a coordinate x in [-1, 2) into an integer cell shift and an offset in [0, 1). */
+EMPIC_HD int offset_wrap(float *x)
+{
+    int d = *x < 0.0f ? -1 : (*x >= 1.0f ? 1 : 0);
+    float o = *x - (float)d;
+    /* -tiny + 1 rounds to 1.0f: keep the offset strictly below one */
+    int fix = o >= 1.0f;
+    *x = fix ? 0.0f : o;
+    return d + fix;
+}
+
+/* 4-bit cluster migration code: bits 0-1 the x move, bits 2-3 the y move; each 0 (stay),
+ * 1 (+1 cluster) or 2 (-1 cluster). */
+EMPIC_HD unsigned mig_code(int dcx, int dcy)
+{
+    return (unsigned)((dcx < 0 ? 2 : dcx) | ((dcy < 0 ? 2 : dcy) << 2));
+}
+EMPIC_HD int mig_dx(unsigned c) { return (c & 3u) == 1u ? 1 : ((c & 3u) == 2u ? -1 : 0); }
+EMPIC_HD int mig_dy(unsigned c) { return ((c >> 2) & 3u) == 1u ? 1 : (((c >> 2) & 3u) == 2u ? -1 : 0); }
+
+#endif

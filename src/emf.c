@@ -1,0 +1,223 @@
+/* emf.c - Yee field solver, guard cells, current folding and filtering, initial Poisson
+ * solve and field diagnostics on the CPU (OpenMP over rows). */
+#include "emf.h"
+#include "empic.h"
+#include "yee.h"
+
+#include <fftw3.h>
+#include <math.h>
+#include <string.h>
+
+void emf_init(emf *f, const deck *d)
+{
+    memset(f, 0, sizeof *f);
+    f->nx = d->nx;
+    f->ny = d->ny;
+    f->stride = d->nx + 2 * EMF_GUARD;
+    f->rows = d->ny + 2 * EMF_GUARD;
+    f->size = (size_t)f->stride * f->rows;
+    f->off = EMF_GUARD + EMF_GUARD * f->stride;
+    f->dx = d->dx;
+    f->dy = d->dy;
+    f->dt = d->dt;
+    memcpy(f->bnd, d->fbnd, sizeof f->bnd);
+    f->filter_passes = d->filter_passes;
+    f->filter_compensate = d->filter_compensate;
+    f->store = empic_calloc(11 * f->size, sizeof(float), "field arrays");
+    for (int c = 0; c < 3; c++) {
+        f->e[c] = f->store + c * f->size;
+        f->b[c] = f->store + (3 + c) * f->size;
+        f->j[c] = f->store + (6 + c) * f->size;
+    }
+    f->rho = f->store + 9 * f->size;
+    f->tmp = f->store + 10 * f->size;
+}
+
+void emf_free(emf *f)
+{
+    free(f->store);
+    memset(f, 0, sizeof *f);
+}
+
+void emf_zero(const emf *f, float *a)
+{
+    memset(a, 0, f->size * sizeof(float));
+}
+
+void emf_guard_fill(const emf *f, float *a)
+{
+    const int G = EMF_GUARD, nx = f->nx, ny = f->ny, s = f->stride;
+    float *o = a + f->off;
+#pragma omp parallel for
+    for (int j = 0; j < ny; j++)
+        for (int g = 1; g <= G; g++) {
+            o[j * s - g] = o[j * s + nx - g];
+            o[j * s + nx + g - 1] = o[j * s + g - 1];
+        }
+    for (int g = 1; g <= G; g++) {
+        memcpy(o - g * s - G, o + (ny - g) * s - G, (size_t)s * sizeof(float));
+        memcpy(o + (ny + g - 1) * s - G, o + (g - 1) * s - G, (size_t)s * sizeof(float));
+    }
+}
+
+void emf_guard_fold(const emf *f, float *a)
+{
+    const int G = EMF_GUARD, nx = f->nx, ny = f->ny, s = f->stride;
+    float *o = a + f->off;
+#pragma omp parallel for
+    for (int j = -G; j < ny + G; j++)
+        for (int g = 1; g <= G; g++) {
+            o[j * s + nx - g] += o[j * s - g];
+            o[j * s + g - 1] += o[j * s + nx + g - 1];
+            o[j * s - g] = o[j * s + nx + g - 1] = 0.0f;
+        }
+    for (int g = 1; g <= G; g++)
+        for (int i = 0; i < nx; i++) {
+            o[(ny - g) * s + i] += o[-g * s + i];
+            o[(g - 1) * s + i] += o[(ny + g - 1) * s + i];
+            o[-g * s + i] = o[(ny + g - 1) * s + i] = 0.0f;
+        }
+}
+
+void emf_b_half(emf *f)
+{
+    const int s = f->stride;
+    const float hx = (float)(0.5 * f->dt / f->dx), hy = (float)(0.5 * f->dt / f->dy);
+#pragma omp parallel for
+    for (int j = 0; j < f->ny; j++)
+        for (int i = 0; i < f->nx; i++)
+            yee_b_cell(f->b[0], f->b[1], f->b[2], f->e[0], f->e[1], f->e[2], emf_idx(f, i, j),
+                       s, hx, hy);
+    for (int c = 0; c < 3; c++)
+        emf_guard_fill(f, f->b[c]);
+}
+
+void emf_e_advance(emf *f)
+{
+    const int s = f->stride;
+    const float dt = (float)f->dt, cx = (float)(f->dt / f->dx), cy = (float)(f->dt / f->dy);
+#pragma omp parallel for
+    for (int j = 0; j < f->ny; j++)
+        for (int i = 0; i < f->nx; i++)
+            yee_e_cell(f->e[0], f->e[1], f->e[2], f->b[0], f->b[1], f->b[2], f->j[0], f->j[1],
+                       f->j[2], emf_idx(f, i, j), s, dt, cx, cy);
+    for (int c = 0; c < 3; c++)
+        emf_guard_fill(f, f->e[c]);
+}
+
+/* One 3-point pass along x (d = 1) or y (d = stride), then refresh guards. */
+static void filter_pass(emf *f, float *a, int d, float wa, float wb)
+{
+    const int s = f->stride;
+#pragma omp parallel for
+    for (int j = 0; j < f->ny; j++)
+        for (int i = 0; i < f->nx; i++) {
+            int k = emf_idx(f, i, j);
+            f->tmp[k] = filter_3pt(a, k, d, wa, wb);
+        }
+#pragma omp parallel for
+    for (int j = 0; j < f->ny; j++)
+        memcpy(a + emf_idx(f, 0, j), f->tmp + emf_idx(f, 0, j), (size_t)f->nx * sizeof(float));
+    (void)s;
+    emf_guard_fill(f, a);
+}
+
+void emf_filter(emf *f, float *a)
+{
+    const int n = f->filter_passes;
+    if (n <= 0)
+        return;
+    emf_guard_fill(f, a);
+    for (int dir = 0; dir < 2; dir++) {
+        int d = dir ? f->stride : 1;
+        for (int p = 0; p < n; p++)
+            filter_pass(f, a, d, 0.25f, 0.5f);
+        if (f->filter_compensate) {
+            /* response cos^(2n)(k/2) * (alpha - (alpha-1) cos k), alpha = 1 + n/2, is flat
+             * to second order in k */
+            float alpha = 1.0f + 0.5f * (float)n;
+            filter_pass(f, a, d, 0.5f * (1.0f - alpha), alpha);
+        }
+    }
+}
+
+void emf_current_finish(emf *f)
+{
+    for (int c = 0; c < 3; c++) {
+        emf_guard_fold(f, f->j[c]);
+        emf_filter(f, f->j[c]);
+    }
+}
+
+void emf_poisson(emf *f, const float *rho)
+{
+    const int nx = f->nx, ny = f->ny, nxh = nx / 2 + 1;
+    double *r = fftw_alloc_real((size_t)nx * ny);
+    fftw_complex *c = fftw_alloc_complex((size_t)nxh * ny);
+    if (!r || !c)
+        EMPIC_DIE("out of memory for the initial Poisson solve");
+    fftw_plan fwd = fftw_plan_dft_r2c_2d(ny, nx, r, c, FFTW_ESTIMATE);
+    fftw_plan inv = fftw_plan_dft_c2r_2d(ny, nx, c, r, FFTW_ESTIMATE);
+    double mean = 0.0;
+    for (int j = 0; j < ny; j++)
+        for (int i = 0; i < nx; i++)
+            mean += r[(size_t)j * nx + i] = rho[emf_idx(f, i, j)];
+    mean /= (double)nx * ny;
+    fftw_execute(fwd);
+    /* eigenvalues of the 5-point Laplacian that div(-grad) forms on the Yee mesh */
+    for (int n = 0; n < ny; n++) {
+        double sy = sin(M_PI * n / ny) * 2.0 / f->dy;
+        for (int m = 0; m < nxh; m++) {
+            double sx = sin(M_PI * m / nx) * 2.0 / f->dx, l = sx * sx + sy * sy;
+            double scale = (m == 0 && n == 0) ? 0.0 : 1.0 / (l * (double)nx * ny);
+            c[(size_t)n * nxh + m][0] *= scale;
+            c[(size_t)n * nxh + m][1] *= scale;
+        }
+    }
+    fftw_execute(inv); /* r = phi */
+    for (int j = 0; j < ny; j++)
+        for (int i = 0; i < nx; i++) {
+            int ip = (i + 1) % nx, jp = (j + 1) % ny, k = emf_idx(f, i, j);
+            double p = r[(size_t)j * nx + i];
+            f->e[0][k] = (float)(-(r[(size_t)j * nx + ip] - p) / f->dx);
+            f->e[1][k] = (float)(-(r[(size_t)jp * nx + i] - p) / f->dy);
+        }
+    emf_guard_fill(f, f->e[0]);
+    emf_guard_fill(f, f->e[1]);
+    f->rho_bg = mean;
+    fftw_destroy_plan(fwd);
+    fftw_destroy_plan(inv);
+    fftw_free(r);
+    fftw_free(c);
+}
+
+static double sum_squares(const emf *f, float *const a[3])
+{
+    double sum = 0.0;
+#pragma omp parallel for reduction(+ : sum)
+    for (int j = 0; j < f->ny; j++)
+        for (int i = 0; i < f->nx; i++) {
+            int k = emf_idx(f, i, j);
+            sum += (double)a[0][k] * a[0][k] + (double)a[1][k] * a[1][k] +
+                   (double)a[2][k] * a[2][k];
+        }
+    return 0.5 * sum * f->dx * f->dy;
+}
+
+double emf_energy_e(const emf *f) { return sum_squares(f, f->e); }
+double emf_energy_b(const emf *f) { return sum_squares(f, f->b); }
+
+double emf_gauss_max(const emf *f, const float *rho)
+{
+    const float idx = (float)(1.0 / f->dx), idy = (float)(1.0 / f->dy);
+    double m = 0.0;
+#pragma omp parallel for reduction(max : m)
+    for (int j = 0; j < f->ny; j++)
+        for (int i = 0; i < f->nx; i++) {
+            int k = emf_idx(f, i, j);
+            double g = fabs((double)yee_div_e(f->e[0], f->e[1], k, f->stride, idx, idy) -
+                            ((double)rho[k] - f->rho_bg));
+            m = g > m ? g : m;
+        }
+    return m;
+}

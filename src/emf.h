@@ -1,0 +1,43 @@
+/* emf.h - the electromagnetic fields on the Yee mesh (CPU side), with guard cells. */
+#ifndef EMF_H
+#define EMF_H
+
+#include "deck.h"
+#include <stddef.h>
+
+#define EMF_GUARD 2 /* guard cells on every side: stencils and deposits one cell out */
+
+typedef struct {
+    int nx, ny;          /* interior cells */
+    int stride, rows;    /* row length and number of rows, guards included */
+    size_t size;         /* entries per component */
+    int off;             /* linear index of cell (0, 0) */
+    double dx, dy, dt;
+    int bnd[4];          /* enum deck_fbnd */
+    int filter_passes, filter_compensate;
+    float *e[3], *b[3], *j[3], *rho; /* components at their Yee points (particle.h) */
+    float *store;        /* one allocation behind all arrays */
+    float *tmp;          /* scratch for the filter */
+    double rho_bg;       /* uniform neutralising background of a non-neutral periodic box */
+} emf;
+
+void emf_init(emf *f, const deck *d);
+void emf_free(emf *f);
+static inline int emf_idx(const emf *f, int i, int j) { return f->off + i + j * f->stride; }
+
+void emf_b_half(emf *f);                /* B -= dt/2 curl E, guards refreshed */
+void emf_e_advance(emf *f);             /* E += dt (curl B - J), guards refreshed */
+void emf_guard_fill(const emf *f, float *a);    /* periodic copy into guards */
+void emf_guard_fold(const emf *f, float *a);    /* add guard deposits into the interior */
+void emf_current_finish(emf *f);        /* fold J, apply the deck's filter */
+void emf_filter(emf *f, float *a);      /* the deck's binomial passes (+ compensator) */
+void emf_zero(const emf *f, float *a);
+/* Solve the periodic discrete Poisson problem so that div E = rho - mean(rho) exactly;
+ * the mean is kept as rho_bg (a uniform neutralising background). */
+void emf_poisson(emf *f, const float *rho);
+double emf_energy_e(const emf *f);
+double emf_energy_b(const emf *f);
+/* max |div E - (rho - rho_bg)| over the interior nodes. */
+double emf_gauss_max(const emf *f, const float *rho);
+
+#endif

@@ -1,0 +1,87 @@
+/* formula.c - density and drift formulas in x, y through muparser's C API (deck.h). */
+#include "deck.h"
+
+#include <math.h>
+#include <muParserDLL.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+struct formula {
+    muParserHandle_t h;
+    double x, y;            /* the variables the expression reads, bound by address */
+};
+
+static void set_err(char *err, size_t errlen, const char *msg)
+{
+    if (err && errlen)
+        snprintf(err, errlen, "%s", msg ? msg : "unknown expression error");
+}
+
+formula *formula_new(const char *expr, char *err, size_t errlen)
+{
+    if (!expr) {
+        set_err(err, errlen, "no expression");
+        return NULL;
+    }
+    formula *f = calloc(1, sizeof *f);
+    if (!f) {
+        set_err(err, errlen, "out of memory");
+        return NULL;
+    }
+    f->h = mupCreate(muBASETYPE_FLOAT);
+    if (!f->h) {
+        free(f);
+        set_err(err, errlen, "cannot create expression parser");
+        return NULL;
+    }
+    mupDefineVar(f->h, "x", &f->x);
+    mupDefineVar(f->h, "y", &f->y);
+    mupDefineConst(f->h, "pi", 3.14159265358979323846);
+    mupDefineConst(f->h, "e", 2.71828182845904523536);
+    if (mupError(f->h)) {
+        set_err(err, errlen, mupGetErrorMsg(f->h));
+        formula_free(f);
+        return NULL;
+    }
+    mupSetExpr(f->h, expr);
+    if (mupError(f->h)) {
+        set_err(err, errlen, mupGetErrorMsg(f->h));
+        formula_free(f);
+        return NULL;
+    }
+    /* muparser parses lazily: a trial evaluation surfaces syntax errors and unknown names. */
+    int n = 0;
+    mupEvalMulti(f->h, &n);
+    if (mupError(f->h)) {
+        set_err(err, errlen, mupGetErrorMsg(f->h));
+        formula_free(f);
+        return NULL;
+    }
+    if (n != 1) {
+        set_err(err, errlen, "the expression gives several comma-separated values; expected one");
+        formula_free(f);
+        return NULL;
+    }
+    return f;
+}
+
+double formula_eval(formula *f, double x, double y)
+{
+    if (!f)
+        return NAN;
+    f->x = x;
+    f->y = y;
+    double v = mupEval(f->h);
+    if (mupError(f->h))
+        return NAN;
+    return v;
+}
+
+void formula_free(formula *f)
+{
+    if (!f)
+        return;
+    if (f->h)
+        mupRelease(f->h);
+    free(f);
+}

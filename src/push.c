@@ -1,0 +1,182 @@
+/* push.c - the CPU backend's particle phases: gather + Boris push, move + charge-conserving
+ * deposit, charge density. Clusters are processed by OpenMP threads one colour at a time
+ * (2x2 colouring, Kong Fig. 3): each thread accumulates its cluster's current in a private
+ * tile with one ghost cell below and two above, then adds the tile to the mesh; tiles of one
+ * colour never overlap, so no atomics are needed. */
+#include "push.h"
+#include "empic.h"
+#include "particle.h"
+
+#include <omp.h>
+#include <string.h>
+
+/* A cluster's private tile: cells [x0-1, x0+w+2) x [y0-1, y0+h+2) of the mesh. */
+typedef struct {
+    int i0, j0, w, h, s;
+    float *a[3];
+} tile;
+
+static void tile_open(tile *t, float *store, const clusters *cl, int c, int ncomp)
+{
+    int cx = c % cl->ncx, cy = c / cl->ncx;
+    t->i0 = cl->x0[cx] - 1;
+    t->j0 = cl->y0[cy] - 1;
+    t->w = cl->x0[cx + 1] - cl->x0[cx] + 3;
+    t->h = cl->y0[cy + 1] - cl->y0[cy] + 3;
+    t->s = t->w;
+    for (int k = 0; k < ncomp; k++) {
+        t->a[k] = store + (size_t)k * t->w * t->h;
+        memset(t->a[k], 0, (size_t)t->w * t->h * sizeof(float));
+    }
+}
+
+static void tile_add(const tile *t, const emf *f, float *const dst[], int ncomp)
+{
+    for (int k = 0; k < ncomp; k++)
+        for (int b = 0; b < t->h; b++) {
+            float *g = dst[k] + emf_idx(f, t->i0, t->j0 + b);
+            const float *l = t->a[k] + b * t->s;
+            for (int a = 0; a < t->w; a++)
+                g[a] += l[a];
+        }
+}
+
+static inline int tile_k(const tile *t, uint32_t cell)
+{
+    return (cell_i(cell) - t->i0) + (cell_j(cell) - t->j0) * t->s;
+}
+
+static size_t tile_floats(const clusters *cl)
+{
+    return (size_t)3 * (cl->wmax + 3) * (cl->hmax + 3);
+}
+
+/* Push one cluster: u(n-1/2) -> u(n+1/2); returns sum of w (gamma - 1) at time n. */
+static double push_cluster(species *s, const emf *f, int c, const float ext_e[3],
+                           const float ext_b[3], float qdt2m)
+{
+    double ke = 0.0;
+    for (int p = s->start[c]; p < s->start[c] + s->count[c]; p++) {
+        float e[3], b[3];
+        int k = emf_idx(f, cell_i(s->cell[p]), cell_j(s->cell[p]));
+        gather_eb(f->e[0], f->e[1], f->e[2], f->b[0], f->b[1], f->b[2], k, f->stride, s->x[p],
+                  s->y[p], e, b);
+        for (int a = 0; a < 3; a++) {
+            e[a] += ext_e[a];
+            b[a] += ext_b[a];
+        }
+        float u0[3] = {s->ux[p], s->uy[p], s->uz[p]}, u[3] = {u0[0], u0[1], u0[2]};
+        boris_push(u, e, b, qdt2m);
+        s->ux[p] = u[0];
+        s->uy[p] = u[1];
+        s->uz[p] = u[2];
+        float gm = lorentz_gamma(0.5f * (u0[0] + u[0]), 0.5f * (u0[1] + u[1]),
+                                 0.5f * (u0[2] + u[2]));
+        ke += (double)s->w[p] * (gm - 1.0f);
+    }
+    return ke;
+}
+
+void push_half_back(species *s, const emf *f, const clusters *cl, const float ext_e[3],
+                    const float ext_b[3])
+{
+    if (s->cfg->immobile)
+        return;
+    const float qdt2m = (float)(-0.25 * f->dt) * s->qm; /* a Boris step of -dt/2 */
+#pragma omp parallel for schedule(dynamic)
+    for (int c = 0; c < cl->n; c++)
+        push_cluster(s, f, c, ext_e, ext_b, qdt2m);
+}
+
+/* Move one cluster's particles, deposit their current in tile t and set migration codes. */
+static void move_cluster(species *s, const emf *f, const clusters *cl, int c, tile *t)
+{
+    const float rdx = (float)(f->dt / f->dx), rdy = (float)(f->dt / f->dy);
+    const float jxq = (float)(f->dx / f->dt), jyq = (float)(f->dy / f->dt);
+    const int cx = c % cl->ncx, cy = c / cl->ncx, nx = f->nx, ny = f->ny;
+    const int xlo = cl->x0[cx], xhi = cl->x0[cx + 1], ylo = cl->y0[cy], yhi = cl->y0[cy + 1];
+    int *hist = s->hist + 9 * c;
+    memset(hist, 0, 9 * sizeof(int));
+    for (int p = s->start[c]; p < s->start[c] + s->count[c]; p++) {
+        float ux = s->ux[p], uy = s->uy[p], uz = s->uz[p];
+        float ig = 1.0f / lorentz_gamma(ux, uy, uz);
+        float x0 = s->x[p], y0 = s->y[p];
+        float x1 = x0 + ux * ig * rdx, y1 = y0 + uy * ig * rdy;
+        float qw = s->q * s->w[p];
+        deposit_move(t->a[0], t->a[1], t->a[2], tile_k(t, s->cell[p]), t->s, x0, y0, x1, y1,
+                     qw * jxq, qw * jyq, qw * uz * ig);
+        int i = cell_i(s->cell[p]) + offset_wrap(&x1);
+        int j = cell_j(s->cell[p]) + offset_wrap(&y1);
+        int dcx = i < xlo ? -1 : (i >= xhi ? 1 : 0), dcy = j < ylo ? -1 : (j >= yhi ? 1 : 0);
+        i = i < 0 ? i + nx : (i >= nx ? i - nx : i);
+        j = j < 0 ? j + ny : (j >= ny ? j - ny : j);
+        s->cell[p] = cell_pack(i, j);
+        s->x[p] = x1;
+        s->y[p] = y1;
+        s->code[p] = (uint8_t)mig_code(dcx, dcy);
+        hist[(dcx + 1) + 3 * (dcy + 1)]++;
+    }
+}
+
+void push_cpu(species *s, emf *f, const clusters *cl, const float ext_e[3],
+              const float ext_b[3], push_stats *st)
+{
+    const float qdt2m = (float)(0.5 * f->dt) * s->qm;
+    double ke = 0.0, tp = 0.0, td = 0.0;
+    if (s->cfg->immobile) {
+        memset(s->hist, 0, (size_t)cl->n * 9 * sizeof(int));
+        for (int c = 0; c < cl->n; c++)
+            s->hist[9 * c + 4] = s->count[c];
+        return;
+    }
+#pragma omp parallel reduction(+ : ke, tp, td)
+    {
+        float *store = empic_alloc(tile_floats(cl) * sizeof(float), "current tile");
+        for (int color = 0; color < 4; color++) {
+#pragma omp for schedule(dynamic)
+            for (int c = 0; c < cl->n; c++) {
+                int cx = c % cl->ncx, cy = c / cl->ncx;
+                if ((cx & 1) + 2 * (cy & 1) != color)
+                    continue;
+                double t0 = omp_get_wtime();
+                ke += push_cluster(s, f, c, ext_e, ext_b, qdt2m);
+                double t1 = omp_get_wtime();
+                tile t;
+                tile_open(&t, store, cl, c, 3);
+                move_cluster(s, f, cl, c, &t);
+                tile_add(&t, f, f->j, 3);
+                tp += t1 - t0;
+                td += omp_get_wtime() - t1;
+            }
+        }
+        free(store);
+    }
+    int nt = omp_get_max_threads();
+    st->kinetic = ke * s->m * f->dx * f->dy;
+    st->t_push = tp / nt;
+    st->t_deposit = td / nt;
+}
+
+void push_rho_cpu(const species *s, const emf *f, const clusters *cl, float *rho)
+{
+#pragma omp parallel
+    {
+        float *store = empic_alloc(tile_floats(cl) * sizeof(float), "charge tile");
+        for (int color = 0; color < 4; color++) {
+#pragma omp for schedule(dynamic)
+            for (int c = 0; c < cl->n; c++) {
+                int cx = c % cl->ncx, cy = c / cl->ncx;
+                if ((cx & 1) + 2 * (cy & 1) != color)
+                    continue;
+                tile t;
+                tile_open(&t, store, cl, c, 1);
+                for (int p = s->start[c]; p < s->start[c] + s->count[c]; p++)
+                    deposit_charge(t.a[0], tile_k(&t, s->cell[p]), t.s, s->x[p], s->y[p],
+                                   s->q * s->w[p]);
+                float *dst[1] = {rho};
+                tile_add(&t, f, dst, 1);
+            }
+        }
+        free(store);
+    }
+}

@@ -1,0 +1,14 @@
+/* sort.h - Kong's incremental bi-cluster sort (DESIGN §6) on the CPU. */
+#ifndef SORT_H
+#define SORT_H
+
+#include "species.h"
+
+/* From the per-cluster migration histograms of the last move, the room each cluster needs
+ * during the four passes; relayout first if any cluster would overflow. */
+void sort_prepare(species *s, const clusters *cl);
+/* Four passes (x pairs, shifted x pairs, y pairs, shifted y pairs): afterwards every particle
+ * is in its cluster's segment and every code is 0. */
+void sort_clusters(species *s, const clusters *cl);
+
+#endif

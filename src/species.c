@@ -1,0 +1,312 @@
+/* species.c - cluster partition, particle storage in cluster segments, initial load and the
+ * global rearrangement of segments. */
+#include "species.h"
+#include "empic.h"
+#include "rng.h"
+
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* An even number of near-equal clusters of at most `want` cells over n cells. */
+static int split_axis(int n, int want, int **first, int **of)
+{
+    int k = (n + want - 1) / want;
+    k += k & 1;
+    if (k < 2)
+        k = 2;
+    *first = empic_alloc((size_t)(k + 1) * sizeof(int), "cluster table");
+    *of = empic_alloc((size_t)n * sizeof(int), "cluster table");
+    int wmax = 0;
+    for (int c = 0; c <= k; c++)
+        (*first)[c] = (int)((long long)n * c / k);
+    for (int c = 0; c < k; c++) {
+        for (int i = (*first)[c]; i < (*first)[c + 1]; i++)
+            (*of)[i] = c;
+        int w = (*first)[c + 1] - (*first)[c];
+        wmax = w > wmax ? w : wmax;
+    }
+    return k | (wmax << 16);
+}
+
+void clusters_init(clusters *c, const deck *d)
+{
+    memset(c, 0, sizeof *c);
+    int rx = split_axis(d->nx, d->cluster[0], &c->x0, &c->cx_of);
+    int ry = split_axis(d->ny, d->cluster[1], &c->y0, &c->cy_of);
+    c->ncx = rx & 0xffff;
+    c->wmax = rx >> 16;
+    c->ncy = ry & 0xffff;
+    c->hmax = ry >> 16;
+    c->n = c->ncx * c->ncy;
+    c->periodic_x = d->fbnd[SIDE_XMIN] == FBND_PERIODIC;
+    c->periodic_y = d->fbnd[SIDE_YMIN] == FBND_PERIODIC;
+}
+
+void clusters_free(clusters *c)
+{
+    free(c->x0);
+    free(c->y0);
+    free(c->cx_of);
+    free(c->cy_of);
+    memset(c, 0, sizeof *c);
+}
+
+static void species_alloc(species *s, size_t n)
+{
+    s->alloc = n;
+    s->cell = empic_alloc(n * sizeof(uint32_t), "particles");
+    s->x = empic_alloc(n * sizeof(float), "particles");
+    s->y = empic_alloc(n * sizeof(float), "particles");
+    s->ux = empic_alloc(n * sizeof(float), "particles");
+    s->uy = empic_alloc(n * sizeof(float), "particles");
+    s->uz = empic_alloc(n * sizeof(float), "particles");
+    s->w = empic_alloc(n * sizeof(float), "particles");
+    s->code = empic_calloc(n, 1, "particles");
+}
+
+static void species_release(species *s)
+{
+    free(s->cell);
+    free(s->x);
+    free(s->y);
+    free(s->ux);
+    free(s->uy);
+    free(s->uz);
+    free(s->w);
+    free(s->code);
+}
+
+/* Per-thread evaluators of the species' formulas (NULL where a plain number will do). */
+typedef struct {
+    formula *dens, *drift[3];
+    double drift_const[3];
+} profile_eval;
+
+static void profile_open(profile_eval *p, const deck_species *c)
+{
+    char err[256];
+    memset(p, 0, sizeof *p);
+    if (c->profile == PROFILE_EXPR && !(p->dens = formula_new(c->density_expr, err, sizeof err)))
+        EMPIC_DIE("species %s: density formula: %s", c->name, err);
+    for (int a = 0; a < 3; a++) {
+        char *end;
+        p->drift_const[a] = strtod(c->drift[a], &end);
+        if (end != c->drift[a] && *end == '\0')
+            continue;
+        if (!(p->drift[a] = formula_new(c->drift[a], err, sizeof err)))
+            EMPIC_DIE("species %s: drift formula: %s", c->name, err);
+    }
+}
+
+static void profile_close(profile_eval *p)
+{
+    if (p->dens)
+        formula_free(p->dens);
+    for (int a = 0; a < 3; a++)
+        if (p->drift[a])
+            formula_free(p->drift[a]);
+}
+
+static double profile_density(const deck_species *c, profile_eval *p, double x, double y)
+{
+    switch (c->profile) {
+    case PROFILE_PIECEWISE:
+        return c->n * deck_pwl_eval(&c->px, x) * deck_pwl_eval(&c->py, y);
+    case PROFILE_EXPR:
+        return c->n * formula_eval(p->dens, x, y);
+    default:
+        return c->n;
+    }
+}
+
+/* Visit the regular ppc positions of every cell of cluster cl; fill when s->x != NULL at
+ * slot `at`, else only count. Returns the particles of the cluster. */
+static int load_cluster(species *s, const deck *d, const clusters *c, int cl, profile_eval *p,
+                        size_t at)
+{
+    const deck_species *cfg = s->cfg;
+    const int px = cfg->ppc[0], py = cfg->ppc[1], cx = cl % c->ncx, cy = cl / c->ncx;
+    const int fill = at != (size_t)-1;
+    const int iso = cfg->uth[0] == cfg->uth[1] && cfg->uth[1] == cfg->uth[2];
+    int n = 0;
+    for (int j = c->y0[cy]; j < c->y0[cy + 1]; j++)
+        for (int i = c->x0[cx]; i < c->x0[cx + 1]; i++)
+            for (int b = 0; b < py; b++)
+                for (int a = 0; a < px; a++) {
+                    float ox = ((float)a + 0.5f) / (float)px, oy = ((float)b + 0.5f) / (float)py;
+                    double xp = (i + (double)ox) * d->dx, yp = (j + (double)oy) * d->dy;
+                    double dens = profile_density(cfg, p, xp, yp);
+                    if (!(dens > 0.0))
+                        continue;
+                    if (fill) {
+                        size_t q = at + (size_t)n;
+                        rng_stream r;
+                        float u[3] = {0, 0, 0};
+                        double ud[3];
+                        rng_init(&r, d->seed, (unsigned)s->index,
+                                 (uint32_t)i + (uint32_t)j * (uint32_t)d->nx,
+                                 (uint32_t)(a + b * px));
+                        if (iso && cfg->uth[0] >= 0.5)
+                            rng_juttner(&r, cfg->uth[0] * cfg->uth[0], u);
+                        else
+                            for (int k = 0; k < 3; k++)
+                                u[k] = cfg->uth[k] > 0.0 ? (float)cfg->uth[k] * rng_normal(&r)
+                                                         : 0.0f;
+                        for (int k = 0; k < 3; k++)
+                            ud[k] = p->drift[k] ? formula_eval(p->drift[k], xp, yp)
+                                                : p->drift_const[k];
+                        rng_boost(u, ud);
+                        s->cell[q] = cell_pack(i, j);
+                        s->x[q] = ox;
+                        s->y[q] = oy;
+                        s->ux[q] = u[0];
+                        s->uy[q] = u[1];
+                        s->uz[q] = u[2];
+                        s->w[q] = (float)(dens / (px * py));
+                        s->code[q] = 0;
+                    }
+                    n++;
+                }
+    return n;
+}
+
+/* Segment capacity for `n` particles: the slack fraction plus a little for empty clusters,
+ * rounded to 32 slots so segments start aligned. */
+static int segment_capacity(const species *s, long long n)
+{
+    long long c = (long long)ceil((double)n * (1.0 + s->slack)) + 32;
+    c = (c + 31) / 32 * 32;
+    if (c > 0x7fffffffLL)
+        EMPIC_DIE("species %s: a cluster needs %lld particle slots; use smaller clusters",
+                  s->cfg->name, c);
+    return (int)c;
+}
+
+void species_init(species *s, const deck *d, int index, const clusters *c)
+{
+    memset(s, 0, sizeof *s);
+    s->cfg = &d->species[index];
+    s->index = index;
+    s->q = (float)s->cfg->charge;
+    s->m = (float)s->cfg->mass;
+    s->qm = (float)(s->cfg->charge / s->cfg->mass);
+    s->slack = d->slack;
+    s->start = empic_calloc((size_t)c->n, sizeof(int), "cluster table");
+    s->count = empic_calloc((size_t)c->n, sizeof(int), "cluster table");
+    s->cap = empic_calloc((size_t)c->n, sizeof(int), "cluster table");
+    s->hist = empic_calloc((size_t)c->n * 9, sizeof(int), "cluster table");
+#pragma omp parallel
+    {
+        profile_eval p;
+        profile_open(&p, s->cfg);
+#pragma omp for schedule(dynamic)
+        for (int cl = 0; cl < c->n; cl++)
+            s->count[cl] = load_cluster(s, d, c, cl, &p, (size_t)-1);
+        profile_close(&p);
+    }
+    size_t total = 0;
+    for (int cl = 0; cl < c->n; cl++) {
+        s->start[cl] = (int)total;
+        s->cap[cl] = segment_capacity(s, s->count[cl]);
+        total += (size_t)s->cap[cl];
+        s->np += s->count[cl];
+    }
+    if (total > 0x7fffffffu)
+        EMPIC_DIE("species %s: %zu particle slots exceed the 2^31 limit", s->cfg->name, total);
+    species_alloc(s, total);
+#pragma omp parallel
+    {
+        profile_eval p;
+        profile_open(&p, s->cfg);
+#pragma omp for schedule(dynamic)
+        for (int cl = 0; cl < c->n; cl++)
+            load_cluster(s, d, c, cl, &p, (size_t)s->start[cl]);
+        profile_close(&p);
+    }
+}
+
+void species_free(species *s)
+{
+    species_release(s);
+    free(s->start);
+    free(s->count);
+    free(s->cap);
+    free(s->hist);
+    memset(s, 0, sizeof *s);
+}
+
+void species_copy(species *s, size_t b, size_t a)
+{
+    s->cell[b] = s->cell[a];
+    s->x[b] = s->x[a];
+    s->y[b] = s->y[a];
+    s->ux[b] = s->ux[a];
+    s->uy[b] = s->uy[a];
+    s->uz[b] = s->uz[a];
+    s->w[b] = s->w[a];
+    s->code[b] = s->code[a];
+}
+
+void species_relayout(species *s, const clusters *cl, const int *need)
+{
+    int *start = empic_alloc((size_t)cl->n * sizeof(int), "cluster table");
+    int *cap = empic_alloc((size_t)cl->n * sizeof(int), "cluster table");
+    size_t total = 0;
+    for (int c = 0; c < cl->n; c++) {
+        start[c] = (int)total;
+        cap[c] = segment_capacity(s, need[c] > s->count[c] ? need[c] : s->count[c]);
+        total += (size_t)cap[c];
+    }
+    if (total > 0x7fffffffu)
+        EMPIC_DIE("species %s: %zu particle slots exceed the 2^31 limit", s->cfg->name, total);
+    species old = *s;
+    species_alloc(s, total > s->alloc ? total : s->alloc);
+#pragma omp parallel for schedule(dynamic)
+    for (int c = 0; c < cl->n; c++) {
+        size_t a = (size_t)old.start[c], b = (size_t)start[c], n = (size_t)old.count[c];
+        memcpy(s->cell + b, old.cell + a, n * sizeof(uint32_t));
+        memcpy(s->x + b, old.x + a, n * sizeof(float));
+        memcpy(s->y + b, old.y + a, n * sizeof(float));
+        memcpy(s->ux + b, old.ux + a, n * sizeof(float));
+        memcpy(s->uy + b, old.uy + a, n * sizeof(float));
+        memcpy(s->uz + b, old.uz + a, n * sizeof(float));
+        memcpy(s->w + b, old.w + a, n * sizeof(float));
+        memcpy(s->code + b, old.code + a, n);
+    }
+    species_release(&old);
+    memcpy(s->start, start, (size_t)cl->n * sizeof(int));
+    memcpy(s->cap, cap, (size_t)cl->n * sizeof(int));
+    free(start);
+    free(cap);
+    s->rearrangements++;
+}
+
+long long species_check(const species *s, const clusters *cl)
+{
+    long long bad = 0, n = 0;
+    for (int c = 0; c < cl->n; c++) {
+        int cx = c % cl->ncx, cy = c / cl->ncx;
+        n += s->count[c];
+        if (s->count[c] > s->cap[c] || s->count[c] < 0)
+            bad += 1;
+        for (int p = s->start[c]; p < s->start[c] + s->count[c]; p++) {
+            int i = cell_i(s->cell[p]), j = cell_j(s->cell[p]);
+            if (i >= cl->x0[cl->ncx] || j >= cl->y0[cl->ncy]) {
+                bad++;
+                continue;
+            }
+            if (cl->cx_of[i] != cx || cl->cy_of[j] != cy || !(s->x[p] >= 0.0f) ||
+                !(s->x[p] < 1.0f) || !(s->y[p] >= 0.0f) || !(s->y[p] < 1.0f))
+                bad++;
+        }
+    }
+    return bad + (n != s->np ? 1 : 0);
+}
+
+double species_bytes_per_particle(const species *s)
+{
+    const double per = 4 * 7 + 1; /* cell, x, y, ux, uy, uz, w, code */
+    return s->np ? per * (double)s->alloc / (double)s->np : per;
+}

@@ -1,0 +1,59 @@
+/* species.h - particles of one species in cluster segments (DESIGN §4), and their load. */
+#ifndef SPECIES_H
+#define SPECIES_H
+
+#include "deck.h"
+#include <stdint.h>
+#include <stddef.h>
+
+/* The cluster (tile) partition of the grid, shared by all species. Cluster counts are even
+ * along each axis (the four-colour write-back and the bi-cluster pairs need it): the cells
+ * are split as evenly as possible into an even number of clusters no wider than asked. */
+typedef struct {
+    int ncx, ncy, n;     /* clusters along x, y and in all */
+    int *x0, *y0;        /* first cell of each cluster column / row (ncx+1, ncy+1 entries) */
+    int *cx_of, *cy_of;  /* cluster column of each cell column, row of each cell row */
+    int wmax, hmax;      /* largest cluster width / height in cells */
+    int periodic_x, periodic_y;
+} clusters;
+
+void clusters_init(clusters *c, const deck *d);
+void clusters_free(clusters *c);
+static inline int cluster_id(const clusters *c, int cx, int cy) { return cx + cy * c->ncx; }
+
+/* Structure of arrays. Particle p sits in cell (cell & 0xffff, cell >> 16) at offset
+ * (x, y) in [0,1); u = gamma v; w = density weight n/ppc; code = 4-bit migration code. */
+typedef struct {
+    const deck_species *cfg;
+    int index;            /* species number (RNG key) */
+    float q, m, qm;       /* charge, mass, charge/mass */
+    size_t alloc;         /* allocated slots */
+    uint32_t *cell;
+    float *x, *y, *ux, *uy, *uz, *w;
+    uint8_t *code;
+    int *start, *count, *cap; /* per cluster: segment start, particles, capacity */
+    int *hist;            /* per cluster: 9 bins of migration codes from the last move */
+    long long np;         /* particles in all */
+    double slack;
+    long long rearrangements;
+} species;
+
+static inline uint32_t cell_pack(int i, int j) { return (uint32_t)i | ((uint32_t)j << 16); }
+static inline int cell_i(uint32_t c) { return (int)(c & 0xffffu); }
+static inline int cell_j(uint32_t c) { return (int)(c >> 16); }
+
+/* Load the species of d->species[index] (regular positions ppc per cell, weights from the
+ * density profile, Philox thermal momenta plus relativistic drift). */
+void species_init(species *s, const deck *d, int index, const clusters *cl);
+void species_free(species *s);
+/* Copy particle a to slot b (all arrays). */
+void species_copy(species *s, size_t b, size_t a);
+/* Re-lay segments so that cluster c has room for need[c] (global rearrangement). */
+void species_relayout(species *s, const clusters *cl, const int *need);
+/* Particle count check: every cluster's particles inside it, sum = np. Returns the number of
+ * misplaced particles (0 when sound). */
+long long species_check(const species *s, const clusters *cl);
+/* Bytes of particle storage per particle, slack included. */
+double species_bytes_per_particle(const species *s);
+
+#endif
