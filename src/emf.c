@@ -6,6 +6,7 @@
 
 #include <fftw3.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 void emf_init(emf *f, const deck *d)

@@ -8,6 +8,7 @@
 #include "particle.h"
 
 #include <omp.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* A cluster's private tile: cells [x0-1, x0+w+2) x [y0-1, y0+h+2) of the mesh. */

@@ -1,0 +1,40 @@
+/* gpu.h - the CUDA backend as seen from the host code (implemented in cuda/*.cu).
+ * All state lives on the device between calls; the host copies only what diagnostics need. */
+#ifndef GPU_H
+#define GPU_H
+
+#include "sim.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* 1 when a usable CUDA device exists (its name in name), else 0. */
+int gpu_available(char *name, size_t len);
+/* Upload fields, particles and cluster tables of S (after the CPU load, Poisson solve and
+ * half push back, so both backends start from identical state). 0, or -1 after reporting
+ * (no device, too little memory: with the bytes the deck needs). */
+int gpu_init(sim *S);
+void gpu_free(sim *S);
+/* The phases of one step, in the order sim_step calls them (DESIGN §3). Each adds its
+ * device time (cudaEvent) to S->phase_s[]. */
+void gpu_b_half(sim *S);                       /* step 1 (and 4) */
+/* Steps 2-3 for all species; kinetic[s] = sum w m (gamma-1) dx dy when want_ke. */
+void gpu_particles(sim *S, int want_ke, double *kinetic);
+void gpu_fields_rest(sim *S);                  /* steps 4-6 */
+void gpu_sort(sim *S);                         /* step 7 */
+/* Field energies and max |div E - rho + rho_bg| computed on the device. */
+void gpu_field_diag(sim *S, double *energy_e, double *energy_b, double *gauss);
+/* Copy device E, B, J (and rho, per-species rho into S->rho_sp when per) to the host. */
+void gpu_fetch_fields(sim *S, int with_rho);
+/* Copy every species' particles and cluster tables to the host arrays. */
+void gpu_fetch_particles(sim *S);
+/* Device memory bandwidth in bytes/s (read + written, a large device-to-device copy). */
+double gpu_bandwidth(void);
+/* Device bytes per particle (slack included) for the report. */
+double gpu_bytes_per_particle(const sim *S);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

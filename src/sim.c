@@ -1,0 +1,255 @@
+/* sim.c - simulation setup and the PIC time cycle (DESIGN §3) over either backend. */
+#include "sim.h"
+#include "empic.h"
+#include "output.h"
+#include "push.h"
+#include "report.h"
+#include "sort.h"
+#ifdef EMPIC_CUDA
+#include "../cuda/gpu.h"
+#endif
+
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int use_gpu(const sim *S) { return S->backend == BACKEND_CUDA; }
+
+static int resolve_backend(sim *S)
+{
+    int want = S->d.backend;
+#ifdef EMPIC_CUDA
+    int have = gpu_available(S->device, sizeof S->device);
+#else
+    int have = 0;
+#endif
+    if (want == BACKEND_CUDA && !have) {
+#ifdef EMPIC_CUDA
+        empic_report(S->d.file, 0, "backend \"cuda\" asked for, but no usable CUDA device found");
+#else
+        empic_report(S->d.file, 0, "backend \"cuda\" asked for, but this empic was built "
+                                   "without CUDA (make CUDA=1 with nvcc installed)");
+#endif
+        return -1;
+    }
+    S->backend = (want == BACKEND_CPU || !have) ? BACKEND_CPU : BACKEND_CUDA;
+    if (S->backend == BACKEND_CPU)
+        report_cpu_name(S->device, sizeof S->device);
+    return 0;
+}
+
+int sim_init(sim *S, const deck *d, int quiet)
+{
+    memset(S, 0, sizeof *S);
+    S->d = *d;
+    S->quiet = quiet;
+    for (int k = 0; k < 4; k++) {
+        if (d->fbnd[k] != FBND_PERIODIC) {
+            empic_report(d->file, 0, "fields.boundary: only \"periodic\" field boundaries are "
+                                     "implemented in this version");
+            return -1;
+        }
+        for (int s = 0; s < d->nspecies; s++)
+            if (d->species[s].bnd[k] != PBND_PERIODIC) {
+                empic_report(d->file, 0, "species.%s.boundary: only \"periodic\" particle "
+                             "boundaries are implemented in this version", d->species[s].name);
+                return -1;
+            }
+    }
+    if (d->nlasers > 0 || d->window_enabled) {
+        empic_report(d->file, 0, "lasers and the moving window are not implemented in this "
+                                 "version");
+        return -1;
+    }
+    if (resolve_backend(S))
+        return -1;
+    clusters_init(&S->cl, &S->d);
+    if ((S->cl.ncx > 2 && S->d.nx / S->cl.ncx < 3) || (S->cl.ncy > 2 && S->d.ny / S->cl.ncy < 3)) {
+        empic_report(d->file, 0, "grid.cluster: clusters of %dx%d cells over %dx%d cells leave "
+                     "some clusters narrower than 3 cells; use larger clusters",
+                     d->cluster[0], d->cluster[1], d->nx, d->ny);
+        return -1;
+    }
+    emf_init(&S->f, &S->d);
+    S->nsp = S->d.nspecies;
+    for (int s = 0; s < S->nsp; s++)
+        species_init(&S->sp[s], &S->d, s, &S->cl);
+    for (int a = 0; a < 3; a++) {
+        S->ext_e[a] = (float)S->d.ext_E[a];
+        S->ext_b[a] = (float)S->d.ext_B[a];
+    }
+    /* E(0) from the initial charge so that div E = rho holds from the start */
+    sim_rho(S, NULL);
+    emf_poisson(&S->f, S->f.rho);
+    for (int s = 0; s < S->nsp; s++)
+        push_half_back(&S->sp[s], &S->f, &S->cl, S->ext_e, S->ext_b);
+#ifdef EMPIC_CUDA
+    if (use_gpu(S) && gpu_init(S))
+        return -1;
+#endif
+    if (report_open(S))
+        return -1;
+    return 0;
+}
+
+void sim_free(sim *S)
+{
+#ifdef EMPIC_CUDA
+    if (use_gpu(S))
+        gpu_free(S);
+#endif
+    for (int s = 0; s < S->nsp; s++)
+        species_free(&S->sp[s]);
+    emf_free(&S->f);
+    clusters_free(&S->cl);
+    free(S->rho_sp);
+    deck_free(&S->d);
+}
+
+long long sim_particles(const sim *S)
+{
+    long long n = 0;
+    for (int s = 0; s < S->nsp; s++)
+        if (!S->sp[s].cfg->immobile)
+            n += S->sp[s].np;
+    return n;
+}
+
+void sim_rho(sim *S, float *per)
+{
+    emf *f = &S->f;
+    emf_zero(f, f->rho);
+    for (int s = 0; s < S->nsp; s++) {
+        float *r = per ? per + (size_t)s * f->size : f->rho;
+        if (per)
+            emf_zero(f, r);
+        push_rho_cpu(&S->sp[s], f, &S->cl, r);
+        emf_guard_fold(f, r);
+        emf_filter(f, r);
+        if (per)
+            for (size_t k = 0; k < f->size; k++)
+                f->rho[k] += r[k];
+    }
+    emf_guard_fill(f, f->rho);
+}
+
+/* Field and particle dumps of the current step (fields at t = step dt). */
+static void dump(sim *S, int fields, int parts)
+{
+    if (!fields && !parts)
+        return;
+    if (!S->rho_sp)
+        S->rho_sp = empic_alloc((size_t)S->nsp * S->f.size * sizeof(float), "charge dumps");
+#ifdef EMPIC_CUDA
+    if (use_gpu(S)) {
+        gpu_fetch_fields(S, 0);
+        gpu_fetch_particles(S);
+    }
+#endif
+    sim_rho(S, S->rho_sp);
+    const float *per[DECK_MAX_SPECIES];
+    for (int s = 0; s < S->nsp; s++)
+        per[s] = S->rho_sp + (size_t)s * S->f.size;
+    output_frame fr = {.d = &S->d, .f = &S->f, .rho = S->f.rho, .rho_species = per,
+                       .sp = S->sp, .nspecies = S->nsp, .cl = &S->cl, .step = S->step,
+                       .t = S->step * S->d.dt, .fields = fields, .particles = parts};
+    if (output_dump(S->d.output, &fr))
+        empic_exit(1);
+}
+
+static int due(long every, long step) { return every > 0 && step % every == 0; }
+
+void sim_step(sim *S)
+{
+    const deck *d = &S->d;
+    double t0 = omp_get_wtime(), kin[DECK_MAX_SPECIES] = {0};
+    const int want_e = due(d->energy_every, S->step);
+    double fe = 0, fb = 0, gauss = 0;
+
+    /* 1. B(n) = B(n-1/2) - dt/2 curl E(n) */
+    if (use_gpu(S)) {
+#ifdef EMPIC_CUDA
+        gpu_b_half(S);
+#endif
+    } else {
+        emf_b_half(&S->f);
+        S->phase_s[PH_FIELD] += omp_get_wtime() - t0;
+    }
+    /* diagnostics at t = n dt (E, B, x at n; kinetic energy from the push below) */
+    double td = omp_get_wtime();
+    dump(S, due(d->fields_every, S->step), due(d->particles_every, S->step));
+    if (want_e) {
+        if (use_gpu(S)) {
+#ifdef EMPIC_CUDA
+            gpu_field_diag(S, &fe, &fb, &gauss);
+#endif
+        } else {
+            sim_rho(S, NULL);
+            fe = emf_energy_e(&S->f);
+            fb = emf_energy_b(&S->f);
+            gauss = emf_gauss_max(&S->f, S->f.rho);
+        }
+    }
+    S->phase_s[PH_OTHER] += omp_get_wtime() - td;
+
+    /* 2-3. push, move, deposit J(n+1/2) */
+    if (use_gpu(S)) {
+#ifdef EMPIC_CUDA
+        gpu_particles(S, want_e, kin);
+        gpu_fields_rest(S);
+        gpu_sort(S);
+#endif
+    } else {
+        emf *f = &S->f;
+        for (int c = 0; c < 3; c++)
+            emf_zero(f, f->j[c]);
+        for (int s = 0; s < S->nsp; s++) {
+            push_stats st = {0};
+            push_cpu(&S->sp[s], f, &S->cl, S->ext_e, S->ext_b, &st);
+            kin[s] = st.kinetic;
+            S->phase_s[PH_PUSH] += st.t_push;
+            S->phase_s[PH_DEPOSIT] += st.t_deposit;
+        }
+        /* 4-6. B(n+1/2), fold and filter J, E(n+1) */
+        double tf = omp_get_wtime();
+        emf_b_half(f);
+        emf_current_finish(f);
+        emf_e_advance(f);
+        double ts = omp_get_wtime();
+        S->phase_s[PH_FIELD] += ts - tf;
+        /* 7. incremental sort */
+        for (int s = 0; s < S->nsp; s++)
+            if (!S->sp[s].cfg->immobile)
+                sort_clusters(&S->sp[s], &S->cl);
+        S->phase_s[PH_SORT] += omp_get_wtime() - ts;
+    }
+    if (want_e)
+        report_energy_row(S, fe, fb, kin, gauss);
+    S->particle_steps += sim_particles(S);
+    S->step++;
+    S->wall_s += omp_get_wtime() - t0;
+}
+
+int sim_run(sim *S)
+{
+    const long n = S->d.steps;
+    while (S->step < n) {
+        sim_step(S);
+        report_progress(S, 0);
+    }
+    /* final dumps at t = steps dt: B advanced to the same time as E first */
+    int fields = S->d.fields_every > 0, parts = S->d.particles_every > 0;
+    if (fields || parts) {
+        if (use_gpu(S)) {
+#ifdef EMPIC_CUDA
+            gpu_b_half(S);
+#endif
+        } else {
+            emf_b_half(&S->f);
+        }
+        dump(S, fields, parts);
+    }
+    report_progress(S, 1);
+    return report_close(S);
+}

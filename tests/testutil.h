@@ -1,0 +1,76 @@
+/* testutil.h - helpers shared by the CUnit tests: a default deck built in C, so physics tests
+ * do not depend on the parser, and small numerical helpers. */
+#ifndef TESTUTIL_H
+#define TESTUTIL_H
+
+#include "deck.h"
+#include "sim.h"
+#include <CUnit/Basic.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+/* A periodic box of nx x ny cells of size dx, no species, no diagnostics but energy. */
+static inline void tu_deck(deck *d, int nx, int ny, double dx, double dt, long steps)
+{
+    memset(d, 0, sizeof *d);
+    snprintf(d->file, sizeof d->file, "test");
+    snprintf(d->name, sizeof d->name, "test");
+    d->backend = BACKEND_CPU;
+    d->seed = 7;
+    d->n0 = 1e18;
+    d->nx = nx;
+    d->ny = ny;
+    d->dx = d->dy = dx;
+    d->cluster[0] = d->cluster[1] = 8;
+    d->slack = 0.3;
+    d->dt = dt;
+    d->steps = steps;
+    d->particles_fraction = 0.01;
+    d->fields_quantities = FQ_E | FQ_B | FQ_J | FQ_RHO;
+    d->particles_species_mask = ~0;
+    snprintf(d->output, sizeof d->output, "/tmp/empic-test-%d", (int)getpid());
+}
+
+/* Add a uniform species; returns it for further settings. */
+static inline deck_species *tu_species(deck *d, const char *name, double q, double m, int ppc,
+                                       double uth)
+{
+    deck_species *s = &d->species[d->nspecies++];
+    memset(s, 0, sizeof *s);
+    snprintf(s->name, sizeof s->name, "%s", name);
+    s->charge = q;
+    s->mass = m;
+    s->ppc[0] = s->ppc[1] = ppc;
+    s->profile = PROFILE_UNIFORM;
+    s->n = 1.0;
+    for (int a = 0; a < 3; a++) {
+        s->uth[a] = uth;
+        snprintf(s->drift[a], sizeof s->drift[a], "0");
+    }
+    return s;
+}
+
+/* Crude DFT peak search: the frequency in [w0, w1] maximising |sum f(t) e^{-i w t}|. */
+static inline double tu_peak_frequency(const double *f, int n, double dt, double w0, double w1)
+{
+    double best = 0.0, wbest = w0, mean = 0.0;
+    for (int k = 0; k < n; k++)
+        mean += f[k] / n;
+    for (double w = w0; w <= w1; w += (w1 - w0) / 20000.0) {
+        double re = 0.0, im = 0.0;
+        for (int k = 0; k < n; k++) {
+            double win = 0.5 - 0.5 * cos(2.0 * M_PI * k / (n - 1)); /* Hann */
+            re += win * (f[k] - mean) * cos(w * k * dt);
+            im -= win * (f[k] - mean) * sin(w * k * dt);
+        }
+        if (re * re + im * im > best) {
+            best = re * re + im * im;
+            wbest = w;
+        }
+    }
+    return wbest;
+}
+
+#endif
