@@ -224,8 +224,14 @@ void sim_step(sim *S)
                 sort_clusters(&S->sp[s], &S->cl);
         S->phase_s[PH_SORT] += omp_get_wtime() - ts;
     }
-    if (want_e)
+    if (want_e) {
+        S->en_step = S->step;
+        S->en_e = fe;
+        S->en_b = fb;
+        S->en_gauss = gauss;
+        memcpy(S->en_kin, kin, sizeof S->en_kin);
         report_energy_row(S, fe, fb, kin, gauss);
+    }
     S->particle_steps += sim_particles(S);
     S->step++;
     S->wall_s += omp_get_wtime() - t0;

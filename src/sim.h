@@ -25,6 +25,9 @@ typedef struct {
     double phase_s[PH_COUNT]; /* wall seconds per phase */
     double wall_s;
     long long particle_steps; /* mobile particles x steps pushed */
+    /* the last energy diagnostic (step en_step): fields at n dt, kinetic time-centred */
+    long en_step;
+    double en_e, en_b, en_kin[DECK_MAX_SPECIES], en_gauss;
     FILE *energy;             /* energy.csv (under its temporary name while running) */
     float *rho_sp;            /* per-species charge scratch, allocated at first dump */
     int quiet;
