@@ -1,4 +1,4 @@
-/* gpu.h - the CUDA backend as seen from the host code (implemented in cuda/*.cu).
+/* gpu.h - the CUDA backend as seen from the host code (implemented in the .cu files of cuda/).
  * All state lives on the device between calls; the host copies only what diagnostics need. */
 #ifndef GPU_H
 #define GPU_H

@@ -1,0 +1,408 @@
+/* gpu_core.cu - the CUDA backend's device, memory, uploads and downloads, error checks,
+ * phase timers and the bandwidth measurement. */
+#include "gpu_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void gpu_check(cudaError_t e, const char *what, const char *file, int line)
+{
+    if (e == cudaSuccess)
+        return;
+    empic_report(file, line, "CUDA error in %s: %s (%s)", what, cudaGetErrorString(e),
+                 cudaGetErrorName(e));
+    empic_exit(1);
+}
+
+void gpu_launched(gpu_state *g, const char *kernel, const char *file, int line)
+{
+    cudaError_t e = cudaGetLastError();
+    if (e == cudaSuccess && g && g->sync_each)
+        e = cudaStreamSynchronize(g->stream);
+    if (e != cudaSuccess) {
+        empic_report(file, line, "CUDA error in kernel %s: %s (%s)", kernel,
+                     cudaGetErrorString(e), cudaGetErrorName(e));
+        empic_exit(1);
+    }
+}
+
+void *gpu_malloc(gpu_state *g, size_t bytes, const char *what)
+{
+    void *p = NULL;
+    if (bytes == 0)
+        bytes = 16;
+    cudaError_t e = cudaMalloc(&p, bytes);
+    if (e != cudaSuccess) {
+        size_t fr = 0, tot = 0;
+        cudaGetLastError();
+        cudaMemGetInfo(&fr, &tot);
+        empic_report(__FILE__, __LINE__, "out of GPU memory for %s: %zu bytes asked, %zu of "
+                     "%zu free (%s)", what, bytes, fr, tot, cudaGetErrorString(e));
+        empic_exit(1);
+    }
+    g->bytes += bytes;
+    return p;
+}
+
+/* ---- phase timers ---- */
+
+int gpu_tic(gpu_state *g, sim *S)
+{
+    if (g->nev + 2 > GPU_EVENTS)
+        gpu_harvest(g, S);
+    int a = g->nev++;
+    GPU_CK(cudaEventRecord(g->ev[a], g->stream));
+    return a;
+}
+
+void gpu_toc(gpu_state *g, int tic, int phase)
+{
+    int b = g->nev++;
+    GPU_CK(cudaEventRecord(g->ev[b], g->stream));
+    g->pend_a[g->npend] = tic;
+    g->pend_b[g->npend] = b;
+    g->pend_phase[g->npend] = phase;
+    g->npend++;
+}
+
+void gpu_harvest(gpu_state *g, sim *S)
+{
+    GPU_CK(cudaStreamSynchronize(g->stream));
+    for (int k = 0; k < g->npend; k++) {
+        float ms = 0.0f;
+        GPU_CK(cudaEventElapsedTime(&ms, g->ev[g->pend_a[k]], g->ev[g->pend_b[k]]));
+        S->phase_s[g->pend_phase[k]] += 1e-3 * ms;
+    }
+    g->npend = 0;
+    g->nev = 0;
+}
+
+/* A do-nothing kernel: its image tells whether this build runs on the device. */
+__global__ void k_probe(int *p)
+{
+    if (p)
+        *p = 0;
+}
+
+int gpu_available(char *name, size_t len)
+{
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess || n < 1) {
+        cudaGetLastError();
+        return 0;
+    }
+    cudaDeviceProp p;
+    if (cudaGetDeviceProperties(&p, 0) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    cudaFuncAttributes fa;
+    if (cudaFuncGetAttributes(&fa, k_probe) != cudaSuccess) {
+        cudaGetLastError();
+        empic_report(__FILE__, __LINE__, "GPU %s (compute capability %d.%d) cannot run this "
+                     "build's kernels; rebuild with make CUDA_ARCH=sm_%d%d", p.name, p.major,
+                     p.minor, p.major, p.minor);
+        return 0;
+    }
+    snprintf(name, len, "%s", p.name);
+    return 1;
+}
+
+/* Bytes of one particle slot on the device: cell, x, y, ux, uy, uz, w, code. */
+#define SLOT_BYTES (7 * 4 + 1)
+
+static size_t deck_bytes(const sim *S, size_t tile_floats)
+{
+    size_t b = 12 * S->f.size * sizeof(float) + tile_floats * sizeof(float) +
+               (size_t)S->cl.n * 3 * sizeof(double);
+    for (int s = 0; s < S->nsp; s++)
+        b += S->sp[s].alloc * SLOT_BYTES + (size_t)S->cl.n * (4 + 9 + 1 + 4) * sizeof(int);
+    return b;
+}
+
+static void upload_species(gpu_state *g, const sim *S, int s)
+{
+    const species *h = &S->sp[s];
+    gpu_species *d = &g->sp[s];
+    const size_t n = h->alloc, nc = (size_t)S->cl.n;
+    d->mobile = !h->cfg->immobile;
+    d->q = h->q;
+    d->m = h->m;
+    d->qm = h->qm;
+    d->alloc = n;
+    d->cell = (uint32_t *)gpu_malloc(g, n * 4, "particle cells");
+    d->x = (float *)gpu_malloc(g, n * 4, "particle positions");
+    d->y = (float *)gpu_malloc(g, n * 4, "particle positions");
+    d->ux = (float *)gpu_malloc(g, n * 4, "particle momenta");
+    d->uy = (float *)gpu_malloc(g, n * 4, "particle momenta");
+    d->uz = (float *)gpu_malloc(g, n * 4, "particle momenta");
+    d->w = (float *)gpu_malloc(g, n * 4, "particle weights");
+    d->code = (uint8_t *)gpu_malloc(g, n, "migration codes");
+    d->start = (int *)gpu_malloc(g, nc * sizeof(int), "cluster table");
+    d->count = (int *)gpu_malloc(g, nc * sizeof(int), "cluster table");
+    d->cap = (int *)gpu_malloc(g, nc * sizeof(int), "cluster table");
+    d->need = (int *)gpu_malloc(g, nc * sizeof(int), "cluster table");
+    d->hist = (int *)gpu_malloc(g, nc * 9 * sizeof(int), "cluster table");
+    d->movers = (int4 *)gpu_malloc(g, nc * sizeof(int4), "cluster table");
+    GPU_CK(cudaMemcpy(d->cell, h->cell, n * 4, cudaMemcpyHostToDevice));
+    GPU_CK(cudaMemcpy(d->x, h->x, n * 4, cudaMemcpyHostToDevice));
+    GPU_CK(cudaMemcpy(d->y, h->y, n * 4, cudaMemcpyHostToDevice));
+    GPU_CK(cudaMemcpy(d->ux, h->ux, n * 4, cudaMemcpyHostToDevice));
+    GPU_CK(cudaMemcpy(d->uy, h->uy, n * 4, cudaMemcpyHostToDevice));
+    GPU_CK(cudaMemcpy(d->uz, h->uz, n * 4, cudaMemcpyHostToDevice));
+    GPU_CK(cudaMemcpy(d->w, h->w, n * 4, cudaMemcpyHostToDevice));
+    GPU_CK(cudaMemcpy(d->code, h->code, n, cudaMemcpyHostToDevice));
+    GPU_CK(cudaMemcpy(d->start, h->start, nc * sizeof(int), cudaMemcpyHostToDevice));
+    GPU_CK(cudaMemcpy(d->count, h->count, nc * sizeof(int), cudaMemcpyHostToDevice));
+    GPU_CK(cudaMemcpy(d->cap, h->cap, nc * sizeof(int), cudaMemcpyHostToDevice));
+    GPU_CK(cudaMemcpy(d->hist, h->hist, nc * 9 * sizeof(int), cudaMemcpyHostToDevice));
+}
+
+static void free_species(gpu_species *d)
+{
+    void *p[] = {d->cell, d->x,     d->y,   d->ux,   d->uy,  d->uz,
+                 d->w,    d->code, d->start, d->count, d->cap, d->need,
+                 d->hist, d->movers};
+    for (size_t k = 0; k < sizeof p / sizeof p[0]; k++)
+        if (p[k])
+            cudaFree(p[k]);
+    memset(d, 0, sizeof *d);
+}
+
+static int env_flag(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v && strcmp(v, "0") != 0;
+}
+
+int gpu_init(sim *S)
+{
+    char name[128];
+    if (!gpu_available(name, sizeof name)) {
+        empic_report(S->d.file, 0, "backend \"cuda\": no usable CUDA device");
+        return -1;
+    }
+    gpu_state *g = (gpu_state *)empic_calloc(1, sizeof *g, "GPU state");
+    S->gpu = g;
+    GPU_CK(cudaSetDevice(0));
+    cudaDeviceProp p;
+    GPU_CK(cudaGetDeviceProperties(&p, 0));
+    g->nsm = p.multiProcessorCount;
+    g->smem_optin = p.sharedMemPerBlockOptin;
+    g->split = env_flag("EMPIC_GPU_SPLIT");
+    g->sync_each = env_flag("EMPIC_GPU_SYNC");
+    const emf *f = &S->f;
+    g->nx = f->nx;
+    g->ny = f->ny;
+    g->stride = f->stride;
+    g->rows = f->rows;
+    g->off = f->off;
+    g->size = f->size;
+    g->ncx = S->cl.ncx;
+    g->ncy = S->cl.ncy;
+    g->ncl = S->cl.n;
+    g->wmax = S->cl.wmax;
+    g->hmax = S->cl.hmax;
+    g->tsz_max = (g->wmax + 3) * (g->hmax + 3);
+    g->nsp = S->nsp;
+    /* shared-memory plan of the particle kernels (fails with a message if clusters are too
+     * large for this device) */
+    gpu_particles_setup(g, S);
+
+    size_t need = deck_bytes(S, (size_t)3 * g->tsz_max * g->ncl), fr = 0, tot = 0;
+    GPU_CK(cudaMemGetInfo(&fr, &tot));
+    if (need + ((size_t)64 << 20) > fr) {
+        empic_report(S->d.file, 0, "backend \"cuda\": the deck needs %zu bytes (%.2f GiB) of "
+                     "GPU memory, but %s has only %zu bytes (%.2f GiB) free of %zu; use fewer "
+                     "particles or cells, or the CPU backend",
+                     need, need / 1073741824.0, name, fr, fr / 1073741824.0, tot);
+        free(g);
+        S->gpu = NULL;
+        return -1;
+    }
+    GPU_CK(cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking));
+    for (int k = 0; k < GPU_EVENTS; k++)
+        GPU_CK(cudaEventCreate(&g->ev[k]));
+
+    g->store = (float *)gpu_malloc(g, 12 * g->size * sizeof(float), "field arrays");
+    GPU_CK(cudaMemset(g->store, 0, 12 * g->size * sizeof(float)));
+    for (int c = 0; c < 3; c++) {
+        g->e[c] = g->store + c * g->size;
+        g->b[c] = g->store + (3 + c) * g->size;
+        g->j[c] = g->store + (6 + c) * g->size;
+        GPU_CK(cudaMemcpy(g->e[c], f->e[c], g->size * sizeof(float), cudaMemcpyHostToDevice));
+        GPU_CK(cudaMemcpy(g->b[c], f->b[c], g->size * sizeof(float), cudaMemcpyHostToDevice));
+        GPU_CK(cudaMemcpy(g->j[c], f->j[c], g->size * sizeof(float), cudaMemcpyHostToDevice));
+    }
+    g->rho = g->store + 9 * g->size;
+    g->tmp = g->store + 10 * g->size;
+    g->rho2 = g->store + 11 * g->size;
+    GPU_CK(cudaMemcpy(g->rho, f->rho, g->size * sizeof(float), cudaMemcpyHostToDevice));
+
+    g->x0 = (int *)gpu_malloc(g, (size_t)(g->ncx + 1) * sizeof(int), "cluster table");
+    g->y0 = (int *)gpu_malloc(g, (size_t)(g->ncy + 1) * sizeof(int), "cluster table");
+    GPU_CK(cudaMemcpy(g->x0, S->cl.x0, (size_t)(g->ncx + 1) * sizeof(int),
+                      cudaMemcpyHostToDevice));
+    GPU_CK(cudaMemcpy(g->y0, S->cl.y0, (size_t)(g->ncy + 1) * sizeof(int),
+                      cudaMemcpyHostToDevice));
+    g->tiles = (float *)gpu_malloc(g, (size_t)3 * g->tsz_max * g->ncl * sizeof(float),
+                                   "current tiles");
+    g->partial = (double *)gpu_malloc(g, (size_t)g->ncl * 3 * sizeof(double), "reductions");
+    GPU_CK(cudaMallocHost(&g->h_partial, (size_t)g->ncl * 3 * sizeof(double)));
+    g->flags = (int *)gpu_malloc(g, 4 * sizeof(int), "flags");
+    GPU_CK(cudaMemset(g->flags, 0, 4 * sizeof(int)));
+    GPU_CK(cudaMallocHost(&g->h_flags, 4 * sizeof(int)));
+    for (int s = 0; s < S->nsp; s++)
+        upload_species(g, S, s);
+    GPU_CK(cudaDeviceSynchronize());
+    return 0;
+}
+
+void gpu_free(sim *S)
+{
+    gpu_state *g = S->gpu;
+    if (!g)
+        return;
+    cudaStreamSynchronize(g->stream);
+    for (int s = 0; s < g->nsp; s++)
+        free_species(&g->sp[s]);
+    void *p[] = {g->store, g->x0, g->y0, g->tiles, g->partial, g->flags, g->lists};
+    for (size_t k = 0; k < sizeof p / sizeof p[0]; k++)
+        if (p[k])
+            cudaFree(p[k]);
+    if (g->h_partial)
+        cudaFreeHost(g->h_partial);
+    if (g->h_flags)
+        cudaFreeHost(g->h_flags);
+    for (int k = 0; k < GPU_EVENTS; k++)
+        if (g->ev[k])
+            cudaEventDestroy(g->ev[k]);
+    if (g->stream)
+        cudaStreamDestroy(g->stream);
+    free(g);
+    S->gpu = NULL;
+}
+
+void gpu_fetch_fields(sim *S, int with_rho)
+{
+    gpu_state *g = S->gpu;
+    emf *f = &S->f;
+    const size_t bytes = g->size * sizeof(float);
+    GPU_CK(cudaStreamSynchronize(g->stream));
+    for (int c = 0; c < 3; c++) {
+        GPU_CK(cudaMemcpy(f->e[c], g->e[c], bytes, cudaMemcpyDeviceToHost));
+        GPU_CK(cudaMemcpy(f->b[c], g->b[c], bytes, cudaMemcpyDeviceToHost));
+        GPU_CK(cudaMemcpy(f->j[c], g->j[c], bytes, cudaMemcpyDeviceToHost));
+    }
+    if (!with_rho)
+        return;
+    GPU_CK(cudaMemsetAsync(g->rho, 0, bytes, g->stream));
+    for (int s = 0; s < S->nsp; s++) {
+        GPU_CK(cudaMemsetAsync(g->rho2, 0, bytes, g->stream));
+        gpu_rho_deposit(g, S, s, g->rho2);
+        gpu_fold(g, g->rho2, NULL, NULL);
+        gpu_filter(g, S, g->rho2);
+        gpu_guard_fill(g, g->rho2, NULL, NULL);
+        GPU_CK(cudaStreamSynchronize(g->stream));
+        if (S->rho_sp)
+            GPU_CK(cudaMemcpy(S->rho_sp + (size_t)s * g->size, g->rho2, bytes,
+                              cudaMemcpyDeviceToHost));
+        GPU_CK(cudaMemcpy(f->tmp, g->rho2, bytes, cudaMemcpyDeviceToHost));
+        for (size_t k = 0; k < g->size; k++)
+            f->rho[k] = s ? f->rho[k] + f->tmp[k] : f->tmp[k];
+    }
+}
+
+/* Grow the host arrays of species s to n slots (the device may have re-laid segments). */
+static void host_grow(species *h, size_t n)
+{
+    if (h->alloc >= n)
+        return;
+    void **p[] = {(void **)&h->cell, (void **)&h->x,  (void **)&h->y, (void **)&h->ux,
+                  (void **)&h->uy,   (void **)&h->uz, (void **)&h->w};
+    for (size_t k = 0; k < sizeof p / sizeof p[0]; k++) {
+        void *q = realloc(*p[k], n * 4);
+        if (!q)
+            EMPIC_DIE("out of host memory fetching %zu particles", n);
+        *p[k] = q;
+    }
+    void *q = realloc(h->code, n);
+    if (!q)
+        EMPIC_DIE("out of host memory fetching %zu particles", n);
+    h->code = (uint8_t *)q;
+    h->alloc = n;
+}
+
+void gpu_fetch_particles(sim *S)
+{
+    gpu_state *g = S->gpu;
+    const size_t nc = (size_t)g->ncl;
+    GPU_CK(cudaStreamSynchronize(g->stream));
+    for (int s = 0; s < S->nsp; s++) {
+        species *h = &S->sp[s];
+        gpu_species *d = &g->sp[s];
+        host_grow(h, d->alloc);
+        const size_t n = d->alloc;
+        GPU_CK(cudaMemcpy(h->cell, d->cell, n * 4, cudaMemcpyDeviceToHost));
+        GPU_CK(cudaMemcpy(h->x, d->x, n * 4, cudaMemcpyDeviceToHost));
+        GPU_CK(cudaMemcpy(h->y, d->y, n * 4, cudaMemcpyDeviceToHost));
+        GPU_CK(cudaMemcpy(h->ux, d->ux, n * 4, cudaMemcpyDeviceToHost));
+        GPU_CK(cudaMemcpy(h->uy, d->uy, n * 4, cudaMemcpyDeviceToHost));
+        GPU_CK(cudaMemcpy(h->uz, d->uz, n * 4, cudaMemcpyDeviceToHost));
+        GPU_CK(cudaMemcpy(h->w, d->w, n * 4, cudaMemcpyDeviceToHost));
+        GPU_CK(cudaMemcpy(h->code, d->code, n, cudaMemcpyDeviceToHost));
+        GPU_CK(cudaMemcpy(h->start, d->start, nc * sizeof(int), cudaMemcpyDeviceToHost));
+        GPU_CK(cudaMemcpy(h->count, d->count, nc * sizeof(int), cudaMemcpyDeviceToHost));
+        GPU_CK(cudaMemcpy(h->cap, d->cap, nc * sizeof(int), cudaMemcpyDeviceToHost));
+        GPU_CK(cudaMemcpy(h->hist, d->hist, nc * 9 * sizeof(int), cudaMemcpyDeviceToHost));
+    }
+}
+
+double gpu_bandwidth(void)
+{
+    const size_t n = (size_t)1 << 30; /* 1 GiB each way */
+    void *a = NULL, *b = NULL;
+    if (cudaMalloc(&a, n) != cudaSuccess || cudaMalloc(&b, n) != cudaSuccess) {
+        cudaGetLastError();
+        if (a)
+            cudaFree(a);
+        return 0.0;
+    }
+    cudaEvent_t t0, t1;
+    GPU_CK(cudaEventCreate(&t0));
+    GPU_CK(cudaEventCreate(&t1));
+    GPU_CK(cudaMemset(a, 1, n));
+    GPU_CK(cudaMemset(b, 2, n));
+    GPU_CK(cudaMemcpy(b, a, n, cudaMemcpyDeviceToDevice)); /* warm-up */
+    float best = 0.0f;
+    for (int r = 0; r < 5; r++) {
+        float ms = 0.0f;
+        GPU_CK(cudaEventRecord(t0));
+        GPU_CK(cudaMemcpy(b, a, n, cudaMemcpyDeviceToDevice));
+        GPU_CK(cudaEventRecord(t1));
+        GPU_CK(cudaEventSynchronize(t1));
+        GPU_CK(cudaEventElapsedTime(&ms, t0, t1));
+        if (best == 0.0f || ms < best)
+            best = ms;
+    }
+    cudaEventDestroy(t0);
+    cudaEventDestroy(t1);
+    cudaFree(a);
+    cudaFree(b);
+    return best > 0.0f ? 2.0 * (double)n / (1e-3 * best) : 0.0;
+}
+
+double gpu_bytes_per_particle(const sim *S)
+{
+    const gpu_state *g = S->gpu;
+    double slots = 0.0, np = 0.0;
+    if (!g)
+        return 0.0;
+    for (int s = 0; s < g->nsp; s++)
+        if (g->sp[s].mobile) {
+            slots += (double)g->sp[s].alloc;
+            np += (double)S->sp[s].np;
+        }
+    return np > 0 ? SLOT_BYTES * slots / np : SLOT_BYTES;
+}

@@ -1,0 +1,285 @@
+/* gpu_fields.cu - Yee field phases on the device (DESIGN §3 steps 1 and 4-6): half B
+ * advance, periodic guard fill, fold of guard currents, binomial filter, E advance, and the
+ * field diagnostics (energies, Gauss-law error). Cell updates are yee.h's, the same as
+ * emf.c's, in the same order of operations. */
+#include "gpu_internal.h"
+#include "yee.h"
+
+#include <math.h>
+
+#define FX 32
+#define FY 8
+
+typedef struct {
+    int nx, ny, stride, off;
+} mesh;
+
+static mesh mesh_of(const gpu_state *g)
+{
+    mesh m = {g->nx, g->ny, g->stride, g->off};
+    return m;
+}
+
+static dim3 interior_grid(const gpu_state *g)
+{
+    return dim3(gpu_blocks((size_t)g->nx, FX), gpu_blocks((size_t)g->ny, FY));
+}
+
+__global__ void k_b_half(mesh m, float *bx, float *by, float *bz, const float *ex,
+                         const float *ey, const float *ez, float hx, float hy)
+{
+    int i = blockIdx.x * FX + threadIdx.x, j = blockIdx.y * FY + threadIdx.y;
+    if (i < m.nx && j < m.ny)
+        yee_b_cell(bx, by, bz, ex, ey, ez, m.off + i + j * m.stride, m.stride, hx, hy);
+}
+
+__global__ void k_e_advance(mesh m, float *ex, float *ey, float *ez, const float *bx,
+                            const float *by, const float *bz, const float *jx,
+                            const float *jy, const float *jz, float dt, float cx, float cy)
+{
+    int i = blockIdx.x * FX + threadIdx.x, j = blockIdx.y * FY + threadIdx.y;
+    if (i < m.nx && j < m.ny)
+        yee_e_cell(ex, ey, ez, bx, by, bz, jx, jy, jz, m.off + i + j * m.stride, m.stride, dt,
+                   cx, cy);
+}
+
+__device__ __forceinline__ int wrap(int i, int n) { return i < 0 ? i + n : (i >= n ? i - n : i); }
+
+/* Periodic guard fill of up to three arrays: each guard cell gets its interior image
+ * (corners included), as emf_guard_fill. Threads run over the guard frame only. */
+__global__ void k_guard_fill(mesh m, float *a0, float *a1, float *a2)
+{
+    const int G = EMF_GUARD, s = m.stride;
+    int t = blockIdx.x * blockDim.x + threadIdx.x, i, j;
+    const int band = 2 * G * s;
+    if (t < band) {
+        int r = t / s;
+        j = r < G ? r - G : m.ny + r - G;
+        i = t % s - G;
+    } else {
+        t -= band;
+        if (t >= 2 * G * m.ny)
+            return;
+        j = t / (2 * G);
+        int c = t % (2 * G);
+        i = c < G ? c - G : m.nx + c - G;
+    }
+    int k = m.off + i + j * s, src = m.off + wrap(i, m.nx) + wrap(j, m.ny) * s;
+    a0[k] = a0[src];
+    if (a1)
+        a1[k] = a1[src];
+    if (a2)
+        a2[k] = a2[src];
+}
+
+void gpu_guard_fill(gpu_state *g, float *a0, float *a1, float *a2)
+{
+    size_t n = (size_t)2 * EMF_GUARD * g->stride + (size_t)2 * EMF_GUARD * g->ny;
+    k_guard_fill<<<gpu_blocks(n, 256), 256, 0, g->stream>>>(mesh_of(g), a0, a1, a2);
+    GPU_LAUNCHED(g, "k_guard_fill");
+}
+
+/* Fold of one array into the interior: x images first (guard rows included), then the y
+ * images of the x-folded rows: the sums of emf_guard_fold in its order. Guards are read
+ * only, so every interior cell is independent. */
+__device__ __forceinline__ float fold_x(const float *o, int i, int j, mesh m)
+{
+    const int G = EMF_GUARD;
+    float v = o[i + j * m.stride];
+    if (i >= m.nx - G)
+        v += o[i - m.nx + j * m.stride];
+    if (i < G)
+        v += o[i + m.nx + j * m.stride];
+    return v;
+}
+
+__device__ __forceinline__ void fold_cell(float *a, int i, int j, mesh m)
+{
+    const int G = EMF_GUARD;
+    if (i >= G && i < m.nx - G && j >= G && j < m.ny - G)
+        return;
+    float *o = a + m.off;
+    float v = fold_x(o, i, j, m);
+    if (j >= m.ny - G)
+        v += fold_x(o, i, j - m.ny, m);
+    if (j < G)
+        v += fold_x(o, i, j + m.ny, m);
+    o[i + j * m.stride] = v;
+}
+
+__global__ void k_fold(mesh m, float *a0, float *a1, float *a2)
+{
+    int i = blockIdx.x * FX + threadIdx.x, j = blockIdx.y * FY + threadIdx.y;
+    if (i >= m.nx || j >= m.ny)
+        return;
+    fold_cell(a0, i, j, m);
+    if (a1)
+        fold_cell(a1, i, j, m);
+    if (a2)
+        fold_cell(a2, i, j, m);
+}
+
+void gpu_fold(gpu_state *g, float *a0, float *a1, float *a2)
+{
+    k_fold<<<interior_grid(g), dim3(FX, FY), 0, g->stream>>>(mesh_of(g), a0, a1, a2);
+    GPU_LAUNCHED(g, "k_fold");
+}
+
+__global__ void k_filter3(mesh m, const float *a, float *out, int d, float wa, float wb)
+{
+    int i = blockIdx.x * FX + threadIdx.x, j = blockIdx.y * FY + threadIdx.y;
+    if (i < m.nx && j < m.ny) {
+        int k = m.off + i + j * m.stride;
+        out[k] = filter_3pt(a, k, d, wa, wb);
+    }
+}
+
+/* a = tmp on the interior and the periodic image of tmp on the guards. */
+__global__ void k_copy_fill(mesh m, int rows, float *a, const float *tmp)
+{
+    const int G = EMF_GUARD;
+    int i = blockIdx.x * FX + threadIdx.x - G, j = blockIdx.y * FY + threadIdx.y - G;
+    if (i >= m.stride - G || j >= rows - G)
+        return;
+    a[m.off + i + j * m.stride] = tmp[m.off + wrap(i, m.nx) + wrap(j, m.ny) * m.stride];
+}
+
+static void filter_pass(gpu_state *g, float *a, int d, float wa, float wb)
+{
+    k_filter3<<<interior_grid(g), dim3(FX, FY), 0, g->stream>>>(mesh_of(g), a, g->tmp, d, wa,
+                                                                 wb);
+    GPU_LAUNCHED(g, "k_filter3");
+    dim3 grid(gpu_blocks((size_t)g->stride, FX), gpu_blocks((size_t)g->rows, FY));
+    k_copy_fill<<<grid, dim3(FX, FY), 0, g->stream>>>(mesh_of(g), g->rows, a, g->tmp);
+    GPU_LAUNCHED(g, "k_copy_fill");
+}
+
+/* The deck's binomial passes (+ compensator) on one array, as emf_filter. */
+void gpu_filter(gpu_state *g, const sim *S, float *a)
+{
+    const int n = S->f.filter_passes;
+    if (n <= 0)
+        return;
+    gpu_guard_fill(g, a, NULL, NULL);
+    for (int dir = 0; dir < 2; dir++) {
+        int d = dir ? g->stride : 1;
+        for (int p = 0; p < n; p++)
+            filter_pass(g, a, d, 0.25f, 0.5f);
+        if (S->f.filter_compensate) {
+            float alpha = 1.0f + 0.5f * (float)n;
+            filter_pass(g, a, d, 0.5f * (1.0f - alpha), alpha);
+        }
+    }
+}
+
+static void b_half(gpu_state *g, const sim *S)
+{
+    const float hx = (float)(0.5 * S->f.dt / S->f.dx), hy = (float)(0.5 * S->f.dt / S->f.dy);
+    k_b_half<<<interior_grid(g), dim3(FX, FY), 0, g->stream>>>(
+        mesh_of(g), g->b[0], g->b[1], g->b[2], g->e[0], g->e[1], g->e[2], hx, hy);
+    GPU_LAUNCHED(g, "k_b_half");
+    gpu_guard_fill(g, g->b[0], g->b[1], g->b[2]);
+}
+
+void gpu_b_half(sim *S)
+{
+    gpu_state *g = S->gpu;
+    int t = gpu_tic(g, S);
+    b_half(g, S);
+    gpu_toc(g, t, PH_FIELD);
+}
+
+void gpu_fields_rest(sim *S)
+{
+    gpu_state *g = S->gpu;
+    const emf *f = &S->f;
+    int t = gpu_tic(g, S);
+    b_half(g, S);
+    gpu_fold(g, g->j[0], g->j[1], g->j[2]);
+    for (int c = 0; c < 3; c++)
+        gpu_filter(g, S, g->j[c]);
+    const float dt = (float)f->dt, cx = (float)(f->dt / f->dx), cy = (float)(f->dt / f->dy);
+    k_e_advance<<<interior_grid(g), dim3(FX, FY), 0, g->stream>>>(
+        mesh_of(g), g->e[0], g->e[1], g->e[2], g->b[0], g->b[1], g->b[2], g->j[0], g->j[1],
+        g->j[2], dt, cx, cy);
+    GPU_LAUNCHED(g, "k_e_advance");
+    gpu_guard_fill(g, g->e[0], g->e[1], g->e[2]);
+    gpu_toc(g, t, PH_FIELD);
+}
+
+/* Per block: sum E^2, sum B^2 (double) and max |div E - (rho - rho_bg)| over its cells. */
+__global__ void k_field_diag(mesh m, const float *ex, const float *ey, const float *ez,
+                             const float *bx, const float *by, const float *bz,
+                             const float *rho, double rho_bg, float idx, float idy,
+                             double *partial)
+{
+    __shared__ double se[FX * FY], sb[FX * FY], sg[FX * FY];
+    int i = blockIdx.x * FX + threadIdx.x, j = blockIdx.y * FY + threadIdx.y;
+    int t = threadIdx.x + FX * threadIdx.y;
+    double ve = 0.0, vb = 0.0, vg = 0.0;
+    if (i < m.nx && j < m.ny) {
+        int k = m.off + i + j * m.stride;
+        ve = (double)ex[k] * ex[k] + (double)ey[k] * ey[k] + (double)ez[k] * ez[k];
+        vb = (double)bx[k] * bx[k] + (double)by[k] * by[k] + (double)bz[k] * bz[k];
+        vg = fabs((double)yee_div_e(ex, ey, k, m.stride, idx, idy) - ((double)rho[k] - rho_bg));
+    }
+    se[t] = ve;
+    sb[t] = vb;
+    sg[t] = vg;
+    __syncthreads();
+    for (int h = FX * FY / 2; h > 0; h >>= 1) {
+        if (t < h) {
+            se[t] += se[t + h];
+            sb[t] += sb[t + h];
+            sg[t] = fmax(sg[t], sg[t + h]);
+        }
+        __syncthreads();
+    }
+    if (t == 0) {
+        size_t b = blockIdx.x + (size_t)gridDim.x * blockIdx.y;
+        partial[3 * b] = se[0];
+        partial[3 * b + 1] = sb[0];
+        partial[3 * b + 2] = sg[0];
+    }
+}
+
+void gpu_field_diag(sim *S, double *energy_e, double *energy_b, double *gauss)
+{
+    gpu_state *g = S->gpu;
+    const emf *f = &S->f;
+    /* rho at the current positions: all species, folded, filtered once, guards filled */
+    GPU_CK(cudaMemsetAsync(g->rho, 0, g->size * sizeof(float), g->stream));
+    gpu_rho_deposit(g, S, -1, g->rho);
+    gpu_fold(g, g->rho, NULL, NULL);
+    gpu_filter(g, S, g->rho);
+    gpu_guard_fill(g, g->rho, NULL, NULL);
+    dim3 grid = interior_grid(g);
+    size_t nb = (size_t)grid.x * grid.y;
+    double *part = g->partial, *hpart = g->h_partial;
+    int own = nb > (size_t)g->ncl;
+    if (own) { /* more blocks than the per-cluster scratch holds */
+        part = (double *)gpu_malloc(g, nb * 3 * sizeof(double), "field diagnostics");
+        hpart = (double *)empic_alloc(nb * 3 * sizeof(double), "field diagnostics");
+    }
+    k_field_diag<<<grid, dim3(FX, FY), 0, g->stream>>>(
+        mesh_of(g), g->e[0], g->e[1], g->e[2], g->b[0], g->b[1], g->b[2], g->rho, f->rho_bg,
+        (float)(1.0 / f->dx), (float)(1.0 / f->dy), part);
+    GPU_LAUNCHED(g, "k_field_diag");
+    GPU_CK(cudaMemcpyAsync(hpart, part, nb * 3 * sizeof(double), cudaMemcpyDeviceToHost,
+                           g->stream));
+    gpu_harvest(g, S);
+    double se = 0.0, sb = 0.0, gm = 0.0;
+    for (size_t b = 0; b < nb; b++) {
+        se += hpart[3 * b];
+        sb += hpart[3 * b + 1];
+        gm = hpart[3 * b + 2] > gm ? hpart[3 * b + 2] : gm;
+    }
+    if (own) {
+        cudaFree(part);
+        g->bytes -= nb * 3 * sizeof(double);
+        free(hpart);
+    }
+    *energy_e = 0.5 * se * f->dx * f->dy;
+    *energy_b = 0.5 * sb * f->dx * f->dy;
+    *gauss = gm;
+}

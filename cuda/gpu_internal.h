@@ -1,0 +1,107 @@
+/* gpu_internal.h - device state and helpers shared by the CUDA backend's translation units.
+ *
+ * The device keeps the same layout as the host: Yee arrays with EMF_GUARD guard cells
+ * (emf.h) and, per species, structure-of-arrays particles cut into one segment per cluster
+ * (species.h: start, count, capacity; segments start on multiples of 32 slots, so each
+ * thread can move 4 particles with 16-byte loads). Kernels live in the file of their phase;
+ * other files reach them through the host functions declared here. */
+#ifndef GPU_INTERNAL_H
+#define GPU_INTERNAL_H
+
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "empic.h"
+#include "gpu.h"
+
+#include <cuda_runtime.h>
+
+#define GPU_THREADS 256       /* threads per block of the particle and sort kernels */
+#define GPU_VEC 4             /* particles per thread and loop trip (16-byte loads) */
+#define GPU_MAX_COPIES 4      /* private copies of a current tile in shared memory */
+#define GPU_EVENTS 256        /* event pool for the phase timers */
+
+typedef struct {
+    int mobile;
+    float q, m, qm;
+    size_t alloc;                 /* slots in the arrays below */
+    uint32_t *cell;
+    float *x, *y, *ux, *uy, *uz, *w;
+    uint8_t *code;
+    int *start, *count, *cap;     /* per cluster */
+    int *hist;                    /* 9 migration bins per cluster */
+    int *need;                    /* per cluster: room needed during the sort */
+    int4 *movers;                 /* per cluster: +x, -x, +y, -y leavers of the sort passes */
+} gpu_species;
+
+struct gpu_state {
+    int device;
+    int nsm;
+    size_t smem_optin;            /* largest dynamic shared memory a block may ask for */
+    /* mesh */
+    int nx, ny, stride, rows, off;
+    size_t size;
+    float *store;                 /* e[3], b[3], j[3], rho, tmp, rho2 */
+    float *e[3], *b[3], *j[3], *rho, *tmp, *rho2;
+    /* clusters */
+    int ncx, ncy, ncl, wmax, hmax;
+    int *x0, *y0;                 /* device copies of clusters.x0 / y0 */
+    int tsz_max;                  /* floats per component of the largest tile */
+    float *tiles;                 /* one 3-component tile per cluster (write-back buffer) */
+    /* current tiles in shared memory */
+    int copies;                   /* private copies (1..GPU_MAX_COPIES) */
+    int tszp, cstride;            /* padded component and copy strides in shared memory */
+    size_t smem_part, smem_push, smem_move, smem_rho;
+    /* reductions and flags */
+    double *partial, *h_partial;  /* ncl * 3 doubles (device / pinned host) */
+    int *flags, *h_flags;         /* [0] overflowing clusters, [1] max leavers, [2] errors */
+    int *lists;                   /* sort lists when they do not fit in shared memory */
+    size_t lists_n;
+    int nsp;
+    gpu_species sp[DECK_MAX_SPECIES];
+    cudaStream_t stream;
+    /* phase timers: events recorded in the stream, read once the stream has passed them */
+    cudaEvent_t ev[GPU_EVENTS];
+    int nev, npend;
+    int pend_a[GPU_EVENTS / 2], pend_b[GPU_EVENTS / 2], pend_phase[GPU_EVENTS / 2];
+    /* switches from the environment */
+    int split;                    /* EMPIC_GPU_SPLIT=1: push and move/deposit as two kernels */
+    int sync_each;                /* EMPIC_GPU_SYNC=1: synchronise after every kernel */
+    size_t bytes;                 /* device bytes allocated */
+};
+
+/* Error checks: report the call or kernel with file and line, then exit. */
+void gpu_check(cudaError_t e, const char *what, const char *file, int line);
+void gpu_launched(gpu_state *g, const char *kernel, const char *file, int line);
+#define GPU_CK(call) gpu_check((call), #call, __FILE__, __LINE__)
+#define GPU_LAUNCHED(g, name) gpu_launched((g), (name), __FILE__, __LINE__)
+
+/* Device allocation that reports the bytes and what they are for on failure. */
+void *gpu_malloc(gpu_state *g, size_t bytes, const char *what);
+
+/* Phase timers. gpu_tic records a start event; gpu_toc the stop event of `phase`.
+ * gpu_harvest synchronises the stream and adds every finished interval to S->phase_s. */
+int gpu_tic(gpu_state *g, sim *S);
+void gpu_toc(gpu_state *g, int tic, int phase);
+void gpu_harvest(gpu_state *g, sim *S);
+
+/* Launch geometry helpers. */
+static inline unsigned gpu_blocks(size_t n, int threads)
+{
+    return (unsigned)((n + (size_t)threads - 1) / (size_t)threads);
+}
+
+/* Fields (gpu_fields.cu). */
+void gpu_guard_fill(gpu_state *g, float *a0, float *a1, float *a2);
+void gpu_fold(gpu_state *g, float *a0, float *a1, float *a2);
+void gpu_filter(gpu_state *g, const sim *S, float *a);
+/* Particles (gpu_particles.cu). */
+void gpu_particles_setup(gpu_state *g, const sim *S);
+/* Charge density of species s (all when s < 0) into dst: deposit, colour write-back. */
+void gpu_rho_deposit(gpu_state *g, const sim *S, int s, float *dst);
+/* Sort (gpu_sort.cu). */
+void gpu_relayout(gpu_state *g, sim *S, int s, const int *need);
+
+#endif

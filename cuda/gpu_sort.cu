@@ -1,0 +1,326 @@
+/* gpu_sort.cu - Kong's incremental bi-cluster sort on the device (Kong et al. 2011 §2.4,
+ * DESIGN §6), mirroring src/sort.c.
+ *
+ * A prepare kernel reads the migration histograms of the last move and gives, per cluster,
+ * the room it needs during the four passes (exactly sort_prepare's peak counts) and how
+ * many particles leave it in each pass (+x, -x, +y, -y). The host reads two numbers back:
+ * whether a cluster would overflow (then the segments are re-laid on the device before any
+ * particle moves, so none is lost) and the largest leaver count (0: nothing crossed a
+ * cluster border and the passes are skipped). Each pass runs one block per bi-cluster; a
+ * pair with no leavers returns at once. A block scans the codes of the sending cluster 16 at
+ * a time, lists its leavers, the holes they leave in front of the new end and the stayers
+ * behind it, copies the leavers to the end of the receiving cluster and fills the holes
+ * from the tail: block-wide compaction in three barriers. */
+#include "gpu_internal.h"
+#include "particle.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+__device__ __forceinline__ int bin9(int dx, int dy) { return (dx + 1) + 3 * (dy + 1); }
+__device__ __forceinline__ int wrapc(int c, int n) { return c < 0 ? c + n : (c >= n ? c - n : c); }
+
+__global__ void k_sort_prepare(const int *hist, const int *count, const int *cap, int *need,
+                               int4 *movers, int *flags, int nx, int ny)
+{
+    const int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= nx * ny)
+        return;
+    const int cx = c % nx, cy = c / nx;
+    const int *l = hist + 9 * (wrapc(cx - 1, nx) + cy * nx);
+    const int *r = hist + 9 * (wrapc(cx + 1, nx) + cy * nx);
+    const int *h = hist + 9 * c;
+    int in_x = 0, out_x = 0, in_y = 0, xr = 0, xl = 0, yu = 0, yd = 0;
+    for (int dy = -1; dy <= 1; dy++) {
+        in_x += l[bin9(1, dy)] + r[bin9(-1, dy)];
+        out_x += h[bin9(1, dy)] + h[bin9(-1, dy)];
+        xr += h[bin9(1, dy)];
+        xl += h[bin9(-1, dy)];
+    }
+    for (int dx = -1; dx <= 1; dx++) {
+        int sx = wrapc(cx - dx, nx);
+        in_y += hist[9 * (sx + wrapc(cy - 1, ny) * nx) + bin9(dx, 1)] +
+                hist[9 * (sx + wrapc(cy + 1, ny) * nx) + bin9(dx, -1)];
+        /* particles that the x passes bring into this cluster and that move on along y */
+        yu += hist[9 * (sx + cy * nx) + bin9(dx, 1)];
+        yd += hist[9 * (sx + cy * nx) + bin9(dx, -1)];
+    }
+    int peak_x = count[c] + in_x, peak_y = count[c] - out_x + in_x + in_y;
+    need[c] = peak_x > peak_y ? peak_x : peak_y;
+    if (need[c] > cap[c])
+        atomicAdd(&flags[0], 1);
+    movers[c] = make_int4(xr, xl, yu, yd);
+    int m = max(max(xr, xl), max(yu, yd));
+    if (m > 0)
+        atomicMax(&flags[1], m);
+}
+
+typedef struct {
+    uint32_t *cell;
+    float *x, *y, *ux, *uy, *uz, *w;
+    uint8_t *code;
+    int *start, *count;
+    const int *cap;
+    const int4 *movers;
+    int *lists; /* NULL: lists in shared memory */
+    int lcap;   /* entries per list */
+    int *flags;
+} ksort;
+
+__device__ __forceinline__ void copy_slot(const ksort &a, int dst, int src)
+{
+    a.cell[dst] = a.cell[src];
+    a.x[dst] = a.x[src];
+    a.y[dst] = a.y[src];
+    a.ux[dst] = a.ux[src];
+    a.uy[dst] = a.uy[src];
+    a.uz[dst] = a.uz[src];
+    a.w[dst] = a.w[src];
+    a.code[dst] = a.code[src];
+}
+
+__device__ __forceinline__ void push_list(int *list, int *n, int cap, int v)
+{
+    int r = atomicAdd(n, 1);
+    if (r < cap)
+        list[r] = v;
+}
+
+/* Move the m particles of cluster ca whose code has `dir` in the field at `shift` to the end
+ * of cluster cb (their field cleared), filling each hole from ca's tail. */
+__device__ void exchange(const ksort &a, int ca, int cb, unsigned dir, int shift, int m,
+                         int *L, int *H, int *F, int *cnt)
+{
+    if (m == 0)
+        return;
+    const int as = a.start[ca], n = a.count[ca], bs = a.start[cb], nb = a.count[cb];
+    const int keep = n - m, tid = threadIdx.x;
+    if (tid < 3)
+        cnt[tid] = 0;
+    __syncthreads();
+    const unsigned want = dir * 0x01010101u;
+    for (int i = 16 * tid; i < n; i += 16 * blockDim.x) {
+        uint4 v = *(const uint4 *)(a.code + as + i); /* as and i are multiples of 16 */
+        unsigned wd[4] = {v.x, v.y, v.z, v.w};
+        const bool tail = i + 15 >= keep;
+#pragma unroll
+        for (int q = 0; q < 4; q++) {
+            unsigned z = ((wd[q] >> shift) & 0x03030303u) ^ want; /* zero byte: a leaver */
+            if (!tail && !((z - 0x01010101u) & ~z & 0x80808080u))
+                continue;
+            for (int b = 0; b < 4; b++) {
+                int p = i + 4 * q + b;
+                if (p >= n)
+                    break;
+                unsigned cd = (wd[q] >> (8 * b)) & 0xffu;
+                if (((cd >> shift) & 3u) == dir) {
+                    push_list(L, &cnt[0], a.lcap, p);
+                    if (p < keep)
+                        push_list(H, &cnt[1], a.lcap, p);
+                } else if (p >= keep) {
+                    push_list(F, &cnt[2], a.lcap, p);
+                }
+            }
+        }
+    }
+    __syncthreads();
+    const int nl = cnt[0], nh = cnt[1], nf = cnt[2];
+    if (nl != m || nh != nf || nb + m > a.cap[cb]) {
+        if (tid == 0)
+            atomicOr(&a.flags[2], 1);
+        __syncthreads();
+        return;
+    }
+    const unsigned clear = ~(3u << shift);
+    for (int r = tid; r < m; r += blockDim.x) {
+        int src = as + L[r], dst = bs + nb + r;
+        copy_slot(a, dst, src);
+        a.code[dst] = (uint8_t)(a.code[src] & clear);
+    }
+    __syncthreads();
+    for (int r = tid; r < nh; r += blockDim.x)
+        copy_slot(a, as + H[r], as + F[r]);
+    __syncthreads();
+    if (tid == 0) {
+        a.count[ca] = keep;
+        a.count[cb] = nb + m;
+    }
+    __syncthreads();
+}
+
+/* One pass: pairs (lo, lo+1), lo = first, first+2, ... along x (axis 0) or y (axis 1). */
+__global__ void __launch_bounds__(GPU_THREADS) k_sort_pass(ksort a, int axis, int first,
+                                                             int n, int ncx, int periodic)
+{
+    extern __shared__ int slist[];
+    __shared__ int cnt[3];
+    const int pairs = n / 2, q = blockIdx.x;
+    const int lo = first + 2 * (q % pairs), other = q / pairs;
+    int hi = lo + 1;
+    if (hi == n) {
+        if (!periodic)
+            return;
+        hi = 0;
+    }
+    const int ca = axis ? other + lo * ncx : lo + other * ncx;
+    const int cb = axis ? other + hi * ncx : hi + other * ncx;
+    const int4 ma = a.movers[ca], mb = a.movers[cb];
+    const int m_ab = axis ? ma.z : ma.x; /* +1 leavers of the low cluster */
+    const int m_ba = axis ? mb.w : mb.y; /* -1 leavers of the high cluster */
+    if (m_ab == 0 && m_ba == 0)
+        return;
+    int *L = a.lists ? a.lists + (size_t)blockIdx.x * 3 * a.lcap : slist;
+    int *H = L + a.lcap, *F = H + a.lcap;
+    const int shift = axis ? 2 : 0;
+    exchange(a, ca, cb, 1u, shift, m_ab, L, H, F, cnt);
+    exchange(a, cb, ca, 2u, shift, m_ba, L, H, F, cnt);
+}
+
+/* Copy each cluster's particles from the old to the new segment layout. */
+typedef struct {
+    const void *src[8];
+    void *dst[8];
+} arrays8;
+
+__global__ void k_relayout(arrays8 a, const int *old_start, const int *new_start,
+                           const int *count)
+{
+    const int c = blockIdx.x, n = count[c];
+    const size_t s = (size_t)old_start[c], d = (size_t)new_start[c];
+    for (int k = threadIdx.x; k < n; k += blockDim.x) {
+#pragma unroll
+        for (int v = 0; v < 7; v++)
+            ((uint32_t *)a.dst[v])[d + k] = ((const uint32_t *)a.src[v])[s + k];
+        ((uint8_t *)a.dst[7])[d + k] = ((const uint8_t *)a.src[7])[s + k];
+    }
+}
+
+/* Segment capacity for n particles: as species.c (slack, +32, multiple of 32 slots). */
+static int segment_capacity(const species *h, long long n)
+{
+    long long c = (long long)ceil((double)n * (1.0 + h->slack)) + 32;
+    c = (c + 31) / 32 * 32;
+    if (c > INT_MAX)
+        EMPIC_DIE("species %s: a cluster needs %lld particle slots; use smaller clusters",
+                  h->cfg->name, c);
+    return (int)c;
+}
+
+void gpu_relayout(gpu_state *g, sim *S, int s, const int *need)
+{
+    species *h = &S->sp[s];
+    gpu_species *d = &g->sp[s];
+    const int nc = g->ncl;
+    int *count = (int *)empic_alloc((size_t)nc * sizeof(int), "cluster table");
+    int *start = (int *)empic_alloc((size_t)nc * sizeof(int), "cluster table");
+    int *cap = (int *)empic_alloc((size_t)nc * sizeof(int), "cluster table");
+    GPU_CK(cudaMemcpy(count, d->count, (size_t)nc * sizeof(int), cudaMemcpyDeviceToHost));
+    size_t total = 0;
+    for (int c = 0; c < nc; c++) {
+        start[c] = (int)total;
+        cap[c] = segment_capacity(h, need[c] > count[c] ? need[c] : count[c]);
+        total += (size_t)cap[c];
+    }
+    if (total > 0x7fffffffu)
+        EMPIC_DIE("species %s: %zu particle slots exceed the 2^31 limit", h->cfg->name, total);
+    void *old[8] = {d->cell, d->x, d->y, d->ux, d->uy, d->uz, d->w, d->code};
+    arrays8 a;
+    for (int v = 0; v < 8; v++) {
+        a.src[v] = old[v];
+        a.dst[v] = gpu_malloc(g, total * (v < 7 ? 4 : 1), "particles (global rearrangement)");
+    }
+    int *new_start = (int *)gpu_malloc(g, (size_t)nc * sizeof(int), "cluster table");
+    GPU_CK(cudaMemcpy(new_start, start, (size_t)nc * sizeof(int), cudaMemcpyHostToDevice));
+    k_relayout<<<nc, GPU_THREADS, 0, g->stream>>>(a, d->start, new_start, d->count);
+    GPU_LAUNCHED(g, "k_relayout");
+    GPU_CK(cudaStreamSynchronize(g->stream));
+    for (int v = 0; v < 8; v++)
+        GPU_CK(cudaFree(old[v]));
+    GPU_CK(cudaFree(d->start));
+    d->start = new_start;
+    GPU_CK(cudaMemcpy(d->cap, cap, (size_t)nc * sizeof(int), cudaMemcpyHostToDevice));
+    d->cell = (uint32_t *)a.dst[0];
+    d->x = (float *)a.dst[1];
+    d->y = (float *)a.dst[2];
+    d->ux = (float *)a.dst[3];
+    d->uy = (float *)a.dst[4];
+    d->uz = (float *)a.dst[5];
+    d->w = (float *)a.dst[6];
+    d->code = (uint8_t *)a.dst[7];
+    d->alloc = total;
+    h->rearrangements++;
+    free(count);
+    free(start);
+    free(cap);
+}
+
+static void check_flags(const gpu_state *g, const sim *S, int s)
+{
+    if (g->h_flags[2])
+        EMPIC_DIE("species %s: the GPU sort found a migration histogram that does not match "
+                  "the particles' codes (internal error)", S->sp[s].cfg->name);
+}
+
+static void sort_species(gpu_state *g, sim *S, int s)
+{
+    gpu_species *d = &g->sp[s];
+    const int nc = g->ncl;
+    GPU_CK(cudaMemsetAsync(g->flags, 0, 2 * sizeof(int), g->stream));
+    k_sort_prepare<<<gpu_blocks((size_t)nc, 128), 128, 0, g->stream>>>(
+        d->hist, d->count, d->cap, d->need, d->movers, g->flags, g->ncx, g->ncy);
+    GPU_LAUNCHED(g, "k_sort_prepare");
+    GPU_CK(cudaMemcpyAsync(g->h_flags, g->flags, 3 * sizeof(int), cudaMemcpyDeviceToHost,
+                           g->stream));
+    GPU_CK(cudaStreamSynchronize(g->stream));
+    check_flags(g, S, s);
+    if (g->h_flags[0] > 0) { /* a cluster would overflow: global rearrangement first */
+        int *need = (int *)empic_alloc((size_t)nc * sizeof(int), "sort table");
+        GPU_CK(cudaMemcpy(need, d->need, (size_t)nc * sizeof(int), cudaMemcpyDeviceToHost));
+        gpu_relayout(g, S, s, need);
+        free(need);
+    }
+    const int lcap = g->h_flags[1];
+    if (lcap == 0)
+        return; /* no particle crossed a cluster border */
+    ksort a = {d->cell, d->x,     d->y,  d->ux,  d->uy, d->uz, d->w,
+               d->code, d->start, d->count, d->cap, d->movers, NULL, lcap, g->flags};
+    const int maxpairs = (g->ncx / 2) * g->ncy > (g->ncy / 2) * g->ncx ? (g->ncx / 2) * g->ncy
+                                                                       : (g->ncy / 2) * g->ncx;
+    size_t smem = (size_t)3 * lcap * sizeof(int);
+    if (smem > 32 * 1024) { /* lists in device memory */
+        size_t want = (size_t)3 * lcap * maxpairs;
+        if (want > g->lists_n) {
+            if (g->lists)
+                GPU_CK(cudaFree(g->lists));
+            g->lists = (int *)gpu_malloc(g, want * sizeof(int), "sort lists");
+            g->lists_n = want;
+        }
+        a.lists = g->lists;
+        smem = 0;
+    }
+    const int px = S->cl.periodic_x, py = S->cl.periodic_y;
+    for (int pass = 0; pass < 4; pass++) {
+        const int axis = pass / 2, first = pass % 2;
+        const int n = axis ? g->ncy : g->ncx, m = axis ? g->ncx : g->ncy;
+        k_sort_pass<<<(unsigned)(n / 2 * m), GPU_THREADS, smem, g->stream>>>(
+            a, axis, first, n, g->ncx, axis ? py : px);
+        GPU_LAUNCHED(g, "k_sort_pass");
+    }
+}
+
+void gpu_sort(sim *S)
+{
+    gpu_state *g = S->gpu;
+    int t = gpu_tic(g, S);
+    for (int s = 0; s < g->nsp; s++)
+        if (g->sp[s].mobile)
+            sort_species(g, S, s);
+    gpu_toc(g, t, PH_SORT);
+    if (S->step + 1 >= S->d.steps) { /* the run's last step: settle the timers and checks */
+        GPU_CK(cudaMemcpyAsync(g->h_flags, g->flags, 3 * sizeof(int), cudaMemcpyDeviceToHost,
+                               g->stream));
+        gpu_harvest(g, S);
+        check_flags(g, S, 0);
+    }
+}
