@@ -5,6 +5,7 @@
 #include <muParserDLL.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 struct formula {
     muParserHandle_t h;
@@ -13,8 +14,12 @@ struct formula {
 
 static void set_err(char *err, size_t errlen, const char *msg)
 {
-    if (err && errlen)
-        snprintf(err, errlen, "%s", msg ? msg : "unknown expression error");
+    if (!err || !errlen)
+        return;
+    snprintf(err, errlen, "%s", msg ? msg : "unknown expression error");
+    size_t n = strlen(err);
+    while (n > 0 && (err[n - 1] == '.' || err[n - 1] == ' '))   /* for "...; expected" */
+        err[--n] = '\0';
 }
 
 formula *formula_new(const char *expr, char *err, size_t errlen)

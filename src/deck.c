@@ -1,0 +1,782 @@
+/* deck.c - the input deck (DESIGN §8): libconfig reading, validation with located messages
+ * (file, line, key path, what was expected), defaults, and the resolved-deck writer. */
+#include "deck.h"
+#include "deck_check.h"
+#include "empic.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static const char *const ROOT_KEYS[] = {"simulation", "grid", "time", "fields", "lasers",
+                                        "species", "diagnostics", NULL};
+static const char *const SIM_KEYS[] = {"name", "backend", "seed", "n0", NULL};
+static const char *const GRID_KEYS[] = {"cells", "dx", "cluster", "slack", NULL};
+static const char *const TIME_KEYS[] = {"dt", "steps", "tmax", NULL};
+static const char *const FIELD_KEYS[] = {"boundary", "pml", "filter", "external",
+                                         "moving_window", NULL};
+static const char *const PML_KEYS[] = {"cells", NULL};
+static const char *const FILTER_KEYS[] = {"passes", "compensate", NULL};
+static const char *const EXT_KEYS[] = {"E", "B", NULL};
+static const char *const WIN_KEYS[] = {"enabled", "t_start", NULL};
+static const char *const LASER_KEYS[] = {"a0", "omega0", "polarization", "w0", "focus", "center",
+                                         "duration", "envelope", "ramp", "boundary", "phase",
+                                         NULL};
+static const char *const SPECIES_KEYS[] = {"name", "charge", "mass", "ppc", "immobile",
+                                           "density", "momentum", "boundary", NULL};
+static const char *const DENS_KEYS[] = {"profile", "n", "x", "fx", "y", "fy", "expr", NULL};
+static const char *const MOM_KEYS[] = {"thermal", "drift", NULL};
+static const char *const DIAG_KEYS[] = {"output", "energy", "fields", "particles", "checkpoint",
+                                        NULL};
+static const char *const EVERY_KEYS[] = {"every", NULL};
+static const char *const FDIAG_KEYS[] = {"every", "quantities", NULL};
+static const char *const PDIAG_KEYS[] = {"every", "fraction", "species", NULL};
+
+static const char *const SIDES[] = {"xmin", "xmax", "ymin", "ymax", NULL};
+static const char *const FBND_NAMES[] = {"periodic", "pml", "mur", NULL};
+static const char *const PBND_NAMES[] = {"periodic", "absorbing", "reflecting", "thermal", NULL};
+static const char *const PROFILES[] = {"uniform", "piecewise", "expr", NULL};
+static const char *const BACKENDS[] = {"auto", "cpu", "cuda", NULL};
+static const char *const ENVELOPES[] = {"sin2", "gaussian", "flattop", NULL};
+static const char *const FQ_NAMES[] = {"E", "B", "J", "rho", NULL};
+
+/* ---------------------------------------------------------------- sections */
+
+static void check_formula(dk_ctx *c, const cs *s, const char *expr, int nonneg)
+{
+    char err[256];
+    formula *f = formula_new(expr, err, sizeof err);
+    if (!f) {
+        dk_report(c, s, NULL, "cannot parse formula \"%.200s\": %s; expected an expression in x "
+                  "and y (constants pi, e; functions sin, exp, sqrt, min, max, ...)", expr, err);
+        return;
+    }
+    const deck *d = c->d;
+    for (int i = 0; c->box_ok && i <= 8; i++)
+        for (int j = 0; j <= 8; j++) {
+            double x = d->nx * d->dx * i / 8, y = d->ny * d->dy * j / 8;
+            double v = formula_eval(f, x, y);
+            if (!isfinite(v) || (nonneg && v < 0)) {
+                dk_report(c, s, NULL, "formula \"%.200s\" gives %g at (x, y) = (%g, %g); expected "
+                          "a finite value%s everywhere in the box", expr, v, x, y,
+                          nonneg ? " >= 0" : "");
+                formula_free(f);
+                return;
+            }
+        }
+    formula_free(f);
+}
+
+/* Side keys xmin..ymax with names[] (index 0 = "periodic"), then the periodic-pair rule. */
+static void parse_sides(dk_ctx *c, const cs *g, const char *const names[], int out[4])
+{
+    dk_keys(c, g, SIDES);
+    for (int i = 0; i < 4; i++)
+        dk_enum(c, g, SIDES[i], names, &out[i]);
+    for (int a = 0; a < 2; a++)
+        if ((out[2 * a] == 0) != (out[2 * a + 1] == 0))
+            dk_report(c, g, NULL, "%s is \"%s\" but %s is \"%s\"; expected both \"periodic\" or "
+                      "neither", SIDES[2 * a], names[out[2 * a]], SIDES[2 * a + 1],
+                      names[out[2 * a + 1]]);
+}
+
+static void parse_simulation(dk_ctx *c, const cs *root)
+{
+    deck *d = c->d;
+    const char *base = strrchr(c->file, '/');
+    base = base ? base + 1 : c->file;
+    snprintf(d->name, sizeof d->name, "%.*s", (int)strcspn(base, "."), base);
+    if (!d->name[0])
+        snprintf(d->name, sizeof d->name, "empic");
+    d->backend = BACKEND_AUTO;
+    d->seed = 1;
+    d->n0 = 1.0e18;
+    const cs *g = dk_group(c, root, "simulation", 0);
+    if (!g)
+        return;
+    dk_keys(c, g, SIM_KEYS);
+    dk_str(c, g, "name", d->name, sizeof d->name, 0);
+    dk_enum(c, g, "backend", BACKENDS, &d->backend);
+    long long seed = 1;
+    if (dk_int(c, g, "seed", &seed, 0, LLONG_MAX, 0) > 0)
+        d->seed = (unsigned long long)seed;
+    dk_num(c, g, "n0", &d->n0, DK_POS, 0);
+}
+
+static void parse_grid(dk_ctx *c, const cs *root)
+{
+    deck *d = c->d;
+    int cells[2] = {0, 0};
+    double dx[2] = {0, 0};
+    d->cluster[0] = d->cluster[1] = 16;
+    d->slack = 0.3;
+    const cs *g = dk_group(c, root, "grid", 1);
+    if (!g)
+        return;
+    dk_keys(c, g, GRID_KEYS);
+    int okc = dk_ivec(c, g, "cells", cells, 2, 1, 32767, 1) > 0;
+    int okd = dk_vec(c, g, "dx", dx, 2, DK_POS, 1) > 0;
+    dk_ivec(c, g, "cluster", d->cluster, 2, 3, 32767, 0);
+    if (dk_num(c, g, "slack", &d->slack, DK_NONNEG, 0) > 0 && !(d->slack < 1))
+        dk_report(c, dk_member(g, "slack"), NULL, "got %g; expected a free fraction in [0, 1)",
+                  d->slack);
+    d->nx = cells[0];
+    d->ny = cells[1];
+    d->dx = dx[0];
+    d->dy = dx[1];
+    c->box_ok = okc && okd;
+}
+
+static void parse_time(dk_ctx *c, const cs *root)
+{
+    deck *d = c->d;
+    const cs *g = dk_group(c, root, "time", 1);
+    if (!g)
+        return;
+    dk_keys(c, g, TIME_KEYS);
+    int okdt = dk_num(c, g, "dt", &d->dt, DK_POS, 1) > 0;
+    const cs *ss = dk_member(g, "steps"), *st = dk_member(g, "tmax");
+    double tmax = 0;
+    if (ss && st) {
+        dk_report(c, st, NULL, "given together with steps; expected exactly one of steps, tmax");
+    } else if (!ss && !st) {
+        dk_report(c, g, NULL, "neither steps nor tmax given; expected exactly one of them");
+    } else if (ss) {
+        DK_INT(g, "steps", d->steps, 0, LONG_MAX, 1);
+    } else if (dk_num(c, g, "tmax", &tmax, DK_NONNEG, 1) > 0 && okdt) {
+        double n = ceil(tmax / d->dt - 1e-9);
+        if (n > 1e15)
+            dk_report(c, st, NULL, "tmax/dt = %g steps; expected fewer than 1e15", n);
+        else
+            d->steps = n > 0 ? (long)n : 0;
+    }
+    if (okdt && c->box_ok) {
+        double lim = deck_courant_dt(d->dx, d->dy);
+        if (!(d->dt < lim))
+            dk_report(c, dk_member(g, "dt"), NULL, "%.12g is not below the Courant limit %.9g = "
+                      "1/sqrt(1/dx^2 + 1/dy^2) for dx = %g, dy = %g; expected dt < %.9g (e.g. "
+                      "%.6g)", d->dt, lim, d->dx, d->dy, lim, 0.99 * lim);
+    }
+}
+
+static void parse_fields(dk_ctx *c, const cs *root)
+{
+    deck *d = c->d;
+    d->pml_cells = 16;
+    const cs *g = dk_group(c, root, "fields", 0), *s;
+    if (!g)
+        return;
+    dk_keys(c, g, FIELD_KEYS);
+    const cs *b = dk_group(c, g, "boundary", 0);
+    if (b)
+        parse_sides(c, b, FBND_NAMES, d->fbnd);
+    if ((s = dk_group(c, g, "pml", 0))) {
+        dk_keys(c, s, PML_KEYS);
+        DK_INT(s, "cells", d->pml_cells, 1, 32767, 0);
+    }
+    for (int a = 0; a < 2 && c->box_ok; a++) {
+        int n = a ? d->ny : d->nx;
+        int np = (d->fbnd[2 * a] == FBND_PML) + (d->fbnd[2 * a + 1] == FBND_PML);
+        if (np && np * d->pml_cells >= n)
+            dk_report(c, s ? s : b, s ? "cells" : NULL, "%d PML cells on %d %c side(s) leave no "
+                      "interior in %d cells; expected fewer PML cells or a larger grid",
+                      d->pml_cells, np, a ? 'y' : 'x', n);
+    }
+    if ((s = dk_group(c, g, "filter", 0))) {
+        dk_keys(c, s, FILTER_KEYS);
+        DK_INT(s, "passes", d->filter_passes, 0, 16, 0);
+        dk_bool(c, s, "compensate", &d->filter_compensate);
+    }
+    if ((s = dk_group(c, g, "external", 0))) {
+        dk_keys(c, s, EXT_KEYS);
+        dk_vec(c, s, "E", d->ext_E, 3, DK_ANY, 0);
+        dk_vec(c, s, "B", d->ext_B, 3, DK_ANY, 0);
+    }
+    if ((s = dk_group(c, g, "moving_window", 0))) {
+        dk_keys(c, s, WIN_KEYS);
+        dk_bool(c, s, "enabled", &d->window_enabled);
+        dk_num(c, s, "t_start", &d->window_t_start, DK_NONNEG, 0);
+        if (d->window_enabled && d->fbnd[SIDE_XMIN] == FBND_PERIODIC)
+            dk_report(c, s, "enabled", "the window moves along x but fields.boundary.xmin/xmax "
+                      "are \"periodic\"; expected \"pml\" or \"mur\" in x");
+    }
+}
+
+static void parse_laser(dk_ctx *c, const cs *g, deck_laser *L)
+{
+    const deck *d = c->d;
+    dk_keys(c, g, LASER_KEYS);
+    L->envelope = ENV_SIN2;
+    L->boundary = SIDE_XMIN;
+    dk_num(c, g, "a0", &L->a0, DK_POS, 1);
+    dk_num(c, g, "omega0", &L->omega0, DK_POS, 1);
+    dk_num(c, g, "w0", &L->w0, DK_POS, 1);
+    int okdur = dk_num(c, g, "duration", &L->duration, DK_POS, 1) > 0;
+    dk_num(c, g, "phase", &L->phase, DK_ANY, 0);
+    dk_enum(c, g, "envelope", ENVELOPES, &L->envelope);
+    dk_enum(c, g, "boundary", SIDES, &L->boundary);
+    const cs *p = dk_member(g, "polarization");
+    if (p && config_setting_type(p) == CONFIG_TYPE_STRING) {
+        const char *v = config_setting_get_string(p);
+        if (v && !strcmp(v, "circular"))
+            L->circular = 1;
+        else
+            dk_report(c, p, NULL, "got \"%.64s\"; expected an angle in radians or \"circular\"",
+                      v ? v : "");
+    } else if (p && dk_num_of(c, p, &L->polarization) == 0) {
+        L->circular = 0;
+    }
+    const cs *r = dk_member(g, "ramp");
+    if (L->envelope == ENV_FLATTOP) {
+        L->ramp = L->duration / 4;
+        if (dk_num(c, g, "ramp", &L->ramp, DK_POS, 0) > 0 && okdur && L->ramp > L->duration)
+            dk_report(c, r, NULL, "got %g; expected 0 < ramp <= duration = %g", L->ramp,
+                      L->duration);
+    } else if (r) {
+        dk_report(c, r, NULL, "applies only to envelope = \"flattop\"; remove it or change the "
+                  "envelope");
+    }
+    int yside = L->boundary >= SIDE_YMIN;
+    double lx = d->nx * d->dx, ly = d->ny * d->dy;
+    L->focus = !c->box_ok ? 0 : yside ? (L->boundary == SIDE_YMAX ? ly : 0)
+                                      : (L->boundary == SIDE_XMAX ? lx : 0);
+    L->center = !c->box_ok ? 0 : yside ? lx / 2 : ly / 2;
+    dk_num(c, g, "focus", &L->focus, DK_ANY, 0);
+    dk_num(c, g, "center", &L->center, DK_ANY, 0);
+}
+
+/* Piecewise-linear table from the arrays skey/fkey of g (0 when both are absent). */
+static int get_pwl(dk_ctx *c, const cs *g, const char *skey, const char *fkey, deck_pwl *p)
+{
+    const cs *s = dk_member(g, skey), *f = dk_member(g, fkey);
+    if (!s && !f)
+        return 0;
+    if (!s || !f) {
+        dk_report(c, g, s ? fkey : skey, "missing; expected %s and %s together", skey, fkey);
+        return -1;
+    }
+    s = dk_seq(c, g, skey, -1, "numbers", 1);
+    f = dk_seq(c, g, fkey, -1, "numbers", 1);
+    if (!s || !f)
+        return -1;
+    int n = config_setting_length(s);
+    if (config_setting_length(f) != n) {
+        dk_report(c, f, NULL, "has %d values but %s has %d; expected equal lengths",
+                  config_setting_length(f), skey, n);
+        return -1;
+    }
+    if (n < 2) {
+        dk_report(c, s, NULL, "has %d point(s); expected at least 2", n);
+        return -1;
+    }
+    p->s = malloc((size_t)n * sizeof(double));
+    p->f = malloc((size_t)n * sizeof(double));
+    if (!p->s || !p->f) {
+        dk_report(c, s, NULL, "out of memory for %d points", n);
+        return -1;
+    }
+    p->n = n;
+    int ok = 1;
+    for (int i = 0; i < n; i++) {
+        const cs *es = config_setting_get_elem(s, (unsigned)i);
+        const cs *ef = config_setting_get_elem(f, (unsigned)i);
+        if (dk_num_of(c, es, &p->s[i]) || dk_num_of(c, ef, &p->f[i]) ||
+            !dk_range_ok(c, ef, p->f[i], DK_NONNEG))
+            ok = 0;
+        else if (i > 0 && ok && !(p->s[i] > p->s[i - 1])) {
+            dk_report(c, es, NULL, "%.12g does not exceed the previous point %.12g; expected "
+                      "strictly increasing %s", p->s[i], p->s[i - 1], skey);
+            ok = 0;
+        }
+    }
+    return ok ? 1 : -1;
+}
+
+static void parse_density(dk_ctx *c, const cs *g, deck_species *sp)
+{
+    dk_keys(c, g, DENS_KEYS);
+    dk_enum(c, g, "profile", PROFILES, &sp->profile);
+    dk_num(c, g, "n", &sp->n, DK_NONNEG, 0);
+    for (int i = 2; DENS_KEYS[i]; i++) {
+        const cs *s = dk_member(g, DENS_KEYS[i]);
+        int want = i == 6 ? PROFILE_EXPR : PROFILE_PIECEWISE;
+        if (s && sp->profile != want)
+            dk_report(c, s, NULL, "applies only to profile = \"%s\"; this density is \"%s\"",
+                      PROFILES[want], PROFILES[sp->profile]);
+    }
+    if (sp->profile == PROFILE_PIECEWISE) {
+        int hx = get_pwl(c, g, "x", "fx", &sp->px), hy = get_pwl(c, g, "y", "fy", &sp->py);
+        if (!hx && !hy)
+            dk_report(c, g, NULL, "profile \"piecewise\" without points; expected x = [...] and "
+                      "fx = [...] and/or y = [...] and fy = [...]");
+    } else if (sp->profile == PROFILE_EXPR) {
+        if (dk_str(c, g, "expr", sp->density_expr, sizeof sp->density_expr, 1) > 0)
+            check_formula(c, dk_member(g, "expr"), sp->density_expr, 1);
+    }
+}
+
+static int numeric_text(const char *s, double *v)
+{
+    char *end;
+    double x = strtod(s, &end);
+    if (end == s)
+        return 0;
+    while (isspace((unsigned char)*end))
+        end++;
+    if (*end || !isfinite(x))
+        return 0;
+    *v = x;
+    return 1;
+}
+
+static void parse_momentum(dk_ctx *c, const cs *g, deck_species *sp)
+{
+    dk_keys(c, g, MOM_KEYS);
+    dk_vec(c, g, "thermal", sp->uth, 3, DK_NONNEG, 0);
+    const cs *s = dk_member(g, "drift");
+    if (!s)
+        return;
+    s = dk_seq(c, g, "drift", 3, "components, each a number or a formula string in x, y", 0);
+    for (int i = 0; s && i < 3; i++) {
+        const cs *e = config_setting_get_elem(s, (unsigned)i);
+        double v;
+        if (config_setting_type(e) == CONFIG_TYPE_STRING) {
+            if (dk_str_of(c, e, sp->drift[i], DECK_EXPR_MAX))
+                continue;
+            if (numeric_text(sp->drift[i], &v))
+                snprintf(sp->drift[i], DECK_EXPR_MAX, "%.17g", v);
+            else
+                check_formula(c, e, sp->drift[i], 0);
+        } else if (dk_num_of(c, e, &v) == 0) {
+            snprintf(sp->drift[i], DECK_EXPR_MAX, "%.17g", v);
+        }
+    }
+}
+
+static void parse_one_species(dk_ctx *c, const cs *g, deck_species *sp)
+{
+    const deck *d = c->d;
+    dk_keys(c, g, SPECIES_KEYS);
+    sp->mass = 1;
+    sp->n = 1;
+    for (int k = 0; k < 3; k++)
+        snprintf(sp->drift[k], DECK_EXPR_MAX, "0");
+    for (int k = 0; k < 4; k++)
+        sp->bnd[k] = d->fbnd[k] == FBND_PERIODIC ? PBND_PERIODIC : PBND_ABSORBING;
+    if (dk_str(c, g, "name", sp->name, sizeof sp->name, 1) > 0 &&
+        sp->name[strspn(sp->name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                  "0123456789_-+.")])
+        dk_report(c, dk_member(g, "name"), NULL, "\"%s\" has characters other than letters, digits "
+                  "and _-+.; expected a name usable in output dataset names", sp->name);
+    dk_num(c, g, "charge", &sp->charge, DK_ANY, 1);
+    dk_num(c, g, "mass", &sp->mass, DK_POS, 0);
+    if (dk_ivec(c, g, "ppc", sp->ppc, 2, 1, 4096, 1) > 0 && sp->ppc[0] * sp->ppc[1] > 65536)
+        dk_report(c, dk_member(g, "ppc"), NULL, "%d x %d particles per cell; expected at most "
+                  "65536", sp->ppc[0], sp->ppc[1]);
+    dk_bool(c, g, "immobile", &sp->immobile);
+    const cs *s;
+    if ((s = dk_group(c, g, "density", 0)))
+        parse_density(c, s, sp);
+    if ((s = dk_group(c, g, "momentum", 0)))
+        parse_momentum(c, s, sp);
+    if ((s = dk_group(c, g, "boundary", 0))) {
+        parse_sides(c, s, PBND_NAMES, sp->bnd);
+        for (int k = 0; k < 4; k++)
+            if (sp->bnd[k] == PBND_PERIODIC && d->fbnd[k] != FBND_PERIODIC)
+                dk_report(c, s, SIDES[k], "\"periodic\" with fields.boundary.%s = \"%s\"; "
+                          "expected \"absorbing\", \"reflecting\" or \"thermal\" where the "
+                          "fields are not periodic", SIDES[k], FBND_NAMES[d->fbnd[k]]);
+    }
+}
+
+/* A list "( { ... }, ... )" of at most max groups under root.key; returns it or NULL. */
+static const cs *get_list(dk_ctx *c, const cs *root, const char *key, int max, int *n)
+{
+    const cs *l = dk_member(root, key);
+    *n = 0;
+    if (!l)
+        return NULL;
+    if (!config_setting_is_list(l)) {
+        dk_report(c, l, NULL, "got %s; expected a list %s = ( { ... }, { ... } );", dk_tname(l),
+                  key);
+        return NULL;
+    }
+    *n = config_setting_length(l);
+    if (*n > max) {
+        dk_report(c, l, NULL, "has %d entries; expected at most %d", *n, max);
+        *n = max;
+    }
+    for (int i = 0; i < *n; i++) {
+        const cs *e = config_setting_get_elem(l, (unsigned)i);
+        if (!config_setting_is_group(e))
+            dk_report(c, e, NULL, "got %s; expected a group { ... }", dk_tname(e));
+    }
+    return l;
+}
+
+static void parse_lasers(dk_ctx *c, const cs *root)
+{
+    const cs *l = get_list(c, root, "lasers", DECK_MAX_LASERS, &c->d->nlasers);
+    for (int i = 0; l && i < c->d->nlasers; i++) {
+        const cs *e = config_setting_get_elem(l, (unsigned)i);
+        if (config_setting_is_group(e))
+            parse_laser(c, e, &c->d->lasers[i]);
+    }
+}
+
+static void parse_species(dk_ctx *c, const cs *root)
+{
+    deck *d = c->d;
+    const cs *l = get_list(c, root, "species", DECK_MAX_SPECIES, &d->nspecies);
+    for (int i = 0; l && i < d->nspecies; i++) {
+        const cs *e = config_setting_get_elem(l, (unsigned)i);
+        if (!config_setting_is_group(e))
+            continue;
+        parse_one_species(c, e, &d->species[i]);
+        for (int j = 0; j < i; j++)
+            if (d->species[i].name[0] && !strcmp(d->species[i].name, d->species[j].name))
+                dk_report(c, dk_member(e, "name"), NULL, "\"%s\" is already the name of "
+                          "species[%d]; expected unique names", d->species[i].name, j);
+    }
+}
+
+/* Array of strings from names[] turned into a bit mask. */
+static void get_name_mask(dk_ctx *c, const cs *g, const char *key, const char *const names[],
+                          int *mask)
+{
+    const cs *s = dk_member(g, key);
+    if (!s)
+        return;
+    if (!(s = dk_seq(c, g, key, -1, "strings", 0)))
+        return;
+    *mask = 0;
+    for (int i = 0; i < config_setting_length(s); i++) {
+        int k;
+        if (dk_enum_of(c, config_setting_get_elem(s, (unsigned)i), names, &k) == 0)
+            *mask |= 1 << k;
+    }
+}
+
+static void parse_diagnostics(dk_ctx *c, const cs *root)
+{
+    deck *d = c->d;
+    const char *snames[DECK_MAX_SPECIES + 1];
+    for (int i = 0; i < d->nspecies; i++)
+        snames[i] = d->species[i].name;
+    snames[d->nspecies] = NULL;
+    snprintf(d->output, sizeof d->output, "out");
+    d->energy_every = 10;
+    d->fields_quantities = FQ_E | FQ_B | FQ_J | FQ_RHO;
+    d->particles_fraction = 0.01;
+    d->particles_species_mask = (int)((1u << d->nspecies) - 1);
+    const cs *g = dk_group(c, root, "diagnostics", 0), *s;
+    if (!g)
+        return;
+    dk_keys(c, g, DIAG_KEYS);
+    dk_str(c, g, "output", d->output, sizeof d->output, 0);
+    if ((s = dk_group(c, g, "energy", 0))) {
+        dk_keys(c, s, EVERY_KEYS);
+        DK_INT(s, "every", d->energy_every, 0, LONG_MAX, 0);
+    }
+    if ((s = dk_group(c, g, "fields", 0))) {
+        dk_keys(c, s, FDIAG_KEYS);
+        DK_INT(s, "every", d->fields_every, 0, LONG_MAX, 0);
+        get_name_mask(c, s, "quantities", FQ_NAMES, &d->fields_quantities);
+    }
+    if ((s = dk_group(c, g, "particles", 0))) {
+        dk_keys(c, s, PDIAG_KEYS);
+        DK_INT(s, "every", d->particles_every, 0, LONG_MAX, 0);
+        if (dk_num(c, s, "fraction", &d->particles_fraction, DK_POS, 0) > 0 &&
+            d->particles_fraction > 1)
+            dk_report(c, dk_member(s, "fraction"), NULL, "got %g; expected a fraction in (0, 1]",
+                      d->particles_fraction);
+        get_name_mask(c, s, "species", snames, &d->particles_species_mask);
+    }
+    if ((s = dk_group(c, g, "checkpoint", 0))) {
+        dk_keys(c, s, EVERY_KEYS);
+        DK_INT(s, "every", d->checkpoint_every, 0, LONG_MAX, 0);
+    }
+}
+
+int deck_load(const char *path, deck *d)
+{
+    if (!d)
+        return -1;
+    memset(d, 0, sizeof *d);
+    if (!path || !path[0]) {
+        empic_report(NULL, 0, "no deck file given; expected a path to a libconfig deck");
+        return -1;
+    }
+    snprintf(d->file, sizeof d->file, "%s", path);
+    FILE *fp = fopen(path, "r");
+    struct stat st;
+    if (!fp) {
+        empic_report(path, 0, "cannot open the deck: %s", strerror(errno));
+        return -1;
+    }
+    int isdir = fstat(fileno(fp), &st) == 0 && S_ISDIR(st.st_mode);
+    fclose(fp);
+    if (isdir) {
+        empic_report(path, 0, "is a directory; expected a libconfig deck file");
+        return -1;
+    }
+    char dir[DECK_PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", d->file);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        slash[slash == dir] = '\0';
+    else
+        snprintf(dir, sizeof dir, ".");
+    config_t cfg;
+    config_init(&cfg);
+    config_set_include_dir(&cfg, dir);
+    if (!config_read_file(&cfg, path)) {
+        const char *ef = config_error_file(&cfg);
+        empic_report(ef ? ef : path, config_error_line(&cfg), "%s: %s; expected a libconfig "
+                     "deck (key = value; groups { }, arrays [ ], lists ( ))",
+                     config_error_type(&cfg) == CONFIG_ERR_FILE_IO ? "cannot read the deck"
+                                                                    : "cannot parse the deck",
+                     config_error_text(&cfg) ? config_error_text(&cfg) : "unknown error");
+        config_destroy(&cfg);
+        return -1;
+    }
+    dk_ctx c = {.file = d->file, .d = d};
+    const cs *root = config_root_setting(&cfg);
+    dk_keys(&c, root, ROOT_KEYS);
+    parse_simulation(&c, root);
+    parse_grid(&c, root);
+    parse_time(&c, root);
+    parse_fields(&c, root);
+    parse_lasers(&c, root);
+    parse_species(&c, root);
+    parse_diagnostics(&c, root);
+    config_destroy(&cfg);
+    if (c.nerr) {
+        empic_report(d->file, 0, "deck rejected: %d error%s", c.nerr, c.nerr > 1 ? "s" : "");
+        deck_free(d);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- writer */
+
+typedef struct {
+    char s[40];
+} numtxt;
+
+/* The shortest of "%.15g".."%.17g" that reads back as the same double, made to read back
+ * as a libconfig float. */
+static numtxt N(double v)
+{
+    numtxt t;
+    for (int prec = 15; prec <= 17; prec++) {
+        snprintf(t.s, sizeof t.s, "%.*g", prec, v);
+        if (strtod(t.s, NULL) == v)
+            break;
+    }
+    if (!strpbrk(t.s, ".eEni"))
+        strcat(t.s, ".0");
+    return t;
+}
+
+/* An integer, with libconfig's 64-bit suffix where it does not fit in 32 bits. */
+static numtxt I(long long v)
+{
+    numtxt t;
+    snprintf(t.s, sizeof t.s, "%lld%s", v, v > INT_MAX || v < INT_MIN ? "L" : "");
+    return t;
+}
+
+static void wstr(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            fprintf(f, "\\%c", *p);
+        else if (*p == '\n')
+            fputs("\\n", f);
+        else if (*p == '\t')
+            fputs("\\t", f);
+        else if (*p < 0x20 || *p == 0x7f)
+            fprintf(f, "\\x%02x", *p);
+        else
+            fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
+static const char *nm(const char *const names[], int n, int i)
+{
+    return i >= 0 && i < n ? names[i] : names[0];
+}
+
+static void wvec(FILE *f, const char *key, const double *v, int n)
+{
+    fprintf(f, "%s = [", key);
+    for (int i = 0; i < n; i++)
+        fprintf(f, "%s%s", i ? ", " : "", N(v[i]).s);
+    fputs("];", f);
+}
+
+static void wsides(FILE *f, const char *indent, const char *const names[], int nn, const int *b)
+{
+    fprintf(f, "%sboundary = { xmin = \"%s\"; xmax = \"%s\"; ymin = \"%s\"; ymax = \"%s\"; };\n",
+            indent, nm(names, nn, b[0]), nm(names, nn, b[1]), nm(names, nn, b[2]),
+            nm(names, nn, b[3]));
+}
+
+static void wspecies(FILE *f, const deck_species *sp)
+{
+    fputs("  {\n    name = ", f);
+    wstr(f, sp->name);
+    fprintf(f, ";\n    charge = %s;\n    mass = %s;\n    ppc = [%d, %d];\n    immobile = %s;\n",
+            N(sp->charge).s, N(sp->mass).s, sp->ppc[0], sp->ppc[1],
+            sp->immobile ? "true" : "false");
+    fprintf(f, "    density = { profile = \"%s\"; n = %s;", nm(PROFILES, 3, sp->profile),
+            N(sp->n).s);
+    if (sp->profile == PROFILE_PIECEWISE) {
+        const deck_pwl *p[2] = {&sp->px, &sp->py};
+        for (int a = 0; a < 2; a++)
+            if (p[a]->n > 0 && p[a]->s && p[a]->f) {
+                fputs("\n               ", f);
+                wvec(f, a ? " y" : " x", p[a]->s, p[a]->n);
+                wvec(f, a ? " fy" : " fx", p[a]->f, p[a]->n);
+            }
+    } else if (sp->profile == PROFILE_EXPR) {
+        fputs(" expr = ", f);
+        wstr(f, sp->density_expr);
+        fputc(';', f);
+    }
+    fputs(" };\n    momentum = { ", f);
+    wvec(f, "thermal", sp->uth, 3);
+    double v[3];
+    int numeric = 1;
+    for (int k = 0; k < 3; k++)
+        numeric &= numeric_text(sp->drift[k], &v[k]);
+    fputs(numeric ? " drift = [" : " drift = (", f);
+    for (int k = 0; k < 3; k++) {
+        fputs(k ? ", " : "", f);
+        if (numeric_text(sp->drift[k], &v[k]))
+            fputs(N(v[k]).s, f);
+        else
+            wstr(f, sp->drift[k]);
+    }
+    fputs(numeric ? "]; };\n" : "); };\n", f);
+    wsides(f, "    ", PBND_NAMES, 4, sp->bnd);
+    fputs("  }", f);
+}
+
+static void wmask(FILE *f, const char *key, int mask, const char *const names[], int n)
+{
+    int first = 1;
+    fprintf(f, "%s = [", key);
+    for (int i = 0; i < n; i++)
+        if (mask & (1 << i)) {
+            fputs(first ? "" : ", ", f);
+            wstr(f, names[i]);
+            first = 0;
+        }
+    fputs("];", f);
+}
+
+void deck_write(const deck *d, FILE *f)
+{
+    if (!d || !f)
+        return;
+    fputs("# empic deck, fully resolved (every default filled in)\nsimulation = { name = ", f);
+    wstr(f, d->name);
+    fprintf(f, "; backend = \"%s\"; seed = %s; n0 = %s; };\n", nm(BACKENDS, 3, d->backend),
+            I((long long)d->seed).s, N(d->n0).s);
+    fprintf(f, "grid = { cells = [%d, %d]; dx = [%s, %s]; cluster = [%d, %d]; slack = %s; };\n",
+            d->nx, d->ny, N(d->dx).s, N(d->dy).s, d->cluster[0], d->cluster[1], N(d->slack).s);
+    fprintf(f, "time = { dt = %s; steps = %s; };\nfields = {\n", N(d->dt).s, I(d->steps).s);
+    wsides(f, "  ", FBND_NAMES, 3, d->fbnd);
+    fprintf(f, "  pml = { cells = %d; };\n  filter = { passes = %d; compensate = %s; };\n  "
+            "external = { ", d->pml_cells, d->filter_passes,
+            d->filter_compensate ? "true" : "false");
+    wvec(f, "E", d->ext_E, 3);
+    fputc(' ', f);
+    wvec(f, "B", d->ext_B, 3);
+    fprintf(f, " };\n  moving_window = { enabled = %s; t_start = %s; };\n};\nlasers = (",
+            d->window_enabled ? "true" : "false", N(d->window_t_start).s);
+    for (int i = 0; i < d->nlasers && i < DECK_MAX_LASERS; i++) {
+        const deck_laser *L = &d->lasers[i];
+        fprintf(f, "%s\n  { a0 = %s; omega0 = %s; polarization = ", i ? "," : "", N(L->a0).s,
+                N(L->omega0).s);
+        fputs(L->circular ? "\"circular\"" : N(L->polarization).s, f);
+        fprintf(f, "; w0 = %s; focus = %s;\n    center = %s; duration = %s; envelope = \"%s\";",
+                N(L->w0).s, N(L->focus).s, N(L->center).s, N(L->duration).s,
+                nm(ENVELOPES, 3, L->envelope));
+        if (L->envelope == ENV_FLATTOP)
+            fprintf(f, " ramp = %s;", N(L->ramp).s);
+        fprintf(f, " boundary = \"%s\"; phase = %s; }", nm(SIDES, 4, L->boundary),
+                N(L->phase).s);
+    }
+    fputs("\n);\nspecies = (", f);
+    for (int i = 0; i < d->nspecies && i < DECK_MAX_SPECIES; i++) {
+        fputs(i ? ",\n" : "\n", f);
+        wspecies(f, &d->species[i]);
+    }
+    fputs("\n);\ndiagnostics = {\n  output = ", f);
+    wstr(f, d->output);
+    fprintf(f, ";\n  energy = { every = %s; };\n  fields = { every = %s; ", I(d->energy_every).s,
+            I(d->fields_every).s);
+    wmask(f, "quantities", d->fields_quantities, FQ_NAMES, 4);
+    fprintf(f, " };\n  particles = { every = %s; fraction = %s; ", I(d->particles_every).s,
+            N(d->particles_fraction).s);
+    const char *snames[DECK_MAX_SPECIES];
+    int ns = d->nspecies < DECK_MAX_SPECIES ? d->nspecies : DECK_MAX_SPECIES;
+    for (int i = 0; i < ns; i++)
+        snames[i] = d->species[i].name;
+    wmask(f, "species", d->particles_species_mask, snames, ns);
+    fprintf(f, " };\n  checkpoint = { every = %s; };\n};\n", I(d->checkpoint_every).s);
+}
+
+/* ---------------------------------------------------------------- small helpers */
+
+void deck_free(deck *d)
+{
+    if (!d)
+        return;
+    for (int i = 0; i < DECK_MAX_SPECIES; i++) {
+        deck_pwl *p[2] = {&d->species[i].px, &d->species[i].py};
+        for (int a = 0; a < 2; a++) {
+            free(p[a]->s);
+            free(p[a]->f);
+            p[a]->s = p[a]->f = NULL;
+            p[a]->n = 0;
+        }
+    }
+}
+
+double deck_courant_dt(double dx, double dy)
+{
+    return 1.0 / sqrt(1.0 / (dx * dx) + 1.0 / (dy * dy));
+}
+
+double deck_pwl_eval(const deck_pwl *p, double s)
+{
+    if (!p || p->n <= 0 || !p->s || !p->f)
+        return 1.0;
+    int n = p->n;
+    if (n == 1 || s <= p->s[0])
+        return p->f[0];
+    if (s >= p->s[n - 1])
+        return p->f[n - 1];
+    int lo = 0, hi = n - 1;                 /* invariant: s[lo] < s < s[hi] ... or equal lo */
+    while (hi - lo > 1) {
+        int mid = lo + (hi - lo) / 2;
+        if (p->s[mid] <= s)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    double t = (s - p->s[lo]) / (p->s[hi] - p->s[lo]);
+    return p->f[lo] + t * (p->f[hi] - p->f[lo]);
+}

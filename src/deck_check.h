@@ -1,0 +1,64 @@
+/* deck_check.h - checked reading of libconfig settings for deck.c: typed getters that
+ * report file, line, key path and what was expected through empic_report(), and suggest
+ * the nearest valid name for misspelt keys and values. Internal to the deck module. */
+#ifndef DECK_CHECK_H
+#define DECK_CHECK_H
+
+#include "deck.h"
+
+#include <libconfig.h>
+
+typedef config_setting_t cs;
+
+typedef struct {
+    const char *file;           /* the deck, for messages */
+    deck *d;
+    int nerr;                   /* problems reported so far */
+    int box_ok;                 /* grid cells and dx are valid: box-dependent checks may run */
+} dk_ctx;
+
+enum { DK_ANY, DK_POS, DK_NONNEG };     /* range of a floating-point value */
+
+/* Report a problem with setting s (or with its member key, when key != NULL). */
+void dk_report(dk_ctx *c, const cs *s, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+const char *dk_tname(const cs *s);
+/* " did you mean 'x'?" when a name of the NULL-terminated list is close to w, else "". */
+const char *dk_suggest(const char *w, const char *const list[], char *buf, size_t n);
+const char *dk_join(const char *const list[], char *buf, size_t n);
+
+/* Member key of group g (NULL when g is no group or has no such member). */
+cs *dk_member(const cs *g, const char *key);
+/* Reject members of g whose names are not in allowed[] (NULL-terminated). */
+void dk_keys(dk_ctx *c, const cs *g, const char *const allowed[]);
+
+/* Values of one setting: 0 when valid, -1 after reporting. */
+int dk_range_ok(dk_ctx *c, const cs *s, double v, int kind);   /* 1 when in range */
+int dk_num_of(dk_ctx *c, const cs *s, double *v);
+int dk_int_of(dk_ctx *c, const cs *s, long long *v, long long lo, long long hi);
+int dk_str_of(dk_ctx *c, const cs *s, char *buf, size_t n);
+int dk_enum_of(dk_ctx *c, const cs *s, const char *const names[], int *v);
+
+/* Members of a group: 1 when given and valid, 0 when absent (output untouched; reported
+ * when req), -1 after reporting a problem. */
+const cs *dk_group(dk_ctx *c, const cs *g, const char *key, int req);
+int dk_num(dk_ctx *c, const cs *g, const char *key, double *v, int kind, int req);
+int dk_int(dk_ctx *c, const cs *g, const char *key, long long *v, long long lo, long long hi,
+           int req);
+int dk_bool(dk_ctx *c, const cs *g, const char *key, int *v);
+int dk_str(dk_ctx *c, const cs *g, const char *key, char *buf, size_t n, int req);
+int dk_enum(dk_ctx *c, const cs *g, const char *key, const char *const names[], int *v);
+/* Array or list of n elements (any length when n < 0); NULL when absent or reported. */
+const cs *dk_seq(dk_ctx *c, const cs *g, const char *key, int n, const char *what, int req);
+int dk_vec(dk_ctx *c, const cs *g, const char *key, double *v, int n, int kind, int req);
+int dk_ivec(dk_ctx *c, const cs *g, const char *key, int *v, int n, int lo, int hi, int req);
+
+/* dk_int into an integer lvalue of any type (needs dk_ctx *c in scope). */
+#define DK_INT(g, key, dst, lo, hi, req)                                                      \
+    do {                                                                                       \
+        long long t_ = (long long)(dst);                                                       \
+        if (dk_int(c, g, key, &t_, lo, hi, req) > 0)                                          \
+            (dst) = t_;                                                                        \
+    } while (0)
+
+#endif

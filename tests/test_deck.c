@@ -1,0 +1,380 @@
+/* test_deck.c - the input deck: round trip through deck_write, defaults, tmax, formulas,
+ * piecewise tables, and rejection (with the key path in the message) of broken decks. */
+#include "deck.h"
+
+#include <CUnit/Basic.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char tmpdir[] = "/tmp/empic-deck-XXXXXX";
+static char errbuf[16384];              /* stderr of the last load_text() */
+
+static const char *GOOD =
+    "simulation = { name = \"weibel\"; backend = \"cpu\"; seed = 7; n0 = 1.0e18; };\n"
+    "grid = { cells = [128, 64]; dx = [0.1, 0.2]; cluster = [8, 16]; slack = 0.25; };\n"
+    "time = { dt = 0.05; steps = 100; };\n"
+    "fields = {\n"
+    "  boundary = { xmin = \"pml\"; xmax = \"mur\"; ymin = \"periodic\"; ymax = \"periodic\"; };\n"
+    "  pml = { cells = 8; };\n"
+    "  filter = { passes = 2; compensate = true; };\n"
+    "  external = { E = [0.0, 0.1, 0.0]; B = [0.0, 0.0, 0.5]; };\n"
+    "  moving_window = { enabled = true; t_start = 3; };\n"
+    "};\n"
+    "lasers = ( { a0 = 2.0; omega0 = 10.0; polarization = 0.3; w0 = 4.0; focus = 2.0;\n"
+    "             center = 6.4; duration = 6.0; envelope = \"gaussian\"; phase = 0.1; },\n"
+    "           { a0 = 1; omega0 = 5; polarization = \"circular\"; w0 = 3; duration = 8;\n"
+    "             envelope = \"flattop\"; boundary = \"xmax\"; } );\n"
+    "species = (\n"
+    "  { name = \"electrons\"; charge = -1.0; ppc = [3, 2];\n"
+    "    density = { profile = \"expr\"; expr = \"1+0.5*sin(2*pi*x/10)\"; n = 2; };\n"
+    "    momentum = { thermal = [0.1, 0.1, 0.0];\n"
+    "                 drift = (\"0.001*sin(2*pi*x/12.8)\", 0, \"1e-3\"); };\n"
+    "    boundary = { xmin = \"absorbing\"; xmax = \"thermal\"; };\n"
+    "  },\n"
+    "  { name = \"ions\"; charge = 1; mass = 1836; ppc = [1, 1]; immobile = true;\n"
+    "    density = { profile = \"piecewise\"; x = [0, 5, 10]; fx = [0.0, 1.0, 1.0];\n"
+    "                y = [0.0, 12.8]; fy = [1.0, 0.5]; };\n"
+    "    momentum = { drift = [0.1, 0.0, 0.0]; };\n"
+    "  } );\n"
+    "diagnostics = {\n"
+    "  output = \"out-weibel\";\n"
+    "  energy = { every = 5; };\n"
+    "  fields = { every = 50; quantities = [\"E\", \"rho\"]; };\n"
+    "  particles = { every = 20; fraction = 0.5; species = [\"ions\"]; };\n"
+    "  checkpoint = { every = 1000; };\n"
+    "};\n";
+
+/* A minimal valid deck; broken decks are this plus or minus a line. */
+#define GRID "grid = { cells = [64, 32]; dx = [0.1, 0.1]; };\n"
+#define TIME "time = { dt = 0.05; steps = 10; };\n"
+#define SPEC(x) "species = ( { name = \"electrons\"; charge = -1.0; ppc = [2, 2]; " x " } );\n"
+
+static void write_file(const char *path, const char *data, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    CU_ASSERT_FATAL(f != NULL);
+    fwrite(data, 1, n, f);
+    fclose(f);
+}
+
+/* deck_load on a file holding text, with stderr captured into errbuf. */
+static int load_path(const char *path, deck *d)
+{
+    char errpath[512];
+    snprintf(errpath, sizeof errpath, "%s/stderr.txt", tmpdir);
+    fflush(stderr);
+    int saved = dup(2);
+    FILE *ef = fopen(errpath, "w+");
+    if (!ef || saved < 0)
+        return -2;
+    dup2(fileno(ef), 2);
+    int rc = deck_load(path, d);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    rewind(ef);
+    size_t n = fread(errbuf, 1, sizeof errbuf - 1, ef);
+    errbuf[n] = '\0';
+    fclose(ef);
+    return rc;
+}
+
+static int load_text(const char *text, deck *d)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/deck.cfg", tmpdir);
+    write_file(path, text, strlen(text));
+    return load_path(path, d);
+}
+
+static void expect_fail(const char *text, const char *want1, const char *want2)
+{
+    deck d;
+    int rc = load_text(text, &d);
+    CU_ASSERT_EQUAL(rc, -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(errbuf, want1));
+    if (want2)
+        CU_ASSERT_PTR_NOT_NULL(strstr(errbuf, want2));
+    if (rc != -1 || !strstr(errbuf, want1) || (want2 && !strstr(errbuf, want2)))
+        fprintf(stdout, "\n  expected '%s'%s%s in:\n%s", want1, want2 ? " and " : "",
+                want2 ? want2 : "", errbuf);
+}
+
+static int pwl_equal(const deck_pwl *a, const deck_pwl *b)
+{
+    if (a->n != b->n)
+        return 0;
+    for (int i = 0; i < a->n; i++)
+        if (a->s[i] != b->s[i] || a->f[i] != b->f[i])
+            return 0;
+    return 1;
+}
+
+/* Everything but the file name and the table pointers must be identical. */
+static void assert_same(deck *a, deck *b)
+{
+    CU_ASSERT_STRING_EQUAL(a->name, b->name);
+    CU_ASSERT(a->backend == b->backend && a->seed == b->seed && a->n0 == b->n0);
+    CU_ASSERT(a->nx == b->nx && a->ny == b->ny && a->dx == b->dx && a->dy == b->dy);
+    CU_ASSERT(a->cluster[0] == b->cluster[0] && a->cluster[1] == b->cluster[1]);
+    CU_ASSERT(a->slack == b->slack && a->dt == b->dt && a->steps == b->steps);
+    CU_ASSERT(memcmp(a->fbnd, b->fbnd, sizeof a->fbnd) == 0);
+    CU_ASSERT(a->pml_cells == b->pml_cells && a->filter_passes == b->filter_passes);
+    CU_ASSERT(a->filter_compensate == b->filter_compensate);
+    CU_ASSERT(memcmp(a->ext_E, b->ext_E, sizeof a->ext_E) == 0);
+    CU_ASSERT(memcmp(a->ext_B, b->ext_B, sizeof a->ext_B) == 0);
+    CU_ASSERT(a->window_enabled == b->window_enabled);
+    CU_ASSERT(a->window_t_start == b->window_t_start);
+    CU_ASSERT_EQUAL_FATAL(a->nlasers, b->nlasers);
+    for (int i = 0; i < a->nlasers; i++) {
+        const deck_laser *p = &a->lasers[i], *q = &b->lasers[i];
+        CU_ASSERT(p->a0 == q->a0 && p->omega0 == q->omega0 && p->polarization == q->polarization);
+        CU_ASSERT(p->circular == q->circular && p->w0 == q->w0 && p->focus == q->focus);
+        CU_ASSERT(p->center == q->center && p->duration == q->duration && p->phase == q->phase);
+        CU_ASSERT(p->envelope == q->envelope && p->ramp == q->ramp);
+        CU_ASSERT(p->boundary == q->boundary);
+    }
+    CU_ASSERT_EQUAL_FATAL(a->nspecies, b->nspecies);
+    for (int i = 0; i < a->nspecies; i++) {
+        const deck_species *p = &a->species[i], *q = &b->species[i];
+        CU_ASSERT_STRING_EQUAL(p->name, q->name);
+        CU_ASSERT(p->charge == q->charge && p->mass == q->mass && p->immobile == q->immobile);
+        CU_ASSERT(p->ppc[0] == q->ppc[0] && p->ppc[1] == q->ppc[1]);
+        CU_ASSERT(p->profile == q->profile && p->n == q->n);
+        CU_ASSERT(pwl_equal(&p->px, &q->px) && pwl_equal(&p->py, &q->py));
+        CU_ASSERT_STRING_EQUAL(p->density_expr, q->density_expr);
+        CU_ASSERT(memcmp(p->uth, q->uth, sizeof p->uth) == 0);
+        for (int k = 0; k < 3; k++)
+            CU_ASSERT_STRING_EQUAL(p->drift[k], q->drift[k]);
+        CU_ASSERT(memcmp(p->bnd, q->bnd, sizeof p->bnd) == 0);
+    }
+    CU_ASSERT_STRING_EQUAL(a->output, b->output);
+    CU_ASSERT(a->energy_every == b->energy_every && a->fields_every == b->fields_every);
+    CU_ASSERT(a->fields_quantities == b->fields_quantities);
+    CU_ASSERT(a->particles_every == b->particles_every);
+    CU_ASSERT(a->particles_fraction == b->particles_fraction);
+    CU_ASSERT(a->particles_species_mask == b->particles_species_mask);
+    CU_ASSERT(a->checkpoint_every == b->checkpoint_every);
+}
+
+static void test_roundtrip(void)
+{
+    deck a, b, c;
+    char path[512];
+    CU_ASSERT_EQUAL_FATAL(load_text(GOOD, &a), 0);
+    /* spot checks of what was read */
+    CU_ASSERT(a.nx == 128 && a.ny == 64 && a.dy == 0.2 && a.cluster[0] == 8);
+    CU_ASSERT(a.backend == BACKEND_CPU && a.seed == 7 && a.steps == 100);
+    CU_ASSERT(a.fbnd[SIDE_XMIN] == FBND_PML && a.fbnd[SIDE_XMAX] == FBND_MUR);
+    CU_ASSERT(a.nlasers == 2 && a.lasers[1].circular && a.lasers[1].ramp == 2.0);
+    CU_ASSERT(a.lasers[1].boundary == SIDE_XMAX && a.lasers[1].focus == 12.8);
+    CU_ASSERT(a.lasers[1].center == 6.4 && a.lasers[0].envelope == ENV_GAUSSIAN);
+    CU_ASSERT(a.nspecies == 2 && a.species[1].mass == 1836 && a.species[1].immobile);
+    CU_ASSERT(a.species[0].profile == PROFILE_EXPR && a.species[0].n == 2);
+    CU_ASSERT(a.species[0].bnd[SIDE_XMIN] == PBND_ABSORBING);
+    CU_ASSERT(a.species[0].bnd[SIDE_YMIN] == PBND_PERIODIC);
+    CU_ASSERT(a.species[1].bnd[SIDE_XMAX] == PBND_ABSORBING);   /* follows the fields */
+    CU_ASSERT_STRING_EQUAL(a.species[0].drift[2], "0.001");
+    CU_ASSERT(a.species[1].px.n == 3 && a.species[1].py.n == 2);
+    CU_ASSERT(a.fields_quantities == (FQ_E | FQ_RHO) && a.particles_species_mask == 2);
+
+    snprintf(path, sizeof path, "%s/resolved.cfg", tmpdir);
+    FILE *f = fopen(path, "w");
+    CU_ASSERT_FATAL(f != NULL);
+    deck_write(&a, f);
+    fclose(f);
+    CU_ASSERT_EQUAL_FATAL(load_path(path, &b), 0);
+    assert_same(&a, &b);
+    /* and once more: writing the reloaded deck gives the same deck again */
+    f = fopen(path, "w");
+    CU_ASSERT_FATAL(f != NULL);
+    deck_write(&b, f);
+    fclose(f);
+    CU_ASSERT_EQUAL_FATAL(load_path(path, &c), 0);
+    assert_same(&b, &c);
+    deck_free(&a);
+    deck_free(&b);
+    deck_free(&c);
+}
+
+static void test_defaults(void)
+{
+    deck d;
+    CU_ASSERT_EQUAL_FATAL(load_text(GRID TIME SPEC(""), &d), 0);
+    CU_ASSERT_STRING_EQUAL(d.name, "deck");
+    CU_ASSERT(d.backend == BACKEND_AUTO && d.cluster[0] == 16 && d.cluster[1] == 16);
+    CU_ASSERT(d.slack == 0.3 && d.pml_cells == 16 && d.filter_passes == 0);
+    CU_ASSERT(d.fbnd[0] == FBND_PERIODIC && d.fbnd[3] == FBND_PERIODIC && d.nlasers == 0);
+    CU_ASSERT_STRING_EQUAL(d.output, "out");
+    CU_ASSERT(d.energy_every == 10 && d.fields_every == 0 && d.checkpoint_every == 0);
+    CU_ASSERT(d.fields_quantities == (FQ_E | FQ_B | FQ_J | FQ_RHO));
+    CU_ASSERT(d.particles_fraction == 0.01 && d.particles_species_mask == 1);
+    const deck_species *s = &d.species[0];
+    CU_ASSERT(s->mass == 1 && s->n == 1 && s->profile == PROFILE_UNIFORM && !s->immobile);
+    CU_ASSERT(s->uth[0] == 0 && !strcmp(s->drift[0], "0") && s->bnd[SIDE_YMAX] == PBND_PERIODIC);
+    deck_free(&d);
+}
+
+static void test_tmax(void)
+{
+    deck d;
+    CU_ASSERT_EQUAL(load_text(GRID "time = { dt = 0.07; tmax = 70.0; };\n", &d), 0);
+    CU_ASSERT_EQUAL(d.steps, 1000);
+    CU_ASSERT_EQUAL(load_text(GRID "time = { dt = 0.03; tmax = 1; };\n", &d), 0);
+    CU_ASSERT_EQUAL(d.steps, 34);
+    CU_ASSERT_EQUAL(load_text(GRID "time = { dt = 0.05; tmax = 0.0; };\n", &d), 0);
+    CU_ASSERT_EQUAL(d.steps, 0);
+    expect_fail(GRID "time = { dt = 0.05; tmax = 1.0; steps = 3; };\n", "time.", "exactly one");
+    expect_fail(GRID "time = { dt = 0.05; };\n", "time", "steps");
+}
+
+static void test_broken(void)
+{
+    deck d;
+    char path[512];
+    /* syntax error: the file and line are named */
+    expect_fail(GRID TIME "species = ( { name = \"e\"; charge = ; } );\n", "deck.cfg:3:", NULL);
+    /* misspelt key, with the suggestion */
+    expect_fail("grid = { cels = [64, 32]; dx = [0.1, 0.1]; };\n" TIME, "grid.cels",
+                "did you mean 'cells'?");
+    expect_fail(GRID TIME "diagnostic = { };\n", "diagnostic", "did you mean 'diagnostics'?");
+    expect_fail(GRID TIME "fields = { boundary = { xmin = \"pmll\"; xmax = \"pml\"; }; };\n",
+                "fields.boundary.xmin", "did you mean 'pml'?");
+    /* time step above the Courant limit (0.0707 for dx = dy = 0.1) */
+    expect_fail(GRID "time = { dt = 0.071; steps = 10; };\n", "time.dt", "Courant limit 0.0707");
+    /* ppc, formulas, types, cells */
+    expect_fail(GRID TIME "species = ( { name = \"e\"; charge = -1.0; ppc = [-2, 2]; } );\n",
+                "species[0](e).ppc[0]", "expected an integer from 1");
+    expect_fail(GRID TIME SPEC("density = { profile = \"expr\"; expr = \"1+sin(2*pi*x/\"; };"),
+                "species[0](electrons).density.expr", "cannot parse formula");
+    expect_fail(GRID TIME SPEC("density = { profile = \"expr\"; expr = \"1+q\"; };"),
+                "density.expr", "\"q\"");
+    expect_fail(GRID TIME SPEC("density = { profile = \"expr\"; expr = \"sin(x)\"; };"),
+                "density.expr", ">= 0");
+    expect_fail(GRID TIME SPEC("momentum = { drift = (\"sqrt(x-1)\", 0, 0); };"),
+                "momentum.drift[0]", "finite");
+    expect_fail("grid = { cells = [64, 32]; dx = \"0.1\"; };\n" TIME, "grid.dx", "expected");
+    expect_fail("grid = { cells = [64, 32]; dx = [\"0.1\", \"0.1\"]; };\n" TIME, "grid.dx[0]",
+                "expected a number");
+    expect_fail(GRID "time = { dt = { }; steps = 10; };\n", "time.dt", "expected a number");
+    expect_fail("grid = { cells = [0, 32]; dx = [0.1, 0.1]; };\n" TIME, "grid.cells[0]", NULL);
+    expect_fail("grid = { cells = [64, 40000]; dx = [0.1, 0.1]; };\n" TIME, "grid.cells[1]",
+                NULL);
+    expect_fail("grid = { cells = [64, 32]; dx = [0.1, 0.1]; cluster = [2, 16]; };\n" TIME,
+                "grid.cluster[0]", NULL);
+    /* further rules */
+    expect_fail(GRID TIME SPEC("mass = 0.0;"), "mass", "> 0");
+    expect_fail(GRID TIME SPEC("density = { profile = \"piecewise\"; x = [0.0, 2.0, 1.0]; "
+                               "fx = [1.0, 1.0, 1.0]; };"), "density.x[2]", "increasing");
+    expect_fail(GRID TIME SPEC("density = { profile = \"piecewise\"; x = [0.0]; fx = [1.0]; };"),
+                "density.x", "at least 2");
+    expect_fail(GRID TIME "species = ( { name = \"a\"; charge = 1.0; ppc = [1, 1]; },\n"
+                "{ name = \"a\"; charge = 1.0; ppc = [1, 1]; } );\n", "species[1](a).name",
+                "unique");
+    expect_fail(GRID TIME SPEC("") "diagnostics = { particles = { species = [\"electron\"]; "
+                "fraction = 0.5; }; };\n", "diagnostics.particles.species[0]", "electrons");
+    expect_fail(GRID TIME "diagnostics = { particles = { fraction = 1.5; }; };\n",
+                "diagnostics.particles.fraction", NULL);
+    expect_fail(GRID TIME "fields = { filter = { passes = 17; }; };\n", "fields.filter.passes",
+                NULL);
+    expect_fail(GRID TIME "fields = { boundary = { xmin = \"pml\"; }; };\n", "fields.boundary",
+                "periodic");
+    expect_fail(GRID TIME "simulation = { backend = \"gpu\"; };\n", "simulation.backend", NULL);
+    expect_fail(GRID TIME "fields = { boundary = { xmin = \"pml\"; xmax = \"mur\"; }; };\n"
+                SPEC("boundary = { xmin = \"periodic\"; xmax = \"periodic\"; };"),
+                "species[0](electrons).boundary.xmin", "not periodic");
+    expect_fail(GRID TIME "fields = { moving_window = { enabled = true; }; };\n",
+                "fields.moving_window", "periodic");
+    expect_fail(GRID TIME "lasers = ( { a0 = 1.0; omega0 = 2.0; w0 = 0.0; duration = 3.0; } );\n",
+                "lasers[0].w0", NULL);
+    /* several problems are all reported */
+    expect_fail("grid = { cells = [0, 32]; dx = [0.1, -0.1]; };\n"
+                "time = { dt = -1.0; steps = 1; };\n",
+                "grid.cells[0]", "grid.dx[1]");
+    CU_ASSERT_PTR_NOT_NULL(strstr(errbuf, "time.dt"));
+
+    /* binary garbage */
+    char junk[4096];
+    unsigned x = 12345;
+    for (size_t i = 0; i < sizeof junk; i++) {
+        x = x * 1103515245u + 12345u;
+        junk[i] = (char)(x >> 16);
+    }
+    snprintf(path, sizeof path, "%s/junk.cfg", tmpdir);
+    write_file(path, junk, sizeof junk);
+    CU_ASSERT_EQUAL(load_path(path, &d), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(errbuf, "junk.cfg"));
+    /* missing file */
+    snprintf(path, sizeof path, "%s/no-such-deck.cfg", tmpdir);
+    CU_ASSERT_EQUAL(load_path(path, &d), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(errbuf, "no-such-deck.cfg"));
+    CU_ASSERT_EQUAL(load_path(tmpdir, &d), -1);
+}
+
+static void test_formula(void)
+{
+    char err[256] = "";
+    formula *f = formula_new("1+0.5*sin(2*pi*x/10)", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT_DOUBLE_EQUAL(formula_eval(f, 0.0, 3.0), 1.0, 1e-15);
+    CU_ASSERT_DOUBLE_EQUAL(formula_eval(f, 2.5, 0.0), 1.5, 1e-15);
+    CU_ASSERT_DOUBLE_EQUAL(formula_eval(f, 7.5, 1.0), 0.5, 1e-15);
+    CU_ASSERT_DOUBLE_EQUAL(formula_eval(f, 1.0, 0.0), 1 + 0.5 * sin(2 * M_PI / 10), 1e-15);
+    formula_free(f);
+    f = formula_new("x*y + e^0 - max(0, y - 10)", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT_DOUBLE_EQUAL(formula_eval(f, 2.0, 3.0), 7.0, 1e-15);
+    CU_ASSERT_DOUBLE_EQUAL(formula_eval(f, 1.0, 12.0), 11.0, 1e-15);
+    formula_free(f);
+    CU_ASSERT_PTR_NULL(formula_new("1+", err, sizeof err));
+    CU_ASSERT(strlen(err) > 0);
+    CU_ASSERT_PTR_NULL(formula_new("z", err, sizeof err));
+    CU_ASSERT_PTR_NULL(formula_new("", err, sizeof err));
+    CU_ASSERT_PTR_NULL(formula_new("1, 2", err, sizeof err));
+    CU_ASSERT_PTR_NULL(formula_new(NULL, NULL, 0));
+    formula_free(NULL);
+}
+
+static void test_pwl(void)
+{
+    double s[] = {0.0, 1.0, 3.0}, v[] = {0.0, 2.0, 1.0};
+    deck_pwl p = {3, s, v}, none = {0, NULL, NULL};
+    CU_ASSERT_DOUBLE_EQUAL(deck_pwl_eval(&p, -5.0), 0.0, 0);
+    CU_ASSERT_DOUBLE_EQUAL(deck_pwl_eval(&p, 0.5), 1.0, 1e-15);
+    CU_ASSERT_DOUBLE_EQUAL(deck_pwl_eval(&p, 1.0), 2.0, 1e-15);
+    CU_ASSERT_DOUBLE_EQUAL(deck_pwl_eval(&p, 2.0), 1.5, 1e-15);
+    CU_ASSERT_DOUBLE_EQUAL(deck_pwl_eval(&p, 3.0), 1.0, 0);
+    CU_ASSERT_DOUBLE_EQUAL(deck_pwl_eval(&p, 99.0), 1.0, 0);
+    CU_ASSERT_DOUBLE_EQUAL(deck_pwl_eval(&none, 0.3), 1.0, 0);
+    CU_ASSERT_DOUBLE_EQUAL(deck_courant_dt(0.1, 0.1), 0.1 / sqrt(2.0), 1e-15);
+    CU_ASSERT_DOUBLE_EQUAL(deck_courant_dt(1.0, 2.0), 2.0 / sqrt(5.0), 1e-15);
+}
+
+int main(void)
+{
+    if (!mkdtemp(tmpdir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    if (CU_initialize_registry() != CUE_SUCCESS)
+        return 1;
+    CU_pSuite s = CU_add_suite("deck", NULL, NULL);
+    CU_add_test(s, "round trip through deck_write", test_roundtrip);
+    CU_add_test(s, "defaults", test_defaults);
+    CU_add_test(s, "tmax gives steps", test_tmax);
+    CU_add_test(s, "broken decks are rejected with the key path", test_broken);
+    CU_add_test(s, "formulas", test_formula);
+    CU_add_test(s, "piecewise tables and the Courant limit", test_pwl);
+    CU_basic_set_mode(CU_BRM_VERBOSE);
+    CU_basic_run_tests();
+    unsigned failed = CU_get_number_of_failures();
+    CU_cleanup_registry();
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "test_deck: could not remove %s\n", tmpdir);
+    return failed ? 1 : 0;
+}
