@@ -231,7 +231,8 @@ void gpu_relayout(gpu_state *g, sim *S, int s, const int *need)
         a.dst[v] = gpu_malloc(g, total * (v < 7 ? 4 : 1), "particles (global rearrangement)");
     }
     int *new_start = (int *)gpu_malloc(g, (size_t)nc * sizeof(int), "cluster table");
-    GPU_CK(cudaMemcpy(new_start, start, (size_t)nc * sizeof(int), cudaMemcpyHostToDevice));
+    GPU_CK(cudaMemcpyAsync(new_start, start, (size_t)nc * sizeof(int), cudaMemcpyHostToDevice,
+                           g->stream));
     k_relayout<<<nc, GPU_THREADS, 0, g->stream>>>(a, d->start, new_start, d->count);
     GPU_LAUNCHED(g, "k_relayout");
     GPU_CK(cudaStreamSynchronize(g->stream));
@@ -239,7 +240,9 @@ void gpu_relayout(gpu_state *g, sim *S, int s, const int *need)
         GPU_CK(cudaFree(old[v]));
     GPU_CK(cudaFree(d->start));
     d->start = new_start;
-    GPU_CK(cudaMemcpy(d->cap, cap, (size_t)nc * sizeof(int), cudaMemcpyHostToDevice));
+    GPU_CK(cudaMemcpyAsync(d->cap, cap, (size_t)nc * sizeof(int), cudaMemcpyHostToDevice,
+                           g->stream));
+    GPU_CK(cudaStreamSynchronize(g->stream));
     d->cell = (uint32_t *)a.dst[0];
     d->x = (float *)a.dst[1];
     d->y = (float *)a.dst[2];

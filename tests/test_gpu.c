@@ -1,0 +1,277 @@
+/* test_gpu.c - the CUDA backend against the CPU backend from the same deck: one step
+ * (momenta, positions, J and E to float rounding), a few hundred steps of a warm plasma
+ * (Gauss's law at rounding on the GPU, energies as the CPU's for the first 100 steps) and a
+ * drifting plasma front that overflows cluster segments (global rearrangement on the device,
+ * no particle lost). Skips cleanly, returning 0, where no GPU is available. */
+#include "emf.h"
+#include "species.h"
+#include "testutil.h"
+#ifdef EMPIC_CUDA
+#include "../cuda/gpu.h"
+#endif
+
+#include <stdlib.h>
+
+#ifdef EMPIC_CUDA
+
+/* Warm electrons with a drift (so that J does not cancel) on immobile ions. */
+static void warm_deck(deck *d, int nx, int ny, long steps, int backend, const char *tag)
+{
+    tu_deck(d, nx, ny, 0.1, 0.05, steps);
+    deck_species *e = tu_species(d, "electrons", -1.0, 1.0, 3, 0.05);
+    snprintf(e->drift[0], sizeof e->drift[0], "0.1");
+    snprintf(e->drift[2], sizeof e->drift[2], "-0.05");
+    tu_species(d, "ions", 1.0, 1836.0, 3, 0.0)->immobile = 1;
+    d->energy_every = 0;
+    d->backend = backend;
+    snprintf(d->output, sizeof d->output, "/tmp/empic-test-gpu-%d-%s", (int)getpid(), tag);
+}
+
+static void remove_output(const sim *S)
+{
+    char cmd[DECK_PATH_MAX + 16];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", S->d.output);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", S->d.output);
+}
+
+typedef struct {
+    uint32_t cell;
+    float x, y, u[3];
+} part;
+
+static int part_cmp(const void *pa, const void *pb)
+{
+    const part *a = pa, *b = pb;
+    if (a->cell != b->cell)
+        return a->cell < b->cell ? -1 : 1;
+    if (a->x != b->x)
+        return a->x < b->x ? -1 : 1;
+    return a->y < b->y ? -1 : (a->y > b->y);
+}
+
+/* The particles of cluster c, sorted by cell and offset. */
+static part *cluster_parts(const species *s, int c)
+{
+    part *p = malloc((size_t)(s->count[c] + 1) * sizeof *p);
+    for (int k = 0; k < s->count[c]; k++) {
+        size_t q = (size_t)s->start[c] + k;
+        p[k] = (part){s->cell[q], s->x[q], s->y[q], {s->ux[q], s->uy[q], s->uz[q]}};
+    }
+    qsort(p, (size_t)s->count[c], sizeof *p, part_cmp);
+    return p;
+}
+
+/* Largest |a - b| over the interior, relative to max |b|. */
+static double field_diff(const emf *f, const float *a, const float *b)
+{
+    double d = 0.0, m = 0.0;
+    for (int j = 0; j < f->ny; j++)
+        for (int i = 0; i < f->nx; i++) {
+            int k = emf_idx(f, i, j);
+            d = fmax(d, fabs((double)a[k] - b[k]));
+            m = fmax(m, fabs((double)b[k]));
+        }
+    return m > 0 ? d / m : d;
+}
+
+static void test_one_step(void)
+{
+    deck d;
+    sim C, G;
+    warm_deck(&d, 48, 40, 1, BACKEND_CPU, "cpu1");
+    CU_ASSERT_FATAL(sim_init(&C, &d, 1) == 0);
+    warm_deck(&d, 48, 40, 1, BACKEND_CUDA, "gpu1");
+    CU_ASSERT_FATAL(sim_init(&G, &d, 1) == 0);
+    CU_ASSERT_FATAL(G.backend == BACKEND_CUDA);
+    sim_step(&C);
+    sim_step(&G);
+    gpu_fetch_fields(&G, 0);
+    gpu_fetch_particles(&G);
+    double dj = 0.0, de = 0.0;
+    for (int c = 0; c < 3; c++) {
+        dj = fmax(dj, field_diff(&C.f, G.f.j[c], C.f.j[c]));
+        de = fmax(de, field_diff(&C.f, G.f.e[c], C.f.e[c]));
+    }
+    const species *sc = &C.sp[0], *sg = &G.sp[0];
+    CU_ASSERT(species_check(sg, &G.cl) == 0);
+    long long bad = 0, n = 0;
+    double dx = 0.0, du = 0.0;
+    for (int c = 0; c < C.cl.n; c++) {
+        CU_ASSERT_FATAL(sc->count[c] == sg->count[c]);
+        part *a = cluster_parts(sc, c), *b = cluster_parts(sg, c);
+        for (int k = 0; k < sc->count[c]; k++, n++) {
+            if (a[k].cell != b[k].cell) {
+                bad++;
+                continue;
+            }
+            dx = fmax(dx, fmax(fabs(a[k].x - b[k].x), fabs(a[k].y - b[k].y)));
+            for (int m = 0; m < 3; m++)
+                du = fmax(du, fabs(a[k].u[m] - b[k].u[m]) / (1.0 + fabs(a[k].u[m])));
+        }
+        free(a);
+        free(b);
+    }
+    printf(" [%lld particles: %lld in other cells, |dx| %.1e, |du| %.1e; J %.1e, E %.1e] ", n,
+           bad, dx, du, dj, de);
+    CU_ASSERT(bad == 0);
+    CU_ASSERT(dx < 1e-6);
+    CU_ASSERT(du < 1e-6);
+    CU_ASSERT(dj < 1e-6);
+    CU_ASSERT(de < 1e-6);
+    remove_output(&C);
+    remove_output(&G);
+    sim_free(&C);
+    sim_free(&G);
+}
+
+/* Rows of energy.csv: step, t, field_E, field_B, kinetic..., total, gauss_max. */
+static int read_energy(const sim *S, double rows[][8], int max)
+{
+    char path[DECK_PATH_MAX + 32], line[1024];
+    snprintf(path, sizeof path, "%s/energy.csv", S->d.output);
+    FILE *f = fopen(path, "r");
+    int n = 0;
+    if (!f)
+        return 0;
+    if (!fgets(line, sizeof line, f)) {
+        fclose(f);
+        return 0;
+    }
+    while (n < max && fgets(line, sizeof line, f)) {
+        char *p = line;
+        for (int k = 0; k < 8; k++) {
+            rows[n][k] = strtod(p, &p);
+            if (*p == ',')
+                p++;
+        }
+        n++;
+    }
+    fclose(f);
+    return n;
+}
+
+static void test_warm_plasma(void)
+{
+    enum { STEPS = 300 };
+    deck d;
+    sim C, G;
+    static double rc[STEPS][8], rg[STEPS][8];
+    warm_deck(&d, 64, 64, STEPS, BACKEND_CPU, "cpuw");
+    d.energy_every = 1;
+    CU_ASSERT_FATAL(sim_init(&C, &d, 1) == 0);
+    warm_deck(&d, 64, 64, STEPS, BACKEND_CUDA, "gpuw");
+    d.energy_every = 1;
+    CU_ASSERT_FATAL(sim_init(&G, &d, 1) == 0);
+    CU_ASSERT(sim_run(&C) == 0);
+    CU_ASSERT(sim_run(&G) == 0);
+    int nc = read_energy(&C, rc, STEPS), ng = read_energy(&G, rg, STEPS);
+    CU_ASSERT_FATAL(nc == STEPS && ng == STEPS);
+    /* columns: 0 step, 1 t, 2 field_E, 3 field_B, 4 kinetic_electrons, 5 kinetic_ions,
+     * 6 total, 7 gauss_max */
+    double gauss = 0.0, dtot = 0.0, dkin = 0.0, dfe = 0.0;
+    for (int n = 0; n < STEPS; n++) {
+        gauss = fmax(gauss, rg[n][7]);
+        if (n < 100) {
+            dtot = fmax(dtot, fabs(rg[n][6] - rc[n][6]) / rc[n][6]);
+            dkin = fmax(dkin, fabs(rg[n][4] - rc[n][4]) / rc[n][4]);
+            dfe = fmax(dfe, fabs(rg[n][2] - rc[n][2]) / rc[n][6]);
+        }
+    }
+    gpu_fetch_particles(&G);
+    printf(" [gauss_max %.2e; first 100 steps: total %.1e, kinetic %.1e, field_E %.1e] ",
+           gauss, dtot, dkin, dfe);
+    CU_ASSERT(species_check(&G.sp[0], &G.cl) == 0);
+    CU_ASSERT(gauss < 1e-5); /* |rho_e| = 1 */
+    CU_ASSERT(dtot < 1e-3);
+    CU_ASSERT(dkin < 1e-3);
+    CU_ASSERT(dfe < 1e-3);
+    remove_output(&C);
+    remove_output(&G);
+    sim_free(&C);
+    sim_free(&G);
+}
+
+/* A cold plasma slab drifting at 0.9 c into empty clusters: their segments (no slack)
+ * overflow within a few steps, so the device must re-lay the segments. */
+static void front_deck(deck *d, int backend, const char *tag)
+{
+    tu_deck(d, 48, 32, 0.1, 0.05, 60);
+    d->slack = 0.0;
+    for (int s = 0; s < 2; s++) {
+        deck_species *sp = tu_species(d, s ? "ions" : "electrons", s ? 1.0 : -1.0,
+                                      s ? 1836.0 : 1.0, 3, 0.0);
+        sp->immobile = s;
+        sp->profile = PROFILE_PIECEWISE;
+        sp->px.n = 4;
+        sp->px.s = malloc(4 * sizeof(double));
+        sp->px.f = malloc(4 * sizeof(double));
+        const double xs[4] = {0.0, 2.0, 2.05, 4.8}, fs[4] = {1.0, 1.0, 0.0, 0.0};
+        memcpy(sp->px.s, xs, sizeof xs);
+        memcpy(sp->px.f, fs, sizeof fs);
+    }
+    snprintf(d->species[0].drift[0], sizeof d->species[0].drift[0], "2.0");
+    d->energy_every = 0;
+    d->backend = backend;
+    snprintf(d->output, sizeof d->output, "/tmp/empic-test-gpu-%d-%s", (int)getpid(), tag);
+}
+
+static void test_rearrangement(void)
+{
+    deck d;
+    sim C, G;
+    front_deck(&d, BACKEND_CPU, "cpuf");
+    CU_ASSERT_FATAL(sim_init(&C, &d, 1) == 0);
+    front_deck(&d, BACKEND_CUDA, "gpuf");
+    CU_ASSERT_FATAL(sim_init(&G, &d, 1) == 0);
+    const long long np = G.sp[0].np;
+    CU_ASSERT(sim_run(&C) == 0);
+    CU_ASSERT(sim_run(&G) == 0);
+    gpu_fetch_particles(&G);
+    long long n = 0, diff = 0;
+    for (int c = 0; c < G.cl.n; c++) {
+        n += G.sp[0].count[c];
+        diff += llabs((long long)G.sp[0].count[c] - C.sp[0].count[c]);
+    }
+    printf(" [%lld rearrangements, %lld of %lld particles, %lld in other clusters than on "
+           "the CPU] ", G.sp[0].rearrangements, n, np, diff);
+    CU_ASSERT(G.sp[0].rearrangements > 0);
+    CU_ASSERT(n == np);
+    CU_ASSERT(species_check(&G.sp[0], &G.cl) == 0);
+    CU_ASSERT(diff <= np / 1000);
+    remove_output(&C);
+    remove_output(&G);
+    sim_free(&C);
+    sim_free(&G);
+}
+
+int main(void)
+{
+    char name[128];
+    if (!gpu_available(name, sizeof name)) {
+        printf("test_gpu: no GPU: skipped\n");
+        return 0;
+    }
+    printf("test_gpu: %s\n", name);
+    if (CU_initialize_registry() != CUE_SUCCESS)
+        return 1;
+    CU_pSuite s = CU_add_suite("gpu", NULL, NULL);
+    CU_add_test(s, "one step equals the CPU", test_one_step);
+    CU_add_test(s, "warm plasma: Gauss and energies", test_warm_plasma);
+    CU_add_test(s, "overflowing clusters are re-laid", test_rearrangement);
+    CU_basic_set_mode(CU_BRM_VERBOSE);
+    CU_basic_run_tests();
+    int failed = (int)CU_get_number_of_failures();
+    CU_cleanup_registry();
+    return failed ? 1 : 0;
+}
+
+#else
+
+int main(void)
+{
+    printf("test_gpu: no GPU: skipped (built without CUDA)\n");
+    return 0;
+}
+
+#endif
