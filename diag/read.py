@@ -1,0 +1,244 @@
+"""Readers for empic output (DESIGN §9): openPMD dumps, energy.csv and timing.json.
+
+Everything is returned in empic's normalised units (lengths in c/ω_p, time in 1/ω_p,
+fields in m_e c ω_p / e, momenta u = γv/c, weights in n0 (c/ω_p)^2 per unit length in z).
+The dumps store mesh and particle data in these units already, with openPMD ``unitSI``
+factors for SI; only the particle ``weighting`` (real particles per metre in z, openPMD
+requires unitSI = 1) and the per-real-particle momentum p = m u are converted back.
+"""
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+
+import h5py
+import numpy as np
+
+# CODATA 2018
+E_CHARGE = 1.602176634e-19
+M_E = 9.1093837015e-31
+C_LIGHT = 299792458.0
+EPS0 = 8.8541878128e-12
+# n0 (c/ω_p)^2 = ε0 m_e c^2 / e^2, whatever n0: real particles per metre in z per unit
+# normalised weight w dx dy.
+WEIGHT_SI = EPS0 * M_E * C_LIGHT**2 / E_CHARGE**2
+
+_DUMP_RE = re.compile(r"^data(\d+)\.h5$")
+
+
+def data_dir(outdir):
+    """The folder holding the dumps: OUTDIR/data, or OUTDIR itself if it holds them."""
+    d = os.path.join(outdir, "data")
+    return d if os.path.isdir(d) else outdir
+
+
+def list_iterations(outdir):
+    """Sorted steps of the complete dumps (data%08d.h5; temporary files are ignored)."""
+    d = data_dir(outdir)
+    if not os.path.isdir(d):
+        return []
+    steps = [int(m.group(1)) for m in map(_DUMP_RE.match, os.listdir(d)) if m]
+    return sorted(steps)
+
+
+def dump_path(outdir, it):
+    return os.path.join(data_dir(outdir), "data%08d.h5" % it)
+
+
+def _resolve_it(outdir, it, want=None):
+    """`it` itself, or the last dump (holding `want`: 'meshes' or 'particles')."""
+    its = list_iterations(outdir)
+    if not its:
+        raise FileNotFoundError("no dumps in %s" % data_dir(outdir))
+    if it is not None:
+        if it not in its:
+            raise FileNotFoundError("no dump for step %d in %s (have %s)"
+                                    % (it, data_dir(outdir), its))
+        return it
+    for cand in reversed(its):
+        if want is None:
+            return cand
+        with h5py.File(dump_path(outdir, cand), "r") as f:
+            g = f["data/%d" % cand]
+            if want in g and len(g[want]) > 0:
+                return cand
+    raise FileNotFoundError("no dump with %s in %s" % (want, data_dir(outdir)))
+
+
+def _str(v):
+    return v.decode() if isinstance(v, (bytes, np.bytes_)) else str(v)
+
+
+def _group(f, it, what):
+    base = f["data/%d" % it]
+    path = _str(f.attrs.get(what + "Path", what + "/")).strip("/")
+    if path not in base:
+        raise KeyError("dump %d has no %s" % (it, what))
+    return base[path]
+
+
+def list_fields(outdir, it=None):
+    """{record: [components]} of a dump's meshes ([] for scalar records)."""
+    it = _resolve_it(outdir, it, "meshes")
+    with h5py.File(dump_path(outdir, it), "r") as f:
+        m = _group(f, it, "meshes")
+        return {k: (sorted(m[k].keys()) if isinstance(m[k], h5py.Group) else [])
+                for k in m.keys()}
+
+
+def list_species(outdir, it=None):
+    """Species names of a dump's particles (the last dump with particles by default)."""
+    try:
+        it = _resolve_it(outdir, it, "particles")
+    except FileNotFoundError:
+        return []
+    with h5py.File(dump_path(outdir, it), "r") as f:
+        return sorted(_group(f, it, "particles").keys())
+
+
+@dataclass
+class Field:
+    """One mesh component: data[j, i] at (x[i], y[j])."""
+    name: str
+    step: int
+    t: float
+    data: np.ndarray
+    x: np.ndarray
+    y: np.ndarray
+    unit_si: float = 1.0
+    attrs: dict = field(default_factory=dict)
+
+    @property
+    def extent(self):
+        """imshow extent with cells centred on the sample points."""
+        dx = self.x[1] - self.x[0] if len(self.x) > 1 else 1.0
+        dy = self.y[1] - self.y[0] if len(self.y) > 1 else 1.0
+        return [self.x[0] - dx / 2, self.x[-1] + dx / 2, self.y[0] - dy / 2, self.y[-1] + dy / 2]
+
+
+def read_field(outdir, q, c=None, it=None):
+    """Mesh record `q` (E, B, J, rho, rho_<species>), component `c` (x, y, z) of dump `it`
+    (default: the last dump with meshes), with its staggered axes."""
+    it = _resolve_it(outdir, it, "meshes")
+    with h5py.File(dump_path(outdir, it), "r") as f:
+        meshes = _group(f, it, "meshes")
+        if q not in meshes:
+            raise KeyError("dump %d has no mesh %r (have %s)" % (it, q, sorted(meshes.keys())))
+        rec = meshes[q]
+        if isinstance(rec, h5py.Group):
+            if c is None or c not in rec:
+                raise KeyError("mesh %s needs a component, one of %s" % (q, sorted(rec.keys())))
+            comp, name = rec[c], q + c
+        else:
+            comp, name = rec, q
+        labels = [_str(a) for a in rec.attrs["axisLabels"]]
+        if _str(rec.attrs.get("dataOrder", "C")) == "F":
+            labels = labels[::-1]
+        spacing = np.asarray(rec.attrs["gridSpacing"], dtype=float)
+        offset = np.asarray(rec.attrs["gridGlobalOffset"], dtype=float)
+        pos = np.asarray(comp.attrs.get("position", np.zeros(len(labels))), dtype=float)
+        data = np.asarray(comp[()], dtype=np.float64)
+        axes = {}
+        for k, lab in enumerate(labels):
+            axes[lab] = offset[k] + (np.arange(data.shape[k]) + pos[k]) * spacing[k]
+        if labels == ["x", "y"]:
+            data = data.T
+        t = float(f["data/%d" % it].attrs["time"])
+        attrs = {k: v for k, v in rec.attrs.items()}
+        return Field(name, it, t, data, axes["x"], axes["y"],
+                     float(comp.attrs.get("unitSI", 1.0)), attrs)
+
+
+def _component(rec, n=None):
+    """Values of a record component, constant (value + shape) or dataset."""
+    if "value" in rec.attrs:
+        shape = tuple(int(s) for s in rec.attrs["shape"])
+        return np.full(shape if n is None else (n,), float(rec.attrs["value"]))
+    return np.asarray(rec[()], dtype=np.float64)
+
+
+@dataclass
+class Particles:
+    """A particle sample in normalised units; arrays of one length."""
+    species: str
+    step: int
+    t: float
+    q: float
+    m: float
+    x: np.ndarray
+    y: np.ndarray
+    ux: np.ndarray
+    uy: np.ndarray
+    uz: np.ndarray
+    w: np.ndarray
+
+    @property
+    def gamma(self):
+        return np.sqrt(1.0 + self.ux**2 + self.uy**2 + self.uz**2)
+
+    @property
+    def ekin(self):
+        """Kinetic energy (γ - 1) m per real particle, in m_e c^2."""
+        u2 = self.ux**2 + self.uy**2 + self.uz**2
+        return self.m * u2 / (self.gamma + 1.0)  # (γ-1) without cancellation
+
+    def __len__(self):
+        return len(self.x)
+
+
+def read_particles(outdir, species, it=None):
+    """The dumped sample of `species` at dump `it` (default: the last with particles)."""
+    it = _resolve_it(outdir, it, "particles")
+    with h5py.File(dump_path(outdir, it), "r") as f:
+        parts = _group(f, it, "particles")
+        if species not in parts:
+            raise KeyError("dump %d has no species %r (have %s)"
+                           % (it, species, sorted(parts.keys())))
+        sp = parts[species]
+        w = _component(sp["weighting"])
+        n = len(w)
+
+        def per_particle(rec_name, comp):
+            rec = sp[rec_name]
+            c = rec[comp] if comp else rec
+            v = _component(c, n) * float(c.attrs.get("unitSI", 1.0))
+            if int(rec.attrs.get("macroWeighted", 0)) == 1:
+                v = v / w ** float(rec.attrs.get("weightingPower", 0.0))
+            return v
+
+        m_si = per_particle("mass", None)
+        q_si = per_particle("charge", None)
+        length = float(sp["position/x"].attrs["unitSI"])
+        pos = [(_component(sp["position/" + a]) * float(sp["position/" + a].attrs["unitSI"])
+                + _component(sp["positionOffset/" + a], n)
+                * float(sp["positionOffset/" + a].attrs["unitSI"])) / length for a in "xy"]
+        u = [per_particle("momentum", a) / (m_si * C_LIGHT) if n else np.zeros(0)
+             for a in "xyz"]
+        t = float(f["data/%d" % it].attrs["time"])
+        m = float(m_si[0] / M_E) if n else float(sp["mass"].attrs.get("value", 1.0))
+        q = float(q_si[0] / E_CHARGE) if n else float(sp["charge"].attrs.get("value", -1.0))
+        return Particles(species, it, t, q, m, pos[0], pos[1], u[0], u[1], u[2],
+                         w / WEIGHT_SI)
+
+
+def read_energy(outdir):
+    """energy.csv (or its temporary name while a run is going) as {column: array}."""
+    for name in ("energy.csv", "energy.csv.tmp"):
+        path = os.path.join(outdir, name)
+        if os.path.isfile(path):
+            break
+    else:
+        raise FileNotFoundError("no energy.csv in %s" % outdir)
+    with open(path) as fh:
+        header = fh.readline().strip().split(",")
+        rows = [line.strip().split(",") for line in fh if line.strip()]
+    table = np.array([[float(v) for v in r] for r in rows if len(r) == len(header)],
+                     dtype=np.float64).reshape(-1, len(header))
+    return {h: table[:, k] for k, h in enumerate(header)}
+
+
+def read_timing(outdir):
+    """timing.json as a dict."""
+    with open(os.path.join(outdir, "timing.json")) as fh:
+        return json.load(fh)
