@@ -5,7 +5,7 @@
 CC      ?= gcc
 MARCH   ?= native
 CFLAGS  ?= -O3 -g
-CFLAGS  += -std=c11 -march=$(MARCH) -Wall -Wextra -fopenmp -Iinclude -D_GNU_SOURCE
+CFLAGS  += -fno-math-errno -fno-trapping-math -std=c11 -march=$(MARCH) -Wall -Wextra -fopenmp -Iinclude -D_GNU_SOURCE
 PKGS    := hdf5 libconfig muparser
 NVCC    ?= nvcc
 CUDA    ?= $(if $(shell command -v $(NVCC) 2>/dev/null),1,0)

@@ -12,6 +12,15 @@
 #define EMPIC_HD static inline
 #endif
 
+/* Full unrolling of short fixed loops, so that the CPU vectoriser sees straight-line code. */
+#if defined(__CUDACC__)
+#define EMPIC_UNROLL _Pragma("unroll")
+#elif defined(__GNUC__) && !defined(__clang__)
+#define EMPIC_UNROLL _Pragma("GCC unroll 8")
+#else
+#define EMPIC_UNROLL
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif

@@ -83,43 +83,79 @@ EMPIC_HD void kong_split3(float x0, float y0, float x1, float y1, kong_split *p)
 {
     float ddx = x1 - x0, ddy = y1 - y0;
     float ex = ddx > 0.0f ? 1.0f : 0.0f, ey = ddy > 0.0f ? 1.0f : 0.0f; /* edge ahead */
-    float tx = ddx != 0.0f ? (ex - x0) / ddx : 1.0f;
-    float ty = ddy != 0.0f ? (ey - y0) / ddy : 1.0f;
-    tx = fminf(tx, 1.0f);
-    ty = fminf(ty, 1.0f);
-    int xcross = tx < 1.0f, ycross = ty < 1.0f;
-    float ta = fminf(tx, ty), tb = fmaxf(tx, ty);
+    /* path parameter of each edge crossing, 1 when the edge is not reached */
+    float tx = (ex - x0) / (ddx != 0.0f ? ddx : 1.0f), ty = (ey - y0) / (ddy != 0.0f ? ddy : 1.0f);
+    tx = ddx != 0.0f && tx < 1.0f ? tx : 1.0f;
+    ty = ddy != 0.0f && ty < 1.0f ? ty : 1.0f;
+    float ta = tx < ty ? tx : ty, tb = tx < ty ? ty : tx;
     tb = tb < 1.0f ? tb : ta; /* at most one crossing: PB = PA */
-    /* a point at parameter t: on the x edge if t is the x crossing, on the y edge if the
-     * y crossing, the end point if t == 1, else on the line */
-    float xa = x0 + ta * ddx, ya = y0 + ta * ddy, xb = x0 + tb * ddx, yb = y0 + tb * ddy;
-    xa = (xcross && ta == tx) ? ex : (ta == 1.0f ? x1 : xa);
-    ya = (ycross && ta == ty) ? ey : (ta == 1.0f ? y1 : ya);
-    xb = (xcross && tb == tx) ? ex : (tb == 1.0f ? x1 : xb);
-    yb = (ycross && tb == ty) ? ey : (tb == 1.0f ? y1 : yb);
+    /* a point at parameter t: the end point if t == 1, on the x edge if t is the x crossing,
+     * on the y edge if the y crossing, else on the line */
     p->x[0] = x0; p->y[0] = y0; p->t[0] = 0.0f;
-    p->x[1] = xa; p->y[1] = ya; p->t[1] = ta;
-    p->x[2] = xb; p->y[2] = yb; p->t[2] = tb;
+    p->x[1] = ta == 1.0f ? x1 : (ta == tx ? ex : x0 + ta * ddx);
+    p->y[1] = ta == 1.0f ? y1 : (ta == ty ? ey : y0 + ta * ddy);
+    p->t[1] = ta;
+    p->x[2] = tb == 1.0f ? x1 : (tb == tx ? ex : x0 + tb * ddx);
+    p->y[2] = tb == 1.0f ? y1 : (tb == ty ? ey : y0 + tb * ddy);
+    p->t[2] = tb;
     p->x[3] = x1; p->y[3] = y1; p->t[3] = 1.0f;
 }
 
-/* Deposit one piece (xa,ya)->(xb,yb), given in coordinates local to the cell k it lies in,
- * by the Villasenor-Buneman area rule: exact discrete continuity with linear shapes.
- * cx = q w dx/dt, cy = q w dy/dt (current per unit of cell-unit displacement), cz = the
- * piece's share of q w vz. */
-EMPIC_HD void deposit_piece(float *jx, float *jy, float *jz, int k, int s, float xa, float ya,
-                            float xb, float yb, float cx, float cy, float cz)
+/* The eight current contributions of one piece (xa,ya)->(xb,yb), given in coordinates local
+ * to the cell it lies in, by the Villasenor-Buneman area rule (exact discrete continuity for
+ * linear shapes): w[e * ws] for e = Jx(k), Jx(k+s), Jy(k), Jy(k+1), Jz(k), Jz(k+1), Jz(k+s),
+ * Jz(k+s+1). cx = q w dx/dt, cy = q w dy/dt (current per cell-unit displacement), cz = the
+ * piece's share of q w vz. ws is the spacing of the outputs (1 for a private array, the
+ * chunk length when a vectorised loop fills structure-of-arrays buffers). */
+EMPIC_HD void piece_weights(float xa, float ya, float xb, float yb, float cx, float cy, float cz,
+                            float *w, int ws)
 {
     float xm = 0.5f * (xa + xb), ym = 0.5f * (ya + yb);
     float qx = cx * (xb - xa), qy = cy * (yb - ya);
-    EMPIC_ACC(&jx[k], qx * (1.0f - ym));
-    EMPIC_ACC(&jx[k + s], qx * ym);
-    EMPIC_ACC(&jy[k], qy * (1.0f - xm));
-    EMPIC_ACC(&jy[k + 1], qy * xm);
-    EMPIC_ACC(&jz[k], cz * (1.0f - xm) * (1.0f - ym));
-    EMPIC_ACC(&jz[k + 1], cz * xm * (1.0f - ym));
-    EMPIC_ACC(&jz[k + s], cz * (1.0f - xm) * ym);
-    EMPIC_ACC(&jz[k + s + 1], cz * xm * ym);
+    w[0 * ws] = qx * (1.0f - ym);
+    w[1 * ws] = qx * ym;
+    w[2 * ws] = qy * (1.0f - xm);
+    w[3 * ws] = qy * xm;
+    w[4 * ws] = cz * (1.0f - xm) * (1.0f - ym);
+    w[5 * ws] = cz * xm * (1.0f - ym);
+    w[6 * ws] = cz * (1.0f - xm) * ym;
+    w[7 * ws] = cz * xm * ym;
+}
+
+/* Split a move from offset (x0,y0) to (x1,y1) (same cell-local frame) into Kong's three
+ * pieces: for piece m, o[m * ws] = its cell's shift from the start cell (row stride s) and
+ * w[(8 m + e) * ws] its weights. An empty middle piece gets zero weights; returns whether it
+ * is non-empty. Selects only, so a loop over particles vectorises. */
+EMPIC_HD int move_pieces(float x0, float y0, float x1, float y1, float cx, float cy, float qvz,
+                         int s, int *o, float *w, int ws)
+{
+    kong_split p;
+    kong_split3(x0, y0, x1, y1, &p);
+    EMPIC_UNROLL
+    for (int m = 0; m < 3; m++) {
+        /* the cell of the piece holds its midpoint */
+        float mx = 0.5f * (p.x[m] + p.x[m + 1]), my = 0.5f * (p.y[m] + p.y[m + 1]);
+        int sx = mx < 0.0f ? -1 : (mx >= 1.0f ? 1 : 0);
+        int sy = my < 0.0f ? -1 : (my >= 1.0f ? 1 : 0);
+        o[m * ws] = sx + sy * s;
+        piece_weights(p.x[m] - (float)sx, p.y[m] - (float)sy, p.x[m + 1] - (float)sx,
+                      p.y[m + 1] - (float)sy, cx, cy, qvz * (p.t[m + 1] - p.t[m]),
+                      w + 8 * m * ws, ws);
+    }
+    return p.t[2] != p.t[1];
+}
+
+/* Add one piece's weights (spaced ws apart) at cell k of a mesh or tile of row stride s. */
+EMPIC_HD void deposit_add(float *jx, float *jy, float *jz, int k, int s, const float *w, int ws)
+{
+    EMPIC_ACC(&jx[k], w[0 * ws]);
+    EMPIC_ACC(&jx[k + s], w[1 * ws]);
+    EMPIC_ACC(&jy[k], w[2 * ws]);
+    EMPIC_ACC(&jy[k + 1], w[3 * ws]);
+    EMPIC_ACC(&jz[k], w[4 * ws]);
+    EMPIC_ACC(&jz[k + 1], w[5 * ws]);
+    EMPIC_ACC(&jz[k + s], w[6 * ws]);
+    EMPIC_ACC(&jz[k + s + 1], w[7 * ws]);
 }
 
 /* Deposit the whole move of a particle starting at offset (x0,y0) of cell k and ending at
@@ -128,19 +164,12 @@ EMPIC_HD void deposit_piece(float *jx, float *jy, float *jz, int k, int s, float
 EMPIC_HD void deposit_move(float *jx, float *jy, float *jz, int k, int s, float x0, float y0,
                            float x1, float y1, float cx, float cy, float qvz)
 {
-    kong_split p;
-    kong_split3(x0, y0, x1, y1, &p);
-    for (int m = 0; m < 3; m++) {
-        if (m == 1 && p.t[2] == p.t[1])
-            continue;
-        /* the cell of the piece holds its midpoint */
-        float mx = 0.5f * (p.x[m] + p.x[m + 1]), my = 0.5f * (p.y[m] + p.y[m + 1]);
-        int ox = mx < 0.0f ? -1 : (mx >= 1.0f ? 1 : 0);
-        int oy = my < 0.0f ? -1 : (my >= 1.0f ? 1 : 0);
-        deposit_piece(jx, jy, jz, k + ox + oy * s, s, p.x[m] - (float)ox, p.y[m] - (float)oy,
-                      p.x[m + 1] - (float)ox, p.y[m + 1] - (float)oy, cx, cy,
-                      qvz * (p.t[m + 1] - p.t[m]));
-    }
+    int o[3];
+    float w[24];
+    int middle = move_pieces(x0, y0, x1, y1, cx, cy, qvz, s, o, w, 1);
+    for (int m = 0; m < 3; m++)
+        if (m != 1 || middle)
+            deposit_add(jx, jy, jz, k + o[m], s, w + 8 * m, 1);
 }
 
 /* Charge of a particle at offset (x, y) of cell k onto the four nodes (linear weights). */

@@ -54,26 +54,38 @@ static size_t tile_floats(const clusters *cl)
 
 /* Push one cluster: u(n-1/2) -> u(n+1/2); returns sum of w (gamma - 1) at time n. */
 static double push_cluster(species *s, const emf *f, int c, const float ext_e[3],
-                           const float ext_b[3], float qdt2m)
+                           const float ext_b[3], float qdt2m, int want_ke)
 {
     double ke = 0.0;
-    for (int p = s->start[c]; p < s->start[c] + s->count[c]; p++) {
-        float e[3], b[3];
-        int k = emf_idx(f, cell_i(s->cell[p]), cell_j(s->cell[p]));
-        gather_eb(f->e[0], f->e[1], f->e[2], f->b[0], f->b[1], f->b[2], k, f->stride, s->x[p],
-                  s->y[p], e, b);
-        for (int a = 0; a < 3; a++) {
-            e[a] += ext_e[a];
-            b[a] += ext_b[a];
-        }
-        float u0[3] = {s->ux[p], s->uy[p], s->uz[p]}, u[3] = {u0[0], u0[1], u0[2]};
+    const int end = s->start[c] + s->count[c], st = f->stride, off = f->off;
+    const float *restrict ex = f->e[0], *restrict ey = f->e[1], *restrict ez = f->e[2];
+    const float *restrict bx = f->b[0], *restrict by = f->b[1], *restrict bz = f->b[2];
+    const float *restrict px = s->x, *restrict py = s->y, *restrict pw = s->w;
+    const uint32_t *restrict cell = s->cell;
+    float *restrict pux = s->ux, *restrict puy = s->uy, *restrict puz = s->uz;
+    const float e0 = ext_e[0], e1 = ext_e[1], e2 = ext_e[2];
+    const float b0 = ext_b[0], b1 = ext_b[1], b2 = ext_b[2];
+#pragma omp simd reduction(+ : ke)
+    for (int p = s->start[c]; p < end; p++) {
+        int k = off + cell_i(cell[p]) + cell_j(cell[p]) * st;
+        float x = px[p], y = py[p];
+        float e[3] = {gather_component(ex, k, st, x, y, 1, 0) + e0,
+                      gather_component(ey, k, st, x, y, 0, 1) + e1,
+                      gather_component(ez, k, st, x, y, 0, 0) + e2};
+        float b[3] = {gather_component(bx, k, st, x, y, 0, 1) + b0,
+                      gather_component(by, k, st, x, y, 1, 0) + b1,
+                      gather_component(bz, k, st, x, y, 1, 1) + b2};
+        float u0x = pux[p], u0y = puy[p], u0z = puz[p];
+        float u[3] = {u0x, u0y, u0z};
         boris_push(u, e, b, qdt2m);
-        s->ux[p] = u[0];
-        s->uy[p] = u[1];
-        s->uz[p] = u[2];
-        float gm = lorentz_gamma(0.5f * (u0[0] + u[0]), 0.5f * (u0[1] + u[1]),
-                                 0.5f * (u0[2] + u[2]));
-        ke += (double)s->w[p] * (gm - 1.0f);
+        pux[p] = u[0];
+        puy[p] = u[1];
+        puz[p] = u[2];
+        if (want_ke) {
+            float gm = lorentz_gamma(0.5f * (u0x + u[0]), 0.5f * (u0y + u[1]),
+                                     0.5f * (u0z + u[2]));
+            ke += (double)pw[p] * (gm - 1.0f);
+        }
     }
     return ke;
 }
@@ -86,41 +98,65 @@ void push_half_back(species *s, const emf *f, const clusters *cl, const float ex
     const float qdt2m = (float)(-0.25 * f->dt) * s->qm; /* a Boris step of -dt/2 */
 #pragma omp parallel for schedule(dynamic)
     for (int c = 0; c < cl->n; c++)
-        push_cluster(s, f, c, ext_e, ext_b, qdt2m);
+        push_cluster(s, f, c, ext_e, ext_b, qdt2m, 0);
 }
 
-/* Move one cluster's particles, deposit their current in tile t and set migration codes. */
+/* Move one cluster's particles, deposit their current in tile t and set migration codes.
+ * Chunks of CHUNK particles: a vectorised loop computes the new positions and the weights of
+ * the three pieces of each move (move_pieces), then a scalar loop adds them to the tile. */
+#define CHUNK 32
 static void move_cluster(species *s, const emf *f, const clusters *cl, int c, tile *t)
 {
     const float rdx = (float)(f->dt / f->dx), rdy = (float)(f->dt / f->dy);
-    const float jxq = (float)(f->dx / f->dt), jyq = (float)(f->dy / f->dt);
-    const int cx = c % cl->ncx, cy = c / cl->ncx, nx = f->nx, ny = f->ny;
+    const float jxq = (float)(f->dx / f->dt), jyq = (float)(f->dy / f->dt), q = s->q;
+    const int cx = c % cl->ncx, cy = c / cl->ncx, nx = f->nx, ny = f->ny, ts = t->s;
     const int xlo = cl->x0[cx], xhi = cl->x0[cx + 1], ylo = cl->y0[cy], yhi = cl->y0[cy + 1];
+    const int i0 = t->i0, j0 = t->j0;
     int *hist = s->hist + 9 * c;
+    uint32_t *restrict cell = s->cell;
+    float *restrict px = s->x, *restrict py = s->y;
+    const float *restrict pux = s->ux, *restrict puy = s->uy, *restrict puz = s->uz,
+                          *restrict pw = s->w;
+    uint8_t *restrict code = s->code;
+    int kk[3][CHUNK], k0[CHUNK], mc[CHUNK];
+    float ww[3][8][CHUNK];
     memset(hist, 0, 9 * sizeof(int));
-    for (int p = s->start[c]; p < s->start[c] + s->count[c]; p++) {
-        float ux = s->ux[p], uy = s->uy[p], uz = s->uz[p];
-        float ig = 1.0f / lorentz_gamma(ux, uy, uz);
-        float x0 = s->x[p], y0 = s->y[p];
-        float x1 = x0 + ux * ig * rdx, y1 = y0 + uy * ig * rdy;
-        float qw = s->q * s->w[p];
-        deposit_move(t->a[0], t->a[1], t->a[2], tile_k(t, s->cell[p]), t->s, x0, y0, x1, y1,
-                     qw * jxq, qw * jyq, qw * uz * ig);
-        int i = cell_i(s->cell[p]) + offset_wrap(&x1);
-        int j = cell_j(s->cell[p]) + offset_wrap(&y1);
-        int dcx = i < xlo ? -1 : (i >= xhi ? 1 : 0), dcy = j < ylo ? -1 : (j >= yhi ? 1 : 0);
-        i = i < 0 ? i + nx : (i >= nx ? i - nx : i);
-        j = j < 0 ? j + ny : (j >= ny ? j - ny : j);
-        s->cell[p] = cell_pack(i, j);
-        s->x[p] = x1;
-        s->y[p] = y1;
-        s->code[p] = (uint8_t)mig_code(dcx, dcy);
-        hist[(dcx + 1) + 3 * (dcy + 1)]++;
+    const int end = s->start[c] + s->count[c];
+    for (int base = s->start[c]; base < end; base += CHUNK) {
+        const int n = end - base < CHUNK ? end - base : CHUNK;
+#pragma omp simd
+        for (int r = 0; r < n; r++) {
+            const int p = base + r;
+            float ux = pux[p], uy = puy[p], uz = puz[p];
+            float ig = 1.0f / lorentz_gamma(ux, uy, uz);
+            float x0 = px[p], y0 = py[p];
+            float x1 = x0 + ux * ig * rdx, y1 = y0 + uy * ig * rdy;
+            float qw = q * pw[p];
+            int ci = cell_i(cell[p]), cj = cell_j(cell[p]);
+            move_pieces(x0, y0, x1, y1, qw * jxq, qw * jyq, qw * uz * ig, ts, &kk[0][r],
+                        &ww[0][0][r], CHUNK);
+            k0[r] = (ci - i0) + (cj - j0) * ts;
+            int i = ci + offset_wrap(&x1), j = cj + offset_wrap(&y1);
+            int dcx = i < xlo ? -1 : (i >= xhi ? 1 : 0), dcy = j < ylo ? -1 : (j >= yhi ? 1 : 0);
+            i = i < 0 ? i + nx : (i >= nx ? i - nx : i);
+            j = j < 0 ? j + ny : (j >= ny ? j - ny : j);
+            cell[p] = cell_pack(i, j);
+            px[p] = x1;
+            py[p] = y1;
+            mc[r] = (dcx + 1) + 3 * (dcy + 1);
+        }
+        for (int r = 0; r < n; r++) {
+            for (int m = 0; m < 3; m++)
+                deposit_add(t->a[0], t->a[1], t->a[2], k0[r] + kk[m][r], ts, &ww[m][0][r],
+                            CHUNK);
+            hist[mc[r]]++;
+            code[base + r] = (uint8_t)mig_code(mc[r] % 3 - 1, mc[r] / 3 - 1);
+        }
     }
 }
 
 void push_cpu(species *s, emf *f, const clusters *cl, const float ext_e[3],
-              const float ext_b[3], push_stats *st)
+              const float ext_b[3], int want_ke, push_stats *st)
 {
     const float qdt2m = (float)(0.5 * f->dt) * s->qm;
     double ke = 0.0, tp = 0.0, td = 0.0;
@@ -140,7 +176,7 @@ void push_cpu(species *s, emf *f, const clusters *cl, const float ext_e[3],
                 if ((cx & 1) + 2 * (cy & 1) != color)
                     continue;
                 double t0 = omp_get_wtime();
-                ke += push_cluster(s, f, c, ext_e, ext_b, qdt2m);
+                ke += push_cluster(s, f, c, ext_e, ext_b, qdt2m, want_ke);
                 double t1 = omp_get_wtime();
                 tile t;
                 tile_open(&t, store, cl, c, 3);

@@ -11,9 +11,10 @@ typedef struct {
 } push_stats;
 
 /* One step for species s: gather E, B at x(n), Boris u(n-1/2) -> u(n+1/2), move to x(n+1),
- * deposit J(n+1/2) into f->j (guards included), write migration codes and histograms. */
+ * deposit J(n+1/2) into f->j (guards included), write migration codes and histograms;
+ * the kinetic energy only when want_ke. */
 void push_cpu(species *s, emf *f, const clusters *cl, const float ext_e[3],
-              const float ext_b[3], push_stats *st);
+              const float ext_b[3], int want_ke, push_stats *st);
 /* Initial u(0) -> u(-1/2) with the initial fields. */
 void push_half_back(species *s, const emf *f, const clusters *cl, const float ext_e[3],
                     const float ext_b[3]);

@@ -206,7 +206,7 @@ void sim_step(sim *S)
             emf_zero(f, f->j[c]);
         for (int s = 0; s < S->nsp; s++) {
             push_stats st = {0};
-            push_cpu(&S->sp[s], f, &S->cl, S->ext_e, S->ext_b, &st);
+            push_cpu(&S->sp[s], f, &S->cl, S->ext_e, S->ext_b, want_e, &st);
             kin[s] = st.kinetic;
             S->phase_s[PH_PUSH] += st.t_push;
             S->phase_s[PH_DEPOSIT] += st.t_deposit;
