@@ -147,11 +147,10 @@ void report_energy_row(sim *S, double fe, double fb, const double *kin, double g
 
 void report_progress(sim *S, int final)
 {
-    static __thread double last; /* throttle only: no simulation state */
     double now = omp_get_wtime();
-    if (S->quiet || (!final && now - last < 0.5))
+    if (S->quiet || (!final && now - S->progress_at < 0.5))
         return;
-    last = now;
+    S->progress_at = now;
     int tty = isatty(STDERR_FILENO);
     if (!tty && !final && S->step % (S->d.steps / 10 > 0 ? S->d.steps / 10 : 1) != 0)
         return;

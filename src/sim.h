@@ -31,6 +31,7 @@ typedef struct {
     FILE *energy;             /* energy.csv (under its temporary name while running) */
     float *rho_sp;            /* per-species charge scratch, allocated at first dump */
     int quiet;
+    double progress_at;       /* wall clock of the last progress line */
 } sim;
 
 /* Set up from a validated deck (takes ownership of *d). Returns 0 or -1 after reporting. */
