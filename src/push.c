@@ -52,9 +52,10 @@ static size_t tile_floats(const clusters *cl)
     return (size_t)3 * (cl->wmax + 3) * (cl->hmax + 3);
 }
 
-/* Push one cluster: u(n-1/2) -> u(n+1/2); returns sum of w (gamma - 1) at time n. */
-static double push_cluster(species *s, const emf *f, int c, const float ext_e[3],
-                           const float ext_b[3], float qdt2m, int want_ke)
+/* The push loop of one cluster (want_ke a compile-time constant in each instance). */
+static inline __attribute__((always_inline)) double
+push_range(species *s, const emf *f, int c, const float ext_e[3], const float ext_b[3],
+           float qdt2m, const int want_ke)
 {
     double ke = 0.0;
     const int end = s->start[c] + s->count[c], st = f->stride, off = f->off;
@@ -81,13 +82,20 @@ static double push_cluster(species *s, const emf *f, int c, const float ext_e[3]
         pux[p] = u[0];
         puy[p] = u[1];
         puz[p] = u[2];
-        if (want_ke) {
-            float gm = lorentz_gamma(0.5f * (u0x + u[0]), 0.5f * (u0y + u[1]),
-                                     0.5f * (u0z + u[2]));
-            ke += (double)pw[p] * (gm - 1.0f);
-        }
+        float gm = lorentz_gamma(0.5f * (u0x + u[0]), 0.5f * (u0y + u[1]), 0.5f * (u0z + u[2]));
+        ke += want_ke ? (double)pw[p] * (gm - 1.0f) : 0.0;
     }
     return ke;
+}
+
+/* Push one cluster: u(n-1/2) -> u(n+1/2); returns sum of w (gamma - 1) at time n when
+ * want_ke. Two instances of the loop, so each is compiled with want_ke constant and
+ * vectorised. */
+static double push_cluster(species *s, const emf *f, int c, const float ext_e[3],
+                           const float ext_b[3], float qdt2m, int want_ke)
+{
+    return want_ke ? push_range(s, f, c, ext_e, ext_b, qdt2m, 1)
+                   : push_range(s, f, c, ext_e, ext_b, qdt2m, 0);
 }
 
 void push_half_back(species *s, const emf *f, const clusters *cl, const float ext_e[3],
