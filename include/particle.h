@@ -47,20 +47,28 @@ EMPIC_HD void gather_eb(const float *ex, const float *ey, const float *ez, const
 
 /* Relativistic Boris step u(n-1/2) -> u(n+1/2); qdt2m = q dt / (2 m). Exact |u| for pure
  * magnetic rotation and exact q E dt / m gain for a pure uniform E. */
+EMPIC_HD void boris_step(float *ux, float *uy, float *uz, float ex, float ey, float ez,
+                         float bx, float by, float bz, float qdt2m)
+{
+    /* scalars only (no local arrays), so that a loop over particles vectorises */
+    float ax = qdt2m * ex, ay = qdt2m * ey, az = qdt2m * ez;
+    float mx = *ux + ax, my = *uy + ay, mz = *uz + az;
+    float g = sqrtf(1.0f + mx * mx + my * my + mz * mz);
+    float tx = qdt2m * bx / g, ty = qdt2m * by / g, tz = qdt2m * bz / g;
+    float f = 2.0f / (1.0f + tx * tx + ty * ty + tz * tz);
+    float px = mx + my * tz - mz * ty, py = my + mz * tx - mx * tz, pz = mz + mx * ty - my * tx;
+    mx += f * (py * tz - pz * ty);
+    my += f * (pz * tx - px * tz);
+    mz += f * (px * ty - py * tx);
+    *ux = mx + ax;
+    *uy = my + ay;
+    *uz = mz + az;
+}
+
+/* The same step on arrays u[3], e[3], b[3]. */
 EMPIC_HD void boris_push(float u[3], const float e[3], const float b[3], float qdt2m)
 {
-    float um[3] = {u[0] + qdt2m * e[0], u[1] + qdt2m * e[1], u[2] + qdt2m * e[2]};
-    float g = sqrtf(1.0f + um[0] * um[0] + um[1] * um[1] + um[2] * um[2]);
-    float t[3] = {qdt2m * b[0] / g, qdt2m * b[1] / g, qdt2m * b[2] / g};
-    float f = 2.0f / (1.0f + t[0] * t[0] + t[1] * t[1] + t[2] * t[2]);
-    float up[3] = {um[0] + um[1] * t[2] - um[2] * t[1], um[1] + um[2] * t[0] - um[0] * t[2],
-                   um[2] + um[0] * t[1] - um[1] * t[0]};
-    um[0] += f * (up[1] * t[2] - up[2] * t[1]);
-    um[1] += f * (up[2] * t[0] - up[0] * t[2]);
-    um[2] += f * (up[0] * t[1] - up[1] * t[0]);
-    u[0] = um[0] + qdt2m * e[0];
-    u[1] = um[1] + qdt2m * e[1];
-    u[2] = um[2] + qdt2m * e[2];
+    boris_step(&u[0], &u[1], &u[2], e[0], e[1], e[2], b[0], b[1], b[2], qdt2m);
 }
 
 EMPIC_HD float lorentz_gamma(float ux, float uy, float uz)

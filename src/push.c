@@ -70,19 +70,18 @@ push_range(species *s, const emf *f, int c, const float ext_e[3], const float ex
     for (int p = s->start[c]; p < end; p++) {
         int k = off + cell_i(cell[p]) + cell_j(cell[p]) * st;
         float x = px[p], y = py[p];
-        float e[3] = {gather_component(ex, k, st, x, y, 1, 0) + e0,
-                      gather_component(ey, k, st, x, y, 0, 1) + e1,
-                      gather_component(ez, k, st, x, y, 0, 0) + e2};
-        float b[3] = {gather_component(bx, k, st, x, y, 0, 1) + b0,
-                      gather_component(by, k, st, x, y, 1, 0) + b1,
-                      gather_component(bz, k, st, x, y, 1, 1) + b2};
-        float u0x = pux[p], u0y = puy[p], u0z = puz[p];
-        float u[3] = {u0x, u0y, u0z};
-        boris_push(u, e, b, qdt2m);
-        pux[p] = u[0];
-        puy[p] = u[1];
-        puz[p] = u[2];
-        float gm = lorentz_gamma(0.5f * (u0x + u[0]), 0.5f * (u0y + u[1]), 0.5f * (u0z + u[2]));
+        float gx = gather_component(ex, k, st, x, y, 1, 0) + e0;
+        float gy = gather_component(ey, k, st, x, y, 0, 1) + e1;
+        float gz = gather_component(ez, k, st, x, y, 0, 0) + e2;
+        float hx = gather_component(bx, k, st, x, y, 0, 1) + b0;
+        float hy = gather_component(by, k, st, x, y, 1, 0) + b1;
+        float hz = gather_component(bz, k, st, x, y, 1, 1) + b2;
+        float u0x = pux[p], u0y = puy[p], u0z = puz[p], vx = u0x, vy = u0y, vz = u0z;
+        boris_step(&vx, &vy, &vz, gx, gy, gz, hx, hy, hz, qdt2m);
+        pux[p] = vx;
+        puy[p] = vy;
+        puz[p] = vz;
+        float gm = lorentz_gamma(0.5f * (u0x + vx), 0.5f * (u0y + vy), 0.5f * (u0z + vz));
         ke += want_ke ? (double)pw[p] * (gm - 1.0f) : 0.0;
     }
     return ke;
@@ -126,7 +125,7 @@ static void move_cluster(species *s, const emf *f, const clusters *cl, int c, ti
     const float *restrict pux = s->ux, *restrict puy = s->uy, *restrict puz = s->uz,
                           *restrict pw = s->w;
     uint8_t *restrict code = s->code;
-    int kk[3][CHUNK], k0[CHUNK], mc[CHUNK];
+    int kk[3][CHUNK], k0[CHUNK], mc[CHUNK], used[CHUNK];
     float ww[3][8][CHUNK];
     memset(hist, 0, 9 * sizeof(int));
     const int end = s->start[c] + s->count[c];
@@ -141,10 +140,13 @@ static void move_cluster(species *s, const emf *f, const clusters *cl, int c, ti
             float x1 = x0 + ux * ig * rdx, y1 = y0 + uy * ig * rdy;
             float qw = q * pw[p];
             int ci = cell_i(cell[p]), cj = cell_j(cell[p]);
-            move_pieces(x0, y0, x1, y1, qw * jxq, qw * jyq, qw * uz * ig, ts, &kk[0][r],
-                        &ww[0][0][r], CHUNK);
+            int mid = move_pieces(x0, y0, x1, y1, qw * jxq, qw * jyq, qw * uz * ig, ts,
+                                  &kk[0][r], &ww[0][0][r], CHUNK);
             k0[r] = (ci - i0) + (cj - j0) * ts;
-            int i = ci + offset_wrap(&x1), j = cj + offset_wrap(&y1);
+            int di = offset_wrap(&x1), dj = offset_wrap(&y1), i = ci + di, j = cj + dj;
+            /* pieces to add: the first always; the last only after a cell change; the middle
+             * only after two edge crossings */
+            used[r] = 1 | ((di | dj) != 0 ? 4 : 0) | (mid ? 2 : 0);
             int dcx = i < xlo ? -1 : (i >= xhi ? 1 : 0), dcy = j < ylo ? -1 : (j >= yhi ? 1 : 0);
             i = i < 0 ? i + nx : (i >= nx ? i - nx : i);
             j = j < 0 ? j + ny : (j >= ny ? j - ny : j);
@@ -155,8 +157,9 @@ static void move_cluster(species *s, const emf *f, const clusters *cl, int c, ti
         }
         for (int r = 0; r < n; r++) {
             for (int m = 0; m < 3; m++)
-                deposit_add(t->a[0], t->a[1], t->a[2], k0[r] + kk[m][r], ts, &ww[m][0][r],
-                            CHUNK);
+                if (used[r] & (1 << m))
+                    deposit_add(t->a[0], t->a[1], t->a[2], k0[r] + kk[m][r], ts, &ww[m][0][r],
+                                CHUNK);
             hist[mc[r]]++;
             code[base + r] = (uint8_t)mig_code(mc[r] % 3 - 1, mc[r] / 3 - 1);
         }
