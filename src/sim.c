@@ -160,14 +160,10 @@ static void dump(sim *S, int fields, int parts)
 
 static int due(long every, long step) { return every > 0 && step % every == 0; }
 
-void sim_step(sim *S)
+/* B -= dt/2 curl E on the active backend (step 1 of the cycle, or the final half step). */
+static void b_half(sim *S)
 {
-    const deck *d = &S->d;
-    double t0 = omp_get_wtime(), kin[DECK_MAX_SPECIES] = {0};
-    const int want_e = due(d->energy_every, S->step);
-    double fe = 0, fb = 0, gauss = 0;
-
-    /* 1. B(n) = B(n-1/2) - dt/2 curl E(n) */
+    double t0 = omp_get_wtime();
     if (use_gpu(S)) {
 #ifdef EMPIC_CUDA
         gpu_b_half(S);
@@ -176,6 +172,17 @@ void sim_step(sim *S)
         emf_b_half(&S->f);
         S->phase_s[PH_FIELD] += omp_get_wtime() - t0;
     }
+}
+
+void sim_step(sim *S)
+{
+    const deck *d = &S->d;
+    double t0 = omp_get_wtime(), kin[DECK_MAX_SPECIES] = {0};
+    const int want_e = due(d->energy_every, S->step);
+    double fe = 0, fb = 0, gauss = 0;
+
+    /* 1. B(n) = B(n-1/2) - dt/2 curl E(n) */
+    b_half(S);
     /* diagnostics at t = n dt (E, B, x at n; kinetic energy from the push below) */
     double td = omp_get_wtime();
     dump(S, due(d->fields_every, S->step), due(d->particles_every, S->step));
@@ -247,13 +254,7 @@ int sim_run(sim *S)
     /* final dumps at t = steps dt: B advanced to the same time as E first */
     int fields = S->d.fields_every > 0, parts = S->d.particles_every > 0;
     if (fields || parts) {
-        if (use_gpu(S)) {
-#ifdef EMPIC_CUDA
-            gpu_b_half(S);
-#endif
-        } else {
-            emf_b_half(&S->f);
-        }
+        b_half(S);
         dump(S, fields, parts);
     }
     report_progress(S, 1);
