@@ -1,4 +1,5 @@
 /* main.c - command line: empic [options] DECK (DESIGN §10). */
+#include "checkpoint.h"
 #include "deck.h"
 #include "empic.h"
 #include "sim.h"
@@ -11,9 +12,12 @@ static void usage(FILE *o)
 {
     fputs("usage: empic [--backend cpu|cuda|auto] [--steps N] [--output DIR] [--check] "
           "[--quiet] DECK\n"
+          "       empic --restart DIR [--steps N] [--output DIR] [--backend B] [--quiet]\n"
           "  --backend B   override simulation.backend\n"
-          "  --steps N     override the number of steps\n"
+          "  --steps N     override the number of steps (the total, counted from step 0)\n"
           "  --output DIR  override diagnostics.output\n"
+          "  --restart DIR continue from the newest checkpoint in DIR (a run's output folder,\n"
+          "                its checkpoint/ folder or one ckpt*.h5 file) with its stored deck\n"
           "  --check       validate DECK, print the resolved deck and the memory it needs\n"
           "  --quiet       no progress line or table\n",
           o);
@@ -35,7 +39,7 @@ static void print_memory(const deck *d)
 
 int main(int argc, char **argv)
 {
-    const char *deck_path = NULL, *backend = NULL, *output = NULL;
+    const char *deck_path = NULL, *backend = NULL, *output = NULL, *restart = NULL;
     long steps = -1;
     int check = 0, quiet = 0;
     for (int a = 1; a < argc; a++) {
@@ -60,22 +64,30 @@ int main(int argc, char **argv)
         else if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
             usage(stdout);
             return 0;
-        } else if (!strcmp(o, "--restart")) {
-            empic_report(NULL, 0, "--restart: checkpoints are not implemented in this version");
-            return 2;
-        } else if (o[0] == '-' || deck_path) {
+        } else if (!strcmp(o, "--restart") && more)
+            restart = argv[++a];
+        else if (o[0] == '-' || deck_path) {
             empic_report(NULL, 0, "unexpected argument '%s'", o);
             usage(stderr);
             return 2;
         } else
             deck_path = o;
     }
-    if (!deck_path) {
+    if (restart && deck_path) {
+        empic_report(NULL, 0, "--restart continues with the deck stored in the checkpoint; "
+                              "leave out '%s'", deck_path);
+        return 2;
+    }
+    if (!deck_path && !restart) {
         usage(stderr);
         return 2;
     }
     deck d;
-    if (deck_load(deck_path, &d))
+    char ckpt[DECK_PATH_MAX + 64];
+    long ckpt_step = 0;
+    if (restart ? checkpoint_find(restart, ckpt, sizeof ckpt, &ckpt_step) ||
+                      checkpoint_read_deck(ckpt, &d)
+                : deck_load(deck_path, &d))
         return 1;
     if (backend) {
         if (!strcmp(backend, "cpu"))
@@ -100,9 +112,9 @@ int main(int argc, char **argv)
         return 0;
     }
     sim S;
-    if (sim_init(&S, &d, quiet))
+    if (sim_init_from(&S, &d, quiet, restart ? ckpt : NULL))
         return 1;
     int rc = sim_run(&S);
     sim_free(&S);
-    return rc ? 1 : 0;
+    return rc < 0 ? 1 : rc; /* 128 + signal after a stop with a checkpoint */
 }

@@ -1,5 +1,6 @@
 /* sim.c - simulation setup and the PIC time cycle (DESIGN §3) over either backend. */
 #include "sim.h"
+#include "checkpoint.h"
 #include "empic.h"
 #include "output.h"
 #include "push.h"
@@ -39,8 +40,11 @@ static int resolve_backend(sim *S)
     return 0;
 }
 
-int sim_init(sim *S, const deck *d, int quiet)
+int sim_init(sim *S, const deck *d, int quiet) { return sim_init_from(S, d, quiet, NULL); }
+
+int sim_init_from(sim *S, const deck *d, int quiet, const char *checkpoint)
 {
+    char *rows = NULL; /* energy.csv rows before the checkpoint's step */
     memset(S, 0, sizeof *S);
     S->d = *d;
     S->quiet = quiet;
@@ -73,23 +77,33 @@ int sim_init(sim *S, const deck *d, int quiet)
     }
     emf_init(&S->f, &S->d);
     S->nsp = S->d.nspecies;
-    for (int s = 0; s < S->nsp; s++)
-        species_init(&S->sp[s], &S->d, s, &S->cl);
     for (int a = 0; a < 3; a++) {
         S->ext_e[a] = (float)S->d.ext_E[a];
         S->ext_b[a] = (float)S->d.ext_B[a];
     }
-    /* E(0) from the initial charge so that div E = rho holds from the start */
-    sim_rho(S, NULL);
-    emf_poisson(&S->f, S->f.rho);
-    for (int s = 0; s < S->nsp; s++)
-        push_half_back(&S->sp[s], &S->f, &S->cl, S->ext_e, S->ext_b);
+    if (checkpoint) {
+        if (checkpoint_load(S, checkpoint, &rows))
+            return -1;
+    } else {
+        for (int s = 0; s < S->nsp; s++)
+            species_init(&S->sp[s], &S->d, s, &S->cl);
+        /* E(0) from the initial charge so that div E = rho holds from the start */
+        sim_rho(S, NULL);
+        emf_poisson(&S->f, S->f.rho);
+        for (int s = 0; s < S->nsp; s++)
+            push_half_back(&S->sp[s], &S->f, &S->cl, S->ext_e, S->ext_b);
+    }
 #ifdef EMPIC_CUDA
-    if (use_gpu(S) && gpu_init(S))
+    if (use_gpu(S) && gpu_init(S)) {
+        free(rows);
         return -1;
+    }
 #endif
-    if (report_open(S))
+    if (report_open(S)) {
+        free(rows);
         return -1;
+    }
+    checkpoint_energy_resume(S, rows);
     return 0;
 }
 
@@ -247,9 +261,19 @@ void sim_step(sim *S)
 int sim_run(sim *S)
 {
     const long n = S->d.steps;
-    while (S->step < n) {
+    int stop = 0; /* guards, checkpoints and signals: checkpoint.h */
+    checkpoint_signals(1);
+    while (S->step < n && !stop) {
         sim_step(S);
         report_progress(S, 0);
+        stop = checkpoint_after_step(S);
+    }
+    checkpoint_signals(0);
+    if (stop) {
+        report_progress(S, 1);
+        report_close(S);
+        checkpoint_stop_message(S, stop);
+        return stop;
     }
     /* final dumps at t = steps dt: B advanced to the same time as E first */
     int fields = S->d.fields_every > 0, parts = S->d.particles_every > 0;

@@ -32,11 +32,16 @@ typedef struct {
     float *rho_sp;            /* per-species charge scratch, allocated at first dump */
     int quiet;
     double progress_at;       /* wall clock of the last progress line */
+    char checkpoint_last[DECK_PATH_MAX + 64]; /* last checkpoint written or restarted from */
 } sim;
 
 /* Set up from a validated deck (takes ownership of *d). Returns 0 or -1 after reporting. */
 int sim_init(sim *S, const deck *d, int quiet);
-/* Run d.steps steps with diagnostics; 0 on success. */
+/* The same, continuing from the checkpoint file `checkpoint` (checkpoint.h) when not NULL:
+ * no load, Poisson solve or half push; energy.csv keeps the rows before its step. */
+int sim_init_from(sim *S, const deck *d, int quiet, const char *checkpoint);
+/* Run to d.steps steps with diagnostics, guards and checkpoints; 0 on success, -1 after
+ * reporting an error, 128 + signal when stopped by SIGINT/SIGTERM (after a checkpoint). */
 int sim_run(sim *S);
 /* One PIC cycle (DESIGN §3); diagnostics of step S->step are written when due. */
 void sim_step(sim *S);

@@ -1,0 +1,867 @@
+/* checkpoint.c - restart files (DESIGN §9), clean stops on SIGINT/SIGTERM, the guards of the
+ * time loop and the continuation of energy.csv after a restart.
+ *
+ * File layout (HDF5, every dataset 1-D, chunked with Fletcher-32 checksums so that a damaged
+ * file is refused on reading):
+ *   /version /step /backend /nspecies /clusters[ncx, ncy] /deck (run.cfg text, bytes)
+ *   /run/     particle_steps wall_s phase_s[5] en_step en_e en_b en_gauss en_kin[nspecies]
+ *   /fields/  shape[rows, stride] ex ey ez bx by bz jx jy jz rho (whole arrays with guards)
+ *             rho_bg
+ *   /species/<s>/ name np alloc rearrangements start count cap hist[9 n]
+ *             cell x y ux uy uz w code (the live particles, cluster after cluster)
+ * Slots outside the live segments hold no state: they read back as zeros. */
+#include "checkpoint.h"
+#include "empic.h"
+#include "guard.h"
+#ifdef EMPIC_CUDA
+#include "../cuda/gpu.h"
+#endif
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <hdf5.h>
+#include <math.h>
+#include <omp.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define CK_PATH (DECK_PATH_MAX + 64)
+#define CK_CHUNK ((hsize_t)1 << 20)
+
+/* ---------------------------------------------------------------- HDF5 helpers */
+
+/* The first failure of a sequence of calls (later calls then do nothing) and the innermost
+ * HDF5 message about it (e.g. the system's "No space left on device"). */
+typedef struct {
+    int err;
+    char what[96];
+    char cause[256];
+} ck_io;
+
+static herr_t ck_walk(unsigned n, const H5E_error2_t *e, void *data)
+{
+    if (n == 0 && e->desc)
+        snprintf((char *)data, 256, "%s", e->desc);
+    return 0;
+}
+
+static void ck_fail(ck_io *io, const char *what)
+{
+    if (io->err)
+        return;
+    io->err = 1;
+    snprintf(io->what, sizeof io->what, "%s", what);
+    io->cause[0] = '\0';
+    H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, ck_walk, io->cause);
+}
+
+/* n values as a 1-D dataset (chunked, with checksums, when n > 0). */
+static void ck_put(ck_io *io, hid_t loc, const char *name, hid_t ftype, hid_t mtype, size_t n,
+                   const void *buf)
+{
+    if (io->err)
+        return;
+    hsize_t dim = n, chunk = n < CK_CHUNK ? n : CK_CHUNK;
+    hid_t sp = H5Screate_simple(1, &dim, NULL), pl = H5Pcreate(H5P_DATASET_CREATE), ds = -1;
+    if (sp < 0 || pl < 0 ||
+        (n > 0 && (H5Pset_chunk(pl, 1, &chunk) < 0 || H5Pset_fletcher32(pl) < 0)) ||
+        (ds = H5Dcreate2(loc, name, ftype, sp, H5P_DEFAULT, pl, H5P_DEFAULT)) < 0 ||
+        (n > 0 && H5Dwrite(ds, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0))
+        ck_fail(io, name);
+    if (ds >= 0)
+        H5Dclose(ds);
+    if (pl >= 0)
+        H5Pclose(pl);
+    if (sp >= 0)
+        H5Sclose(sp);
+}
+
+/* Number of values of a 1-D dataset, or -1. */
+static long long ck_len(hid_t loc, const char *name)
+{
+    hid_t ds = H5Dopen2(loc, name, H5P_DEFAULT), sp = ds < 0 ? -1 : H5Dget_space(ds);
+    hsize_t dim = 0;
+    long long n = -1;
+    if (sp >= 0 && H5Sget_simple_extent_ndims(sp) == 1 &&
+        H5Sget_simple_extent_dims(sp, &dim, NULL) == 1)
+        n = (long long)dim;
+    if (sp >= 0)
+        H5Sclose(sp);
+    if (ds >= 0)
+        H5Dclose(ds);
+    return n;
+}
+
+/* Exactly n values of a 1-D dataset (checksums verified by HDF5). */
+static void ck_get(ck_io *io, hid_t loc, const char *name, hid_t mtype, size_t n, void *buf)
+{
+    if (io->err)
+        return;
+    if (ck_len(loc, name) != (long long)n) {
+        ck_fail(io, name);
+        return;
+    }
+    hid_t ds = H5Dopen2(loc, name, H5P_DEFAULT);
+    if (ds < 0 || (n > 0 && H5Dread(ds, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0))
+        ck_fail(io, name);
+    if (ds >= 0)
+        H5Dclose(ds);
+}
+
+static void put_i64(ck_io *io, hid_t loc, const char *name, long long v)
+{
+    int64_t x = v;
+    ck_put(io, loc, name, H5T_STD_I64LE, H5T_NATIVE_INT64, 1, &x);
+}
+
+static long long get_i64(ck_io *io, hid_t loc, const char *name)
+{
+    int64_t x = 0;
+    ck_get(io, loc, name, H5T_NATIVE_INT64, 1, &x);
+    return x;
+}
+
+static void put_f64(ck_io *io, hid_t loc, const char *name, size_t n, const double *v)
+{
+    ck_put(io, loc, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, n, v);
+}
+
+static void put_i32(ck_io *io, hid_t loc, const char *name, size_t n, const int *v)
+{
+    ck_put(io, loc, name, H5T_STD_I32LE, H5T_NATIVE_INT, n, v);
+}
+
+static void put_text(ck_io *io, hid_t loc, const char *name, const char *text, size_t len)
+{
+    ck_put(io, loc, name, H5T_STD_U8LE, H5T_NATIVE_UINT8, len, text);
+}
+
+/* A text dataset as a NUL-terminated string (malloc'd), or NULL. */
+static char *get_text(ck_io *io, hid_t loc, const char *name)
+{
+    long long n = io->err ? -1 : ck_len(loc, name);
+    if (n < 0 || n > (1LL << 30)) {
+        ck_fail(io, name);
+        return NULL;
+    }
+    char *t = empic_alloc((size_t)n + 1, "checkpoint text");
+    ck_get(io, loc, name, H5T_NATIVE_UINT8, (size_t)n, t);
+    t[n] = '\0';
+    return t;
+}
+
+static hid_t ck_group(ck_io *io, hid_t loc, const char *name, int create)
+{
+    if (io->err)
+        return -1;
+    hid_t g = create ? H5Gcreate2(loc, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)
+                     : H5Gopen2(loc, name, H5P_DEFAULT);
+    if (g < 0)
+        ck_fail(io, name);
+    return g;
+}
+
+static void ck_close_group(hid_t g)
+{
+    if (g >= 0)
+        H5Gclose(g);
+}
+
+/* ---------------------------------------------------------------- file names */
+
+static int mkdir_p(const char *dir)
+{
+    char buf[CK_PATH];
+    snprintf(buf, sizeof buf, "%s", dir);
+    for (char *p = buf + 1; *p; p++)
+        if (*p == '/') {
+            *p = 0;
+            if (mkdir(buf, 0777) && errno != EEXIST)
+                return -1;
+            *p = '/';
+        }
+    return (mkdir(buf, 0777) && errno != EEXIST) ? -1 : 0;
+}
+
+/* 1 when name is ckpt<digits>.h5 (*tmp = 0) or ckpt<digits>.h5.tmp (*tmp = 1). */
+static int ckpt_name(const char *name, long *step, int *tmp)
+{
+    if (strncmp(name, "ckpt", 4) != 0)
+        return 0;
+    const char *p = name + 4, *q = p;
+    while (*q >= '0' && *q <= '9')
+        q++;
+    if (q - p < 8 || q - p > 18)
+        return 0;
+    *step = strtol(p, NULL, 10);
+    *tmp = !strcmp(q, ".h5.tmp");
+    return *tmp || !strcmp(q, ".h5");
+}
+
+/* The run folder of a checkpoint file RUN/checkpoint/ckpt*.h5 into out; 0, or -1 when the
+ * file does not sit in a folder named checkpoint. */
+static int run_dir_of(const char *path, char *out, size_t len)
+{
+    char buf[CK_PATH];
+    snprintf(buf, sizeof buf, "%s", path);
+    char *sl = strrchr(buf, '/');
+    if (!sl)
+        return -1;
+    *sl = '\0';
+    char *sl2 = strrchr(buf, '/');
+    if (strcmp(sl2 ? sl2 + 1 : buf, "checkpoint") != 0)
+        return -1;
+    if (!sl2)
+        snprintf(out, len, ".");
+    else if (sl2 == buf)
+        snprintf(out, len, "/");
+    else {
+        *sl2 = '\0';
+        snprintf(out, len, "%s", buf);
+    }
+    return 0;
+}
+
+static int sync_path(const char *path, int dir)
+{
+    int fd = open(path, dir ? O_RDONLY | O_DIRECTORY : O_RDONLY);
+    if (fd < 0)
+        return -1;
+    int rc = fsync(fd);
+    close(fd);
+    return rc;
+}
+
+/* Remove the checkpoints in dir except keep (just written) and prev (the run's previous one,
+ * written or restarted from), and any leftover temporary file. */
+static void prune(const char *dir, const char *keep, const char *prev)
+{
+    struct stat ps, st;
+    int have_prev = prev[0] && stat(prev, &ps) == 0;
+    DIR *dd = opendir(dir);
+    if (!dd)
+        return;
+    struct dirent *e;
+    char p[CK_PATH + 300];
+    while ((e = readdir(dd))) {
+        long step;
+        int tmp;
+        if (!ckpt_name(e->d_name, &step, &tmp))
+            continue;
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        if (!strcmp(p, keep))
+            continue;
+        if (!tmp && have_prev && stat(p, &st) == 0 && st.st_dev == ps.st_dev &&
+            st.st_ino == ps.st_ino)
+            continue;
+        unlink(p);
+    }
+    closedir(dd);
+}
+
+/* ---------------------------------------------------------------- writing */
+
+typedef struct {
+    const char *name;
+    void *a;
+    size_t size;
+    hid_t ftype, mtype;
+} ck_array;
+
+static void species_arrays(species *s, ck_array a[8])
+{
+    const ck_array t[8] = {
+        {"cell", s->cell, 4, H5T_STD_U32LE, H5T_NATIVE_UINT32},
+        {"x", s->x, 4, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT},
+        {"y", s->y, 4, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT},
+        {"ux", s->ux, 4, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT},
+        {"uy", s->uy, 4, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT},
+        {"uz", s->uz, 4, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT},
+        {"w", s->w, 4, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT},
+        {"code", s->code, 1, H5T_STD_U8LE, H5T_NATIVE_UINT8}};
+    memcpy(a, t, sizeof t);
+}
+
+static long long live_particles(const species *s, int ncl)
+{
+    long long n = 0;
+    for (int c = 0; c < ncl; c++)
+        n += s->count[c];
+    return n;
+}
+
+static void write_species(ck_io *io, hid_t g, species *s, int ncl)
+{
+    const long long live = live_particles(s, ncl);
+    put_text(io, g, "name", s->cfg->name, strlen(s->cfg->name));
+    put_i64(io, g, "np", s->np);
+    put_i64(io, g, "alloc", (long long)s->alloc);
+    put_i64(io, g, "rearrangements", s->rearrangements);
+    put_i32(io, g, "start", (size_t)ncl, s->start);
+    put_i32(io, g, "count", (size_t)ncl, s->count);
+    put_i32(io, g, "cap", (size_t)ncl, s->cap);
+    put_i32(io, g, "hist", (size_t)ncl * 9, s->hist);
+    char *stage = empic_alloc((size_t)live * 4, "checkpoint staging");
+    ck_array a[8];
+    species_arrays(s, a);
+    for (int k = 0; k < 8 && !io->err; k++) {
+        size_t o = 0;
+        for (int c = 0; c < ncl; c++) {
+            memcpy(stage + o * a[k].size, (char *)a[k].a + (size_t)s->start[c] * a[k].size,
+                   (size_t)s->count[c] * a[k].size);
+            o += (size_t)s->count[c];
+        }
+        ck_put(io, g, a[k].name, a[k].ftype, a[k].mtype, (size_t)live, stage);
+    }
+    free(stage);
+}
+
+static void write_file(sim *S, const char *tmp, ck_io *io)
+{
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS), file = -1;
+    if (fapl >= 0 && H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG) >= 0)
+        file = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    if (fapl >= 0)
+        H5Pclose(fapl);
+    if (file < 0) {
+        ck_fail(io, "the file");
+        return;
+    }
+    put_i64(io, file, "version", CHECKPOINT_VERSION);
+    put_i64(io, file, "step", S->step);
+    put_i64(io, file, "backend", S->backend);
+    put_i64(io, file, "nspecies", S->nsp);
+    const int ncl[2] = {S->cl.ncx, S->cl.ncy};
+    put_i32(io, file, "clusters", 2, ncl);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&text, &len);
+    if (!m)
+        EMPIC_DIE("out of host memory writing a checkpoint");
+    deck_write(&S->d, m);
+    fclose(m);
+    put_text(io, file, "deck", text, len);
+    free(text);
+
+    hid_t g = ck_group(io, file, "run", 1);
+    put_i64(io, g, "particle_steps", S->particle_steps);
+    put_f64(io, g, "wall_s", 1, &S->wall_s);
+    put_f64(io, g, "phase_s", PH_COUNT, S->phase_s);
+    put_i64(io, g, "en_step", S->en_step);
+    put_f64(io, g, "en_e", 1, &S->en_e);
+    put_f64(io, g, "en_b", 1, &S->en_b);
+    put_f64(io, g, "en_gauss", 1, &S->en_gauss);
+    put_f64(io, g, "en_kin", (size_t)S->nsp, S->en_kin);
+    ck_close_group(g);
+
+    const emf *f = &S->f;
+    const char *fname[10] = {"ex", "ey", "ez", "bx", "by", "bz", "jx", "jy", "jz", "rho"};
+    const float *fa[10] = {f->e[0], f->e[1], f->e[2], f->b[0], f->b[1],
+                           f->b[2], f->j[0], f->j[1], f->j[2], f->rho};
+    const int shape[2] = {f->rows, f->stride};
+    g = ck_group(io, file, "fields", 1);
+    put_i32(io, g, "shape", 2, shape);
+    for (int k = 0; k < 10; k++)
+        ck_put(io, g, fname[k], H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, f->size, fa[k]);
+    put_f64(io, g, "rho_bg", 1, &f->rho_bg);
+    ck_close_group(g);
+
+    g = ck_group(io, file, "species", 1);
+    for (int s = 0; s < S->nsp; s++) {
+        char name[16];
+        snprintf(name, sizeof name, "%d", s);
+        hid_t gs = ck_group(io, g, name, 1);
+        write_species(io, gs, &S->sp[s], S->cl.n);
+        ck_close_group(gs);
+    }
+    ck_close_group(g);
+    if (H5Fclose(file) < 0)
+        ck_fail(io, "closing the file");
+}
+
+/* Write the host state (already fetched from the device) and rotate the older files. */
+static int write_checkpoint(sim *S)
+{
+    char dir[DECK_PATH_MAX + 16], path[DECK_PATH_MAX + 64], tmp[DECK_PATH_MAX + 72];
+    snprintf(dir, sizeof dir, "%s/checkpoint", S->d.output);
+    snprintf(path, sizeof path, "%s/ckpt%08ld.h5", dir, S->step);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    const char *prev = S->checkpoint_last[0] ? S->checkpoint_last : NULL;
+    double t0 = omp_get_wtime();
+    ck_io io = {0};
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    if (mkdir_p(dir)) {
+        snprintf(io.what, sizeof io.what, "the folder");
+        snprintf(io.cause, sizeof io.cause, "%s", strerror(errno));
+        io.err = 1;
+    } else {
+        write_file(S, tmp, &io);
+        if (!io.err && (sync_path(tmp, 0) || rename(tmp, path))) {
+            snprintf(io.what, sizeof io.what, "completing the file");
+            snprintf(io.cause, sizeof io.cause, "%s", strerror(errno));
+            io.err = 1;
+        }
+    }
+    if (io.err) {
+        unlink(tmp);
+        empic_report(path, 0, "checkpoint not written: failed at %s%s%s; %s%s", io.what,
+                     io.cause[0] ? ": " : "", io.cause,
+                     prev ? "the previous checkpoint is intact: " : "no earlier checkpoint of "
+                                                                    "this run exists",
+                     prev ? prev : "");
+        return -1;
+    }
+    sync_path(dir, 1);
+    prune(dir, path, S->checkpoint_last);
+    snprintf(S->checkpoint_last, sizeof S->checkpoint_last, "%s", path);
+    if (!S->quiet) {
+        struct stat st;
+        double mb = stat(path, &st) == 0 ? st.st_size / 1048576.0 : 0.0;
+        fprintf(stderr, "%scheckpoint %s (%.1f MiB, %.2f s)%s\n",
+                isatty(STDERR_FILENO) ? "\r" : "", path, mb, omp_get_wtime() - t0,
+                isatty(STDERR_FILENO) ? "\033[K" : "");
+    }
+    return 0;
+}
+
+static void fetch_device(sim *S)
+{
+#ifdef EMPIC_CUDA
+    if (S->backend == BACKEND_CUDA) {
+        gpu_fetch_fields(S, 0);
+        gpu_fetch_particles(S);
+    }
+#else
+    (void)S;
+#endif
+}
+
+int checkpoint_write(sim *S)
+{
+    fetch_device(S);
+    return write_checkpoint(S);
+}
+
+/* ---------------------------------------------------------------- finding and reading */
+
+static hid_t open_ro(const char *path)
+{
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    return H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+}
+
+/* 0 when path opens as a checkpoint of this version; its step in *step. */
+static int probe(const char *path, long *step)
+{
+    hid_t f = open_ro(path);
+    if (f < 0)
+        return -1;
+    ck_io io = {0};
+    long long v = get_i64(&io, f, "version");
+    *step = (long)get_i64(&io, f, "step");
+    H5Fclose(f);
+    return io.err || v != CHECKPOINT_VERSION ? -1 : 0;
+}
+
+static int cmp_desc(const void *a, const void *b)
+{
+    long x = *(const long *)a, y = *(const long *)b;
+    return x < y ? 1 : (x > y ? -1 : 0);
+}
+
+int checkpoint_find(const char *dir, char *path, size_t len, long *step)
+{
+    struct stat st;
+    if (stat(dir, &st)) {
+        empic_report(dir, 0, "--restart: cannot open: %s", strerror(errno));
+        return -1;
+    }
+    if (S_ISREG(st.st_mode)) {
+        if (probe(dir, step)) {
+            empic_report(dir, 0, "--restart: not a complete empic checkpoint (version %d)",
+                         CHECKPOINT_VERSION);
+            return -1;
+        }
+        snprintf(path, len, "%s", dir);
+        return 0;
+    }
+    char cdir[CK_PATH], p[CK_PATH + 300];
+    snprintf(cdir, sizeof cdir, "%s/checkpoint", dir);
+    if (stat(cdir, &st) || !S_ISDIR(st.st_mode))
+        snprintf(cdir, sizeof cdir, "%s", dir);
+    DIR *dd = opendir(cdir);
+    if (!dd) {
+        empic_report(cdir, 0, "--restart: cannot read the folder: %s", strerror(errno));
+        return -1;
+    }
+    size_t n = 0, cap = 16;
+    long *steps = empic_alloc(cap * sizeof *steps, "checkpoint list");
+    struct dirent *e;
+    while ((e = readdir(dd))) {
+        long s;
+        int tmp;
+        if (!ckpt_name(e->d_name, &s, &tmp) || tmp)
+            continue;
+        if (n == cap && !(steps = realloc(steps, (cap *= 2) * sizeof *steps)))
+            EMPIC_DIE("out of host memory listing checkpoints");
+        steps[n++] = s;
+    }
+    closedir(dd);
+    qsort(steps, n, sizeof *steps, cmp_desc);
+    int rc = -1;
+    for (size_t k = 0; k < n && rc; k++) {
+        long s = -1;
+        snprintf(p, sizeof p, "%s/ckpt%08ld.h5", cdir, steps[k]);
+        if (probe(p, &s) == 0 && s == steps[k]) {
+            snprintf(path, len, "%s", p);
+            *step = s;
+            rc = 0;
+        } else {
+            empic_report(p, 0, "--restart: skipping this file: not a complete checkpoint");
+        }
+    }
+    free(steps);
+    if (rc)
+        empic_report(cdir, 0, "--restart: no complete checkpoint (ckpt<step>.h5) here; "
+                              "checkpoints are written every diagnostics.checkpoint.every "
+                              "steps and when a run is stopped by SIGINT or SIGTERM");
+    return rc;
+}
+
+int checkpoint_read_deck(const char *path, deck *d)
+{
+    ck_io io = {0};
+    hid_t f = open_ro(path);
+    if (f < 0) {
+        empic_report(path, 0, "cannot open the checkpoint");
+        return -1;
+    }
+    char *text = get_text(&io, f, "deck");
+    H5Fclose(f);
+    if (io.err) {
+        free(text);
+        empic_report(path, 0, "the checkpoint holds no readable deck");
+        return -1;
+    }
+    const char *td = getenv("TMPDIR");
+    char tmpl[CK_PATH];
+    snprintf(tmpl, sizeof tmpl, "%s/empic-deck-XXXXXX", td && *td ? td : "/tmp");
+    int fd = mkstemp(tmpl);
+    size_t len = strlen(text), done = 0;
+    while (fd >= 0 && done < len) {
+        ssize_t w = write(fd, text + done, len - done);
+        if (w <= 0)
+            break;
+        done += (size_t)w;
+    }
+    free(text);
+    if (fd < 0 || done < len || close(fd)) {
+        empic_report(tmpl, 0, "cannot write the stored deck to a temporary file: %s",
+                     strerror(errno));
+        if (fd >= 0)
+            unlink(tmpl);
+        return -1;
+    }
+    int rc = deck_load(tmpl, d);
+    unlink(tmpl);
+    if (rc) {
+        empic_report(path, 0, "the deck stored in this checkpoint does not load");
+        return -1;
+    }
+    snprintf(d->file, sizeof d->file, "%s", path);
+    char run[CK_PATH];
+    if (run_dir_of(path, run, sizeof run) == 0 && strlen(run) < sizeof d->output)
+        memcpy(d->output, run, strlen(run) + 1);
+    return 0;
+}
+
+/* Species s set up as species_init does, its arrays (alloc slots, zeroed) and tables read
+ * from group g. */
+static void read_species(ck_io *io, hid_t g, sim *S, int s)
+{
+    species *sp = &S->sp[s];
+    const int ncl = S->cl.n;
+    memset(sp, 0, sizeof *sp);
+    sp->cfg = &S->d.species[s];
+    sp->index = s;
+    sp->q = (float)sp->cfg->charge;
+    sp->m = (float)sp->cfg->mass;
+    sp->qm = (float)(sp->cfg->charge / sp->cfg->mass);
+    sp->slack = S->d.slack;
+    sp->start = empic_calloc((size_t)ncl, sizeof(int), "cluster table");
+    sp->count = empic_calloc((size_t)ncl, sizeof(int), "cluster table");
+    sp->cap = empic_calloc((size_t)ncl, sizeof(int), "cluster table");
+    sp->hist = empic_calloc((size_t)ncl * 9, sizeof(int), "cluster table");
+    char *name = get_text(io, g, "name");
+    if (!io->err && strcmp(name, sp->cfg->name) != 0)
+        ck_fail(io, "name (species differ from the deck's)");
+    free(name);
+    sp->np = get_i64(io, g, "np");
+    long long alloc = get_i64(io, g, "alloc");
+    sp->rearrangements = get_i64(io, g, "rearrangements");
+    ck_get(io, g, "start", H5T_NATIVE_INT, (size_t)ncl, sp->start);
+    ck_get(io, g, "count", H5T_NATIVE_INT, (size_t)ncl, sp->count);
+    ck_get(io, g, "cap", H5T_NATIVE_INT, (size_t)ncl, sp->cap);
+    ck_get(io, g, "hist", H5T_NATIVE_INT, (size_t)ncl * 9, sp->hist);
+    if (io->err)
+        return;
+    long long live = 0;
+    for (int c = 0; c < ncl; c++) {
+        if (sp->count[c] < 0 || sp->count[c] > sp->cap[c] || sp->start[c] < 0 ||
+            (long long)sp->start[c] + sp->cap[c] > alloc) {
+            ck_fail(io, "cluster tables (inconsistent)");
+            return;
+        }
+        live += sp->count[c];
+    }
+    if (alloc < 0 || alloc > 0x7fffffffLL || live != sp->np) {
+        ck_fail(io, "np (inconsistent with the cluster tables)");
+        return;
+    }
+    sp->alloc = (size_t)alloc;
+    sp->cell = empic_calloc(sp->alloc, 4, "particles");
+    sp->x = empic_calloc(sp->alloc, 4, "particles");
+    sp->y = empic_calloc(sp->alloc, 4, "particles");
+    sp->ux = empic_calloc(sp->alloc, 4, "particles");
+    sp->uy = empic_calloc(sp->alloc, 4, "particles");
+    sp->uz = empic_calloc(sp->alloc, 4, "particles");
+    sp->w = empic_calloc(sp->alloc, 4, "particles");
+    sp->code = empic_calloc(sp->alloc, 1, "particles");
+    char *stage = empic_alloc((size_t)live * 4, "checkpoint staging");
+    ck_array a[8];
+    species_arrays(sp, a);
+    for (int k = 0; k < 8 && !io->err; k++) {
+        ck_get(io, g, a[k].name, a[k].mtype, (size_t)live, stage);
+        size_t o = 0;
+        for (int c = 0; c < ncl && !io->err; c++) {
+            memcpy((char *)a[k].a + (size_t)sp->start[c] * a[k].size, stage + o * a[k].size,
+                   (size_t)sp->count[c] * a[k].size);
+            o += (size_t)sp->count[c];
+        }
+    }
+    free(stage);
+    if (!io->err && species_check(sp, &S->cl) != 0)
+        ck_fail(io, "particles (some outside their clusters)");
+}
+
+/* energy.csv rows of folder dir (energy.csv.tmp of an interrupted run first) for the steps
+ * before `step`, header dropped; NULL when there is no such file. */
+static char *energy_rows(const char *dir, long step)
+{
+    char path[CK_PATH + 32];
+    FILE *in = NULL;
+    for (int k = 0; k < 2 && !in; k++) {
+        snprintf(path, sizeof path, "%s/energy.csv%s", dir, k ? "" : ".tmp");
+        in = fopen(path, "r");
+    }
+    if (!in)
+        return NULL;
+    char *out = NULL, *line = NULL;
+    size_t olen = 0, cap = 0;
+    FILE *m = open_memstream(&out, &olen);
+    if (!m)
+        EMPIC_DIE("out of host memory reading energy.csv");
+    ssize_t n;
+    int first = 1;
+    while ((n = getline(&line, &cap, in)) > 0) {
+        char *end;
+        long s = strtol(line, &end, 10);
+        if (!first && line[n - 1] == '\n' && end != line && *end == ',' && s < step)
+            fputs(line, m);
+        first = 0;
+    }
+    free(line);
+    fclose(in);
+    fclose(m);
+    return out;
+}
+
+int checkpoint_load(sim *S, const char *path, char **rows)
+{
+    *rows = NULL;
+    ck_io io = {0};
+    hid_t f = open_ro(path);
+    if (f < 0) {
+        empic_report(path, 0, "cannot open the checkpoint");
+        return -1;
+    }
+    long step = (long)get_i64(&io, f, "step");
+    long long nsp = get_i64(&io, f, "nspecies"), backend = get_i64(&io, f, "backend");
+    int ncl[2] = {0, 0}, shape[2] = {0, 0};
+    ck_get(&io, f, "clusters", H5T_NATIVE_INT, 2, ncl);
+    if (!io.err && (nsp != S->nsp || ncl[0] != S->cl.ncx || ncl[1] != S->cl.ncy))
+        ck_fail(&io, "nspecies/clusters (not those of the deck)");
+    if (!io.err && S->d.steps < step) {
+        H5Fclose(f);
+        empic_report(path, 0, "the run is to end at step %ld, before this checkpoint's step "
+                     "%ld; give --steps N with N >= %ld", S->d.steps, step, step);
+        return -1;
+    }
+
+    hid_t g = ck_group(&io, f, "run", 0);
+    S->particle_steps = get_i64(&io, g, "particle_steps");
+    ck_get(&io, g, "wall_s", H5T_NATIVE_DOUBLE, 1, &S->wall_s);
+    ck_get(&io, g, "phase_s", H5T_NATIVE_DOUBLE, PH_COUNT, S->phase_s);
+    S->en_step = (long)get_i64(&io, g, "en_step");
+    ck_get(&io, g, "en_e", H5T_NATIVE_DOUBLE, 1, &S->en_e);
+    ck_get(&io, g, "en_b", H5T_NATIVE_DOUBLE, 1, &S->en_b);
+    ck_get(&io, g, "en_gauss", H5T_NATIVE_DOUBLE, 1, &S->en_gauss);
+    ck_get(&io, g, "en_kin", H5T_NATIVE_DOUBLE, (size_t)S->nsp, S->en_kin);
+    ck_close_group(g);
+
+    emf *fl = &S->f;
+    const char *fname[10] = {"ex", "ey", "ez", "bx", "by", "bz", "jx", "jy", "jz", "rho"};
+    float *fa[10] = {fl->e[0], fl->e[1], fl->e[2], fl->b[0], fl->b[1],
+                     fl->b[2], fl->j[0], fl->j[1], fl->j[2], fl->rho};
+    g = ck_group(&io, f, "fields", 0);
+    ck_get(&io, g, "shape", H5T_NATIVE_INT, 2, shape);
+    if (!io.err && (shape[0] != fl->rows || shape[1] != fl->stride))
+        ck_fail(&io, "fields/shape (not the deck's grid)");
+    for (int k = 0; k < 10; k++)
+        ck_get(&io, g, fname[k], H5T_NATIVE_FLOAT, fl->size, fa[k]);
+    ck_get(&io, g, "rho_bg", H5T_NATIVE_DOUBLE, 1, &fl->rho_bg);
+    ck_close_group(g);
+
+    g = ck_group(&io, f, "species", 0);
+    for (int s = 0; s < S->nsp && !io.err; s++) {
+        char name[16];
+        snprintf(name, sizeof name, "%d", s);
+        hid_t gs = ck_group(&io, g, name, 0);
+        read_species(&io, gs, S, s);
+        ck_close_group(gs);
+    }
+    ck_close_group(g);
+    H5Fclose(f);
+    if (io.err) {
+        empic_report(path, 0, "cannot restart from this checkpoint: %s%s%s (damaged, or made "
+                     "by another version); an older one may be in the same folder",
+                     io.what, io.cause[0] ? ": " : "", io.cause);
+        return -1;
+    }
+    if (backend != S->backend)
+        empic_report(path, 0, "note: checkpoint made on the %s backend, continuing on %s: same "
+                     "physics, but not bitwise the run that would have been",
+                     backend == BACKEND_CUDA ? "cuda" : "cpu",
+                     S->backend == BACKEND_CUDA ? "cuda" : "cpu");
+    S->step = step;
+    snprintf(S->checkpoint_last, sizeof S->checkpoint_last, "%s", path);
+    if (S->d.energy_every > 0) {
+        char run[CK_PATH];
+        *rows = energy_rows(S->d.output, step);
+        if (!*rows && run_dir_of(path, run, sizeof run) == 0)
+            *rows = energy_rows(run, step);
+    }
+    if (!S->quiet)
+        printf("empic: restarting from %s at step %ld\n", path, step);
+    return 0;
+}
+
+void checkpoint_energy_resume(sim *S, char *rows)
+{
+    if (S->energy && rows) {
+        fputs(rows, S->energy);
+        fflush(S->energy);
+    }
+    free(rows);
+}
+
+/* ---------------------------------------------------------------- signals and the loop */
+
+/* Signal state is process-wide by nature: the handler can only reach a static flag. */
+static volatile sig_atomic_t ck_signal;
+static struct sigaction ck_old[2];
+static int ck_installed;
+static const int CK_SIGNALS[2] = {SIGINT, SIGTERM};
+
+static void on_signal(int sig)
+{
+    static const char msg[] = "\nempic: signal received: stopping after this step with a "
+                              "checkpoint (send it again to stop at once)\n";
+    ck_signal = sig;
+    ssize_t w = write(STDERR_FILENO, msg, sizeof msg - 1);
+    (void)w;
+}
+
+void checkpoint_signals(int on)
+{
+    if (on && !ck_installed) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_signal;
+        sigemptyset(&sa.sa_mask);
+        sa.sa_flags = SA_RESETHAND;
+        ck_signal = 0;
+        for (int k = 0; k < 2; k++) {
+            sigaction(CK_SIGNALS[k], &sa, &ck_old[k]);
+            if (ck_old[k].sa_handler == SIG_IGN) /* e.g. SIGINT of a background job */
+                sigaction(CK_SIGNALS[k], &ck_old[k], NULL);
+        }
+        ck_installed = 1;
+    } else if (!on && ck_installed) {
+        for (int k = 0; k < 2; k++)
+            sigaction(CK_SIGNALS[k], &ck_old[k], NULL);
+        ck_installed = 0;
+    }
+}
+
+int checkpoint_signal_pending(void) { return ck_signal; }
+
+static int energies_finite(const sim *S)
+{
+    int ok = isfinite(S->en_e) && isfinite(S->en_b) && isfinite(S->en_gauss);
+    for (int s = 0; s < S->nsp; s++)
+        ok &= S->sp[s].cfg->immobile || isfinite(S->en_kin[s]);
+    return ok;
+}
+
+int checkpoint_after_step(sim *S)
+{
+    const deck *d = &S->d;
+    const int gpu = S->backend == BACKEND_CUDA, sig = ck_signal;
+    const int ckpt = sig || (d->checkpoint_every > 0 && S->step % d->checkpoint_every == 0);
+    const int bad_energy =
+        d->energy_every > 0 && S->step > 0 && S->en_step == S->step - 1 && !energies_finite(S);
+    const long every = d->energy_every > 0 ? d->energy_every : CHECKPOINT_GUARD_EVERY;
+    /* the GPU screens through the energy diagnostic and fetches only when it must */
+    const int scan = bad_energy || ckpt || (S->step % every == 0 && (!gpu || d->energy_every <= 0));
+    if (scan) {
+        if (gpu)
+            fetch_device(S);
+        if (guard_check(S, NULL))
+            return -1;
+        if (bad_energy) {
+            empic_report(NULL, 0, "step %ld: the energy diagnostic is not finite (field_E = %g, "
+                         "field_B = %g, gauss_max = %g); the run has gone unstable",
+                         S->en_step, S->en_e, S->en_b, S->en_gauss);
+            return -1;
+        }
+    }
+    if (ckpt && write_checkpoint(S))
+        return -1;
+    return sig ? 128 + sig : 0;
+}
+
+void checkpoint_stop_message(const sim *S, int st)
+{
+    fflush(stdout); /* after the timing table */
+    if (st > 0) {
+        int sig = st - 128;
+        empic_report(NULL, 0, "stopped by %s after step %ld of %ld; checkpoint written: %s\n"
+                     "  continue with: empic --restart %s   (add --steps N to run longer)",
+                     sig == SIGINT ? "SIGINT" : (sig == SIGTERM ? "SIGTERM" : "a signal"),
+                     S->step, S->d.steps, S->checkpoint_last, S->d.output);
+    } else if (S->checkpoint_last[0]) {
+        empic_report(NULL, 0, "stopped at step %ld; the last checkpoint is intact: %s\n"
+                     "  continue from it with: empic --restart %s",
+                     S->step, S->checkpoint_last, S->checkpoint_last);
+    } else {
+        empic_report(NULL, 0, "stopped at step %ld; this run wrote no checkpoint (set "
+                     "diagnostics.checkpoint.every to have them)", S->step);
+    }
+}
