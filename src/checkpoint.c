@@ -59,6 +59,13 @@ static void ck_fail(ck_io *io, const char *what)
     snprintf(io->what, sizeof io->what, "%s", what);
     io->cause[0] = '\0';
     H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, ck_walk, io->cause);
+    /* keep the system's words ("..., error message = 'No space left on device', ...") */
+    char *m = strstr(io->cause, "error message = '"), *e;
+    if (m && (e = strchr(m += 17, '\''))) {
+        memmove(io->cause, m, (size_t)(e - m));
+        io->cause[e - m] = '\0';
+    }
+    io->cause[strcspn(io->cause, "\n")] = '\0';
 }
 
 /* n values as a 1-D dataset (chunked, with checksums, when n > 0). */
@@ -327,12 +334,12 @@ static void write_file(sim *S, const char *tmp, ck_io *io)
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS), file = -1;
     if (fapl >= 0 && H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG) >= 0)
         file = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    if (file < 0)
+        ck_fail(io, "creating the file"); /* before any other call clears the error stack */
     if (fapl >= 0)
         H5Pclose(fapl);
-    if (file < 0) {
-        ck_fail(io, "the file");
+    if (file < 0)
         return;
-    }
     put_i64(io, file, "version", CHECKPOINT_VERSION);
     put_i64(io, file, "step", S->step);
     put_i64(io, file, "backend", S->backend);

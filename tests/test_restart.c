@@ -1,0 +1,349 @@
+/* test_restart.c - checkpoints: a run continued from a checkpoint is bitwise the straight run;
+ * the guards catch non-finite values and lost particles with their location; a checkpoint
+ * that cannot be written (blocked name, full disk, read-only folder) leaves the previous one
+ * intact; damaged files are refused. */
+#include "checkpoint.h"
+#include "guard.h"
+#include "testutil.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+
+static char base_dir[256];
+
+static void out_dir(char *buf, size_t len, const char *name)
+{
+    snprintf(buf, len, "%s/%s", base_dir, name);
+}
+
+/* A dense blob drifting across clusters (segments re-laid), a warm background and immobile
+ * ions: every part of the state that a checkpoint must carry changes during the run. */
+static void restart_deck(deck *d, long steps, const char *name)
+{
+    tu_deck(d, 48, 32, 0.2, 0.1, steps);
+    deck_species *b = tu_species(d, "blob", -1, 1, 3, 0.05);
+    b->profile = PROFILE_EXPR;
+    snprintf(b->density_expr, sizeof b->density_expr,
+             "0.02 + 3*exp(-((x-3)^2 + (y-3.2)^2)/0.5)");
+    snprintf(b->drift[0], sizeof b->drift[0], "0.9");
+    snprintf(b->drift[1], sizeof b->drift[1], "0.3*sin(2*pi*x/9.6)");
+    tu_species(d, "warm", -1, 1, 2, 0.1);
+    deck_species *ion = tu_species(d, "ions", 1, 1836, 2, 0);
+    ion->immobile = 1;
+    d->energy_every = 5;
+    d->pml_cells = 16; /* what deck_load fills in, so that the stored deck loads back */
+    out_dir(d->output, sizeof d->output, name);
+}
+
+static int exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+/* The bytes of a file (NUL-terminated; length in *len when len != NULL), or NULL. */
+static char *slurp(const char *path, long *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *t = calloc((size_t)n + 1, 1);
+    if (fread(t, 1, (size_t)n, f) != (size_t)n)
+        n = -1;
+    fclose(f);
+    if (len)
+        *len = n;
+    return t;
+}
+
+/* Bitwise equality of everything that evolves: fields with guards, the cluster tables and
+ * the live particles of every species. */
+static int same_state(const sim *a, const sim *b)
+{
+    int same = a->step == b->step && a->particle_steps == b->particle_steps;
+    const size_t fb = a->f.size * sizeof(float);
+    for (int c = 0; c < 3; c++)
+        same &= !memcmp(a->f.e[c], b->f.e[c], fb) && !memcmp(a->f.b[c], b->f.b[c], fb) &&
+                !memcmp(a->f.j[c], b->f.j[c], fb);
+    same &= a->f.rho_bg == b->f.rho_bg;
+    for (int s = 0; s < a->nsp; s++) {
+        const species *p = &a->sp[s], *q = &b->sp[s];
+        const size_t nc = (size_t)a->cl.n * sizeof(int);
+        same &= p->np == q->np && p->rearrangements == q->rearrangements;
+        same &= !memcmp(p->start, q->start, nc) && !memcmp(p->count, q->count, nc) &&
+                !memcmp(p->cap, q->cap, nc);
+        if (!same)
+            return 0;
+        for (int c = 0; c < a->cl.n; c++) {
+            size_t o = (size_t)p->start[c], n = (size_t)p->count[c];
+            same &= !memcmp(p->cell + o, q->cell + o, n * 4) &&
+                    !memcmp(p->x + o, q->x + o, n * 4) && !memcmp(p->y + o, q->y + o, n * 4) &&
+                    !memcmp(p->ux + o, q->ux + o, n * 4) &&
+                    !memcmp(p->uy + o, q->uy + o, n * 4) &&
+                    !memcmp(p->uz + o, q->uz + o, n * 4) &&
+                    !memcmp(p->w + o, q->w + o, n * 4) && !memcmp(p->code + o, q->code + o, n);
+        }
+    }
+    return same;
+}
+
+/* N steps straight == N/2 steps, checkpoint, restart from the file, N/2 steps. */
+static void test_bitwise_restart(void)
+{
+    const long n = 60;
+    deck d;
+    sim A, B;
+    restart_deck(&d, n, "straight");
+    CU_ASSERT_FATAL(sim_init(&A, &d, 1) == 0);
+    CU_ASSERT_FATAL(sim_run(&A) == 0);
+
+    restart_deck(&d, n / 2, "halves");
+    d.checkpoint_every = 10;
+    CU_ASSERT_FATAL(sim_init(&B, &d, 1) == 0);
+    CU_ASSERT_FATAL(sim_run(&B) == 0);
+    long long rear = B.sp[0].rearrangements;
+    sim_free(&B);
+    printf(" [%lld re-layouts before the checkpoint] ", rear);
+    CU_ASSERT(rear > 0);
+    char dir[300], path[DECK_PATH_MAX + 64], p[DECK_PATH_MAX + 64];
+    out_dir(dir, sizeof dir, "halves");
+    /* the newest two are kept */
+    snprintf(p, sizeof p, "%s/checkpoint/ckpt00000010.h5", dir);
+    CU_ASSERT(!exists(p));
+    snprintf(p, sizeof p, "%s/checkpoint/ckpt00000020.h5", dir);
+    CU_ASSERT(exists(p));
+
+    long step = -1;
+    deck r;
+    CU_ASSERT_FATAL(checkpoint_find(dir, path, sizeof path, &step) == 0);
+    CU_ASSERT_EQUAL(step, n / 2);
+    CU_ASSERT_FATAL(checkpoint_read_deck(path, &r) == 0);
+    CU_ASSERT_STRING_EQUAL(r.output, dir);
+    CU_ASSERT_EQUAL(r.steps, n / 2);
+    r.steps = n; /* --steps extends the run */
+    CU_ASSERT_FATAL(sim_init_from(&B, &r, 1, path) == 0);
+    CU_ASSERT_EQUAL(B.step, n / 2);
+    CU_ASSERT_FATAL(sim_run(&B) == 0);
+    CU_ASSERT(same_state(&A, &B));
+    snprintf(p, sizeof p, "%s/checkpoint/ckpt00000030.h5", dir); /* restarted from: kept */
+    CU_ASSERT(!exists(p));
+    snprintf(p, sizeof p, "%s/checkpoint/ckpt00000060.h5", dir);
+    CU_ASSERT(exists(p));
+
+    /* energy.csv: the rows before the restart kept, the rest appended, same as straight */
+    char ea[DECK_PATH_MAX + 64], eb[DECK_PATH_MAX + 64];
+    snprintf(ea, sizeof ea, "%s/energy.csv", A.d.output);
+    snprintf(eb, sizeof eb, "%s/energy.csv", dir);
+    char *ta = slurp(ea, NULL), *tb = slurp(eb, NULL);
+    CU_ASSERT_FATAL(ta && tb);
+    CU_ASSERT_STRING_EQUAL(ta, tb);
+    free(ta);
+    free(tb);
+    sim_free(&A);
+    sim_free(&B);
+}
+
+static void test_guards_locate(void)
+{
+    deck d;
+    sim S;
+    guard_hit h;
+    restart_deck(&d, 10, "guards");
+    CU_ASSERT_FATAL(sim_init(&S, &d, 1) == 0);
+    for (int k = 0; k < 3; k++)
+        sim_step(&S);
+    CU_ASSERT_EQUAL(guard_check(&S, &h), 0);
+    CU_ASSERT_EQUAL(h.found, 0);
+
+    float *e = &S.f.e[1][emf_idx(&S.f, 5, 7)], keep = *e;
+    *e = NAN;
+    CU_ASSERT_EQUAL(guard_check(&S, &h), -1);
+    CU_ASSERT(h.found && h.species == -1 && h.i == 5 && h.j == 7);
+    CU_ASSERT_STRING_EQUAL(h.what, "Ey");
+    *e = keep;
+    float *b = &S.f.b[2][emf_idx(&S.f, 47, 31)];
+    keep = *b;
+    *b = INFINITY;
+    CU_ASSERT_EQUAL(guard_fields(&S.f, &h), 1);
+    CU_ASSERT(h.i == 47 && h.j == 31 && isinf(h.value));
+    CU_ASSERT_STRING_EQUAL(h.what, "Bz");
+    *b = keep;
+
+    species *w = &S.sp[1];
+    int c = 5;
+    size_t q = (size_t)w->start[c] + 2;
+    CU_ASSERT_FATAL(w->count[c] > 2);
+    keep = w->uz[q];
+    w->uz[q] = INFINITY;
+    CU_ASSERT_EQUAL(guard_check(&S, &h), -1);
+    CU_ASSERT(h.found && h.species == 1 && h.i == cell_i(w->cell[q]) &&
+              h.j == cell_j(w->cell[q]));
+    CU_ASSERT_STRING_EQUAL(h.what, "uz");
+    w->uz[q] = keep;
+
+    w->count[c]--;
+    CU_ASSERT_EQUAL(guard_check(&S, &h), -1);
+    CU_ASSERT(h.species == 1 && h.have == w->np - 1 && h.want == w->np);
+    w->count[c]++;
+    CU_ASSERT_EQUAL(guard_check(&S, NULL), 0);
+    sim_free(&S);
+}
+
+/* A NaN in the running state stops sim_run with -1; the last checkpoint stays the newest. */
+static void test_guard_stops_run(void)
+{
+    deck d;
+    sim S;
+    restart_deck(&d, 10, "nan");
+    d.checkpoint_every = 10;
+    CU_ASSERT_FATAL(sim_init(&S, &d, 1) == 0);
+    CU_ASSERT_FATAL(sim_run(&S) == 0);
+    S.f.e[2][emf_idx(&S.f, 3, 4)] = NAN;
+    S.d.steps = 40;
+    CU_ASSERT_EQUAL(sim_run(&S), -1);
+    printf(" [stopped at step %ld] ", S.step);
+    CU_ASSERT(S.step > 10 && S.step <= 15);
+    char dir[300], path[DECK_PATH_MAX + 64];
+    long step = -1;
+    out_dir(dir, sizeof dir, "nan");
+    CU_ASSERT_FATAL(checkpoint_find(dir, path, sizeof path, &step) == 0);
+    CU_ASSERT_EQUAL(step, 10);
+    sim_free(&S);
+}
+
+/* SIGTERM during a run: the step ends with a checkpoint and status 143. */
+static void test_signal_checkpoint(void)
+{
+    deck d;
+    sim S;
+    restart_deck(&d, 10, "signal");
+    CU_ASSERT_FATAL(sim_init(&S, &d, 1) == 0);
+    checkpoint_signals(1);
+    sim_step(&S);
+    CU_ASSERT_EQUAL(checkpoint_after_step(&S), 0);
+    sim_step(&S);
+    raise(SIGTERM);
+    CU_ASSERT_EQUAL(checkpoint_signal_pending(), SIGTERM);
+    CU_ASSERT_EQUAL(checkpoint_after_step(&S), 128 + SIGTERM);
+    checkpoint_signals(0);
+    char path[DECK_PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/checkpoint/ckpt00000002.h5", S.d.output);
+    CU_ASSERT(exists(path));
+    sim_free(&S);
+}
+
+static void test_failed_writes(void)
+{
+    deck d, r;
+    sim S, T;
+    char dir[300], path[DECK_PATH_MAX + 64], p4[400], p6[400], tmp6[420];
+    long step = -1;
+    restart_deck(&d, 10, "fail");
+    out_dir(dir, sizeof dir, "fail");
+    CU_ASSERT_FATAL(sim_init(&S, &d, 1) == 0);
+    for (int k = 0; k < 4; k++)
+        sim_step(&S);
+    CU_ASSERT_FATAL(checkpoint_write(&S) == 0);
+    snprintf(p4, sizeof p4, "%s/checkpoint/ckpt00000004.h5", dir);
+    snprintf(p6, sizeof p6, "%s/checkpoint/ckpt00000006.h5", dir);
+    snprintf(tmp6, sizeof tmp6, "%s.tmp", p6);
+    long nb = 0, na = 0;
+    char *before = slurp(p4, &nb);
+    sim_step(&S);
+    sim_step(&S);
+
+    /* the temporary name is taken (by a folder): the write fails, ckpt 4 stays */
+    CU_ASSERT_FATAL(mkdir(tmp6, 0755) == 0);
+    CU_ASSERT_EQUAL(checkpoint_write(&S), -1);
+    CU_ASSERT(!exists(p6));
+    rmdir(tmp6);
+
+    /* a full disk (file size limit): the write fails, no partial file is left */
+    struct rlimit old, lim;
+    getrlimit(RLIMIT_FSIZE, &old);
+    lim = old;
+    lim.rlim_cur = 64 << 10;
+    signal(SIGXFSZ, SIG_IGN);
+    CU_ASSERT_FATAL(setrlimit(RLIMIT_FSIZE, &lim) == 0);
+    int rc = checkpoint_write(&S);
+    setrlimit(RLIMIT_FSIZE, &old);
+    signal(SIGXFSZ, SIG_DFL);
+    CU_ASSERT_EQUAL(rc, -1);
+    CU_ASSERT(!exists(p6) && !exists(tmp6));
+
+    /* a read-only folder (meaningless for root, who writes anyway) */
+    char cdir[320];
+    snprintf(cdir, sizeof cdir, "%s/checkpoint", dir);
+    if (geteuid() != 0) {
+        chmod(cdir, 0555);
+        CU_ASSERT_EQUAL(checkpoint_write(&S), -1);
+        chmod(cdir, 0755);
+        CU_ASSERT(!exists(p6));
+    }
+    char *after = slurp(p4, &na);
+    CU_ASSERT_FATAL(before && after);
+    CU_ASSERT(nb > 0 && na == nb && !memcmp(before, after, (size_t)nb));
+    CU_ASSERT_EQUAL(checkpoint_find(dir, path, sizeof path, &step), 0);
+    CU_ASSERT_EQUAL(step, 4);
+    free(before);
+    free(after);
+
+    /* then a good write: 6 and its predecessor 4 are kept */
+    CU_ASSERT_EQUAL(checkpoint_write(&S), 0);
+    CU_ASSERT(exists(p4) && exists(p6));
+
+    /* a damaged newer file is skipped, temporary files are ignored */
+    char junk[420];
+    snprintf(junk, sizeof junk, "%s/ckpt00000099.h5", cdir);
+    FILE *f = fopen(junk, "w");
+    fputs("not a checkpoint", f);
+    fclose(f);
+    snprintf(junk, sizeof junk, "%s/ckpt00000100.h5.tmp", cdir);
+    f = fopen(junk, "w");
+    fputs("half written", f);
+    fclose(f);
+    CU_ASSERT_EQUAL(checkpoint_find(dir, path, sizeof path, &step), 0);
+    CU_ASSERT_EQUAL(step, 6);
+
+    /* a flipped byte inside the particle data is caught by the checksums */
+    f = fopen(p6, "r+b");
+    CU_ASSERT_FATAL(f != NULL);
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fseek(f, size / 2, SEEK_SET);
+    int byte = fgetc(f);
+    fseek(f, size / 2, SEEK_SET);
+    fputc(byte ^ 0x5a, f);
+    fclose(f);
+    CU_ASSERT_FATAL(checkpoint_read_deck(p6, &r) == 0);
+    CU_ASSERT_EQUAL(sim_init_from(&T, &r, 1, p6), -1);
+    sim_free(&S);
+}
+
+int main(void)
+{
+    snprintf(base_dir, sizeof base_dir, "/tmp/empic-test-restart-%d", (int)getpid());
+    if (CU_initialize_registry() != CUE_SUCCESS)
+        return 1;
+    CU_pSuite s = CU_add_suite("restart", NULL, NULL);
+    CU_add_test(s, "N steps == N/2 + checkpoint + restart + N/2, bitwise", test_bitwise_restart);
+    CU_add_test(s, "guards locate NaN/Inf fields, momenta, lost particles", test_guards_locate);
+    CU_add_test(s, "NaN stops the run, last checkpoint intact", test_guard_stops_run);
+    CU_add_test(s, "SIGTERM: checkpoint and status 143", test_signal_checkpoint);
+    CU_add_test(s, "failed checkpoint writes keep the previous one", test_failed_writes);
+    CU_basic_set_mode(CU_BRM_VERBOSE);
+    CU_basic_run_tests();
+    unsigned fails = CU_get_number_of_failures();
+    CU_cleanup_registry();
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", base_dir);
+    if (!fails && system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", base_dir);
+    return fails ? 1 : 0;
+}
