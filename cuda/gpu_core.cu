@@ -192,6 +192,7 @@ int gpu_init(sim *S)
     g->smem_optin = p.sharedMemPerBlockOptin;
     g->split = env_flag("EMPIC_GPU_SPLIT");
     g->sync_each = env_flag("EMPIC_GPU_SYNC");
+    g->check = env_flag("EMPIC_GPU_CHECK");
     const emf *f = &S->f;
     g->nx = f->nx;
     g->ny = f->ny;

@@ -187,6 +187,8 @@ void gpu_b_half(sim *S)
     int t = gpu_tic(g, S);
     b_half(g, S);
     gpu_toc(g, t, PH_FIELD);
+    if (g->check)
+        gpu_debug_fields(S, "B half step");
 }
 
 void gpu_fields_rest(sim *S)
@@ -205,6 +207,8 @@ void gpu_fields_rest(sim *S)
     GPU_LAUNCHED(g, "k_e_advance");
     gpu_guard_fill(g, g->e[0], g->e[1], g->e[2]);
     gpu_toc(g, t, PH_FIELD);
+    if (g->check)
+        gpu_debug_fields(S, "field advance");
 }
 
 /* Per block: sum E^2, sum B^2 (double) and max |div E - (rho - rho_bg)| over its cells. */
@@ -253,6 +257,8 @@ void gpu_field_diag(sim *S, double *energy_e, double *energy_b, double *gauss)
     gpu_fold(g, g->rho, NULL, NULL);
     gpu_filter(g, S, g->rho);
     gpu_guard_fill(g, g->rho, NULL, NULL);
+    if (g->check)
+        gpu_debug_fields(S, "charge deposit");
     dim3 grid = interior_grid(g);
     size_t nb = (size_t)grid.x * grid.y;
     double *part = g->partial, *hpart = g->h_partial;

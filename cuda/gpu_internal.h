@@ -69,6 +69,7 @@ struct gpu_state {
     /* switches from the environment */
     int split;                    /* EMPIC_GPU_SPLIT=1: push and move/deposit as two kernels */
     int sync_each;                /* EMPIC_GPU_SYNC=1: synchronise after every kernel */
+    int check;                    /* EMPIC_GPU_CHECK=1: verify particles after each phase */
     size_t bytes;                 /* device bytes allocated */
 };
 
@@ -101,6 +102,11 @@ void gpu_filter(gpu_state *g, const sim *S, float *a);
 void gpu_particles_setup(gpu_state *g, const sim *S);
 /* Charge density of species s (all when s < 0) into dst: deposit, colour write-back. */
 void gpu_rho_deposit(gpu_state *g, const sim *S, int s, float *dst);
+/* EMPIC_GPU_CHECK (gpu_check.cu): verify the cluster invariants after a move or a sort. */
+void gpu_debug_check(sim *S, int after_sort);
+void gpu_debug_fields(sim *S, const char *phase);
+void gpu_debug_snapshot(sim *S);
+void gpu_debug_verify(sim *S);
 /* Sort (gpu_sort.cu). */
 void gpu_relayout(gpu_state *g, sim *S, int s, const int *need);
 

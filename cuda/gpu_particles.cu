@@ -65,6 +65,31 @@ __device__ __forceinline__ void tile_store(const float *sj, int copies, int cstr
     }
 }
 
+/* A value the compiler must treat as unknown (an empty asm that may change it). */
+__device__ __forceinline__ float opaque(float v)
+{
+    asm volatile("" : "+f"(v));
+    return v;
+}
+
+/* E and B at offset (x, y) of tile cell k: particle.h's gather_component for each Yee
+ * component, exactly as gather_eb, but with the offsets passed through opaque() per
+ * component. nvcc 13.0 (-O3, sm_90) miscompiles gather_eb's six inlined gathers: it derives
+ * the Ez address from the Ex address with the cell shift of the x < 0.5 half-cell select
+ * taken with the wrong sign (PTX: xor.pred of the two selects, then -4 bytes instead of +4),
+ * so Ez was read one cell to the left for x < 0.5 (and worse in the fused kernel). Keeping
+ * each component's offsets opaque stops that rewrite. See cuda/NOTES.md. */
+__device__ __forceinline__ void gather_tile(const float *sf, int tszp, int k, int tw, float x,
+                                            float y, float e[3], float b[3])
+{
+    e[0] = gather_component(sf, k, tw, opaque(x), opaque(y), 1, 0);
+    e[1] = gather_component(sf + tszp, k, tw, opaque(x), opaque(y), 0, 1);
+    e[2] = gather_component(sf + 2 * tszp, k, tw, opaque(x), opaque(y), 0, 0);
+    b[0] = gather_component(sf + 3 * tszp, k, tw, opaque(x), opaque(y), 0, 1);
+    b[1] = gather_component(sf + 4 * tszp, k, tw, opaque(x), opaque(y), 1, 0);
+    b[2] = gather_component(sf + 5 * tszp, k, tw, opaque(x), opaque(y), 1, 1);
+}
+
 /* The 8 migration codes of movers, in histogram-bin order of their (dx, dy). */
 __constant__ unsigned char mover_code[8] = {10, 8, 9, 2, 1, 6, 4, 5};
 __constant__ unsigned char mover_bin[8] = {0, 1, 2, 3, 5, 6, 7, 8};
@@ -131,8 +156,7 @@ __global__ void __launch_bounds__(GPU_THREADS, 3) k_particles(kpart a)
             float u[3] = {us[0][q], us[1][q], us[2][q]};
             if (MODE & M_PUSH) {
                 float e[3], b[3];
-                gather_eb(sf, sf + a.tszp, sf + 2 * a.tszp, sf + 3 * a.tszp, sf + 4 * a.tszp,
-                          sf + 5 * a.tszp, k, T.tw, xs[q], ys[q], e, b);
+                gather_tile(sf, a.tszp, k, T.tw, xs[q], ys[q], e, b);
                 for (int d = 0; d < 3; d++) {
                     e[d] += a.ext[d];
                     b[d] += a.ext[3 + d];
@@ -359,6 +383,10 @@ void gpu_particles(sim *S, int want_ke, double *kinetic)
 {
     gpu_state *g = S->gpu;
     const emf *f = &S->f;
+    if (g->check) {
+        gpu_debug_check(S, 1);
+        gpu_debug_snapshot(S);
+    }
     GPU_CK(cudaMemsetAsync(g->j[0], 0, 3 * g->size * sizeof(float), g->stream));
     for (int s = 0; s < g->nsp; s++) {
         gpu_species *d = &g->sp[s];
@@ -432,6 +460,11 @@ void gpu_particles(sim *S, int want_ke, double *kinetic)
                 sum += g->h_partial[c];
             kinetic[s] = sum * d->m * f->dx * f->dy;
         }
+    }
+    if (g->check) {
+        gpu_debug_verify(S);
+        gpu_debug_fields(S, "move and deposit");
+        gpu_debug_check(S, 0);
     }
 }
 

@@ -320,6 +320,8 @@ void gpu_sort(sim *S)
         if (g->sp[s].mobile)
             sort_species(g, S, s);
     gpu_toc(g, t, PH_SORT);
+    if (g->check)
+        gpu_debug_check(S, 1);
     if (S->step + 1 >= S->d.steps) { /* the run's last step: settle the timers and checks */
         GPU_CK(cudaMemcpyAsync(g->h_flags, g->flags, 3 * sizeof(int), cudaMemcpyDeviceToHost,
                                g->stream));

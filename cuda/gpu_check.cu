@@ -1,0 +1,217 @@
+/* gpu_check.cu - EMPIC_GPU_CHECK=1: after every move and every sort, copy the particles
+ * back and verify the cluster invariants on the host (a debugging aid; slow). After a move:
+ * each cluster's 9-bin histogram matches its particles' migration codes and each code
+ * matches where the particle went. After a sort: every particle is in its cluster's segment
+ * with code 0, no segment overflows, and no particle is lost. The first violations are
+ * reported with step, cluster and particle; then the run stops. */
+#include "gpu_internal.h"
+#include "particle.h"
+
+#include <stdlib.h>
+
+static void *fetch(const void *d, size_t bytes)
+{
+    void *h = empic_alloc(bytes ? bytes : 1, "check copy");
+    GPU_CK(cudaMemcpy(h, d, bytes, cudaMemcpyDeviceToHost));
+    return h;
+}
+
+static int wrapc(int c, int n) { return c < 0 ? c + n : (c >= n ? c - n : c); }
+
+void gpu_debug_check(sim *S, int after_sort)
+{
+    gpu_state *g = S->gpu;
+    const clusters *cl = &S->cl;
+    GPU_CK(cudaStreamSynchronize(g->stream));
+    long long errors = 0;
+    for (int s = 0; s < g->nsp; s++) {
+        const gpu_species *d = &g->sp[s];
+        if (!d->mobile)
+            continue;
+        const size_t n = d->alloc, nc = (size_t)g->ncl;
+        uint32_t *cell = (uint32_t *)fetch(d->cell, n * 4);
+        uint8_t *code = (uint8_t *)fetch(d->code, n);
+        float *x = (float *)fetch(d->x, n * 4), *y = (float *)fetch(d->y, n * 4);
+        float *u = (float *)fetch(d->ux, n * 4);
+        int *start = (int *)fetch(d->start, nc * 4), *count = (int *)fetch(d->count, nc * 4);
+        int *cap = (int *)fetch(d->cap, nc * 4), *hist = (int *)fetch(d->hist, nc * 36);
+        long long total = 0, movers = 0;
+        for (int c = 0; c < g->ncl && errors < 10; c++) {
+            const int cx = c % cl->ncx, cy = c / cl->ncx;
+            int h[9] = {0};
+            total += count[c];
+            if (count[c] > cap[c] || count[c] < 0) {
+                empic_report(NULL, 0, "check step %ld: cluster %d count %d cap %d", S->step, c,
+                             count[c], cap[c]);
+                errors++;
+            }
+            if (c + 1 < g->ncl && start[c] + cap[c] > start[c + 1]) {
+                empic_report(NULL, 0, "check step %ld: segments %d and %d overlap", S->step, c,
+                             c + 1);
+                errors++;
+            }
+            for (int p = start[c]; p < start[c] + count[c] && errors < 10; p++) {
+                int i = (int)(cell[p] & 0xffffu), j = (int)(cell[p] >> 16);
+                int ax = cl->cx_of[i < cl->x0[cl->ncx] ? i : 0], ay = cl->cy_of[j < cl->y0[cl->ncy] ? j : 0];
+                int dx = mig_dx(code[p]), dy = mig_dy(code[p]);
+                h[(dx + 1) + 3 * (dy + 1)]++;
+                int ok = after_sort ? (ax == cx && ay == cy && code[p] == 0)
+                                    : (ax == wrapc(cx + dx, cl->ncx) && ay == wrapc(cy + dy, cl->ncy));
+                ok = ok && x[p] >= 0.0f && x[p] < 1.0f && y[p] >= 0.0f && y[p] < 1.0f &&
+                     isfinite(u[p]);
+                if (!ok) {
+                    empic_report(NULL, 0, "check step %ld (%s): species %d cluster %d (%d,%d) "
+                                 "start %d count %d cap %d: slot %d cell (%d,%d) is in cluster "
+                                 "(%d,%d), code %u (%d,%d), offset (%a, %a) ux %g", S->step,
+                                 after_sort ? "sort" : "move", s, c, cx, cy, start[c], count[c],
+                                 cap[c], p - start[c], i, j, ax, ay, code[p], dx, dy, x[p], y[p], u[p]);
+                    errors++;
+                }
+            }
+            for (int b = 0; b < 9; b++)
+                movers += b == 4 ? 0 : h[b];
+            if (!after_sort)
+                for (int b = 0; b < 9; b++)
+                    if (h[b] != hist[9 * c + b] && errors < 10) {
+                        empic_report(NULL, 0, "check step %ld: cluster %d bin %d: histogram %d, "
+                                     "codes %d", S->step, c, b, hist[9 * c + b], h[b]);
+                        errors++;
+                    }
+        }
+        if (!after_sort)
+            fprintf(stderr, "check step %ld: species %d: %lld of %lld particles cross a cluster "
+                    "border\n", S->step, s, movers, total);
+        if (total != S->sp[s].np) {
+            empic_report(NULL, 0, "check step %ld: species %d has %lld particles, not %lld",
+                         S->step, s, total, S->sp[s].np);
+            errors++;
+        }
+        free(cell);
+        free(code);
+        free(x);
+        free(u);
+        free(y);
+        free(start);
+        free(count);
+        free(cap);
+        free(hist);
+    }
+    if (errors)
+        EMPIC_DIE("EMPIC_GPU_CHECK: %lld violations at step %ld", errors, S->step);
+}
+
+/* Non-finite values in the device's fields (guards included), reported after `phase`. */
+void gpu_debug_fields(sim *S, const char *phase)
+{
+    gpu_state *g = S->gpu;
+    GPU_CK(cudaStreamSynchronize(g->stream));
+    float *a = (float *)fetch(g->store, 12 * g->size * sizeof(float));
+    static const char *names[12] = {"Ex", "Ey", "Ez", "Bx", "By", "Bz", "Jx",
+                                    "Jy", "Jz", "rho", "tmp", "rho2"};
+    long long bad = 0;
+    for (int c = 0; c < 10; c++)
+        for (size_t k = 0; k < g->size; k++)
+            if (!isfinite(a[c * g->size + k]) && bad++ < 5)
+                empic_report(NULL, 0, "check step %ld after %s: %s(%d,%d) = %g", S->step, phase,
+                             names[c], (int)(k % g->stride) - EMF_GUARD,
+                             (int)(k / g->stride) - EMF_GUARD, a[c * g->size + k]);
+    free(a);
+    if (bad)
+        EMPIC_DIE("EMPIC_GPU_CHECK: %lld non-finite field values at step %ld", bad, S->step);
+}
+
+/* Push check: before the particle kernels, keep the particles and fields; after them,
+ * recompute each particle's push and move on the host with the same particle.h functions and
+ * report the first particles that differ. */
+typedef struct {
+    size_t n;
+    uint32_t *cell;
+    float *x, *y, *u[3];
+    int *start, *count;
+    float *f[6];
+} snapshot;
+
+static snapshot snap[DECK_MAX_SPECIES];
+
+void gpu_debug_snapshot(sim *S)
+{
+    gpu_state *g = S->gpu;
+    GPU_CK(cudaStreamSynchronize(g->stream));
+    for (int s = 0; s < g->nsp; s++) {
+        const gpu_species *d = &g->sp[s];
+        snapshot *p = &snap[s];
+        p->n = d->alloc;
+        p->cell = (uint32_t *)fetch(d->cell, p->n * 4);
+        p->x = (float *)fetch(d->x, p->n * 4);
+        p->y = (float *)fetch(d->y, p->n * 4);
+        p->u[0] = (float *)fetch(d->ux, p->n * 4);
+        p->u[1] = (float *)fetch(d->uy, p->n * 4);
+        p->u[2] = (float *)fetch(d->uz, p->n * 4);
+        p->start = (int *)fetch(d->start, (size_t)g->ncl * 4);
+        p->count = (int *)fetch(d->count, (size_t)g->ncl * 4);
+        for (int c = 0; c < 3; c++) {
+            p->f[c] = (float *)fetch(g->e[c], g->size * 4);
+            p->f[3 + c] = (float *)fetch(g->b[c], g->size * 4);
+        }
+    }
+}
+
+void gpu_debug_verify(sim *S)
+{
+    gpu_state *g = S->gpu;
+    const emf *f = &S->f;
+    GPU_CK(cudaStreamSynchronize(g->stream));
+    int shown = 0;
+    for (int s = 0; s < g->nsp; s++) {
+        const gpu_species *d = &g->sp[s];
+        snapshot *p = &snap[s];
+        if (d->mobile) {
+            float *u[3] = {(float *)fetch(d->ux, p->n * 4), (float *)fetch(d->uy, p->n * 4),
+                           (float *)fetch(d->uz, p->n * 4)};
+            float *x = (float *)fetch(d->x, p->n * 4);
+            const float qdt2m = (float)(0.5 * f->dt) * d->qm, rdx = (float)(f->dt / f->dx);
+            long long bad = 0;
+            for (int c = 0; c < g->ncl; c++)
+                for (int q = p->start[c]; q < p->start[c] + p->count[c]; q++) {
+                    float e[3], b[3], v[3] = {p->u[0][q], p->u[1][q], p->u[2][q]};
+                    int i = (int)(p->cell[q] & 0xffffu), j = (int)(p->cell[q] >> 16);
+                    gather_eb(p->f[0], p->f[1], p->f[2], p->f[3], p->f[4], p->f[5],
+                              emf_idx(f, i, j), f->stride, p->x[q], p->y[q], e, b);
+                    boris_push(v, e, b, qdt2m);
+                    float ig = 1.0f / lorentz_gamma(v[0], v[1], v[2]);
+                    float x1 = p->x[q] + v[0] * ig * rdx;
+                    offset_wrap(&x1);
+                    int ok = 1;
+                    for (int a = 0; a < 3; a++)
+                        ok &= fabsf(u[a][q] - v[a]) <= 1e-5f * (1.0f + fabsf(v[a]));
+                    ok &= fabsf(x[q] - x1) < 1e-5f || fabsf(fabsf(x[q] - x1) - 1.0f) < 1e-5f;
+                    if (!ok && bad++ < 4 && shown++ < 8) {
+                        int cx = c % g->ncx, cy = c / g->ncx;
+                        empic_report(NULL, 0, "verify step %ld: species %d cluster %d (%d,%d) "
+                                     "slot %d of %d, cell (%d,%d) = tile (%d,%d), x (%g,%g): u "
+                                     "(%g,%g,%g) -> device (%g,%g,%g), host (%g,%g,%g); E (%g,%g,%g) "
+                                     "B (%g,%g,%g); x1 device %g host %g",
+                                     S->step, s, c, cx, cy, q - p->start[c], p->count[c], i, j,
+                                     i - S->cl.x0[cx] + 1, j - S->cl.y0[cy] + 1, p->x[q], p->y[q],
+                                     p->u[0][q], p->u[1][q], p->u[2][q], u[0][q], u[1][q], u[2][q],
+                                     v[0], v[1], v[2], e[0], e[1], e[2], b[0], b[1], b[2], x[q], x1);
+                    }
+                }
+            if (bad)
+                empic_report(NULL, 0, "verify step %ld: species %d: %lld particles differ", S->step,
+                             s, bad);
+            for (int a = 0; a < 3; a++)
+                free(u[a]);
+            free(x);
+        }
+        free(p->cell);
+        free(p->x);
+        free(p->y);
+        for (int a = 0; a < 3; a++)
+            free(p->u[a]);
+        free(p->start);
+        free(p->count);
+        for (int c = 0; c < 6; c++)
+            free(p->f[c]);
+    }
+}
