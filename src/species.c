@@ -237,18 +237,6 @@ void species_free(species *s)
     memset(s, 0, sizeof *s);
 }
 
-void species_copy(species *s, size_t b, size_t a)
-{
-    s->cell[b] = s->cell[a];
-    s->x[b] = s->x[a];
-    s->y[b] = s->y[a];
-    s->ux[b] = s->ux[a];
-    s->uy[b] = s->uy[a];
-    s->uz[b] = s->uz[a];
-    s->w[b] = s->w[a];
-    s->code[b] = s->code[a];
-}
-
 void species_relayout(species *s, const clusters *cl, const int *need)
 {
     int *start = empic_alloc((size_t)cl->n * sizeof(int), "cluster table");

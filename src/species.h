@@ -46,8 +46,18 @@ static inline int cell_j(uint32_t c) { return (int)(c >> 16); }
  * density profile, Philox thermal momenta plus relativistic drift). */
 void species_init(species *s, const deck *d, int index, const clusters *cl);
 void species_free(species *s);
-/* Copy particle a to slot b (all arrays). */
-void species_copy(species *s, size_t b, size_t a);
+/* Copy particle a to slot b (all arrays); inline: the sort calls it per mover. */
+static inline void species_copy(species *s, size_t b, size_t a)
+{
+    s->cell[b] = s->cell[a];
+    s->x[b] = s->x[a];
+    s->y[b] = s->y[a];
+    s->ux[b] = s->ux[a];
+    s->uy[b] = s->uy[a];
+    s->uz[b] = s->uz[a];
+    s->w[b] = s->w[a];
+    s->code[b] = s->code[a];
+}
 /* Re-lay segments so that cluster c has room for need[c] (global rearrangement). */
 void species_relayout(species *s, const clusters *cl, const int *need);
 /* Particle count check: every cluster's particles inside it, sum = np. Returns the number of
