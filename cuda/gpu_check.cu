@@ -1,5 +1,7 @@
-/* gpu_check.cu - EMPIC_GPU_CHECK=1: after every move and every sort, copy the particles
- * back and verify the cluster invariants on the host (a debugging aid; slow). After a move:
+/* gpu_check.cu - EMPIC_GPU_CHECK=1: copy the device state back around every phase and
+ * verify it on the host (a debugging aid; slow). Fields: no NaN or infinity. Push: each
+ * particle's new momentum and position equal a host recomputation with the same particle.h
+ * functions from the same fields (this found the nvcc miscompile of NOTES.md). After a move:
  * each cluster's 9-bin histogram matches its particles' migration codes and each code
  * matches where the particle went. After a sort: every particle is in its cluster's segment
  * with code 0, no segment overflows, and no particle is lost. The first violations are

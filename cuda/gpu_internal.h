@@ -67,7 +67,8 @@ struct gpu_state {
     int nev, npend;
     int pend_a[GPU_EVENTS / 2], pend_b[GPU_EVENTS / 2], pend_phase[GPU_EVENTS / 2];
     /* switches from the environment */
-    int split;                    /* EMPIC_GPU_SPLIT=1: push and move/deposit as two kernels */
+    int split;                    /* push and move/deposit as two kernels (default); one fused
+                                     kernel with EMPIC_GPU_FUSED=1 (NOTES.md) */
     int sync_each;                /* EMPIC_GPU_SYNC=1: synchronise after every kernel */
     int check;                    /* EMPIC_GPU_CHECK=1: verify particles after each phase */
     size_t bytes;                 /* device bytes allocated */

@@ -1,8 +1,9 @@
 /* gpu_particles.cu - push, move and charge-conserving deposit on the device (DESIGN §5):
- * one thread block per cluster. The block stages its cluster's E and B (plus ghosts) in
- * shared memory, pushes its particles with particle.h's gather_eb / boris_push, moves them
- * and deposits the current with deposit_move into a shared-memory tile of the cluster plus
- * ghosts (1 cell below, 2 above, as src/push.c). Threads take 4 consecutive particles with
+ * one thread block per cluster. The push kernel stages its cluster's E and B (plus ghosts)
+ * in shared memory and pushes the particles with particle.h's gather_component / boris_push;
+ * the move kernel moves them and deposits the current with move_pieces / deposit_add into a
+ * shared-memory tile of the cluster plus ghosts (1 cell below, 2 above, as src/push.c). The
+ * two can also run as one fused kernel (EMPIC_GPU_FUSED=1; no faster, see NOTES.md). Threads take 4 consecutive particles with
  * 16-byte loads, so the lanes of a warp work in several cells at once, and the lanes spread
  * over up to 4 private tile copies: fewer threads meet on one shared-memory word. Each block
  * writes its reduced tile to a per-cluster buffer; four colour passes (2x2 colouring of the
@@ -177,10 +178,23 @@ __global__ void __launch_bounds__(GPU_THREADS, 3) k_particles(kpart a)
                 float x0 = xs[q], y0 = ys[q];
                 float x1 = x0 + u[0] * ig * a.rdx, y1 = y0 + u[1] * ig * a.rdy;
                 float qw = a.q * ws[q];
-                deposit_move(jc, jc + a.tszp, jc + 2 * a.tszp, k, T.tw, x0, y0, x1, y1,
-                             qw * a.jxq, qw * a.jyq, qw * u[2] * ig);
-                i += offset_wrap(&x1);
-                j += offset_wrap(&y1);
+                /* Kong's three pieces (particle.h); as the CPU backend, add the first always,
+                 * the middle one only after two edge crossings and the last only after a cell
+                 * change: the others have zero weights, and a cold or warm plasma then needs
+                 * 8 shared-memory atomics per particle instead of 16 */
+                int o[3];
+                float w[24];
+                int mid = move_pieces(x0, y0, x1, y1, qw * a.jxq, qw * a.jyq, qw * u[2] * ig,
+                                      T.tw, o, w, 1);
+                int di = offset_wrap(&x1), dj = offset_wrap(&y1);
+                float *jy = jc + a.tszp, *jz = jc + 2 * a.tszp;
+                deposit_add(jc, jy, jz, k + o[0], T.tw, w, 1);
+                if (mid)
+                    deposit_add(jc, jy, jz, k + o[1], T.tw, w + 8, 1);
+                if (di | dj)
+                    deposit_add(jc, jy, jz, k + o[2], T.tw, w + 16, 1);
+                i += di;
+                j += dj;
                 int dcx = i < T.xlo ? -1 : (i >= T.xhi ? 1 : 0);
                 int dcy = j < T.ylo ? -1 : (j >= T.yhi ? 1 : 0);
                 i = i < 0 ? i + a.nx : (i >= a.nx ? i - a.nx : i);
@@ -445,7 +459,7 @@ void gpu_particles(sim *S, int want_ke, double *kinetic)
         } else {
             launch<M_BOTH, false>(g, a, g->smem_part);
         }
-        if (!g->split) { /* fused kernel: counted as push; write-back as deposit */
+        if (!g->split) { /* fused kernel: counted as push, the write-back as deposit */
             gpu_toc(g, t, PH_PUSH);
             t = gpu_tic(g, S);
         }
