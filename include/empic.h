@@ -13,7 +13,7 @@
 #endif
 
 /* Full unrolling of short fixed loops, so that the CPU vectoriser sees straight-line code. */
-#if defined(__CUDACC__)
+#if defined(__CUDA_ARCH__)
 #define EMPIC_UNROLL _Pragma("unroll")
 #elif defined(__GNUC__) && !defined(__clang__)
 #define EMPIC_UNROLL _Pragma("GCC unroll 8")

@@ -139,11 +139,16 @@ void sim_rho(sim *S, float *per)
         if (per)
             emf_zero(f, r);
         push_rho_cpu(&S->sp[s], f, &S->cl, r);
-        emf_guard_fold(f, r);
-        emf_filter(f, r);
-        if (per)
+        if (per) { /* each species' own density, folded and filtered like J */
+            emf_guard_fold(f, r);
+            emf_filter(f, r);
             for (size_t k = 0; k < f->size; k++)
                 f->rho[k] += r[k];
+        }
+    }
+    if (!per) { /* all species deposited together: fold and filter once */
+        emf_guard_fold(f, f->rho);
+        emf_filter(f, f->rho);
     }
     emf_guard_fill(f, f->rho);
 }
