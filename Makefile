@@ -27,7 +27,7 @@ LIBS    = $(PKG_LIBS) -lfftw3 $(CU_LIBS) -lstdc++ -lm
 
 TESTS   := $(wildcard tests/test_*.c)
 
-.PHONY: all run test test-c test-py clean deps
+.PHONY: all run test test-c test-py clean deps sanitize fuzz
 all: bin/empic
 
 $(DEPS_STAMP):
@@ -64,9 +64,59 @@ test: test-c test-py
 test-c: bin/empic $(TESTS:tests/%.c=bin/%)
 	@set -e; for t in $(TESTS:tests/%.c=bin/%); do echo "== $$t"; OMP_NUM_THREADS=2 $$t; done
 	tests/decks.sh
+	tests/restart.sh
 
 test-py: bin/empic
 	python3 -m pytest -q tests
 
+# `make sanitize`: the CPU build (CUDA=0) with AddressSanitizer and UBSan in build-san/ and
+# bin-san/, then the CPU CUnit tests and the shell tests under them.
+SAN_CFLAGS := $(filter-out -O3 -DEMPIC_CUDA,$(CFLAGS)) -O1 -fno-omit-frame-pointer \
+              -fsanitize=address,undefined -fno-sanitize-recover=undefined
+SAN_LIBS   = $(PKG_LIBS) -lfftw3 -lstdc++ -lm
+SAN_TESTS  := $(filter-out tests/test_gpu.c,$(TESTS))
+SAN_ENV    := OMP_NUM_THREADS=2 UBSAN_OPTIONS=print_stacktrace=1 \
+              LSAN_OPTIONS=suppressions=$(CURDIR)/tools/lsan.supp
+
+build-san/%.o: src/%.c $(wildcard include/*.h) src/*.h | $(DEPS_STAMP)
+	@mkdir -p build-san
+	$(CC) $(SAN_CFLAGS) $(PKG_CFLAGS) -Isrc -c $< -o $@
+
+build-san/libempic.a: $(SRC:src/%.c=build-san/%.o)
+	ar rcs $@ $^
+
+bin-san/empic: build-san/main.o build-san/libempic.a
+	@mkdir -p bin-san
+	$(CC) $(SAN_CFLAGS) $^ -o $@ $(SAN_LIBS)
+
+bin-san/test_%: tests/test_%.c tests/testutil.h build-san/libempic.a
+	@mkdir -p bin-san
+	$(CC) $(SAN_CFLAGS) $(PKG_CFLAGS) -Isrc -Itests $< build-san/libempic.a -o $@ $(SAN_LIBS) -lcunit
+
+sanitize: bin-san/empic $(SAN_TESTS:tests/%.c=bin-san/%)
+	@set -e; for t in $(SAN_TESTS:tests/%.c=bin-san/%); do echo "== $$t"; $(SAN_ENV) $$t; done
+	$(SAN_ENV) EMPIC=bin-san/empic tests/decks.sh
+	$(SAN_ENV) EMPIC=bin-san/empic tests/restart.sh
+
+# `make fuzz`: libFuzzer (clang, installed by tools/install-deps when missing) feeds bytes as
+# a deck file to deck_load for FUZZ_TIME seconds, from the example decks as seed corpus.
+FUZZ_CC   ?= clang
+FUZZ_TIME ?= 60
+FUZZ_SRC  := src/deck.c src/deck_check.c src/formula.c src/util.c
+
+bin-fuzz/fuzz_deck: tools/fuzz_deck.c $(FUZZ_SRC) $(wildcard include/*.h) src/*.h | $(DEPS_STAMP)
+	@command -v $(FUZZ_CC) >/dev/null 2>&1 || tools/install-deps clang
+	@mkdir -p bin-fuzz
+	$(FUZZ_CC) -g -O1 -std=c11 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -Iinclude \
+	  -Isrc $(shell pkg-config --cflags libconfig muparser) tools/fuzz_deck.c $(FUZZ_SRC) \
+	  -o $@ $(shell pkg-config --libs libconfig muparser) -lstdc++ -lm
+
+fuzz: bin-fuzz/fuzz_deck
+	@mkdir -p build-fuzz/corpus
+	cp decks/*.cfg decks/bench/*.cfg build-fuzz/corpus/
+	LSAN_OPTIONS=suppressions=$(CURDIR)/tools/lsan.supp bin-fuzz/fuzz_deck \
+	  -max_total_time=$(FUZZ_TIME) -timeout=10 -close_fd_mask=3 -print_final_stats=1 \
+	  -dict=tools/fuzz_deck.dict -artifact_prefix=build-fuzz/ build-fuzz/corpus
+
 clean:
-	rm -rf build bin
+	rm -rf build bin build-san bin-san build-fuzz bin-fuzz

@@ -13,6 +13,7 @@
 #include "checkpoint.h"
 #include "empic.h"
 #include "guard.h"
+#include "report.h"
 #ifdef EMPIC_CUDA
 #include "../cuda/gpu.h"
 #endif
@@ -235,9 +236,9 @@ static int run_dir_of(const char *path, char *out, size_t len)
     return 0;
 }
 
-static int sync_path(const char *path, int dir)
+static int sync_dir(const char *path)
 {
-    int fd = open(path, dir ? O_RDONLY | O_DIRECTORY : O_RDONLY);
+    int fd = open(path, O_RDONLY | O_DIRECTORY);
     if (fd < 0)
         return -1;
     int rc = fsync(fd);
@@ -329,17 +330,30 @@ static void write_species(ck_io *io, hid_t g, species *s, int ncl)
     free(stage);
 }
 
-static void write_file(sim *S, const char *tmp, ck_io *io)
+/* Bytes the file will take, about: the core driver's growth step, so it grows once. */
+static size_t image_estimate(const sim *S)
+{
+    size_t b = ((size_t)1 << 20) + 10 * S->f.size * sizeof(float);
+    for (int s = 0; s < S->nsp; s++)
+        b += (size_t)live_particles(&S->sp[s], S->cl.n) * 29 + (size_t)S->cl.n * 12 * 4;
+    return (b + ((size_t)1 << 20) - 1) & ~(((size_t)1 << 20) - 1);
+}
+
+/* The whole checkpoint built in memory (HDF5 core driver, no backing store), so that no
+ * half-written HDF5 file can exist: the disk sees one plain write of the finished image.
+ * Returns the image (malloc'd, *len bytes), or NULL with io->err set. */
+static char *build_image(sim *S, const char *name, ck_io *io, size_t *len)
 {
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS), file = -1;
-    if (fapl >= 0 && H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG) >= 0)
-        file = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    if (fapl >= 0 && H5Pset_fapl_core(fapl, image_estimate(S), 0) >= 0 &&
+        H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG) >= 0)
+        file = H5Fcreate(name, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
     if (file < 0)
         ck_fail(io, "creating the file"); /* before any other call clears the error stack */
     if (fapl >= 0)
         H5Pclose(fapl);
     if (file < 0)
-        return;
+        return NULL;
     put_i64(io, file, "version", CHECKPOINT_VERSION);
     put_i64(io, file, "step", S->step);
     put_i64(io, file, "backend", S->backend);
@@ -347,13 +361,13 @@ static void write_file(sim *S, const char *tmp, ck_io *io)
     const int ncl[2] = {S->cl.ncx, S->cl.ncy};
     put_i32(io, file, "clusters", 2, ncl);
     char *text = NULL;
-    size_t len = 0;
-    FILE *m = open_memstream(&text, &len);
+    size_t tlen = 0;
+    FILE *m = open_memstream(&text, &tlen);
     if (!m)
         EMPIC_DIE("out of host memory writing a checkpoint");
     deck_write(&S->d, m);
     fclose(m);
-    put_text(io, file, "deck", text, len);
+    put_text(io, file, "deck", text, tlen);
     free(text);
 
     hid_t g = ck_group(io, file, "run", 1);
@@ -388,43 +402,77 @@ static void write_file(sim *S, const char *tmp, ck_io *io)
         ck_close_group(gs);
     }
     ck_close_group(g);
+    char *image = NULL;
+    ssize_t n = -1;
+    if (!io->err && H5Fflush(file, H5F_SCOPE_GLOBAL) < 0)
+        ck_fail(io, "flushing the file");
+    if (!io->err && (n = H5Fget_file_image(file, NULL, 0)) <= 0)
+        ck_fail(io, "the file image");
+    if (!io->err && (!(image = malloc((size_t)n)) ||
+                     H5Fget_file_image(file, image, (size_t)n) != n))
+        ck_fail(io, "copying the file image (out of host memory?)");
     if (H5Fclose(file) < 0)
         ck_fail(io, "closing the file");
+    if (io->err) {
+        free(image);
+        return NULL;
+    }
+    *len = (size_t)n;
+    return image;
+}
+
+/* What of this deck a checkpoint does not carry yet, or NULL: lasers (the field step), PML
+ * and Mur layers, the moving window's position, particle boundaries (thermal-wall RNG). */
+static const char *unsupported(const deck *d)
+{
+    if (d->nlasers > 0)
+        return "lasers";
+    if (d->window_enabled)
+        return "the moving window";
+    for (int k = 0; k < 4; k++) {
+        if (d->fbnd[k] != FBND_PERIODIC)
+            return "non-periodic field boundaries";
+        for (int s = 0; s < d->nspecies; s++)
+            if (d->species[s].bnd[k] != PBND_PERIODIC)
+                return "non-periodic particle boundaries";
+    }
+    return NULL;
 }
 
 /* Write the host state (already fetched from the device) and rotate the older files. */
 static int write_checkpoint(sim *S)
 {
-    char dir[DECK_PATH_MAX + 16], path[DECK_PATH_MAX + 64], tmp[DECK_PATH_MAX + 72];
+    char dir[DECK_PATH_MAX + 16], path[DECK_PATH_MAX + 64];
     snprintf(dir, sizeof dir, "%s/checkpoint", S->d.output);
     snprintf(path, sizeof path, "%s/ckpt%08ld.h5", dir, S->step);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
     const char *prev = S->checkpoint_last[0] ? S->checkpoint_last : NULL;
     double t0 = omp_get_wtime();
     ck_io io = {0};
+    size_t len = 0;
+    char *image = NULL;
+    int bad = 1;
+    const char *why = unsupported(&S->d);
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    if (mkdir_p(dir)) {
-        snprintf(io.what, sizeof io.what, "the folder");
-        snprintf(io.cause, sizeof io.cause, "%s", strerror(errno));
-        io.err = 1;
-    } else {
-        write_file(S, tmp, &io);
-        if (!io.err && (sync_path(tmp, 0) || rename(tmp, path))) {
-            snprintf(io.what, sizeof io.what, "completing the file");
-            snprintf(io.cause, sizeof io.cause, "%s", strerror(errno));
-            io.err = 1;
-        }
-    }
-    if (io.err) {
-        unlink(tmp);
-        empic_report(path, 0, "checkpoint not written: failed at %s%s%s; %s%s", io.what,
-                     io.cause[0] ? ": " : "", io.cause,
+    if (why)
+        empic_report(S->d.file, 0, "diagnostics.checkpoint: checkpoints do not carry the state "
+                     "of %s yet, so this run cannot be continued from one; set "
+                     "checkpoint.every = 0", why);
+    else if (mkdir_p(dir))
+        empic_report(dir, 0, "cannot create the checkpoint folder: %s", strerror(errno));
+    else if (!(image = build_image(S, path, &io, &len)))
+        empic_report(path, 0, "cannot build the checkpoint: HDF5 failed at %s%s%s", io.what,
+                     io.cause[0] ? ": " : "", io.cause);
+    else /* temporary name, fsync, rename; the temporary file is removed on failure */
+        bad = report_write_file(path, image, len) != 0;
+    free(image);
+    if (bad) {
+        empic_report(path, 0, "checkpoint not written; %s%s",
                      prev ? "the previous checkpoint is intact: " : "no earlier checkpoint of "
                                                                     "this run exists",
                      prev ? prev : "");
         return -1;
     }
-    sync_path(dir, 1);
+    sync_dir(dir); /* the rename itself on disk */
     prune(dir, path, S->checkpoint_last);
     snprintf(S->checkpoint_last, sizeof S->checkpoint_last, "%s", path);
     if (!S->quiet) {
@@ -693,6 +741,11 @@ int checkpoint_load(sim *S, const char *path, char **rows)
 {
     *rows = NULL;
     ck_io io = {0};
+    if (unsupported(&S->d)) {
+        empic_report(path, 0, "cannot restart: checkpoints do not carry the state of %s yet",
+                     unsupported(&S->d));
+        return -1;
+    }
     hid_t f = open_ro(path);
     if (f < 0) {
         empic_report(path, 0, "cannot open the checkpoint");

@@ -323,6 +323,7 @@ static void test_failed_writes(void)
     fclose(f);
     CU_ASSERT_FATAL(checkpoint_read_deck(p6, &r) == 0);
     CU_ASSERT_EQUAL(sim_init_from(&T, &r, 1, p6), -1);
+    sim_free(&T); /* what the failed restart had set up */
     sim_free(&S);
 }
 
