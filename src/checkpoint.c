@@ -1,5 +1,5 @@
-/* checkpoint.c - restart files (DESIGN §9), clean stops on SIGINT/SIGTERM, the guards of the
- * time loop and the continuation of energy.csv after a restart.
+/* checkpoint.c - restart files (DESIGN §9): writing, finding, loading, and the continuation
+ * of energy.csv after a restart.
  *
  * File layout (HDF5, every dataset 1-D, chunked with Fletcher-32 checksums so that a damaged
  * file is refused on reading):
@@ -12,7 +12,6 @@
  * Slots outside the live segments hold no state: they read back as zeros. */
 #include "checkpoint.h"
 #include "empic.h"
-#include "guard.h"
 #include "report.h"
 #ifdef EMPIC_CUDA
 #include "../cuda/gpu.h"
@@ -22,9 +21,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <hdf5.h>
-#include <math.h>
 #include <omp.h>
-#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -439,8 +436,7 @@ static const char *unsupported(const deck *d)
     return NULL;
 }
 
-/* Write the host state (already fetched from the device) and rotate the older files. */
-static int write_checkpoint(sim *S)
+int checkpoint_write_host(sim *S)
 {
     char dir[DECK_PATH_MAX + 16], path[DECK_PATH_MAX + 64];
     snprintf(dir, sizeof dir, "%s/checkpoint", S->d.output);
@@ -500,7 +496,7 @@ static void fetch_device(sim *S)
 int checkpoint_write(sim *S)
 {
     fetch_device(S);
-    return write_checkpoint(S);
+    return checkpoint_write_host(S);
 }
 
 /* ---------------------------------------------------------------- finding and reading */
@@ -829,99 +825,4 @@ void checkpoint_energy_resume(sim *S, char *rows)
         fflush(S->energy);
     }
     free(rows);
-}
-
-/* ---------------------------------------------------------------- signals and the loop */
-
-/* Signal state is process-wide by nature: the handler can only reach a static flag. */
-static volatile sig_atomic_t ck_signal;
-static struct sigaction ck_old[2];
-static int ck_installed;
-static const int CK_SIGNALS[2] = {SIGINT, SIGTERM};
-
-static void on_signal(int sig)
-{
-    static const char msg[] = "\nempic: signal received: stopping after this step with a "
-                              "checkpoint (send it again to stop at once)\n";
-    ck_signal = sig;
-    ssize_t w = write(STDERR_FILENO, msg, sizeof msg - 1);
-    (void)w;
-}
-
-void checkpoint_signals(int on)
-{
-    if (on && !ck_installed) {
-        struct sigaction sa;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = on_signal;
-        sigemptyset(&sa.sa_mask);
-        sa.sa_flags = SA_RESETHAND;
-        ck_signal = 0;
-        for (int k = 0; k < 2; k++) {
-            sigaction(CK_SIGNALS[k], &sa, &ck_old[k]);
-            if (ck_old[k].sa_handler == SIG_IGN) /* e.g. SIGINT of a background job */
-                sigaction(CK_SIGNALS[k], &ck_old[k], NULL);
-        }
-        ck_installed = 1;
-    } else if (!on && ck_installed) {
-        for (int k = 0; k < 2; k++)
-            sigaction(CK_SIGNALS[k], &ck_old[k], NULL);
-        ck_installed = 0;
-    }
-}
-
-int checkpoint_signal_pending(void) { return ck_signal; }
-
-static int energies_finite(const sim *S)
-{
-    int ok = isfinite(S->en_e) && isfinite(S->en_b) && isfinite(S->en_gauss);
-    for (int s = 0; s < S->nsp; s++)
-        ok &= S->sp[s].cfg->immobile || isfinite(S->en_kin[s]);
-    return ok;
-}
-
-int checkpoint_after_step(sim *S)
-{
-    const deck *d = &S->d;
-    const int gpu = S->backend == BACKEND_CUDA, sig = ck_signal;
-    const int ckpt = sig || (d->checkpoint_every > 0 && S->step % d->checkpoint_every == 0);
-    const int bad_energy =
-        d->energy_every > 0 && S->step > 0 && S->en_step == S->step - 1 && !energies_finite(S);
-    const long every = d->energy_every > 0 ? d->energy_every : CHECKPOINT_GUARD_EVERY;
-    /* the GPU screens through the energy diagnostic and fetches only when it must */
-    const int scan = bad_energy || ckpt || (S->step % every == 0 && (!gpu || d->energy_every <= 0));
-    if (scan) {
-        if (gpu)
-            fetch_device(S);
-        if (guard_check(S, NULL))
-            return -1;
-        if (bad_energy) {
-            empic_report(NULL, 0, "step %ld: the energy diagnostic is not finite (field_E = %g, "
-                         "field_B = %g, gauss_max = %g); the run has gone unstable",
-                         S->en_step, S->en_e, S->en_b, S->en_gauss);
-            return -1;
-        }
-    }
-    if (ckpt && write_checkpoint(S))
-        return -1;
-    return sig ? 128 + sig : 0;
-}
-
-void checkpoint_stop_message(const sim *S, int st)
-{
-    fflush(stdout); /* after the timing table */
-    if (st > 0) {
-        int sig = st - 128;
-        empic_report(NULL, 0, "stopped by %s after step %ld of %ld; checkpoint written: %s\n"
-                     "  continue with: empic --restart %s   (add --steps N to run longer)",
-                     sig == SIGINT ? "SIGINT" : (sig == SIGTERM ? "SIGTERM" : "a signal"),
-                     S->step, S->d.steps, S->checkpoint_last, S->d.output);
-    } else if (S->checkpoint_last[0]) {
-        empic_report(NULL, 0, "stopped at step %ld; the last checkpoint is intact: %s\n"
-                     "  continue from it with: empic --restart %s",
-                     S->step, S->checkpoint_last, S->checkpoint_last);
-    } else {
-        empic_report(NULL, 0, "stopped at step %ld; this run wrote no checkpoint (set "
-                     "diagnostics.checkpoint.every to have them)", S->step);
-    }
 }

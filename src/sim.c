@@ -2,6 +2,7 @@
 #include "sim.h"
 #include "checkpoint.h"
 #include "empic.h"
+#include "guard.h"
 #include "output.h"
 #include "push.h"
 #include "report.h"
@@ -266,18 +267,18 @@ void sim_step(sim *S)
 int sim_run(sim *S)
 {
     const long n = S->d.steps;
-    int stop = 0; /* guards, checkpoints and signals: checkpoint.h */
-    checkpoint_signals(1);
+    int stop = 0; /* guards, checkpoints and signals: guard.h */
+    guard_signals(1);
     while (S->step < n && !stop) {
         sim_step(S);
         report_progress(S, 0);
-        stop = checkpoint_after_step(S);
+        stop = guard_after_step(S);
     }
-    checkpoint_signals(0);
+    guard_signals(0);
     if (stop) {
         report_progress(S, 1);
         report_close(S);
-        checkpoint_stop_message(S, stop);
+        guard_stop_message(S, stop);
         return stop;
     }
     /* final dumps at t = steps dt: B advanced to the same time as E first */
