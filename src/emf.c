@@ -2,6 +2,7 @@
  * solve and field diagnostics on the CPU (OpenMP over rows). */
 #include "emf.h"
 #include "empic.h"
+#include "fbnd.h"
 #include "yee.h"
 
 #include <fftw3.h>
@@ -32,10 +33,14 @@ void emf_init(emf *f, const deck *d)
     }
     f->rho = f->store + 9 * f->size;
     f->tmp = f->store + 10 * f->size;
+    f->ghi[0] = f->nx;
+    f->ghi[1] = f->ny;
+    f->fb = fbnd_new(f, d);
 }
 
 void emf_free(emf *f)
 {
+    fbnd_free(f->fb);
     free(f->store);
     memset(f, 0, sizeof *f);
 }
@@ -49,13 +54,15 @@ void emf_guard_fill(const emf *f, float *a)
 {
     const int G = EMF_GUARD, nx = f->nx, ny = f->ny, s = f->stride;
     float *o = a + f->off;
+    if (f->bnd[SIDE_XMIN] == FBND_PERIODIC) {
 #pragma omp parallel for
-    for (int j = 0; j < ny; j++)
-        for (int g = 1; g <= G; g++) {
-            o[j * s - g] = o[j * s + nx - g];
-            o[j * s + nx + g - 1] = o[j * s + g - 1];
-        }
-    for (int g = 1; g <= G; g++) {
+        for (int j = 0; j < ny; j++)
+            for (int g = 1; g <= G; g++) {
+                o[j * s - g] = o[j * s + nx - g];
+                o[j * s + nx + g - 1] = o[j * s + g - 1];
+            }
+    }
+    for (int g = 1; g <= G && f->bnd[SIDE_YMIN] == FBND_PERIODIC; g++) {
         memcpy(o - g * s - G, o + (ny - g) * s - G, (size_t)s * sizeof(float));
         memcpy(o + (ny + g - 1) * s - G, o + (g - 1) * s - G, (size_t)s * sizeof(float));
     }
@@ -64,18 +71,19 @@ void emf_guard_fill(const emf *f, float *a)
 void emf_guard_fold(const emf *f, float *a)
 {
     const int G = EMF_GUARD, nx = f->nx, ny = f->ny, s = f->stride;
+    const float px = f->bnd[SIDE_XMIN] == FBND_PERIODIC, py = f->bnd[SIDE_YMIN] == FBND_PERIODIC;
     float *o = a + f->off;
 #pragma omp parallel for
     for (int j = -G; j < ny + G; j++)
         for (int g = 1; g <= G; g++) {
-            o[j * s + nx - g] += o[j * s - g];
-            o[j * s + g - 1] += o[j * s + nx + g - 1];
+            o[j * s + nx - g] += px * o[j * s - g];
+            o[j * s + g - 1] += px * o[j * s + nx + g - 1];
             o[j * s - g] = o[j * s + nx + g - 1] = 0.0f;
         }
     for (int g = 1; g <= G; g++)
         for (int i = 0; i < nx; i++) {
-            o[(ny - g) * s + i] += o[-g * s + i];
-            o[(g - 1) * s + i] += o[(ny + g - 1) * s + i];
+            o[(ny - g) * s + i] += py * o[-g * s + i];
+            o[(g - 1) * s + i] += py * o[(ny + g - 1) * s + i];
             o[-g * s + i] = o[(ny + g - 1) * s + i] = 0.0f;
         }
 }
@@ -89,6 +97,8 @@ void emf_b_half(emf *f)
         for (int i = 0; i < f->nx; i++)
             yee_b_cell(f->b[0], f->b[1], f->b[2], f->e[0], f->e[1], f->e[2], emf_idx(f, i, j),
                        s, hx, hy);
+    if (f->fb)
+        fbnd_b(f);
     for (int c = 0; c < 3; c++)
         emf_guard_fill(f, f->b[c]);
 }
@@ -97,11 +107,16 @@ void emf_e_advance(emf *f)
 {
     const int s = f->stride;
     const float dt = (float)f->dt, cx = (float)(f->dt / f->dx), cy = (float)(f->dt / f->dy);
+    if (f->fb)
+        fbnd_e_save(f);
 #pragma omp parallel for
     for (int j = 0; j < f->ny; j++)
         for (int i = 0; i < f->nx; i++)
             yee_e_cell(f->e[0], f->e[1], f->e[2], f->b[0], f->b[1], f->b[2], f->j[0], f->j[1],
                        f->j[2], emf_idx(f, i, j), s, dt, cx, cy);
+    if (f->fb)
+        fbnd_e(f);
+    f->step++;
     for (int c = 0; c < 3; c++)
         emf_guard_fill(f, f->e[c]);
 }
@@ -153,6 +168,12 @@ void emf_current_finish(emf *f)
 void emf_poisson(emf *f, const float *rho)
 {
     const int nx = f->nx, ny = f->ny, nxh = nx / 2 + 1;
+    if (f->bnd[SIDE_XMIN] != FBND_PERIODIC || f->bnd[SIDE_YMIN] != FBND_PERIODIC) {
+        emf_zero(f, f->e[0]);
+        emf_zero(f, f->e[1]);
+        f->rho_bg = 0.0;
+        return;
+    }
     double *r = fftw_alloc_real((size_t)nx * ny);
     fftw_complex *c = fftw_alloc_complex((size_t)nxh * ny);
     if (!r || !c)
@@ -213,8 +234,8 @@ double emf_gauss_max(const emf *f, const float *rho)
     const float idx = (float)(1.0 / f->dx), idy = (float)(1.0 / f->dy);
     double m = 0.0;
 #pragma omp parallel for reduction(max : m)
-    for (int j = 0; j < f->ny; j++)
-        for (int i = 0; i < f->nx; i++) {
+    for (int j = f->glo[1]; j < f->ghi[1]; j++)
+        for (int i = f->glo[0]; i < f->ghi[0]; i++) {
             int k = emf_idx(f, i, j);
             double g = fabs((double)yee_div_e(f->e[0], f->e[1], k, f->stride, idx, idy) -
                             ((double)rho[k] - f->rho_bg));

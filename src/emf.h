@@ -19,6 +19,9 @@ typedef struct {
     float *store;        /* one allocation behind all arrays */
     float *tmp;          /* scratch for the filter */
     double rho_bg;       /* uniform neutralising background of a non-neutral periodic box */
+    long step;           /* E is at t = step dt (emf_e_advance counts) */
+    struct fbnd *fb;     /* non-periodic boundaries and laser sources (fbnd.h), or NULL */
+    int glo[2], ghi[2];  /* nodes [glo, ghi) along x, y where emf_gauss_max looks */
 } emf;
 
 void emf_init(emf *f, const deck *d);
@@ -27,17 +30,22 @@ static inline int emf_idx(const emf *f, int i, int j) { return f->off + i + j * 
 
 void emf_b_half(emf *f);                /* B -= dt/2 curl E, guards refreshed */
 void emf_e_advance(emf *f);             /* E += dt (curl B - J), guards refreshed */
-void emf_guard_fill(const emf *f, float *a);    /* periodic copy into guards */
-void emf_guard_fold(const emf *f, float *a);    /* add guard deposits into the interior */
+/* Periodic copy into the guards; guards of non-periodic sides are left as they are. */
+void emf_guard_fill(const emf *f, float *a);
+/* Add guard deposits into the interior across periodic sides; drop them at the others. */
+void emf_guard_fold(const emf *f, float *a);
 void emf_current_finish(emf *f);        /* fold J, apply the deck's filter */
 void emf_filter(emf *f, float *a);      /* the deck's binomial passes (+ compensator) */
 void emf_zero(const emf *f, float *a);
 /* Solve the periodic discrete Poisson problem so that div E = rho - mean(rho) exactly;
- * the mean is kept as rho_bg (a uniform neutralising background). */
+ * the mean is kept as rho_bg (a uniform neutralising background). A box with a non-periodic
+ * side starts with E = 0 and rho_bg = 0 instead (right for a neutral plasma; a non-neutral
+ * one then starts with its charge as the Gauss-law residual). */
 void emf_poisson(emf *f, const float *rho);
 double emf_energy_e(const emf *f);
 double emf_energy_b(const emf *f);
-/* max |div E - (rho - rho_bg)| over the interior nodes. */
+/* max |div E - (rho - rho_bg)| over the nodes [glo, ghi) (all interior nodes of a periodic
+ * box; edge nodes, PML layers and laser planes left out otherwise). */
 double emf_gauss_max(const emf *f, const float *rho);
 
 #endif

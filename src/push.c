@@ -4,6 +4,7 @@
  * tile with one ghost cell below and two above, then adds the tile to the mesh; tiles of one
  * colour never overlap, so no atomics are needed. */
 #include "push.h"
+#include "bnd.h"
 #include "empic.h"
 #include "particle.h"
 
@@ -192,6 +193,10 @@ void push_cpu(species *s, emf *f, const clusters *cl, const float ext_e[3],
                 tile t;
                 tile_open(&t, store, cl, c, 3);
                 move_cluster(s, f, cl, c, &t);
+                if (bnd_edge(s, cl, c)) { /* walls: particles that crossed them, their current */
+                    bnd_cluster(s, f, cl, c);
+                    bnd_tile(s, f, cl, c, t.i0, t.j0, t.w, t.h, t.s, t.a[0], t.a[1], t.a[2]);
+                }
                 tile_add(&t, f, f->j, 3);
                 tp += t1 - t0;
                 td += omp_get_wtime() - t1;

@@ -1,8 +1,10 @@
 /* sim.c - simulation setup and the PIC time cycle (DESIGN §3) over either backend. */
 #include "sim.h"
+#include "bnd.h"
 #include "checkpoint.h"
 #include "empic.h"
 #include "guard.h"
+#include "lasers.h"
 #include "output.h"
 #include "push.h"
 #include "report.h"
@@ -43,31 +45,53 @@ static int resolve_backend(sim *S)
 
 int sim_init(sim *S, const deck *d, int quiet) { return sim_init_from(S, d, quiet, NULL); }
 
+/* Non-periodic boundaries, lasers and the moving window run on the CPU backend only (so
+ * far): "auto" falls back to it. Also checks that x-launched lasers are in before the
+ * window moves (their source plane is fixed in the lab). 0, or -1 after reporting. */
+static int sim_cpu_features(sim *S)
+{
+    const deck *d = &S->d;
+    int need = d->nlasers > 0 || d->window_enabled;
+    for (int k = 0; k < 4; k++) {
+        need |= d->fbnd[k] != FBND_PERIODIC;
+        for (int s = 0; s < d->nspecies; s++)
+            need |= d->species[s].bnd[k] != PBND_PERIODIC;
+    }
+    for (int l = 0; l < d->nlasers && d->window_enabled; l++) {
+        laser_src L;
+        laser_setup(&L, &d->lasers[l], d, d->fbnd[d->lasers[l].boundary] == FBND_PML
+                                              ? d->pml_cells : 0);
+        double end = laser_end_time(&L, d);
+        if (L.axis == 0 && end > d->window_t_start) {
+            empic_report(d->file, 0, "fields.moving_window.t_start = %g: laser %d is still being "
+                         "launched from its x boundary until t = %.6g; expected t_start >= %.6g",
+                         d->window_t_start, l + 1, end, end);
+            return -1;
+        }
+    }
+    if (!need || S->backend != BACKEND_CUDA)
+        return 0;
+    if (d->backend == BACKEND_CUDA) {
+        empic_report(d->file, 0, "non-periodic boundaries, lasers and the moving window are "
+                                 "implemented on the CPU backend only so far; use backend "
+                                 "\"cpu\" or \"auto\"");
+        return -1;
+    }
+    S->backend = BACKEND_CPU;
+    report_cpu_name(S->device, sizeof S->device);
+    if (!S->quiet)
+        fprintf(stderr, "empic: note: this deck's boundaries/lasers/window run on the CPU "
+                        "backend\n");
+    return 0;
+}
+
 int sim_init_from(sim *S, const deck *d, int quiet, const char *checkpoint)
 {
     char *rows = NULL; /* energy.csv rows before the checkpoint's step */
     memset(S, 0, sizeof *S);
     S->d = *d;
     S->quiet = quiet;
-    for (int k = 0; k < 4; k++) {
-        if (d->fbnd[k] != FBND_PERIODIC) {
-            empic_report(d->file, 0, "fields.boundary: only \"periodic\" field boundaries are "
-                                     "implemented in this version");
-            return -1;
-        }
-        for (int s = 0; s < d->nspecies; s++)
-            if (d->species[s].bnd[k] != PBND_PERIODIC) {
-                empic_report(d->file, 0, "species.%s.boundary: only \"periodic\" particle "
-                             "boundaries are implemented in this version", d->species[s].name);
-                return -1;
-            }
-    }
-    if (d->nlasers > 0 || d->window_enabled) {
-        empic_report(d->file, 0, "lasers and the moving window are not implemented in this "
-                                 "version");
-        return -1;
-    }
-    if (resolve_backend(S))
+    if (resolve_backend(S) || sim_cpu_features(S))
         return -1;
     clusters_init(&S->cl, &S->d);
     if ((S->cl.ncx > 2 && S->d.nx / S->cl.ncx < 3) || (S->cl.ncy > 2 && S->d.ny / S->cl.ncy < 3)) {
@@ -77,6 +101,7 @@ int sim_init_from(sim *S, const deck *d, int quiet, const char *checkpoint)
         return -1;
     }
     emf_init(&S->f, &S->d);
+    window_init(&S->win, &S->d);
     S->nsp = S->d.nspecies;
     for (int a = 0; a < 3; a++) {
         S->ext_e[a] = (float)S->d.ext_E[a];
@@ -88,9 +113,15 @@ int sim_init_from(sim *S, const deck *d, int quiet, const char *checkpoint)
     } else {
         for (int s = 0; s < S->nsp; s++)
             species_init(&S->sp[s], &S->d, s, &S->cl);
-        /* E(0) from the initial charge so that div E = rho holds from the start */
+        /* E(0) from the initial charge so that div E = rho holds from the start (a box with
+         * a non-periodic side starts from E = 0: see emf_poisson) */
         sim_rho(S, NULL);
         emf_poisson(&S->f, S->f.rho);
+        double q = emf_gauss_max(&S->f, S->f.rho);
+        if (!quiet && S->f.fb && q > 1e-6)
+            fprintf(stderr, "empic: note: the box is not periodic and the initial plasma is "
+                            "not neutral (max |rho| = %.3g): E starts at 0, so Gauss's law "
+                            "is off by that charge from the start (gauss_max)\n", q);
         for (int s = 0; s < S->nsp; s++)
             push_half_back(&S->sp[s], &S->f, &S->cl, S->ext_e, S->ext_b);
     }
@@ -173,7 +204,8 @@ static void dump(sim *S, int fields, int parts)
         per[s] = S->rho_sp + (size_t)s * S->f.size;
     output_frame fr = {.d = &S->d, .f = &S->f, .rho = S->f.rho, .rho_species = per,
                        .sp = S->sp, .nspecies = S->nsp, .cl = &S->cl, .step = S->step,
-                       .t = S->step * S->d.dt, .fields = fields, .particles = parts};
+                       .t = S->step * S->d.dt, .x0 = S->win.cells * S->d.dx,
+                       .fields = fields, .particles = parts};
     if (output_dump(S->d.output, &fr))
         empic_exit(1);
 }
@@ -245,10 +277,18 @@ void sim_step(sim *S)
         emf_e_advance(f);
         double ts = omp_get_wtime();
         S->phase_s[PH_FIELD] += ts - tf;
-        /* 7. incremental sort */
+        /* the moving window: fields and particle cells one cell back when due */
+        int moved = window_due(&S->win, f->step * d->dt, d->dx);
+        if (moved)
+            window_shift(&S->win, f, S->sp, S->nsp, &S->cl);
+        /* 7. incremental sort, particles that left the box dropped first */
         for (int s = 0; s < S->nsp; s++)
-            if (!S->sp[s].cfg->immobile)
+            if (!S->sp[s].cfg->immobile || moved) {
+                bnd_drop(&S->sp[s], &S->cl, moved);
                 sort_clusters(&S->sp[s], &S->cl);
+            }
+        if (moved)
+            window_inject(&S->win, S->sp, S->nsp, d, &S->cl);
         S->phase_s[PH_SORT] += omp_get_wtime() - ts;
     }
     if (want_e) {

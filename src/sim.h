@@ -5,6 +5,7 @@
 #include "deck.h"
 #include "emf.h"
 #include "species.h"
+#include "window.h"
 #include <stdio.h>
 
 enum sim_phase { PH_PUSH = 0, PH_DEPOSIT, PH_SORT, PH_FIELD, PH_OTHER, PH_COUNT };
@@ -21,6 +22,7 @@ typedef struct {
     char device[128];         /* CPU model or GPU name */
     gpu_state *gpu;
     long step;                /* steps done */
+    window win;               /* moving window (box origin x0 = win.cells * dx) */
     float ext_e[3], ext_b[3];
     double phase_s[PH_COUNT]; /* wall seconds per phase */
     double wall_s;

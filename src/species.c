@@ -121,54 +121,69 @@ static double profile_density(const deck_species *c, profile_eval *p, double x, 
     }
 }
 
-/* Visit the regular ppc positions of every cell of cluster cl; fill when s->x != NULL at
- * slot `at`, else only count. Returns the particles of the cluster. */
+/* Visit the regular ppc positions of cell (i, j), in global column ig (i plus the cells the
+ * moving window has moved: the x of the profiles and the RNG key); fill from slot `at` when
+ * `fill`, else only count. The RNG is keyed by (seed, species, cell, particle in cell) with
+ * cell = (ig mod nx) + j nx and the particle number carrying ig / nx in its high 16 bits, so
+ * an injected column is new and the initial load (ig < nx) is keyed as always. Returns the
+ * particles of the cell. */
+static int load_cell(species *s, const deck *d, profile_eval *p, int i, int j, long ig,
+                     size_t at, int fill)
+{
+    const deck_species *cfg = s->cfg;
+    const int px = cfg->ppc[0], py = cfg->ppc[1];
+    const int iso = cfg->uth[0] == cfg->uth[1] && cfg->uth[1] == cfg->uth[2];
+    const uint32_t key = (uint32_t)(ig % d->nx) + (uint32_t)j * (uint32_t)d->nx,
+                   wrap = (uint32_t)(ig / d->nx) << 16;
+    int n = 0;
+    for (int b = 0; b < py; b++)
+        for (int a = 0; a < px; a++) {
+            float ox = ((float)a + 0.5f) / (float)px, oy = ((float)b + 0.5f) / (float)py;
+            double xp = (ig + (double)ox) * d->dx, yp = (j + (double)oy) * d->dy;
+            double dens = profile_density(cfg, p, xp, yp);
+            if (!(dens > 0.0))
+                continue;
+            if (fill) {
+                size_t q = at + (size_t)n;
+                rng_stream r;
+                float u[3] = {0, 0, 0};
+                double ud[3];
+                rng_init(&r, d->seed, (unsigned)s->index, key,
+                         (uint32_t)(a + b * px) | wrap);
+                if (iso && cfg->uth[0] >= 0.5)
+                    rng_juttner(&r, cfg->uth[0] * cfg->uth[0], u);
+                else
+                    for (int k = 0; k < 3; k++)
+                        u[k] = cfg->uth[k] > 0.0 ? (float)cfg->uth[k] * rng_normal(&r)
+                                                 : 0.0f;
+                for (int k = 0; k < 3; k++)
+                    ud[k] = p->drift[k] ? formula_eval(p->drift[k], xp, yp)
+                                        : p->drift_const[k];
+                rng_boost(u, ud);
+                s->cell[q] = cell_pack(i, j);
+                s->x[q] = ox;
+                s->y[q] = oy;
+                s->ux[q] = u[0];
+                s->uy[q] = u[1];
+                s->uz[q] = u[2];
+                s->w[q] = (float)(dens / (px * py));
+                s->code[q] = 0;
+            }
+            n++;
+        }
+    return n;
+}
+
+/* Every cell of cluster cl: filled from slot `at`, or only counted when at == (size_t)-1.
+ * Returns the particles of the cluster. */
 static int load_cluster(species *s, const deck *d, const clusters *c, int cl, profile_eval *p,
                         size_t at)
 {
-    const deck_species *cfg = s->cfg;
-    const int px = cfg->ppc[0], py = cfg->ppc[1], cx = cl % c->ncx, cy = cl / c->ncx;
-    const int fill = at != (size_t)-1;
-    const int iso = cfg->uth[0] == cfg->uth[1] && cfg->uth[1] == cfg->uth[2];
+    const int cx = cl % c->ncx, cy = cl / c->ncx, fill = at != (size_t)-1;
     int n = 0;
     for (int j = c->y0[cy]; j < c->y0[cy + 1]; j++)
         for (int i = c->x0[cx]; i < c->x0[cx + 1]; i++)
-            for (int b = 0; b < py; b++)
-                for (int a = 0; a < px; a++) {
-                    float ox = ((float)a + 0.5f) / (float)px, oy = ((float)b + 0.5f) / (float)py;
-                    double xp = (i + (double)ox) * d->dx, yp = (j + (double)oy) * d->dy;
-                    double dens = profile_density(cfg, p, xp, yp);
-                    if (!(dens > 0.0))
-                        continue;
-                    if (fill) {
-                        size_t q = at + (size_t)n;
-                        rng_stream r;
-                        float u[3] = {0, 0, 0};
-                        double ud[3];
-                        rng_init(&r, d->seed, (unsigned)s->index,
-                                 (uint32_t)i + (uint32_t)j * (uint32_t)d->nx,
-                                 (uint32_t)(a + b * px));
-                        if (iso && cfg->uth[0] >= 0.5)
-                            rng_juttner(&r, cfg->uth[0] * cfg->uth[0], u);
-                        else
-                            for (int k = 0; k < 3; k++)
-                                u[k] = cfg->uth[k] > 0.0 ? (float)cfg->uth[k] * rng_normal(&r)
-                                                         : 0.0f;
-                        for (int k = 0; k < 3; k++)
-                            ud[k] = p->drift[k] ? formula_eval(p->drift[k], xp, yp)
-                                                : p->drift_const[k];
-                        rng_boost(u, ud);
-                        s->cell[q] = cell_pack(i, j);
-                        s->x[q] = ox;
-                        s->y[q] = oy;
-                        s->ux[q] = u[0];
-                        s->uy[q] = u[1];
-                        s->uz[q] = u[2];
-                        s->w[q] = (float)(dens / (px * py));
-                        s->code[q] = 0;
-                    }
-                    n++;
-                }
+            n += load_cell(s, d, p, i, j, i, fill ? at + (size_t)n : 0, fill);
     return n;
 }
 
@@ -189,6 +204,7 @@ void species_init(species *s, const deck *d, int index, const clusters *c)
     memset(s, 0, sizeof *s);
     s->cfg = &d->species[index];
     s->index = index;
+    s->seed = d->seed;
     s->q = (float)s->cfg->charge;
     s->m = (float)s->cfg->mass;
     s->qm = (float)(s->cfg->charge / s->cfg->mass);
@@ -269,6 +285,40 @@ void species_relayout(species *s, const clusters *cl, const int *need)
     free(start);
     free(cap);
     s->rearrangements++;
+}
+
+long long species_inject_column(species *s, const deck *d, const clusters *cl, int i, long ig)
+{
+    const int cx = cl->cx_of[i];
+    int *add = empic_calloc((size_t)cl->ncy, sizeof(int), "injection"), grow = 0;
+    profile_eval p;
+    profile_open(&p, s->cfg);
+    for (int cy = 0; cy < cl->ncy; cy++) {
+        int c = cluster_id(cl, cx, cy);
+        for (int j = cl->y0[cy]; j < cl->y0[cy + 1]; j++)
+            add[cy] += load_cell(s, d, &p, i, j, ig, 0, 0);
+        grow |= s->count[c] + add[cy] > s->cap[c];
+    }
+    if (grow) {
+        int *need = empic_alloc((size_t)cl->n * sizeof(int), "injection");
+        for (int c = 0; c < cl->n; c++)
+            need[c] = s->count[c] + (c % cl->ncx == cx ? add[c / cl->ncx] : 0);
+        species_relayout(s, cl, need);
+        free(need);
+    }
+    long long n = 0;
+    for (int cy = 0; cy < cl->ncy; cy++) {
+        int c = cluster_id(cl, cx, cy);
+        size_t at = (size_t)s->start[c] + (size_t)s->count[c];
+        for (int j = cl->y0[cy]; j < cl->y0[cy + 1]; j++)
+            at += (size_t)load_cell(s, d, &p, i, j, ig, at, 1);
+        s->count[c] += add[cy];
+        n += add[cy];
+    }
+    s->np += n;
+    profile_close(&p);
+    free(add);
+    return n;
 }
 
 long long species_check(const species *s, const clusters *cl)

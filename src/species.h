@@ -26,6 +26,7 @@ static inline int cluster_id(const clusters *c, int cx, int cy) { return cx + cy
 typedef struct {
     const deck_species *cfg;
     int index;            /* species number (RNG key) */
+    unsigned long long seed; /* the deck's seed (RNG key of loads and thermal walls) */
     float q, m, qm;       /* charge, mass, charge/mass */
     size_t alloc;         /* allocated slots */
     uint32_t *cell;
@@ -60,6 +61,10 @@ static inline void species_copy(species *s, size_t b, size_t a)
 }
 /* Re-lay segments so that cluster c has room for need[c] (global rearrangement). */
 void species_relayout(species *s, const clusters *cl, const int *need);
+/* Moving window: append the particles of cell column i (all rows) as the initial load would
+ * have put them in global column ig = i + cells moved (profiles at x = ig dx, RNG keyed by
+ * ig), relaying segments out when full. Returns the number added (np updated). */
+long long species_inject_column(species *s, const deck *d, const clusters *cl, int i, long ig);
 /* Particle count check: every cluster's particles inside it, sum = np. Returns the number of
  * misplaced particles (0 when sound). */
 long long species_check(const species *s, const clusters *cl);

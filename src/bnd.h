@@ -1,0 +1,32 @@
+/* bnd.h - non-periodic particle boundaries on the CPU (rules in include/pbnd.h): applied to
+ * each particle right after its move, to the current tile of an edge cluster before it is
+ * added to the mesh, and to the cluster segments before the sort (dropped particles). */
+#ifndef BND_H
+#define BND_H
+
+#include "emf.h"
+#include "species.h"
+
+/* Whether cluster c lies on a side where species s has a non-periodic boundary. */
+static inline int bnd_edge(const species *s, const clusters *cl, int c)
+{
+    const int cx = c % cl->ncx, cy = c / cl->ncx, *b = s->cfg->bnd;
+    return (cx == 0 && b[0]) || (cx == cl->ncx - 1 && b[1]) || (cy == 0 && b[2]) ||
+           (cy == cl->ncy - 1 && b[3]);
+}
+
+/* After the move of cluster c (cells wrapped periodically, migration codes and histogram
+ * written): apply the walls to the particles whose code says they crossed one (a move off
+ * the grid's first or last cluster), fixing cell, offset, momentum, code and histogram. */
+void bnd_cluster(species *s, const emf *f, const clusters *cl, int c);
+
+/* Fold (reflecting, thermal) or drop (absorbing) the current that cluster c's tile holds
+ * beyond the walls. The tile covers cells [i0, i0+w) x [j0, j0+h) with row stride ts. */
+void bnd_tile(const species *s, const emf *f, const clusters *cl, int c, int i0, int j0,
+              int w, int h, int ts, float *jx, float *jy, float *jz);
+
+/* Remove the particles marked PBND_DROP (clusters on absorbing sides, and the xmin column
+ * of clusters when `window`). Returns the number removed (np is updated). */
+long long bnd_drop(species *s, const clusters *cl, int window);
+
+#endif

@@ -1,0 +1,56 @@
+/* fbnd.h - non-periodic field boundaries on the CPU: CPML absorbing layers of d.pml_cells
+ * cells inside the box edge (include/pml.h), first-order Mur edges, and the laser sources
+ * (lasers.h), hooked into the Yee updates of emf.c.
+ *
+ * Edges: at a non-periodic side the guards are never filled by copy and currents deposited in
+ * them are dropped (emf.c), so nothing wraps. The boundary nodes are node 0 (interior storage)
+ * and node nx (guard storage) along x, likewise along y. A PML side leaves the guards at zero
+ * (the layer ends on a conducting wall, reached by 1e-5 of the wave after a round trip); a Mur
+ * side sets the tangential E at the boundary node from the node inside. */
+#ifndef FBND_H
+#define FBND_H
+
+#include "deck.h"
+#include "emf.h"
+#include "lasers.h"
+
+/* One CPML layer: cells [first, first+n) along `axis` (0: columns at x, 1: rows at y), all
+ * cells along the other axis (len of them). Per depth cell l: b, c of the E points and of
+ * the B points (full step each). psi[m][q], q = j * n + l for an x layer (row j) and
+ * q = l * len + i for a y layer (column i); m = 0..3: x layer Ey, Ez, By, Bz terms; y layer
+ * Ex, Ez, Bx, Bz terms. */
+typedef struct {
+    int axis, hi, n, first, len;
+    float *eb, *ec, *bb, *bc;
+    float *psi[4];
+} pml_layer;
+
+typedef struct fbnd {
+    int bnd[4];                 /* enum deck_fbnd per side */
+    int nlayers;
+    pml_layer layer[4];
+    float mur_m[2];             /* (dt - d)/(dt + d) along x, y */
+    float *mur_old[4];          /* per Mur side: old edge and inner values of its two
+                                   tangential components (4 lines of the side's length) */
+    int nlasers;
+    laser_src lasers[DECK_MAX_LASERS];
+    long shift;                 /* cells the moving window has moved */
+    long psi_step;              /* f->step of the last B psi update (one per step) */
+} fbnd;
+
+/* The boundary state of a deck (NULL when every side is periodic and there is no laser);
+ * also sets f->glo/ghi, the nodes where Gauss's law is checked (layers, edges and laser
+ * planes excluded). */
+fbnd *fbnd_new(emf *f, const deck *d);
+void fbnd_free(fbnd *b);
+/* After each half step B -= dt/2 curl E (E at t = f->step dt): PML terms (the B psi are
+ * updated at the first of the half steps with a given E), laser B sources. */
+void fbnd_b(emf *f);
+/* Before E += dt (curl B - J): keep what Mur needs. */
+void fbnd_e_save(emf *f);
+/* After it (before f->step advances): PML terms, laser E sources, Mur edges. */
+void fbnd_e(emf *f);
+/* The moving window shifted the fields one cell toward -x: shift the layer state with them. */
+void fbnd_shift(emf *f);
+
+#endif

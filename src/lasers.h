@@ -1,0 +1,39 @@
+/* lasers.h - laser sources of a run on the CPU: each deck laser enters through a
+ * total-field/scattered-field plane just inside its launching boundary (beyond the PML or
+ * Mur edge). The incident field (include/laser.h) is added where the Yee curls cross the
+ * plane, so the beam goes only forward and what comes back from the plasma leaves through
+ * the boundary untouched.
+ *
+ * For a beam along x launched from xmin (sign s = +1) or xmax (s = -1), with plane node p
+ * and B column b = p - 1 (xmin) or p (xmax), E1 = Ey, E2 = Ez of the incident field:
+ *   after each half B step (E at t):   Bz[b] += s dt/(2dx) E1(xi_p, t),  By[b] -= s dt/(2dx) E2(xi_p, t)
+ *   after the E step t -> t + dt:     Ey[p] += dt/dx E1(xi_b, t + dt/2),  Ez[p] += dt/dx E2(xi_b, t + dt/2)
+ * with xi_p the plane's and xi_b the B column's distance from the launching boundary, each
+ * component at its own transverse Yee position. Along y (E1 = Ex): Bz[b] -= s dt/(2dy) E1,
+ * Bx[b] += s dt/(2dy) E2, Ex[p] += dt/dy E1, Ez[p] += dt/dy E2.
+ * Plasma belongs in the total-field region (beyond the plane). */
+#ifndef LASERS_H
+#define LASERS_H
+
+#include "deck.h"
+#include "emf.h"
+#include "laser.h"
+
+typedef struct {
+    laser_beam beam;
+    int side;         /* enum deck_side */
+    int axis, sign;   /* propagation axis (0: x, 1: y); +1 from a min side, -1 from a max side */
+    int plane;        /* node index of the plane along the axis (window at its start) */
+    double edge;      /* coordinate of the launching boundary */
+} laser_src;
+
+/* From the deck's laser; `layer` = cells of the PML on the launching side (0 for Mur). */
+void laser_setup(laser_src *L, const deck_laser *cfg, const deck *d, int layer);
+/* Lab time after which the laser has been fully injected. */
+double laser_end_time(const laser_src *L, const deck *d);
+/* Sources after a half B step and after the E step (E at t = f->step dt before the step);
+ * shift = cells the moving window has moved (a beam along x stops once it moves). */
+void laser_b(const laser_src *L, emf *f, long shift);
+void laser_e(const laser_src *L, emf *f, long shift);
+
+#endif

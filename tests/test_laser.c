@@ -1,0 +1,708 @@
+/* test_laser.c - laser-plasma physics of the CPU backend: PML reflection, Gaussian beam
+ * waist/focus/amplitude/polarisation, group velocity in plasma, the moving window, particle
+ * walls and the linear wake wavelength. */
+#include "emf.h"
+#include "fbnd.h"
+#include "pbnd.h"
+#include "testutil.h"
+
+#include <stdlib.h>
+
+static void set_fbnd(deck *d, int x, int y)
+{
+    d->fbnd[SIDE_XMIN] = d->fbnd[SIDE_XMAX] = x;
+    d->fbnd[SIDE_YMIN] = d->fbnd[SIDE_YMAX] = y;
+    d->pml_cells = 16;
+}
+
+/* Piecewise profile 0 before x0, rising linearly to 1 at x1 (owned by the deck). */
+static void set_ramp(deck_pwl *p, double x0, double x1)
+{
+    p->n = 2;
+    p->s = malloc(2 * sizeof(double));
+    p->f = malloc(2 * sizeof(double));
+    p->s[0] = x0, p->s[1] = x1, p->f[0] = 0.0, p->f[1] = 1.0;
+}
+
+static deck_laser *add_laser(deck *d, double a0, double omega0, double w0, double focus,
+                             double center, double duration, int envelope)
+{
+    deck_laser *L = &d->lasers[d->nlasers++];
+    memset(L, 0, sizeof *L);
+    L->a0 = a0;
+    L->omega0 = omega0;
+    L->w0 = w0;
+    L->focus = focus;
+    L->center = center;
+    L->duration = duration;
+    L->envelope = envelope;
+    L->ramp = duration / 4;
+    L->boundary = SIDE_XMIN;
+    return L;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * PML reflection: a tilted plane-wave pulse (periodic in y) runs into the xmax layer; the
+ * same pulse in a box twice as long is the reflection-free reference, and the difference of
+ * the two E fields over the shared interior is the reflected wave. */
+
+/* Pulse g(x - x0) cos(kx x + ky y - w t) with |k| = w = 2 pi, angle theta; TE (Ex, Ey, Bz)
+ * or TM (Ez, Bx, By); E at t = 0, B at t = -dt/2. */
+static void init_pulse(sim *S, double x0, double sig, double theta, int tm)
+{
+    emf *f = &S->f;
+    const double k = 2 * M_PI, kx = k * cos(theta), ky = k * sin(theta);
+    const double c = cos(theta), s = sin(theta);
+    for (int j = 0; j < f->ny; j++)
+        for (int i = 0; i < f->nx; i++) {
+            int q = emf_idx(f, i, j);
+            double xs[2] = {i * f->dx, (i + 0.5) * f->dx}, ys[2] = {j * f->dy, (j + 0.5) * f->dy};
+#define WAVE(x, y, t)                                                                          \
+    (exp(-0.5 * pow(((x) - x0 - c * (t)) / sig, 2)) * cos(kx * (x) + ky * (y) - k * (t)))
+            double th = -0.5 * f->dt;
+            if (tm) {
+                f->e[2][q] = (float)WAVE(xs[0], ys[0], 0.0);
+                f->b[0][q] = (float)(s * WAVE(xs[0], ys[1], th));
+                f->b[1][q] = (float)(-c * WAVE(xs[1], ys[0], th));
+            } else {
+                f->e[0][q] = (float)(-s * WAVE(xs[1], ys[0], 0.0));
+                f->e[1][q] = (float)(c * WAVE(xs[0], ys[1], 0.0));
+                f->b[2][q] = (float)WAVE(xs[1], ys[1], th);
+            }
+#undef WAVE
+        }
+    for (int a = 0; a < 3; a++) {
+        emf_guard_fill(f, f->e[a]);
+        emf_guard_fill(f, f->b[a]);
+    }
+}
+
+/* Reflected amplitude / incident amplitude for angle theta. */
+static double pml_reflection(double theta, int tm)
+{
+    const double dx = 1.0 / 32, lam = 1.0, sig = 1.0;
+    const int np = 16, ahead = 8 * 32, behind = 5 * 32;
+    int ny = 4;
+    double dy = dx;
+    if (theta > 0) {
+        double ly = lam / sin(theta);
+        ny = (int)lround(ly / dx);
+        ny += ny & 1;
+        dy = ly / ny;
+    }
+    const double dt = 0.02, T = 12.0;
+    const int steps = (int)lround(T / dt);
+    float *ref = NULL;
+    double refl = 0.0, inc = 0.0;
+    for (int run = 0; run < 2; run++) {
+        deck d;
+        int nx = np + behind + ahead + np + (run == 0 ? 16 * 32 : 0);
+        tu_deck(&d, nx, ny, dx, dt, steps);
+        d.dy = dy;
+        d.cluster[1] = ny / 2 < 16 ? ny / 2 : 16;
+        d.energy_every = 0;
+        set_fbnd(&d, FBND_PML, FBND_PERIODIC);
+        sim S;
+        CU_ASSERT_FATAL(sim_init(&S, &d, 1) == 0);
+        init_pulse(&S, (np + behind) * dx, sig, theta, tm);
+        if (run == 1)
+            for (int j = 0; j < ny; j++)
+                for (int i = 0; i < nx; i++)
+                    for (int a = 0; a < 3; a++)
+                        inc = fmax(inc, fabs(S.f.e[a][emf_idx(&S.f, i, j)]));
+        for (int n = 0; n < steps; n++)
+            sim_step(&S);
+        /* the shared interior, from the left layer to the right layer of the short box */
+        const int i0 = np, i1 = np + behind + ahead, w = i1 - i0;
+        if (run == 0) {
+            ref = malloc((size_t)3 * w * ny * sizeof(float));
+            for (int a = 0; a < 3; a++)
+                for (int j = 0; j < ny; j++)
+                    for (int i = i0; i < i1; i++)
+                        ref[(a * ny + j) * w + i - i0] = S.f.e[a][emf_idx(&S.f, i, j)];
+        } else {
+            for (int j = 0; j < ny; j++)
+                for (int i = i0; i < i1; i++) {
+                    double e2 = 0;
+                    for (int a = 0; a < 3; a++) {
+                        double df = S.f.e[a][emf_idx(&S.f, i, j)] - ref[(a * ny + j) * w + i - i0];
+                        e2 += df * df;
+                    }
+                    refl = fmax(refl, sqrt(e2));
+                }
+        }
+        sim_free(&S);
+    }
+    free(ref);
+    return refl / inc;
+}
+
+static void test_pml_reflection(void)
+{
+    double r0 = pml_reflection(0.0, 0), r0m = pml_reflection(0.0, 1);
+    double r30 = pml_reflection(M_PI / 6, 0), r45 = pml_reflection(M_PI / 4, 0);
+    double r60 = pml_reflection(M_PI / 3, 1);
+    printf(" [16-cell PML, lambda = 32 cells: normal %.2e (TE) %.2e (TM); 30 deg %.2e, 45 deg "
+           "%.2e, 60 deg %.2e (TM)] ", r0, r0m, r30, r45, r60);
+    CU_ASSERT(r0 < 1e-3);
+    CU_ASSERT(r0m < 1e-3);
+    CU_ASSERT(r45 < 1e-2);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Gaussian beam in vacuum: time-averaged E^2 of a long flat-top beam at steady state. */
+
+typedef struct {
+    int nx, ny;
+    double *eyy, *ezz, *eyz; /* time averages at the Ez nodes (Ey interpolated) */
+} beam_avg;
+
+static void avg_accumulate(beam_avg *a, const sim *S, double wgt)
+{
+    const emf *f = &S->f;
+    for (int j = 1; j < f->ny; j++)
+        for (int i = 0; i < f->nx; i++) {
+            int k = emf_idx(f, i, j);
+            double ey = 0.5 * (f->e[1][k] + f->e[1][k - f->stride]), ez = f->e[2][k];
+            size_t q = (size_t)j * f->nx + i;
+            a->eyy[q] += wgt * ey * ey;
+            a->ezz[q] += wgt * ez * ez;
+            a->eyz[q] += wgt * ey * ez;
+        }
+}
+
+/* Run a flat-top beam until steady state over the box and average E^2 over 4 periods. */
+static void beam_run(deck *d, beam_avg *a, double t_front)
+{
+    sim S;
+    CU_ASSERT_FATAL(sim_init(&S, d, 1) == 0);
+    const double period = 2 * M_PI / d->lasers[0].omega0;
+    const int nav = (int)lround(4 * period / d->dt);
+    const long start = (long)ceil(t_front / d->dt);
+    a->nx = d->nx;
+    a->ny = d->ny;
+    a->eyy = calloc((size_t)d->nx * d->ny, sizeof(double));
+    a->ezz = calloc((size_t)d->nx * d->ny, sizeof(double));
+    a->eyz = calloc((size_t)d->nx * d->ny, sizeof(double));
+    for (long n = 0; n < start + nav; n++) {
+        sim_step(&S);
+        if (n >= start)
+            avg_accumulate(a, &S, 1.0 / nav);
+    }
+    sim_free(&S);
+}
+
+static void avg_free(beam_avg *a)
+{
+    free(a->eyy);
+    free(a->ezz);
+    free(a->eyz);
+}
+
+static void test_gaussian_beam(void)
+{
+    /* 24 cells per wavelength: the Yee grid diffracts faster than vacuum by about
+     * 0.135 (k dx)^2 = 0.9% (20 cells: 1.3%) */
+    const double lam = 1.0, w = 2 * M_PI / lam, dx = lam / 24, w0 = 2.5, xf = 13.0;
+    const double a0 = 0.5, theta = 0.3, xr = 0.5 * w * w0 * w0;
+    const int nx = 28 * 24, ny = 20 * 24;
+    deck d;
+    tu_deck(&d, nx, ny, dx, lam / 48, 0);
+    d.cluster[0] = d.cluster[1] = 32;
+    d.energy_every = 0;
+    set_fbnd(&d, FBND_PML, FBND_PML);
+    deck_laser *L = add_laser(&d, a0, w, w0, xf, 0.5 * ny * dx, 1000.0, ENV_FLATTOP);
+    L->ramp = 4.0;
+    L->polarization = theta;
+    beam_avg a;
+    beam_run(&d, &a, nx * dx + L->ramp + 2.0);
+    /* w(x) from the second moment of <E^2> across y, on columns clear of the layers */
+    const int jc = ny / 2;
+    double worst_w = 0, sx = 0, sx2 = 0, sx3 = 0, sx4 = 0, sy = 0, sxy = 0, sx2y = 0;
+    int m = 0, ifocus = 0;
+    double peak = 0, pyy = 0, pzz = 0, pyz = 0;
+    for (int i = 40; i < nx - 24; i += 6) {
+        double s0 = 0, s1 = 0, s2 = 0, x = i * dx;
+        for (int j = 20; j < ny - 20; j++) {
+            size_t q = (size_t)j * nx + i;
+            double e2 = a.eyy[q] + a.ezz[q], y = j * dx;
+            s0 += e2;
+            s1 += e2 * y;
+            s2 += e2 * y * y;
+        }
+        double mean = s1 / s0, wm = 2 * sqrt(s2 / s0 - mean * mean);
+        double wt = w0 * sqrt(1 + pow((x - xf) / xr, 2));
+        worst_w = fmax(worst_w, fabs(wm / wt - 1));
+        double X = x - xf, Y = wm * wm; /* fit w^2 = A + B x + C x^2 */
+        sx += X, sx2 += X * X, sx3 += X * X * X, sx4 += X * X * X * X;
+        sy += Y, sxy += X * Y, sx2y += X * X * Y;
+        m++;
+    }
+    for (int i = 40; i < nx - 24; i++) {
+        size_t q = (size_t)jc * nx + i;
+        double amp = sqrt(2 * (a.eyy[q] + a.ezz[q]));
+        if (amp > peak)
+            peak = amp, ifocus = i;
+    }
+    for (size_t q = 0; q < (size_t)nx * ny; q++)
+        pyy += a.eyy[q], pzz += a.ezz[q], pyz += a.eyz[q];
+    /* least squares for the parabola */
+    double M[3][4] = {{m, sx, sx2, sy}, {sx, sx2, sx3, sxy}, {sx2, sx3, sx4, sx2y}};
+    for (int c = 0; c < 3; c++)
+        for (int r = 0; r < 3; r++)
+            if (r != c) {
+                double g = M[r][c] / M[c][c];
+                for (int k = 0; k < 4; k++)
+                    M[r][k] -= g * M[c][k];
+            }
+    double A = M[0][3] / M[0][0], B = M[1][3] / M[1][1], C = M[2][3] / M[2][2];
+    double xfit = xf - B / (2 * C), w0fit = sqrt(A - B * B / (4 * C)), xrfit = w0fit / sqrt(C);
+    double ratio = sqrt(pzz / pyy), corr = pyz / sqrt(pyy * pzz);
+    printf(" [w(x) within %.2f%% of w0 sqrt(1+(x-xf)^2/xR^2); fit: focus %.3f (%.3f), w0 %.4f "
+           "(%.4f), xR %.3f (%.3f); peak |E| %.4f at x = %.2f, a0 w0 = %.4f; Ez/Ey %.4f, tan "
+           "%.4f, correlation %.5f] ",
+           100 * worst_w, xfit, xf, w0fit, w0, xrfit, xr, peak, ifocus * dx, a0 * w, ratio,
+           tan(theta), corr);
+    CU_ASSERT(worst_w < 0.02);
+    CU_ASSERT(fabs(xfit - xf) < 0.02 * xr);
+    CU_ASSERT(fabs(w0fit / w0 - 1) < 0.02);
+    CU_ASSERT(fabs(peak / (a0 * w) - 1) < 0.02);
+    CU_ASSERT(fabs(ratio / tan(theta) - 1) < 0.01);
+    CU_ASSERT(corr > 0.999);
+    avg_free(&a);
+}
+
+/* Circular polarisation: a plane-wave-like beam (w0 much wider than the periodic box) has
+ * |E| = a0 omega0 at all times, Ey and Ez of equal power and 90 degrees apart. */
+static void test_circular(void)
+{
+    const double w = 2 * M_PI, dx = 1.0 / 24, a0 = 0.5;
+    deck d;
+    tu_deck(&d, 300, 4, dx, dx / 2, 0);
+    d.cluster[1] = 2;
+    d.energy_every = 0;
+    set_fbnd(&d, FBND_PML, FBND_PERIODIC);
+    deck_laser *L = add_laser(&d, a0, w, 1e5, 5.0, 0.0, 1000.0, ENV_FLATTOP);
+    L->ramp = 3.0;
+    L->circular = 1;
+    sim S;
+    CU_ASSERT_FATAL(sim_init(&S, &d, 1) == 0);
+    const int probe = 200, n0 = (int)lround(13.0 / d.dt), n = (int)lround(2.0 / d.dt);
+    double emin = 1e30, emax = 0, syy = 0, szz = 0, syz = 0;
+    for (int k = 0; k < n0 + n; k++) {
+        sim_step(&S);
+        if (k < n0)
+            continue;
+        int q = emf_idx(&S.f, probe, 1);
+        double ey = S.f.e[1][q], ez = S.f.e[2][q], e = sqrt(ey * ey + ez * ez);
+        emin = fmin(emin, e);
+        emax = fmax(emax, e);
+        syy += ey * ey, szz += ez * ez, syz += ey * ez;
+    }
+    printf(" [|E| in [%.4f, %.4f], a0 w0 = %.4f; <Ez^2>/<Ey^2> %.4f, correlation %.4f] ",
+           emin, emax, a0 * w, szz / syy, syz / sqrt(syy * szz));
+    CU_ASSERT(fabs(emin / (a0 * w) - 1) < 0.02 && fabs(emax / (a0 * w) - 1) < 0.02);
+    CU_ASSERT(fabs(szz / syy - 1) < 0.02);
+    CU_ASSERT(fabs(syz / sqrt(syy * szz)) < 0.02);
+    sim_free(&S);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Group velocity: the time centroid of Ey^2 of a short pulse at two probes. */
+static double group_velocity(double omega0, int plasma, double *theory_yee)
+{
+    const double lam = 2 * M_PI / omega0, dx = lam / 30, dt = 0.65 * dx;
+    const int nx = (int)lround(48.0 / dx), steps = (int)lround(70.0 / dt);
+    const double x1 = 10.0, x2 = 40.0;
+    deck d;
+    tu_deck(&d, nx, 4, dx, dt, steps);
+    d.cluster[0] = 16;
+    d.cluster[1] = 2;
+    d.energy_every = 0;
+    set_fbnd(&d, FBND_PML, FBND_PERIODIC);
+    add_laser(&d, 0.01, omega0, 1e5, 5.0, 0.0, 6.0, ENV_GAUSSIAN);
+    if (plasma)
+        for (int s = 0; s < 2; s++) {
+            deck_species *sp = tu_species(&d, s ? "ions" : "electrons", s ? 1 : -1,
+                                          s ? 1836 : 1, 2, 0);
+            sp->immobile = s;
+            sp->ppc[1] = 1;
+            sp->profile = PROFILE_PIECEWISE;
+            set_ramp(&sp->px, 3.0, 3.5);
+            sp->bnd[SIDE_XMIN] = sp->bnd[SIDE_XMAX] = PBND_ABSORBING;
+        }
+    sim S;
+    CU_ASSERT_FATAL(sim_init(&S, &d, 1) == 0);
+    const int i1 = (int)lround(x1 / dx), i2 = (int)lround(x2 / dx);
+    double m[2][2] = {{0, 0}, {0, 0}};
+    for (int n = 0; n < steps; n++) {
+        sim_step(&S);
+        for (int p = 0; p < 2; p++) {
+            double e = S.f.e[1][emf_idx(&S.f, p ? i2 : i1, 1)];
+            m[p][0] += e * e;
+            m[p][1] += e * e * (n + 1) * dt;
+        }
+    }
+    double v = (i2 - i1) * dx / (m[1][1] / m[1][0] - m[0][1] / m[0][0]);
+    /* Yee + cold plasma: (2/dt sin(w dt/2))^2 = wp^2 + (2/dx sin(k dx/2))^2, dw/dk */
+    double W = 2 / dt * sin(omega0 * dt / 2), K2 = W * W - (plasma ? 1.0 : 0.0);
+    double kk = 2 / dx * asin(sqrt(K2) * dx / 2);
+    *theory_yee = (sin(kk * dx) / dx) / (sin(omega0 * dt) / dt);
+    sim_free(&S);
+    return v;
+}
+
+static void test_group_velocity(void)
+{
+    const double w0 = 3.0;
+    double yv, yp;
+    double vv = group_velocity(w0, 0, &yv), vp = group_velocity(w0, 1, &yp);
+    double want = sqrt(1 - 1 / (w0 * w0));
+    printf(" [omega0 = %.1f omega_p: v_g %.5f in plasma, %.5f in vacuum (Yee %.5f, %.5f); "
+           "ratio %.5f, theory sqrt(1 - wp^2/w0^2) = %.5f] ",
+           w0, vp, vv, yp, yv, vp / vv, want);
+    CU_ASSERT(fabs(vp / vv / want - 1) < 0.01);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Moving window. */
+
+/* E at t, B at t - dt/2: the same staggering at both ends of a comparison. */
+static double field_energy(const sim *S)
+{
+    return emf_energy_e(&S->f) + emf_energy_b(&S->f);
+}
+
+/* A vacuum pulse rides the window for a whole box length with its energy kept. */
+static void test_window_vacuum(void)
+{
+    const double dx = 1.0 / 20, dt = 0.6 * dx / sqrt(2.0);
+    const int nx = 400;
+    deck d;
+    tu_deck(&d, nx, 4, dx, dt, 0);
+    d.cluster[1] = 2;
+    d.energy_every = 0;
+    set_fbnd(&d, FBND_PML, FBND_PERIODIC);
+    add_laser(&d, 0.1, 2 * M_PI, 1e5, 5.0, 0.0, 2.5, ENV_GAUSSIAN);
+    d.window_enabled = 1;
+    d.window_t_start = 11.5;
+    sim S;
+    CU_ASSERT_FATAL(sim_init(&S, &d, 1) == 0);
+    while ((S.step + 1) * dt < d.window_t_start)
+        sim_step(&S);
+    double e0 = field_energy(&S);
+    long n0 = S.step;
+    while (S.win.cells < nx)
+        sim_step(&S);
+    double e1 = field_energy(&S);
+    printf(" [window moved %ld cells in %ld steps: field energy %.6g -> %.6g (%+.3f%%)] ",
+           S.win.cells, S.step - n0, e0, e1, 100 * (e1 / e0 - 1));
+    CU_ASSERT(fabs(e1 / e0 - 1) < 0.01);
+    sim_free(&S);
+}
+
+/* A cold uniform plasma (electrons and mobile ions) in a window moving from t = 0 stays
+ * uniform: every cell keeps its particles, the charge stays zero, nothing is lost; and the
+ * injection of column ig < nx reproduces the initial load of that column exactly. */
+static void test_window_plasma(void)
+{
+    const int nx = 96, ny = 16;
+    deck d;
+    tu_deck(&d, nx, ny, 0.1, 0.05, 0);
+    d.energy_every = 0;
+    set_fbnd(&d, FBND_PML, FBND_PERIODIC);
+    d.window_enabled = 1;
+    for (int s = 0; s < 2; s++) {
+        deck_species *sp = tu_species(&d, s ? "ions" : "electrons", s ? 1 : -1, s ? 1836 : 1,
+                                      2, 0);
+        sp->bnd[SIDE_XMIN] = sp->bnd[SIDE_XMAX] = PBND_ABSORBING;
+    }
+    sim S;
+    CU_ASSERT_FATAL(sim_init(&S, &d, 1) == 0);
+    long long np0 = S.sp[0].np + S.sp[1].np;
+    while (S.win.cells < 2 * nx) {
+        sim_step(&S);
+        CU_ASSERT_FATAL(species_check(&S.sp[0], &S.cl) == 0 && species_check(&S.sp[1], &S.cl) == 0);
+    }
+    int *per = calloc((size_t)nx * ny, sizeof(int)), bad = 0;
+    for (int s = 0; s < 2; s++) {
+        memset(per, 0, (size_t)nx * ny * sizeof(int));
+        for (int c = 0; c < S.cl.n; c++)
+            for (int p = S.sp[s].start[c]; p < S.sp[s].start[c] + S.sp[s].count[c]; p++)
+                per[cell_i(S.sp[s].cell[p]) + nx * cell_j(S.sp[s].cell[p])]++;
+        for (int k = 0; k < nx * ny; k++)
+            bad += per[k] != 4;
+    }
+    sim_rho(&S, NULL);
+    double rmax = 0, emax = 0;
+    for (int j = 0; j < ny; j++)
+        for (int i = 0; i < nx; i++) {
+            int k = emf_idx(&S.f, i, j);
+            rmax = fmax(rmax, fabs(S.f.rho[k]));
+            emax = fmax(emax, fabs(S.f.e[0][k]) + fabs(S.f.e[1][k]));
+        }
+    printf(" [%ld cells moved, x0 = %.2f: %lld of %lld particles, %d cells off 4 per cell, "
+           "max |rho| %.1e, max |E| %.1e] ",
+           S.win.cells, S.win.cells * d.dx, S.sp[0].np + S.sp[1].np, np0, bad, rmax, emax);
+    CU_ASSERT_EQUAL(S.sp[0].np + S.sp[1].np, np0);
+    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT(rmax < 1e-6 && emax < 1e-6);
+    free(per);
+    sim_free(&S);
+
+    /* injection keying: column 5 injected as global column 5 = the initial load */
+    deck d2;
+    tu_deck(&d2, 32, 16, 0.1, 0.05, 0);
+    deck_species *e = tu_species(&d2, "electrons", -1, 1, 3, 0.2);
+    snprintf(e->drift[2], sizeof e->drift[2], "0.1*sin(x)");
+    clusters cl;
+    clusters_init(&cl, &d2);
+    species a, b;
+    species_init(&a, &d2, 0, &cl);
+    species_init(&b, &d2, 0, &cl);
+    for (int c = 0; c < cl.n; c++)
+        b.count[c] = 0;
+    b.np = 0;
+    species_inject_column(&b, &d2, &cl, 5, 5);
+    int same = 0, n = 0;
+    for (int c = 0; c < cl.n; c++)
+        for (int p = b.start[c]; p < b.start[c] + b.count[c]; p++, n++)
+            for (int q = a.start[c]; q < a.start[c] + a.count[c]; q++)
+                if (a.cell[q] == b.cell[p] && a.x[q] == b.x[p] && a.y[q] == b.y[p])
+                    same += a.ux[q] == b.ux[p] && a.uy[q] == b.uy[p] && a.uz[q] == b.uz[p] &&
+                            a.w[q] == b.w[p];
+    CU_ASSERT(n == 16 * 9 && same == n);
+    species_free(&a);
+    species_free(&b);
+    clusters_free(&cl);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Particle walls. A species of charge -1e-6 makes no field to speak of: it streams
+ * ballistically, so who leaves and with what energy is known from the initial load. */
+
+typedef struct {
+    long long n;
+    double ke, ux, ux2, uy2, uxmax, xmin, xmax;
+} pstat;
+
+static pstat stats(const sim *S, int s)
+{
+    pstat r = {0, 0, 0, 0, 0, -1e30, 1e30, -1e30};
+    const species *sp = &S->sp[s];
+    for (int c = 0; c < S->cl.n; c++)
+        for (int p = sp->start[c]; p < sp->start[c] + sp->count[c]; p++) {
+            double g = sqrt(1 + sp->ux[p] * sp->ux[p] + sp->uy[p] * sp->uy[p] +
+                            sp->uz[p] * sp->uz[p]);
+            double x = (cell_i(sp->cell[p]) + sp->x[p]) * S->d.dx;
+            r.n++;
+            r.ke += sp->w[p] * (g - 1);
+            r.ux += sp->ux[p];
+            r.ux2 += sp->ux[p] * sp->ux[p];
+            r.uy2 += sp->uy[p] * sp->uy[p];
+            r.uxmax = fmax(r.uxmax, sp->ux[p]);
+            r.xmin = fmin(r.xmin, x);
+            r.xmax = fmax(r.xmax, x);
+        }
+    return r;
+}
+
+static void wall_deck(deck *d, int type, double uth, double drift, double q)
+{
+    tu_deck(d, 64, 16, 0.1, 0.05, 0);
+    d->energy_every = 0;
+    set_fbnd(d, FBND_PML, FBND_PERIODIC);
+    d->pml_cells = 8;
+    deck_species *e = tu_species(d, "electrons", q, 1, 4, uth);
+    snprintf(e->drift[0], sizeof e->drift[0], "%.17g", drift);
+    e->bnd[SIDE_XMIN] = e->bnd[SIDE_XMAX] = type;
+}
+
+static void test_wall_absorbing(void)
+{
+    deck d;
+    wall_deck(&d, PBND_ABSORBING, 0.05, 0.0, -1e-6);
+    sim S;
+    CU_ASSERT_FATAL(sim_init(&S, &d, 1) == 0);
+    const int steps = 400;
+    const double T = steps * d.dt, L = d.nx * d.dx, eps = 1e-3 * d.dx;
+    /* ballistic prediction from u(-1/2) (the fields are ~1e-12) */
+    long long sure = 0, maybe = 0;
+    double ke_sure = 0, ke_maybe = 0;
+    const species *sp = &S.sp[0];
+    for (int c = 0; c < S.cl.n; c++)
+        for (int p = sp->start[c]; p < sp->start[c] + sp->count[c]; p++) {
+            double g = sqrt(1 + sp->ux[p] * sp->ux[p] + sp->uy[p] * sp->uy[p] +
+                            sp->uz[p] * sp->uz[p]);
+            double x = (cell_i(sp->cell[p]) + sp->x[p]) * d.dx + sp->ux[p] / g * T;
+            if (x > eps && x < L - eps)
+                sure++, ke_sure += sp->w[p] * (g - 1);
+            else if (x > -eps && x < L + eps)
+                maybe++, ke_maybe += sp->w[p] * (g - 1);
+        }
+    long long n0 = sp->np;
+    for (int n = 0; n < steps; n++)
+        sim_step(&S);
+    pstat r = stats(&S, 0);
+    printf(" [%lld of %lld left after t = %.0f, ballistic prediction %lld (+%lld on the edge); "
+           "kinetic %.6g, predicted %.6g] ",
+           r.n, n0, T, sure, maybe, r.ke, ke_sure);
+    CU_ASSERT(r.n >= sure && r.n <= sure + maybe && r.n == S.sp[0].np);
+    CU_ASSERT(fabs(r.ke - ke_sure) <= ke_maybe + 1e-6 * ke_sure);
+    CU_ASSERT(r.n < n0 - 1000);
+    CU_ASSERT(species_check(&S.sp[0], &S.cl) == 0);
+    sim_free(&S);
+}
+
+/* Reflecting walls: every particle stays, |u| of each is kept exactly; with a real plasma
+ * the deposit stays charge-conserving up to the walls (the mirror fold of the current). */
+static void test_wall_reflecting(void)
+{
+    deck d;
+    wall_deck(&d, PBND_REFLECTING, 0.05, 0.1, -1e-6);
+    sim S;
+    CU_ASSERT_FATAL(sim_init(&S, &d, 1) == 0);
+    pstat r0 = stats(&S, 0);
+    for (int n = 0; n < 1000; n++)
+        sim_step(&S);
+    pstat r1 = stats(&S, 0);
+    printf(" [%lld -> %lld particles, kinetic %.8g -> %.8g, <ux> %.4f -> %.4f, x in [%.4f, "
+           "%.4f]] ",
+           r0.n, r1.n, r0.ke, r1.ke, r0.ux / r0.n, r1.ux / r1.n, r1.xmin, r1.xmax);
+    CU_ASSERT_EQUAL(r1.n, r0.n);
+    CU_ASSERT(fabs(r1.ke / r0.ke - 1) < 1e-5);
+    CU_ASSERT(r1.xmin >= 0 && r1.xmax < d.nx * d.dx);
+    CU_ASSERT(r1.ux / r1.n < 0.5 * r0.ux / r0.n);
+    sim_free(&S);
+
+    /* charge conservation with walls: warm electrons on immobile ions */
+    wall_deck(&d, PBND_REFLECTING, 0.2, 0.0, -1.0);
+    deck_species *ion = tu_species(&d, "ions", 1, 1836, 4, 0);
+    ion->immobile = 1;
+    ion->bnd[SIDE_XMIN] = ion->bnd[SIDE_XMAX] = PBND_REFLECTING;
+    CU_ASSERT_FATAL(sim_init(&S, &d, 1) == 0);
+    emf *f = &S.f;
+    float *r = malloc(f->size * sizeof(float));
+    double worst = 0;
+    for (int n = 0; n < 200; n++) {
+        sim_rho(&S, NULL);
+        memcpy(r, f->rho, f->size * sizeof(float));
+        sim_step(&S);
+        sim_rho(&S, NULL);
+        for (int j = 0; j < f->ny; j++)
+            for (int i = 0; i < f->nx; i++) {
+                int k = emf_idx(f, i, j), km = emf_idx(f, i, j == 0 ? f->ny - 1 : j - 1);
+                double jxm = i == 0 ? 0.0 : f->j[0][k - 1];
+                double c = (f->rho[k] - r[k]) / f->dt + (f->j[0][k] - jxm) / f->dx +
+                           (f->j[1][k] - f->j[1][km]) / f->dy;
+                worst = fmax(worst, fabs(c * f->dt));
+            }
+    }
+    printf(" [continuity residual with walls %.2e] ", worst);
+    CU_ASSERT(worst < 1e-5);
+    free(r);
+    sim_free(&S);
+}
+
+/* Thermal walls: a drifting beam hits xmax and comes back as the wall's flux-weighted
+ * half-Maxwellian: ux < 0, <ux> = -sqrt(pi/2) u_th, <ux^2> = 2 u_th^2, <uy^2> = u_th^2. */
+static void test_wall_thermal(void)
+{
+    const double uth = 0.02;
+    deck d;
+    wall_deck(&d, PBND_THERMAL, uth, 0.2, -1e-6);
+    sim S;
+    CU_ASSERT_FATAL(sim_init(&S, &d, 1) == 0);
+    long long n0 = S.sp[0].np;
+    for (int n = 0; n < 1300; n++)
+        sim_step(&S);
+    pstat r = stats(&S, 0);
+    double mux = r.ux / r.n / uth, mux2 = r.ux2 / r.n / (uth * uth), muy2 = r.uy2 / r.n / (uth * uth);
+    printf(" [%lld of %lld particles; max ux %.4f; <ux>/uth %.4f (-%.4f), <ux^2>/uth^2 %.4f "
+           "(2), <uy^2>/uth^2 %.4f (1)] ",
+           r.n, n0, r.uxmax, mux, sqrt(M_PI / 2), mux2, muy2);
+    CU_ASSERT_EQUAL(r.n, n0);
+    CU_ASSERT(r.uxmax <= 0.0);
+    CU_ASSERT(fabs(-mux / sqrt(M_PI / 2) - 1) < 0.03);
+    CU_ASSERT(fabs(mux2 / 2 - 1) < 0.03);
+    CU_ASSERT(fabs(muy2 - 1) < 0.03);
+    sim_free(&S);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Linear wake: a short, weak pulse in a uniform plasma leaves Ex oscillating at k_p: the
+ * wavelength is 2 pi v_g / omega_p (= 2 pi c / omega_p to 0.5% at omega0 = 10). */
+static void test_linear_wake(void)
+{
+    const double w0 = 10.0, dx = 2 * M_PI / w0 / 20, dt = 0.65 * dx;
+    const int nx = (int)lround(30.0 / dx), steps = (int)lround(36.0 / dt);
+    deck d;
+    tu_deck(&d, nx, 4, dx, dt, steps);
+    d.cluster[0] = 16;
+    d.cluster[1] = 2;
+    d.energy_every = 0;
+    set_fbnd(&d, FBND_PML, FBND_PERIODIC);
+    add_laser(&d, 0.2, w0, 1e5, 5.0, 0.0, 2.5, ENV_GAUSSIAN);
+    for (int s = 0; s < 2; s++) {
+        deck_species *sp = tu_species(&d, s ? "ions" : "electrons", s ? 1 : -1, s ? 1836 : 1,
+                                      2, 0);
+        sp->immobile = s;
+        sp->ppc[0] = 4;
+        sp->ppc[1] = 1;
+        sp->profile = PROFILE_PIECEWISE;
+        set_ramp(&sp->px, 2.0, 2.5);
+        sp->bnd[SIDE_XMIN] = sp->bnd[SIDE_XMAX] = PBND_ABSORBING;
+    }
+    sim S;
+    CU_ASSERT_FATAL(sim_init(&S, &d, 1) == 0);
+    for (int n = 0; n < steps; n++)
+        sim_step(&S);
+    /* zero crossings of the y-averaged Ex between x = 4 and the layer at 29.5 (the pulse has
+     * left the box) */
+    double prev = 0, first = -1, last = -1, amp = 0;
+    int crossings = 0;
+    for (int i = (int)(4.0 / dx); i < (int)(28.0 / dx); i++) {
+        double ex = 0;
+        for (int j = 0; j < 4; j++)
+            ex += 0.25 * S.f.e[0][emf_idx(&S.f, i, j)];
+        amp = fmax(amp, fabs(ex));
+        if (i > (int)(4.0 / dx) && prev < 0 && ex >= 0) {
+            double x = (i - 1 + prev / (prev - ex) + 0.5) * dx; /* Ex sits at i + 1/2 */
+            if (first < 0)
+                first = x;
+            last = x;
+            crossings++;
+        }
+        prev = ex;
+    }
+    double lam = (last - first) / (crossings - 1), vg = sqrt(1 - 1 / (w0 * w0));
+    printf(" [wake amplitude %.4f, wavelength %.4f over %d periods: 2 pi c/wp = %.4f (%+.2f%%), "
+           "2 pi v_g/wp = %.4f (%+.2f%%)] ",
+           amp, lam, crossings - 1, 2 * M_PI, 100 * (lam / (2 * M_PI) - 1), 2 * M_PI * vg,
+           100 * (lam / (2 * M_PI * vg) - 1));
+    CU_ASSERT(crossings >= 3);
+    CU_ASSERT(fabs(lam / (2 * M_PI) - 1) < 0.03);
+    CU_ASSERT(fabs(lam / (2 * M_PI * vg) - 1) < 0.01);
+    sim_free(&S);
+}
+
+int main(void)
+{
+    CU_initialize_registry();
+    CU_pSuite s = CU_add_suite("laser", NULL, NULL);
+    CU_add_test(s, "PML reflection, normal and oblique", test_pml_reflection);
+    CU_add_test(s, "Gaussian beam in vacuum: waist, focus, peak, polarisation", test_gaussian_beam);
+    CU_add_test(s, "circular polarisation", test_circular);
+    CU_add_test(s, "laser group velocity in plasma", test_group_velocity);
+    CU_add_test(s, "moving window: vacuum pulse energy over a transit", test_window_vacuum);
+    CU_add_test(s, "moving window: uniform plasma stays uniform", test_window_plasma);
+    CU_add_test(s, "absorbing walls: ballistic count and energy", test_wall_absorbing);
+    CU_add_test(s, "reflecting walls: count, energy, continuity", test_wall_reflecting);
+    CU_add_test(s, "thermal walls: re-emitted half-Maxwellian", test_wall_thermal);
+    CU_add_test(s, "linear wake wavelength", test_linear_wake);
+    CU_basic_set_mode(CU_BRM_VERBOSE);
+    CU_basic_run_tests();
+    int fails = CU_get_number_of_failures();
+    CU_cleanup_registry();
+    return fails ? 1 : 0;
+}
