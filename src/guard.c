@@ -144,43 +144,43 @@ int guard_check(const sim *S, guard_hit *h)
 /* ---------------------------------------------------------------- signals and the loop */
 
 /* Signal state is process-wide by nature: the handler can only reach a static flag. */
-static volatile sig_atomic_t ck_signal;
-static struct sigaction ck_old[2];
-static int ck_installed;
-static const int CK_SIGNALS[2] = {SIGINT, SIGTERM};
+static volatile sig_atomic_t sig_seen;
+static struct sigaction sig_old[2];
+static int sig_installed;
+static const int SIG_HANDLED[2] = {SIGINT, SIGTERM};
 
 static void on_signal(int sig)
 {
     static const char msg[] = "\nempic: signal received: stopping after this step with a "
                               "checkpoint (send it again to stop at once)\n";
-    ck_signal = sig;
+    sig_seen = sig;
     ssize_t w = write(STDERR_FILENO, msg, sizeof msg - 1);
     (void)w;
 }
 
 void guard_signals(int on)
 {
-    if (on && !ck_installed) {
+    if (on && !sig_installed) {
         struct sigaction sa;
         memset(&sa, 0, sizeof sa);
         sa.sa_handler = on_signal;
         sigemptyset(&sa.sa_mask);
         sa.sa_flags = SA_RESETHAND;
-        ck_signal = 0;
+        sig_seen = 0;
         for (int k = 0; k < 2; k++) {
-            sigaction(CK_SIGNALS[k], &sa, &ck_old[k]);
-            if (ck_old[k].sa_handler == SIG_IGN) /* e.g. SIGINT of a background job */
-                sigaction(CK_SIGNALS[k], &ck_old[k], NULL);
+            sigaction(SIG_HANDLED[k], &sa, &sig_old[k]);
+            if (sig_old[k].sa_handler == SIG_IGN) /* e.g. SIGINT of a background job */
+                sigaction(SIG_HANDLED[k], &sig_old[k], NULL);
         }
-        ck_installed = 1;
-    } else if (!on && ck_installed) {
+        sig_installed = 1;
+    } else if (!on && sig_installed) {
         for (int k = 0; k < 2; k++)
-            sigaction(CK_SIGNALS[k], &ck_old[k], NULL);
-        ck_installed = 0;
+            sigaction(SIG_HANDLED[k], &sig_old[k], NULL);
+        sig_installed = 0;
     }
 }
 
-int guard_signal_pending(void) { return ck_signal; }
+int guard_signal_pending(void) { return sig_seen; }
 
 static void fetch_device(sim *S)
 {
@@ -205,13 +205,14 @@ static int energies_finite(const sim *S)
 int guard_after_step(sim *S)
 {
     const deck *d = &S->d;
-    const int gpu = S->backend == BACKEND_CUDA, sig = ck_signal;
+    const int gpu = S->backend == BACKEND_CUDA, sig = sig_seen;
     const int ckpt = sig || (d->checkpoint_every > 0 && S->step % d->checkpoint_every == 0);
     const int bad_energy =
         d->energy_every > 0 && S->step > 0 && S->en_step == S->step - 1 && !energies_finite(S);
     const long every = d->energy_every > 0 ? d->energy_every : GUARD_EVERY;
     /* the GPU screens through the energy diagnostic and fetches only when it must */
-    const int scan = bad_energy || ckpt || (S->step % every == 0 && (!gpu || d->energy_every <= 0));
+    const int scan =
+        bad_energy || ckpt || (S->step % every == 0 && (!gpu || d->energy_every <= 0));
     if (scan) {
         if (gpu)
             fetch_device(S);

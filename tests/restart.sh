@@ -91,7 +91,8 @@ else
 fi
 
 out=$("$EMPIC" --restart "$tmp/cut" "$tmp/deck.cfg" 2>&1); rc=$?
-[ $rc -eq 2 ] && [[ "$out" == *"deck stored in the checkpoint"* ]] && pass "restart refuses a deck" \
+[ $rc -eq 2 ] && [[ "$out" == *"deck stored in the checkpoint"* ]] \
+  && pass "restart refuses a deck" \
   || fail "restart with a deck: exit $rc: $out"
 mkdir -p "$tmp/empty"
 out=$("$EMPIC" --restart "$tmp/empty" 2>&1); rc=$?
