@@ -5,13 +5,18 @@
  * file is refused on reading):
  *   /version /step /backend /nspecies /clusters[ncx, ncy] /deck (run.cfg text, bytes)
  *   /run/     particle_steps wall_s phase_s[5] en_step en_e en_b en_gauss en_kin[nspecies]
+ *             window_cells (cells the moving window has moved)
  *   /fields/  shape[rows, stride] ex ey ez bx by bz jx jy jz rho (whole arrays with guards)
- *             rho_bg
+ *             rho_bg step (E at step dt, the lasers' clock)
+ *             with non-periodic sides or lasers: fbnd_psi_step fbnd_shift, psi<layer>_<m>
+ *             (CPML memories), mur<side> (Mur edge memories); coefficients and laser
+ *             geometry come from the deck
  *   /species/<s>/ name np alloc rearrangements start count cap hist[9 n]
  *             cell x y ux uy uz w code (the live particles, cluster after cluster)
  * Slots outside the live segments hold no state: they read back as zeros. */
 #include "checkpoint.h"
 #include "empic.h"
+#include "fbnd.h"
 #include "report.h"
 #ifdef EMPIC_CUDA
 #include "../cuda/gpu.h"
@@ -327,6 +332,28 @@ static void write_species(ck_io *io, hid_t g, species *s, int ncl)
     free(stage);
 }
 
+/* The state arrays of the non-periodic field boundaries (CPML memories psi, Mur edge
+ * memories): names, data and lengths; returns their number (0 for a periodic box). */
+#define CK_FBND_MAX (4 * 4 + 4)
+static int fbnd_arrays(const emf *f, char name[][16], float **data, size_t *len)
+{
+    const fbnd *b = f->fb;
+    int n = 0;
+    for (int l = 0; b && l < b->nlayers; l++)
+        for (int m = 0; m < 4; m++) {
+            snprintf(name[n], 16, "psi%d_%d", l, m);
+            data[n] = b->layer[l].psi[m];
+            len[n++] = (size_t)b->layer[l].n * (size_t)b->layer[l].len;
+        }
+    for (int k = 0; b && k < 4; k++)
+        if (b->mur_old[k]) {
+            snprintf(name[n], 16, "mur%d", k);
+            data[n] = b->mur_old[k];
+            len[n++] = 4 * (size_t)(k / 2 ? f->nx : f->ny);
+        }
+    return n;
+}
+
 /* Bytes the file will take, about: the core driver's growth step, so it grows once. */
 static size_t image_estimate(const sim *S)
 {
@@ -376,6 +403,7 @@ static char *build_image(sim *S, const char *name, ck_io *io, size_t *len)
     put_f64(io, g, "en_b", 1, &S->en_b);
     put_f64(io, g, "en_gauss", 1, &S->en_gauss);
     put_f64(io, g, "en_kin", (size_t)S->nsp, S->en_kin);
+    put_i64(io, g, "window_cells", S->win.cells);
     ck_close_group(g);
 
     const emf *f = &S->f;
@@ -388,6 +416,17 @@ static char *build_image(sim *S, const char *name, ck_io *io, size_t *len)
     for (int k = 0; k < 10; k++)
         ck_put(io, g, fname[k], H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, f->size, fa[k]);
     put_f64(io, g, "rho_bg", 1, &f->rho_bg);
+    put_i64(io, g, "step", f->step);
+    if (f->fb) {
+        char name[CK_FBND_MAX][16];
+        float *data[CK_FBND_MAX];
+        size_t len[CK_FBND_MAX];
+        int n = fbnd_arrays(f, name, data, len);
+        put_i64(io, g, "fbnd_psi_step", f->fb->psi_step);
+        put_i64(io, g, "fbnd_shift", f->fb->shift);
+        for (int k = 0; k < n; k++)
+            ck_put(io, g, name[k], H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, len[k], data[k]);
+    }
     ck_close_group(g);
 
     g = ck_group(io, file, "species", 1);
@@ -418,24 +457,6 @@ static char *build_image(sim *S, const char *name, ck_io *io, size_t *len)
     return image;
 }
 
-/* What of this deck a checkpoint does not carry yet, or NULL: lasers (the field step), PML
- * and Mur layers, the moving window's position, particle boundaries (thermal-wall RNG). */
-static const char *unsupported(const deck *d)
-{
-    if (d->nlasers > 0)
-        return "lasers";
-    if (d->window_enabled)
-        return "the moving window";
-    for (int k = 0; k < 4; k++) {
-        if (d->fbnd[k] != FBND_PERIODIC)
-            return "non-periodic field boundaries";
-        for (int s = 0; s < d->nspecies; s++)
-            if (d->species[s].bnd[k] != PBND_PERIODIC)
-                return "non-periodic particle boundaries";
-    }
-    return NULL;
-}
-
 int checkpoint_write_host(sim *S)
 {
     char dir[DECK_PATH_MAX + 16], path[DECK_PATH_MAX + 64];
@@ -447,13 +468,8 @@ int checkpoint_write_host(sim *S)
     size_t len = 0;
     char *image = NULL;
     int bad = 1;
-    const char *why = unsupported(&S->d);
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    if (why)
-        empic_report(S->d.file, 0, "diagnostics.checkpoint: checkpoints do not carry the state "
-                     "of %s yet, so this run cannot be continued from one; set "
-                     "checkpoint.every = 0", why);
-    else if (mkdir_p(dir))
+    if (mkdir_p(dir))
         empic_report(dir, 0, "cannot create the checkpoint folder: %s", strerror(errno));
     else if (!(image = build_image(S, path, &io, &len)))
         empic_report(path, 0, "cannot build the checkpoint: HDF5 failed at %s%s%s", io.what,
@@ -641,6 +657,7 @@ static void read_species(ck_io *io, hid_t g, sim *S, int s)
     memset(sp, 0, sizeof *sp);
     sp->cfg = &S->d.species[s];
     sp->index = s;
+    sp->seed = S->d.seed;
     sp->q = (float)sp->cfg->charge;
     sp->m = (float)sp->cfg->mass;
     sp->qm = (float)(sp->cfg->charge / sp->cfg->mass);
@@ -737,11 +754,6 @@ int checkpoint_load(sim *S, const char *path, char **rows)
 {
     *rows = NULL;
     ck_io io = {0};
-    if (unsupported(&S->d)) {
-        empic_report(path, 0, "cannot restart: checkpoints do not carry the state of %s yet",
-                     unsupported(&S->d));
-        return -1;
-    }
     hid_t f = open_ro(path);
     if (f < 0) {
         empic_report(path, 0, "cannot open the checkpoint");
@@ -769,6 +781,7 @@ int checkpoint_load(sim *S, const char *path, char **rows)
     ck_get(&io, g, "en_b", H5T_NATIVE_DOUBLE, 1, &S->en_b);
     ck_get(&io, g, "en_gauss", H5T_NATIVE_DOUBLE, 1, &S->en_gauss);
     ck_get(&io, g, "en_kin", H5T_NATIVE_DOUBLE, (size_t)S->nsp, S->en_kin);
+    S->win.cells = (long)get_i64(&io, g, "window_cells");
     ck_close_group(g);
 
     emf *fl = &S->f;
@@ -782,6 +795,17 @@ int checkpoint_load(sim *S, const char *path, char **rows)
     for (int k = 0; k < 10; k++)
         ck_get(&io, g, fname[k], H5T_NATIVE_FLOAT, fl->size, fa[k]);
     ck_get(&io, g, "rho_bg", H5T_NATIVE_DOUBLE, 1, &fl->rho_bg);
+    fl->step = (long)get_i64(&io, g, "step");
+    if (fl->fb) {
+        char name[CK_FBND_MAX][16];
+        float *data[CK_FBND_MAX];
+        size_t len[CK_FBND_MAX];
+        int n = fbnd_arrays(fl, name, data, len);
+        fl->fb->psi_step = (long)get_i64(&io, g, "fbnd_psi_step");
+        fl->fb->shift = (long)get_i64(&io, g, "fbnd_shift");
+        for (int k = 0; k < n; k++)
+            ck_get(&io, g, name[k], H5T_NATIVE_FLOAT, len[k], data[k]);
+    }
     ck_close_group(g);
 
     g = ck_group(&io, f, "species", 0);

@@ -4,7 +4,8 @@
  * holds everything a bitwise-identical continuation on the same backend needs: the step, E,
  * B, J and rho with guards, rho_bg, every species' live particles with the cluster tables
  * (start, count, cap, hist), np and rearrangements, the phase timers and particle_steps, the
- * last energy diagnostic and the resolved deck text. It is written to a temporary name,
+ * last energy diagnostic, the field clock, the CPML and Mur memories, the moving window's
+ * position and the resolved deck text. It is written to a temporary name,
  * fsynced and renamed; the newest two of the run are kept; *.tmp files are never read.
  * When sim_run writes them: guard.h. */
 #ifndef CHECKPOINT_H
@@ -12,7 +13,7 @@
 
 #include "sim.h"
 
-#define CHECKPOINT_VERSION 1
+#define CHECKPOINT_VERSION 2
 
 /* Write S's state (fetched from the device first on the GPU backend) to
  * S->d.output/checkpoint/ckpt<step>.h5, then remove the run's older checkpoints except the

@@ -1,4 +1,5 @@
-/* test_restart.c - checkpoints: a run continued from a checkpoint is bitwise the straight run;
+/* test_restart.c - checkpoints: a run continued from a checkpoint is bitwise the straight run
+ * (periodic plasma; laser, CPML, Mur, moving window and particle walls);
  * the guards catch non-finite values and lost particles with their location; a checkpoint
  * that cannot be written (blocked name, full disk, read-only folder) leaves the previous one
  * intact; damaged files are refused. */
@@ -137,6 +138,80 @@ static void test_bitwise_restart(void)
     CU_ASSERT(exists(p));
 
     /* energy.csv: the rows before the restart kept, the rest appended, same as straight */
+    char ea[DECK_PATH_MAX + 64], eb[DECK_PATH_MAX + 64];
+    snprintf(ea, sizeof ea, "%s/energy.csv", A.d.output);
+    snprintf(eb, sizeof eb, "%s/energy.csv", dir);
+    char *ta = slurp(ea, NULL), *tb = slurp(eb, NULL);
+    CU_ASSERT_FATAL(ta && tb);
+    CU_ASSERT_STRING_EQUAL(ta, tb);
+    free(ta);
+    free(tb);
+    sim_free(&A);
+    sim_free(&B);
+}
+
+/* The same with a laser, CPML and Mur field boundaries, the moving window and absorbing,
+ * thermal and reflecting particle walls: their memories and clocks travel too. */
+static const char OPEN_DECK[] =
+    "simulation = { name = \"open\"; backend = \"cpu\"; seed = 3; };\n"
+    "grid = { cells = [96, 48]; dx = [0.1, 0.2]; cluster = [8, 8]; };\n"
+    "time = { dt = 0.05; steps = 200; };\n"
+    "fields = { boundary = { xmin = \"pml\"; xmax = \"pml\"; ymin = \"mur\"; ymax = \"mur\"; };\n"
+    "  pml = { cells = 8; }; moving_window = { enabled = true; t_start = 5.0; }; };\n"
+    "lasers = ( { a0 = 0.5; omega0 = 10.0; w0 = 2.0; focus = 3.0; center = 4.8;\n"
+    "  duration = 1.5; envelope = \"sin2\"; polarization = 0.0; boundary = \"xmin\"; } );\n"
+    "species = (\n"
+    "  { name = \"e\"; charge = -1.0; ppc = [2, 2]; momentum = { thermal = [0.05, 0.05, 0.05]; };\n"
+    "    density = { profile = \"piecewise\"; n = 0.05; x = [2.0, 3.0]; fx = [0.0, 1.0]; };\n"
+    "    boundary = { xmin = \"absorbing\"; xmax = \"absorbing\"; ymin = \"thermal\";\n"
+    "                 ymax = \"reflecting\"; }; },\n"
+    "  { name = \"i\"; charge = 1.0; mass = 1836.0; ppc = [1, 1];\n"
+    "    density = { profile = \"piecewise\"; n = 0.05; x = [2.0, 3.0]; fx = [0.0, 1.0]; };\n"
+    "    boundary = { xmin = \"absorbing\"; xmax = \"absorbing\"; ymin = \"reflecting\";\n"
+    "                 ymax = \"reflecting\"; }; } );\n"
+    "diagnostics = { energy = { every = 10; }; };\n";
+
+static void open_deck(deck *d, long steps, const char *name)
+{
+    char path[300];
+    out_dir(path, sizeof path, "open.cfg");
+    FILE *f = fopen(path, "w");
+    CU_ASSERT_FATAL(f != NULL);
+    fputs(OPEN_DECK, f);
+    fclose(f);
+    CU_ASSERT_FATAL(deck_load(path, d) == 0);
+    d->steps = steps;
+    out_dir(d->output, sizeof d->output, name);
+}
+
+static void test_bitwise_restart_open(void)
+{
+    const long n = 200;
+    deck d, r;
+    sim A, B;
+    mkdir(base_dir, 0755);
+    open_deck(&d, n, "open-straight");
+    CU_ASSERT_FATAL(sim_init(&A, &d, 1) == 0);
+    CU_ASSERT_FATAL(sim_run(&A) == 0);
+    open_deck(&d, 130, "open-halves");
+    d.checkpoint_every = 130;
+    CU_ASSERT_FATAL(sim_init(&B, &d, 1) == 0);
+    CU_ASSERT_FATAL(sim_run(&B) == 0);
+    printf(" [window moved %ld cells by the checkpoint; %lld of %lld electrons left] ",
+           B.win.cells, B.sp[0].np, A.sp[0].np);
+    CU_ASSERT(B.win.cells > 0);
+    sim_free(&B);
+    char dir[300], path[DECK_PATH_MAX + 64];
+    long step = -1;
+    out_dir(dir, sizeof dir, "open-halves");
+    CU_ASSERT_FATAL(checkpoint_find(dir, path, sizeof path, &step) == 0);
+    CU_ASSERT_EQUAL(step, 130);
+    CU_ASSERT_FATAL(checkpoint_read_deck(path, &r) == 0);
+    r.steps = n;
+    CU_ASSERT_FATAL(sim_init_from(&B, &r, 1, path) == 0);
+    CU_ASSERT_FATAL(sim_run(&B) == 0);
+    CU_ASSERT(same_state(&A, &B));
+    CU_ASSERT(A.win.cells == B.win.cells && A.f.step == B.f.step);
     char ea[DECK_PATH_MAX + 64], eb[DECK_PATH_MAX + 64];
     snprintf(ea, sizeof ea, "%s/energy.csv", A.d.output);
     snprintf(eb, sizeof eb, "%s/energy.csv", dir);
@@ -334,6 +409,8 @@ int main(void)
         return 1;
     CU_pSuite s = CU_add_suite("restart", NULL, NULL);
     CU_add_test(s, "N steps == N/2 + checkpoint + restart + N/2, bitwise", test_bitwise_restart);
+    CU_add_test(s, "the same with laser, CPML, Mur, moving window, particle walls",
+                test_bitwise_restart_open);
     CU_add_test(s, "guards locate NaN/Inf fields, momenta, lost particles", test_guards_locate);
     CU_add_test(s, "NaN stops the run, last checkpoint intact", test_guard_stops_run);
     CU_add_test(s, "SIGTERM: checkpoint and status 143", test_signal_checkpoint);
