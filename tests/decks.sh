@@ -46,6 +46,9 @@ accept() {
 }
 
 accept good-deck < <(deck "$GRID" "$TIME" "$SPECIES")
+for f in decks/lwfa.cfg decks/laser-vacuum.cfg; do
+  accept "$(basename "$f" .cfg)" < "$f"
+done
 
 reject syntax-error "syntax-error.cfg:3" < <(deck "$GRID" "$TIME" \
   'species = ( { name = "e"; charge = ; } );')

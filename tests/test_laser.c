@@ -77,8 +77,8 @@ static void init_pulse(sim *S, double x0, double sig, double theta, int tm)
     }
 }
 
-/* Reflected amplitude / incident amplitude for angle theta. */
-static double pml_reflection(double theta, int tm)
+/* Reflected amplitude / incident amplitude for angle theta off an x side of type `type`. */
+static double reflection(double theta, int tm, int type)
 {
     const double dx = 1.0 / 32, lam = 1.0, sig = 1.0;
     const int np = 16, ahead = 8 * 32, behind = 5 * 32;
@@ -101,7 +101,7 @@ static double pml_reflection(double theta, int tm)
         d.dy = dy;
         d.cluster[1] = ny / 2 < 16 ? ny / 2 : 16;
         d.energy_every = 0;
-        set_fbnd(&d, FBND_PML, FBND_PERIODIC);
+        set_fbnd(&d, type, FBND_PERIODIC);
         sim S;
         CU_ASSERT_FATAL(sim_init(&S, &d, 1) == 0);
         init_pulse(&S, (np + behind) * dx, sig, theta, tm);
@@ -139,14 +139,56 @@ static double pml_reflection(double theta, int tm)
 
 static void test_pml_reflection(void)
 {
-    double r0 = pml_reflection(0.0, 0), r0m = pml_reflection(0.0, 1);
-    double r30 = pml_reflection(M_PI / 6, 0), r45 = pml_reflection(M_PI / 4, 0);
-    double r60 = pml_reflection(M_PI / 3, 1);
+    double r0 = reflection(0.0, 0, FBND_PML), r0m = reflection(0.0, 1, FBND_PML);
+    double r30 = reflection(M_PI / 6, 0, FBND_PML), r45 = reflection(M_PI / 4, 0, FBND_PML);
+    double r60 = reflection(M_PI / 3, 1, FBND_PML);
+    double m0 = reflection(0.0, 0, FBND_MUR), m30 = reflection(M_PI / 6, 0, FBND_MUR);
     printf(" [16-cell PML, lambda = 32 cells: normal %.2e (TE) %.2e (TM); 30 deg %.2e, 45 deg "
-           "%.2e, 60 deg %.2e (TM)] ", r0, r0m, r30, r45, r60);
+           "%.2e, 60 deg %.2e (TM). Mur: normal %.2e, 30 deg %.2e] ",
+           r0, r0m, r30, r45, r60, m0, m30);
     CU_ASSERT(r0 < 1e-3);
     CU_ASSERT(r0m < 1e-3);
-    CU_ASSERT(r45 < 1e-2);
+    CU_ASSERT(r30 < 1e-3 && r45 < 1e-3 && r60 < 1e-3);
+    CU_ASSERT(m0 < 1e-2);
+    CU_ASSERT(m30 < 0.1); /* first order: (1 - cos)/(1 + cos) = 0.072 at 30 degrees */
+}
+
+/* A plane-wave-like beam from each side: amplitude a0 omega0 and the direction from the sign
+ * of E1 Bz (+ along +x or -y, - along -x or +y). */
+static void test_laser_sides(void)
+{
+    const double w = 2 * M_PI, dx = 1.0 / 24, a0 = 0.5;
+    const int sides[3] = {SIDE_XMAX, SIDE_YMIN, SIDE_YMAX};
+    const double want[3] = {-1, -1, 1};
+    for (int k = 0; k < 3; k++) {
+        const int ax = sides[k] >= SIDE_YMIN;
+        deck d;
+        tu_deck(&d, ax ? 4 : 300, ax ? 300 : 4, dx, dx / 2, 0);
+        d.cluster[ax ? 0 : 1] = 2;
+        d.energy_every = 0;
+        set_fbnd(&d, ax ? FBND_PERIODIC : FBND_PML, ax ? FBND_PML : FBND_PERIODIC);
+        deck_laser *L = add_laser(&d, a0, w, 1e5, 6.0, 0.0, 1000.0, ENV_FLATTOP);
+        L->ramp = 3.0;
+        L->boundary = sides[k];
+        sim S;
+        CU_ASSERT_FATAL(sim_init(&S, &d, 1) == 0);
+        const int n0 = (int)lround(13.0 / d.dt), n = (int)lround(2.0 / d.dt);
+        double emax = 0, eb = 0, ee = 0, bb = 0;
+        for (int m = 0; m < n0 + n; m++) {
+            sim_step(&S);
+            if (m < n0)
+                continue;
+            int q = ax ? emf_idx(&S.f, 1, 150) : emf_idx(&S.f, 150, 1);
+            double e1 = ax ? S.f.e[0][q] : S.f.e[1][q], bz = S.f.b[2][q];
+            emax = fmax(emax, fabs(e1));
+            eb += e1 * bz, ee += e1 * e1, bb += bz * bz;
+        }
+        printf(" [%s: peak %.4f (a0 w0 %.4f), E1 Bz correlation %+.3f] ",
+               k == 0 ? "xmax" : k == 1 ? "ymin" : "ymax", emax, a0 * w, eb / sqrt(ee * bb));
+        CU_ASSERT(fabs(emax / (a0 * w) - 1) < 0.02);
+        CU_ASSERT(eb / sqrt(ee * bb) * want[k] > 0.9);
+        sim_free(&S);
+    }
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -693,6 +735,7 @@ int main(void)
     CU_add_test(s, "PML reflection, normal and oblique", test_pml_reflection);
     CU_add_test(s, "Gaussian beam in vacuum: waist, focus, peak, polarisation", test_gaussian_beam);
     CU_add_test(s, "circular polarisation", test_circular);
+    CU_add_test(s, "lasers from xmax, ymin, ymax", test_laser_sides);
     CU_add_test(s, "laser group velocity in plasma", test_group_velocity);
     CU_add_test(s, "moving window: vacuum pulse energy over a transit", test_window_vacuum);
     CU_add_test(s, "moving window: uniform plasma stays uniform", test_window_plasma);
