@@ -32,25 +32,41 @@ static void shift_array(const emf *f, float *a)
     }
 }
 
+/* Every particle one cell toward -x: the cell decremented, the x field of the migration code
+ * recomputed for the new cell (y kept), PBND_DROP for the first column; then the cluster's
+ * histogram of codes (four interleaved counters, so the counts do not wait on each other). */
 static void shift_particles(species *s, const clusters *cl)
 {
 #pragma omp parallel for schedule(dynamic)
     for (int c = 0; c < cl->n; c++) {
-        const int cx = c % cl->ncx;
-        int *hist = s->hist + 9 * c;
+        const int cx = c % cl->ncx, *restrict cxo = cl->cx_of;
+        const int b = s->start[c], e = b + s->count[c];
+        uint32_t *restrict cell = s->cell;
+        uint8_t *restrict code = s->code;
+#pragma omp simd
+        for (int p = b; p < e; p++) {
+            uint32_t cv = cell[p];
+            unsigned k = code[p];
+            int i = (int)(cv & 0xffffu) - 1, drop = (k == PBND_DROP) | (i < 0);
+            int dx = cxo[i < 0 ? 0 : i] - cx;
+            cell[p] = drop ? cv : cv - 1u; /* i >= 0: no borrow into j */
+            code[p] = (uint8_t)(drop ? PBND_DROP
+                                     : ((dx < 0 ? 2u : (unsigned)dx) | (k & 0xcu)));
+        }
+        int h[4][16] = {{0}}, *hist = s->hist + 9 * c, p = b;
+        for (; p + 4 <= e; p += 4) {
+            h[0][code[p]]++;
+            h[1][code[p + 1]]++;
+            h[2][code[p + 2]]++;
+            h[3][code[p + 3]]++;
+        }
+        for (; p < e; p++)
+            h[0][code[p]]++;
         memset(hist, 0, 9 * sizeof(int));
-        for (int p = s->start[c]; p < s->start[c] + s->count[c]; p++) {
-            unsigned code = s->code[p];
-            int i = cell_i(s->cell[p]) - 1, j = cell_j(s->cell[p]);
-            if (code == PBND_DROP || i < 0) {
-                s->code[p] = (uint8_t)PBND_DROP;
-                hist[4]++;
-                continue;
-            }
-            int dx = cl->cx_of[i] - cx, dy = mig_dy(code);
-            s->cell[p] = cell_pack(i, j);
-            s->code[p] = (uint8_t)mig_code(dx, dy);
-            hist[(dx + 1) + 3 * (dy + 1)]++;
+        for (unsigned k = 0; k < 16; k++) {
+            int n = h[0][k] + h[1][k] + h[2][k] + h[3][k];
+            if (n)
+                hist[k == PBND_DROP ? 4 : (mig_dx(k) + 1) + 3 * (mig_dy(k) + 1)] += n;
         }
     }
 }
