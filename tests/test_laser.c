@@ -154,7 +154,7 @@ static void test_pml_reflection(void)
 }
 
 /* A plane-wave-like beam from each side: amplitude a0 omega0 and the direction from the sign
- * of E1 Bz (+ along +x or -y, - along -x or +y). */
+ * of E1 Bz (+ along +x or -y, - along -x or +y); PML boundaries, Mur for ymax. */
 static void test_laser_sides(void)
 {
     const double w = 2 * M_PI, dx = 1.0 / 24, a0 = 0.5;
@@ -166,7 +166,8 @@ static void test_laser_sides(void)
         tu_deck(&d, ax ? 4 : 300, ax ? 300 : 4, dx, dx / 2, 0);
         d.cluster[ax ? 0 : 1] = 2;
         d.energy_every = 0;
-        set_fbnd(&d, ax ? FBND_PERIODIC : FBND_PML, ax ? FBND_PML : FBND_PERIODIC);
+        int open = k == 2 ? FBND_MUR : FBND_PML; /* ymax: the source plane beside a Mur edge */
+        set_fbnd(&d, ax ? FBND_PERIODIC : open, ax ? open : FBND_PERIODIC);
         deck_laser *L = add_laser(&d, a0, w, 1e5, 6.0, 0.0, 1000.0, ENV_FLATTOP);
         L->ramp = 3.0;
         L->boundary = sides[k];
