@@ -74,7 +74,7 @@ test-py: bin/empic
 SAN_CFLAGS := $(filter-out -O3 -DEMPIC_CUDA,$(CFLAGS)) -O1 -fno-omit-frame-pointer \
               -fsanitize=address,undefined -fno-sanitize-recover=undefined
 SAN_LIBS   = $(PKG_LIBS) -lfftw3 -lstdc++ -lm
-SAN_TESTS  := $(filter-out tests/test_gpu.c,$(TESTS))
+SAN_TESTS  := $(filter-out tests/test_gpu%.c,$(TESTS))
 SAN_ENV    := OMP_NUM_THREADS=2 UBSAN_OPTIONS=print_stacktrace=1 \
               LSAN_OPTIONS=suppressions=$(CURDIR)/tools/lsan.supp
 

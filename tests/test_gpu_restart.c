@@ -1,0 +1,230 @@
+/* test_gpu_restart.c - checkpoints on the CUDA backend: a GPU run continued from its own
+ * checkpoint matches the straight GPU run, and a checkpoint of one backend continues on the
+ * other (DESIGN §9: same physics; not bitwise, since the GPU deposit sums in another order).
+ * Each continued run is compared with the straight run of the same deck: particle counts
+ * exactly, E, B and the energy history to rounding-level tolerances, Gauss's law at rounding.
+ * Skips cleanly, returning 0, where no GPU is available. */
+#include "checkpoint.h"
+#include "testutil.h"
+#ifdef EMPIC_CUDA
+#include "../cuda/gpu.h"
+#endif
+
+#include <stdlib.h>
+
+#ifdef EMPIC_CUDA
+
+enum { STEPS = 60 };
+
+/* A dense blob drifting across clusters (segments re-laid), a warm background and immobile
+ * ions, as tests/test_restart.c. */
+static void blob_deck(deck *d, long steps, int backend, const char *tag)
+{
+    tu_deck(d, 48, 32, 0.2, 0.1, steps);
+    deck_species *b = tu_species(d, "blob", -1, 1, 3, 0.05);
+    b->profile = PROFILE_EXPR;
+    snprintf(b->density_expr, sizeof b->density_expr,
+             "0.02 + 3*exp(-((x-3)^2 + (y-3.2)^2)/0.5)");
+    snprintf(b->drift[0], sizeof b->drift[0], "0.9");
+    snprintf(b->drift[1], sizeof b->drift[1], "0.3*sin(2*pi*x/9.6)");
+    tu_species(d, "warm", -1, 1, 2, 0.1);
+    tu_species(d, "ions", 1, 1836, 2, 0)->immobile = 1;
+    d->energy_every = 5;
+    d->pml_cells = 16;
+    d->backend = backend;
+    snprintf(d->output, sizeof d->output, "/tmp/empic-test-gpurs-%d-%s", (int)getpid(), tag);
+}
+
+static void rm_dir(const char *dir)
+{
+    char cmd[DECK_PATH_MAX + 16];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", dir);
+}
+
+/* Run the deck straight to the end; the state is left on the host. */
+static void run_straight(sim *S, int backend, const char *tag)
+{
+    deck d;
+    blob_deck(&d, STEPS, backend, tag);
+    CU_ASSERT_FATAL(sim_init(S, &d, 1) == 0);
+    CU_ASSERT_FATAL(sim_run(S) == 0);
+    if (backend == BACKEND_CUDA) {
+        gpu_fetch_fields(S, 0);
+        gpu_fetch_particles(S);
+    }
+}
+
+/* STEPS/2 on backend `first` with a checkpoint at the end, then a restart from that file on
+ * backend `second` to STEPS; the state is left on the host. */
+static void run_halves(sim *S, int first, int second, const char *tag)
+{
+    deck d, r;
+    sim A;
+    blob_deck(&d, STEPS / 2, first, tag);
+    d.checkpoint_every = STEPS / 2;
+    CU_ASSERT_FATAL(sim_init(&A, &d, 1) == 0);
+    CU_ASSERT_FATAL(sim_run(&A) == 0);
+    sim_free(&A);
+    char path[DECK_PATH_MAX + 64];
+    long step = -1;
+    CU_ASSERT_FATAL(checkpoint_find(d.output, path, sizeof path, &step) == 0);
+    CU_ASSERT_FATAL(step == STEPS / 2);
+    CU_ASSERT_FATAL(checkpoint_read_deck(path, &r) == 0);
+    r.steps = STEPS;
+    r.backend = second;
+    CU_ASSERT_FATAL(sim_init_from(S, &r, 1, path) == 0);
+    CU_ASSERT_FATAL(S->backend == second);
+    CU_ASSERT_FATAL(sim_run(S) == 0);
+    if (second == BACKEND_CUDA) {
+        gpu_fetch_fields(S, 0);
+        gpu_fetch_particles(S);
+    }
+}
+
+/* max |a - b| / max |a| over the interior of E and B (all components). */
+static double field_diff(const sim *a, const sim *b)
+{
+    double dmax = 0.0, amax = 0.0;
+    const emf *f = &a->f, *g = &b->f;
+    for (int c = 0; c < 6; c++) {
+        const float *p = c < 3 ? f->e[c] : f->b[c - 3], *q = c < 3 ? g->e[c] : g->b[c - 3];
+        for (int j = 0; j < f->ny; j++)
+            for (int i = 0; i < f->nx; i++) {
+                int k = emf_idx(f, i, j);
+                dmax = fmax(dmax, fabs((double)p[k] - q[k]));
+                amax = fmax(amax, fabs((double)p[k]));
+            }
+    }
+    return dmax / amax;
+}
+
+/* The total energy and gauss_max of the last row of energy.csv; returns the number of rows
+ * (header excluded) or -1. */
+static int last_energy(const sim *S, double *total, double *gauss)
+{
+    char path[DECK_PATH_MAX + 16], line[1024], last[1024] = "";
+    snprintf(path, sizeof path, "%s/energy.csv", S->d.output);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    int rows = 0;
+    while (fgets(line, sizeof line, f)) {
+        memcpy(last, line, sizeof line);
+        rows++;
+    }
+    fclose(f);
+    rows--; /* the header */
+    /* step,t,field_E,field_B,kinetic x nsp,total,gauss_max */
+    double v[32];
+    int n = 0;
+    for (char *p = last; n < 32 && *p;) {
+        v[n++] = strtod(p, &p);
+        if (*p == ',')
+            p++;
+        else
+            break;
+    }
+    if (n < 6)
+        return -1;
+    *total = v[n - 2];
+    *gauss = v[n - 1];
+    return rows;
+}
+
+/* Compare a continued run with the straight one; tol bounds the relative field difference. */
+static void compare(const sim *ref, const sim *run, double tol, const char *what)
+{
+    double t0, g0, t1, g1;
+    int r0 = last_energy(ref, &t0, &g0), r1 = last_energy(run, &t1, &g1);
+    double df = field_diff(ref, run), de = fabs(t1 - t0) / t0;
+    int same_np = 1;
+    for (int s = 0; s < ref->nsp; s++)
+        same_np &= ref->sp[s].np == run->sp[s].np;
+    printf(" [%s: E,B %.1e of max; total energy %.1e; gauss_max %.1e; %d rows] ", what, df, de,
+           g1, r1);
+    CU_ASSERT(same_np);
+    CU_ASSERT(run->step == STEPS);
+    CU_ASSERT(r0 == r1 && r1 == STEPS / 5);
+    CU_ASSERT(df < tol);
+    CU_ASSERT(de < 1e-4);
+    CU_ASSERT(g1 < 1e-5);
+}
+
+static sim cpu_ref, gpu_ref;
+
+static int refs_init(void)
+{
+    run_straight(&cpu_ref, BACKEND_CPU, "cpu");
+    run_straight(&gpu_ref, BACKEND_CUDA, "gpu");
+    return 0;
+}
+
+static int refs_free(void)
+{
+    rm_dir(cpu_ref.d.output);
+    rm_dir(gpu_ref.d.output);
+    sim_free(&cpu_ref);
+    sim_free(&gpu_ref);
+    return 0;
+}
+
+static void test_gpu_gpu(void)
+{
+    sim S;
+    run_halves(&S, BACKEND_CUDA, BACKEND_CUDA, "gg");
+    /* two GPU runs differ only in the summation order of the deposit */
+    compare(&gpu_ref, &S, 1e-4, "GPU straight vs GPU halves");
+    rm_dir(S.d.output);
+    sim_free(&S);
+}
+
+static void test_cpu_gpu(void)
+{
+    sim S;
+    run_halves(&S, BACKEND_CPU, BACKEND_CUDA, "cg");
+    compare(&cpu_ref, &S, 1e-4, "CPU straight vs CPU then GPU");
+    rm_dir(S.d.output);
+    sim_free(&S);
+}
+
+static void test_gpu_cpu(void)
+{
+    sim S;
+    run_halves(&S, BACKEND_CUDA, BACKEND_CPU, "gc");
+    compare(&cpu_ref, &S, 1e-4, "CPU straight vs GPU then CPU");
+    rm_dir(S.d.output);
+    sim_free(&S);
+}
+
+int main(void)
+{
+    char name[128];
+    if (!gpu_available(name, sizeof name)) {
+        printf("test_gpu_restart: no GPU: skipped\n");
+        return 0;
+    }
+    printf("test_gpu_restart: %s\n", name);
+    if (CU_initialize_registry() != CUE_SUCCESS)
+        return 1;
+    CU_pSuite s = CU_add_suite("gpu restart", refs_init, refs_free);
+    CU_add_test(s, "GPU checkpoint, GPU restart", test_gpu_gpu);
+    CU_add_test(s, "CPU checkpoint, GPU restart", test_cpu_gpu);
+    CU_add_test(s, "GPU checkpoint, CPU restart", test_gpu_cpu);
+    CU_basic_set_mode(CU_BRM_VERBOSE);
+    CU_basic_run_tests();
+    int failed = (int)CU_get_number_of_failures();
+    CU_cleanup_registry();
+    return failed ? 1 : 0;
+}
+
+#else
+
+int main(void)
+{
+    printf("test_gpu_restart: no GPU: skipped (built without CUDA)\n");
+    return 0;
+}
+
+#endif
