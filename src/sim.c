@@ -192,13 +192,16 @@ static void dump(sim *S, int fields, int parts)
         return;
     if (!S->rho_sp)
         S->rho_sp = empic_alloc((size_t)S->nsp * S->f.size * sizeof(float), "charge dumps");
-#ifdef EMPIC_CUDA
     if (use_gpu(S)) {
-        gpu_fetch_fields(S, 0);
-        gpu_fetch_particles(S);
-    }
+#ifdef EMPIC_CUDA
+        /* copy only what is written: the charge densities are deposited on the device */
+        gpu_fetch_fields(S, 1);
+        if (parts)
+            gpu_fetch_particles(S);
 #endif
-    sim_rho(S, S->rho_sp);
+    } else {
+        sim_rho(S, S->rho_sp);
+    }
     const float *per[DECK_MAX_SPECIES];
     for (int s = 0; s < S->nsp; s++)
         per[s] = S->rho_sp + (size_t)s * S->f.size;

@@ -16,19 +16,11 @@
 
 enum { STEPS = 60 };
 
-/* A dense blob drifting across clusters (segments re-laid), a warm background and immobile
- * ions, as tests/test_restart.c. */
+/* The blob deck of testutil.h, as tests/test_restart.c runs it. */
 static void blob_deck(deck *d, long steps, int backend, const char *tag)
 {
     tu_deck(d, 48, 32, 0.2, 0.1, steps);
-    deck_species *b = tu_species(d, "blob", -1, 1, 3, 0.05);
-    b->profile = PROFILE_EXPR;
-    snprintf(b->density_expr, sizeof b->density_expr,
-             "0.02 + 3*exp(-((x-3)^2 + (y-3.2)^2)/0.5)");
-    snprintf(b->drift[0], sizeof b->drift[0], "0.9");
-    snprintf(b->drift[1], sizeof b->drift[1], "0.3*sin(2*pi*x/9.6)");
-    tu_species(d, "warm", -1, 1, 2, 0.1);
-    tu_species(d, "ions", 1, 1836, 2, 0)->immobile = 1;
+    tu_blob_species(d);
     d->energy_every = 5;
     d->pml_cells = 16;
     d->backend = backend;
@@ -176,35 +168,32 @@ static int refs_free(void)
     return 0;
 }
 
-static void test_gpu_gpu(void)
+/* STEPS/2 on `first`, checkpoint, STEPS/2 on `second`, against the straight run (the GPU one
+ * when both halves ran there: two GPU runs differ only in the deposit's summation order). */
+static void check_halves(int first, int second, const char *tag, const char *what)
 {
     sim S;
     CU_ASSERT_FATAL(refs_ok);
-    run_halves(&S, BACKEND_CUDA, BACKEND_CUDA, "gg");
-    /* two GPU runs differ only in the summation order of the deposit */
-    compare(&gpu_ref, &S, 1e-4, "GPU straight vs GPU halves");
+    run_halves(&S, first, second, tag);
+    compare(first == BACKEND_CUDA && second == BACKEND_CUDA ? &gpu_ref : &cpu_ref, &S, 1e-4,
+            what);
     rm_dir(S.d.output);
     sim_free(&S);
+}
+
+static void test_gpu_gpu(void)
+{
+    check_halves(BACKEND_CUDA, BACKEND_CUDA, "gg", "GPU straight vs GPU halves");
 }
 
 static void test_cpu_gpu(void)
 {
-    sim S;
-    CU_ASSERT_FATAL(refs_ok);
-    run_halves(&S, BACKEND_CPU, BACKEND_CUDA, "cg");
-    compare(&cpu_ref, &S, 1e-4, "CPU straight vs CPU then GPU");
-    rm_dir(S.d.output);
-    sim_free(&S);
+    check_halves(BACKEND_CPU, BACKEND_CUDA, "cg", "CPU straight vs CPU then GPU");
 }
 
 static void test_gpu_cpu(void)
 {
-    sim S;
-    CU_ASSERT_FATAL(refs_ok);
-    run_halves(&S, BACKEND_CUDA, BACKEND_CPU, "gc");
-    compare(&cpu_ref, &S, 1e-4, "CPU straight vs GPU then CPU");
-    rm_dir(S.d.output);
-    sim_free(&S);
+    check_halves(BACKEND_CUDA, BACKEND_CPU, "gc", "CPU straight vs GPU then CPU");
 }
 
 int main(void)

@@ -20,20 +20,11 @@ static void out_dir(char *buf, size_t len, const char *name)
     snprintf(buf, len, "%s/%s", base_dir, name);
 }
 
-/* A dense blob drifting across clusters (segments re-laid), a warm background and immobile
- * ions: every part of the state that a checkpoint must carry changes during the run. */
+/* The blob deck of testutil.h on a 48 x 32 grid. */
 static void restart_deck(deck *d, long steps, const char *name)
 {
     tu_deck(d, 48, 32, 0.2, 0.1, steps);
-    deck_species *b = tu_species(d, "blob", -1, 1, 3, 0.05);
-    b->profile = PROFILE_EXPR;
-    snprintf(b->density_expr, sizeof b->density_expr,
-             "0.02 + 3*exp(-((x-3)^2 + (y-3.2)^2)/0.5)");
-    snprintf(b->drift[0], sizeof b->drift[0], "0.9");
-    snprintf(b->drift[1], sizeof b->drift[1], "0.3*sin(2*pi*x/9.6)");
-    tu_species(d, "warm", -1, 1, 2, 0.1);
-    deck_species *ion = tu_species(d, "ions", 1, 1836, 2, 0);
-    ion->immobile = 1;
+    tu_blob_species(d);
     d->energy_every = 5;
     d->pml_cells = 16; /* what deck_load fills in, so that the stored deck loads back */
     out_dir(d->output, sizeof d->output, name);

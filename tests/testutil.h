@@ -52,6 +52,20 @@ static inline deck_species *tu_species(deck *d, const char *name, double q, doub
     return s;
 }
 
+/* A dense blob drifting across clusters (segments get re-laid), a warm background and
+ * immobile ions: every part of the state that a checkpoint must carry changes in a run. */
+static inline void tu_blob_species(deck *d)
+{
+    deck_species *b = tu_species(d, "blob", -1, 1, 3, 0.05);
+    b->profile = PROFILE_EXPR;
+    snprintf(b->density_expr, sizeof b->density_expr,
+             "0.02 + 3*exp(-((x-3)^2 + (y-3.2)^2)/0.5)");
+    snprintf(b->drift[0], sizeof b->drift[0], "0.9");
+    snprintf(b->drift[1], sizeof b->drift[1], "0.3*sin(2*pi*x/9.6)");
+    tu_species(d, "warm", -1, 1, 2, 0.1);
+    tu_species(d, "ions", 1, 1836, 2, 0)->immobile = 1;
+}
+
 /* Crude DFT peak search: the frequency in [w0, w1] maximising |sum f(t) e^{-i w t}|. */
 static inline double tu_peak_frequency(const double *f, int n, double dt, double w0, double w1)
 {
