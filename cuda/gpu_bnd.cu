@@ -88,6 +88,8 @@ void gpu_bnd_free(gpu_state *g)
     for (size_t k = 0; k < sizeof p / sizeof p[0]; k++)
         if (p[k])
             cudaFree(p[k]);
+    if (g->h_stage)
+        cudaFreeHost(g->h_stage);
 }
 
 void gpu_bnd_fetch(gpu_state *g, sim *S)

@@ -90,7 +90,8 @@ struct gpu_state {
     int *scratch;                 /* drop lists (slots of the largest species) */
     size_t scratch_n;
     int moved;                    /* the window moved this step: drop and sort all species */
-    void *stage;                  /* injected particles before they join their clusters */
+    void *stage, *h_stage;        /* injected particles before they join their clusters
+                                     (device, pinned host) */
     size_t stage_n;
     cudaStream_t stream;
     /* phase timers: events recorded in the stream, read once the stream has passed them */

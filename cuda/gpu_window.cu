@@ -19,15 +19,25 @@ static double host_seconds(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* Every row (guard rows too): columns [G, stride-1) take the next column, the last is
- * cleared, the guards below x = 0 kept (as window.c's shift_array). */
-__global__ void k_shift_row(const float *a, float *out, int stride, int rows, int G)
+/* Row blockIdx.x of array blockIdx.y (guard rows too): columns [G, stride-1) take the
+ * next column, the last is cleared, the guards below x = 0 kept (as window.c's shift_array).
+ * In place: the block walks the row in chunks, each read before the chunk is written, and a
+ * chunk's writes never reach the next chunk's reads. */
+typedef struct {
+    float *a[9];
+} arrays9;
+
+__global__ void k_shift_rows(arrays9 arr, int stride, int G)
 {
-    int c = blockIdx.x * blockDim.x + threadIdx.x, r = blockIdx.y;
-    if (c >= stride || r >= rows)
-        return;
-    size_t k = (size_t)r * stride + c;
-    out[k] = c < G ? a[k] : (c < stride - 1 ? a[k + 1] : 0.0f);
+    float *row = arr.a[blockIdx.y] + (size_t)blockIdx.x * stride;
+    for (int base = G; base < stride; base += blockDim.x) {
+        int c = base + threadIdx.x;
+        float v = c < stride - 1 ? row[c + 1] : 0.0f;
+        __syncthreads();
+        if (c < stride)
+            row[c] = v;
+        __syncthreads();
+    }
 }
 
 /* psi rows of a layer (fbnd_shift): x layer: row j of n entries; y layer: row l of len. */
@@ -72,15 +82,10 @@ void gpu_window_shift(sim *S)
 {
     gpu_state *g = S->gpu;
     int t = gpu_tic(g, S);
-    float *arr[9] = {g->e[0], g->e[1], g->e[2], g->b[0], g->b[1], g->b[2],
-                     g->j[0], g->j[1], g->j[2]};
-    dim3 grid(gpu_blocks((size_t)g->stride, 128), (unsigned)g->rows);
-    for (int k = 0; k < 9; k++) {
-        k_shift_row<<<grid, 128, 0, g->stream>>>(arr[k], g->tmp, g->stride, g->rows, EMF_GUARD);
-        GPU_LAUNCHED(g, "k_shift_row");
-        GPU_CK(cudaMemcpyAsync(arr[k], g->tmp, g->size * sizeof(float),
-                               cudaMemcpyDeviceToDevice, g->stream));
-    }
+    arrays9 arr = {{g->e[0], g->e[1], g->e[2], g->b[0], g->b[1], g->b[2], g->j[0], g->j[1],
+                    g->j[2]}};
+    k_shift_rows<<<dim3((unsigned)g->rows, 9), 256, 0, g->stream>>>(arr, g->stride, EMF_GUARD);
+    GPU_LAUNCHED(g, "k_shift_rows");
     if (S->f.fb) {
         for (int l = 0; l < g->nlayers; l++) {
             const gpu_layer *L = &g->layer[l];
@@ -138,81 +143,100 @@ __global__ void k_inject(kstage a, uint32_t *cell, float *x, float *y, float *ux
         count[c] += n;
 }
 
-static void inject_species(gpu_state *g, sim *S, int s, int i, long ig)
+/* Bytes of a species' staged column of n particles: 7 arrays of 4-byte values, the codes
+ * and the ncy + 1 row offsets, each part on a 16-byte boundary. */
+static size_t stage_bytes(long long n, int ncy)
 {
-    const clusters *cl = &S->cl;
-    const int cx = cl->cx_of[i], ncy = cl->ncy, nc = cl->n;
-    gpu_species *d = &g->sp[s];
-    species col;
-    int *add = (int *)empic_alloc((size_t)(ncy + 1) * sizeof(int), "injection");
-    const long long n = species_column(&S->sp[s], &S->d, cl, i, ig, &col, add);
-    if (n > 0) {
-        int *count = (int *)empic_alloc(2 * (size_t)nc * sizeof(int), "injection"),
-            *cap = count + nc, grow = 0;
-        GPU_CK(cudaMemcpyAsync(count, d->count, (size_t)nc * sizeof(int),
-                               cudaMemcpyDeviceToHost, g->stream));
-        GPU_CK(cudaMemcpyAsync(cap, d->cap, (size_t)nc * sizeof(int), cudaMemcpyDeviceToHost,
-                               g->stream));
-        GPU_CK(cudaStreamSynchronize(g->stream));
-        for (int cy = 0; cy < ncy; cy++)
-            grow |= count[cx + cy * cl->ncx] + add[cy] > cap[cx + cy * cl->ncx];
-        if (grow) {
-            for (int c = 0; c < nc; c++)
-                count[c] += c % cl->ncx == cx ? add[c / cl->ncx] : 0;
-            gpu_relayout(g, S, s, count);
-        }
-        free(count);
-        /* staging buffer: the 8 arrays, then the row offsets */
-        const size_t bytes = (size_t)n * (7 * 4 + 1) + (size_t)(ncy + 1) * sizeof(int) + 16;
-        if (g->stage_n < bytes) {
-            if (g->stage) {
-                GPU_CK(cudaStreamSynchronize(g->stream));
-                GPU_CK(cudaFree(g->stage));
-                g->bytes -= g->stage_n;
-            }
-            g->stage_n = 2 * bytes;
-            g->stage = gpu_malloc(g, g->stage_n, "injected particles");
-        }
-        char *base = (char *)g->stage;
-        const size_t n4 = (size_t)n * 4;
-        const void *src[7] = {col.cell, col.x, col.y, col.ux, col.uy, col.uz, col.w};
-        for (int v = 0; v < 7; v++)
-            GPU_CK(cudaMemcpyAsync(base + v * n4, src[v], n4, cudaMemcpyHostToDevice,
-                                   g->stream));
-        GPU_CK(cudaMemcpyAsync(base + 7 * n4, col.code, (size_t)n, cudaMemcpyHostToDevice,
-                               g->stream));
-        int *from = (int *)(base + ((7 * n4 + (size_t)n + 15) / 16) * 16);
-        int run = 0;
-        for (int cy = 0; cy <= ncy; cy++) { /* add[] becomes the row offsets */
-            int a = cy < ncy ? add[cy] : 0;
-            add[cy] = run;
-            run += a;
-        }
-        GPU_CK(cudaMemcpyAsync(from, add, (size_t)(ncy + 1) * sizeof(int),
-                               cudaMemcpyHostToDevice, g->stream));
-        kstage a = {(const uint32_t *)base,        (const float *)(base + n4),
-                    (const float *)(base + 2 * n4), (const float *)(base + 3 * n4),
-                    (const float *)(base + 4 * n4), (const float *)(base + 5 * n4),
-                    (const float *)(base + 6 * n4), (const uint8_t *)(base + 7 * n4), from};
-        k_inject<<<(unsigned)ncy, GPU_THREADS, 0, g->stream>>>(
-            a, d->cell, d->x, d->y, d->ux, d->uy, d->uz, d->w, d->code, d->start, d->count, cx,
-            cl->ncx);
-        GPU_LAUNCHED(g, "k_inject");
-        GPU_CK(cudaStreamSynchronize(g->stream)); /* the host arrays are freed below */
-        S->sp[s].np += n;
-    }
-    species_free(&col);
-    free(add);
+    size_t n4 = (size_t)n * 4;
+    return 7 * n4 + ((size_t)n + 15) / 16 * 16 + ((size_t)(ncy + 1) * 4 + 15) / 16 * 16;
 }
 
-/* Host time (the column's generation, upload, capacity check) counted as sort time. */
+/* Host time (the columns' generation, the capacity check, the upload) counted as sort time.
+ * All species' columns go up in one copy from a pinned buffer. */
 void gpu_window_inject(sim *S)
 {
     gpu_state *g = S->gpu;
     double t0 = host_seconds();
-    const int i = S->d.nx - 1;
+    const clusters *cl = &S->cl;
+    const int i = S->d.nx - 1, cx = cl->cx_of[i], ncy = cl->ncy, nc = cl->n, nsp = g->nsp;
     const long ig = S->d.nx - 1 + S->win.cells;
-    for (int s = 0; s < g->nsp; s++)
-        inject_species(g, S, s, i, ig);
+    species col[DECK_MAX_SPECIES];
+    long long n[DECK_MAX_SPECIES];
+    int *add = (int *)empic_alloc((size_t)nsp * (ncy + 1) * sizeof(int), "injection");
+    int *tab = (int *)empic_alloc((size_t)nsp * 2 * nc * sizeof(int), "injection");
+    size_t total = 0;
+    for (int s = 0; s < nsp; s++) {
+        n[s] = species_column(&S->sp[s], &S->d, cl, i, ig, &col[s], add + s * (ncy + 1));
+        total += n[s] ? stage_bytes(n[s], ncy) : 0;
+        if (n[s]) {
+            GPU_CK(cudaMemcpyAsync(tab + 2 * s * nc, g->sp[s].count, (size_t)nc * sizeof(int),
+                                   cudaMemcpyDeviceToHost, g->stream));
+            GPU_CK(cudaMemcpyAsync(tab + (2 * s + 1) * nc, g->sp[s].cap,
+                                   (size_t)nc * sizeof(int), cudaMemcpyDeviceToHost, g->stream));
+        }
+    }
+    GPU_CK(cudaStreamSynchronize(g->stream)); /* also: the last upload has left h_stage */
+    for (int s = 0; s < nsp; s++) { /* a segment that would overflow: re-lay first */
+        int *count = tab + 2 * s * nc, *cap = count + nc, *ad = add + s * (ncy + 1), grow = 0;
+        for (int cy = 0; cy < ncy && n[s]; cy++)
+            grow |= count[cx + cy * cl->ncx] + ad[cy] > cap[cx + cy * cl->ncx];
+        if (grow) {
+            for (int c = 0; c < nc; c++)
+                count[c] += c % cl->ncx == cx ? ad[c / cl->ncx] : 0;
+            gpu_relayout(g, S, s, count);
+        }
+    }
+    if (total > g->stage_n) {
+        if (g->stage) {
+            GPU_CK(cudaFree(g->stage));
+            GPU_CK(cudaFreeHost(g->h_stage));
+            g->bytes -= g->stage_n;
+        }
+        g->stage_n = 2 * total;
+        g->stage = gpu_malloc(g, g->stage_n, "injected particles");
+        GPU_CK(cudaMallocHost(&g->h_stage, g->stage_n));
+    }
+    size_t at = 0;
+    for (int s = 0; s < nsp; s++) { /* pack: arrays, codes, row offsets */
+        if (!n[s])
+            continue;
+        char *h = (char *)g->h_stage + at;
+        const size_t n4 = (size_t)n[s] * 4;
+        const void *src[7] = {col[s].cell, col[s].x, col[s].y, col[s].ux,
+                              col[s].uy,   col[s].uz, col[s].w};
+        for (int v = 0; v < 7; v++)
+            memcpy(h + v * n4, src[v], n4);
+        memcpy(h + 7 * n4, col[s].code, (size_t)n[s]);
+        int *from = (int *)(h + 7 * n4 + ((size_t)n[s] + 15) / 16 * 16), run = 0;
+        for (int cy = 0; cy <= ncy; cy++) {
+            from[cy] = run;
+            run += cy < ncy ? add[s * (ncy + 1) + cy] : 0;
+        }
+        at += stage_bytes(n[s], ncy);
+    }
+    if (total)
+        GPU_CK(cudaMemcpyAsync(g->stage, g->h_stage, total, cudaMemcpyHostToDevice, g->stream));
+    at = 0;
+    for (int s = 0; s < nsp; s++) {
+        if (n[s]) {
+            gpu_species *d = &g->sp[s];
+            char *base = (char *)g->stage + at;
+            const size_t n4 = (size_t)n[s] * 4;
+            kstage a = {(const uint32_t *)base,         (const float *)(base + n4),
+                        (const float *)(base + 2 * n4), (const float *)(base + 3 * n4),
+                        (const float *)(base + 4 * n4), (const float *)(base + 5 * n4),
+                        (const float *)(base + 6 * n4), (const uint8_t *)(base + 7 * n4),
+                        (const int *)(base + 7 * n4 + ((size_t)n[s] + 15) / 16 * 16)};
+            k_inject<<<(unsigned)ncy, GPU_THREADS, 0, g->stream>>>(
+                a, d->cell, d->x, d->y, d->ux, d->uy, d->uz, d->w, d->code, d->start, d->count,
+                cx, cl->ncx);
+            GPU_LAUNCHED(g, "k_inject");
+            S->sp[s].np += n[s];
+            at += stage_bytes(n[s], ncy);
+        }
+        species_free(&col[s]);
+    }
+    free(add);
+    free(tab);
     S->phase_s[PH_SORT] += host_seconds() - t0;
 }
