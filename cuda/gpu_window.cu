@@ -40,16 +40,23 @@ __global__ void k_shift_rows(arrays9 arr, int stride, int G)
     }
 }
 
-/* psi rows of a layer (fbnd_shift): x layer: row j of n entries; y layer: row l of len. */
-__global__ void k_shift_psi(float *p, int nrows, int rowlen)
+/* psi rows of a layer (fbnd_shift): x layer: row j of n entries; y layer: row l of len.
+ * Row blockIdx.x of psi[blockIdx.y], in place as k_shift_rows. */
+typedef struct {
+    float *p[4];
+} arrays4;
+
+__global__ void k_shift_psi(arrays4 psi, int rowlen)
 {
-    int r = blockIdx.x * blockDim.x + threadIdx.x;
-    if (r >= nrows)
-        return;
-    float *q = p + (size_t)r * rowlen;
-    for (int c = 0; c + 1 < rowlen; c++)
-        q[c] = q[c + 1];
-    q[rowlen - 1] = 0.0f;
+    float *q = psi.p[blockIdx.y] + (size_t)blockIdx.x * rowlen;
+    for (int base = 0; base < rowlen; base += blockDim.x) {
+        int c = base + threadIdx.x;
+        float v = c < rowlen - 1 ? q[c + 1] : 0.0f;
+        __syncthreads();
+        if (c < rowlen)
+            q[c] = v;
+        __syncthreads();
+    }
 }
 
 /* One block per cluster: cells one column back, the x field of the code recomputed for the
@@ -90,11 +97,10 @@ void gpu_window_shift(sim *S)
         for (int l = 0; l < g->nlayers; l++) {
             const gpu_layer *L = &g->layer[l];
             const int nrows = L->axis ? L->n : L->len, rowlen = L->axis ? L->len : L->n;
-            for (int m = 0; m < 4; m++) {
-                k_shift_psi<<<gpu_blocks((size_t)nrows, 64), 64, 0, g->stream>>>(L->psi[m],
-                                                                               nrows, rowlen);
-                GPU_LAUNCHED(g, "k_shift_psi");
-            }
+            arrays4 psi = {{L->psi[0], L->psi[1], L->psi[2], L->psi[3]}};
+            k_shift_psi<<<dim3((unsigned)nrows, 4), rowlen > 64 ? 256 : 32, 0, g->stream>>>(
+                psi, rowlen);
+            GPU_LAUNCHED(g, "k_shift_psi");
         }
         S->f.fb->shift++;
     }
