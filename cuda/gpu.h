@@ -23,6 +23,12 @@ void gpu_b_half(sim *S);                       /* step 1 (and 4) */
 void gpu_particles(sim *S, int want_ke, double *kinetic);
 void gpu_fields_rest(sim *S);                  /* steps 4-6 */
 void gpu_sort(sim *S);                         /* step 7 */
+/* The moving window (window.h) on the device: after gpu_fields_rest when window_due, shift
+ * fields, PML state and particles one cell (the next gpu_sort drops the back column and
+ * sorts every species); after that sort, inject the new column (host-generated with the
+ * initial load's RNG keying, so identical to the CPU's). */
+void gpu_window_shift(sim *S);
+void gpu_window_inject(sim *S);
 /* Field energies and max |div E - rho + rho_bg| computed on the device. */
 void gpu_field_diag(sim *S, double *energy_e, double *energy_b, double *gauss);
 /* Copy device E, B, J (and rho, per-species rho into S->rho_sp when per) to the host. */

@@ -256,6 +256,7 @@ int gpu_init(sim *S)
     GPU_CK(cudaMallocHost(&g->h_flags, 4 * sizeof(int)));
     for (int s = 0; s < S->nsp; s++)
         upload_species(g, S, s);
+    gpu_bnd_setup(g, S);
     GPU_CK(cudaDeviceSynchronize());
     return 0;
 }
@@ -266,6 +267,7 @@ void gpu_free(sim *S)
     if (!g)
         return;
     cudaStreamSynchronize(g->stream);
+    gpu_bnd_free(g);
     for (int s = 0; s < g->nsp; s++)
         free_species(&g->sp[s]);
     void *p[] = {g->store, g->x0, g->y0, g->tiles, g->partial, g->flags, g->lists};
@@ -296,6 +298,7 @@ void gpu_fetch_fields(sim *S, int with_rho)
         GPU_CK(cudaMemcpy(f->b[c], g->b[c], bytes, cudaMemcpyDeviceToHost));
         GPU_CK(cudaMemcpy(f->j[c], g->j[c], bytes, cudaMemcpyDeviceToHost));
     }
+    gpu_bnd_fetch(g, S); /* PML memories and Mur edges, for checkpoints */
     if (!with_rho)
         return;
     GPU_CK(cudaMemsetAsync(g->rho, 0, bytes, g->stream));

@@ -12,11 +12,12 @@
 
 typedef struct {
     int nx, ny, stride, off;
+    int px, py; /* periodic along x, y: guards filled and folded across that axis */
 } mesh;
 
 static mesh mesh_of(const gpu_state *g)
 {
-    mesh m = {g->nx, g->ny, g->stride, g->off};
+    mesh m = {g->nx, g->ny, g->stride, g->off, g->px, g->py};
     return m;
 }
 
@@ -46,25 +47,29 @@ __global__ void k_e_advance(mesh m, float *ex, float *ey, float *ez, const float
 __device__ __forceinline__ int wrap(int i, int n) { return i < 0 ? i + n : (i >= n ? i - n : i); }
 
 /* Periodic guard fill of up to three arrays: each guard cell gets its interior image
- * (corners included), as emf_guard_fill. Threads run over the guard frame only. */
+ * (corners included), as emf_guard_fill. Threads run over the guard frame only; guards of a
+ * non-periodic axis are left as they are. */
 __global__ void k_guard_fill(mesh m, float *a0, float *a1, float *a2)
 {
     const int G = EMF_GUARD, s = m.stride;
     int t = blockIdx.x * blockDim.x + threadIdx.x, i, j;
     const int band = 2 * G * s;
     if (t < band) {
+        if (!m.py)
+            return;
         int r = t / s;
         j = r < G ? r - G : m.ny + r - G;
         i = t % s - G;
     } else {
         t -= band;
-        if (t >= 2 * G * m.ny)
+        if (t >= 2 * G * m.ny || !m.px)
             return;
         j = t / (2 * G);
         int c = t % (2 * G);
         i = c < G ? c - G : m.nx + c - G;
     }
-    int k = m.off + i + j * s, src = m.off + wrap(i, m.nx) + wrap(j, m.ny) * s;
+    int k = m.off + i + j * s;
+    int src = m.off + (m.px ? wrap(i, m.nx) : i) + (m.py ? wrap(j, m.ny) : j) * s;
     a0[k] = a0[src];
     if (a1)
         a1[k] = a1[src];
@@ -86,9 +91,9 @@ __device__ __forceinline__ float fold_x(const float *o, int i, int j, mesh m)
 {
     const int G = EMF_GUARD;
     float v = o[i + j * m.stride];
-    if (i >= m.nx - G)
+    if (i >= m.nx - G && m.px)
         v += o[i - m.nx + j * m.stride];
-    if (i < G)
+    if (i < G && m.px)
         v += o[i + m.nx + j * m.stride];
     return v;
 }
@@ -100,9 +105,9 @@ __device__ __forceinline__ void fold_cell(float *a, int i, int j, mesh m)
         return;
     float *o = a + m.off;
     float v = fold_x(o, i, j, m);
-    if (j >= m.ny - G)
+    if (j >= m.ny - G && m.py)
         v += fold_x(o, i, j - m.ny, m);
-    if (j < G)
+    if (j < G && m.py)
         v += fold_x(o, i, j + m.ny, m);
     o[i + j * m.stride] = v;
 }
@@ -119,10 +124,44 @@ __global__ void k_fold(mesh m, float *a0, float *a1, float *a2)
         fold_cell(a2, i, j, m);
 }
 
+/* Zero the guard frame (as emf_guard_fold leaves it). */
+__global__ void k_guard_zero(mesh m, float *a0, float *a1, float *a2)
+{
+    const int G = EMF_GUARD, s = m.stride;
+    int t = blockIdx.x * blockDim.x + threadIdx.x, k;
+    const int band = 2 * G * s;
+    if (t < band) {
+        int r = t / s;
+        k = (r < G ? r : m.ny + r) * s + t % s;
+    } else {
+        t -= band;
+        if (t >= 2 * G * m.ny)
+            return;
+        int c = t % (2 * G);
+        k = (t / (2 * G) + G) * s + (c < G ? c : m.nx + c);
+    }
+    a0[k] = 0.0f;
+    if (a1)
+        a1[k] = 0.0f;
+    if (a2)
+        a2[k] = 0.0f;
+}
+
+void gpu_guard_zero(gpu_state *g, float *a0, float *a1, float *a2)
+{
+    size_t n = (size_t)2 * EMF_GUARD * g->stride + (size_t)2 * EMF_GUARD * g->ny;
+    k_guard_zero<<<gpu_blocks(n, 256), 256, 0, g->stream>>>(mesh_of(g), a0, a1, a2);
+    GPU_LAUNCHED(g, "k_guard_zero");
+}
+
+/* The fold of emf_guard_fold: guard deposits added across periodic sides, dropped at the
+ * others (where the guards are then cleared, as the CPU leaves them). */
 void gpu_fold(gpu_state *g, float *a0, float *a1, float *a2)
 {
     k_fold<<<interior_grid(g), dim3(FX, FY), 0, g->stream>>>(mesh_of(g), a0, a1, a2);
     GPU_LAUNCHED(g, "k_fold");
+    if (!g->px || !g->py)
+        gpu_guard_zero(g, a0, a1, a2);
 }
 
 __global__ void k_filter3(mesh m, const float *a, float *out, int d, float wa, float wb)
@@ -134,12 +173,15 @@ __global__ void k_filter3(mesh m, const float *a, float *out, int d, float wa, f
     }
 }
 
-/* a = tmp on the interior and the periodic image of tmp on the guards. */
+/* a = tmp on the interior and the periodic image of tmp on the guards (those of a
+ * non-periodic axis left as they are). */
 __global__ void k_copy_fill(mesh m, int rows, float *a, const float *tmp)
 {
     const int G = EMF_GUARD;
     int i = blockIdx.x * FX + threadIdx.x - G, j = blockIdx.y * FY + threadIdx.y - G;
     if (i >= m.stride - G || j >= rows - G)
+        return;
+    if ((!m.px && (i < 0 || i >= m.nx)) || (!m.py && (j < 0 || j >= m.ny)))
         return;
     a[m.off + i + j * m.stride] = tmp[m.off + wrap(i, m.nx) + wrap(j, m.ny) * m.stride];
 }
@@ -172,12 +214,14 @@ void gpu_filter(gpu_state *g, const sim *S, float *a)
     }
 }
 
-static void b_half(gpu_state *g, const sim *S)
+static void b_half(gpu_state *g, sim *S)
 {
     const float hx = (float)(0.5 * S->f.dt / S->f.dx), hy = (float)(0.5 * S->f.dt / S->f.dy);
     k_b_half<<<interior_grid(g), dim3(FX, FY), 0, g->stream>>>(
         mesh_of(g), g->b[0], g->b[1], g->b[2], g->e[0], g->e[1], g->e[2], hx, hy);
     GPU_LAUNCHED(g, "k_b_half");
+    if (S->f.fb)
+        gpu_bnd_b(g, S);
     gpu_guard_fill(g, g->b[0], g->b[1], g->b[2]);
 }
 
@@ -201,21 +245,27 @@ void gpu_fields_rest(sim *S)
     for (int c = 0; c < 3; c++)
         gpu_filter(g, S, g->j[c]);
     const float dt = (float)f->dt, cx = (float)(f->dt / f->dx), cy = (float)(f->dt / f->dy);
+    if (f->fb)
+        gpu_bnd_e_save(g, S);
     k_e_advance<<<interior_grid(g), dim3(FX, FY), 0, g->stream>>>(
         mesh_of(g), g->e[0], g->e[1], g->e[2], g->b[0], g->b[1], g->b[2], g->j[0], g->j[1],
         g->j[2], dt, cx, cy);
     GPU_LAUNCHED(g, "k_e_advance");
+    if (f->fb)
+        gpu_bnd_e(g, S);
+    S->f.step++; /* as emf_e_advance: the laser clock, PML updates, window and checkpoints */
     gpu_guard_fill(g, g->e[0], g->e[1], g->e[2]);
     gpu_toc(g, t, PH_FIELD);
     if (g->check)
         gpu_debug_fields(S, "field advance");
 }
 
-/* Per block: sum E^2, sum B^2 (double) and max |div E - (rho - rho_bg)| over its cells. */
+/* Per block: sum E^2, sum B^2 (double) and max |div E - (rho - rho_bg)| over its cells
+ * (the Gauss-law nodes in [glo, ghi) only, as emf_gauss_max). */
 __global__ void k_field_diag(mesh m, const float *ex, const float *ey, const float *ez,
                              const float *bx, const float *by, const float *bz,
                              const float *rho, double rho_bg, float idx, float idy,
-                             double *partial)
+                             int2 glo, int2 ghi, double *partial)
 {
     __shared__ double se[FX * FY], sb[FX * FY], sg[FX * FY];
     int i = blockIdx.x * FX + threadIdx.x, j = blockIdx.y * FY + threadIdx.y;
@@ -225,7 +275,8 @@ __global__ void k_field_diag(mesh m, const float *ex, const float *ey, const flo
         int k = m.off + i + j * m.stride;
         ve = (double)ex[k] * ex[k] + (double)ey[k] * ey[k] + (double)ez[k] * ez[k];
         vb = (double)bx[k] * bx[k] + (double)by[k] * by[k] + (double)bz[k] * bz[k];
-        vg = fabs((double)yee_div_e(ex, ey, k, m.stride, idx, idy) - ((double)rho[k] - rho_bg));
+        if (i >= glo.x && i < ghi.x && j >= glo.y && j < ghi.y)
+            vg = fabs((double)yee_div_e(ex, ey, k, m.stride, idx, idy) - ((double)rho[k] - rho_bg));
     }
     se[t] = ve;
     sb[t] = vb;
@@ -269,7 +320,8 @@ void gpu_field_diag(sim *S, double *energy_e, double *energy_b, double *gauss)
     }
     k_field_diag<<<grid, dim3(FX, FY), 0, g->stream>>>(
         mesh_of(g), g->e[0], g->e[1], g->e[2], g->b[0], g->b[1], g->b[2], g->rho, f->rho_bg,
-        (float)(1.0 / f->dx), (float)(1.0 / f->dy), part);
+        (float)(1.0 / f->dx), (float)(1.0 / f->dy), make_int2(f->glo[0], f->glo[1]),
+        make_int2(f->ghi[0], f->ghi[1]), part);
     GPU_LAUNCHED(g, "k_field_diag");
     GPU_CK(cudaMemcpyAsync(hpart, part, nb * 3 * sizeof(double), cudaMemcpyDeviceToHost,
                            g->stream));

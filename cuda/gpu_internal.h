@@ -14,6 +14,13 @@
 #include <stdio.h>
 
 #include "empic.h"
+#include "rng.h" /* Random123 is C++-aware: outside the C block below */
+extern "C" {     /* host C code the boundary and window kernels' setup calls */
+#include "sim.h"
+#include "bnd.h"
+#include "fbnd.h"
+#include "lasers.h"
+}
 #include "gpu.h"
 
 #include <cuda_runtime.h>
@@ -34,7 +41,19 @@ typedef struct {
     int *hist;                    /* 9 migration bins per cluster */
     int *need;                    /* per cluster: room needed during the sort */
     int4 *movers;                 /* per cluster: +x, -x, +y, -y leavers of the sort passes */
+    /* particle walls (gpu_bnd.cu): edge clusters on a non-periodic side of this species */
+    pbnd_walls walls;
+    int nedge, *edge;             /* how many, and their ids (device) */
+    int absorbing;                /* some side absorbs: drop marked particles before the sort */
 } gpu_species;
+
+/* One CPML layer on the device (fbnd.h's pml_layer): coefficients eb, ec, bb, bc (n each)
+ * and the four psi arrays. */
+typedef struct {
+    int axis, n, first, len;
+    float *coef;
+    float *psi[4];
+} gpu_layer;
 
 struct gpu_state {
     int device;
@@ -61,6 +80,19 @@ struct gpu_state {
     size_t lists_n;
     int nsp;
     gpu_species sp[DECK_MAX_SPECIES];
+    /* non-periodic field sides, lasers, walls and the moving window (gpu_bnd.cu,
+     * gpu_window.cu); all unused by a periodic deck */
+    int px, py;                   /* the box is periodic along x, y */
+    int nlayers;
+    gpu_layer layer[4];
+    float *mur_old[4];            /* per Mur side, as fbnd.h */
+    int *cx_of, *cy_of;           /* device copies of clusters.cx_of / cy_of */
+    int *scratch;                 /* drop lists (slots of the largest species) */
+    size_t scratch_n;
+    int moved;                    /* the window moved this step: drop and sort all species */
+    void *stage, *h_stage;        /* injected particles before they join their clusters
+                                     (device, pinned host) */
+    size_t stage_n;
     cudaStream_t stream;
     /* phase timers: events recorded in the stream, read once the stream has passed them */
     cudaEvent_t ev[GPU_EVENTS];
@@ -108,6 +140,20 @@ void gpu_debug_check(sim *S, int after_sort);
 void gpu_debug_fields(sim *S, const char *phase);
 void gpu_debug_snapshot(sim *S);
 void gpu_debug_verify(sim *S);
+/* Boundaries (gpu_bnd.cu): setup and free, the field-boundary hooks of the Yee phases (as
+ * fbnd_b, fbnd_e_save, fbnd_e), the fetch of their state for checkpoints, the particle walls
+ * of species s after its move (before the colour write-back) and the drop of marked
+ * particles before its sort (adds the number dropped to flags[3]). */
+void gpu_bnd_setup(gpu_state *g, const sim *S);
+void gpu_bnd_free(gpu_state *g);
+void gpu_bnd_b(gpu_state *g, sim *S);
+void gpu_bnd_e_save(gpu_state *g, const sim *S);
+void gpu_bnd_e(gpu_state *g, const sim *S);
+void gpu_bnd_fetch(gpu_state *g, sim *S);
+void gpu_walls(gpu_state *g, const sim *S, int s);
+void gpu_drop(gpu_state *g, int s, int window);
+/* Zero the guard frame of up to three arrays (after a fold in a non-periodic box). */
+void gpu_guard_zero(gpu_state *g, float *a0, float *a1, float *a2);
 /* Sort (gpu_sort.cu). */
 void gpu_relayout(gpu_state *g, sim *S, int s, const int *need);
 

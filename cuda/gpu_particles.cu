@@ -463,6 +463,7 @@ void gpu_particles(sim *S, int want_ke, double *kinetic)
             gpu_toc(g, t, PH_PUSH);
             t = gpu_tic(g, S);
         }
+        gpu_walls(g, S, s); /* edge clusters of non-periodic sides only */
         colour_passes(g, 3, g->j[0], g->j[1], g->j[2]);
         gpu_toc(g, t, PH_DEPOSIT);
         if (want_ke) {

@@ -270,13 +270,22 @@ static void sort_species(gpu_state *g, sim *S, int s)
     gpu_species *d = &g->sp[s];
     const int nc = g->ncl;
     GPU_CK(cudaMemsetAsync(g->flags, 0, 2 * sizeof(int), g->stream));
+    /* particles that left through an absorbing wall (or the back of a moving window) go
+     * first; flags[3] counts them */
+    const int drops = d->absorbing || g->moved;
+    if (drops) {
+        GPU_CK(cudaMemsetAsync(g->flags + 3, 0, sizeof(int), g->stream));
+        gpu_drop(g, s, g->moved);
+    }
     k_sort_prepare<<<gpu_blocks((size_t)nc, 128), 128, 0, g->stream>>>(
         d->hist, d->count, d->cap, d->need, d->movers, g->flags, g->ncx, g->ncy);
     GPU_LAUNCHED(g, "k_sort_prepare");
-    GPU_CK(cudaMemcpyAsync(g->h_flags, g->flags, 3 * sizeof(int), cudaMemcpyDeviceToHost,
-                           g->stream));
+    GPU_CK(cudaMemcpyAsync(g->h_flags, g->flags, (drops ? 4 : 3) * sizeof(int),
+                           cudaMemcpyDeviceToHost, g->stream));
     GPU_CK(cudaStreamSynchronize(g->stream));
     check_flags(g, S, s);
+    if (drops)
+        S->sp[s].np -= g->h_flags[3];
     if (g->h_flags[0] > 0) { /* a cluster would overflow: global rearrangement first */
         int *need = (int *)empic_alloc((size_t)nc * sizeof(int), "sort table");
         GPU_CK(cudaMemcpy(need, d->need, (size_t)nc * sizeof(int), cudaMemcpyDeviceToHost));
@@ -317,8 +326,9 @@ void gpu_sort(sim *S)
     gpu_state *g = S->gpu;
     int t = gpu_tic(g, S);
     for (int s = 0; s < g->nsp; s++)
-        if (g->sp[s].mobile)
+        if (g->sp[s].mobile || g->moved)
             sort_species(g, S, s);
+    g->moved = 0;
     gpu_toc(g, t, PH_SORT);
     if (g->check)
         gpu_debug_check(S, 1);

@@ -15,7 +15,7 @@
 /* Full unrolling of short fixed loops, so that the CPU vectoriser sees straight-line code. */
 #if defined(__CUDA_ARCH__)
 #define EMPIC_UNROLL _Pragma("unroll")
-#elif defined(__GNUC__) && !defined(__clang__)
+#elif defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__)
 #define EMPIC_UNROLL _Pragma("GCC unroll 8")
 #else
 #define EMPIC_UNROLL

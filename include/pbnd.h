@@ -12,6 +12,7 @@
 #ifndef PBND_H
 #define PBND_H
 
+#include "deck.h"
 #include "empic.h"
 #include "rng.h"
 #include <math.h>
@@ -53,6 +54,100 @@ EMPIC_HD void pbnd_rng(rng_stream *r, unsigned long long seed, unsigned species,
 {
     rng_init(r, seed ^ 0x7468726d616c6277ULL, species + 64u * (unsigned)(axis + 1),
              (uint32_t)step, slot);
+}
+
+/* The walls of one species as the per-particle and per-tile rules below see them. */
+typedef struct {
+    int bnd[4];              /* enum deck_pbnd per side */
+    int ncx, ncy, nx, ny;    /* clusters and cells along x, y */
+    float uth[3];            /* thermal spread of re-emission */
+    unsigned long long seed;
+    unsigned species;
+} pbnd_walls;
+
+/* A particle of cluster (cx, cy) after its move (cell wrapped periodically, mc = (dcx+1) +
+ * 3 (dcy+1) its move between clusters) that crossed a wall: mirrored, reflected or
+ * re-emitted in place (cell, offsets, momenta); returns the new mc, or -1 to drop it.
+ * cx_of / cy_of: cluster column of each cell column, row of each cell row. */
+EMPIC_HD int pbnd_particle(const pbnd_walls *w, int cx, int cy, const int *cx_of,
+                           const int *cy_of, long step, unsigned slot, int mc, uint32_t *cell,
+                           float *x, float *y, float *ux, float *uy, float *uz)
+{
+    int d[2] = {mc % 3 - 1, mc / 3 - 1};
+    int at[2] = {(int)(*cell & 0xffffu), (int)(*cell >> 16)};
+    for (int axis = 0; axis < 2; axis++) {
+        const int cc = axis ? cy : cx, ncc = axis ? w->ncy : w->ncx;
+        const int lo = cc == 0 && d[axis] == -1, hi = cc == ncc - 1 && d[axis] == 1;
+        const int type = (lo || hi) ? w->bnd[2 * axis + hi] : PBND_PERIODIC;
+        if (type == PBND_PERIODIC)
+            continue;
+        if (type == PBND_ABSORBING)
+            return -1;
+        float *o = axis ? y : x;
+        at[axis] = lo ? pbnd_mirror_lo(o) : pbnd_mirror_hi(axis ? w->ny : w->nx, o);
+        d[axis] = (axis ? cy_of[at[1]] : cx_of[at[0]]) - cc;
+        if (type == PBND_REFLECTING) {
+            float *un = axis ? uy : ux;
+            *un = -*un;
+        } else {
+            float u[3];
+            rng_stream r;
+            pbnd_rng(&r, w->seed, w->species, step, slot, axis);
+            pbnd_thermal(&r, w->uth, axis, lo ? 1.0f : -1.0f, u);
+            *ux = u[0];
+            *uy = u[1];
+            *uz = u[2];
+        }
+    }
+    *cell = (uint32_t)at[0] | ((uint32_t)at[1] << 16);
+    return (d[0] + 1) + 3 * (d[1] + 1);
+}
+
+/* Fold line `g` (beyond the wall) of a current tile into the interior lines: the normal
+ * component n (stride-1 x or row y) into line `gn` negated, the tangential ones into line
+ * `gt`; absorbing: just clear. Lines are columns (axis 0) or rows (axis 1). */
+EMPIC_HD void pbnd_fold_line(float *nrm, float *t1, float *t2, int axis, int len, int ts,
+                             int gn_from, int gn_to, int gt_from, int gt_to, int keep)
+{
+    for (int r = 0; r < len; r++) {
+        int a = axis ? r : r * ts, step = axis ? ts : 1;
+        float *pn = nrm + a, *p1 = t1 + a, *p2 = t2 + a;
+        if (keep) {
+            pn[gn_to * step] -= pn[gn_from * step];
+            p1[gt_to * step] += p1[gt_from * step];
+            p2[gt_to * step] += p2[gt_from * step];
+        }
+        pn[gn_from * step] = 0.0f;
+        p1[gt_from * step] = 0.0f;
+        p2[gt_from * step] = 0.0f;
+    }
+}
+
+/* Fold (reflecting, thermal) or drop (absorbing) the current that the tile of cluster
+ * (cx, cy) holds beyond the walls. The tile covers cells [i0, i0+w) x [j0, j0+h) with row
+ * stride ts. Low wall at tile line 0 - i0 (= 1): normal J at line 0 -> line 1 negated (the
+ * half points -1/2 -> +1/2), tangential J at node -1 (line 0) -> node +1 (line 2). High wall
+ * at node n, line L = n - i0: normal J at L (n+1/2) -> L-1, tangential L+1 -> L-1. */
+EMPIC_HD void pbnd_fold_tile(const pbnd_walls *wl, int cx, int cy, int i0, int j0, int w,
+                             int h, int ts, float *jx, float *jy, float *jz)
+{
+    const int *bnd = wl->bnd;
+    if (cx == 0 && bnd[SIDE_XMIN])
+        pbnd_fold_line(jx, jy, jz, 0, h, ts, -i0 - 1, -i0, -i0 - 1, -i0 + 1,
+                       bnd[SIDE_XMIN] != PBND_ABSORBING);
+    if (cx == wl->ncx - 1 && bnd[SIDE_XMAX]) {
+        int L = wl->nx - i0;
+        pbnd_fold_line(jx, jy, jz, 0, h, ts, L, L - 1, L + 1, L - 1,
+                       bnd[SIDE_XMAX] != PBND_ABSORBING);
+    }
+    if (cy == 0 && bnd[SIDE_YMIN])
+        pbnd_fold_line(jy, jx, jz, 1, w, ts, -j0 - 1, -j0, -j0 - 1, -j0 + 1,
+                       bnd[SIDE_YMIN] != PBND_ABSORBING);
+    if (cy == wl->ncy - 1 && bnd[SIDE_YMAX]) {
+        int L = wl->ny - j0;
+        pbnd_fold_line(jy, jx, jz, 1, w, ts, L, L - 1, L + 1, L - 1,
+                       bnd[SIDE_YMAX] != PBND_ABSORBING);
+    }
 }
 
 #endif

@@ -4,41 +4,29 @@
 #include "particle.h"
 #include "pbnd.h"
 
+void bnd_walls(const species *s, const clusters *cl, const emf *f, pbnd_walls *w)
+{
+    for (int k = 0; k < 4; k++)
+        w->bnd[k] = s->cfg->bnd[k];
+    w->ncx = cl->ncx;
+    w->ncy = cl->ncy;
+    w->nx = f->nx;
+    w->ny = f->ny;
+    for (int k = 0; k < 3; k++)
+        w->uth[k] = (float)s->cfg->uth[k];
+    w->seed = s->seed;
+    w->species = (unsigned)s->index;
+}
+
 /* Particle p of cluster c after its move (mc = (dcx+1) + 3 (dcy+1)): the new mc, or -1 to
  * drop it. */
 static int bnd_particle(species *s, const emf *f, const clusters *cl, int c, size_t p, int mc)
 {
-    const int *bnd = s->cfg->bnd, cx = c % cl->ncx, cy = c / cl->ncx;
-    int d[2] = {mc % 3 - 1, mc / 3 - 1};
-    int at[2] = {cell_i(s->cell[p]), cell_j(s->cell[p])};
-    for (int axis = 0; axis < 2; axis++) {
-        const int cc = axis ? cy : cx, ncc = axis ? cl->ncy : cl->ncx;
-        const int lo = cc == 0 && d[axis] == -1, hi = cc == ncc - 1 && d[axis] == 1;
-        const int type = (lo || hi) ? bnd[2 * axis + hi] : PBND_PERIODIC;
-        if (type == PBND_PERIODIC)
-            continue;
-        if (type == PBND_ABSORBING)
-            return -1;
-        float *o = axis ? &s->y[p] : &s->x[p];
-        at[axis] = lo ? pbnd_mirror_lo(o) : pbnd_mirror_hi(axis ? f->ny : f->nx, o);
-        d[axis] = (axis ? cl->cy_of[at[1]] : cl->cx_of[at[0]]) - cc;
-        if (type == PBND_REFLECTING) {
-            float *un = axis ? &s->uy[p] : &s->ux[p];
-            *un = -*un;
-        } else {
-            const float uth[3] = {(float)s->cfg->uth[0], (float)s->cfg->uth[1],
-                                  (float)s->cfg->uth[2]};
-            float u[3];
-            rng_stream r;
-            pbnd_rng(&r, s->seed, (unsigned)s->index, f->step, (unsigned)p, axis);
-            pbnd_thermal(&r, uth, axis, lo ? 1.0f : -1.0f, u);
-            s->ux[p] = u[0];
-            s->uy[p] = u[1];
-            s->uz[p] = u[2];
-        }
-    }
-    s->cell[p] = cell_pack(at[0], at[1]);
-    return (d[0] + 1) + 3 * (d[1] + 1);
+    pbnd_walls w;
+    bnd_walls(s, cl, f, &w);
+    return pbnd_particle(&w, c % cl->ncx, c / cl->ncx, cl->cx_of, cl->cy_of, f->step,
+                         (unsigned)p, mc, &s->cell[p], &s->x[p], &s->y[p], &s->ux[p],
+                         &s->uy[p], &s->uz[p]);
 }
 
 void bnd_cluster(species *s, const emf *f, const clusters *cl, int c)
@@ -60,47 +48,12 @@ void bnd_cluster(species *s, const emf *f, const clusters *cl, int c)
     }
 }
 
-/* Fold line `g` (beyond the wall) of the tile into the interior lines: the normal component
- * n (stride-1 x or row y) into line `gn` negated, the tangential ones into line `gt`;
- * absorbing: just clear. Lines are columns (axis 0) or rows (axis 1). */
-static void fold_line(float *nrm, float *t1, float *t2, int axis, int len, int ts, int gn_from,
-                      int gn_to, int gt_from, int gt_to, int keep)
-{
-    for (int r = 0; r < len; r++) {
-        int a = axis ? r : r * ts, step = axis ? ts : 1;
-        float *pn = nrm + a, *p1 = t1 + a, *p2 = t2 + a;
-        if (keep) {
-            pn[gn_to * step] -= pn[gn_from * step];
-            p1[gt_to * step] += p1[gt_from * step];
-            p2[gt_to * step] += p2[gt_from * step];
-        }
-        pn[gn_from * step] = 0.0f;
-        p1[gt_from * step] = 0.0f;
-        p2[gt_from * step] = 0.0f;
-    }
-}
-
 void bnd_tile(const species *s, const emf *f, const clusters *cl, int c, int i0, int j0,
               int w, int h, int ts, float *jx, float *jy, float *jz)
 {
-    const int *bnd = s->cfg->bnd, cx = c % cl->ncx, cy = c / cl->ncx;
-    /* low wall at tile line 0 - i0 (= 1): normal J at line 0 -> line 1 negated (the half
-     * points -1/2 -> +1/2), tangential J at node -1 (line 0) -> node +1 (line 2). High wall
-     * at node n, line L = n - i0: normal J at L (n+1/2) -> L-1, tangential L+1 -> L-1. */
-    if (cx == 0 && bnd[SIDE_XMIN])
-        fold_line(jx, jy, jz, 0, h, ts, -i0 - 1, -i0, -i0 - 1, -i0 + 1,
-                  bnd[SIDE_XMIN] != PBND_ABSORBING);
-    if (cx == cl->ncx - 1 && bnd[SIDE_XMAX]) {
-        int L = f->nx - i0;
-        fold_line(jx, jy, jz, 0, h, ts, L, L - 1, L + 1, L - 1, bnd[SIDE_XMAX] != PBND_ABSORBING);
-    }
-    if (cy == 0 && bnd[SIDE_YMIN])
-        fold_line(jy, jx, jz, 1, w, ts, -j0 - 1, -j0, -j0 - 1, -j0 + 1,
-                  bnd[SIDE_YMIN] != PBND_ABSORBING);
-    if (cy == cl->ncy - 1 && bnd[SIDE_YMAX]) {
-        int L = f->ny - j0;
-        fold_line(jy, jx, jz, 1, w, ts, L, L - 1, L + 1, L - 1, bnd[SIDE_YMAX] != PBND_ABSORBING);
-    }
+    pbnd_walls wl;
+    bnd_walls(s, cl, f, &wl);
+    pbnd_fold_tile(&wl, c % cl->ncx, c / cl->ncx, i0, j0, w, h, ts, jx, jy, jz);
 }
 
 /* Drop the marked particles of cluster c (holes filled from the segment's end). */

@@ -5,6 +5,7 @@
 #define BND_H
 
 #include "emf.h"
+#include "pbnd.h"
 #include "species.h"
 
 /* Whether cluster c lies on a side where species s has a non-periodic boundary. */
@@ -14,6 +15,9 @@ static inline int bnd_edge(const species *s, const clusters *cl, int c)
     return (cx == 0 && b[0]) || (cx == cl->ncx - 1 && b[1]) || (cy == 0 && b[2]) ||
            (cy == cl->ncy - 1 && b[3]);
 }
+
+/* The walls of species s in the form of include/pbnd.h's rules (also the GPU's setup). */
+void bnd_walls(const species *s, const clusters *cl, const emf *f, pbnd_walls *w);
 
 /* After the move of cluster c (cells wrapped periodically, migration codes and histogram
  * written): apply the walls to the particles whose code says they crossed one (a move off

@@ -40,6 +40,8 @@ static double xi_of(const laser_src *L, double a, double h)
     return L->sign > 0 ? a * h : L->edge - a * h;
 }
 
+double laser_xi(const laser_src *L, double a, double h) { return xi_of(L, a, h); }
+
 double laser_end_time(const laser_src *L, const deck *d)
 {
     double h = L->axis ? d->dy : d->dx;

@@ -29,6 +29,9 @@ typedef struct {
 
 /* From the deck's laser; `layer` = cells of the PML on the launching side (0 for Mur). */
 void laser_setup(laser_src *L, const deck_laser *cfg, const deck *d, int layer);
+/* Distance from the launching boundary of coordinate index a (cells, may be half-integer)
+ * along the beam's axis of cells of size h (the GPU backend's source planes). */
+double laser_xi(const laser_src *L, double a, double h);
 /* Lab time after which the laser has been fully injected. */
 double laser_end_time(const laser_src *L, const deck *d);
 /* Sources after a half B step and after the E step (E at t = f->step dt before the step);

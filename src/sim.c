@@ -45,18 +45,12 @@ static int resolve_backend(sim *S)
 
 int sim_init(sim *S, const deck *d, int quiet) { return sim_init_from(S, d, quiet, NULL); }
 
-/* Non-periodic boundaries, lasers and the moving window run on the CPU backend only (so
- * far): "auto" falls back to it. Also checks that x-launched lasers are in before the
- * window moves (their source plane is fixed in the lab). 0, or -1 after reporting. */
+/* Non-periodic boundaries, lasers and the moving window run on both backends. Checks that
+ * x-launched lasers are in before the window moves (their source plane is fixed in the
+ * lab). 0, or -1 after reporting. */
 static int sim_cpu_features(sim *S)
 {
     const deck *d = &S->d;
-    int need = d->nlasers > 0 || d->window_enabled;
-    for (int k = 0; k < 4; k++) {
-        need |= d->fbnd[k] != FBND_PERIODIC;
-        for (int s = 0; s < d->nspecies; s++)
-            need |= d->species[s].bnd[k] != PBND_PERIODIC;
-    }
     for (int l = 0; l < d->nlasers && d->window_enabled; l++) {
         laser_src L;
         laser_setup(&L, &d->lasers[l], d, d->fbnd[d->lasers[l].boundary] == FBND_PML
@@ -69,19 +63,6 @@ static int sim_cpu_features(sim *S)
             return -1;
         }
     }
-    if (!need || S->backend != BACKEND_CUDA)
-        return 0;
-    if (d->backend == BACKEND_CUDA) {
-        empic_report(d->file, 0, "non-periodic boundaries, lasers and the moving window are "
-                                 "implemented on the CPU backend only so far; use backend "
-                                 "\"cpu\" or \"auto\"");
-        return -1;
-    }
-    S->backend = BACKEND_CPU;
-    report_cpu_name(S->device, sizeof S->device);
-    if (!S->quiet)
-        fprintf(stderr, "empic: note: this deck's boundaries/lasers/window run on the CPU "
-                        "backend\n");
     return 0;
 }
 
@@ -260,7 +241,13 @@ void sim_step(sim *S)
 #ifdef EMPIC_CUDA
         gpu_particles(S, want_e, kin);
         gpu_fields_rest(S);
+        /* the moving window, as on the CPU below: shift, drop and sort, inject */
+        int moved = window_due(&S->win, S->f.step * d->dt, d->dx);
+        if (moved)
+            gpu_window_shift(S);
         gpu_sort(S);
+        if (moved)
+            gpu_window_inject(S);
 #endif
     } else {
         emf *f = &S->f;

@@ -321,6 +321,31 @@ long long species_inject_column(species *s, const deck *d, const clusters *cl, i
     return n;
 }
 
+long long species_column(const species *s, const deck *d, const clusters *cl, int i, long ig,
+                         species *out, int *add)
+{
+    memset(out, 0, sizeof *out);
+    out->cfg = s->cfg;
+    out->index = s->index;
+    out->seed = s->seed;
+    profile_eval p;
+    profile_open(&p, s->cfg);
+    long long n = 0;
+    for (int cy = 0; cy < cl->ncy; cy++) {
+        add[cy] = 0;
+        for (int j = cl->y0[cy]; j < cl->y0[cy + 1]; j++)
+            add[cy] += load_cell(out, d, &p, i, j, ig, 0, 0);
+        n += add[cy];
+    }
+    species_alloc(out, n > 0 ? (size_t)n : 1);
+    size_t at = 0;
+    for (int j = 0; j < d->ny; j++)
+        at += (size_t)load_cell(out, d, &p, i, j, ig, at, 1);
+    out->np = n;
+    profile_close(&p);
+    return n;
+}
+
 long long species_check(const species *s, const clusters *cl)
 {
     long long bad = 0, n = 0;

@@ -65,6 +65,11 @@ void species_relayout(species *s, const clusters *cl, const int *need);
  * have put them in global column ig = i + cells moved (profiles at x = ig dx, RNG keyed by
  * ig), relaying segments out when full. Returns the number added (np updated). */
 long long species_inject_column(species *s, const deck *d, const clusters *cl, int i, long ig);
+/* The particles that species_inject_column(s, d, cl, i, ig) appends, into the arrays of a
+ * fresh `out` (species_free it) in row order, add[cy] of them in cluster row cy; for a
+ * backend that appends them itself (the GPU). Returns their number. */
+long long species_column(const species *s, const deck *d, const clusters *cl, int i, long ig,
+                         species *out, int *add);
 /* Particle count check: every cluster's particles inside it, sum = np. Returns the number of
  * misplaced particles (0 when sound). */
 long long species_check(const species *s, const clusters *cl);

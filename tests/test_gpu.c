@@ -4,6 +4,7 @@
  * drifting plasma front that overflows cluster segments (global rearrangement on the device,
  * no particle lost). Skips cleanly, returning 0, where no GPU is available. */
 #include "emf.h"
+#include "fbnd.h"
 #include "species.h"
 #include "testutil.h"
 #ifdef EMPIC_CUDA
@@ -290,6 +291,274 @@ static void test_rearrangement(void)
     sim_free(&G);
 }
 
+/* ---------------------------------------------------------------------------------------
+ * Open boundaries, lasers, walls and the moving window: the same deck on both backends,
+ * compared at the end (fields, PML memories, particle counts) and over the run (energy.csv:
+ * energies relative to the total, gauss_max). */
+
+typedef void (*deck_maker)(deck *d, int backend, const char *tag);
+
+/* energy.csv rows (up to 12 columns; ncol set from the header). */
+static int read_rows(const sim *S, double rows[][12], int max, int *ncol)
+{
+    char path[DECK_PATH_MAX + 32], line[2048];
+    snprintf(path, sizeof path, "%s/energy.csv", S->d.output);
+    FILE *f = fopen(path, "r");
+    int n = 0;
+    *ncol = 0;
+    if (!f)
+        return 0;
+    if (fgets(line, sizeof line, f)) {
+        *ncol = 1;
+        for (char *p = line; *p; p++)
+            *ncol += *p == ',';
+    }
+    while (*ncol <= 12 && n < max && fgets(line, sizeof line, f)) {
+        char *p = line;
+        for (int k = 0; k < *ncol; k++) {
+            rows[n][k] = strtod(p, &p);
+            if (*p == ',')
+                p++;
+        }
+        n++;
+    }
+    fclose(f);
+    return n;
+}
+
+typedef struct {
+    double field, psi, energy, gauss_cpu, gauss_gpu;
+    long long np_cpu[DECK_MAX_SPECIES], np_gpu[DECK_MAX_SPECIES], counted[DECK_MAX_SPECIES];
+    long long bad;
+} open_cmp;
+
+static open_cmp compare_open(deck_maker make, long steps, const char *tag)
+{
+    enum { MAXROWS = 400 };
+    static double rc[MAXROWS][12], rg[MAXROWS][12];
+    open_cmp r;
+    memset(&r, 0, sizeof r);
+    deck d;
+    sim C, G;
+    char t[32];
+    snprintf(t, sizeof t, "%s-cpu", tag);
+    make(&d, BACKEND_CPU, t);
+    d.steps = steps;
+    d.energy_every = 1;
+    CU_ASSERT_FATAL(sim_init(&C, &d, 1) == 0);
+    snprintf(t, sizeof t, "%s-gpu", tag);
+    make(&d, BACKEND_CUDA, t);
+    d.steps = steps;
+    d.energy_every = 1;
+    CU_ASSERT_FATAL(sim_init(&G, &d, 1) == 0);
+    CU_ASSERT_FATAL(G.backend == BACKEND_CUDA);
+    CU_ASSERT(sim_run(&C) == 0);
+    CU_ASSERT(sim_run(&G) == 0);
+    gpu_fetch_fields(&G, 0);
+    gpu_fetch_particles(&G);
+    for (int c = 0; c < 3; c++) {
+        r.field = fmax(r.field, field_diff(&C.f, G.f.e[c], C.f.e[c]));
+        r.field = fmax(r.field, field_diff(&C.f, G.f.b[c], C.f.b[c]));
+    }
+    if (C.f.fb) { /* PML memories, relative to their largest value */
+        for (int l = 0; l < C.f.fb->nlayers; l++)
+            for (int m = 0; m < 4; m++) {
+                const pml_layer *a = &C.f.fb->layer[l], *b = &G.f.fb->layer[l];
+                double dm = 0.0, mm = 0.0;
+                for (int q = 0; q < a->n * a->len; q++) {
+                    dm = fmax(dm, fabs((double)a->psi[m][q] - b->psi[m][q]));
+                    mm = fmax(mm, fabs((double)a->psi[m][q]));
+                }
+                r.psi = fmax(r.psi, mm > 0 ? dm / mm : dm);
+            }
+    }
+    for (int s = 0; s < C.nsp; s++) {
+        r.np_cpu[s] = C.sp[s].np;
+        r.np_gpu[s] = G.sp[s].np;
+        for (int c = 0; c < G.cl.n; c++)
+            r.counted[s] += G.sp[s].count[c];
+        r.bad += check_species(&G.sp[s], &G.cl);
+    }
+    int nc, ng, kc, kg;
+    nc = read_rows(&C, rc, MAXROWS, &kc);
+    ng = read_rows(&G, rg, MAXROWS, &kg);
+    CU_ASSERT(nc == steps && ng == steps && kc == kg && kc >= 6);
+    for (int n = 0; n < nc && n < ng && kc == kg; n++) {
+        double tot = fabs(rc[n][kc - 2]);
+        for (int k = 2; k < kc - 1 && tot > 0; k++)
+            r.energy = fmax(r.energy, fabs(rg[n][k] - rc[n][k]) / tot);
+        r.gauss_cpu = fmax(r.gauss_cpu, rc[n][kc - 1]);
+        r.gauss_gpu = fmax(r.gauss_gpu, rg[n][kc - 1]);
+    }
+    printf(" [%ld steps: fields %.1e, psi %.1e, energies %.1e; gauss_max cpu %.1e gpu %.1e",
+           steps, r.field, r.psi, r.energy, r.gauss_cpu, r.gauss_gpu);
+    for (int s = 0; s < C.nsp; s++)
+        printf("; %s %lld/%lld (cpu %lld)", C.sp[s].cfg->name, r.np_gpu[s], r.counted[s],
+               r.np_cpu[s]);
+    printf("] ");
+    remove_output(&C);
+    remove_output(&G);
+    sim_free(&C);
+    sim_free(&G);
+    return r;
+}
+
+static void set_sides(deck *d, int x, int y, int pml)
+{
+    d->fbnd[SIDE_XMIN] = d->fbnd[SIDE_XMAX] = x;
+    d->fbnd[SIDE_YMIN] = d->fbnd[SIDE_YMAX] = y;
+    d->pml_cells = pml;
+}
+
+static deck_laser *laser_of(deck *d, int side)
+{
+    deck_laser *L = &d->lasers[d->nlasers++];
+    memset(L, 0, sizeof *L);
+    L->a0 = 1.0;
+    L->omega0 = 8.0;
+    L->w0 = 1.2;
+    L->focus = 2.0;
+    L->center = 3.2;
+    L->duration = 1.5;
+    L->envelope = ENV_SIN2;
+    L->ramp = L->duration / 4;
+    L->boundary = side;
+    return L;
+}
+
+static void out_dir(deck *d, int backend, const char *tag)
+{
+    d->backend = backend;
+    snprintf(d->output, sizeof d->output, "/tmp/empic-test-gpu-%d-%s", (int)getpid(), tag);
+}
+
+/* A laser from xmin in vacuum, PML on all sides. */
+static void laser_pml_deck(deck *d, int backend, const char *tag)
+{
+    tu_deck(d, 128, 64, 0.1, 0.05, 0);
+    set_sides(d, FBND_PML, FBND_PML, 10);
+    laser_of(d, SIDE_XMIN);
+    out_dir(d, backend, tag);
+}
+
+/* A circularly polarised laser from ymax in vacuum, Mur on all sides. */
+static void laser_mur_deck(deck *d, int backend, const char *tag)
+{
+    tu_deck(d, 64, 128, 0.1, 0.05, 0);
+    set_sides(d, FBND_MUR, FBND_MUR, 0);
+    deck_laser *L = laser_of(d, SIDE_YMAX);
+    L->circular = 1;
+    out_dir(d, backend, tag);
+}
+
+static void test_laser_pml(void)
+{
+    open_cmp r = compare_open(laser_pml_deck, 100, "lpml");
+    CU_ASSERT(r.field < 1e-5);
+    CU_ASSERT(r.psi < 1e-4);
+    CU_ASSERT(r.energy < 1e-5);
+    CU_ASSERT(r.gauss_gpu < 1e-3);
+}
+
+static void test_laser_mur(void)
+{
+    open_cmp r = compare_open(laser_mur_deck, 100, "lmur");
+    CU_ASSERT(r.field < 1e-5);
+    CU_ASSERT(r.energy < 1e-5);
+    CU_ASSERT(r.gauss_gpu < 1e-3);
+}
+
+/* Warm drifting electrons on ions in a PML (x) / Mur (y) box, walls xmin reflecting, xmax
+ * absorbing, ymin `ymin`, ymax reflecting. */
+static void walls_deck_with(deck *d, int backend, const char *tag, int ymin)
+{
+    tu_deck(d, 48, 40, 0.1, 0.05, 0);
+    set_sides(d, FBND_PML, FBND_MUR, 6);
+    deck_species *e = tu_species(d, "electrons", -1.0, 1.0, 3, 0.08);
+    snprintf(e->drift[0], sizeof e->drift[0], "0.2");
+    snprintf(e->drift[1], sizeof e->drift[1], "-0.1");
+    e->bnd[SIDE_XMIN] = PBND_REFLECTING;
+    e->bnd[SIDE_XMAX] = PBND_ABSORBING;
+    e->bnd[SIDE_YMIN] = ymin;
+    e->bnd[SIDE_YMAX] = PBND_REFLECTING;
+    deck_species *i = tu_species(d, "ions", 1.0, 1836.0, 3, 0.0);
+    i->immobile = 1;
+    for (int k = 0; k < 4; k++)
+        i->bnd[k] = PBND_ABSORBING;
+    out_dir(d, backend, tag);
+}
+
+static void walls_deck(deck *d, int backend, const char *tag)
+{
+    walls_deck_with(d, backend, tag, PBND_ABSORBING);
+}
+
+static void thermal_deck(deck *d, int backend, const char *tag)
+{
+    walls_deck_with(d, backend, tag, PBND_THERMAL);
+}
+
+static void test_walls(void)
+{
+    open_cmp r = compare_open(walls_deck, 40, "walls");
+    CU_ASSERT(r.bad == 0);
+    CU_ASSERT(r.np_gpu[0] == r.np_cpu[0] && r.counted[0] == r.np_gpu[0]);
+    CU_ASSERT(r.np_gpu[1] == r.np_cpu[1]);
+    CU_ASSERT(r.np_gpu[0] < r.np_gpu[1]); /* the absorbing walls took some */
+    CU_ASSERT(r.field < 1e-4);
+    CU_ASSERT(r.energy < 1e-5);
+    CU_ASSERT(r.gauss_gpu < 1e-5);
+}
+
+/* A thermal wall re-emits with momenta keyed by the particle's slot, and the two backends'
+ * sorts order a cluster's particles differently: the same physics, not the same particles,
+ * so only counts and energies to a looser bound. */
+static void test_thermal_wall(void)
+{
+    open_cmp r = compare_open(thermal_deck, 40, "thermal");
+    CU_ASSERT(r.bad == 0);
+    CU_ASSERT(r.np_gpu[0] == r.np_cpu[0] && r.counted[0] == r.np_gpu[0]);
+    CU_ASSERT(r.energy < 2e-3);
+    CU_ASSERT(r.gauss_gpu < 1e-5);
+}
+
+/* A window moving from t = 0 over electrons drifting along y and mobile ions whose density
+ * ramps up beyond the box (so the injected columns differ), PML along x, periodic y. (A warm
+ * plasma in the xmax layer breaks Gauss's law there, and the window carries that into the
+ * box: on the CPU too.) */
+static void window_deck(deck *d, int backend, const char *tag)
+{
+    tu_deck(d, 96, 24, 0.1, 0.05, 0);
+    set_sides(d, FBND_PML, FBND_PERIODIC, 8);
+    d->window_enabled = 1;
+    d->window_t_start = 0.0;
+    for (int s = 0; s < 2; s++) {
+        deck_species *sp = tu_species(d, s ? "ions" : "electrons", s ? 1.0 : -1.0,
+                                      s ? 1836.0 : 1.0, 2, 0.0);
+        sp->bnd[SIDE_XMIN] = sp->bnd[SIDE_XMAX] = PBND_ABSORBING;
+        sp->profile = PROFILE_PIECEWISE;
+        sp->px.n = 3;
+        sp->px.s = malloc(3 * sizeof(double));
+        sp->px.f = malloc(3 * sizeof(double));
+        const double xs[3] = {0.0, 10.0, 12.0}, fs[3] = {0.5, 0.5, 2.0};
+        memcpy(sp->px.s, xs, sizeof xs);
+        memcpy(sp->px.f, fs, sizeof fs);
+    }
+    snprintf(d->species[0].drift[1], sizeof d->species[0].drift[1], "0.1");
+    out_dir(d, backend, tag);
+}
+
+static void test_window(void)
+{
+    open_cmp r = compare_open(window_deck, 120, "win");
+    CU_ASSERT(r.bad == 0);
+    for (int s = 0; s < 2; s++)
+        CU_ASSERT(r.np_gpu[s] == r.np_cpu[s] && r.counted[s] == r.np_gpu[s]);
+    CU_ASSERT(r.field < 1e-4);
+    CU_ASSERT(r.energy < 1e-5);
+    CU_ASSERT(r.gauss_gpu < 1e-5);
+}
+
 int main(void)
 {
     char name[128];
@@ -307,6 +576,11 @@ int main(void)
     CU_add_test(s, "ten steps equal the CPU", test_ten_steps);
     CU_add_test(s, "warm plasma: Gauss and energies", test_warm_plasma);
     CU_add_test(s, "overflowing clusters are re-laid", test_rearrangement);
+    CU_add_test(s, "laser in vacuum, PML sides", test_laser_pml);
+    CU_add_test(s, "circular laser from ymax, Mur sides", test_laser_mur);
+    CU_add_test(s, "reflecting and absorbing walls", test_walls);
+    CU_add_test(s, "a thermal wall", test_thermal_wall);
+    CU_add_test(s, "moving window with injection", test_window);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
     int failed = (int)CU_get_number_of_failures();

@@ -1,0 +1,459 @@
+/* gpu_bnd.cu - non-periodic boundaries on the device: CPML layers, Mur edges and laser
+ * sources around the Yee phases (as src/fbnd.c and src/lasers.c, with include/pml.h's and
+ * include/laser.h's formulas), and the particle walls (as src/bnd.c, with include/pbnd.h's
+ * rules): the wall rule for the particles of edge clusters that crossed a wall, the fold of
+ * their tile current beyond the wall before the colour write-back, and the removal of
+ * dropped particles before the sort. The layers and edges are thin strips: small kernels
+ * over their cells, launched in the CPU's order. Nothing here runs for a periodic deck. */
+#include "gpu_internal.h"
+#include "particle.h"
+#include "pml.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- setup ---- */
+
+void gpu_bnd_setup(gpu_state *g, const sim *S)
+{
+    const emf *f = &S->f;
+    const clusters *cl = &S->cl;
+    g->px = f->bnd[SIDE_XMIN] == FBND_PERIODIC;
+    g->py = f->bnd[SIDE_YMIN] == FBND_PERIODIC;
+    g->cx_of = (int *)gpu_malloc(g, (size_t)f->nx * sizeof(int), "cluster table");
+    g->cy_of = (int *)gpu_malloc(g, (size_t)f->ny * sizeof(int), "cluster table");
+    GPU_CK(cudaMemcpy(g->cx_of, cl->cx_of, (size_t)f->nx * sizeof(int), cudaMemcpyHostToDevice));
+    GPU_CK(cudaMemcpy(g->cy_of, cl->cy_of, (size_t)f->ny * sizeof(int), cudaMemcpyHostToDevice));
+    const fbnd *b = f->fb;
+    if (b) {
+        g->nlayers = b->nlayers;
+        for (int l = 0; l < b->nlayers; l++) {
+            const pml_layer *L = &b->layer[l];
+            gpu_layer *D = &g->layer[l];
+            D->axis = L->axis;
+            D->n = L->n;
+            D->first = L->first;
+            D->len = L->len;
+            D->coef = (float *)gpu_malloc(g, 4 * (size_t)L->n * sizeof(float), "PML layer");
+            GPU_CK(cudaMemcpy(D->coef, L->eb, 4 * (size_t)L->n * sizeof(float),
+                              cudaMemcpyHostToDevice));
+            for (int m = 0; m < 4; m++) {
+                size_t n = (size_t)L->n * L->len * sizeof(float);
+                D->psi[m] = (float *)gpu_malloc(g, n, "PML layer");
+                GPU_CK(cudaMemcpy(D->psi[m], L->psi[m], n, cudaMemcpyHostToDevice));
+            }
+        }
+        for (int k = 0; k < 4; k++) {
+            if (!b->mur_old[k])
+                continue;
+            size_t n = 4 * (size_t)(k / 2 ? f->nx : f->ny) * sizeof(float);
+            g->mur_old[k] = (float *)gpu_malloc(g, n, "Mur edge");
+            GPU_CK(cudaMemcpy(g->mur_old[k], b->mur_old[k], n, cudaMemcpyHostToDevice));
+        }
+    }
+    for (int s = 0; s < S->nsp; s++) {
+        const species *h = &S->sp[s];
+        gpu_species *d = &g->sp[s];
+        bnd_walls(h, cl, f, &d->walls);
+        int *list = (int *)empic_alloc((size_t)cl->n * sizeof(int), "wall clusters"), n = 0;
+        for (int c = 0; c < cl->n; c++)
+            if (bnd_edge(h, cl, c))
+                list[n++] = c;
+        d->nedge = h->cfg->immobile ? 0 : n;
+        d->absorbing = 0;
+        for (int k = 0; k < 4; k++)
+            d->absorbing |= h->cfg->bnd[k] == PBND_ABSORBING;
+        if (d->nedge) {
+            d->edge = (int *)gpu_malloc(g, (size_t)n * sizeof(int), "wall clusters");
+            GPU_CK(cudaMemcpy(d->edge, list, (size_t)n * sizeof(int), cudaMemcpyHostToDevice));
+        }
+        free(list);
+    }
+}
+
+void gpu_bnd_free(gpu_state *g)
+{
+    for (int l = 0; l < g->nlayers; l++) {
+        cudaFree(g->layer[l].coef);
+        for (int m = 0; m < 4; m++)
+            cudaFree(g->layer[l].psi[m]);
+    }
+    for (int k = 0; k < 4; k++)
+        if (g->mur_old[k])
+            cudaFree(g->mur_old[k]);
+    for (int s = 0; s < g->nsp; s++)
+        if (g->sp[s].edge)
+            cudaFree(g->sp[s].edge);
+    void *p[] = {g->cx_of, g->cy_of, g->scratch, g->stage};
+    for (size_t k = 0; k < sizeof p / sizeof p[0]; k++)
+        if (p[k])
+            cudaFree(p[k]);
+    if (g->h_stage)
+        cudaFreeHost(g->h_stage);
+}
+
+void gpu_bnd_fetch(gpu_state *g, sim *S)
+{
+    fbnd *b = S->f.fb;
+    if (!b)
+        return;
+    for (int l = 0; l < g->nlayers; l++)
+        for (int m = 0; m < 4; m++)
+            GPU_CK(cudaMemcpy(b->layer[l].psi[m], g->layer[l].psi[m],
+                              (size_t)g->layer[l].n * g->layer[l].len * sizeof(float),
+                              cudaMemcpyDeviceToHost));
+    for (int k = 0; k < 4; k++)
+        if (g->mur_old[k])
+            GPU_CK(cudaMemcpy(b->mur_old[k], g->mur_old[k],
+                              4 * (size_t)(k / 2 ? g->nx : g->ny) * sizeof(float),
+                              cudaMemcpyDeviceToHost));
+}
+
+/* ---- CPML layers ---- */
+
+typedef struct {
+    int off, stride, first, n, len;
+    const float *coef;
+    float *psi0, *psi1;
+} klayer;
+
+static klayer layer_args(const gpu_state *g, const gpu_layer *L, int m0)
+{
+    klayer a = {g->off, g->stride, L->first, L->n, L->len, L->coef, L->psi[m0], L->psi[m0 + 1]};
+    return a;
+}
+
+/* B psi terms: thread t = cell (l, r) of the layer, r along it. */
+__global__ void k_pml_b(klayer a, int axis, float *b0, float *b1, float *b2, const float *e0,
+                        const float *e1, const float *e2, float id, float h, int upd)
+{
+    int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= a.n * a.len)
+        return;
+    const float *bb = a.coef + 2 * a.n, *bc = a.coef + 3 * a.n;
+    if (axis == 0) {
+        int j = t / a.n, l = t - j * a.n;
+        pml_b_x(b1, b2, e1, e2, a.off + a.first + l + j * a.stride, a.psi0, a.psi1,
+                j * a.n + l, bb[l], bc[l], id, h, upd);
+    } else {
+        int l = t / a.len, i = t - l * a.len;
+        pml_b_y(b0, b2, e0, e2, a.off + i + (a.first + l) * a.stride, a.stride, a.psi0, a.psi1,
+                l * a.len + i, bb[l], bc[l], id, h, upd);
+    }
+}
+
+__global__ void k_pml_e(klayer a, int axis, float *e0, float *e1, float *e2, const float *b0,
+                        const float *b1, const float *b2, float id, float dt)
+{
+    int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= a.n * a.len)
+        return;
+    const float *eb = a.coef, *ec = a.coef + a.n;
+    if (axis == 0) {
+        int j = t / a.n, l = t - j * a.n;
+        pml_e_x(e1, e2, b1, b2, a.off + a.first + l + j * a.stride, a.psi0, a.psi1,
+                j * a.n + l, eb[l], ec[l], id, dt);
+    } else {
+        int l = t / a.len, i = t - l * a.len;
+        pml_e_y(e0, e2, b0, b2, a.off + i + (a.first + l) * a.stride, a.stride, a.psi0, a.psi1,
+                l * a.len + i, eb[l], ec[l], id, dt);
+    }
+}
+
+/* ---- lasers ---- */
+
+/* One source line of a laser: entry t (0..n-1) at k0 + t kstep; d1 += c1 E1, d2 += c2 E2 of
+ * the incident field at xi, time tm, transverse positions (t + shift + 1/2) h (E1) and
+ * (t + shift) h (E2), as laser_b / laser_e. */
+__global__ void k_laser(laser_beam beam, int n, int k0, int kstep, double xi, double tm,
+                        long shift, double h, float *d1, float *d2, float c1, float c2)
+{
+    int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n)
+        return;
+    double e1, e2, u;
+    laser_field(&beam, xi, (t + shift + 0.5) * h, tm, &e1, &u);
+    laser_field(&beam, xi, (double)(t + shift) * h, tm, &u, &e2);
+    int k = k0 + t * kstep;
+    d1[k] += c1 * (float)e1;
+    d2[k] += c2 * (float)e2;
+}
+
+
+static void laser_line(gpu_state *g, const laser_src *L, int at, double xi, double tm,
+                       long shift, double h, float *d1, float *d2, float c1, float c2)
+{
+    const int n = L->axis ? g->nx : g->ny;
+    const int k0 = L->axis ? g->off + at * g->stride : g->off + at;
+    const int kstep = L->axis ? 1 : g->stride;
+    k_laser<<<gpu_blocks((size_t)n, 128), 128, 0, g->stream>>>(
+        L->beam, n, k0, kstep, xi, tm, L->axis ? shift : 0, h, d1, d2, c1, c2);
+    GPU_LAUNCHED(g, "k_laser");
+}
+
+/* ---- the hooks of the Yee phases ---- */
+
+void gpu_bnd_b(gpu_state *g, sim *S)
+{
+    emf *f = &S->f;
+    fbnd *b = f->fb;
+    const int upd = b->psi_step != f->step; /* first half step with E(n) */
+    b->psi_step = f->step;
+    const float h = (float)(0.5 * f->dt), idx = (float)(1.0 / f->dx), idy = (float)(1.0 / f->dy);
+    for (int l = 0; l < g->nlayers; l++) {
+        const gpu_layer *L = &g->layer[l];
+        klayer a = layer_args(g, L, 2);
+        k_pml_b<<<gpu_blocks((size_t)L->n * L->len, 128), 128, 0, g->stream>>>(
+            a, L->axis, g->b[0], g->b[1], g->b[2], g->e[0], g->e[1], g->e[2],
+            L->axis ? idy : idx, h, upd);
+        GPU_LAUNCHED(g, "k_pml_b");
+    }
+    const double t = f->step * f->dt;
+    for (int l = 0; l < b->nlasers; l++) {
+        const laser_src *L = &b->lasers[l];
+        if (L->axis == 0 && b->shift != 0)
+            continue;
+        const int col = L->sign > 0 ? L->plane - 1 : L->plane;
+        if (L->axis == 0) {
+            const float hh = (float)(L->sign * 0.5 * f->dt / f->dx);
+            laser_line(g, L, col, laser_xi(L, L->plane, f->dx), t, b->shift, f->dy, g->b[2],
+                       g->b[1], hh, -hh);
+        } else {
+            const float hh = (float)(L->sign * 0.5 * f->dt / f->dy);
+            laser_line(g, L, col, laser_xi(L, L->plane, f->dy), t, b->shift, f->dx, g->b[2],
+                       g->b[0], -hh, hh);
+        }
+    }
+}
+
+/* Mur: the tangential E components of side k (c1: Ey along x, Ex along y; c2: Ez), the edge
+ * node and the node inside; save (before the E step) or apply (after it). */
+__global__ void k_mur(int save, float *c1, float *c2, float *o, int len, int ke0, int ki0,
+                      int kstep, float m)
+{
+    int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= len)
+        return;
+    int ke = ke0 + t * kstep, ki = ki0 + t * kstep;
+    if (save) {
+        o[t] = c1[ke];
+        o[len + t] = c1[ki];
+        o[2 * len + t] = c2[ke];
+        o[3 * len + t] = c2[ki];
+    } else {
+        c1[ke] = mur_edge(o[t], o[len + t], c1[ki], m);
+        c2[ke] = mur_edge(o[2 * len + t], o[3 * len + t], c2[ki], m);
+    }
+}
+
+static void mur_sides(gpu_state *g, const sim *S, int save)
+{
+    const fbnd *b = S->f.fb;
+    for (int k = 0; k < 4; k++) {
+        if (!g->mur_old[k])
+            continue;
+        const int axis = k / 2, N = axis ? g->ny : g->nx, len = axis ? g->nx : g->ny;
+        const int edge = (k & 1) ? N : 0, in = (k & 1) ? N - 1 : 1;
+        const int kstep = axis ? 1 : g->stride, along = axis ? g->stride : 1;
+        k_mur<<<gpu_blocks((size_t)len, 128), 128, 0, g->stream>>>(
+            save, axis ? g->e[0] : g->e[1], g->e[2], g->mur_old[k], len,
+            g->off + edge * along, g->off + in * along, kstep, b->mur_m[axis]);
+        GPU_LAUNCHED(g, "k_mur");
+    }
+}
+
+void gpu_bnd_e_save(gpu_state *g, const sim *S) { mur_sides(g, S, 1); }
+
+void gpu_bnd_e(gpu_state *g, const sim *S)
+{
+    const emf *f = &S->f;
+    const fbnd *b = f->fb;
+    const float dt = (float)f->dt, idx = (float)(1.0 / f->dx), idy = (float)(1.0 / f->dy);
+    for (int l = 0; l < g->nlayers; l++) {
+        const gpu_layer *L = &g->layer[l];
+        klayer a = layer_args(g, L, 0);
+        k_pml_e<<<gpu_blocks((size_t)L->n * L->len, 128), 128, 0, g->stream>>>(
+            a, L->axis, g->e[0], g->e[1], g->e[2], g->b[0], g->b[1], g->b[2],
+            L->axis ? idy : idx, dt);
+        GPU_LAUNCHED(g, "k_pml_e");
+    }
+    const double t = (f->step + 0.5) * f->dt;
+    for (int l = 0; l < b->nlasers; l++) {
+        const laser_src *L = &b->lasers[l];
+        if (L->axis == 0 && b->shift != 0)
+            continue;
+        const int col = L->sign > 0 ? L->plane - 1 : L->plane;
+        if (L->axis == 0) {
+            const float c = (float)(f->dt / f->dx);
+            laser_line(g, L, L->plane, laser_xi(L, col + 0.5, f->dx), t, b->shift, f->dy,
+                       g->e[1], g->e[2], c, c);
+        } else {
+            const float c = (float)(f->dt / f->dy);
+            laser_line(g, L, L->plane, laser_xi(L, col + 0.5, f->dy), t, b->shift, f->dx,
+                       g->e[0], g->e[2], c, c);
+        }
+    }
+    mur_sides(g, S, 0);
+}
+
+/* ---- particle walls ---- */
+
+/* One block per edge cluster of the species: its particles whose move crossed a wall get
+ * the wall rule (bnd_cluster), its tile the fold of the current beyond the wall (bnd_tile). */
+typedef struct {
+    uint32_t *cell;
+    float *x, *y, *ux, *uy, *uz;
+    uint8_t *code;
+    const int *start, *count, *edge, *x0, *y0, *cx_of, *cy_of;
+    int *hist;
+    float *tiles;
+    int tile_stride;
+    long step;
+    pbnd_walls w;
+} kwalls;
+
+__global__ void k_walls(kwalls a)
+{
+    const int c = a.edge[blockIdx.x], cx = c % a.w.ncx, cy = c / a.w.ncx;
+    const int *b = a.w.bnd;
+    const int xl = cx == 0 && b[SIDE_XMIN], xh = cx == a.w.ncx - 1 && b[SIDE_XMAX];
+    const int yl = cy == 0 && b[SIDE_YMIN], yh = cy == a.w.ncy - 1 && b[SIDE_YMAX];
+    const int s0 = a.start[c], n = a.count[c];
+    int *hist = a.hist + 9 * c;
+    for (int p = s0 + threadIdx.x; p < s0 + n; p += blockDim.x) {
+        unsigned code = a.code[p];
+        int dx = mig_dx(code), dy = mig_dy(code);
+        if (!((xl && dx < 0) || (xh && dx > 0) || (yl && dy < 0) || (yh && dy > 0)))
+            continue;
+        int mc = (dx + 1) + 3 * (dy + 1);
+        int m = pbnd_particle(&a.w, cx, cy, a.cx_of, a.cy_of, a.step, (unsigned)p, mc,
+                              &a.cell[p], &a.x[p], &a.y[p], &a.ux[p], &a.uy[p], &a.uz[p]);
+        atomicSub(&hist[mc], 1);
+        atomicAdd(&hist[m < 0 ? 4 : m], 1);
+        a.code[p] = m < 0 ? (uint8_t)PBND_DROP : (uint8_t)mig_code(m % 3 - 1, m / 3 - 1);
+    }
+    if (threadIdx.x == 0) {
+        const int i0 = a.x0[cx] - 1, j0 = a.y0[cy] - 1;
+        const int tw = a.x0[cx + 1] - a.x0[cx] + 3, th = a.y0[cy + 1] - a.y0[cy] + 3;
+        const int tsz = tw * th;
+        float *t = a.tiles + (size_t)c * a.tile_stride;
+        pbnd_fold_tile(&a.w, cx, cy, i0, j0, tw, th, tw, t, t + tsz, t + 2 * tsz);
+    }
+}
+
+void gpu_walls(gpu_state *g, const sim *S, int s)
+{
+    gpu_species *d = &g->sp[s];
+    if (!d->nedge)
+        return;
+    kwalls a = {d->cell,  d->x,     d->y,    d->ux,  d->uy,  d->uz,    d->code,
+                d->start, d->count, d->edge, g->x0,  g->y0,  g->cx_of, g->cy_of,
+                d->hist,  g->tiles, 3 * g->tsz_max, S->f.step, d->walls};
+    k_walls<<<(unsigned)d->nedge, GPU_THREADS, 0, g->stream>>>(a);
+    GPU_LAUNCHED(g, "k_walls");
+}
+
+/* ---- removal of dropped particles ---- */
+
+/* Exclusive rank of `flag` among the block's threads and the block's total (warp ballots;
+ * every thread of the block must call it). */
+__device__ __forceinline__ int block_rank(int flag, int *warp_n, int *total)
+{
+    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    unsigned bal = __ballot_sync(0xffffffffu, flag);
+    if (lane == 0)
+        warp_n[wid] = __popc(bal);
+    __syncthreads();
+    int before = 0, all = 0;
+    for (int w = 0; w < nw; w++) {
+        before += w < wid ? warp_n[w] : 0;
+        all += warp_n[w];
+    }
+    __syncthreads();
+    *total = all;
+    return before + __popc(bal & ((1u << lane) - 1u));
+}
+
+typedef struct {
+    uint32_t *cell;
+    float *x, *y, *ux, *uy, *uz, *w;
+    uint8_t *code;
+    const int *start;
+    int *count, *scratch, *dropped;
+    int ncx, ncy, lo_x, hi_x, lo_y, hi_y;
+} kdrop;
+
+/* One block per cluster; those on a dropping side remove their PBND_DROP particles (as
+ * bnd_drop): n - nd survive; the survivors behind the new end, listed in slot order, fill
+ * the holes in front of it in slot order. */
+__global__ void __launch_bounds__(GPU_THREADS) k_drop(kdrop a)
+{
+    __shared__ int warp_n[GPU_THREADS / 32];
+    const int c = blockIdx.x, cx = c % a.ncx, cy = c / a.ncx, tid = threadIdx.x;
+    if (!((a.lo_x && cx == 0) || (a.hi_x && cx == a.ncx - 1) || (a.lo_y && cy == 0) ||
+          (a.hi_y && cy == a.ncy - 1)))
+        return;
+    const int s0 = a.start[c], n = a.count[c];
+    int nd = 0;
+    for (int base = 0; base < n; base += blockDim.x) {
+        int p = base + tid;
+        nd += __syncthreads_count(p < n && a.code[s0 + p] == PBND_DROP);
+    }
+    if (nd == 0)
+        return;
+    const int keep = n - nd;
+    int done = 0, tot;
+    for (int base = keep; base < n; base += blockDim.x) {
+        int p = base + tid, f = p < n && a.code[s0 + p] != PBND_DROP;
+        int r = block_rank(f, warp_n, &tot);
+        if (f)
+            a.scratch[s0 + done + r] = p;
+        done += tot;
+    }
+    __syncthreads();
+    done = 0;
+    for (int base = 0; base < keep; base += blockDim.x) {
+        int p = base + tid, h = p < keep && a.code[s0 + p] == PBND_DROP;
+        int r = block_rank(h, warp_n, &tot);
+        if (h) {
+            int dst = s0 + p, src = s0 + a.scratch[s0 + done + r];
+            a.cell[dst] = a.cell[src];
+            a.x[dst] = a.x[src];
+            a.y[dst] = a.y[src];
+            a.ux[dst] = a.ux[src];
+            a.uy[dst] = a.uy[src];
+            a.uz[dst] = a.uz[src];
+            a.w[dst] = a.w[src];
+            a.code[dst] = a.code[src];
+        }
+        done += tot;
+    }
+    if (tid == 0) {
+        a.count[c] = keep;
+        atomicAdd(a.dropped, nd);
+    }
+}
+
+void gpu_drop(gpu_state *g, int s, int window)
+{
+    gpu_species *d = &g->sp[s];
+    const int *b = d->walls.bnd;
+    kdrop a = {d->cell,  d->x,     d->y,  d->ux, d->uy, d->uz, d->w, d->code, d->start,
+               d->count, NULL,     g->flags + 3, g->ncx, g->ncy,
+               b[SIDE_XMIN] == PBND_ABSORBING || window, b[SIDE_XMAX] == PBND_ABSORBING,
+               b[SIDE_YMIN] == PBND_ABSORBING, b[SIDE_YMAX] == PBND_ABSORBING};
+    if (!(a.lo_x || a.hi_x || a.lo_y || a.hi_y))
+        return;
+    if (g->scratch_n < d->alloc) {
+        if (g->scratch) {
+            GPU_CK(cudaStreamSynchronize(g->stream));
+            GPU_CK(cudaFree(g->scratch));
+            g->bytes -= g->scratch_n * sizeof(int);
+        }
+        g->scratch = (int *)gpu_malloc(g, d->alloc * sizeof(int), "drop lists");
+        g->scratch_n = d->alloc;
+    }
+    a.scratch = g->scratch;
+    k_drop<<<(unsigned)g->ncl, GPU_THREADS, 0, g->stream>>>(a);
+    GPU_LAUNCHED(g, "k_drop");
+}

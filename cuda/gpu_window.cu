@@ -1,0 +1,248 @@
+/* gpu_window.cu - the moving window on the device (src/window.c): fields, PML memories and
+ * particle cells one cell toward -x, migration codes and histograms updated so that the next
+ * sort moves particles into their new clusters and drops the back column (PBND_DROP), and
+ * the injection of the new column: generated on the host by the initial load's code
+ * (species_column: profiles are muparser formulas, RNG keyed by global cell, so the same
+ * particles as on the CPU), uploaded to a staging buffer and appended to the segments of the
+ * last cluster column (re-laid first when one would overflow). */
+#include "gpu_internal.h"
+#include "particle.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double host_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Row blockIdx.x of array blockIdx.y (guard rows too): columns [G, stride-1) take the
+ * next column, the last is cleared, the guards below x = 0 kept (as window.c's shift_array).
+ * In place: the block walks the row in chunks, each read before the chunk is written, and a
+ * chunk's writes never reach the next chunk's reads. */
+typedef struct {
+    float *a[9];
+} arrays9;
+
+__global__ void k_shift_rows(arrays9 arr, int stride, int G)
+{
+    float *row = arr.a[blockIdx.y] + (size_t)blockIdx.x * stride;
+    for (int base = G; base < stride; base += blockDim.x) {
+        int c = base + threadIdx.x;
+        float v = c < stride - 1 ? row[c + 1] : 0.0f;
+        __syncthreads();
+        if (c < stride)
+            row[c] = v;
+        __syncthreads();
+    }
+}
+
+/* psi rows of a layer (fbnd_shift): x layer: row j of n entries; y layer: row l of len.
+ * Row blockIdx.x of psi[blockIdx.y], in place as k_shift_rows. */
+typedef struct {
+    float *p[4];
+} arrays4;
+
+__global__ void k_shift_psi(arrays4 psi, int rowlen)
+{
+    float *q = psi.p[blockIdx.y] + (size_t)blockIdx.x * rowlen;
+    for (int base = 0; base < rowlen; base += blockDim.x) {
+        int c = base + threadIdx.x;
+        float v = c < rowlen - 1 ? q[c + 1] : 0.0f;
+        __syncthreads();
+        if (c < rowlen)
+            q[c] = v;
+        __syncthreads();
+    }
+}
+
+/* One block per cluster: cells one column back, the x field of the code recomputed for the
+ * new cell, PBND_DROP for the first column; the histogram rebuilt from the codes. */
+__global__ void k_window_particles(uint32_t *cell, uint8_t *code, const int *start,
+                                   const int *count, int *hist, const int *cx_of, int ncx)
+{
+    __shared__ int sh[9];
+    const int c = blockIdx.x, cx = c % ncx;
+    if (threadIdx.x < 9)
+        sh[threadIdx.x] = 0;
+    __syncthreads();
+    const int b = start[c], e = b + count[c];
+    for (int p = b + threadIdx.x; p < e; p += blockDim.x) {
+        uint32_t cv = cell[p];
+        unsigned k = code[p];
+        int i = (int)(cv & 0xffffu) - 1, drop = (k == PBND_DROP) | (i < 0);
+        int dx = cx_of[i < 0 ? 0 : i] - cx;
+        unsigned nk = drop ? PBND_DROP : ((dx < 0 ? 2u : (unsigned)dx) | (k & 0xcu));
+        cell[p] = drop ? cv : cv - 1u;
+        code[p] = (uint8_t)nk;
+        atomicAdd(&sh[nk == PBND_DROP ? 4 : (mig_dx(nk) + 1) + 3 * (mig_dy(nk) + 1)], 1);
+    }
+    __syncthreads();
+    if (threadIdx.x < 9)
+        hist[9 * c + threadIdx.x] = sh[threadIdx.x];
+}
+
+void gpu_window_shift(sim *S)
+{
+    gpu_state *g = S->gpu;
+    int t = gpu_tic(g, S);
+    arrays9 arr = {{g->e[0], g->e[1], g->e[2], g->b[0], g->b[1], g->b[2], g->j[0], g->j[1],
+                    g->j[2]}};
+    k_shift_rows<<<dim3((unsigned)g->rows, 9), 256, 0, g->stream>>>(arr, g->stride, EMF_GUARD);
+    GPU_LAUNCHED(g, "k_shift_rows");
+    if (S->f.fb) {
+        for (int l = 0; l < g->nlayers; l++) {
+            const gpu_layer *L = &g->layer[l];
+            const int nrows = L->axis ? L->n : L->len, rowlen = L->axis ? L->len : L->n;
+            arrays4 psi = {{L->psi[0], L->psi[1], L->psi[2], L->psi[3]}};
+            k_shift_psi<<<dim3((unsigned)nrows, 4), rowlen > 64 ? 256 : 32, 0, g->stream>>>(
+                psi, rowlen);
+            GPU_LAUNCHED(g, "k_shift_psi");
+        }
+        S->f.fb->shift++;
+    }
+    gpu_toc(g, t, PH_FIELD);
+    t = gpu_tic(g, S);
+    for (int s = 0; s < g->nsp; s++) {
+        gpu_species *d = &g->sp[s];
+        k_window_particles<<<(unsigned)g->ncl, GPU_THREADS, 0, g->stream>>>(
+            d->cell, d->code, d->start, d->count, d->hist, g->cx_of, g->ncx);
+        GPU_LAUNCHED(g, "k_window_particles");
+    }
+    gpu_toc(g, t, PH_SORT);
+    S->win.cells++;
+    g->moved = 1;
+}
+
+/* Staged particles: cell, x, y, ux, uy, uz, w (n each, 4 bytes), code (n bytes). */
+typedef struct {
+    const uint32_t *cell;
+    const float *x, *y, *ux, *uy, *uz, *w;
+    const uint8_t *code;
+    const int *from;          /* first staged particle of cluster row cy (ncy + 1) */
+} kstage;
+
+/* One block per cluster row cy: append its staged particles to cluster (cx, cy). */
+__global__ void k_inject(kstage a, uint32_t *cell, float *x, float *y, float *ux, float *uy,
+                         float *uz, float *w, uint8_t *code, const int *start, int *count,
+                         int cx, int ncx)
+{
+    const int cy = blockIdx.x, c = cx + cy * ncx;
+    const int f0 = a.from[cy], n = a.from[cy + 1] - f0;
+    const int at = start[c] + count[c];
+    for (int k = threadIdx.x; k < n; k += blockDim.x) {
+        int q = f0 + k, p = at + k;
+        cell[p] = a.cell[q];
+        x[p] = a.x[q];
+        y[p] = a.y[q];
+        ux[p] = a.ux[q];
+        uy[p] = a.uy[q];
+        uz[p] = a.uz[q];
+        w[p] = a.w[q];
+        code[p] = a.code[q];
+    }
+    __syncthreads();
+    if (threadIdx.x == 0)
+        count[c] += n;
+}
+
+/* Bytes of a species' staged column of n particles: 7 arrays of 4-byte values, the codes
+ * and the ncy + 1 row offsets, each part on a 16-byte boundary. */
+static size_t stage_bytes(long long n, int ncy)
+{
+    size_t n4 = (size_t)n * 4;
+    return 7 * n4 + ((size_t)n + 15) / 16 * 16 + ((size_t)(ncy + 1) * 4 + 15) / 16 * 16;
+}
+
+/* Host time (the columns' generation, the capacity check, the upload) counted as sort time.
+ * All species' columns go up in one copy from a pinned buffer. */
+void gpu_window_inject(sim *S)
+{
+    gpu_state *g = S->gpu;
+    double t0 = host_seconds();
+    const clusters *cl = &S->cl;
+    const int i = S->d.nx - 1, cx = cl->cx_of[i], ncy = cl->ncy, nc = cl->n, nsp = g->nsp;
+    const long ig = S->d.nx - 1 + S->win.cells;
+    species col[DECK_MAX_SPECIES];
+    long long n[DECK_MAX_SPECIES];
+    int *add = (int *)empic_alloc((size_t)nsp * (ncy + 1) * sizeof(int), "injection");
+    int *tab = (int *)empic_alloc((size_t)nsp * 2 * nc * sizeof(int), "injection");
+    size_t total = 0;
+    for (int s = 0; s < nsp; s++) {
+        n[s] = species_column(&S->sp[s], &S->d, cl, i, ig, &col[s], add + s * (ncy + 1));
+        total += n[s] ? stage_bytes(n[s], ncy) : 0;
+        if (n[s]) {
+            GPU_CK(cudaMemcpyAsync(tab + 2 * s * nc, g->sp[s].count, (size_t)nc * sizeof(int),
+                                   cudaMemcpyDeviceToHost, g->stream));
+            GPU_CK(cudaMemcpyAsync(tab + (2 * s + 1) * nc, g->sp[s].cap,
+                                   (size_t)nc * sizeof(int), cudaMemcpyDeviceToHost, g->stream));
+        }
+    }
+    GPU_CK(cudaStreamSynchronize(g->stream)); /* also: the last upload has left h_stage */
+    for (int s = 0; s < nsp; s++) { /* a segment that would overflow: re-lay first */
+        int *count = tab + 2 * s * nc, *cap = count + nc, *ad = add + s * (ncy + 1), grow = 0;
+        for (int cy = 0; cy < ncy && n[s]; cy++)
+            grow |= count[cx + cy * cl->ncx] + ad[cy] > cap[cx + cy * cl->ncx];
+        if (grow) {
+            for (int c = 0; c < nc; c++)
+                count[c] += c % cl->ncx == cx ? ad[c / cl->ncx] : 0;
+            gpu_relayout(g, S, s, count);
+        }
+    }
+    if (total > g->stage_n) {
+        if (g->stage) {
+            GPU_CK(cudaFree(g->stage));
+            GPU_CK(cudaFreeHost(g->h_stage));
+            g->bytes -= g->stage_n;
+        }
+        g->stage_n = 2 * total;
+        g->stage = gpu_malloc(g, g->stage_n, "injected particles");
+        GPU_CK(cudaMallocHost(&g->h_stage, g->stage_n));
+    }
+    size_t at = 0;
+    for (int s = 0; s < nsp; s++) { /* pack: arrays, codes, row offsets */
+        if (!n[s])
+            continue;
+        char *h = (char *)g->h_stage + at;
+        const size_t n4 = (size_t)n[s] * 4;
+        const void *src[7] = {col[s].cell, col[s].x, col[s].y, col[s].ux,
+                              col[s].uy,   col[s].uz, col[s].w};
+        for (int v = 0; v < 7; v++)
+            memcpy(h + v * n4, src[v], n4);
+        memcpy(h + 7 * n4, col[s].code, (size_t)n[s]);
+        int *from = (int *)(h + 7 * n4 + ((size_t)n[s] + 15) / 16 * 16), run = 0;
+        for (int cy = 0; cy <= ncy; cy++) {
+            from[cy] = run;
+            run += cy < ncy ? add[s * (ncy + 1) + cy] : 0;
+        }
+        at += stage_bytes(n[s], ncy);
+    }
+    if (total)
+        GPU_CK(cudaMemcpyAsync(g->stage, g->h_stage, total, cudaMemcpyHostToDevice, g->stream));
+    at = 0;
+    for (int s = 0; s < nsp; s++) {
+        if (n[s]) {
+            gpu_species *d = &g->sp[s];
+            char *base = (char *)g->stage + at;
+            const size_t n4 = (size_t)n[s] * 4;
+            kstage a = {(const uint32_t *)base,         (const float *)(base + n4),
+                        (const float *)(base + 2 * n4), (const float *)(base + 3 * n4),
+                        (const float *)(base + 4 * n4), (const float *)(base + 5 * n4),
+                        (const float *)(base + 6 * n4), (const uint8_t *)(base + 7 * n4),
+                        (const int *)(base + 7 * n4 + ((size_t)n[s] + 15) / 16 * 16)};
+            k_inject<<<(unsigned)ncy, GPU_THREADS, 0, g->stream>>>(
+                a, d->cell, d->x, d->y, d->ux, d->uy, d->uz, d->w, d->code, d->start, d->count,
+                cx, cl->ncx);
+            GPU_LAUNCHED(g, "k_inject");
+            S->sp[s].np += n[s];
+            at += stage_bytes(n[s], ncy);
+        }
+        species_free(&col[s]);
+    }
+    free(add);
+    free(tab);
+    S->phase_s[PH_SORT] += host_seconds() - t0;
+}
