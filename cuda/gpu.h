@@ -3,6 +3,7 @@
 #ifndef GPU_H
 #define GPU_H
 
+#include "phasespace.h"
 #include "sim.h"
 
 #ifdef __cplusplus
@@ -29,6 +30,12 @@ void gpu_field_diag(sim *S, double *energy_e, double *energy_b, double *gauss);
 void gpu_fetch_fields(sim *S, int with_rho);
 /* Copy every species' particles and cluster tables to the host arrays. */
 void gpu_fetch_particles(sim *S);
+/* Phase-space histogram of species s binned on the device (gpu_diag.cu): sums of w per bin
+ * of g into h (n[0] n[1] doubles), as insitu_hist_cpu. */
+void gpu_phasespace(sim *S, int s, const ps_grid *g, double *h);
+/* Extent of axis `axis` over species s on the device, as insitu_extent_cpu. */
+int gpu_phasespace_extent(sim *S, int s, const ps_grid *g, int axis, int positive,
+                          double mm[2]);
 /* Device memory bandwidth in bytes/s (read + written, a large device-to-device copy). */
 double gpu_bandwidth(void);
 /* Device bytes per particle (slack included) for the report. */

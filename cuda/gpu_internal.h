@@ -30,6 +30,7 @@ typedef struct {
     uint32_t *cell;
     float *x, *y, *ux, *uy, *uz, *w;
     uint8_t *code;
+    unsigned long long *id;       /* tracking ids, NULL when the species is untracked */
     int *start, *count, *cap;     /* per cluster */
     int *hist;                    /* 9 migration bins per cluster */
     int *need;                    /* per cluster: room needed during the sort */
@@ -110,5 +111,8 @@ void gpu_debug_snapshot(sim *S);
 void gpu_debug_verify(sim *S);
 /* Sort (gpu_sort.cu). */
 void gpu_relayout(gpu_state *g, sim *S, int s, const int *need);
+/* Diagnostics (gpu_diag.cu): the ids' part of a global rearrangement (d->start still the
+ * old segment starts; nothing when untracked). */
+void gpu_relayout_ids(gpu_state *g, gpu_species *d, const int *new_start, size_t total);
 
 #endif

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* CODATA 2018 */
@@ -225,4 +226,56 @@ void h5out_safe_name(char *dst, size_t len, const char *src)
     for (char *p = dst; *p; p++)
         if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9')))
             *p = '_';
+}
+
+int h5out_create(h5w *w, const char *tmp)
+{
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    if (fapl < 0 || H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG) < 0)
+        h5out_fail(w, "file access properties");
+    w->file = w->err ? -1 : H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    h5out_close(fapl, H5Pclose);
+    if (w->file < 0) {
+        h5out_fail(w, "file creation");
+        return -1;
+    }
+    return 0;
+}
+
+void h5out_root_attrs(h5w *w, const char *iteration_format, int meshes, int particles,
+                      const char *comment)
+{
+    char date[64] = "1970-01-01 00:00:00 +0000";
+    time_t now = time(NULL);
+    struct tm tm;
+    if (localtime_r(&now, &tm))
+        strftime(date, sizeof date, "%Y-%m-%d %H:%M:%S %z", &tm);
+    const char *author = getenv("USER");
+    hid_t r = w->file;
+    h5out_attr_str(w, r, "openPMD", "1.1.0");
+    h5out_attr_u32(w, r, "openPMDextension", 0);
+    h5out_attr_str(w, r, "basePath", "/data/%T/");
+    if (meshes)
+        h5out_attr_str(w, r, "meshesPath", "meshes/");
+    if (particles)
+        h5out_attr_str(w, r, "particlesPath", "particles/");
+    h5out_attr_str(w, r, "iterationEncoding", "fileBased");
+    h5out_attr_str(w, r, "iterationFormat", iteration_format);
+    h5out_attr_str(w, r, "software", "empic");
+    h5out_attr_str(w, r, "softwareVersion", OUT_SOFTWARE_VERSION);
+    h5out_attr_str(w, r, "date", date);
+    h5out_attr_str(w, r, "author", author && *author ? author : "unknown");
+    h5out_attr_str(w, r, "comment", comment);
+}
+
+hid_t h5out_iteration(h5w *w, hid_t *data, long step, double t, double dt, double time_si)
+{
+    char name[32];
+    snprintf(name, sizeof name, "%ld", step);
+    *data = h5out_group(w, w->file, "data");
+    hid_t it = h5out_group(w, *data, name);
+    h5out_attr_f64(w, it, "time", t);
+    h5out_attr_f64(w, it, "dt", dt);
+    h5out_attr_f64(w, it, "timeUnitSI", time_si);
+    return it;
 }

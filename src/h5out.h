@@ -76,6 +76,15 @@ hid_t h5out_dataset(h5w *w, hid_t loc, const char *name, int rank, const hsize_t
 void h5out_add_item(h5w *w, int particle, int stagger, int precision, long long n,
                     const char *name, hid_t obj);
 
+/* Create file `tmp` (closing strongly) into w->file; 0, or -1 with w->err set. */
+int h5out_create(h5w *w, const char *tmp);
+/* openPMD 1.1.0 root attributes of a file-based series (iteration_format e.g.
+ * "data%08T.h5"); meshesPath / particlesPath only when the file holds them. */
+void h5out_root_attrs(h5w *w, const char *iteration_format, int meshes, int particles,
+                      const char *comment);
+/* Group /data/<step> with time, dt and timeUnitSI; *data gets /data (close both). */
+hid_t h5out_iteration(h5w *w, hid_t *data, long step, double t, double dt, double time_si);
+
 /* Write text under PATH.tmp and rename; 0 or -1 after reporting. */
 int h5out_write_atomic(const char *path, const char *text, size_t len);
 /* mkdir -p; 0 or -1 (errno set). */

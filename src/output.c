@@ -15,6 +15,7 @@
 #include "output.h"
 #include "empic.h"
 #include "h5out.h"
+#include "phasespace.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -33,6 +34,9 @@ enum { ST_NODE = 0, ST_X, ST_Y, ST_XY, ST_COUNT };
 static const double ST_POS[ST_COUNT][2] = {{0, 0}, {0, 0.5}, {0.5, 0}, {0.5, 0.5}};
 static const char *const ST_NAME[ST_COUNT] = {"fields_node", "fields_xhalf", "fields_yhalf",
                                               "fields_xyhalf"};
+
+/* File series of a frame: "data" (meshes and particle samples) or "tracks". */
+static const char *series(const output_frame *fr) { return fr->tracks ? "tracks" : "data"; }
 
 /* ---- meshes ---- */
 
@@ -137,6 +141,18 @@ static int sample_keep(long step, int s, size_t p, double fraction)
     return (double)(h >> 11) * 0x1.0p-53 < fraction;
 }
 
+/* Whether slot p of species s goes into this dump: the tracked particles (id != 0) of a
+ * tracks dump, else the fraction sample within the region/energy selection. */
+static int keep(const output_frame *fr, const ps_select *sel, int s, size_t p)
+{
+    const species *sp = &fr->sp[s];
+    if (fr->tracks)
+        return sp->id[p] != 0;
+    return sample_keep(fr->step, s, p, fr->d->particles_fraction) &&
+           ps_selected(sel, cell_i(sp->cell[p]), cell_j(sp->cell[p]), sp->x[p], sp->y[p],
+                       sp->ux[p], sp->uy[p], sp->uz[p]);
+}
+
 static void particle_record_attrs(h5w *w, hid_t rec, const double dim[7], double time_offset,
                                   uint32_t macro_weighted, double weighting_power)
 {
@@ -209,16 +225,22 @@ static void write_species(h5w *w, hid_t parts, const output_frame *fr, const out
     const clusters *cl = fr->cl;
     const double dx = fr->f->dx, dy = fr->f->dy, dt = fr->d->dt;
     uint64_t *num = empic_calloc((size_t)cl->n, sizeof(uint64_t), "output buffer");
+    const deck *dk = fr->d;
+    const ps_select sel = {dk->particles_region, dk->particles_energy,
+                           {dk->particles_box[0], dk->particles_box[1], dk->particles_box[2],
+                            dk->particles_box[3]},
+                           {dk->particles_erange[0], dk->particles_erange[1]},
+                           fr->x0, fr->y0, dx, dy, sp->cfg->mass};
     size_t n = 0;
     for (int c = 0; c < cl->n; c++)
         for (size_t p = (size_t)sp->start[c]; p < (size_t)sp->start[c] + sp->count[c]; p++)
-            if (sample_keep(fr->step, s, p, fr->d->particles_fraction))
+            if (keep(fr, &sel, s, p))
                 num[c]++, n++;
     size_t *idx = empic_alloc(n * sizeof(size_t), "output buffer");
     size_t k = 0;
     for (int c = 0; c < cl->n; c++)
         for (size_t p = (size_t)sp->start[c]; p < (size_t)sp->start[c] + sp->count[c]; p++)
-            if (sample_keep(fr->step, s, p, fr->d->particles_fraction))
+            if (keep(fr, &sel, s, p))
                 idx[k++] = p;
     double *buf = empic_alloc(n * sizeof(double), "output buffer");
     float *fbuf = (float *)buf;
@@ -271,6 +293,16 @@ static void write_species(h5w *w, hid_t parts, const output_frame *fr, const out
     h5out_add_item(w, 1, s, 8, (long long)n, "weighting", d);
     h5out_close(d, H5Dclose);
 
+    if (sp->id) { /* tracking ids (0 = untracked) */
+        uint64_t *ids = (uint64_t *)buf;
+        for (k = 0; k < n; k++)
+            ids[k] = sp->id[idx[k]];
+        d = h5out_dataset(w, sg, "id", 1, &dim, H5T_STD_U64LE, H5T_NATIVE_UINT64, ids);
+        particle_record_attrs(w, d, H5OUT_DIM_NONE, 0.0, 0, 0.0);
+        h5out_attr_f64(w, d, "unitSI", 1.0);
+        h5out_close(d, H5Dclose);
+    }
+
     constant_component(w, sg, "charge", sp->cfg->charge, n, u->charge, &rec);
     particle_record_attrs(w, rec, H5OUT_DIM_CHARGE, 0.0, 0, 1.0);
     h5out_close(rec, H5Gclose);
@@ -287,56 +319,20 @@ static void write_species(h5w *w, hid_t parts, const output_frame *fr, const out
 
 /* ---- the file ---- */
 
-static void root_attrs(h5w *w, const output_frame *fr)
-{
-    char date[64] = "1970-01-01 00:00:00 +0000";
-    time_t now = time(NULL);
-    struct tm tm;
-    if (localtime_r(&now, &tm))
-        strftime(date, sizeof date, "%Y-%m-%d %H:%M:%S %z", &tm);
-    const char *author = getenv("USER");
-    hid_t r = w->file;
-    h5out_attr_str(w, r, "openPMD", "1.1.0");
-    h5out_attr_u32(w, r, "openPMDextension", 0);
-    h5out_attr_str(w, r, "basePath", "/data/%T/");
-    if (fr->fields)
-        h5out_attr_str(w, r, "meshesPath", "meshes/");
-    if (fr->particles)
-        h5out_attr_str(w, r, "particlesPath", "particles/");
-    h5out_attr_str(w, r, "iterationEncoding", "fileBased");
-    h5out_attr_str(w, r, "iterationFormat", "data%08T.h5");
-    h5out_attr_str(w, r, "software", "empic");
-    h5out_attr_str(w, r, "softwareVersion", OUT_SOFTWARE_VERSION);
-    h5out_attr_str(w, r, "date", date);
-    h5out_attr_str(w, r, "author", author && *author ? author : "unknown");
-    h5out_attr_str(w, r, "comment", fr->d->name);
-}
-
 static void write_file(h5w *w, const char *tmp, const output_frame *fr, const out_units *u)
 {
-    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
-    if (fapl < 0 || H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG) < 0)
-        h5out_fail(w, "file access properties");
-    w->file = w->err ? -1 : H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
-    h5out_close(fapl, H5Pclose);
-    if (w->file < 0) {
-        h5out_fail(w, "file creation");
+    if (h5out_create(w, tmp))
         return;
-    }
-    root_attrs(w, fr);
-    char name[32];
-    snprintf(name, sizeof name, "%ld", fr->step);
-    hid_t data = h5out_group(w, w->file, "data");
-    hid_t it = h5out_group(w, data, name);
-    h5out_attr_f64(w, it, "time", fr->t);
-    h5out_attr_f64(w, it, "dt", fr->d->dt);
-    h5out_attr_f64(w, it, "timeUnitSI", u->time);
+    char fmt[64];
+    snprintf(fmt, sizeof fmt, "%s%%08T.h5", series(fr));
+    h5out_root_attrs(w, fmt, fr->fields, fr->particles, fr->d->name);
+    hid_t data, it = h5out_iteration(w, &data, fr->step, fr->t, fr->d->dt, u->time);
     if (fr->fields)
         write_meshes(w, it, fr, u);
     if (fr->particles) {
         hid_t parts = h5out_group(w, it, "particles");
         for (int s = 0; s < fr->nspecies && !w->err; s++)
-            if ((fr->d->particles_species_mask >> s) & 1)
+            if (fr->tracks ? fr->sp[s].id != NULL : (fr->d->particles_species_mask >> s) & 1)
                 write_species(w, parts, fr, u, s);
         h5out_close(parts, H5Gclose);
     }
@@ -453,7 +449,7 @@ static int cmp_long(const void *a, const void *b)
 
 /* data/series.xmf: a temporal collection of every dump's spatial collection found in the
  * folder (data%08ld.xmf next to its .h5), in step order. */
-static int xdmf_series(const char *dir)
+static int xdmf_series(const char *dir, const char *name)
 {
     DIR *dd = opendir(dir);
     if (!dd) {
@@ -467,10 +463,12 @@ static int xdmf_series(const char *dir)
     while ((e = readdir(dd))) {
         long step;
         int end = 0;
-        if (sscanf(e->d_name, "data%ld.xmf%n", &step, &end) != 1 || end == 0 ||
-            e->d_name[end] != '\0' || step < 0)
+        size_t pre = strlen(name);
+        if (strncmp(e->d_name, name, pre) ||
+            sscanf(e->d_name + pre, "%ld.xmf%n", &step, &end) != 1 || end == 0 ||
+            e->d_name[pre + (size_t)end] != '\0' || step < 0)
             continue;
-        snprintf(path, sizeof path, "%s/data%08ld.h5", dir, step);
+        snprintf(path, sizeof path, "%s/%s%08ld.h5", dir, name, step);
         if (access(path, R_OK) != 0)
             continue;
         if (n == cap) {
@@ -492,7 +490,7 @@ static int xdmf_series(const char *dir)
     fputs("  <Grid Name=\"series\" GridType=\"Collection\" CollectionType=\"Temporal\">\n", x);
     for (size_t k = 0; k < n; k++) {
         size_t len;
-        snprintf(path, sizeof path, "%s/data%08ld.xmf", dir, steps[k]);
+        snprintf(path, sizeof path, "%s/%s%08ld.xmf", dir, name, steps[k]);
         char *text = read_text(path, &len);
         char *a = text ? strstr(text, "  <Grid ") : NULL, *b = NULL;
         for (char *p = a; p && (p = strstr(p, "  </Grid>\n")); p++)
@@ -514,7 +512,7 @@ static int xdmf_series(const char *dir)
 static int xdmf_dump(const char *dir, const h5w *w, const output_frame *fr)
 {
     char h5name[64], path[OUT_PATH + 64];
-    snprintf(h5name, sizeof h5name, "data%08ld.h5", fr->step);
+    snprintf(h5name, sizeof h5name, "%s%08ld.h5", series(fr), fr->step);
     char *out = NULL;
     size_t olen = 0;
     FILE *x = open_memstream(&out, &olen);
@@ -524,10 +522,10 @@ static int xdmf_dump(const char *dir, const h5w *w, const output_frame *fr)
     xdmf_block(x, w, fr, h5name);
     fputs(XDMF_TAIL, x);
     fclose(x);
-    snprintf(path, sizeof path, "%s/data%08ld.xmf", dir, fr->step);
+    snprintf(path, sizeof path, "%s/%s%08ld.xmf", dir, series(fr), fr->step);
     int rc = h5out_write_atomic(path, out, olen);
     free(out);
-    return rc ? rc : xdmf_series(dir);
+    return rc ? rc : xdmf_series(dir, series(fr));
 }
 
 /* ---- entry point ---- */
@@ -535,12 +533,12 @@ static int xdmf_dump(const char *dir, const h5w *w, const output_frame *fr)
 int output_dump(const char *outdir, const output_frame *fr)
 {
     char dir[OUT_PATH], path[OUT_PATH + 64], tmp[OUT_PATH + 72];
-    snprintf(dir, sizeof dir, "%s/data", outdir);
+    snprintf(dir, sizeof dir, "%s/%s", outdir, series(fr));
     if (h5out_make_dirs(dir) != 0) {
         empic_report(dir, 0, "cannot create the output folder: %s", strerror(errno));
         return -1;
     }
-    snprintf(path, sizeof path, "%s/data%08ld.h5", dir, fr->step);
+    snprintf(path, sizeof path, "%s/%s%08ld.h5", dir, series(fr), fr->step);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     out_units u;
     h5out_units(fr->d->n0, &u);
