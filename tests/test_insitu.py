@@ -278,3 +278,56 @@ def test_deck_errors(tmp_path, entry, message):
     res = subprocess.run([EMPIC, "--check", str(deck)], cwd=ROOT, capture_output=True,
                          text=True, timeout=60)
     assert res.returncode != 0 and message in res.stderr, res.stderr
+
+
+WINDOW_DECK = """
+simulation = {{ name = "window_tracks"; backend = "cpu"; seed = 3; }};
+grid = {{ cells = [64, 16]; dx = [0.2, 0.2]; cluster = [8, 8]; }};
+time = {{ dt = 0.1; steps = 100; }};
+fields = {{ boundary = {{ xmin = "mur"; xmax = "mur"; ymin = "periodic"; ymax = "periodic"; }};
+           moving_window = {{ enabled = true; t_start = 0.0; }}; }};
+species = (
+  {{ name = "electrons"; charge = -1.0; ppc = [2, 2];
+    density = {{ profile = "uniform"; n = 1.0; }};
+    momentum = {{ thermal = [0.02, 0.02, 0.02]; }}; }},
+  {{ name = "ions"; charge = 1.0; mass = 1836.0; ppc = [2, 2]; immobile = true; }}
+);
+diagnostics = {{ output = "{out}"; energy = {{ every = 10; }};
+  phasespace = ( {{ species = "electrons"; axes = ["x", "ux"]; bins = [64, 16]; every = 50; }} );
+  tracks = {{ every = 10; fraction = 0.2; species = ["electrons"]; }}; }};
+"""
+
+
+def test_tracks_with_moving_window(tmp_path):
+    """The window moves 50 cells in 100 steps: particles leaving at xmin lose their track,
+    injected columns bring new unique ids; the x-u_x histogram follows the window."""
+    if not os.path.isfile(EMPIC):
+        pytest.skip("bin/empic is missing")
+    out = tmp_path / "out"
+    deck = tmp_path / "window.cfg"
+    deck.write_text(WINDOW_DECK.format(out=out))
+    res = subprocess.run([EMPIC, "--quiet", str(deck)], cwd=ROOT, capture_output=True,
+                         text=True, timeout=300, env=dict(os.environ, OMP_NUM_THREADS="2"))
+    assert res.returncode == 0, res.stderr
+    out = str(out)
+    tr = read.read_tracks(out, "electrons")
+    present = ~np.isnan(tr.x)
+    n_box = 64 * 16 * 4
+    assert np.all(np.abs(present.sum(axis=0) - 0.2 * n_box) < 0.05 * n_box)
+    assert len(tr.ids) > 1.5 * 0.2 * n_box              # new ids from the injected plasma
+    first = present[:, 0]
+    assert np.all(tr.ids[~first] > tr.ids[first].max())   # injected ids are new
+    for it in read.list_tracks(out):
+        with h5py.File(read.tracks_path(out, it), "r") as f:
+            ids = f["data/%d/particles/electrons/id" % it][()]
+            assert len(np.unique(ids)) == len(ids)
+    assert np.nanmax(np.abs(np.diff(tr.x, axis=1))) <= 10 * 0.1
+    h = read.read_phasespace(out, "electrons_x_ux")
+    assert np.allclose(h.edges[0][[0, -1]], [10.0, 10.0 + 64 * 0.2])
+    assert h.total == pytest.approx(-64 * 16 * 0.04, rel=0.01)
+    exe = shutil.which("openPMD_check_h5")
+    cmd = [exe] if exe else [sys.executable, "-m", "openpmd_validator.check_h5"]
+    for sub in ("tracks", "phasespace"):
+        for f in h5files(out, sub)[-1:]:
+            res = subprocess.run(cmd + ["-i", f], capture_output=True, text=True, timeout=120)
+            assert "Result: 0 Errors" in res.stdout, res.stdout
