@@ -273,6 +273,7 @@ void gpu_free(sim *S)
     cudaStreamSynchronize(g->stream);
     for (int s = 0; s < g->nsp; s++)
         free_species(&g->sp[s]);
+    gpu_diag_free(g);
     void *p[] = {g->store, g->x0, g->y0, g->tiles, g->partial, g->flags, g->lists};
     for (size_t k = 0; k < sizeof p / sizeof p[0]; k++)
         if (p[k])

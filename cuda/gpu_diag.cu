@@ -11,6 +11,7 @@
 #include "phasespace.h"
 
 #include <float.h>
+#include <string.h>
 
 #define DIAG_SMEM_BINS 12288 /* 48 KiB of float bins: the default shared-memory limit */
 
@@ -164,4 +165,163 @@ void gpu_relayout_ids(gpu_state *g, gpu_species *d, const int *new_start, size_t
     GPU_CK(cudaStreamSynchronize(g->stream));
     GPU_CK(cudaFree(d->id));
     d->id = id;
+}
+
+/* ---- tracked particles, compacted on the device ---- */
+
+/* Per cluster: the tracked particles (id != 0). One block per cluster. */
+__global__ void k_count_tracked(const unsigned long long *__restrict__ id,
+                                const int *__restrict__ start, const int *__restrict__ count,
+                                int *tracked)
+{
+    __shared__ int n;
+    const int c = blockIdx.x, p0 = start[c], p1 = p0 + count[c];
+    if (threadIdx.x == 0)
+        n = 0;
+    __syncthreads();
+    int mine = 0;
+    for (int p = p0 + (int)threadIdx.x; p < p1; p += blockDim.x)
+        mine += id[p] != 0;
+    atomicAdd(&n, mine);
+    __syncthreads();
+    if (threadIdx.x == 0)
+        tracked[c] = n;
+}
+
+/* The tracked particles of cluster c, in slot order, from dst_start[c] on: a block-wide
+ * prefix of the flags per chunk (warp ballots, then the warp totals). */
+__global__ void k_compact_tracked(gpu_species d, const int *__restrict__ dst_start,
+                                  uint32_t *cell, float *x, float *y, float *ux, float *uy,
+                                  float *uz, float *w, unsigned long long *id)
+{
+    __shared__ int warp_sum[GPU_THREADS / 32];
+    __shared__ int base;
+    const int c = blockIdx.x, p0 = d.start[c], p1 = p0 + d.count[c];
+    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
+    if (threadIdx.x == 0)
+        base = dst_start[c];
+    __syncthreads();
+    for (int q = p0; q < p1; q += blockDim.x) {
+        const int p = q + (int)threadIdx.x;
+        const int flag = p < p1 && d.id[p] != 0;
+        const unsigned ballot = __ballot_sync(0xffffffffu, flag);
+        if (lane == 0)
+            warp_sum[wid] = __popc(ballot);
+        __syncthreads();
+        int before = 0, total = 0;
+        for (int k = 0; k < (int)(blockDim.x >> 5); k++) {
+            before += k < wid ? warp_sum[k] : 0;
+            total += warp_sum[k];
+        }
+        if (flag) {
+            const int o = base + before + __popc(ballot & ((1u << lane) - 1u));
+            cell[o] = d.cell[p];
+            x[o] = d.x[p];
+            y[o] = d.y[p];
+            ux[o] = d.ux[p];
+            uy[o] = d.uy[p];
+            uz[o] = d.uz[p];
+            w[o] = d.w[p];
+            id[o] = d.id[p];
+        }
+        __syncthreads();
+        if (threadIdx.x == 0)
+            base += total;
+        __syncthreads();
+    }
+}
+
+/* Pinned host memory of at least n bytes, kept between dumps (gpu_state.pinned). */
+static void *pinned(gpu_state *g, size_t n)
+{
+    if (n > g->pinned_n) {
+        if (g->pinned)
+            GPU_CK(cudaFreeHost(g->pinned));
+        g->pinned = NULL;
+        GPU_CK(cudaMallocHost(&g->pinned, n));
+        g->pinned_n = n;
+    }
+    return g->pinned;
+}
+
+species *gpu_fetch_tracked(sim *S, species *out)
+{
+    gpu_state *g = S->gpu;
+    const int nc = g->ncl;
+    const size_t slot = 7 * 4 + 8; /* cell, x, y, ux, uy, uz, w, id */
+    int *dn = (int *)gpu_malloc(g, 2 * (size_t)nc * sizeof(int), "tracked counts");
+    size_t total[DECK_MAX_SPECIES] = {0}, sum = 0;
+    memset(out, 0, (size_t)S->nsp * sizeof *out);
+    for (int s = 0; s < S->nsp; s++) {
+        species *o = &out[s];
+        o->cfg = S->sp[s].cfg;
+        o->index = s;
+        o->start = (int *)empic_calloc((size_t)nc, sizeof(int), "tracked particles");
+        o->count = (int *)empic_calloc((size_t)nc, sizeof(int), "tracked particles");
+        if (!g->sp[s].id)
+            continue;
+        k_count_tracked<<<nc, GPU_THREADS, 0, g->stream>>>(g->sp[s].id, g->sp[s].start,
+                                                           g->sp[s].count, dn);
+        GPU_LAUNCHED(g, "k_count_tracked");
+        GPU_CK(cudaMemcpyAsync(o->count, dn, (size_t)nc * sizeof(int), cudaMemcpyDeviceToHost,
+                               g->stream));
+        GPU_CK(cudaStreamSynchronize(g->stream));
+        for (int c = 0; c < nc; c++) {
+            o->start[c] = (int)total[s];
+            total[s] += (size_t)o->count[c];
+        }
+        o->np = (long long)total[s];
+        sum += total[s];
+    }
+    /* one device staging area and one pinned host buffer for all species */
+    char *dbuf = (char *)gpu_malloc(g, sum * slot + 1, "tracked particles");
+    char *hbuf = (char *)pinned(g, sum * slot + 1);
+    size_t at = 0;
+    for (int s = 0; s < S->nsp; s++) {
+        species *o = &out[s];
+        if (!g->sp[s].id)
+            continue;
+        const size_t n = total[s];
+        char *dp = dbuf + at * slot, *hp = hbuf + at * slot;
+        GPU_CK(cudaMemcpyAsync(dn + nc, o->start, (size_t)nc * sizeof(int),
+                               cudaMemcpyHostToDevice, g->stream));
+        uint32_t *cell = (uint32_t *)dp;
+        float *f = (float *)(dp + 4 * n);
+        unsigned long long *id = (unsigned long long *)(dp + 28 * n);
+        k_compact_tracked<<<nc, GPU_THREADS, 0, g->stream>>>(
+            g->sp[s], dn + nc, cell, f, f + n, f + 2 * n, f + 3 * n, f + 4 * n, f + 5 * n, id);
+        GPU_LAUNCHED(g, "k_compact_tracked");
+        GPU_CK(cudaMemcpyAsync(hp, dp, n * slot, cudaMemcpyDeviceToHost, g->stream));
+        GPU_CK(cudaStreamSynchronize(g->stream)); /* dn + nc is reused by the next species */
+        o->alloc = n;
+        o->cell = (uint32_t *)hp;
+        o->x = (float *)(hp + 4 * n);
+        o->y = o->x + n;
+        o->ux = o->x + 2 * n;
+        o->uy = o->x + 3 * n;
+        o->uz = o->x + 4 * n;
+        o->w = o->x + 5 * n;
+        o->id = (uint64_t *)(hp + 28 * n);
+        o->tracked = 1;
+        at += n;
+    }
+    GPU_CK(cudaFree(dbuf));
+    GPU_CK(cudaFree(dn));
+    return out;
+}
+
+void gpu_release_tracked(sim *S, species *out)
+{
+    for (int s = 0; s < S->nsp; s++) {
+        free(out[s].start);
+        free(out[s].count);
+    }
+}
+
+void gpu_diag_free(gpu_state *g)
+{
+    if (g->pinned)
+        cudaFreeHost(g->pinned);
+    g->pinned = NULL;
+    g->pinned_n = 0;
 }

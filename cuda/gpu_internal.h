@@ -73,6 +73,8 @@ struct gpu_state {
     int sync_each;                /* EMPIC_GPU_SYNC=1: synchronise after every kernel */
     int check;                    /* EMPIC_GPU_CHECK=1: verify particles after each phase */
     size_t bytes;                 /* device bytes allocated */
+    void *pinned;                 /* pinned host buffer of the compacted dumps (gpu_diag.cu) */
+    size_t pinned_n;
 };
 
 /* Error checks: report the call or kernel with file and line, then exit. */
@@ -114,5 +116,6 @@ void gpu_relayout(gpu_state *g, sim *S, int s, const int *need);
 /* Diagnostics (gpu_diag.cu): the ids' part of a global rearrangement (d->start still the
  * old segment starts; nothing when untracked). */
 void gpu_relayout_ids(gpu_state *g, gpu_species *d, const int *new_start, size_t total);
+void gpu_diag_free(gpu_state *g);
 
 #endif

@@ -3,13 +3,15 @@
  * One file per dump, data/data%08T.h5, file-based iteration encoding. Mesh records hold the
  * interior cells as float32 [ny][nx] in normalised units with unitSI factors from n0; each
  * component's `position` is its Yee offset (§3) in (y, x) order. Particle records hold a
- * deterministic sample of each selected species:
+ * deterministic sample of each selected species within the region/energy selection (or, in
+ * the tracks series tracks/tracks%08T.h5, every tracked particle):
  *   position/x,y   float64, absolute, in c/ω_p (positionOffset: constant zeros)
  *   momentum/x,y,z float32, p = m u in m_e c per real particle (macroWeighted 0,
  *                  weightingPower 1), at t - dt/2 (timeOffset)
  *   weighting      float64, real particles per macro-particle per metre in z (unitSI 1):
  *                  w dx dy n0 (c/ω_p)^2 = w dx dy / (4π r_e)
  *   charge, mass   constant records, per real particle, in e and m_e
+ *   id             uint64 tracking id (0: untracked), for a species of diagnostics.tracks
  *   particlePatches one patch per cluster (the sample is written cluster by cluster).
  * Every file goes to a temporary name first and is renamed when complete. */
 #include "output.h"

@@ -194,16 +194,23 @@ static void dump(sim *S, int fields, int parts, int tracks, int final)
         empic_exit(1);
     if (!fields && !parts && !tracks)
         return;
-#ifdef EMPIC_CUDA
-    if (use_gpu(S)) {
-        if (fields || parts)
-            gpu_fetch_fields(S, 0);
-        gpu_fetch_particles(S);
-    }
-#endif
     output_frame fr = {.d = &S->d, .f = &S->f, .sp = S->sp, .nspecies = S->nsp, .cl = &S->cl,
                        .step = S->step, .t = S->step * S->d.dt, .x0 = S->win.cells * S->d.dx,
                        .particles = 1, .tracks = 1};
+#ifdef EMPIC_CUDA
+    if (use_gpu(S) && (fields || parts)) {
+        gpu_fetch_fields(S, 0);
+        gpu_fetch_particles(S);
+    } else if (use_gpu(S) && tracks) { /* only the tracked particles leave the device */
+        species compact[DECK_MAX_SPECIES];
+        fr.sp = gpu_fetch_tracked(S, compact);
+        int rc = output_dump(S->d.output, &fr);
+        gpu_release_tracked(S, compact);
+        if (rc)
+            empic_exit(1);
+        return;
+    }
+#endif
     if (tracks && output_dump(S->d.output, &fr))
         empic_exit(1);
     if (!fields && !parts)

@@ -330,6 +330,27 @@ static void test_rearrangement(void)
     CU_ASSERT(ng == nc && ng > (size_t)np / 5);
     CU_ASSERT(dup == 0 && other == 0);
     CU_ASSERT(moved <= (long long)ng / 1000);
+    /* the tracks dump's path: tracked particles compacted on the device, per cluster */
+    species compact[DECK_MAX_SPECIES];
+    gpu_fetch_tracked(&G, compact);
+    tracked *tk;
+    size_t nk = tracked_list(&compact[0], &G.cl, &tk);
+    long long differ = nk != ng, badc = 0;
+    for (size_t k = 0; k < nk && k < ng; k++)
+        differ += tk[k].id != tg[k].id || tk[k].cell != tg[k].cell || tk[k].x != tg[k].x ||
+                  tk[k].y != tg[k].y;
+    for (int c = 0; c < G.cl.n; c++) {
+        int n = 0;
+        for (int p = G.sp[0].start[c]; p < G.sp[0].start[c] + G.sp[0].count[c]; p++)
+            n += G.sp[0].id[p] != 0;
+        badc += n != compact[0].count[c];
+    }
+    printf("[compacted on the device: %zu, %lld differing, %lld clusters off] ", nk, differ,
+           badc);
+    CU_ASSERT(differ == 0 && badc == 0);
+    CU_ASSERT(compact[1].id == NULL || G.sp[1].id != NULL);
+    gpu_release_tracked(&G, compact);
+    free(tk);
     free(tc);
     free(tg);
     remove_output(&C);
