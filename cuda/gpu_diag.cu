@@ -248,9 +248,9 @@ species *gpu_fetch_tracked(sim *S, species *out)
 {
     gpu_state *g = S->gpu;
     const int nc = g->ncl;
-    const size_t slot = 7 * 4 + 8; /* cell, x, y, ux, uy, uz, w, id */
+    const size_t slot = 8 + 7 * 4; /* id, then cell, x, y, ux, uy, uz, w */
     int *dn = (int *)gpu_malloc(g, 2 * (size_t)nc * sizeof(int), "tracked counts");
-    size_t total[DECK_MAX_SPECIES] = {0}, sum = 0;
+    size_t total[DECK_MAX_SPECIES] = {0}, sum = 0; /* sum: bytes, 256-aligned per species */
     memset(out, 0, (size_t)S->nsp * sizeof *out);
     for (int s = 0; s < S->nsp; s++) {
         species *o = &out[s];
@@ -271,39 +271,39 @@ species *gpu_fetch_tracked(sim *S, species *out)
             total[s] += (size_t)o->count[c];
         }
         o->np = (long long)total[s];
-        sum += total[s];
+        sum += (total[s] * slot + 255) / 256 * 256;
     }
     /* one device staging area and one pinned host buffer for all species */
-    char *dbuf = (char *)gpu_malloc(g, sum * slot + 1, "tracked particles");
-    char *hbuf = (char *)pinned(g, sum * slot + 1);
-    size_t at = 0;
+    char *dbuf = (char *)gpu_malloc(g, sum + 256, "tracked particles");
+    char *hbuf = (char *)pinned(g, sum + 256);
+    size_t at = 0; /* byte offset of the species' block: ids (8-byte) first, then 4-byte */
     for (int s = 0; s < S->nsp; s++) {
         species *o = &out[s];
         if (!g->sp[s].id)
             continue;
         const size_t n = total[s];
-        char *dp = dbuf + at * slot, *hp = hbuf + at * slot;
+        char *dp = dbuf + at, *hp = hbuf + at;
         GPU_CK(cudaMemcpyAsync(dn + nc, o->start, (size_t)nc * sizeof(int),
                                cudaMemcpyHostToDevice, g->stream));
-        uint32_t *cell = (uint32_t *)dp;
-        float *f = (float *)(dp + 4 * n);
-        unsigned long long *id = (unsigned long long *)(dp + 28 * n);
+        unsigned long long *id = (unsigned long long *)dp;
+        uint32_t *cell = (uint32_t *)(dp + 8 * n);
+        float *f = (float *)(dp + 12 * n);
         k_compact_tracked<<<nc, GPU_THREADS, 0, g->stream>>>(
             g->sp[s], dn + nc, cell, f, f + n, f + 2 * n, f + 3 * n, f + 4 * n, f + 5 * n, id);
         GPU_LAUNCHED(g, "k_compact_tracked");
         GPU_CK(cudaMemcpyAsync(hp, dp, n * slot, cudaMemcpyDeviceToHost, g->stream));
         GPU_CK(cudaStreamSynchronize(g->stream)); /* dn + nc is reused by the next species */
         o->alloc = n;
-        o->cell = (uint32_t *)hp;
-        o->x = (float *)(hp + 4 * n);
+        o->id = (uint64_t *)hp;
+        o->cell = (uint32_t *)(hp + 8 * n);
+        o->x = (float *)(hp + 12 * n);
         o->y = o->x + n;
         o->ux = o->x + 2 * n;
         o->uy = o->x + 3 * n;
         o->uz = o->x + 4 * n;
         o->w = o->x + 5 * n;
-        o->id = (uint64_t *)(hp + 28 * n);
         o->tracked = 1;
-        at += n;
+        at += (n * slot + 255) / 256 * 256;
     }
     GPU_CK(cudaFree(dbuf));
     GPU_CK(cudaFree(dn));
