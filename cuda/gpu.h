@@ -3,6 +3,7 @@
 #ifndef GPU_H
 #define GPU_H
 
+#include "phasespace.h"
 #include "sim.h"
 
 #ifdef __cplusplus
@@ -35,6 +36,18 @@ void gpu_field_diag(sim *S, double *energy_e, double *energy_b, double *gauss);
 void gpu_fetch_fields(sim *S, int with_rho);
 /* Copy every species' particles and cluster tables to the host arrays. */
 void gpu_fetch_particles(sim *S);
+/* Phase-space histogram of species s binned on the device (gpu_diag.cu): sums of w per bin
+ * of g into h (n[0] n[1] doubles), as insitu_hist_cpu. */
+void gpu_phasespace(sim *S, int s, const ps_grid *g, double *h);
+/* Extent of axis `axis` over species s on the device, as insitu_extent_cpu. */
+int gpu_phasespace_extent(sim *S, int s, const ps_grid *g, int axis, int positive,
+                          double mm[2]);
+/* The tracked particles (id != 0) of every species compacted on the device and copied once
+ * into a pinned host buffer: out[s] gets species s's cfg, per-cluster start/count and arrays
+ * (id NULL where untracked), enough for output_dump; the arrays live until the next call or
+ * gpu_free. Returns out; release its tables with gpu_release_tracked. */
+species *gpu_fetch_tracked(sim *S, species *out);
+void gpu_release_tracked(sim *S, species *out);
 /* Device memory bandwidth in bytes/s (read + written, a large device-to-device copy). */
 double gpu_bandwidth(void);
 /* Device bytes per particle (slack included) for the report. */

@@ -378,6 +378,7 @@ typedef struct {
     uint32_t *cell;
     float *x, *y, *ux, *uy, *uz, *w;
     uint8_t *code;
+    unsigned long long *id; /* tracking ids, or NULL */
     const int *start;
     int *count, *scratch, *dropped;
     int ncx, ncy, lo_x, hi_x, lo_y, hi_y;
@@ -425,6 +426,8 @@ __global__ void __launch_bounds__(GPU_THREADS) k_drop(kdrop a)
             a.uz[dst] = a.uz[src];
             a.w[dst] = a.w[src];
             a.code[dst] = a.code[src];
+            if (a.id)
+                a.id[dst] = a.id[src];
         }
         done += tot;
     }
@@ -438,8 +441,8 @@ void gpu_drop(gpu_state *g, int s, int window)
 {
     gpu_species *d = &g->sp[s];
     const int *b = d->walls.bnd;
-    kdrop a = {d->cell,  d->x,     d->y,  d->ux, d->uy, d->uz, d->w, d->code, d->start,
-               d->count, NULL,     g->flags + 3, g->ncx, g->ncy,
+    kdrop a = {d->cell,  d->x,     d->y,         d->ux,  d->uy,  d->uz, d->w, d->code, d->id,
+               d->start, d->count, NULL,         g->flags + 3, g->ncx, g->ncy,
                b[SIDE_XMIN] == PBND_ABSORBING || window, b[SIDE_XMAX] == PBND_ABSORBING,
                b[SIDE_YMIN] == PBND_ABSORBING, b[SIDE_YMAX] == PBND_ABSORBING};
     if (!(a.lo_x || a.hi_x || a.lo_y || a.hi_y))

@@ -117,7 +117,8 @@ static size_t deck_bytes(const sim *S, size_t tile_floats)
     size_t b = 12 * S->f.size * sizeof(float) + tile_floats * sizeof(float) +
                (size_t)S->cl.n * 3 * sizeof(double);
     for (int s = 0; s < S->nsp; s++)
-        b += S->sp[s].alloc * SLOT_BYTES + (size_t)S->cl.n * (4 + 9 + 1 + 4) * sizeof(int);
+        b += S->sp[s].alloc * (SLOT_BYTES + (S->sp[s].id ? 8 : 0)) +
+             (size_t)S->cl.n * (4 + 9 + 1 + 4) * sizeof(int);
     return b;
 }
 
@@ -153,6 +154,10 @@ static void upload_species(gpu_state *g, const sim *S, int s)
     GPU_CK(cudaMemcpy(d->uz, h->uz, n * 4, cudaMemcpyHostToDevice));
     GPU_CK(cudaMemcpy(d->w, h->w, n * 4, cudaMemcpyHostToDevice));
     GPU_CK(cudaMemcpy(d->code, h->code, n, cudaMemcpyHostToDevice));
+    if (h->id) {
+        d->id = (unsigned long long *)gpu_malloc(g, n * 8, "particle ids");
+        GPU_CK(cudaMemcpy(d->id, h->id, n * 8, cudaMemcpyHostToDevice));
+    }
     GPU_CK(cudaMemcpy(d->start, h->start, nc * sizeof(int), cudaMemcpyHostToDevice));
     GPU_CK(cudaMemcpy(d->count, h->count, nc * sizeof(int), cudaMemcpyHostToDevice));
     GPU_CK(cudaMemcpy(d->cap, h->cap, nc * sizeof(int), cudaMemcpyHostToDevice));
@@ -163,7 +168,7 @@ static void free_species(gpu_species *d)
 {
     void *p[] = {d->cell, d->x,     d->y,   d->ux,   d->uy,  d->uz,
                  d->w,    d->code, d->start, d->count, d->cap, d->need,
-                 d->hist, d->movers};
+                 d->hist, d->movers, d->id};
     for (size_t k = 0; k < sizeof p / sizeof p[0]; k++)
         if (p[k])
             cudaFree(p[k]);
@@ -270,6 +275,7 @@ void gpu_free(sim *S)
     gpu_bnd_free(g);
     for (int s = 0; s < g->nsp; s++)
         free_species(&g->sp[s]);
+    gpu_diag_free(g);
     void *p[] = {g->store, g->x0, g->y0, g->tiles, g->partial, g->flags, g->lists};
     for (size_t k = 0; k < sizeof p / sizeof p[0]; k++)
         if (p[k])
@@ -335,6 +341,8 @@ static void host_grow(species *h, size_t n)
     if (!q)
         EMPIC_DIE("out of host memory fetching %zu particles", n);
     h->code = (uint8_t *)q;
+    if (h->id && !(h->id = (uint64_t *)realloc(h->id, n * 8)))
+        EMPIC_DIE("out of host memory fetching %zu particles", n);
     h->alloc = n;
 }
 
@@ -356,6 +364,8 @@ void gpu_fetch_particles(sim *S)
         GPU_CK(cudaMemcpy(h->uz, d->uz, n * 4, cudaMemcpyDeviceToHost));
         GPU_CK(cudaMemcpy(h->w, d->w, n * 4, cudaMemcpyDeviceToHost));
         GPU_CK(cudaMemcpy(h->code, d->code, n, cudaMemcpyDeviceToHost));
+        if (d->id)
+            GPU_CK(cudaMemcpy(h->id, d->id, n * 8, cudaMemcpyDeviceToHost));
         GPU_CK(cudaMemcpy(h->start, d->start, nc * sizeof(int), cudaMemcpyDeviceToHost));
         GPU_CK(cudaMemcpy(h->count, d->count, nc * sizeof(int), cudaMemcpyDeviceToHost));
         GPU_CK(cudaMemcpy(h->cap, d->cap, nc * sizeof(int), cudaMemcpyDeviceToHost));

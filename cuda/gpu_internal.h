@@ -37,6 +37,7 @@ typedef struct {
     uint32_t *cell;
     float *x, *y, *ux, *uy, *uz, *w;
     uint8_t *code;
+    unsigned long long *id;       /* tracking ids, NULL when the species is untracked */
     int *start, *count, *cap;     /* per cluster */
     int *hist;                    /* 9 migration bins per cluster */
     int *need;                    /* per cluster: room needed during the sort */
@@ -104,6 +105,8 @@ struct gpu_state {
     int sync_each;                /* EMPIC_GPU_SYNC=1: synchronise after every kernel */
     int check;                    /* EMPIC_GPU_CHECK=1: verify particles after each phase */
     size_t bytes;                 /* device bytes allocated */
+    void *pinned;                 /* pinned host buffer of the compacted dumps (gpu_diag.cu) */
+    size_t pinned_n;
 };
 
 /* Error checks: report the call or kernel with file and line, then exit. */
@@ -156,5 +159,9 @@ void gpu_drop(gpu_state *g, int s, int window);
 void gpu_guard_zero(gpu_state *g, float *a0, float *a1, float *a2);
 /* Sort (gpu_sort.cu). */
 void gpu_relayout(gpu_state *g, sim *S, int s, const int *need);
+/* Diagnostics (gpu_diag.cu): the ids' part of a global rearrangement (d->start still the
+ * old segment starts; nothing when untracked). */
+void gpu_relayout_ids(gpu_state *g, gpu_species *d, const int *new_start, size_t total);
+void gpu_diag_free(gpu_state *g);
 
 #endif

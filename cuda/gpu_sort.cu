@@ -66,6 +66,7 @@ typedef struct {
     int *lists; /* NULL: lists in shared memory */
     int lcap;   /* entries per list */
     int *flags;
+    unsigned long long *id; /* tracking ids, or NULL */
 } ksort;
 
 __device__ __forceinline__ void copy_slot(const ksort &a, int dst, int src)
@@ -78,6 +79,8 @@ __device__ __forceinline__ void copy_slot(const ksort &a, int dst, int src)
     a.uz[dst] = a.uz[src];
     a.w[dst] = a.w[src];
     a.code[dst] = a.code[src];
+    if (a.id)
+        a.id[dst] = a.id[src];
 }
 
 __device__ __forceinline__ void push_list(int *list, int *n, int cap, int v)
@@ -235,6 +238,7 @@ void gpu_relayout(gpu_state *g, sim *S, int s, const int *need)
                            g->stream));
     k_relayout<<<nc, GPU_THREADS, 0, g->stream>>>(a, d->start, new_start, d->count);
     GPU_LAUNCHED(g, "k_relayout");
+    gpu_relayout_ids(g, d, new_start, total);
     GPU_CK(cudaStreamSynchronize(g->stream));
     for (int v = 0; v < 8; v++)
         GPU_CK(cudaFree(old[v]));
@@ -296,7 +300,7 @@ static void sort_species(gpu_state *g, sim *S, int s)
     if (lcap == 0)
         return; /* no particle crossed a cluster border */
     ksort a = {d->cell, d->x,     d->y,  d->ux,  d->uy, d->uz, d->w,
-               d->code, d->start, d->count, d->cap, d->movers, NULL, lcap, g->flags};
+               d->code, d->start, d->count, d->cap, d->movers, NULL, lcap, g->flags, d->id};
     const int maxpairs = (g->ncx / 2) * g->ncy > (g->ncy / 2) * g->ncx ? (g->ncx / 2) * g->ncy
                                                                        : (g->ncy / 2) * g->ncx;
     size_t smem = (size_t)3 * lcap * sizeof(int);

@@ -117,8 +117,10 @@ void gpu_window_shift(sim *S)
     g->moved = 1;
 }
 
-/* Staged particles: cell, x, y, ux, uy, uz, w (n each, 4 bytes), code (n bytes). */
+/* Staged particles: tracking ids (n, 8 bytes, tracked species only), cell, x, y, ux, uy,
+ * uz, w (n each, 4 bytes), code (n bytes). */
 typedef struct {
+    const unsigned long long *id;
     const uint32_t *cell;
     const float *x, *y, *ux, *uy, *uz, *w;
     const uint8_t *code;
@@ -127,8 +129,8 @@ typedef struct {
 
 /* One block per cluster row cy: append its staged particles to cluster (cx, cy). */
 __global__ void k_inject(kstage a, uint32_t *cell, float *x, float *y, float *ux, float *uy,
-                         float *uz, float *w, uint8_t *code, const int *start, int *count,
-                         int cx, int ncx)
+                         float *uz, float *w, uint8_t *code, unsigned long long *id,
+                         const int *start, int *count, int cx, int ncx)
 {
     const int cy = blockIdx.x, c = cx + cy * ncx;
     const int f0 = a.from[cy], n = a.from[cy + 1] - f0;
@@ -143,18 +145,29 @@ __global__ void k_inject(kstage a, uint32_t *cell, float *x, float *y, float *ux
         uz[p] = a.uz[q];
         w[p] = a.w[q];
         code[p] = a.code[q];
+        if (id)
+            id[p] = a.id[q];
     }
     __syncthreads();
     if (threadIdx.x == 0)
         count[c] += n;
 }
 
-/* Bytes of a species' staged column of n particles: 7 arrays of 4-byte values, the codes
- * and the ncy + 1 row offsets, each part on a 16-byte boundary. */
-static size_t stage_bytes(long long n, int ncy)
+/* Layout of a species' staged column of n particles, each part on a 16-byte boundary: the
+ * ids (8 bytes each, tracked species only), 7 arrays of 4-byte values, the codes and the
+ * ncy + 1 row offsets. */
+typedef struct {
+    size_t arrays, code, from, bytes;
+} stage_layout;
+
+static stage_layout stage_of(long long n, int ncy, int tracked)
 {
-    size_t n4 = (size_t)n * 4;
-    return 7 * n4 + ((size_t)n + 15) / 16 * 16 + ((size_t)(ncy + 1) * 4 + 15) / 16 * 16;
+    stage_layout L;
+    L.arrays = tracked ? ((size_t)n * 8 + 15) / 16 * 16 : 0;
+    L.code = L.arrays + ((size_t)n * 28 + 15) / 16 * 16;
+    L.from = L.code + ((size_t)n + 15) / 16 * 16;
+    L.bytes = L.from + ((size_t)(ncy + 1) * 4 + 15) / 16 * 16;
+    return L;
 }
 
 /* Host time (the columns' generation, the capacity check, the upload) counted as sort time.
@@ -173,7 +186,7 @@ void gpu_window_inject(sim *S)
     size_t total = 0;
     for (int s = 0; s < nsp; s++) {
         n[s] = species_column(&S->sp[s], &S->d, cl, i, ig, &col[s], add + s * (ncy + 1));
-        total += n[s] ? stage_bytes(n[s], ncy) : 0;
+        total += n[s] ? stage_of(n[s], ncy, col[s].id != NULL).bytes : 0;
         if (n[s]) {
             GPU_CK(cudaMemcpyAsync(tab + 2 * s * nc, g->sp[s].count, (size_t)nc * sizeof(int),
                                    cudaMemcpyDeviceToHost, g->stream));
@@ -208,17 +221,20 @@ void gpu_window_inject(sim *S)
             continue;
         char *h = (char *)g->h_stage + at;
         const size_t n4 = (size_t)n[s] * 4;
+        const stage_layout L = stage_of(n[s], ncy, col[s].id != NULL);
         const void *src[7] = {col[s].cell, col[s].x, col[s].y, col[s].ux,
                               col[s].uy,   col[s].uz, col[s].w};
+        if (col[s].id)
+            memcpy(h, col[s].id, (size_t)n[s] * 8);
         for (int v = 0; v < 7; v++)
-            memcpy(h + v * n4, src[v], n4);
-        memcpy(h + 7 * n4, col[s].code, (size_t)n[s]);
-        int *from = (int *)(h + 7 * n4 + ((size_t)n[s] + 15) / 16 * 16), run = 0;
+            memcpy(h + L.arrays + v * n4, src[v], n4);
+        memcpy(h + L.code, col[s].code, (size_t)n[s]);
+        int *from = (int *)(h + L.from), run = 0;
         for (int cy = 0; cy <= ncy; cy++) {
             from[cy] = run;
             run += cy < ncy ? add[s * (ncy + 1) + cy] : 0;
         }
-        at += stage_bytes(n[s], ncy);
+        at += L.bytes;
     }
     if (total)
         GPU_CK(cudaMemcpyAsync(g->stage, g->h_stage, total, cudaMemcpyHostToDevice, g->stream));
@@ -226,19 +242,22 @@ void gpu_window_inject(sim *S)
     for (int s = 0; s < nsp; s++) {
         if (n[s]) {
             gpu_species *d = &g->sp[s];
-            char *base = (char *)g->stage + at;
+            char *base = (char *)g->stage + at, *b = base;
             const size_t n4 = (size_t)n[s] * 4;
-            kstage a = {(const uint32_t *)base,         (const float *)(base + n4),
-                        (const float *)(base + 2 * n4), (const float *)(base + 3 * n4),
-                        (const float *)(base + 4 * n4), (const float *)(base + 5 * n4),
-                        (const float *)(base + 6 * n4), (const uint8_t *)(base + 7 * n4),
-                        (const int *)(base + 7 * n4 + ((size_t)n[s] + 15) / 16 * 16)};
+            const stage_layout L = stage_of(n[s], ncy, col[s].id != NULL);
+            b += L.arrays;
+            kstage a = {col[s].id ? (const unsigned long long *)base : NULL,
+                        (const uint32_t *)b,         (const float *)(b + n4),
+                        (const float *)(b + 2 * n4), (const float *)(b + 3 * n4),
+                        (const float *)(b + 4 * n4), (const float *)(b + 5 * n4),
+                        (const float *)(b + 6 * n4), (const uint8_t *)(base + L.code),
+                        (const int *)(base + L.from)};
             k_inject<<<(unsigned)ncy, GPU_THREADS, 0, g->stream>>>(
-                a, d->cell, d->x, d->y, d->ux, d->uy, d->uz, d->w, d->code, d->start, d->count,
-                cx, cl->ncx);
+                a, d->cell, d->x, d->y, d->ux, d->uy, d->uz, d->w, d->code,
+                col[s].id ? d->id : NULL, d->start, d->count, cx, cl->ncx);
             GPU_LAUNCHED(g, "k_inject");
             S->sp[s].np += n[s];
-            at += stage_bytes(n[s], ncy);
+            at += L.bytes;
         }
         species_free(&col[s]);
     }

@@ -1,4 +1,5 @@
-"""Command line: python3 -m diag {summary,info,field,lineout,energy,phase,spectrum,timing} OUTDIR.
+"""Command line: python3 -m diag {summary,info,field,lineout,energy,phase,spectrum,timing,
+phasespace,tracks} OUTDIR.
 
 Plots go to OUTDIR/plots/ (or --out DIR); every file written is printed."""
 
@@ -81,6 +82,36 @@ def cmd_spectrum(args):
     return [plot.spectrum(samples, _png(args, name), args.bins)]
 
 
+def cmd_phasespace(args):
+    """In-code histograms (OUTDIR/phasespace): the named ones, or every one, at --it."""
+    names = args.name or sorted(read.list_phasespace(args.outdir))
+    if not names:
+        raise FileNotFoundError("no in-code phase-space histograms in %s"
+                                % os.path.join(args.outdir, "phasespace"))
+    out = []
+    for n in names:
+        h = read.read_phasespace(args.outdir, n, args.it)
+        out.append(plot.histogram(h, _png(args, "ps_%s_%08d" % (n, h.step))))
+    return out
+
+
+def _tracked_species(outdir):
+    its = read.list_tracks(outdir)
+    if not its:
+        return []
+    import h5py
+    with h5py.File(read.tracks_path(outdir, its[-1]), "r") as f:
+        return sorted(f["data/%d/particles" % its[-1]].keys())
+
+
+def cmd_tracks(args):
+    species = args.species or _tracked_species(args.outdir)
+    if not species:
+        raise FileNotFoundError("no tracks in %s" % os.path.join(args.outdir, "tracks"))
+    return [plot.trajectories(read.read_tracks(args.outdir, s), _png(args, "tracks_%s" % s))
+            for s in species]
+
+
 def _largest_field(outdir):
     """(record, component) of the E/B component with the largest rms in the last dump."""
     best, best_rms = None, -1.0
@@ -126,6 +157,12 @@ def cmd_summary(args):
         samples = [read.read_particles(d, s) for s in species]
         samples = [s for s in samples if np.any(s.ekin > 0)] or samples[:1]
         out.append(plot.spectrum(samples, _png(args, "spectrum_%08d" % p.step)))
+    hists = read.list_phasespace(d)
+    for n in sorted(hists):
+        h = read.read_phasespace(d, n)
+        out.append(plot.histogram(h, _png(args, "ps_%s_%08d" % (n, h.step))))
+    for s in _tracked_species(d):
+        out.append(plot.trajectories(read.read_tracks(d, s), _png(args, "tracks_%s" % s)))
     if not out:
         raise FileNotFoundError("nothing to plot in %s" % d)
     return out
@@ -143,7 +180,8 @@ def build_parser():
         p.set_defaults(fn=fn)
         return p
 
-    add("summary", cmd_summary, "energy history, field maps, phase space, spectrum, timing")
+    add("summary", cmd_summary, "energy history, field maps, phase space, spectrum, timing, "
+        "in-code histograms and tracks when present")
     add("info", cmd_info, "list the dumps, meshes and species")
     for name, fn, h in (("field", cmd_field, "2D map of one mesh component"),
                         ("lineout", cmd_lineout, "1D profile of one mesh component")):
@@ -165,6 +203,12 @@ def build_parser():
                        help="species name (repeatable; default: all/first)")
         p.add_argument("--it", type=int, help="step of the dump (default: last with particles)")
         p.add_argument("--bins", type=int, default=128 if name == "phase" else 100)
+    p = add("phasespace", cmd_phasespace, "in-code phase-space histograms and spectra")
+    p.add_argument("--name", action="append",
+                   help="histogram, e.g. electrons_x_ux (repeatable; default: all)")
+    p.add_argument("--it", type=int, help="step (default: the histogram's last)")
+    p = add("tracks", cmd_tracks, "trajectories of the tracked particles")
+    p.add_argument("--species", action="append", help="species (default: all tracked)")
     return ap
 
 

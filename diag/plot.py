@@ -164,3 +164,56 @@ def timing_bars(tm, path):
     ax.set_title(title, fontsize=10)
     fig.tight_layout()
     return _save(fig, path)
+
+
+_AXIS_TEX = {"x": r"$x$ [$c/\omega_p$]", "y": r"$y$ [$c/\omega_p$]", "ux": r"$u_x$ [$m c$]",
+             "uy": r"$u_y$ [$m c$]", "uz": r"$u_z$ [$m c$]",
+             "energy": r"$(\gamma-1)\,m c^2$ [$m_e c^2$]",
+             "log10_energy": r"$\log_{10}$ $(\gamma-1)\,m c^2$ [$m_e c^2$]"}
+
+
+def histogram(h, path):
+    """An in-code phase-space histogram (diag.read.Histogram): a colour map of |charge
+    density| for 2D, a spectrum dQ/dE (log scale) for 1D."""
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    a = np.abs(h.data)
+    if len(h.labels) == 2:
+        m = np.ma.masked_where(a <= 0, a)
+        im = ax.pcolormesh(h.edges[0], h.edges[1], m, cmap="viridis", shading="flat")
+        fig.colorbar(im, ax=ax, label="|charge density| in phase space [norm.]")
+        ax.set_ylabel(_AXIS_TEX.get(h.labels[1], h.labels[1]))
+    else:
+        ax.step(h.centres(0), np.where(a > 0, a, np.nan), where="mid")
+        if np.any(a > 0):
+            ax.set_yscale("log")
+        ax.set_ylabel("|dQ/d%s| [norm.]" % h.labels[0])
+        ax.grid(alpha=0.3)
+    ax.set_xlabel(_AXIS_TEX.get(h.labels[0], h.labels[0]))
+    ax.set_title("%s  step %d  t = %.4g  (in-code)" % (h.name, h.step, h.t))
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def trajectories(tr, path, max_tracks=200):
+    """x-y trajectories of tracked particles (diag.read.Tracks), broken where a particle
+    crosses a periodic boundary, with ux against t below."""
+    fig, (ax, au) = plt.subplots(2, 1, figsize=(7, 8), gridspec_kw={"height_ratios": [2, 1]})
+    n = min(len(tr.ids), max_tracks)
+    for k in np.unique(np.linspace(0, len(tr.ids) - 1, n).astype(int)):  # spread over ids
+        x, y = tr.x[k].copy(), tr.y[k].copy()
+        if len(x) > 1:  # a jump of more than a quarter of the extent: break the line there
+            span = max(np.nanmax(tr.x) - np.nanmin(tr.x), np.nanmax(tr.y) - np.nanmin(tr.y))
+            jump = np.hypot(np.diff(x), np.diff(y)) > 0.25 * span
+            x = np.insert(x, np.nonzero(jump)[0] + 1, np.nan)
+            y = np.insert(y, np.nonzero(jump)[0] + 1, np.nan)
+        ax.plot(x, y, lw=0.8)
+        au.plot(tr.t, tr.ux[k], lw=0.8)
+    ax.set_xlabel(_AXIS_TEX["x"])
+    ax.set_ylabel(_AXIS_TEX["y"])
+    ax.set_title("%s: %d of %d tracked particles, %d dumps" % (tr.species, n, len(tr.ids),
+                                                              len(tr.steps)))
+    au.set_xlabel(r"$t$ [$\omega_p^{-1}$]")
+    au.set_ylabel(_AXIS_TEX["ux"])
+    au.grid(alpha=0.3)
+    fig.tight_layout()
+    return _save(fig, path)

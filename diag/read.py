@@ -190,7 +190,12 @@ class Particles:
 def read_particles(outdir, species, it=None):
     """The dumped sample of `species` at dump `it` (default: the last with particles)."""
     it = _resolve_it(outdir, it, "particles")
-    with h5py.File(dump_path(outdir, it), "r") as f:
+    return read_particles_file(dump_path(outdir, it), it, species)
+
+
+def read_particles_file(path, it, species):
+    """The particles of `species` in openPMD file `path` (iteration `it`)."""
+    with h5py.File(path, "r") as f:
         parts = _group(f, it, "particles")
         if species not in parts:
             raise KeyError("dump %d has no species %r (have %s)"
@@ -242,3 +247,131 @@ def read_timing(outdir):
     """timing.json as a dict."""
     with open(os.path.join(outdir, "timing.json")) as fh:
         return json.load(fh)
+
+
+# ---- in-code diagnostics: phase-space histograms (OUTDIR/phasespace) and tracks -----------
+
+_PS_RE = re.compile(r"^ps(\d+)\.h5$")
+_TRACK_RE = re.compile(r"^tracks(\d+)\.h5$")
+
+
+def _series_steps(folder, pattern):
+    if not os.path.isdir(folder):
+        return []
+    return sorted(int(m.group(1)) for m in map(pattern.match, os.listdir(folder)) if m)
+
+
+def phasespace_path(outdir, it):
+    return os.path.join(outdir, "phasespace", "ps%08d.h5" % it)
+
+
+def list_phasespace(outdir):
+    """{histogram name: [steps]} of the in-code phase-space files."""
+    out = {}
+    for it in _series_steps(os.path.join(outdir, "phasespace"), _PS_RE):
+        with h5py.File(phasespace_path(outdir, it), "r") as f:
+            for name in _group(f, it, "meshes").keys():
+                out.setdefault(name, []).append(it)
+    return out
+
+
+@dataclass
+class Histogram:
+    """An in-code phase-space histogram: data[j, i] (2D) or data[i] (1D) over the axes in
+    `labels` (axis 0 first, e.g. ["x", "ux"]); edges[k] are the bin edges of axis k (of
+    log10 of the value for a "log10_" axis). Values are charge densities in phase space:
+    (data * bin volume).sum() is the species' charge q sum(w dx dy) within the range."""
+    name: str
+    species: str
+    step: int
+    t: float
+    data: np.ndarray
+    labels: list
+    edges: list
+
+    @property
+    def bin_volume(self):
+        return float(np.prod([e[1] - e[0] for e in self.edges]))
+
+    @property
+    def total(self):
+        """Charge in the histogram's range: sum(data) times the bin volume."""
+        return float(self.data.sum()) * self.bin_volume
+
+    def centres(self, k=0):
+        e = self.edges[k]
+        return 0.5 * (e[1:] + e[:-1])
+
+
+def read_phasespace(outdir, name, it=None):
+    """Histogram `name` (e.g. "electrons_x_ux") at step `it` (default: its last)."""
+    steps = list_phasespace(outdir).get(name)
+    if not steps:
+        raise KeyError("no phase-space histogram %r in %s (have %s)"
+                       % (name, outdir, sorted(list_phasespace(outdir))))
+    if it is None:
+        it = steps[-1]
+    elif it not in steps:
+        raise FileNotFoundError("histogram %s has no step %d (have %s)" % (name, it, steps))
+    with h5py.File(phasespace_path(outdir, it), "r") as f:
+        d = _group(f, it, "meshes")[name]
+        data = np.asarray(d[()], dtype=np.float64)
+        labels = [_str(a) for a in d.attrs["axisLabels"]][::-1]   # C order: last axis first
+        spacing = np.asarray(d.attrs["gridSpacing"], dtype=float)[::-1]
+        offset = np.asarray(d.attrs["gridGlobalOffset"], dtype=float)[::-1]
+        shape = data.shape[::-1]
+        edges = [offset[k] + spacing[k] * np.arange(shape[k] + 1) for k in range(len(shape))]
+        t = float(f["data/%d" % it].attrs["time"])
+        return Histogram(name, _str(d.attrs.get("species", "")), it, t, data, labels, edges)
+
+
+def tracks_path(outdir, it):
+    return os.path.join(outdir, "tracks", "tracks%08d.h5" % it)
+
+
+def list_tracks(outdir):
+    """Steps of the tracks files."""
+    return _series_steps(os.path.join(outdir, "tracks"), _TRACK_RE)
+
+
+@dataclass
+class Tracks:
+    """Trajectories of the tracked particles of one species: arrays [particle, dump] (NaN
+    where a particle is missing from a dump, e.g. absorbed); ids sorted."""
+    species: str
+    ids: np.ndarray
+    steps: np.ndarray
+    t: np.ndarray
+    x: np.ndarray
+    y: np.ndarray
+    ux: np.ndarray
+    uy: np.ndarray
+    uz: np.ndarray
+
+
+def read_tracks(outdir, species):
+    """Every tracks dump of `species` joined by id into Tracks."""
+    steps = list_tracks(outdir)
+    if not steps:
+        raise FileNotFoundError("no tracks in %s" % os.path.join(outdir, "tracks"))
+    samples, ids = [], set()
+    for it in steps:
+        with h5py.File(tracks_path(outdir, it), "r") as f:
+            parts = _group(f, it, "particles")
+            if species not in parts:
+                raise KeyError("tracks dump %d has no species %r (have %s)"
+                               % (it, species, sorted(parts.keys())))
+            pid = np.asarray(parts[species]["id"][()], dtype=np.uint64)
+        p = read_particles_file(tracks_path(outdir, it), it, species)
+        samples.append((pid, p))
+        ids.update(pid.tolist())
+    ids = np.array(sorted(ids), dtype=np.uint64)
+    shape = (len(ids), len(steps))
+    arr = {k: np.full(shape, np.nan) for k in ("x", "y", "ux", "uy", "uz")}
+    t = np.zeros(len(steps))
+    for k, (pid, p) in enumerate(samples):
+        rows = np.searchsorted(ids, pid)
+        for a in arr:
+            arr[a][rows, k] = getattr(p, a)
+        t[k] = p.t
+    return Tracks(species, ids, np.array(steps), t, **arr)

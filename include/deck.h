@@ -13,6 +13,7 @@
 #define DECK_PATH_MAX 1024
 #define DECK_MAX_SPECIES 16
 #define DECK_MAX_LASERS 8
+#define DECK_MAX_PHASESPACE 16
 
 enum deck_side { SIDE_XMIN = 0, SIDE_XMAX, SIDE_YMIN, SIDE_YMAX };
 enum deck_fbnd { FBND_PERIODIC = 0, FBND_PML, FBND_MUR };
@@ -21,6 +22,23 @@ enum deck_profile { PROFILE_UNIFORM = 0, PROFILE_PIECEWISE, PROFILE_EXPR };
 enum deck_backend { BACKEND_AUTO = 0, BACKEND_CPU, BACKEND_CUDA };
 enum deck_envelope { ENV_SIN2 = 0, ENV_GAUSSIAN, ENV_FLATTOP };
 enum deck_fieldq { FQ_E = 1, FQ_B = 2, FQ_J = 4, FQ_RHO = 8 };
+/* Phase-space axes: position, momentum u = gamma v, kinetic energy (gamma - 1) m c^2 per
+ * particle of the species, in m_e c^2. */
+enum deck_psaxis { PSA_X = 0, PSA_Y, PSA_UX, PSA_UY, PSA_UZ, PSA_ENERGY, PSA_COUNT };
+
+/* One in-situ phase-space histogram (diagnostics.phasespace): the charge of the species'
+ * macro-particles binned over 1 or 2 axes (src/insitu.h). */
+typedef struct {
+    int species;                       /* species number */
+    int naxes;                         /* 1 (spectrum, profile) or 2 */
+    int axis[2];                       /* enum deck_psaxis, in deck order */
+    int bins[2];
+    int fixed[2];                      /* range given in the deck (else from the particles at
+                                          each dump) */
+    double range[2][2];                /* [axis][min, max]; log axes: of the value, > 0 */
+    int log;                           /* energy axes binned in log10 */
+    long every;
+} deck_phasespace;
 
 /* A piecewise-linear function f(s) through n points (s strictly increasing); constant
  * continuation outside [s[0], s[n-1]]. n == 0 means f = 1. */
@@ -87,6 +105,15 @@ typedef struct {
     long particles_every;              /* 0 = off */
     double particles_fraction;         /* default 0.01 */
     int particles_species_mask;        /* bit s = species s dumped; default all */
+    int particles_region;              /* 1: only particles inside particles_box */
+    double particles_box[4];           /* x0, x1, y0, y1 (lab frame, with the window) */
+    int particles_energy;              /* 1: only particles with energy in particles_erange */
+    double particles_erange[2];        /* (gamma - 1) m c^2 per particle, in m_e c^2 */
+    int nphasespace;
+    deck_phasespace phasespace[DECK_MAX_PHASESPACE];
+    long tracks_every;                 /* 0 = off */
+    double tracks_fraction;            /* share of each tracked species given an id at load */
+    int tracks_species_mask;           /* bit s = species s tracked; default all mobile */
     long checkpoint_every;             /* 0 = off */
 } deck;
 

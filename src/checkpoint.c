@@ -12,7 +12,8 @@
  *             (CPML memories), mur<side> (Mur edge memories); coefficients and laser
  *             geometry come from the deck
  *   /species/<s>/ name np alloc rearrangements start count cap hist[9 n]
- *             cell x y ux uy uz w code (the live particles, cluster after cluster)
+ *             cell x y ux uy uz w code (the live particles, cluster after cluster), and id
+ *             (uint64 tracking ids) for a species of diagnostics.tracks
  * Slots outside the live segments hold no state: they read back as zeros. */
 #include "checkpoint.h"
 #include "empic.h"
@@ -284,9 +285,10 @@ typedef struct {
     hid_t ftype, mtype;
 } ck_array;
 
-static void species_arrays(species *s, ck_array a[8])
+/* The particle arrays of s (9 with the tracking ids); returns their number. */
+static int species_arrays(species *s, ck_array a[9])
 {
-    const ck_array t[8] = {
+    const ck_array t[9] = {
         {"cell", s->cell, 4, H5T_STD_U32LE, H5T_NATIVE_UINT32},
         {"x", s->x, 4, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT},
         {"y", s->y, 4, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT},
@@ -294,8 +296,10 @@ static void species_arrays(species *s, ck_array a[8])
         {"uy", s->uy, 4, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT},
         {"uz", s->uz, 4, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT},
         {"w", s->w, 4, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT},
-        {"code", s->code, 1, H5T_STD_U8LE, H5T_NATIVE_UINT8}};
+        {"code", s->code, 1, H5T_STD_U8LE, H5T_NATIVE_UINT8},
+        {"id", s->id, 8, H5T_STD_U64LE, H5T_NATIVE_UINT64}};
     memcpy(a, t, sizeof t);
+    return s->id ? 9 : 8;
 }
 
 static long long live_particles(const species *s, int ncl)
@@ -317,10 +321,10 @@ static void write_species(ck_io *io, hid_t g, species *s, int ncl)
     put_i32(io, g, "count", (size_t)ncl, s->count);
     put_i32(io, g, "cap", (size_t)ncl, s->cap);
     put_i32(io, g, "hist", (size_t)ncl * 9, s->hist);
-    char *stage = empic_alloc((size_t)live * 4, "checkpoint staging");
-    ck_array a[8];
-    species_arrays(s, a);
-    for (int k = 0; k < 8 && !io->err; k++) {
+    char *stage = empic_alloc((size_t)live * 8, "checkpoint staging");
+    ck_array a[9];
+    const int na = species_arrays(s, a);
+    for (int k = 0; k < na && !io->err; k++) {
         size_t o = 0;
         for (int c = 0; c < ncl; c++) {
             memcpy(stage + o * a[k].size, (char *)a[k].a + (size_t)s->start[c] * a[k].size,
@@ -662,6 +666,7 @@ static void read_species(ck_io *io, hid_t g, sim *S, int s)
     sp->m = (float)sp->cfg->mass;
     sp->qm = (float)(sp->cfg->charge / sp->cfg->mass);
     sp->slack = S->d.slack;
+    sp->tracked = species_tracked(&S->d, s);
     sp->start = empic_calloc((size_t)ncl, sizeof(int), "cluster table");
     sp->count = empic_calloc((size_t)ncl, sizeof(int), "cluster table");
     sp->cap = empic_calloc((size_t)ncl, sizeof(int), "cluster table");
@@ -701,10 +706,11 @@ static void read_species(ck_io *io, hid_t g, sim *S, int s)
     sp->uz = empic_calloc(sp->alloc, 4, "particles");
     sp->w = empic_calloc(sp->alloc, 4, "particles");
     sp->code = empic_calloc(sp->alloc, 1, "particles");
-    char *stage = empic_alloc((size_t)live * 4, "checkpoint staging");
-    ck_array a[8];
-    species_arrays(sp, a);
-    for (int k = 0; k < 8 && !io->err; k++) {
+    sp->id = sp->tracked ? empic_calloc(sp->alloc, 8, "particle ids") : NULL;
+    char *stage = empic_alloc((size_t)live * 8, "checkpoint staging");
+    ck_array a[9];
+    const int na = species_arrays(sp, a);
+    for (int k = 0; k < na && !io->err; k++) {
         ck_get(io, g, a[k].name, a[k].mtype, (size_t)live, stage);
         size_t o = 0;
         for (int c = 0; c < ncl && !io->err; c++) {

@@ -32,10 +32,11 @@ static const char *const SPECIES_KEYS[] = {"name", "charge", "mass", "ppc", "imm
 static const char *const DENS_KEYS[] = {"profile", "n", "x", "fx", "y", "fy", "expr", NULL};
 static const char *const MOM_KEYS[] = {"thermal", "drift", NULL};
 static const char *const DIAG_KEYS[] = {"output", "energy", "fields", "particles", "checkpoint",
-                                        NULL};
+                                        "phasespace", "tracks", NULL};
 static const char *const EVERY_KEYS[] = {"every", NULL};
 static const char *const FDIAG_KEYS[] = {"every", "quantities", NULL};
-static const char *const PDIAG_KEYS[] = {"every", "fraction", "species", NULL};
+static const char *const PDIAG_KEYS[] = {"every", "fraction", "species", "region", "energy",
+                                         NULL};
 
 static const char *const SIDES[] = {"xmin", "xmax", "ymin", "ymax", NULL};
 static const char *const FBND_NAMES[] = {"periodic", "pml", "mur", NULL};
@@ -475,6 +476,7 @@ static void parse_diagnostics(dk_ctx *c, const cs *root)
     d->particles_fraction = 0.01;
     d->particles_species_mask = (int)((1u << d->nspecies) - 1);
     const cs *g = dk_group(c, root, "diagnostics", 0), *s;
+    deck_insitu_parse(c, g, snames);
     if (!g)
         return;
     dk_keys(c, g, DIAG_KEYS);
@@ -496,6 +498,7 @@ static void parse_diagnostics(dk_ctx *c, const cs *root)
             dk_report(c, dk_member(s, "fraction"), NULL, "got %g; expected a fraction in (0, 1]",
                       d->particles_fraction);
         get_name_mask(c, s, "species", snames, &d->particles_species_mask);
+        deck_insitu_parse_selection(c, s);
     }
     if ((s = dk_group(c, g, "checkpoint", 0))) {
         dk_keys(c, s, EVERY_KEYS);
@@ -735,7 +738,36 @@ void deck_write(const deck *d, FILE *f)
     for (int i = 0; i < ns; i++)
         snames[i] = d->species[i].name;
     wmask(f, "species", d->particles_species_mask, snames, ns);
-    fprintf(f, " };\n  checkpoint = { every = %s; };\n};\n", I(d->checkpoint_every).s);
+    if (d->particles_region)
+        wvec(f, " region", d->particles_box, 4);
+    if (d->particles_energy)
+        wvec(f, " energy", d->particles_erange, 2);
+    fprintf(f, " };\n  checkpoint = { every = %s; };\n", I(d->checkpoint_every).s);
+    for (int i = 0; i < d->nphasespace && i < DECK_MAX_PHASESPACE; i++) {
+        const deck_phasespace *p = &d->phasespace[i];
+        fprintf(f, "%s\n    { species = ", i ? "," : "  phasespace = (");
+        wstr(f, snames[p->species < ns ? p->species : 0]);
+        fprintf(f, "; axes = [\"%s\"", nm(DECK_PS_AXES, PSA_COUNT, p->axis[0]));
+        if (p->naxes == 2)
+            fprintf(f, ", \"%s\"", nm(DECK_PS_AXES, PSA_COUNT, p->axis[1]));
+        fprintf(f, p->naxes == 2 ? "]; bins = [%d, %d];" : "]; bins = [%d];", p->bins[0],
+                p->bins[1]);
+        if (p->fixed[0] && (p->naxes == 1 || p->fixed[1])) {
+            fputs(" range = (", f);
+            for (int a = 0; a < p->naxes; a++)
+                fprintf(f, "%s[%s, %s]", a ? ", " : "", N(p->range[a][0]).s, N(p->range[a][1]).s);
+            fputs(");", f);
+        }
+        fprintf(f, " log = %s; every = %s; }", p->log ? "true" : "false", I(p->every).s);
+    }
+    fputs(d->nphasespace ? "\n  );\n" : "", f);
+    if (d->tracks_every > 0) {
+        fprintf(f, "  tracks = { every = %s; fraction = %s; ", I(d->tracks_every).s,
+                N(d->tracks_fraction).s);
+        wmask(f, "species", d->tracks_species_mask, snames, ns);
+        fputs(" };\n", f);
+    }
+    fputs("};\n", f);
 }
 
 /* ---------------------------------------------------------------- small helpers */

@@ -53,6 +53,12 @@ const cs *dk_seq(dk_ctx *c, const cs *g, const char *key, int n, const char *wha
 int dk_vec(dk_ctx *c, const cs *g, const char *key, double *v, int n, int kind, int req);
 int dk_ivec(dk_ctx *c, const cs *g, const char *key, int *v, int n, int lo, int hi, int req);
 
+/* The in-situ diagnostics keys (deck_insitu.c): diagnostics.phasespace and .tracks (diag may
+ * be NULL: defaults only), and region/energy of diagnostics.particles. */
+extern const char *const DECK_PS_AXES[];
+void deck_insitu_parse(dk_ctx *c, const cs *diag, const char *const snames[]);
+void deck_insitu_parse_selection(dk_ctx *c, const cs *particles);
+
 /* dk_int into an integer lvalue of any type (needs dk_ctx *c in scope). */
 #define DK_INT(g, key, dst, lo, hi, req)                                                      \
     do {                                                                                       \

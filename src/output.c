@@ -3,17 +3,21 @@
  * One file per dump, data/data%08T.h5, file-based iteration encoding. Mesh records hold the
  * interior cells as float32 [ny][nx] in normalised units with unitSI factors from n0; each
  * component's `position` is its Yee offset (§3) in (y, x) order. Particle records hold a
- * deterministic sample of each selected species:
+ * deterministic sample of each selected species within the region/energy selection (or, in
+ * the tracks series tracks/tracks%08T.h5, every tracked particle):
  *   position/x,y   float64, absolute, in c/ω_p (positionOffset: constant zeros)
  *   momentum/x,y,z float32, p = m u in m_e c per real particle (macroWeighted 0,
  *                  weightingPower 1), at t - dt/2 (timeOffset)
  *   weighting      float64, real particles per macro-particle per metre in z (unitSI 1):
  *                  w dx dy n0 (c/ω_p)^2 = w dx dy / (4π r_e)
  *   charge, mass   constant records, per real particle, in e and m_e
+ *   id             uint64 tracking id (0: untracked), for a species of diagnostics.tracks
  *   particlePatches one patch per cluster (the sample is written cluster by cluster).
  * Every file goes to a temporary name first and is renamed when complete. */
 #include "output.h"
 #include "empic.h"
+#include "h5out.h"
+#include "phasespace.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -27,213 +31,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#define OUT_SOFTWARE_VERSION "0.1.0"
-#define OUT_MAX_ITEMS 256
-#define OUT_PATH 4096
-
-/* CODATA 2018 */
-#define SI_E 1.602176634e-19
-#define SI_ME 9.1093837015e-31
-#define SI_C 299792458.0
-#define SI_EPS0 8.8541878128e-12
-
-/* SI factors of the normalised units (DESIGN §2) for a reference density n0. */
-typedef struct {
-    double time, length, e, b, j, rho, momentum, charge, mass, n0len2;
-} out_units;
-
-static void units_from_n0(double n0_cm3, out_units *u)
-{
-    double n0 = n0_cm3 * 1e6;
-    double wp = sqrt(n0 * SI_E * SI_E / (SI_EPS0 * SI_ME));
-    u->time = 1.0 / wp;
-    u->length = SI_C / wp;
-    u->e = SI_ME * SI_C * wp / SI_E;
-    u->b = SI_ME * wp / SI_E;
-    u->j = SI_E * n0 * SI_C;
-    u->rho = SI_E * n0;
-    u->momentum = SI_ME * SI_C;
-    u->charge = SI_E;
-    u->mass = SI_ME;
-    u->n0len2 = n0 * u->length * u->length; /* real particles per metre in z per n0 dx dy = 1 */
-}
-
-/* unitDimension exponents: L, M, T, I, theta, N, J */
-static const double DIM_NONE[7] = {0, 0, 0, 0, 0, 0, 0};
-static const double DIM_LENGTH[7] = {1, 0, 0, 0, 0, 0, 0};
-static const double DIM_E[7] = {1, 1, -3, -1, 0, 0, 0};    /* V/m */
-static const double DIM_B[7] = {0, 1, -2, -1, 0, 0, 0};    /* T */
-static const double DIM_J[7] = {-2, 0, 0, 1, 0, 0, 0};     /* A/m^2 */
-static const double DIM_RHO[7] = {-3, 0, 1, 1, 0, 0, 0};   /* C/m^3 */
-static const double DIM_MOMENTUM[7] = {1, 1, -1, 0, 0, 0, 0};
-static const double DIM_CHARGE[7] = {0, 0, 1, 1, 0, 0, 0};
-static const double DIM_MASS[7] = {0, 1, 0, 0, 0, 0, 0};
-
 /* Yee staggering classes in (y, x) order; XDMF writes one grid per class. */
 enum { ST_NODE = 0, ST_X, ST_Y, ST_XY, ST_COUNT };
 static const double ST_POS[ST_COUNT][2] = {{0, 0}, {0, 0.5}, {0.5, 0}, {0.5, 0.5}};
 static const char *const ST_NAME[ST_COUNT] = {"fields_node", "fields_xhalf", "fields_yhalf",
                                               "fields_xyhalf"};
 
-/* What the HDF5 file holds, for the XDMF description. */
-typedef struct {
-    int particle;          /* 0: mesh component, 1: particle record */
-    int stagger;           /* mesh: ST_*; particle: species number */
-    int precision;         /* bytes per value */
-    long long n;           /* particles (particle items) */
-    char name[96];         /* XDMF attribute name ("geom_x"/"geom_y" for positions) */
-    char path[160];        /* dataset path inside the file */
-} out_item;
-
-typedef struct {
-    hid_t file;
-    int err;
-    char what[192];        /* first failing object */
-    int nitems;
-    out_item items[OUT_MAX_ITEMS];
-    char species[DECK_MAX_SPECIES][DECK_NAME_MAX];
-} h5w;
-
-static void fail(h5w *w, const char *what)
-{
-    if (!w->err)
-        snprintf(w->what, sizeof w->what, "%s", what);
-    w->err = 1;
-}
-
-static void close_id(hid_t id, herr_t (*closer)(hid_t)) { (void)(id >= 0 && closer(id)); }
-
-/* ---- attributes ---- */
-
-static void attr_write(h5w *w, hid_t obj, const char *name, hid_t type, hid_t space,
-                       const void *buf)
-{
-    if (w->err)
-        return;
-    hid_t a = space < 0 ? -1 : H5Acreate2(obj, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
-    if (a < 0 || H5Awrite(a, type, buf) < 0)
-        fail(w, name);
-    close_id(a, H5Aclose);
-}
-
-static hid_t str_type(size_t len)
-{
-    hid_t t = H5Tcopy(H5T_C_S1);
-    if (t >= 0 && (H5Tset_size(t, len ? len : 1) < 0 || H5Tset_strpad(t, H5T_STR_NULLPAD) < 0)) {
-        H5Tclose(t);
-        return -1;
-    }
-    return t;
-}
-
-static void attr_str(h5w *w, hid_t obj, const char *name, const char *s)
-{
-    size_t len = strlen(s);
-    hid_t t = str_type(len), sp = H5Screate(H5S_SCALAR);
-    if (t < 0)
-        fail(w, name);
-    else
-        attr_write(w, obj, name, t, sp, len ? s : "");
-    close_id(t, H5Tclose);
-    close_id(sp, H5Sclose);
-}
-
-/* A 1D array of fixed-length strings (axisLabels). */
-static void attr_strs(h5w *w, hid_t obj, const char *name, int n, const char *const *s)
-{
-    size_t len = 1;
-    for (int k = 0; k < n; k++)
-        len = strlen(s[k]) > len ? strlen(s[k]) : len;
-    char buf[8 * 32] = {0};
-    if (n > 8 || len > 32) {
-        fail(w, name);
-        return;
-    }
-    for (int k = 0; k < n; k++)
-        memcpy(buf + k * len, s[k], strlen(s[k]));
-    hsize_t dim = (hsize_t)n;
-    hid_t t = str_type(len), sp = H5Screate_simple(1, &dim, NULL);
-    if (t < 0)
-        fail(w, name);
-    else
-        attr_write(w, obj, name, t, sp, buf);
-    close_id(t, H5Tclose);
-    close_id(sp, H5Sclose);
-}
-
-static void attr_f64v(h5w *w, hid_t obj, const char *name, int n, const double *v)
-{
-    hsize_t dim = (hsize_t)n;
-    hid_t sp = n ? H5Screate_simple(1, &dim, NULL) : H5Screate(H5S_SCALAR);
-    attr_write(w, obj, name, H5T_NATIVE_DOUBLE, sp, v);
-    close_id(sp, H5Sclose);
-}
-
-static void attr_f64(h5w *w, hid_t obj, const char *name, double v)
-{
-    attr_f64v(w, obj, name, 0, &v);
-}
-
-static void attr_u32(h5w *w, hid_t obj, const char *name, uint32_t v)
-{
-    hid_t sp = H5Screate(H5S_SCALAR);
-    attr_write(w, obj, name, H5T_NATIVE_UINT32, sp, &v);
-    close_id(sp, H5Sclose);
-}
-
-static void attr_u64v(h5w *w, hid_t obj, const char *name, int n, const uint64_t *v)
-{
-    hsize_t dim = (hsize_t)n;
-    hid_t sp = H5Screate_simple(1, &dim, NULL);
-    attr_write(w, obj, name, H5T_NATIVE_UINT64, sp, v);
-    close_id(sp, H5Sclose);
-}
-
-/* ---- groups and datasets ---- */
-
-static hid_t group(h5w *w, hid_t loc, const char *name)
-{
-    if (w->err)
-        return -1;
-    hid_t g = H5Gcreate2(loc, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    if (g < 0)
-        fail(w, name);
-    return g;
-}
-
-/* Create and fill a dataset of rank 1 or 2 from a buffer of native type mtype, stored as
- * ftype. Returns the open dataset (for attributes) or -1. */
-static hid_t dataset(h5w *w, hid_t loc, const char *name, int rank, const hsize_t *dims,
-                     hid_t ftype, hid_t mtype, const void *buf)
-{
-    if (w->err)
-        return -1;
-    hid_t sp = H5Screate_simple(rank, dims, NULL);
-    hid_t d = sp < 0 ? -1 : H5Dcreate2(loc, name, ftype, sp, H5P_DEFAULT, H5P_DEFAULT,
-                                        H5P_DEFAULT);
-    hsize_t n = dims[0] * (rank > 1 ? dims[1] : 1);
-    if (d < 0 || (n > 0 && H5Dwrite(d, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0))
-        fail(w, name);
-    close_id(sp, H5Sclose);
-    return d;
-}
-
-static void add_item(h5w *w, int particle, int stagger, int precision, long long n,
-                     const char *name, hid_t obj)
-{
-    if (w->err || w->nitems == OUT_MAX_ITEMS)
-        return;
-    out_item *it = &w->items[w->nitems];
-    it->particle = particle;
-    it->stagger = stagger;
-    it->precision = precision;
-    it->n = n;
-    snprintf(it->name, sizeof it->name, "%s", name);
-    if (H5Iget_name(obj, it->path, sizeof it->path) <= 0)
-        fail(w, name);
-    else
-        w->nitems++;
-}
+/* File series of a frame: "data" (meshes and particle samples) or "tracks". */
+static const char *series(const output_frame *fr) { return fr->tracks ? "tracks" : "data"; }
 
 /* ---- meshes ---- */
 
@@ -242,14 +47,14 @@ static void mesh_record_attrs(h5w *w, hid_t rec, const output_frame *fr, const o
 {
     static const char *const labels[2] = {"y", "x"};
     double spacing[2] = {fr->f->dy, fr->f->dx}, offset[2] = {fr->y0, fr->x0};
-    attr_str(w, rec, "geometry", "cartesian");
-    attr_str(w, rec, "dataOrder", "C");
-    attr_strs(w, rec, "axisLabels", 2, labels);
-    attr_f64v(w, rec, "gridSpacing", 2, spacing);
-    attr_f64v(w, rec, "gridGlobalOffset", 2, offset);
-    attr_f64(w, rec, "gridUnitSI", u->length);
-    attr_f64v(w, rec, "unitDimension", 7, dim);
-    attr_f64(w, rec, "timeOffset", time_offset);
+    h5out_attr_str(w, rec, "geometry", "cartesian");
+    h5out_attr_str(w, rec, "dataOrder", "C");
+    h5out_attr_strs(w, rec, "axisLabels", 2, labels);
+    h5out_attr_f64v(w, rec, "gridSpacing", 2, spacing);
+    h5out_attr_f64v(w, rec, "gridGlobalOffset", 2, offset);
+    h5out_attr_f64(w, rec, "gridUnitSI", u->length);
+    h5out_attr_f64v(w, rec, "unitDimension", 7, dim);
+    h5out_attr_f64(w, rec, "timeOffset", time_offset);
 }
 
 /* Interior cells of an emf-layout array as a float32 [ny][nx] dataset. */
@@ -259,7 +64,7 @@ static hid_t mesh_data(h5w *w, hid_t loc, const char *name, const emf *f, const 
     for (int j = 0; j < f->ny; j++)
         memcpy(buf + (size_t)j * f->nx, a + emf_idx(f, 0, j), (size_t)f->nx * sizeof(float));
     hsize_t dims[2] = {(hsize_t)f->ny, (hsize_t)f->nx};
-    return dataset(w, loc, name, 2, dims, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, buf);
+    return h5out_dataset(w, loc, name, 2, dims, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, buf);
 }
 
 /* Vector record NAME with components x, y, z at staggering st[c]. */
@@ -268,29 +73,29 @@ static void mesh_vector(h5w *w, hid_t meshes, const output_frame *fr, const out_
                         const double dim[7], double time_offset, float *buf)
 {
     static const char *const comp[3] = {"x", "y", "z"};
-    hid_t rec = group(w, meshes, name);
+    hid_t rec = h5out_group(w, meshes, name);
     mesh_record_attrs(w, rec, fr, u, dim, time_offset);
     for (int c = 0; c < 3; c++) {
         hid_t d = mesh_data(w, rec, comp[c], fr->f, a[c], buf);
-        attr_f64(w, d, "unitSI", unit);
-        attr_f64v(w, d, "position", 2, ST_POS[st[c]]);
+        h5out_attr_f64(w, d, "unitSI", unit);
+        h5out_attr_f64v(w, d, "position", 2, ST_POS[st[c]]);
         char xname[96];
         snprintf(xname, sizeof xname, "%s%s", name, comp[c]);
-        add_item(w, 0, st[c], 4, 0, xname, d);
-        close_id(d, H5Dclose);
+        h5out_add_item(w, 0, st[c], 4, 0, xname, d);
+        h5out_close(d, H5Dclose);
     }
-    close_id(rec, H5Gclose);
+    h5out_close(rec, H5Gclose);
 }
 
 static void mesh_scalar(h5w *w, hid_t meshes, const output_frame *fr, const out_units *u,
                         const char *name, const float *a, float *buf)
 {
     hid_t d = mesh_data(w, meshes, name, fr->f, a, buf);
-    mesh_record_attrs(w, d, fr, u, DIM_RHO, 0.0);
-    attr_f64(w, d, "unitSI", u->rho);
-    attr_f64v(w, d, "position", 2, ST_POS[ST_NODE]);
-    add_item(w, 0, ST_NODE, 4, 0, name, d);
-    close_id(d, H5Dclose);
+    mesh_record_attrs(w, d, fr, u, H5OUT_DIM_RHO, 0.0);
+    h5out_attr_f64(w, d, "unitSI", u->rho);
+    h5out_attr_f64v(w, d, "position", 2, ST_POS[ST_NODE]);
+    h5out_add_item(w, 0, ST_NODE, 4, 0, name, d);
+    h5out_close(d, H5Dclose);
 }
 
 static void write_meshes(h5w *w, hid_t it, const output_frame *fr, const out_units *u)
@@ -298,14 +103,14 @@ static void write_meshes(h5w *w, hid_t it, const output_frame *fr, const out_uni
     static const int st_e[3] = {ST_X, ST_Y, ST_NODE}, st_b[3] = {ST_Y, ST_X, ST_XY};
     const emf *f = fr->f;
     const int q = fr->d->fields_quantities;
-    hid_t meshes = group(w, it, "meshes");
+    hid_t meshes = h5out_group(w, it, "meshes");
     float *buf = empic_alloc((size_t)f->nx * f->ny * sizeof(float), "output buffer");
     if (q & FQ_E)
-        mesh_vector(w, meshes, fr, u, "E", f->e, st_e, u->e, DIM_E, 0.0, buf);
+        mesh_vector(w, meshes, fr, u, "E", f->e, st_e, u->e, H5OUT_DIM_E, 0.0, buf);
     if (q & FQ_B)
-        mesh_vector(w, meshes, fr, u, "B", f->b, st_b, u->b, DIM_B, 0.0, buf);
+        mesh_vector(w, meshes, fr, u, "B", f->b, st_b, u->b, H5OUT_DIM_B, 0.0, buf);
     if (q & FQ_J)
-        mesh_vector(w, meshes, fr, u, "J", f->j, st_e, u->j, DIM_J, -0.5 * fr->d->dt, buf);
+        mesh_vector(w, meshes, fr, u, "J", f->j, st_e, u->j, H5OUT_DIM_J, -0.5 * fr->d->dt, buf);
     if ((q & FQ_RHO) && fr->rho)
         mesh_scalar(w, meshes, fr, u, "rho", fr->rho, buf);
     if ((q & FQ_RHO) && fr->rho_species)
@@ -316,7 +121,7 @@ static void write_meshes(h5w *w, hid_t it, const output_frame *fr, const out_uni
                 mesh_scalar(w, meshes, fr, u, name, fr->rho_species[s], buf);
             }
     free(buf);
-    close_id(meshes, H5Gclose);
+    h5out_close(meshes, H5Gclose);
 }
 
 /* ---- particles ---- */
@@ -338,27 +143,39 @@ static int sample_keep(long step, int s, size_t p, double fraction)
     return (double)(h >> 11) * 0x1.0p-53 < fraction;
 }
 
+/* Whether slot p of species s goes into this dump: the tracked particles (id != 0) of a
+ * tracks dump, else the fraction sample within the region/energy selection. */
+static int keep(const output_frame *fr, const ps_select *sel, int s, size_t p)
+{
+    const species *sp = &fr->sp[s];
+    if (fr->tracks)
+        return sp->id[p] != 0;
+    return sample_keep(fr->step, s, p, fr->d->particles_fraction) &&
+           ps_selected(sel, cell_i(sp->cell[p]), cell_j(sp->cell[p]), sp->x[p], sp->y[p],
+                       sp->ux[p], sp->uy[p], sp->uz[p]);
+}
+
 static void particle_record_attrs(h5w *w, hid_t rec, const double dim[7], double time_offset,
                                   uint32_t macro_weighted, double weighting_power)
 {
-    attr_f64v(w, rec, "unitDimension", 7, dim);
-    attr_f64(w, rec, "timeOffset", time_offset);
-    attr_u32(w, rec, "macroWeighted", macro_weighted);
-    attr_f64(w, rec, "weightingPower", weighting_power);
+    h5out_attr_f64v(w, rec, "unitDimension", 7, dim);
+    h5out_attr_f64(w, rec, "timeOffset", time_offset);
+    h5out_attr_u32(w, rec, "macroWeighted", macro_weighted);
+    h5out_attr_f64(w, rec, "weightingPower", weighting_power);
 }
 
 /* A constant record component: no dataset, `value` and `shape` attributes. */
 static void constant_component(h5w *w, hid_t loc, const char *name, double value,
                                uint64_t n, double unit_si, hid_t *out)
 {
-    hid_t g = group(w, loc, name);
-    attr_f64(w, g, "value", value);
-    attr_u64v(w, g, "shape", 1, &n);
-    attr_f64(w, g, "unitSI", unit_si);
+    hid_t g = h5out_group(w, loc, name);
+    h5out_attr_f64(w, g, "value", value);
+    h5out_attr_u64v(w, g, "shape", 1, &n);
+    h5out_attr_f64(w, g, "unitSI", unit_si);
     if (out)
         *out = g;
     else
-        close_id(g, H5Gclose);
+        h5out_close(g, H5Gclose);
 }
 
 static void species_patches(h5w *w, hid_t sg, const output_frame *fr, const out_units *u,
@@ -379,26 +196,26 @@ static void species_patches(h5w *w, hid_t sg, const output_frame *fr, const out_
         v[3 * n + c] = (cl->y0[cy + 1] - cl->y0[cy]) * fr->f->dy;
     }
     hsize_t dim = (hsize_t)n;
-    hid_t pp = group(w, sg, "particlePatches");
-    hid_t d = dataset(w, pp, "numParticles", 1, &dim, H5T_STD_U64LE, H5T_NATIVE_UINT64, num);
-    attr_f64(w, d, "unitSI", 1.0);
-    close_id(d, H5Dclose);
-    d = dataset(w, pp, "numParticlesOffset", 1, &dim, H5T_STD_U64LE, H5T_NATIVE_UINT64, off);
-    attr_f64(w, d, "unitSI", 1.0);
-    close_id(d, H5Dclose);
+    hid_t pp = h5out_group(w, sg, "particlePatches");
+    hid_t d = h5out_dataset(w, pp, "numParticles", 1, &dim, H5T_STD_U64LE, H5T_NATIVE_UINT64, num);
+    h5out_attr_f64(w, d, "unitSI", 1.0);
+    h5out_close(d, H5Dclose);
+    d = h5out_dataset(w, pp, "numParticlesOffset", 1, &dim, H5T_STD_U64LE, H5T_NATIVE_UINT64, off);
+    h5out_attr_f64(w, d, "unitSI", 1.0);
+    h5out_close(d, H5Dclose);
     static const char *const rname[2] = {"offset", "extent"}, *const comp[2] = {"x", "y"};
     for (int r = 0; r < 2; r++) {
-        hid_t g = group(w, pp, rname[r]);
-        attr_f64v(w, g, "unitDimension", 7, DIM_LENGTH);
+        hid_t g = h5out_group(w, pp, rname[r]);
+        h5out_attr_f64v(w, g, "unitDimension", 7, H5OUT_DIM_LENGTH);
         for (int c = 0; c < 2; c++) {
-            d = dataset(w, g, comp[c], 1, &dim, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE,
+            d = h5out_dataset(w, g, comp[c], 1, &dim, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE,
                         v + (2 * r + c) * n);
-            attr_f64(w, d, "unitSI", u->length);
-            close_id(d, H5Dclose);
+            h5out_attr_f64(w, d, "unitSI", u->length);
+            h5out_close(d, H5Dclose);
         }
-        close_id(g, H5Gclose);
+        h5out_close(g, H5Gclose);
     }
-    close_id(pp, H5Gclose);
+    h5out_close(pp, H5Gclose);
     free(off);
     free(v);
 }
@@ -410,77 +227,93 @@ static void write_species(h5w *w, hid_t parts, const output_frame *fr, const out
     const clusters *cl = fr->cl;
     const double dx = fr->f->dx, dy = fr->f->dy, dt = fr->d->dt;
     uint64_t *num = empic_calloc((size_t)cl->n, sizeof(uint64_t), "output buffer");
+    const deck *dk = fr->d;
+    const ps_select sel = {dk->particles_region, dk->particles_energy,
+                           {dk->particles_box[0], dk->particles_box[1], dk->particles_box[2],
+                            dk->particles_box[3]},
+                           {dk->particles_erange[0], dk->particles_erange[1]},
+                           fr->x0, fr->y0, dx, dy, sp->cfg->mass};
     size_t n = 0;
     for (int c = 0; c < cl->n; c++)
         for (size_t p = (size_t)sp->start[c]; p < (size_t)sp->start[c] + sp->count[c]; p++)
-            if (sample_keep(fr->step, s, p, fr->d->particles_fraction))
+            if (keep(fr, &sel, s, p))
                 num[c]++, n++;
     size_t *idx = empic_alloc(n * sizeof(size_t), "output buffer");
     size_t k = 0;
     for (int c = 0; c < cl->n; c++)
         for (size_t p = (size_t)sp->start[c]; p < (size_t)sp->start[c] + sp->count[c]; p++)
-            if (sample_keep(fr->step, s, p, fr->d->particles_fraction))
+            if (keep(fr, &sel, s, p))
                 idx[k++] = p;
     double *buf = empic_alloc(n * sizeof(double), "output buffer");
     float *fbuf = (float *)buf;
     hsize_t dim = (hsize_t)n;
     const double m = sp->cfg->mass;
-    hid_t sg = group(w, parts, w->species[s]), rec, d;
+    hid_t sg = h5out_group(w, parts, w->species[s]), rec, d;
 
     /* position (absolute) and its zero offset */
-    rec = group(w, sg, "position");
-    particle_record_attrs(w, rec, DIM_LENGTH, 0.0, 0, 0.0);
+    rec = h5out_group(w, sg, "position");
+    particle_record_attrs(w, rec, H5OUT_DIM_LENGTH, 0.0, 0, 0.0);
     for (int c = 0; c < 2; c++) {
         for (k = 0; k < n; k++) {
             size_t p = idx[k];
             buf[k] = c == 0 ? fr->x0 + (cell_i(sp->cell[p]) + (double)sp->x[p]) * dx
                             : fr->y0 + (cell_j(sp->cell[p]) + (double)sp->y[p]) * dy;
         }
-        d = dataset(w, rec, c ? "y" : "x", 1, &dim, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, buf);
-        attr_f64(w, d, "unitSI", u->length);
-        add_item(w, 1, s, 8, (long long)n, c ? "geom_y" : "geom_x", d);
-        close_id(d, H5Dclose);
+        d = h5out_dataset(w, rec, c ? "y" : "x", 1, &dim, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, buf);
+        h5out_attr_f64(w, d, "unitSI", u->length);
+        h5out_add_item(w, 1, s, 8, (long long)n, c ? "geom_y" : "geom_x", d);
+        h5out_close(d, H5Dclose);
     }
-    close_id(rec, H5Gclose);
-    rec = group(w, sg, "positionOffset");
-    particle_record_attrs(w, rec, DIM_LENGTH, 0.0, 0, 0.0);
+    h5out_close(rec, H5Gclose);
+    rec = h5out_group(w, sg, "positionOffset");
+    particle_record_attrs(w, rec, H5OUT_DIM_LENGTH, 0.0, 0, 0.0);
     constant_component(w, rec, "x", 0.0, n, u->length, NULL);
     constant_component(w, rec, "y", 0.0, n, u->length, NULL);
-    close_id(rec, H5Gclose);
+    h5out_close(rec, H5Gclose);
 
     /* momentum p = m u per real particle, in m_e c, at t - dt/2 */
     static const char *const comp[3] = {"x", "y", "z"}, *const pname[3] = {"px", "py", "pz"};
     const float *ua[3] = {sp->ux, sp->uy, sp->uz};
-    rec = group(w, sg, "momentum");
-    particle_record_attrs(w, rec, DIM_MOMENTUM, -0.5 * dt, 0, 1.0);
+    rec = h5out_group(w, sg, "momentum");
+    particle_record_attrs(w, rec, H5OUT_DIM_MOMENTUM, -0.5 * dt, 0, 1.0);
     for (int c = 0; c < 3; c++) {
         for (k = 0; k < n; k++)
             fbuf[k] = (float)(m * ua[c][idx[k]]);
-        d = dataset(w, rec, comp[c], 1, &dim, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, fbuf);
-        attr_f64(w, d, "unitSI", u->momentum);
-        add_item(w, 1, s, 4, (long long)n, pname[c], d);
-        close_id(d, H5Dclose);
+        d = h5out_dataset(w, rec, comp[c], 1, &dim, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, fbuf);
+        h5out_attr_f64(w, d, "unitSI", u->momentum);
+        h5out_add_item(w, 1, s, 4, (long long)n, pname[c], d);
+        h5out_close(d, H5Dclose);
     }
-    close_id(rec, H5Gclose);
+    h5out_close(rec, H5Gclose);
 
     /* weighting: real particles per macro-particle (per metre in z) */
     for (k = 0; k < n; k++)
         buf[k] = (double)sp->w[idx[k]] * dx * dy * u->n0len2;
-    d = dataset(w, sg, "weighting", 1, &dim, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, buf);
-    particle_record_attrs(w, d, DIM_NONE, 0.0, 1, 1.0);
-    attr_f64(w, d, "unitSI", 1.0);
-    add_item(w, 1, s, 8, (long long)n, "weighting", d);
-    close_id(d, H5Dclose);
+    d = h5out_dataset(w, sg, "weighting", 1, &dim, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, buf);
+    particle_record_attrs(w, d, H5OUT_DIM_NONE, 0.0, 1, 1.0);
+    h5out_attr_f64(w, d, "unitSI", 1.0);
+    h5out_add_item(w, 1, s, 8, (long long)n, "weighting", d);
+    h5out_close(d, H5Dclose);
+
+    if (sp->id) { /* tracking ids (0 = untracked) */
+        uint64_t *ids = (uint64_t *)buf;
+        for (k = 0; k < n; k++)
+            ids[k] = sp->id[idx[k]];
+        d = h5out_dataset(w, sg, "id", 1, &dim, H5T_STD_U64LE, H5T_NATIVE_UINT64, ids);
+        particle_record_attrs(w, d, H5OUT_DIM_NONE, 0.0, 0, 0.0);
+        h5out_attr_f64(w, d, "unitSI", 1.0);
+        h5out_close(d, H5Dclose);
+    }
 
     constant_component(w, sg, "charge", sp->cfg->charge, n, u->charge, &rec);
-    particle_record_attrs(w, rec, DIM_CHARGE, 0.0, 0, 1.0);
-    close_id(rec, H5Gclose);
+    particle_record_attrs(w, rec, H5OUT_DIM_CHARGE, 0.0, 0, 1.0);
+    h5out_close(rec, H5Gclose);
     constant_component(w, sg, "mass", m, n, u->mass, &rec);
-    particle_record_attrs(w, rec, DIM_MASS, 0.0, 0, 1.0);
-    close_id(rec, H5Gclose);
+    particle_record_attrs(w, rec, H5OUT_DIM_MASS, 0.0, 0, 1.0);
+    h5out_close(rec, H5Gclose);
 
     species_patches(w, sg, fr, u, num);
-    close_id(sg, H5Gclose);
+    h5out_close(sg, H5Gclose);
     free(buf);
     free(idx);
     free(num);
@@ -488,63 +321,27 @@ static void write_species(h5w *w, hid_t parts, const output_frame *fr, const out
 
 /* ---- the file ---- */
 
-static void root_attrs(h5w *w, const output_frame *fr)
-{
-    char date[64] = "1970-01-01 00:00:00 +0000";
-    time_t now = time(NULL);
-    struct tm tm;
-    if (localtime_r(&now, &tm))
-        strftime(date, sizeof date, "%Y-%m-%d %H:%M:%S %z", &tm);
-    const char *author = getenv("USER");
-    hid_t r = w->file;
-    attr_str(w, r, "openPMD", "1.1.0");
-    attr_u32(w, r, "openPMDextension", 0);
-    attr_str(w, r, "basePath", "/data/%T/");
-    if (fr->fields)
-        attr_str(w, r, "meshesPath", "meshes/");
-    if (fr->particles)
-        attr_str(w, r, "particlesPath", "particles/");
-    attr_str(w, r, "iterationEncoding", "fileBased");
-    attr_str(w, r, "iterationFormat", "data%08T.h5");
-    attr_str(w, r, "software", "empic");
-    attr_str(w, r, "softwareVersion", OUT_SOFTWARE_VERSION);
-    attr_str(w, r, "date", date);
-    attr_str(w, r, "author", author && *author ? author : "unknown");
-    attr_str(w, r, "comment", fr->d->name);
-}
-
 static void write_file(h5w *w, const char *tmp, const output_frame *fr, const out_units *u)
 {
-    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
-    if (fapl < 0 || H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG) < 0)
-        fail(w, "file access properties");
-    w->file = w->err ? -1 : H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
-    close_id(fapl, H5Pclose);
-    if (w->file < 0) {
-        fail(w, "file creation");
+    if (h5out_create(w, tmp))
         return;
-    }
-    root_attrs(w, fr);
-    char name[32];
-    snprintf(name, sizeof name, "%ld", fr->step);
-    hid_t data = group(w, w->file, "data");
-    hid_t it = group(w, data, name);
-    attr_f64(w, it, "time", fr->t);
-    attr_f64(w, it, "dt", fr->d->dt);
-    attr_f64(w, it, "timeUnitSI", u->time);
+    char fmt[64];
+    snprintf(fmt, sizeof fmt, "%s%%08T.h5", series(fr));
+    h5out_root_attrs(w, fmt, fr->fields, fr->particles, fr->d->name);
+    hid_t data, it = h5out_iteration(w, &data, fr->step, fr->t, fr->d->dt, u->time);
     if (fr->fields)
         write_meshes(w, it, fr, u);
     if (fr->particles) {
-        hid_t parts = group(w, it, "particles");
+        hid_t parts = h5out_group(w, it, "particles");
         for (int s = 0; s < fr->nspecies && !w->err; s++)
-            if ((fr->d->particles_species_mask >> s) & 1)
+            if (fr->tracks ? fr->sp[s].id != NULL : (fr->d->particles_species_mask >> s) & 1)
                 write_species(w, parts, fr, u, s);
-        close_id(parts, H5Gclose);
+        h5out_close(parts, H5Gclose);
     }
-    close_id(it, H5Gclose);
-    close_id(data, H5Gclose);
+    h5out_close(it, H5Gclose);
+    h5out_close(data, H5Gclose);
     if (H5Fclose(w->file) < 0)
-        fail(w, "file close");
+        h5out_fail(w, "file close");
     w->file = -1;
 }
 
@@ -631,23 +428,6 @@ static const char XDMF_HEAD[] = "<?xml version=\"1.0\" ?>\n"
                                 "<Xdmf Version=\"2.0\">\n <Domain>\n";
 static const char XDMF_TAIL[] = " </Domain>\n</Xdmf>\n";
 
-/* Write text under PATH.tmp and rename; 0 or -1 after reporting. */
-static int write_atomic(const char *path, const char *text, size_t len)
-{
-    char tmp[OUT_PATH + 8];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    int ok = f && fwrite(text, 1, len, f) == len;
-    if (f && fclose(f) != 0)
-        ok = 0;
-    if (!ok || rename(tmp, path) != 0) {
-        empic_report(path, 0, "cannot write: %s", strerror(errno));
-        unlink(tmp);
-        return -1;
-    }
-    return 0;
-}
-
 static char *read_text(const char *path, size_t *len)
 {
     FILE *f = fopen(path, "r");
@@ -671,7 +451,7 @@ static int cmp_long(const void *a, const void *b)
 
 /* data/series.xmf: a temporal collection of every dump's spatial collection found in the
  * folder (data%08ld.xmf next to its .h5), in step order. */
-static int xdmf_series(const char *dir)
+static int xdmf_series(const char *dir, const char *name)
 {
     DIR *dd = opendir(dir);
     if (!dd) {
@@ -685,10 +465,12 @@ static int xdmf_series(const char *dir)
     while ((e = readdir(dd))) {
         long step;
         int end = 0;
-        if (sscanf(e->d_name, "data%ld.xmf%n", &step, &end) != 1 || end == 0 ||
-            e->d_name[end] != '\0' || step < 0)
+        size_t pre = strlen(name);
+        if (strncmp(e->d_name, name, pre) ||
+            sscanf(e->d_name + pre, "%ld.xmf%n", &step, &end) != 1 || end == 0 ||
+            e->d_name[pre + (size_t)end] != '\0' || step < 0)
             continue;
-        snprintf(path, sizeof path, "%s/data%08ld.h5", dir, step);
+        snprintf(path, sizeof path, "%s/%s%08ld.h5", dir, name, step);
         if (access(path, R_OK) != 0)
             continue;
         if (n == cap) {
@@ -710,7 +492,7 @@ static int xdmf_series(const char *dir)
     fputs("  <Grid Name=\"series\" GridType=\"Collection\" CollectionType=\"Temporal\">\n", x);
     for (size_t k = 0; k < n; k++) {
         size_t len;
-        snprintf(path, sizeof path, "%s/data%08ld.xmf", dir, steps[k]);
+        snprintf(path, sizeof path, "%s/%s%08ld.xmf", dir, name, steps[k]);
         char *text = read_text(path, &len);
         char *a = text ? strstr(text, "  <Grid ") : NULL, *b = NULL;
         for (char *p = a; p && (p = strstr(p, "  </Grid>\n")); p++)
@@ -724,7 +506,7 @@ static int xdmf_series(const char *dir)
     fclose(x);
     free(steps);
     snprintf(path, sizeof path, "%s/series.xmf", dir);
-    int rc = write_atomic(path, out, olen);
+    int rc = h5out_write_atomic(path, out, olen);
     free(out);
     return rc;
 }
@@ -732,7 +514,7 @@ static int xdmf_series(const char *dir)
 static int xdmf_dump(const char *dir, const h5w *w, const output_frame *fr)
 {
     char h5name[64], path[OUT_PATH + 64];
-    snprintf(h5name, sizeof h5name, "data%08ld.h5", fr->step);
+    snprintf(h5name, sizeof h5name, "%s%08ld.h5", series(fr), fr->step);
     char *out = NULL;
     size_t olen = 0;
     FILE *x = open_memstream(&out, &olen);
@@ -742,54 +524,30 @@ static int xdmf_dump(const char *dir, const h5w *w, const output_frame *fr)
     xdmf_block(x, w, fr, h5name);
     fputs(XDMF_TAIL, x);
     fclose(x);
-    snprintf(path, sizeof path, "%s/data%08ld.xmf", dir, fr->step);
-    int rc = write_atomic(path, out, olen);
+    snprintf(path, sizeof path, "%s/%s%08ld.xmf", dir, series(fr), fr->step);
+    int rc = h5out_write_atomic(path, out, olen);
     free(out);
-    return rc ? rc : xdmf_series(dir);
+    return rc ? rc : xdmf_series(dir, series(fr));
 }
 
 /* ---- entry point ---- */
 
-static int make_dirs(const char *path)
-{
-    char p[OUT_PATH];
-    if (snprintf(p, sizeof p, "%s", path) >= (int)sizeof p)
-        return -1;
-    for (char *s = p + 1; *s; s++)
-        if (*s == '/') {
-            *s = '\0';
-            if (mkdir(p, 0777) != 0 && errno != EEXIST)
-                return -1;
-            *s = '/';
-        }
-    return mkdir(p, 0777) != 0 && errno != EEXIST ? -1 : 0;
-}
-
-/* Names in the file must be [A-Za-z0-9_] (openPMD record naming). */
-static void safe_name(char *dst, size_t len, const char *src)
-{
-    snprintf(dst, len, "%s", *src ? src : "species");
-    for (char *p = dst; *p; p++)
-        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9')))
-            *p = '_';
-}
-
 int output_dump(const char *outdir, const output_frame *fr)
 {
     char dir[OUT_PATH], path[OUT_PATH + 64], tmp[OUT_PATH + 72];
-    snprintf(dir, sizeof dir, "%s/data", outdir);
-    if (make_dirs(dir) != 0) {
+    snprintf(dir, sizeof dir, "%s/%s", outdir, series(fr));
+    if (h5out_make_dirs(dir) != 0) {
         empic_report(dir, 0, "cannot create the output folder: %s", strerror(errno));
         return -1;
     }
-    snprintf(path, sizeof path, "%s/data%08ld.h5", dir, fr->step);
+    snprintf(path, sizeof path, "%s/%s%08ld.h5", dir, series(fr), fr->step);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     out_units u;
-    units_from_n0(fr->d->n0, &u);
+    h5out_units(fr->d->n0, &u);
     h5w *w = empic_calloc(1, sizeof *w, "output writer");
     w->file = -1;
     for (int s = 0; s < fr->nspecies && s < DECK_MAX_SPECIES; s++)
-        safe_name(w->species[s], DECK_NAME_MAX, fr->sp[s].cfg->name);
+        h5out_safe_name(w->species[s], DECK_NAME_MAX, fr->sp[s].cfg->name);
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     write_file(w, tmp, fr, &u);
     int rc = 0;

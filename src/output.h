@@ -19,9 +19,13 @@ typedef struct {
     double x0, y0;            /* box origin (moves with the window) */
     int fields;               /* write the meshes selected by d->fields_quantities */
     int particles;            /* write the species selected by d->particles_species_mask */
+    int tracks;               /* instead: the tracked particles (id != 0) of every tracked
+                                 species into OUTDIR/tracks/tracks%08T.h5 (particles = 1) */
 } output_frame;
 
-/* Write OUTDIR/data/data%08ld.h5 (+ its .xmf, and refresh the run's time-series .xmf).
+/* Write OUTDIR/data/data%08ld.h5 (+ its .xmf, and refresh the run's time-series .xmf), or
+ * OUTDIR/tracks/tracks%08ld.h5 (+ .xmf) for a tracks frame. Particle samples keep the
+ * deck's fraction within diagnostics.particles.region/energy; ids are written where tracked.
  * Returns 0, or -1 after reporting the failing file. Files are written under a temporary
  * name and renamed when complete. */
 int output_dump(const char *outdir, const output_frame *fr);

@@ -4,6 +4,7 @@
 #include "checkpoint.h"
 #include "empic.h"
 #include "guard.h"
+#include "insitu.h"
 #include "lasers.h"
 #include "output.h"
 #include "push.h"
@@ -166,19 +167,42 @@ void sim_rho(sim *S, float *per)
     emf_guard_fill(f, f->rho);
 }
 
-/* Field and particle dumps of the current step (fields at t = step dt). */
-static void dump(sim *S, int fields, int parts)
+/* Field and particle dumps and particle tracks of the current step (fields at t = step dt),
+ * then the phase-space histograms due (all of them when final). */
+static void dump(sim *S, int fields, int parts, int tracks, int final)
 {
+    if (insitu_phasespace(S, final))
+        empic_exit(1);
+    if (!fields && !parts && !tracks)
+        return;
+    output_frame fr = {.d = &S->d, .f = &S->f, .sp = S->sp, .nspecies = S->nsp, .cl = &S->cl,
+                       .step = S->step, .t = S->step * S->d.dt, .x0 = S->win.cells * S->d.dx,
+                       .particles = 1, .tracks = 1};
+    /* the GPU copies only what is written: all particles for a particle dump, else only the
+     * tracked ones; the charge densities of a field dump are deposited on the device */
+#ifdef EMPIC_CUDA
+    if (use_gpu(S) && parts) {
+        gpu_fetch_particles(S);
+    } else if (use_gpu(S) && tracks) {
+        species compact[DECK_MAX_SPECIES];
+        fr.sp = gpu_fetch_tracked(S, compact);
+        int rc = output_dump(S->d.output, &fr);
+        gpu_release_tracked(S, compact);
+        if (rc)
+            empic_exit(1);
+        fr.sp = S->sp;
+        tracks = 0;
+    }
+#endif
+    if (tracks && output_dump(S->d.output, &fr))
+        empic_exit(1);
     if (!fields && !parts)
         return;
     if (!S->rho_sp)
         S->rho_sp = empic_alloc((size_t)S->nsp * S->f.size * sizeof(float), "charge dumps");
     if (use_gpu(S)) {
 #ifdef EMPIC_CUDA
-        /* copy only what is written: the charge densities are deposited on the device */
         gpu_fetch_fields(S, 1);
-        if (parts)
-            gpu_fetch_particles(S);
 #endif
     } else {
         sim_rho(S, S->rho_sp);
@@ -186,10 +210,11 @@ static void dump(sim *S, int fields, int parts)
     const float *per[DECK_MAX_SPECIES];
     for (int s = 0; s < S->nsp; s++)
         per[s] = S->rho_sp + (size_t)s * S->f.size;
-    output_frame fr = {.d = &S->d, .f = &S->f, .rho = S->f.rho, .rho_species = per,
-                       .sp = S->sp, .nspecies = S->nsp, .cl = &S->cl, .step = S->step,
-                       .t = S->step * S->d.dt, .x0 = S->win.cells * S->d.dx,
-                       .fields = fields, .particles = parts};
+    fr.rho = S->f.rho;
+    fr.rho_species = per;
+    fr.fields = fields;
+    fr.particles = parts;
+    fr.tracks = 0;
     if (output_dump(S->d.output, &fr))
         empic_exit(1);
 }
@@ -221,7 +246,8 @@ void sim_step(sim *S)
     b_half(S);
     /* diagnostics at t = n dt (E, B, x at n; kinetic energy from the push below) */
     double td = omp_get_wtime();
-    dump(S, due(d->fields_every, S->step), due(d->particles_every, S->step));
+    dump(S, due(d->fields_every, S->step), due(d->particles_every, S->step),
+         due(d->tracks_every, S->step), 0);
     if (want_e) {
         if (use_gpu(S)) {
 #ifdef EMPIC_CUDA
@@ -313,9 +339,12 @@ int sim_run(sim *S)
     }
     /* final dumps at t = steps dt: B advanced to the same time as E first */
     int fields = S->d.fields_every > 0, parts = S->d.particles_every > 0;
-    if (fields || parts) {
+    int tracks = S->d.tracks_every > 0, hists = 0;
+    for (int k = 0; k < S->d.nphasespace; k++)
+        hists |= S->d.phasespace[k].every > 0;
+    if (fields || parts || tracks || hists) {
         b_half(S);
-        dump(S, fields, parts);
+        dump(S, fields, parts, tracks, 1);
     }
     report_progress(S, 1);
     return report_close(S);

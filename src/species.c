@@ -64,6 +64,7 @@ static void species_alloc(species *s, size_t n)
     s->uz = empic_alloc(n * sizeof(float), "particles");
     s->w = empic_alloc(n * sizeof(float), "particles");
     s->code = empic_calloc(n, 1, "particles");
+    s->id = s->tracked ? empic_calloc(n, sizeof(uint64_t), "particle ids") : NULL;
 }
 
 static void species_release(species *s)
@@ -76,6 +77,7 @@ static void species_release(species *s)
     free(s->uz);
     free(s->w);
     free(s->code);
+    free(s->id);
 }
 
 /* Per-thread evaluators of the species' formulas (NULL where a plain number will do). */
@@ -168,6 +170,15 @@ static int load_cell(species *s, const deck *d, profile_eval *p, int i, int j, l
                 s->uz[q] = u[2];
                 s->w[q] = (float)(dens / (px * py));
                 s->code[q] = 0;
+                if (s->id) { /* a share of tracks_fraction, its own Philox counter */
+                    rng_init(&r, d->seed, (unsigned)s->index, key,
+                             (uint32_t)(a + b * px) | wrap);
+                    r.ctr.v[3] = 0x80000000u;
+                    s->id[q] = rng_uniform(&r) <= d->tracks_fraction
+                                   ? 1 + ((uint64_t)ig * (uint64_t)d->ny + (uint64_t)j) *
+                                             (uint64_t)(px * py) + (uint64_t)(a + b * px)
+                                   : 0;
+                }
             }
             n++;
         }
@@ -209,6 +220,7 @@ void species_init(species *s, const deck *d, int index, const clusters *c)
     s->m = (float)s->cfg->mass;
     s->qm = (float)(s->cfg->charge / s->cfg->mass);
     s->slack = d->slack;
+    s->tracked = species_tracked(d, index);
     s->start = empic_calloc((size_t)c->n, sizeof(int), "cluster table");
     s->count = empic_calloc((size_t)c->n, sizeof(int), "cluster table");
     s->cap = empic_calloc((size_t)c->n, sizeof(int), "cluster table");
@@ -278,6 +290,8 @@ void species_relayout(species *s, const clusters *cl, const int *need)
         memcpy(s->uz + b, old.uz + a, n * sizeof(float));
         memcpy(s->w + b, old.w + a, n * sizeof(float));
         memcpy(s->code + b, old.code + a, n);
+        if (s->id)
+            memcpy(s->id + b, old.id + a, n * sizeof(uint64_t));
     }
     species_release(&old);
     memcpy(s->start, start, (size_t)cl->n * sizeof(int));
@@ -328,6 +342,7 @@ long long species_column(const species *s, const deck *d, const clusters *cl, in
     out->cfg = s->cfg;
     out->index = s->index;
     out->seed = s->seed;
+    out->tracked = s->tracked;
     profile_eval p;
     profile_open(&p, s->cfg);
     long long n = 0;
@@ -368,8 +383,13 @@ long long species_check(const species *s, const clusters *cl)
     return bad + (n != s->np ? 1 : 0);
 }
 
+int species_tracked(const deck *d, int index)
+{
+    return d->tracks_every > 0 && ((d->tracks_species_mask >> index) & 1);
+}
+
 double species_bytes_per_particle(const species *s)
 {
-    const double per = 4 * 7 + 1; /* cell, x, y, ux, uy, uz, w, code */
+    const double per = 4 * 7 + 1 + (s->id ? 8 : 0); /* cell, x, y, ux, uy, uz, w, code, id */
     return s->np ? per * (double)s->alloc / (double)s->np : per;
 }

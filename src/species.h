@@ -32,6 +32,8 @@ typedef struct {
     uint32_t *cell;
     float *x, *y, *ux, *uy, *uz, *w;
     uint8_t *code;
+    uint64_t *id;         /* tracking id (0: not tracked), NULL when the species is untracked */
+    int tracked;          /* diagnostics.tracks names this species: id allocated */
     int *start, *count, *cap; /* per cluster: segment start, particles, capacity */
     int *hist;            /* per cluster: 9 bins of migration codes from the last move */
     long long np;         /* particles in all */
@@ -43,6 +45,8 @@ static inline uint32_t cell_pack(int i, int j) { return (uint32_t)i | ((uint32_t
 static inline int cell_i(uint32_t c) { return (int)(c & 0xffffu); }
 static inline int cell_j(uint32_t c) { return (int)(c >> 16); }
 
+/* Tracking: 1 when d tracks species `index` (diagnostics.tracks). */
+int species_tracked(const deck *d, int index);
 /* Load the species of d->species[index] (regular positions ppc per cell, weights from the
  * density profile, Philox thermal momenta plus relativistic drift). */
 void species_init(species *s, const deck *d, int index, const clusters *cl);
@@ -58,6 +62,8 @@ static inline void species_copy(species *s, size_t b, size_t a)
     s->uz[b] = s->uz[a];
     s->w[b] = s->w[a];
     s->code[b] = s->code[a];
+    if (s->id)
+        s->id[b] = s->id[a];
 }
 /* Re-lay segments so that cluster c has room for need[c] (global rearrangement). */
 void species_relayout(species *s, const clusters *cl, const int *need);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # restart.sh - a run stopped by SIGTERM writes a checkpoint and exits with 143; `empic
-# --restart` continues it to the end, and the dumps and energy.csv are bitwise those of a
-# straight run. Also: --restart refuses a deck argument and an empty folder.
+# --restart` continues it to the end, and the dumps (fields and particles, tracks by id,
+# in-code phase spaces) and energy.csv are bitwise those of a straight run. Also: --restart
+# refuses a deck argument and an empty folder.
 # EMPIC=path overrides the binary (default bin/empic from the repo root). BACKEND=cuda runs it
 # on the GPU (tools/gpu-test): two GPU runs differ in rounding (the deposit's summation order),
 # so there the continued run must reach the end with the same rows and dumps, and energies that
@@ -36,7 +37,9 @@ species = (
   { name = "ions"; charge = 1.0; mass = 1836.0; ppc = [1, 1]; immobile = true; }
 );
 diagnostics = { output = "unused"; energy = { every = 10; }; fields = { every = 100; };
-  particles = { every = 200; fraction = 0.1; }; checkpoint = { every = 20; }; };
+  particles = { every = 200; fraction = 0.1; }; checkpoint = { every = 20; };
+  phasespace = ( { species = "up"; axes = ["x", "uz"]; bins = [32, 32]; every = 100; } );
+  tracks = { every = 50; fraction = 0.1; species = ["up", "down"]; }; };
 EOF
 
 "${run[@]}" --quiet --output "$tmp/straight" "$tmp/deck.cfg" > "$tmp/straight.log" 2>&1
@@ -93,22 +96,26 @@ else
   fi
 
   # every dataset of every dump bitwise equal (attributes such as the date may differ)
-  if python3 - "$tmp/straight/data" "$tmp/cut/data" <<'EOF'
+  if python3 - "$tmp/straight" "$tmp/cut" <<'EOF'
 import glob, os, sys
 import h5py
-a_dir, b_dir = sys.argv[1:3]
-names = sorted(os.path.basename(p) for p in glob.glob(a_dir + "/*.h5"))
-assert names and names == sorted(os.path.basename(p) for p in glob.glob(b_dir + "/*.h5")), names
-bad = []
-for n in names:
-    with h5py.File(os.path.join(a_dir, n)) as A, h5py.File(os.path.join(b_dir, n)) as B:
-        def visit(key, obj):
-            if isinstance(obj, h5py.Dataset):
-                x, y = obj[()], B[key][()]
-                if getattr(x, "shape", None) != getattr(y, "shape", None) or \
-                        x.tobytes() != y.tobytes():
-                    bad.append(n + ":" + key)
-        A.visititems(visit)
+a_top, b_top = sys.argv[1:3]
+bad, names = [], []
+for sub in ("data", "tracks", "phasespace"):
+    a_dir, b_dir = os.path.join(a_top, sub), os.path.join(b_top, sub)
+    sub_names = sorted(os.path.basename(p) for p in glob.glob(a_dir + "/*.h5"))
+    assert sub_names and sub_names == sorted(os.path.basename(p)
+                                             for p in glob.glob(b_dir + "/*.h5")), sub_names
+    names += [sub + "/" + n for n in sub_names]
+    for n in sub_names:
+        with h5py.File(os.path.join(a_dir, n)) as A, h5py.File(os.path.join(b_dir, n)) as B:
+            def visit(key, obj):
+                if isinstance(obj, h5py.Dataset):
+                    x, y = obj[()], B[key][()]
+                    if getattr(x, "shape", None) != getattr(y, "shape", None) or \
+                            x.tobytes() != y.tobytes():
+                        bad.append(n + ":" + key)
+            A.visititems(visit)
 print("compared %d dumps; differing datasets: %s" % (len(names), bad or "none"))
 sys.exit(1 if bad else 0)
 EOF

@@ -1,10 +1,12 @@
 /* test_gpu.c - the CUDA backend against the CPU backend from the same deck: one step
  * (momenta, positions, J and E to float rounding), a few hundred steps of a warm plasma
- * (Gauss's law at rounding on the GPU, energies as the CPU's for the first 100 steps) and a
+ * (Gauss's law at rounding on the GPU, energies as the CPU's for the first 100 steps), a
  * drifting plasma front that overflows cluster segments (global rearrangement on the device,
- * no particle lost). Skips cleanly, returning 0, where no GPU is available. */
+ * no particle lost, tracking ids kept), and the in-situ phase-space histograms binned on the
+ * device against the CPU's. Skips cleanly, returning 0, where no GPU is available. */
 #include "emf.h"
 #include "fbnd.h"
+#include "insitu.h"
 #include "species.h"
 #include "testutil.h"
 #ifdef EMPIC_CUDA
@@ -262,13 +264,44 @@ static void front_deck(deck *d, int backend, const char *tag)
     snprintf(d->output, sizeof d->output, "/tmp/empic-test-gpu-%d-%s", (int)getpid(), tag);
 }
 
+/* The tracked particles of s as (id, cell, x, y) sorted by id; returns their number. */
+typedef struct {
+    uint64_t id;
+    uint32_t cell;
+    float x, y;
+} tracked;
+
+static int tracked_cmp(const void *pa, const void *pb)
+{
+    const tracked *a = pa, *b = pb;
+    return (a->id > b->id) - (a->id < b->id);
+}
+
+static size_t tracked_list(const species *s, const clusters *cl, tracked **out)
+{
+    size_t n = 0;
+    *out = malloc((size_t)(s->np + 1) * sizeof **out);
+    for (int c = 0; c < cl->n; c++)
+        for (int p = s->start[c]; p < s->start[c] + s->count[c]; p++)
+            if (s->id[p])
+                (*out)[n++] = (tracked){s->id[p], s->cell[p], s->x[p], s->y[p]};
+    qsort(*out, n, sizeof **out, tracked_cmp);
+    return n;
+}
+
 static void test_rearrangement(void)
 {
     deck d;
     sim C, G;
     front_deck(&d, BACKEND_CPU, "cpuf");
+    d.tracks_every = 100000; /* ids on, no tracks dump but the final one */
+    d.tracks_fraction = 0.25;
+    d.tracks_species_mask = 3; /* the ions too: two blocks in the compacted copy */
     CU_ASSERT_FATAL(sim_init(&C, &d, 1) == 0);
     front_deck(&d, BACKEND_CUDA, "gpuf");
+    d.tracks_every = 100000;
+    d.tracks_fraction = 0.25;
+    d.tracks_species_mask = 3;
     CU_ASSERT_FATAL(sim_init(&G, &d, 1) == 0);
     const long long np = G.sp[0].np;
     CU_ASSERT(sim_run(&C) == 0);
@@ -285,6 +318,114 @@ static void test_rearrangement(void)
     CU_ASSERT(n == np);
     CU_ASSERT(check_species(&G.sp[0], &G.cl) == 0);
     CU_ASSERT(diff <= np / 1000);
+    /* tracking ids: the same unique ids on both backends, on the same particles */
+    tracked *tc, *tg;
+    size_t nc = tracked_list(&C.sp[0], &C.cl, &tc), ng = tracked_list(&G.sp[0], &G.cl, &tg);
+    long long dup = 0, other = 0, moved = 0;
+    for (size_t k = 0; k < ng; k++) {
+        dup += k > 0 && tg[k].id == tg[k - 1].id;
+        other += k < nc && tg[k].id != tc[k].id;
+        moved += k < nc && (tg[k].cell != tc[k].cell || fabsf(tg[k].x - tc[k].x) > 1e-3f);
+    }
+    printf("[%zu tracked ids, %lld on other cells than on the CPU] ", ng, moved);
+    CU_ASSERT(ng == nc && ng > (size_t)np / 5);
+    CU_ASSERT(dup == 0 && other == 0);
+    CU_ASSERT(moved <= (long long)ng / 1000);
+    /* the tracks dump's path: tracked particles compacted on the device, per cluster */
+    species compact[DECK_MAX_SPECIES];
+    gpu_fetch_tracked(&G, compact);
+    tracked *tk;
+    size_t nk = tracked_list(&compact[0], &G.cl, &tk);
+    long long differ = nk != ng, badc = 0;
+    for (size_t k = 0; k < nk && k < ng; k++)
+        differ += tk[k].id != tg[k].id || tk[k].cell != tg[k].cell || tk[k].x != tg[k].x ||
+                  tk[k].y != tg[k].y;
+    for (int c = 0; c < G.cl.n; c++) {
+        int n = 0;
+        for (int p = G.sp[0].start[c]; p < G.sp[0].start[c] + G.sp[0].count[c]; p++)
+            n += G.sp[0].id[p] != 0;
+        badc += n != compact[0].count[c];
+    }
+    printf("[compacted on the device: %zu, %lld differing, %lld clusters off] ", nk, differ,
+           badc);
+    CU_ASSERT(differ == 0 && badc == 0);
+    tracked *ti, *tj; /* the second species' block (any parity of the first's count) */
+    size_t ni = tracked_list(&compact[1], &G.cl, &ti), nj = tracked_list(&G.sp[1], &G.cl, &tj);
+    long long differ_i = ni != nj;
+    for (size_t k = 0; k < ni && k < nj; k++)
+        differ_i += ti[k].id != tj[k].id || ti[k].cell != tj[k].cell || ti[k].x != tj[k].x;
+    printf("[ions: %zu compacted, %lld differing] ", ni, differ_i);
+    CU_ASSERT(ni > 0 && differ_i == 0);
+    gpu_release_tracked(&G, compact);
+    free(ti);
+    free(tj);
+    free(tk);
+    free(tc);
+    free(tg);
+    remove_output(&C);
+    remove_output(&G);
+    sim_free(&C);
+    sim_free(&G);
+}
+
+/* In-situ histograms: the device's binning of the GPU's particles equals the CPU binning of
+ * the same particles (fetched) to float accumulation rounding, in shared memory (small
+ * histograms) and in global memory (large), with auto ranges equal; and the CPU run's
+ * histograms agree with the GPU run's to the particles' rounding. */
+static void test_phasespace(void)
+{
+    deck d;
+    sim C, G;
+    const int steps = 20;
+    warm_deck(&d, 48, 40, steps, BACKEND_CPU, "cpups");
+    CU_ASSERT_FATAL(sim_init(&C, &d, 1) == 0);
+    warm_deck(&d, 48, 40, steps, BACKEND_CUDA, "gpups");
+    CU_ASSERT_FATAL(sim_init(&G, &d, 1) == 0);
+    for (int n = 0; n < steps; n++) {
+        sim_step(&C);
+        sim_step(&G);
+    }
+    const deck_phasespace hs[4] = {
+        {.species = 0, .naxes = 2, .axis = {PSA_X, PSA_UX}, .bins = {48, 64}},
+        {.species = 0, .naxes = 2, .axis = {PSA_UX, PSA_UZ}, .bins = {256, 128}},
+        {.species = 0, .naxes = 1, .axis = {PSA_ENERGY}, .bins = {200, 1}},
+        {.species = 0, .naxes = 2, .axis = {PSA_Y, PSA_ENERGY}, .bins = {40, 50}, .log = 1,
+         .fixed = {0, 1}, .range = {{0, 0}, {1e-6, 0.1}}}};
+    for (int k = 0; k < 4; k++) {
+        ps_grid gc, gg;
+        insitu_grid(&C, &hs[k], &gc);
+        insitu_grid(&G, &hs[k], &gg); /* auto ranges from the device */
+        const size_t nb = (size_t)gg.n[0] * gg.n[1];
+        double *hc = calloc(nb, sizeof(double)), *hg = calloc(nb, sizeof(double)),
+               *hf = calloc(nb, sizeof(double));
+        gpu_phasespace(&G, 0, &gg, hg);
+        gpu_fetch_particles(&G);
+        insitu_hist_cpu(&G.sp[0], &G.cl, &gg, hf); /* the same particles on the host */
+        insitu_hist_cpu(&C.sp[0], &C.cl, &gg, hc); /* the CPU run, binned alike */
+        double sg = 0, sf = 0, sc = 0, dmax = 0, hmax = 0, dcpu = 0;
+        for (size_t b = 0; b < nb; b++) {
+            sg += hg[b];
+            sf += hf[b];
+            sc += hc[b];
+            dmax = fmax(dmax, fabs(hg[b] - hf[b]));
+            hmax = fmax(hmax, hf[b]);
+            dcpu += fabs(hc[b] - hf[b]);
+        }
+        printf("\n    histogram %d: %zu bins, sum %.9g (device) %.9g (host) %.9g (CPU run), "
+               "max bin diff %.3g of %.3g, CPU-run L1 diff %.3g", k, nb, sg, sf, sc, dmax,
+               hmax, dcpu / sf);
+        for (int a = 0; a < gg.naxes; a++)
+            CU_ASSERT(fabs(gg.lo[a] - gc.lo[a]) <= 1e-5 * fmax(1.0, fabs(gc.lo[a])) &&
+                      fabs(gg.scale[a] / gc.scale[a] - 1) < 1e-4);
+        CU_ASSERT(sf > 0);
+        CU_ASSERT(fabs(sg - sf) <= 1e-5 * sf);
+        CU_ASSERT(dmax <= 1e-5 * hmax);
+        CU_ASSERT(dcpu <= 0.01 * sf);
+        free(hc);
+        free(hg);
+        free(hf);
+    }
+    printf("\n");
     remove_output(&C);
     remove_output(&G);
     sim_free(&C);
@@ -581,6 +722,7 @@ int main(void)
     CU_add_test(s, "reflecting and absorbing walls", test_walls);
     CU_add_test(s, "a thermal wall", test_thermal_wall);
     CU_add_test(s, "moving window with injection", test_window);
+    CU_add_test(s, "phase-space histograms on the device", test_phasespace);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
     int failed = (int)CU_get_number_of_failures();

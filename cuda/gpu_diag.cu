@@ -1,0 +1,327 @@
+/* gpu_diag.cu - in-situ diagnostics on the device (src/insitu.h): phase-space histograms
+ * and the extent of an axis over a species, without copying the particles to the host,
+ * and the tracking ids' part of a global rearrangement.
+ *
+ * Histogram: a grid of about two blocks per SM walks the clusters; each block bins its
+ * particles (include/phasespace.h, the same arithmetic as the CPU) into a private float
+ * copy in shared memory with shared-memory atomics when the histogram fits, then adds the
+ * non-empty bins to a double histogram in global memory. Larger histograms go straight to
+ * global double atomics. */
+#include "gpu_internal.h"
+#include "phasespace.h"
+
+#include <float.h>
+#include <string.h>
+
+#define DIAG_SMEM_BINS 12288 /* 48 KiB of float bins: the default shared-memory limit */
+
+__global__ void k_phasespace(ps_grid g, const uint32_t *__restrict__ cell,
+                             const float *__restrict__ x, const float *__restrict__ y,
+                             const float *__restrict__ ux, const float *__restrict__ uy,
+                             const float *__restrict__ uz, const float *__restrict__ w,
+                             const int *__restrict__ start, const int *__restrict__ count,
+                             int ncl, double *hist, int shared)
+{
+    extern __shared__ float sh[];
+    const int nb = g.n[0] * g.n[1];
+    if (shared) {
+        for (int b = threadIdx.x; b < nb; b += blockDim.x)
+            sh[b] = 0.0f;
+        __syncthreads();
+    }
+    for (int c = blockIdx.x; c < ncl; c += gridDim.x) {
+        const int p0 = start[c], p1 = p0 + count[c];
+        for (int p = p0 + (int)threadIdx.x; p < p1; p += blockDim.x) {
+            const uint32_t k = cell[p];
+            int b = ps_bin(&g, (int)(k & 0xffffu), (int)(k >> 16), x[p], y[p], ux[p], uy[p],
+                           uz[p]);
+            if (b < 0)
+                continue;
+            if (shared)
+                atomicAdd(&sh[b], w[p]);
+            else
+                atomicAdd(&hist[b], (double)w[p]);
+        }
+    }
+    if (shared) {
+        __syncthreads();
+        for (int b = threadIdx.x; b < nb; b += blockDim.x)
+            if (sh[b] != 0.0f)
+                atomicAdd(&hist[b], (double)sh[b]);
+    }
+}
+
+/* Per block: smallest and largest value of `axis` (positive ones only when `positive`). */
+__global__ void k_extent(ps_grid g, int axis, int positive, const uint32_t *__restrict__ cell,
+                         const float *__restrict__ x, const float *__restrict__ y,
+                         const float *__restrict__ ux, const float *__restrict__ uy,
+                         const float *__restrict__ uz, const int *__restrict__ start,
+                         const int *__restrict__ count, int ncl, double *out)
+{
+    __shared__ double lo[GPU_THREADS], hi[GPU_THREADS];
+    double l = DBL_MAX, h = -DBL_MAX;
+    for (int c = blockIdx.x; c < ncl; c += gridDim.x) {
+        const int p0 = start[c], p1 = p0 + count[c];
+        for (int p = p0 + (int)threadIdx.x; p < p1; p += blockDim.x) {
+            const uint32_t k = cell[p];
+            double v = ps_value(&g, axis, (int)(k & 0xffffu), (int)(k >> 16), x[p], y[p], ux[p],
+                                uy[p], uz[p]);
+            if (positive && !(v > 0.0))
+                continue;
+            l = fmin(l, v);
+            h = fmax(h, v);
+        }
+    }
+    lo[threadIdx.x] = l;
+    hi[threadIdx.x] = h;
+    __syncthreads();
+    for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+        if ((int)threadIdx.x < s) {
+            lo[threadIdx.x] = fmin(lo[threadIdx.x], lo[threadIdx.x + s]);
+            hi[threadIdx.x] = fmax(hi[threadIdx.x], hi[threadIdx.x + s]);
+        }
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+        out[2 * blockIdx.x] = lo[0];
+        out[2 * blockIdx.x + 1] = hi[0];
+    }
+}
+
+static int diag_blocks(const gpu_state *g)
+{
+    int b = 2 * g->nsm;
+    return b < g->ncl ? b : g->ncl;
+}
+
+void gpu_phasespace(sim *S, int s, const ps_grid *grid, double *h)
+{
+    gpu_state *g = S->gpu;
+    gpu_species *d = &g->sp[s];
+    const size_t nb = (size_t)grid->n[0] * (size_t)grid->n[1];
+    double *dh = (double *)gpu_malloc(g, nb * sizeof(double), "phase-space histogram");
+    GPU_CK(cudaMemsetAsync(dh, 0, nb * sizeof(double), g->stream));
+    const int shared = nb <= DIAG_SMEM_BINS;
+    const int nbk = diag_blocks(g);
+    if (nbk > 0) {
+        k_phasespace<<<nbk, GPU_THREADS, shared ? nb * sizeof(float) : 0, g->stream>>>(
+            *grid, d->cell, d->x, d->y, d->ux, d->uy, d->uz, d->w, d->start, d->count, g->ncl,
+            dh, shared);
+        GPU_LAUNCHED(g, "k_phasespace");
+    }
+    GPU_CK(cudaMemcpyAsync(h, dh, nb * sizeof(double), cudaMemcpyDeviceToHost, g->stream));
+    GPU_CK(cudaStreamSynchronize(g->stream));
+    GPU_CK(cudaFree(dh));
+}
+
+int gpu_phasespace_extent(sim *S, int s, const ps_grid *grid, int axis, int positive,
+                          double mm[2])
+{
+    gpu_state *g = S->gpu;
+    gpu_species *d = &g->sp[s];
+    const int nbk = diag_blocks(g);
+    mm[0] = DBL_MAX;
+    mm[1] = -DBL_MAX;
+    if (nbk <= 0)
+        return 0;
+    double *dout = (double *)gpu_malloc(g, 2 * (size_t)nbk * sizeof(double), "extent");
+    double *out = (double *)empic_alloc(2 * (size_t)nbk * sizeof(double), "extent");
+    k_extent<<<nbk, GPU_THREADS, 0, g->stream>>>(*grid, axis, positive, d->cell, d->x, d->y,
+                                                  d->ux, d->uy, d->uz, d->start, d->count,
+                                                  g->ncl, dout);
+    GPU_LAUNCHED(g, "k_extent");
+    GPU_CK(cudaMemcpyAsync(out, dout, 2 * (size_t)nbk * sizeof(double), cudaMemcpyDeviceToHost,
+                           g->stream));
+    GPU_CK(cudaStreamSynchronize(g->stream));
+    for (int b = 0; b < nbk; b++) {
+        mm[0] = fmin(mm[0], out[2 * b]);
+        mm[1] = fmax(mm[1], out[2 * b + 1]);
+    }
+    GPU_CK(cudaFree(dout));
+    free(out);
+    return mm[0] <= mm[1];
+}
+
+/* ---- tracking ids ---- */
+
+__global__ void k_relayout_ids(const unsigned long long *__restrict__ src,
+                               unsigned long long *__restrict__ dst, const int *old_start,
+                               const int *new_start, const int *count)
+{
+    const int c = blockIdx.x, a = old_start[c], b = new_start[c], n = count[c];
+    for (int k = threadIdx.x; k < n; k += blockDim.x)
+        dst[b + k] = src[a + k];
+}
+
+void gpu_relayout_ids(gpu_state *g, gpu_species *d, const int *new_start, size_t total)
+{
+    if (!d->id)
+        return;
+    unsigned long long *id = (unsigned long long *)gpu_malloc(
+        g, total * sizeof(unsigned long long), "particle ids (global rearrangement)");
+    k_relayout_ids<<<g->ncl, GPU_THREADS, 0, g->stream>>>(d->id, id, d->start, new_start,
+                                                           d->count);
+    GPU_LAUNCHED(g, "k_relayout_ids");
+    GPU_CK(cudaStreamSynchronize(g->stream));
+    GPU_CK(cudaFree(d->id));
+    d->id = id;
+}
+
+/* ---- tracked particles, compacted on the device ---- */
+
+/* Per cluster: the tracked particles (id != 0). One block per cluster. */
+__global__ void k_count_tracked(const unsigned long long *__restrict__ id,
+                                const int *__restrict__ start, const int *__restrict__ count,
+                                int *tracked)
+{
+    __shared__ int n;
+    const int c = blockIdx.x, p0 = start[c], p1 = p0 + count[c];
+    if (threadIdx.x == 0)
+        n = 0;
+    __syncthreads();
+    int mine = 0;
+    for (int p = p0 + (int)threadIdx.x; p < p1; p += blockDim.x)
+        mine += id[p] != 0;
+    atomicAdd(&n, mine);
+    __syncthreads();
+    if (threadIdx.x == 0)
+        tracked[c] = n;
+}
+
+/* The tracked particles of cluster c, in slot order, from dst_start[c] on: a block-wide
+ * prefix of the flags per chunk (warp ballots, then the warp totals). */
+__global__ void k_compact_tracked(gpu_species d, const int *__restrict__ dst_start,
+                                  uint32_t *cell, float *x, float *y, float *ux, float *uy,
+                                  float *uz, float *w, unsigned long long *id)
+{
+    __shared__ int warp_sum[GPU_THREADS / 32];
+    __shared__ int base;
+    const int c = blockIdx.x, p0 = d.start[c], p1 = p0 + d.count[c];
+    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
+    if (threadIdx.x == 0)
+        base = dst_start[c];
+    __syncthreads();
+    for (int q = p0; q < p1; q += blockDim.x) {
+        const int p = q + (int)threadIdx.x;
+        const int flag = p < p1 && d.id[p] != 0;
+        const unsigned ballot = __ballot_sync(0xffffffffu, flag);
+        if (lane == 0)
+            warp_sum[wid] = __popc(ballot);
+        __syncthreads();
+        int before = 0, total = 0;
+        for (int k = 0; k < (int)(blockDim.x >> 5); k++) {
+            before += k < wid ? warp_sum[k] : 0;
+            total += warp_sum[k];
+        }
+        if (flag) {
+            const int o = base + before + __popc(ballot & ((1u << lane) - 1u));
+            cell[o] = d.cell[p];
+            x[o] = d.x[p];
+            y[o] = d.y[p];
+            ux[o] = d.ux[p];
+            uy[o] = d.uy[p];
+            uz[o] = d.uz[p];
+            w[o] = d.w[p];
+            id[o] = d.id[p];
+        }
+        __syncthreads();
+        if (threadIdx.x == 0)
+            base += total;
+        __syncthreads();
+    }
+}
+
+/* Pinned host memory of at least n bytes, kept between dumps (gpu_state.pinned). */
+static void *pinned(gpu_state *g, size_t n)
+{
+    if (n > g->pinned_n) {
+        if (g->pinned)
+            GPU_CK(cudaFreeHost(g->pinned));
+        g->pinned = NULL;
+        GPU_CK(cudaMallocHost(&g->pinned, n));
+        g->pinned_n = n;
+    }
+    return g->pinned;
+}
+
+species *gpu_fetch_tracked(sim *S, species *out)
+{
+    gpu_state *g = S->gpu;
+    const int nc = g->ncl;
+    const size_t slot = 8 + 7 * 4; /* id, then cell, x, y, ux, uy, uz, w */
+    int *dn = (int *)gpu_malloc(g, 2 * (size_t)nc * sizeof(int), "tracked counts");
+    size_t total[DECK_MAX_SPECIES] = {0}, sum = 0; /* sum: bytes, 256-aligned per species */
+    memset(out, 0, (size_t)S->nsp * sizeof *out);
+    for (int s = 0; s < S->nsp; s++) {
+        species *o = &out[s];
+        o->cfg = S->sp[s].cfg;
+        o->index = s;
+        o->start = (int *)empic_calloc((size_t)nc, sizeof(int), "tracked particles");
+        o->count = (int *)empic_calloc((size_t)nc, sizeof(int), "tracked particles");
+        if (!g->sp[s].id)
+            continue;
+        k_count_tracked<<<nc, GPU_THREADS, 0, g->stream>>>(g->sp[s].id, g->sp[s].start,
+                                                           g->sp[s].count, dn);
+        GPU_LAUNCHED(g, "k_count_tracked");
+        GPU_CK(cudaMemcpyAsync(o->count, dn, (size_t)nc * sizeof(int), cudaMemcpyDeviceToHost,
+                               g->stream));
+        GPU_CK(cudaStreamSynchronize(g->stream));
+        for (int c = 0; c < nc; c++) {
+            o->start[c] = (int)total[s];
+            total[s] += (size_t)o->count[c];
+        }
+        o->np = (long long)total[s];
+        sum += (total[s] * slot + 255) / 256 * 256;
+    }
+    /* one device staging area and one pinned host buffer for all species */
+    char *dbuf = (char *)gpu_malloc(g, sum + 256, "tracked particles");
+    char *hbuf = (char *)pinned(g, sum + 256);
+    size_t at = 0; /* byte offset of the species' block: ids (8-byte) first, then 4-byte */
+    for (int s = 0; s < S->nsp; s++) {
+        species *o = &out[s];
+        if (!g->sp[s].id)
+            continue;
+        const size_t n = total[s];
+        char *dp = dbuf + at, *hp = hbuf + at;
+        GPU_CK(cudaMemcpyAsync(dn + nc, o->start, (size_t)nc * sizeof(int),
+                               cudaMemcpyHostToDevice, g->stream));
+        unsigned long long *id = (unsigned long long *)dp;
+        uint32_t *cell = (uint32_t *)(dp + 8 * n);
+        float *f = (float *)(dp + 12 * n);
+        k_compact_tracked<<<nc, GPU_THREADS, 0, g->stream>>>(
+            g->sp[s], dn + nc, cell, f, f + n, f + 2 * n, f + 3 * n, f + 4 * n, f + 5 * n, id);
+        GPU_LAUNCHED(g, "k_compact_tracked");
+        GPU_CK(cudaMemcpyAsync(hp, dp, n * slot, cudaMemcpyDeviceToHost, g->stream));
+        GPU_CK(cudaStreamSynchronize(g->stream)); /* dn + nc is reused by the next species */
+        o->alloc = n;
+        o->id = (uint64_t *)hp;
+        o->cell = (uint32_t *)(hp + 8 * n);
+        o->x = (float *)(hp + 12 * n);
+        o->y = o->x + n;
+        o->ux = o->x + 2 * n;
+        o->uy = o->x + 3 * n;
+        o->uz = o->x + 4 * n;
+        o->w = o->x + 5 * n;
+        o->tracked = 1;
+        at += (n * slot + 255) / 256 * 256;
+    }
+    GPU_CK(cudaFree(dbuf));
+    GPU_CK(cudaFree(dn));
+    return out;
+}
+
+void gpu_release_tracked(sim *S, species *out)
+{
+    for (int s = 0; s < S->nsp; s++) {
+        free(out[s].start);
+        free(out[s].count);
+    }
+}
+
+void gpu_diag_free(gpu_state *g)
+{
+    if (g->pinned)
+        cudaFreeHost(g->pinned);
+    g->pinned = NULL;
+    g->pinned_n = 0;
+}

@@ -1,0 +1,281 @@
+/* h5out.c - HDF5 writing helpers for the openPMD writers (see h5out.h). */
+#include "h5out.h"
+#include "empic.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* CODATA 2018 */
+#define SI_E 1.602176634e-19
+#define SI_ME 9.1093837015e-31
+#define SI_C 299792458.0
+#define SI_EPS0 8.8541878128e-12
+
+/* unitDimension exponents: L, M, T, I, theta, N, J */
+const double H5OUT_DIM_NONE[7] = {0, 0, 0, 0, 0, 0, 0};
+const double H5OUT_DIM_LENGTH[7] = {1, 0, 0, 0, 0, 0, 0};
+const double H5OUT_DIM_E[7] = {1, 1, -3, -1, 0, 0, 0};    /* V/m */
+const double H5OUT_DIM_B[7] = {0, 1, -2, -1, 0, 0, 0};    /* T */
+const double H5OUT_DIM_J[7] = {-2, 0, 0, 1, 0, 0, 0};     /* A/m^2 */
+const double H5OUT_DIM_RHO[7] = {-3, 0, 1, 1, 0, 0, 0};   /* C/m^3 */
+const double H5OUT_DIM_MOMENTUM[7] = {1, 1, -1, 0, 0, 0, 0};
+const double H5OUT_DIM_CHARGE[7] = {0, 0, 1, 1, 0, 0, 0};
+const double H5OUT_DIM_MASS[7] = {0, 1, 0, 0, 0, 0, 0};
+
+/* SI factors of the normalised units (DESIGN §2) for a reference density n0. */
+
+void h5out_units(double n0_cm3, out_units *u)
+{
+    double n0 = n0_cm3 * 1e6;
+    double wp = sqrt(n0 * SI_E * SI_E / (SI_EPS0 * SI_ME));
+    u->time = 1.0 / wp;
+    u->length = SI_C / wp;
+    u->e = SI_ME * SI_C * wp / SI_E;
+    u->b = SI_ME * wp / SI_E;
+    u->j = SI_E * n0 * SI_C;
+    u->rho = SI_E * n0;
+    u->momentum = SI_ME * SI_C;
+    u->charge = SI_E;
+    u->mass = SI_ME;
+    u->n0len2 = n0 * u->length * u->length; /* real particles per metre in z per n0 dx dy = 1 */
+}
+
+void h5out_fail(h5w *w, const char *what)
+{
+    if (!w->err)
+        snprintf(w->what, sizeof w->what, "%s", what);
+    w->err = 1;
+}
+
+void h5out_close(hid_t id, herr_t (*closer)(hid_t)) { (void)(id >= 0 && closer(id)); }
+
+/* ---- attributes ---- */
+
+void h5out_attr_write(h5w *w, hid_t obj, const char *name, hid_t type, hid_t space,
+                       const void *buf)
+{
+    if (w->err)
+        return;
+    hid_t a = space < 0 ? -1 : H5Acreate2(obj, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
+    if (a < 0 || H5Awrite(a, type, buf) < 0)
+        h5out_fail(w, name);
+    h5out_close(a, H5Aclose);
+}
+
+hid_t h5out_str_type(size_t len)
+{
+    hid_t t = H5Tcopy(H5T_C_S1);
+    if (t >= 0 && (H5Tset_size(t, len ? len : 1) < 0 || H5Tset_strpad(t, H5T_STR_NULLPAD) < 0)) {
+        H5Tclose(t);
+        return -1;
+    }
+    return t;
+}
+
+void h5out_attr_str(h5w *w, hid_t obj, const char *name, const char *s)
+{
+    size_t len = strlen(s);
+    hid_t t = h5out_str_type(len), sp = H5Screate(H5S_SCALAR);
+    if (t < 0)
+        h5out_fail(w, name);
+    else
+        h5out_attr_write(w, obj, name, t, sp, len ? s : "");
+    h5out_close(t, H5Tclose);
+    h5out_close(sp, H5Sclose);
+}
+
+/* A 1D array of fixed-length strings (axisLabels). */
+void h5out_attr_strs(h5w *w, hid_t obj, const char *name, int n, const char *const *s)
+{
+    size_t len = 1;
+    for (int k = 0; k < n; k++)
+        len = strlen(s[k]) > len ? strlen(s[k]) : len;
+    char buf[8 * 32] = {0};
+    if (n > 8 || len > 32) {
+        h5out_fail(w, name);
+        return;
+    }
+    for (int k = 0; k < n; k++)
+        memcpy(buf + k * len, s[k], strlen(s[k]));
+    hsize_t dim = (hsize_t)n;
+    hid_t t = h5out_str_type(len), sp = H5Screate_simple(1, &dim, NULL);
+    if (t < 0)
+        h5out_fail(w, name);
+    else
+        h5out_attr_write(w, obj, name, t, sp, buf);
+    h5out_close(t, H5Tclose);
+    h5out_close(sp, H5Sclose);
+}
+
+void h5out_attr_f64v(h5w *w, hid_t obj, const char *name, int n, const double *v)
+{
+    hsize_t dim = (hsize_t)n;
+    hid_t sp = n ? H5Screate_simple(1, &dim, NULL) : H5Screate(H5S_SCALAR);
+    h5out_attr_write(w, obj, name, H5T_NATIVE_DOUBLE, sp, v);
+    h5out_close(sp, H5Sclose);
+}
+
+void h5out_attr_f64(h5w *w, hid_t obj, const char *name, double v)
+{
+    h5out_attr_f64v(w, obj, name, 0, &v);
+}
+
+void h5out_attr_u32(h5w *w, hid_t obj, const char *name, uint32_t v)
+{
+    hid_t sp = H5Screate(H5S_SCALAR);
+    h5out_attr_write(w, obj, name, H5T_NATIVE_UINT32, sp, &v);
+    h5out_close(sp, H5Sclose);
+}
+
+void h5out_attr_u64v(h5w *w, hid_t obj, const char *name, int n, const uint64_t *v)
+{
+    hsize_t dim = (hsize_t)n;
+    hid_t sp = H5Screate_simple(1, &dim, NULL);
+    h5out_attr_write(w, obj, name, H5T_NATIVE_UINT64, sp, v);
+    h5out_close(sp, H5Sclose);
+}
+
+/* ---- groups and datasets ---- */
+
+hid_t h5out_group(h5w *w, hid_t loc, const char *name)
+{
+    if (w->err)
+        return -1;
+    hid_t g = H5Gcreate2(loc, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    if (g < 0)
+        h5out_fail(w, name);
+    return g;
+}
+
+/* Create and fill a dataset of rank 1 or 2 from a buffer of native type mtype, stored as
+ * ftype. Returns the open dataset (for attributes) or -1. */
+hid_t h5out_dataset(h5w *w, hid_t loc, const char *name, int rank, const hsize_t *dims,
+                     hid_t ftype, hid_t mtype, const void *buf)
+{
+    if (w->err)
+        return -1;
+    hid_t sp = H5Screate_simple(rank, dims, NULL);
+    hid_t d = sp < 0 ? -1 : H5Dcreate2(loc, name, ftype, sp, H5P_DEFAULT, H5P_DEFAULT,
+                                        H5P_DEFAULT);
+    hsize_t n = dims[0] * (rank > 1 ? dims[1] : 1);
+    if (d < 0 || (n > 0 && H5Dwrite(d, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0))
+        h5out_fail(w, name);
+    h5out_close(sp, H5Sclose);
+    return d;
+}
+
+void h5out_add_item(h5w *w, int particle, int stagger, int precision, long long n,
+                     const char *name, hid_t obj)
+{
+    if (w->err || w->nitems == OUT_MAX_ITEMS)
+        return;
+    out_item *it = &w->items[w->nitems];
+    it->particle = particle;
+    it->stagger = stagger;
+    it->precision = precision;
+    it->n = n;
+    snprintf(it->name, sizeof it->name, "%s", name);
+    if (H5Iget_name(obj, it->path, sizeof it->path) <= 0)
+        h5out_fail(w, name);
+    else
+        w->nitems++;
+}
+
+/* Write text under PATH.tmp and rename; 0 or -1 after reporting. */
+int h5out_write_atomic(const char *path, const char *text, size_t len)
+{
+    char tmp[OUT_PATH + 8];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    int ok = f && fwrite(text, 1, len, f) == len;
+    if (f && fclose(f) != 0)
+        ok = 0;
+    if (!ok || rename(tmp, path) != 0) {
+        empic_report(path, 0, "cannot write: %s", strerror(errno));
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+int h5out_make_dirs(const char *path)
+{
+    char p[OUT_PATH];
+    if (snprintf(p, sizeof p, "%s", path) >= (int)sizeof p)
+        return -1;
+    for (char *s = p + 1; *s; s++)
+        if (*s == '/') {
+            *s = '\0';
+            if (mkdir(p, 0777) != 0 && errno != EEXIST)
+                return -1;
+            *s = '/';
+        }
+    return mkdir(p, 0777) != 0 && errno != EEXIST ? -1 : 0;
+}
+
+/* Names in the file must be [A-Za-z0-9_] (openPMD record naming). */
+void h5out_safe_name(char *dst, size_t len, const char *src)
+{
+    snprintf(dst, len, "%s", *src ? src : "species");
+    for (char *p = dst; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9')))
+            *p = '_';
+}
+
+int h5out_create(h5w *w, const char *tmp)
+{
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    if (fapl < 0 || H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG) < 0)
+        h5out_fail(w, "file access properties");
+    w->file = w->err ? -1 : H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    h5out_close(fapl, H5Pclose);
+    if (w->file < 0) {
+        h5out_fail(w, "file creation");
+        return -1;
+    }
+    return 0;
+}
+
+void h5out_root_attrs(h5w *w, const char *iteration_format, int meshes, int particles,
+                      const char *comment)
+{
+    char date[64] = "1970-01-01 00:00:00 +0000";
+    time_t now = time(NULL);
+    struct tm tm;
+    if (localtime_r(&now, &tm))
+        strftime(date, sizeof date, "%Y-%m-%d %H:%M:%S %z", &tm);
+    const char *author = getenv("USER");
+    hid_t r = w->file;
+    h5out_attr_str(w, r, "openPMD", "1.1.0");
+    h5out_attr_u32(w, r, "openPMDextension", 0);
+    h5out_attr_str(w, r, "basePath", "/data/%T/");
+    if (meshes)
+        h5out_attr_str(w, r, "meshesPath", "meshes/");
+    if (particles)
+        h5out_attr_str(w, r, "particlesPath", "particles/");
+    h5out_attr_str(w, r, "iterationEncoding", "fileBased");
+    h5out_attr_str(w, r, "iterationFormat", iteration_format);
+    h5out_attr_str(w, r, "software", "empic");
+    h5out_attr_str(w, r, "softwareVersion", OUT_SOFTWARE_VERSION);
+    h5out_attr_str(w, r, "date", date);
+    h5out_attr_str(w, r, "author", author && *author ? author : "unknown");
+    h5out_attr_str(w, r, "comment", comment);
+}
+
+hid_t h5out_iteration(h5w *w, hid_t *data, long step, double t, double dt, double time_si)
+{
+    char name[32];
+    snprintf(name, sizeof name, "%ld", step);
+    *data = h5out_group(w, w->file, "data");
+    hid_t it = h5out_group(w, *data, name);
+    h5out_attr_f64(w, it, "time", t);
+    h5out_attr_f64(w, it, "dt", dt);
+    h5out_attr_f64(w, it, "timeUnitSI", time_si);
+    return it;
+}

@@ -1,0 +1,95 @@
+/* h5out.h - HDF5 writing helpers shared by the openPMD writers (output.c, insitu.c): SI
+ * factors of the normalised units, unitDimension vectors, attribute/group/dataset helpers
+ * that record the first failure instead of stopping, and atomic text files. */
+#ifndef H5OUT_H
+#define H5OUT_H
+
+#include "deck.h"
+
+#include <hdf5.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define OUT_SOFTWARE_VERSION "0.1.0"
+#define OUT_MAX_ITEMS 256
+#define OUT_PATH 4096
+
+/* SI factors of the normalised units (DESIGN §2) for a reference density n0. */
+typedef struct {
+    double time, length, e, b, j, rho, momentum, charge, mass, n0len2;
+} out_units;
+
+/* unitDimension exponents: L, M, T, I, theta, N, J */
+extern const double H5OUT_DIM_NONE[7];
+extern const double H5OUT_DIM_LENGTH[7];
+extern const double H5OUT_DIM_E[7];
+extern const double H5OUT_DIM_B[7];
+extern const double H5OUT_DIM_J[7];
+extern const double H5OUT_DIM_RHO[7];
+extern const double H5OUT_DIM_MOMENTUM[7];
+extern const double H5OUT_DIM_CHARGE[7];
+extern const double H5OUT_DIM_MASS[7];
+
+/* What the HDF5 file holds, for the XDMF description. */
+typedef struct {
+    int particle;          /* 0: mesh component, 1: particle record */
+    int stagger;           /* mesh: ST_*; particle: species number */
+    int precision;         /* bytes per value */
+    long long n;           /* particles (particle items) */
+    char name[96];         /* XDMF attribute name ("geom_x"/"geom_y" for positions) */
+    char path[160];        /* dataset path inside the file */
+} out_item;
+
+typedef struct {
+    hid_t file;
+    int err;
+    char what[192];        /* first failing object */
+    int nitems;
+    out_item items[OUT_MAX_ITEMS];
+    char species[DECK_MAX_SPECIES][DECK_NAME_MAX];
+} h5w;
+
+/* Failures: the first failing object's name is kept in w->what and w->err set; every helper
+ * below does nothing once w->err is set, so a writer checks once at the end. */
+void h5out_fail(h5w *w, const char *what);
+/* Close an HDF5 id (ignored when negative) with its closer (H5Gclose, H5Dclose, ...). */
+void h5out_close(hid_t id, herr_t (*closer)(hid_t));
+void h5out_units(double n0_cm3, out_units *u);
+
+/* Attributes on obj. */
+void h5out_attr_write(h5w *w, hid_t obj, const char *name, hid_t type, hid_t space,
+                      const void *buf);
+hid_t h5out_str_type(size_t len);
+void h5out_attr_str(h5w *w, hid_t obj, const char *name, const char *s);
+void h5out_attr_strs(h5w *w, hid_t obj, const char *name, int n, const char *const *s);
+void h5out_attr_f64v(h5w *w, hid_t obj, const char *name, int n, const double *v);
+void h5out_attr_f64(h5w *w, hid_t obj, const char *name, double v);
+void h5out_attr_u32(h5w *w, hid_t obj, const char *name, uint32_t v);
+void h5out_attr_u64v(h5w *w, hid_t obj, const char *name, int n, const uint64_t *v);
+
+/* Groups and datasets (rank 1 or 2, from a buffer of native type mtype stored as ftype);
+ * the dataset is returned open (for attributes) or -1. */
+hid_t h5out_group(h5w *w, hid_t loc, const char *name);
+hid_t h5out_dataset(h5w *w, hid_t loc, const char *name, int rank, const hsize_t *dims,
+                    hid_t ftype, hid_t mtype, const void *buf);
+/* Remember dataset obj for the XDMF description. */
+void h5out_add_item(h5w *w, int particle, int stagger, int precision, long long n,
+                    const char *name, hid_t obj);
+
+/* Create file `tmp` (closing strongly) into w->file; 0, or -1 with w->err set. */
+int h5out_create(h5w *w, const char *tmp);
+/* openPMD 1.1.0 root attributes of a file-based series (iteration_format e.g.
+ * "data%08T.h5"); meshesPath / particlesPath only when the file holds them. */
+void h5out_root_attrs(h5w *w, const char *iteration_format, int meshes, int particles,
+                      const char *comment);
+/* Group /data/<step> with time, dt and timeUnitSI; *data gets /data (close both). */
+hid_t h5out_iteration(h5w *w, hid_t *data, long step, double t, double dt, double time_si);
+
+/* Write text under PATH.tmp and rename; 0 or -1 after reporting. */
+int h5out_write_atomic(const char *path, const char *text, size_t len);
+/* mkdir -p; 0 or -1 (errno set). */
+int h5out_make_dirs(const char *path);
+/* Names in the file must be [A-Za-z0-9_] (openPMD record naming). */
+void h5out_safe_name(char *dst, size_t len, const char *src);
+
+#endif
