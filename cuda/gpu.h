@@ -22,6 +22,9 @@ void gpu_free(sim *S);
 void gpu_b_half(sim *S);                       /* step 1 (and 4) */
 /* Steps 2-3 for all species; kinetic[s] = sum w m (gamma-1) dx dy when want_ke. */
 void gpu_particles(sim *S, int want_ke, double *kinetic);
+/* Right after gpu_particles: the sort's bookkeeping (overflow, leavers per cluster), so that
+ * the host's wait for its result overlaps the field kernels (decks that drop no particles). */
+void gpu_sort_prepare(sim *S);
 void gpu_fields_rest(sim *S);                  /* steps 4-6 */
 void gpu_sort(sim *S);                         /* step 7 */
 /* The moving window (window.h) on the device: after gpu_fields_rest when window_due, shift

@@ -442,7 +442,7 @@ void gpu_drop(gpu_state *g, int s, int window)
     gpu_species *d = &g->sp[s];
     const int *b = d->walls.bnd;
     kdrop a = {d->cell,  d->x,     d->y,         d->ux,  d->uy,  d->uz, d->w, d->code, d->id,
-               d->start, d->count, NULL,         g->flags + 3, g->ncx, g->ncy,
+               d->start, d->count, NULL,         g->flags + 4 * s + 3, g->ncx, g->ncy,
                b[SIDE_XMIN] == PBND_ABSORBING || window, b[SIDE_XMAX] == PBND_ABSORBING,
                b[SIDE_YMIN] == PBND_ABSORBING, b[SIDE_YMAX] == PBND_ABSORBING};
     if (!(a.lo_x || a.hi_x || a.lo_y || a.hi_y))

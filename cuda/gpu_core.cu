@@ -256,9 +256,10 @@ int gpu_init(sim *S)
                                    "current tiles");
     g->partial = (double *)gpu_malloc(g, (size_t)g->ncl * 3 * sizeof(double), "reductions");
     GPU_CK(cudaMallocHost(&g->h_partial, (size_t)g->ncl * 3 * sizeof(double)));
-    g->flags = (int *)gpu_malloc(g, 4 * sizeof(int), "flags");
-    GPU_CK(cudaMemset(g->flags, 0, 4 * sizeof(int)));
-    GPU_CK(cudaMallocHost(&g->h_flags, 4 * sizeof(int)));
+    g->flags = (int *)gpu_malloc(g, 4 * DECK_MAX_SPECIES * sizeof(int), "flags");
+    GPU_CK(cudaMemset(g->flags, 0, 4 * DECK_MAX_SPECIES * sizeof(int)));
+    GPU_CK(cudaMallocHost(&g->h_flags, 4 * DECK_MAX_SPECIES * sizeof(int)));
+    GPU_CK(cudaEventCreateWithFlags(&g->flags_ready, cudaEventDisableTiming));
     for (int s = 0; s < S->nsp; s++)
         upload_species(g, S, s);
     gpu_bnd_setup(g, S);
@@ -284,6 +285,8 @@ void gpu_free(sim *S)
         cudaFreeHost(g->h_partial);
     if (g->h_flags)
         cudaFreeHost(g->h_flags);
+    if (g->flags_ready)
+        cudaEventDestroy(g->flags_ready);
     for (int k = 0; k < GPU_EVENTS; k++)
         if (g->ev[k])
             cudaEventDestroy(g->ev[k]);

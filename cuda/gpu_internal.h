@@ -76,7 +76,10 @@ struct gpu_state {
     size_t smem_part, smem_push, smem_move, smem_rho;
     /* reductions and flags */
     double *partial, *h_partial;  /* ncl * 3 doubles (device / pinned host) */
-    int *flags, *h_flags;         /* [0] overflowing clusters, [1] max leavers, [2] errors */
+    int *flags, *h_flags;         /* per species s, at 4 s: [0] overflowing clusters, [1] max
+                                     leavers, [2] errors, [3] particles dropped */
+    cudaEvent_t flags_ready;      /* the flags of gpu_sort_prepare have reached h_flags */
+    int prepared;                 /* gpu_sort_prepare ran this step */
     int *lists;                   /* sort lists when they do not fit in shared memory */
     size_t lists_n;
     int nsp;
@@ -146,7 +149,7 @@ void gpu_debug_verify(sim *S);
 /* Boundaries (gpu_bnd.cu): setup and free, the field-boundary hooks of the Yee phases (as
  * fbnd_b, fbnd_e_save, fbnd_e), the fetch of their state for checkpoints, the particle walls
  * of species s after its move (before the colour write-back) and the drop of marked
- * particles before its sort (adds the number dropped to flags[3]). */
+ * particles before its sort (adds the number dropped to its flags[3]). */
 void gpu_bnd_setup(gpu_state *g, const sim *S);
 void gpu_bnd_free(gpu_state *g);
 void gpu_bnd_b(gpu_state *g, sim *S);

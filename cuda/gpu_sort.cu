@@ -264,43 +264,79 @@ void gpu_relayout(gpu_state *g, sim *S, int s, const int *need)
 
 static void check_flags(const gpu_state *g, const sim *S, int s)
 {
-    if (g->h_flags[2])
+    if (g->h_flags[4 * s + 2])
         EMPIC_DIE("species %s: the GPU sort found a migration histogram that does not match "
                   "the particles' codes (internal error)", S->sp[s].cfg->name);
+}
+
+/* Per-cluster room and leavers of species s after its move, and the read-back of its flags. */
+static void prepare_species(gpu_state *g, int s, int drops)
+{
+    gpu_species *d = &g->sp[s];
+    int *fl = g->flags + 4 * s;
+    GPU_CK(cudaMemsetAsync(fl, 0, 2 * sizeof(int), g->stream));
+    k_sort_prepare<<<gpu_blocks((size_t)g->ncl, 128), 128, 0, g->stream>>>(
+        d->hist, d->count, d->cap, d->need, d->movers, fl, g->ncx, g->ncy);
+    GPU_LAUNCHED(g, "k_sort_prepare");
+    GPU_CK(cudaMemcpyAsync(g->h_flags + 4 * s, fl, (drops ? 4 : 3) * sizeof(int),
+                           cudaMemcpyDeviceToHost, g->stream));
+}
+
+static int sorted(const gpu_state *g, int s) { return g->sp[s].mobile || g->moved; }
+
+/* Without particle drops (no absorbing side, no moving window) the sort's bookkeeping can
+ * run right after the move: the host then waits for it while the field kernels run, instead
+ * of leaving the GPU idle for the round trip. */
+void gpu_sort_prepare(sim *S)
+{
+    gpu_state *g = S->gpu;
+    g->prepared = 0;
+    if (S->d.window_enabled)
+        return;
+    for (int s = 0; s < g->nsp; s++)
+        if (g->sp[s].absorbing)
+            return;
+    int t = gpu_tic(g, S);
+    for (int s = 0; s < g->nsp; s++)
+        if (sorted(g, s))
+            prepare_species(g, s, 0);
+    GPU_CK(cudaEventRecord(g->flags_ready, g->stream));
+    gpu_toc(g, t, PH_SORT);
+    g->prepared = 1;
 }
 
 static void sort_species(gpu_state *g, sim *S, int s)
 {
     gpu_species *d = &g->sp[s];
-    const int nc = g->ncl;
-    GPU_CK(cudaMemsetAsync(g->flags, 0, 2 * sizeof(int), g->stream));
-    /* particles that left through an absorbing wall (or the back of a moving window) go
-     * first; flags[3] counts them */
-    const int drops = d->absorbing || g->moved;
-    if (drops) {
-        GPU_CK(cudaMemsetAsync(g->flags + 3, 0, sizeof(int), g->stream));
-        gpu_drop(g, s, g->moved);
+    const int nc = g->ncl, *hf = g->h_flags + 4 * s;
+    if (g->prepared) {
+        GPU_CK(cudaEventSynchronize(g->flags_ready));
+    } else {
+        /* particles that left through an absorbing wall (or the back of a moving window) go
+         * first; flags[3] counts them */
+        const int drops = d->absorbing || g->moved;
+        if (drops) {
+            GPU_CK(cudaMemsetAsync(g->flags + 4 * s + 3, 0, sizeof(int), g->stream));
+            gpu_drop(g, s, g->moved);
+        }
+        prepare_species(g, s, drops);
+        GPU_CK(cudaStreamSynchronize(g->stream));
+        if (drops)
+            S->sp[s].np -= hf[3];
     }
-    k_sort_prepare<<<gpu_blocks((size_t)nc, 128), 128, 0, g->stream>>>(
-        d->hist, d->count, d->cap, d->need, d->movers, g->flags, g->ncx, g->ncy);
-    GPU_LAUNCHED(g, "k_sort_prepare");
-    GPU_CK(cudaMemcpyAsync(g->h_flags, g->flags, (drops ? 4 : 3) * sizeof(int),
-                           cudaMemcpyDeviceToHost, g->stream));
-    GPU_CK(cudaStreamSynchronize(g->stream));
     check_flags(g, S, s);
-    if (drops)
-        S->sp[s].np -= g->h_flags[3];
-    if (g->h_flags[0] > 0) { /* a cluster would overflow: global rearrangement first */
+    if (hf[0] > 0) { /* a cluster would overflow: global rearrangement first */
         int *need = (int *)empic_alloc((size_t)nc * sizeof(int), "sort table");
         GPU_CK(cudaMemcpy(need, d->need, (size_t)nc * sizeof(int), cudaMemcpyDeviceToHost));
         gpu_relayout(g, S, s, need);
         free(need);
     }
-    const int lcap = g->h_flags[1];
+    const int lcap = hf[1];
     if (lcap == 0)
         return; /* no particle crossed a cluster border */
-    ksort a = {d->cell, d->x,     d->y,  d->ux,  d->uy, d->uz, d->w,
-               d->code, d->start, d->count, d->cap, d->movers, NULL, lcap, g->flags, d->id};
+    ksort a = {d->cell,  d->x,     d->y,     d->ux,     d->uy,  d->uz,
+               d->w,     d->code,  d->start, d->count,  d->cap, d->movers,
+               NULL,     lcap,     g->flags + 4 * s,    d->id};
     const int maxpairs = (g->ncx / 2) * g->ncy > (g->ncy / 2) * g->ncx ? (g->ncx / 2) * g->ncy
                                                                        : (g->ncy / 2) * g->ncx;
     size_t smem = (size_t)3 * lcap * sizeof(int);
@@ -330,16 +366,18 @@ void gpu_sort(sim *S)
     gpu_state *g = S->gpu;
     int t = gpu_tic(g, S);
     for (int s = 0; s < g->nsp; s++)
-        if (g->sp[s].mobile || g->moved)
+        if (sorted(g, s))
             sort_species(g, S, s);
     g->moved = 0;
+    g->prepared = 0;
     gpu_toc(g, t, PH_SORT);
     if (g->check)
         gpu_debug_check(S, 1);
     if (S->step + 1 >= S->d.steps) { /* the run's last step: settle the timers and checks */
-        GPU_CK(cudaMemcpyAsync(g->h_flags, g->flags, 3 * sizeof(int), cudaMemcpyDeviceToHost,
-                               g->stream));
+        GPU_CK(cudaMemcpyAsync(g->h_flags, g->flags, 4 * g->nsp * sizeof(int),
+                               cudaMemcpyDeviceToHost, g->stream));
         gpu_harvest(g, S);
-        check_flags(g, S, 0);
+        for (int s = 0; s < g->nsp; s++)
+            check_flags(g, S, s);
     }
 }

@@ -266,6 +266,7 @@ void sim_step(sim *S)
     if (use_gpu(S)) {
 #ifdef EMPIC_CUDA
         gpu_particles(S, want_e, kin);
+        gpu_sort_prepare(S);
         gpu_fields_rest(S);
         /* the moving window, as on the CPU below: shift, drop and sort, inject */
         int moved = window_due(&S->win, S->f.step * d->dt, d->dx);
