@@ -375,10 +375,7 @@ __device__ __forceinline__ int block_rank(int flag, int *warp_n, int *total)
 }
 
 typedef struct {
-    uint32_t *cell;
-    float *x, *y, *ux, *uy, *uz, *w;
-    uint8_t *code;
-    unsigned long long *id; /* tracking ids, or NULL */
+    gpu_parts p;
     const int *start;
     int *count, *scratch, *dropped;
     int ncx, ncy, lo_x, hi_x, lo_y, hi_y;
@@ -398,14 +395,14 @@ __global__ void __launch_bounds__(GPU_THREADS) k_drop(kdrop a)
     int nd = 0;
     for (int base = 0; base < n; base += blockDim.x) {
         int p = base + tid;
-        nd += __syncthreads_count(p < n && a.code[s0 + p] == PBND_DROP);
+        nd += __syncthreads_count(p < n && a.p.code[s0 + p] == PBND_DROP);
     }
     if (nd == 0)
         return;
     const int keep = n - nd;
     int done = 0, tot;
     for (int base = keep; base < n; base += blockDim.x) {
-        int p = base + tid, f = p < n && a.code[s0 + p] != PBND_DROP;
+        int p = base + tid, f = p < n && a.p.code[s0 + p] != PBND_DROP;
         int r = block_rank(f, warp_n, &tot);
         if (f)
             a.scratch[s0 + done + r] = p;
@@ -414,20 +411,10 @@ __global__ void __launch_bounds__(GPU_THREADS) k_drop(kdrop a)
     __syncthreads();
     done = 0;
     for (int base = 0; base < keep; base += blockDim.x) {
-        int p = base + tid, h = p < keep && a.code[s0 + p] == PBND_DROP;
+        int p = base + tid, h = p < keep && a.p.code[s0 + p] == PBND_DROP;
         int r = block_rank(h, warp_n, &tot);
         if (h) {
-            int dst = s0 + p, src = s0 + a.scratch[s0 + done + r];
-            a.cell[dst] = a.cell[src];
-            a.x[dst] = a.x[src];
-            a.y[dst] = a.y[src];
-            a.ux[dst] = a.ux[src];
-            a.uy[dst] = a.uy[src];
-            a.uz[dst] = a.uz[src];
-            a.w[dst] = a.w[src];
-            a.code[dst] = a.code[src];
-            if (a.id)
-                a.id[dst] = a.id[src];
+            gpu_parts_copy(a.p, s0 + p, s0 + a.scratch[s0 + done + r]);
         }
         done += tot;
     }
@@ -441,8 +428,7 @@ void gpu_drop(gpu_state *g, int s, int window)
 {
     gpu_species *d = &g->sp[s];
     const int *b = d->walls.bnd;
-    kdrop a = {d->cell,  d->x,     d->y,         d->ux,  d->uy,  d->uz, d->w, d->code, d->id,
-               d->start, d->count, NULL,         g->flags + 4 * s + 3, g->ncx, g->ncy,
+    kdrop a = {gpu_parts_of(d), d->start, d->count, NULL, g->flags + 4 * s + 3, g->ncx, g->ncy,
                b[SIDE_XMIN] == PBND_ABSORBING || window, b[SIDE_XMAX] == PBND_ABSORBING,
                b[SIDE_YMIN] == PBND_ABSORBING, b[SIDE_YMAX] == PBND_ABSORBING};
     if (!(a.lo_x || a.hi_x || a.lo_y || a.hi_y))

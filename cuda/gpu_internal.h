@@ -112,6 +112,34 @@ struct gpu_state {
     size_t pinned_n;
 };
 
+/* A species' particle arrays as the kernels that move particles between slots see them. */
+typedef struct {
+    uint32_t *cell;
+    float *x, *y, *ux, *uy, *uz, *w;
+    uint8_t *code;
+    unsigned long long *id;       /* tracking ids, or NULL */
+} gpu_parts;
+
+static inline gpu_parts gpu_parts_of(const gpu_species *d)
+{
+    return gpu_parts{d->cell, d->x, d->y, d->ux, d->uy, d->uz, d->w, d->code, d->id};
+}
+
+/* Copy the particle in slot src to slot dst (sort passes, wall drops). */
+__device__ __forceinline__ void gpu_parts_copy(const gpu_parts &a, int dst, int src)
+{
+    a.cell[dst] = a.cell[src];
+    a.x[dst] = a.x[src];
+    a.y[dst] = a.y[src];
+    a.ux[dst] = a.ux[src];
+    a.uy[dst] = a.uy[src];
+    a.uz[dst] = a.uz[src];
+    a.w[dst] = a.w[src];
+    a.code[dst] = a.code[src];
+    if (a.id)
+        a.id[dst] = a.id[src];
+}
+
 /* Error checks: report the call or kernel with file and line, then exit. */
 void gpu_check(cudaError_t e, const char *what, const char *file, int line);
 void gpu_launched(gpu_state *g, const char *kernel, const char *file, int line);

@@ -57,31 +57,14 @@ __global__ void k_sort_prepare(const int *hist, const int *count, const int *cap
 }
 
 typedef struct {
-    uint32_t *cell;
-    float *x, *y, *ux, *uy, *uz, *w;
-    uint8_t *code;
+    gpu_parts p;
     int *start, *count;
     const int *cap;
     const int4 *movers;
     int *lists; /* NULL: lists in shared memory */
     int lcap;   /* entries per list */
     int *flags;
-    unsigned long long *id; /* tracking ids, or NULL */
 } ksort;
-
-__device__ __forceinline__ void copy_slot(const ksort &a, int dst, int src)
-{
-    a.cell[dst] = a.cell[src];
-    a.x[dst] = a.x[src];
-    a.y[dst] = a.y[src];
-    a.ux[dst] = a.ux[src];
-    a.uy[dst] = a.uy[src];
-    a.uz[dst] = a.uz[src];
-    a.w[dst] = a.w[src];
-    a.code[dst] = a.code[src];
-    if (a.id)
-        a.id[dst] = a.id[src];
-}
 
 __device__ __forceinline__ void push_list(int *list, int *n, int cap, int v)
 {
@@ -104,7 +87,7 @@ __device__ void exchange(const ksort &a, int ca, int cb, unsigned dir, int shift
     __syncthreads();
     const unsigned want = dir * 0x01010101u;
     for (int i = 16 * tid; i < n; i += 16 * blockDim.x) {
-        uint4 v = *(const uint4 *)(a.code + as + i); /* as and i are multiples of 16 */
+        uint4 v = *(const uint4 *)(a.p.code + as + i); /* as and i are multiples of 16 */
         unsigned wd[4] = {v.x, v.y, v.z, v.w};
         const bool tail = i + 15 >= keep;
 #pragma unroll
@@ -138,12 +121,12 @@ __device__ void exchange(const ksort &a, int ca, int cb, unsigned dir, int shift
     const unsigned clear = ~(3u << shift);
     for (int r = tid; r < m; r += blockDim.x) {
         int src = as + L[r], dst = bs + nb + r;
-        copy_slot(a, dst, src);
-        a.code[dst] = (uint8_t)(a.code[src] & clear);
+        gpu_parts_copy(a.p, dst, src);
+        a.p.code[dst] = (uint8_t)(a.p.code[src] & clear);
     }
     __syncthreads();
     for (int r = tid; r < nh; r += blockDim.x)
-        copy_slot(a, as + H[r], as + F[r]);
+        gpu_parts_copy(a.p, as + H[r], as + F[r]);
     __syncthreads();
     if (tid == 0) {
         a.count[ca] = keep;
@@ -334,9 +317,8 @@ static void sort_species(gpu_state *g, sim *S, int s)
     const int lcap = hf[1];
     if (lcap == 0)
         return; /* no particle crossed a cluster border */
-    ksort a = {d->cell,  d->x,     d->y,     d->ux,     d->uy,  d->uz,
-               d->w,     d->code,  d->start, d->count,  d->cap, d->movers,
-               NULL,     lcap,     g->flags + 4 * s,    d->id};
+    ksort a = {gpu_parts_of(d), d->start, d->count,        d->cap,
+               d->movers,       NULL,     lcap, g->flags + 4 * s};
     const int maxpairs = (g->ncx / 2) * g->ncy > (g->ncy / 2) * g->ncx ? (g->ncx / 2) * g->ncy
                                                                        : (g->ncy / 2) * g->ncx;
     size_t smem = (size_t)3 * lcap * sizeof(int);

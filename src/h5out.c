@@ -187,6 +187,21 @@ void h5out_add_item(h5w *w, int particle, int stagger, int precision, long long 
         w->nitems++;
 }
 
+int h5out_commit(const h5w *w, const char *tmp, const char *path, const char *what)
+{
+    if (w->err) {
+        empic_report(path, 0, "HDF5 error at %s; %s not written", w->what, what);
+        unlink(tmp);
+        return -1;
+    }
+    if (rename(tmp, path) != 0) {
+        empic_report(path, 0, "cannot rename %s: %s", tmp, strerror(errno));
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
 /* Write text under PATH.tmp and rename; 0 or -1 after reporting. */
 int h5out_write_atomic(const char *path, const char *text, size_t len)
 {

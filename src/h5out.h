@@ -85,6 +85,9 @@ void h5out_root_attrs(h5w *w, const char *iteration_format, int meshes, int part
 /* Group /data/<step> with time, dt and timeUnitSI; *data gets /data (close both). */
 hid_t h5out_iteration(h5w *w, hid_t *data, long step, double t, double dt, double time_si);
 
+/* Finish a file written under tmp: renamed to path, or removed after reporting the HDF5
+ * error (w->what) with `what` (e.g. "dump"); 0 or -1. */
+int h5out_commit(const h5w *w, const char *tmp, const char *path, const char *what);
 /* Write text under PATH.tmp and rename; 0 or -1 after reporting. */
 int h5out_write_atomic(const char *path, const char *text, size_t len);
 /* mkdir -p; 0 or -1 (errno set). */

@@ -262,16 +262,7 @@ int insitu_phasespace(sim *S, int final)
         if (H5Fclose(w->file) < 0)
             h5out_fail(w, "file close");
     }
-    int rc = 0;
-    if (w->err) {
-        empic_report(path, 0, "HDF5 error at %s; phase-space file not written", w->what);
-        unlink(tmp);
-        rc = -1;
-    } else if (rename(tmp, path) != 0) {
-        empic_report(path, 0, "cannot rename %s: %s", tmp, strerror(errno));
-        unlink(tmp);
-        rc = -1;
-    }
+    int rc = h5out_commit(w, tmp, path, "phase-space file");
     free(w);
     return rc;
 }

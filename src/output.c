@@ -550,18 +550,9 @@ int output_dump(const char *outdir, const output_frame *fr)
         h5out_safe_name(w->species[s], DECK_NAME_MAX, fr->sp[s].cfg->name);
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     write_file(w, tmp, fr, &u);
-    int rc = 0;
-    if (w->err) {
-        empic_report(path, 0, "HDF5 error at %s; dump not written", w->what);
-        unlink(tmp);
-        rc = -1;
-    } else if (rename(tmp, path) != 0) {
-        empic_report(path, 0, "cannot rename %s: %s", tmp, strerror(errno));
-        unlink(tmp);
-        rc = -1;
-    } else {
+    int rc = h5out_commit(w, tmp, path, "dump");
+    if (rc == 0)
         rc = xdmf_dump(dir, w, fr);
-    }
     free(w);
     return rc;
 }
