@@ -230,6 +230,10 @@ int gpu_init(sim *S)
     GPU_CK(cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking));
     for (int k = 0; k < GPU_EVENTS; k++)
         GPU_CK(cudaEventCreate(&g->ev[k]));
+    /* the host fields pinned: dumps copy them at full bus speed (not fatal if refused) */
+    g->pinned_fields = cudaHostRegister(f->store, EMF_STORE * f->size * sizeof(float), 0) == cudaSuccess;
+    if (!g->pinned_fields)
+        cudaGetLastError();
 
     g->store = (float *)gpu_malloc(g, 12 * g->size * sizeof(float), "field arrays");
     GPU_CK(cudaMemset(g->store, 0, 12 * g->size * sizeof(float)));
@@ -273,6 +277,8 @@ void gpu_free(sim *S)
     if (!g)
         return;
     cudaStreamSynchronize(g->stream);
+    if (g->pinned_fields)
+        cudaHostUnregister(S->f.store);
     gpu_bnd_free(g);
     for (int s = 0; s < g->nsp; s++)
         free_species(&g->sp[s]);

@@ -109,6 +109,7 @@ struct gpu_state {
     int check;                    /* EMPIC_GPU_CHECK=1: verify particles after each phase */
     size_t bytes;                 /* device bytes allocated */
     void *pinned;                 /* pinned host buffer of the compacted dumps (gpu_diag.cu) */
+    int pinned_fields;            /* the host field arrays (emf.store) are page-locked */
     size_t pinned_n;
 };
 

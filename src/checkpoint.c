@@ -19,9 +19,6 @@
 #include "empic.h"
 #include "fbnd.h"
 #include "report.h"
-#ifdef EMPIC_CUDA
-#include "../cuda/gpu.h"
-#endif
 
 #include <dirent.h>
 #include <errno.h>
@@ -501,21 +498,9 @@ int checkpoint_write_host(sim *S)
     return 0;
 }
 
-static void fetch_device(sim *S)
-{
-#ifdef EMPIC_CUDA
-    if (S->backend == BACKEND_CUDA) {
-        gpu_fetch_fields(S, 0);
-        gpu_fetch_particles(S);
-    }
-#else
-    (void)S;
-#endif
-}
-
 int checkpoint_write(sim *S)
 {
-    fetch_device(S);
+    sim_fetch(S);
     return checkpoint_write_host(S);
 }
 

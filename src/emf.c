@@ -25,7 +25,7 @@ void emf_init(emf *f, const deck *d)
     memcpy(f->bnd, d->fbnd, sizeof f->bnd);
     f->filter_passes = d->filter_passes;
     f->filter_compensate = d->filter_compensate;
-    f->store = empic_calloc(11 * f->size, sizeof(float), "field arrays");
+    f->store = empic_calloc(EMF_STORE * f->size, sizeof(float), "field arrays");
     for (int c = 0; c < 3; c++) {
         f->e[c] = f->store + c * f->size;
         f->b[c] = f->store + (3 + c) * f->size;

@@ -6,6 +6,7 @@
 #include <stddef.h>
 
 #define EMF_GUARD 2 /* guard cells on every side: stencils and deposits one cell out */
+#define EMF_STORE 11 /* arrays in emf.store: e[3], b[3], j[3], rho, tmp */
 
 typedef struct {
     int nx, ny;          /* interior cells */
@@ -16,7 +17,7 @@ typedef struct {
     int bnd[4];          /* enum deck_fbnd */
     int filter_passes, filter_compensate;
     float *e[3], *b[3], *j[3], *rho; /* components at their Yee points (particle.h) */
-    float *store;        /* one allocation behind all arrays */
+    float *store;        /* one allocation behind all arrays: EMF_STORE x size floats */
     float *tmp;          /* scratch for the filter */
     double rho_bg;       /* uniform neutralising background of a non-neutral periodic box */
     long step;           /* E is at t = step dt (emf_e_advance counts) */

@@ -5,9 +5,6 @@
 #include "guard.h"
 #include "checkpoint.h"
 #include "empic.h"
-#ifdef EMPIC_CUDA
-#include "../cuda/gpu.h"
-#endif
 
 #include <limits.h>
 #include <math.h>
@@ -182,18 +179,6 @@ void guard_signals(int on)
 
 int guard_signal_pending(void) { return sig_seen; }
 
-static void fetch_device(sim *S)
-{
-#ifdef EMPIC_CUDA
-    if (S->backend == BACKEND_CUDA) {
-        gpu_fetch_fields(S, 0);
-        gpu_fetch_particles(S);
-    }
-#else
-    (void)S;
-#endif
-}
-
 static int energies_finite(const sim *S)
 {
     int ok = isfinite(S->en_e) && isfinite(S->en_b) && isfinite(S->en_gauss);
@@ -215,7 +200,7 @@ int guard_after_step(sim *S)
         bad_energy || ckpt || (S->step % every == 0 && (!gpu || d->energy_every <= 0));
     if (scan) {
         if (gpu)
-            fetch_device(S);
+            sim_fetch(S);
         if (guard_check(S, NULL))
             return -1;
         if (bad_energy) {

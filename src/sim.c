@@ -123,6 +123,7 @@ int sim_init_from(sim *S, const deck *d, int quiet, const char *checkpoint)
 
 void sim_free(sim *S)
 {
+    writer_wait(&S->out);
 #ifdef EMPIC_CUDA
     if (use_gpu(S))
         gpu_free(S);
@@ -169,8 +170,26 @@ void sim_rho(sim *S, float *per)
 
 /* Field and particle dumps and particle tracks of the current step (fields at t = step dt),
  * then the phase-space histograms due (all of them when final). */
+void sim_wait_writes(sim *S)
+{
+    if (writer_wait(&S->out))
+        empic_exit(1);
+}
+
+void sim_fetch(sim *S)
+{
+    sim_wait_writes(S);
+#ifdef EMPIC_CUDA
+    if (use_gpu(S)) {
+        gpu_fetch_fields(S, 0);
+        gpu_fetch_particles(S);
+    }
+#endif
+}
+
 static void dump(sim *S, int fields, int parts, int tracks, int final)
 {
+    sim_wait_writes(S);
     if (insitu_phasespace(S, final))
         empic_exit(1);
     if (!fields && !parts && !tracks)
@@ -215,7 +234,8 @@ static void dump(sim *S, int fields, int parts, int tracks, int final)
     fr.fields = fields;
     fr.particles = parts;
     fr.tracks = 0;
-    if (output_dump(S->d.output, &fr))
+    /* on the GPU the host copies stay as they are until the next fetch: written meanwhile */
+    if (use_gpu(S) ? writer_start(&S->out, S->d.output, &fr) : output_dump(S->d.output, &fr))
         empic_exit(1);
 }
 
@@ -332,6 +352,7 @@ int sim_run(sim *S)
         stop = guard_after_step(S);
     }
     guard_signals(0);
+    sim_wait_writes(S);
     if (stop) {
         report_progress(S, 1);
         report_close(S);
@@ -346,6 +367,7 @@ int sim_run(sim *S)
     if (fields || parts || tracks || hists) {
         b_half(S);
         dump(S, fields, parts, tracks, 1);
+        sim_wait_writes(S);
     }
     report_progress(S, 1);
     return report_close(S);

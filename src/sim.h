@@ -6,6 +6,7 @@
 #include "emf.h"
 #include "species.h"
 #include "window.h"
+#include "writer.h"
 #include <stdio.h>
 
 enum sim_phase { PH_PUSH = 0, PH_DEPOSIT, PH_SORT, PH_FIELD, PH_OTHER, PH_COUNT };
@@ -32,6 +33,7 @@ typedef struct {
     double en_e, en_b, en_kin[DECK_MAX_SPECIES], en_gauss;
     FILE *energy;             /* energy.csv (under its temporary name while running) */
     float *rho_sp;            /* per-species charge scratch, allocated at first dump */
+    writer out;               /* the dump being written in the background (CUDA backend) */
     int quiet;
     double progress_at;       /* wall clock of the last progress line */
     char checkpoint_last[DECK_PATH_MAX + 64]; /* last checkpoint written or restarted from */
@@ -51,6 +53,12 @@ void sim_free(sim *S);
 /* Charge density of all species (and of each when per != NULL) at the current positions,
  * guards folded and filtered like J, into f.rho. */
 void sim_rho(sim *S, float *per);
+/* Wait for the dump being written in the background (before the host copies of the device
+ * state change, or HDF5 is used); exits with status 1 when it failed (it said why). */
+void sim_wait_writes(sim *S);
+/* The whole device state into the host arrays (fields, particles; CUDA backend), after the
+ * background dump: for checkpoints and guards. */
+void sim_fetch(sim *S);
 /* Total kinetic energy of mobile species at the last push and field energies now. */
 long long sim_particles(const sim *S);
 
