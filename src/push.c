@@ -53,49 +53,170 @@ static size_t tile_floats(const clusters *cl)
     return (size_t)3 * (cl->wmax + 3) * (cl->hmax + 3);
 }
 
-/* The push loop of one cluster (want_ke a compile-time constant in each instance). */
+/* gather_component's weight and stencil offset along one axis for a stagger of h half cells
+ * (the same selects and arithmetic, so the same values). */
+static inline __attribute__((always_inline)) float stencil_axis(float x, int h, int *o)
+{
+    float px = h ? x - 0.5f : x;
+    int ox = px < 0.0f ? -1 : 0;
+    *o = ox;
+    return px - (float)ox;
+}
+
+/* gather_component's bilinear combination of the four stencil values (same expression and
+ * order of operations). */
+static inline __attribute__((always_inline)) float bilinear(float f00, float f10, float f01,
+                                                            float f11, float wx, float wy)
+{
+    return (1.0f - wy) * ((1.0f - wx) * f00 + wx * f10) + wy * ((1.0f - wx) * f01 + wx * f11);
+}
+
+/* The field stage of a cluster: one record of REC floats per quarter cell (the particle's
+ * half of the cell along x and along y fixes every component's stencil corner), holding
+ * the 4 stencil values f[b], f[b+1], f[b+s], f[b+s+1] of Ex, Ey, Ez, Bx, By, Bz in that
+ * order (24 floats, padded to two cache lines). Record of quarter (qx, qy) of cluster cell
+ * (a, b): (2 b + qy) * 2 w + 2 a + qx. */
+#define REC 32
+#define PCHUNK 64
+static size_t stage_floats(const clusters *cl)
+{
+    return (size_t)4 * REC * cl->wmax * cl->hmax + 16; /* + room to align */
+}
+
+static void stage_fill(float *restrict rec, const emf *f, int x0, int y0, int w, int h)
+{
+    const int st = f->stride;
+    /* stagger (hx, hy) of Ex, Ey, Ez, Bx, By, Bz (particle.h) */
+    static const int hx[6] = {1, 0, 0, 0, 1, 1}, hy[6] = {0, 1, 0, 1, 0, 1};
+    const float *const src[6] = {f->e[0], f->e[1], f->e[2], f->b[0], f->b[1], f->b[2]};
+    for (int b = 0; b < h; b++)
+        for (int qy = 0; qy < 2; qy++)
+            for (int a = 0; a < w; a++)
+                for (int qx = 0; qx < 2; qx++) {
+                    float *r = rec + (size_t)REC * ((2 * b + qy) * 2 * w + 2 * a + qx);
+                    int k = emf_idx(f, x0 + a, y0 + b);
+                    for (int m = 0; m < 6; m++) {
+                        /* gather_component's corner: ox = -1 when x - 1/2 < 0 (staggered) */
+                        const float *g = src[m] + k - (hx[m] && !qx) - (hy[m] && !qy) * st;
+                        r[4 * m + 0] = g[0];
+                        r[4 * m + 1] = g[1];
+                        r[4 * m + 2] = g[st];
+                        r[4 * m + 3] = g[st + 1];
+                    }
+                    for (int m = 24; m < REC; m++)
+                        r[m] = 0.0f;
+                }
+}
+
+#if defined(__AVX__)
+#include <immintrin.h>
+/* Columns m0..m0+7 of the records of 8 particles (rows at q[0..7]) into fv[m0..m0+7][r..r+7]:
+ * an 8x8 transpose (128-bit halves loaded row l | row l+4, then in-lane 4x4 transposes). */
+static inline __attribute__((always_inline)) void
+rec_transpose8(const float *rec, const int *q, int m0, float (*fv)[PCHUNK], int r)
+{
+    for (int half = 0; half < 2; half++) {
+        __m256 t[4];
+        for (int l = 0; l < 4; l++)
+            t[l] = _mm256_insertf128_ps(
+                _mm256_castps128_ps256(_mm_loadu_ps(rec + (size_t)REC * q[l] + m0 + 4 * half)),
+                _mm_loadu_ps(rec + (size_t)REC * q[l + 4] + m0 + 4 * half), 1);
+        __m256 a0 = _mm256_unpacklo_ps(t[0], t[1]), a1 = _mm256_unpackhi_ps(t[0], t[1]);
+        __m256 a2 = _mm256_unpacklo_ps(t[2], t[3]), a3 = _mm256_unpackhi_ps(t[2], t[3]);
+        float *d = &fv[m0 + 4 * half][r];
+        _mm256_store_ps(d, _mm256_shuffle_ps(a0, a2, _MM_SHUFFLE(1, 0, 1, 0)));
+        _mm256_store_ps(d + PCHUNK, _mm256_shuffle_ps(a0, a2, _MM_SHUFFLE(3, 2, 3, 2)));
+        _mm256_store_ps(d + 2 * PCHUNK, _mm256_shuffle_ps(a1, a3, _MM_SHUFFLE(1, 0, 1, 0)));
+        _mm256_store_ps(d + 3 * PCHUNK, _mm256_shuffle_ps(a1, a3, _MM_SHUFFLE(3, 2, 3, 2)));
+    }
+}
+#endif
+
+/* The push loop of one cluster (want_ke a compile-time constant in each instance), by chunks
+ * of PCHUNK particles: the cluster's fields are first laid out as quarter-cell records
+ * (stage_fill); a vectorised loop finds each particle's record, the records' 24 values are
+ * transposed into structure-of-arrays buffers (AVX shuffles: AVX2 gathers are slow on Zen),
+ * and a vectorised loop interpolates exactly as gather_component does (same values, same
+ * weights, same operations) and applies boris_step. */
 static inline __attribute__((always_inline)) double
-push_range(species *s, const emf *f, int c, const float ext_e[3], const float ext_b[3],
-           float qdt2m, const int want_ke)
+push_range(species *s, const emf *f, const clusters *cl, int c, float *restrict stage,
+           const float ext_e[3], const float ext_b[3], float qdt2m, const int want_ke)
 {
     double ke = 0.0;
-    const int end = s->start[c] + s->count[c], st = f->stride, off = f->off;
-    const float *restrict ex = f->e[0], *restrict ey = f->e[1], *restrict ez = f->e[2];
-    const float *restrict bx = f->b[0], *restrict by = f->b[1], *restrict bz = f->b[2];
+    const int end = s->start[c] + s->count[c];
+    if (end == s->start[c])
+        return ke;
+    const int cx = c % cl->ncx, cy = c / cl->ncx;
+    const int x0 = cl->x0[cx], y0 = cl->y0[cy];
+    const int w = cl->x0[cx + 1] - x0, h = cl->y0[cy + 1] - y0;
+    float *restrict rec = (float *)(((uintptr_t)stage + 63) & ~(uintptr_t)63);
+    stage_fill(rec, f, x0, y0, w, h);
     const float *restrict px = s->x, *restrict py = s->y, *restrict pw = s->w;
     const uint32_t *restrict cell = s->cell;
     float *restrict pux = s->ux, *restrict puy = s->uy, *restrict puz = s->uz;
     const float e0 = ext_e[0], e1 = ext_e[1], e2 = ext_e[2];
     const float b0 = ext_b[0], b1 = ext_b[1], b2 = ext_b[2];
+    _Alignas(32) int q[PCHUNK];
+    /* field values, 4 stencil points per component: Ex, Ey, Ez, Bx, By, Bz */
+    _Alignas(32) float fv[24][PCHUNK];
+    for (int base = s->start[c]; base < end; base += PCHUNK) {
+        const int n = end - base < PCHUNK ? end - base : PCHUNK;
+#pragma omp simd
+        for (int r = 0; r < n; r++) {
+            const int p = base + r;
+            float x = px[p], y = py[p];
+            int ox, oy;
+            (void)stencil_axis(x, 1, &ox);
+            (void)stencil_axis(y, 1, &oy);
+            q[r] = (2 * (cell_j(cell[p]) - y0) + 1 + oy) * 2 * w + 2 * (cell_i(cell[p]) - x0) +
+                   1 + ox;
+        }
+        int r = 0;
+#if defined(__AVX__)
+        for (; r + 8 <= n; r += 8) {
+            rec_transpose8(rec, q + r, 0, fv, r);
+            rec_transpose8(rec, q + r, 8, fv, r);
+            rec_transpose8(rec, q + r, 16, fv, r);
+        }
+#endif
+        for (; r < n; r++) {
+            const float *g = rec + (size_t)REC * q[r];
+            for (int m = 0; m < 24; m++)
+                fv[m][r] = g[m];
+        }
 #pragma omp simd reduction(+ : ke)
-    for (int p = s->start[c]; p < end; p++) {
-        int k = off + cell_i(cell[p]) + cell_j(cell[p]) * st;
-        float x = px[p], y = py[p];
-        float gx = gather_component(ex, k, st, x, y, 1, 0) + e0;
-        float gy = gather_component(ey, k, st, x, y, 0, 1) + e1;
-        float gz = gather_component(ez, k, st, x, y, 0, 0) + e2;
-        float hx = gather_component(bx, k, st, x, y, 0, 1) + b0;
-        float hy = gather_component(by, k, st, x, y, 1, 0) + b1;
-        float hz = gather_component(bz, k, st, x, y, 1, 1) + b2;
-        float u0x = pux[p], u0y = puy[p], u0z = puz[p], vx = u0x, vy = u0y, vz = u0z;
-        boris_step(&vx, &vy, &vz, gx, gy, gz, hx, hy, hz, qdt2m);
-        pux[p] = vx;
-        puy[p] = vy;
-        puz[p] = vz;
-        float gm = lorentz_gamma(0.5f * (u0x + vx), 0.5f * (u0y + vy), 0.5f * (u0z + vz));
-        ke += want_ke ? (double)pw[p] * (gm - 1.0f) : 0.0;
+        for (int r = 0; r < n; r++) {
+            const int p = base + r;
+            float x = px[p], y = py[p];
+            int o;
+            float wx0 = stencil_axis(x, 0, &o), wx1 = stencil_axis(x, 1, &o);
+            float wy0 = stencil_axis(y, 0, &o), wy1 = stencil_axis(y, 1, &o);
+            float gx = bilinear(fv[0][r], fv[1][r], fv[2][r], fv[3][r], wx1, wy0) + e0;
+            float gy = bilinear(fv[4][r], fv[5][r], fv[6][r], fv[7][r], wx0, wy1) + e1;
+            float gz = bilinear(fv[8][r], fv[9][r], fv[10][r], fv[11][r], wx0, wy0) + e2;
+            float hx = bilinear(fv[12][r], fv[13][r], fv[14][r], fv[15][r], wx0, wy1) + b0;
+            float hy = bilinear(fv[16][r], fv[17][r], fv[18][r], fv[19][r], wx1, wy0) + b1;
+            float hz = bilinear(fv[20][r], fv[21][r], fv[22][r], fv[23][r], wx1, wy1) + b2;
+            float u0x = pux[p], u0y = puy[p], u0z = puz[p], vx = u0x, vy = u0y, vz = u0z;
+            boris_step(&vx, &vy, &vz, gx, gy, gz, hx, hy, hz, qdt2m);
+            pux[p] = vx;
+            puy[p] = vy;
+            puz[p] = vz;
+            float gm = lorentz_gamma(0.5f * (u0x + vx), 0.5f * (u0y + vy), 0.5f * (u0z + vz));
+            ke += want_ke ? (double)pw[p] * (gm - 1.0f) : 0.0;
+        }
     }
     return ke;
 }
 
 /* Push one cluster: u(n-1/2) -> u(n+1/2); returns sum of w (gamma - 1) at time n when
  * want_ke. Two instances of the loop, so each is compiled with want_ke constant and
- * vectorised. */
-static double push_cluster(species *s, const emf *f, int c, const float ext_e[3],
-                           const float ext_b[3], float qdt2m, int want_ke)
+ * vectorised. stage: stage_floats(cl) floats of the calling thread. */
+static double push_cluster(species *s, const emf *f, const clusters *cl, int c, float *stage,
+                           const float ext_e[3], const float ext_b[3], float qdt2m, int want_ke)
 {
-    return want_ke ? push_range(s, f, c, ext_e, ext_b, qdt2m, 1)
-                   : push_range(s, f, c, ext_e, ext_b, qdt2m, 0);
+    return want_ke ? push_range(s, f, cl, c, stage, ext_e, ext_b, qdt2m, 1)
+                   : push_range(s, f, cl, c, stage, ext_e, ext_b, qdt2m, 0);
 }
 
 void push_half_back(species *s, const emf *f, const clusters *cl, const float ext_e[3],
@@ -104,9 +225,14 @@ void push_half_back(species *s, const emf *f, const clusters *cl, const float ex
     if (s->cfg->immobile)
         return;
     const float qdt2m = (float)(-0.25 * f->dt) * s->qm; /* a Boris step of -dt/2 */
-#pragma omp parallel for schedule(dynamic)
-    for (int c = 0; c < cl->n; c++)
-        push_cluster(s, f, c, ext_e, ext_b, qdt2m, 0);
+#pragma omp parallel
+    {
+        float *stage = empic_alloc(stage_floats(cl) * sizeof(float), "field stage");
+#pragma omp for schedule(dynamic)
+        for (int c = 0; c < cl->n; c++)
+            push_cluster(s, f, cl, c, stage, ext_e, ext_b, qdt2m, 0);
+        free(stage);
+    }
 }
 
 /* Move one cluster's particles, deposit their current in tile t and set migration codes.
@@ -181,6 +307,7 @@ void push_cpu(species *s, emf *f, const clusters *cl, const float ext_e[3],
 #pragma omp parallel reduction(+ : ke, tp, td)
     {
         float *store = empic_alloc(tile_floats(cl) * sizeof(float), "current tile");
+        float *stage = empic_alloc(stage_floats(cl) * sizeof(float), "field stage");
         for (int color = 0; color < 4; color++) {
 #pragma omp for schedule(dynamic)
             for (int c = 0; c < cl->n; c++) {
@@ -188,7 +315,7 @@ void push_cpu(species *s, emf *f, const clusters *cl, const float ext_e[3],
                 if ((cx & 1) + 2 * (cy & 1) != color)
                     continue;
                 double t0 = omp_get_wtime();
-                ke += push_cluster(s, f, c, ext_e, ext_b, qdt2m, want_ke);
+                ke += push_cluster(s, f, cl, c, stage, ext_e, ext_b, qdt2m, want_ke);
                 double t1 = omp_get_wtime();
                 tile t;
                 tile_open(&t, store, cl, c, 3);
@@ -203,6 +330,7 @@ void push_cpu(species *s, emf *f, const clusters *cl, const float ext_e[3],
             }
         }
         free(store);
+        free(stage);
     }
     int nt = omp_get_max_threads();
     st->kinetic = ke * s->m * f->dx * f->dy;
