@@ -173,38 +173,12 @@ static void compare_steps(int steps, double tol)
 static void test_one_step(void) { compare_steps(1, 1e-6); }
 static void test_ten_steps(void) { compare_steps(10, 1e-5); }
 
-/* Rows of energy.csv: step, t, field_E, field_B, kinetic..., total, gauss_max. */
-static int read_energy(const sim *S, double rows[][8], int max)
-{
-    char path[DECK_PATH_MAX + 32], line[1024];
-    snprintf(path, sizeof path, "%s/energy.csv", S->d.output);
-    FILE *f = fopen(path, "r");
-    int n = 0;
-    if (!f)
-        return 0;
-    if (!fgets(line, sizeof line, f)) {
-        fclose(f);
-        return 0;
-    }
-    while (n < max && fgets(line, sizeof line, f)) {
-        char *p = line;
-        for (int k = 0; k < 8; k++) {
-            rows[n][k] = strtod(p, &p);
-            if (*p == ',')
-                p++;
-        }
-        n++;
-    }
-    fclose(f);
-    return n;
-}
-
 static void test_warm_plasma(void)
 {
     enum { STEPS = 300 };
     deck d;
     sim C, G;
-    static double rc[STEPS][8], rg[STEPS][8];
+    static double rc[STEPS][TU_ECOLS], rg[STEPS][TU_ECOLS];
     warm_deck(&d, 64, 64, STEPS, BACKEND_CPU, "cpuw");
     d.energy_every = 1;
     CU_ASSERT_FATAL(sim_init(&C, &d, 1) == 0);
@@ -213,8 +187,9 @@ static void test_warm_plasma(void)
     CU_ASSERT_FATAL(sim_init(&G, &d, 1) == 0);
     CU_ASSERT(sim_run(&C) == 0);
     CU_ASSERT(sim_run(&G) == 0);
-    int nc = read_energy(&C, rc, STEPS), ng = read_energy(&G, rg, STEPS);
-    CU_ASSERT_FATAL(nc == STEPS && ng == STEPS);
+    int kc, kg, nc = tu_energy_rows(C.d.output, rc, STEPS, &kc),
+                ng = tu_energy_rows(G.d.output, rg, STEPS, &kg);
+    CU_ASSERT_FATAL(nc == STEPS && ng == STEPS && kc == 8 && kg == 8);
     /* columns: 0 step, 1 t, 2 field_E, 3 field_B, 4 kinetic_electrons, 5 kinetic_ions,
      * 6 total, 7 gauss_max */
     double gauss = 0.0, dtot = 0.0, dkin = 0.0, dfe = 0.0;
@@ -439,34 +414,6 @@ static void test_phasespace(void)
 
 typedef void (*deck_maker)(deck *d, int backend, const char *tag);
 
-/* energy.csv rows (up to 12 columns; ncol set from the header). */
-static int read_rows(const sim *S, double rows[][12], int max, int *ncol)
-{
-    char path[DECK_PATH_MAX + 32], line[2048];
-    snprintf(path, sizeof path, "%s/energy.csv", S->d.output);
-    FILE *f = fopen(path, "r");
-    int n = 0;
-    *ncol = 0;
-    if (!f)
-        return 0;
-    if (fgets(line, sizeof line, f)) {
-        *ncol = 1;
-        for (char *p = line; *p; p++)
-            *ncol += *p == ',';
-    }
-    while (*ncol <= 12 && n < max && fgets(line, sizeof line, f)) {
-        char *p = line;
-        for (int k = 0; k < *ncol; k++) {
-            rows[n][k] = strtod(p, &p);
-            if (*p == ',')
-                p++;
-        }
-        n++;
-    }
-    fclose(f);
-    return n;
-}
-
 typedef struct {
     double field, psi, energy, gauss_cpu, gauss_gpu;
     long long np_cpu[DECK_MAX_SPECIES], np_gpu[DECK_MAX_SPECIES], counted[DECK_MAX_SPECIES];
@@ -476,7 +423,7 @@ typedef struct {
 static open_cmp compare_open(deck_maker make, long steps, const char *tag)
 {
     enum { MAXROWS = 400 };
-    static double rc[MAXROWS][12], rg[MAXROWS][12];
+    static double rc[MAXROWS][TU_ECOLS], rg[MAXROWS][TU_ECOLS];
     open_cmp r;
     memset(&r, 0, sizeof r);
     deck d;
@@ -521,8 +468,8 @@ static open_cmp compare_open(deck_maker make, long steps, const char *tag)
         r.bad += check_species(&G.sp[s], &G.cl);
     }
     int nc, ng, kc, kg;
-    nc = read_rows(&C, rc, MAXROWS, &kc);
-    ng = read_rows(&G, rg, MAXROWS, &kg);
+    nc = tu_energy_rows(C.d.output, rc, MAXROWS, &kc);
+    ng = tu_energy_rows(G.d.output, rg, MAXROWS, &kg);
     CU_ASSERT(nc == steps && ng == steps && kc == kg && kc >= 6);
     for (int n = 0; n < nc && n < ng && kc == kg; n++) {
         double tot = fabs(rc[n][kc - 2]);

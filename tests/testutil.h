@@ -8,6 +8,7 @@
 #include <CUnit/Basic.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -64,6 +65,38 @@ static inline void tu_blob_species(deck *d)
     snprintf(b->drift[1], sizeof b->drift[1], "0.3*sin(2*pi*x/9.6)");
     tu_species(d, "warm", -1, 1, 2, 0.1);
     tu_species(d, "ions", 1, 1836, 2, 0)->immobile = 1;
+}
+
+#define TU_ECOLS 12
+
+/* Rows of OUTDIR/energy.csv (step, t, field_E, field_B, kinetic..., total, gauss_max), at
+ * most TU_ECOLS columns (*ncol from the header; no rows if there are more). Returns the rows
+ * read. */
+static inline int tu_energy_rows(const char *outdir, double rows[][TU_ECOLS], int max, int *ncol)
+{
+    char path[DECK_PATH_MAX + 32], line[2048];
+    snprintf(path, sizeof path, "%s/energy.csv", outdir);
+    FILE *f = fopen(path, "r");
+    int n = 0;
+    *ncol = 0;
+    if (!f)
+        return 0;
+    if (fgets(line, sizeof line, f)) {
+        *ncol = 1;
+        for (char *p = line; *p; p++)
+            *ncol += *p == ',';
+    }
+    while (*ncol <= TU_ECOLS && n < max && fgets(line, sizeof line, f)) {
+        char *p = line;
+        for (int k = 0; k < *ncol; k++) {
+            rows[n][k] = strtod(p, &p);
+            if (*p == ',')
+                p++;
+        }
+        n++;
+    }
+    fclose(f);
+    return n;
 }
 
 /* Crude DFT peak search: the frequency in [w0, w1] maximising |sum f(t) e^{-i w t}|. */
