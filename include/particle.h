@@ -20,16 +20,32 @@
 #define EMPIC_ACC(p, v) (*(p) += (v))
 #endif
 
+/* Linear weights along one axis at offset x in the cell, for a component staggered by half
+ * a cell (h = 1) or not: the stencil starts at cell offset *o (-1 or 0, a select, not a
+ * branch); returns the weight of its upper node. */
+EMPIC_HD float gather_axis(float x, int h, int *o)
+{
+    float p = h ? x - 0.5f : x;
+    int ox = p < 0.0f ? -1 : 0;
+    *o = ox;
+    return p - (float)ox;
+}
+
+/* The bilinear combination of a stencil's values f00, f10 (x + 1), f01 (y + 1), f11 with
+ * upper-node weights wx, wy. */
+EMPIC_HD float gather_bilinear(float f00, float f10, float f01, float f11, float wx, float wy)
+{
+    return (1.0f - wy) * ((1.0f - wx) * f00 + wx * f10) + wy * ((1.0f - wx) * f01 + wx * f11);
+}
+
 /* Linear interpolation of one component at (x, y) within cell k, the component being
  * staggered by half a cell in x (hx = 1) and/or y (hy = 1). */
 EMPIC_HD float gather_component(const float *f, int k, int s, float x, float y, int hx, int hy)
 {
-    float px = hx ? x - 0.5f : x, py = hy ? y - 0.5f : y;
-    int ox = px < 0.0f ? -1 : 0, oy = py < 0.0f ? -1 : 0; /* selects, not branches */
-    float wx = px - (float)ox, wy = py - (float)oy;
+    int ox, oy;
+    float wx = gather_axis(x, hx, &ox), wy = gather_axis(y, hy, &oy);
     int b = k + ox + oy * s;
-    return (1.0f - wy) * ((1.0f - wx) * f[b] + wx * f[b + 1]) +
-           wy * ((1.0f - wx) * f[b + s] + wx * f[b + s + 1]);
+    return gather_bilinear(f[b], f[b + 1], f[b + s], f[b + s + 1], wx, wy);
 }
 
 /* E and B at offset (x, y) of cell k (Yee staggering of the header comment). */

@@ -53,24 +53,6 @@ static size_t tile_floats(const clusters *cl)
     return (size_t)3 * (cl->wmax + 3) * (cl->hmax + 3);
 }
 
-/* gather_component's weight and stencil offset along one axis for a stagger of h half cells
- * (the same selects and arithmetic, so the same values). */
-static inline __attribute__((always_inline)) float stencil_axis(float x, int h, int *o)
-{
-    float px = h ? x - 0.5f : x;
-    int ox = px < 0.0f ? -1 : 0;
-    *o = ox;
-    return px - (float)ox;
-}
-
-/* gather_component's bilinear combination of the four stencil values (same expression and
- * order of operations). */
-static inline __attribute__((always_inline)) float bilinear(float f00, float f10, float f01,
-                                                            float f11, float wx, float wy)
-{
-    return (1.0f - wy) * ((1.0f - wx) * f00 + wx * f10) + wy * ((1.0f - wx) * f01 + wx * f11);
-}
-
 /* The field stage of a cluster: one record of REC floats per quarter cell (the particle's
  * half of the cell along x and along y fixes every component's stencil corner), holding
  * the 4 stencil values f[b], f[b+1], f[b+s], f[b+s+1] of Ex, Ey, Ez, Bx, By, Bz in that
@@ -136,8 +118,8 @@ rec_transpose8(const float *rec, const int *q, int m0, float (*fv)[PCHUNK], int 
  * of PCHUNK particles: the cluster's fields are first laid out as quarter-cell records
  * (stage_fill); a vectorised loop finds each particle's record, the records' 24 values are
  * transposed into structure-of-arrays buffers (AVX shuffles: AVX2 gathers are slow on Zen),
- * and a vectorised loop interpolates exactly as gather_component does (same values, same
- * weights, same operations) and applies boris_step. */
+ * and a vectorised loop interpolates with gather_component's formulas (gather_axis,
+ * gather_bilinear: same values, weights and operations) and applies boris_step. */
 static inline __attribute__((always_inline)) double
 push_range(species *s, const emf *f, const clusters *cl, int c, float *restrict stage,
            const float ext_e[3], const float ext_b[3], float qdt2m, const int want_ke)
@@ -166,8 +148,8 @@ push_range(species *s, const emf *f, const clusters *cl, int c, float *restrict 
             const int p = base + r;
             float x = px[p], y = py[p];
             int ox, oy;
-            (void)stencil_axis(x, 1, &ox);
-            (void)stencil_axis(y, 1, &oy);
+            (void)gather_axis(x, 1, &ox);
+            (void)gather_axis(y, 1, &oy);
             q[r] = (2 * (cell_j(cell[p]) - y0) + 1 + oy) * 2 * w + 2 * (cell_i(cell[p]) - x0) +
                    1 + ox;
         }
@@ -189,14 +171,14 @@ push_range(species *s, const emf *f, const clusters *cl, int c, float *restrict 
             const int p = base + r;
             float x = px[p], y = py[p];
             int o;
-            float wx0 = stencil_axis(x, 0, &o), wx1 = stencil_axis(x, 1, &o);
-            float wy0 = stencil_axis(y, 0, &o), wy1 = stencil_axis(y, 1, &o);
-            float gx = bilinear(fv[0][r], fv[1][r], fv[2][r], fv[3][r], wx1, wy0) + e0;
-            float gy = bilinear(fv[4][r], fv[5][r], fv[6][r], fv[7][r], wx0, wy1) + e1;
-            float gz = bilinear(fv[8][r], fv[9][r], fv[10][r], fv[11][r], wx0, wy0) + e2;
-            float hx = bilinear(fv[12][r], fv[13][r], fv[14][r], fv[15][r], wx0, wy1) + b0;
-            float hy = bilinear(fv[16][r], fv[17][r], fv[18][r], fv[19][r], wx1, wy0) + b1;
-            float hz = bilinear(fv[20][r], fv[21][r], fv[22][r], fv[23][r], wx1, wy1) + b2;
+            float wx0 = gather_axis(x, 0, &o), wx1 = gather_axis(x, 1, &o);
+            float wy0 = gather_axis(y, 0, &o), wy1 = gather_axis(y, 1, &o);
+            float gx = gather_bilinear(fv[0][r], fv[1][r], fv[2][r], fv[3][r], wx1, wy0) + e0;
+            float gy = gather_bilinear(fv[4][r], fv[5][r], fv[6][r], fv[7][r], wx0, wy1) + e1;
+            float gz = gather_bilinear(fv[8][r], fv[9][r], fv[10][r], fv[11][r], wx0, wy0) + e2;
+            float hx = gather_bilinear(fv[12][r], fv[13][r], fv[14][r], fv[15][r], wx0, wy1) + b0;
+            float hy = gather_bilinear(fv[16][r], fv[17][r], fv[18][r], fv[19][r], wx1, wy0) + b1;
+            float hz = gather_bilinear(fv[20][r], fv[21][r], fv[22][r], fv[23][r], wx1, wy1) + b2;
             float u0x = pux[p], u0y = puy[p], u0z = puz[p], vx = u0x, vy = u0y, vz = u0z;
             boris_step(&vx, &vy, &vz, gx, gy, gz, hx, hy, hz, qdt2m);
             pux[p] = vx;
