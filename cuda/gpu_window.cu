@@ -19,44 +19,41 @@ static double host_seconds(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* Shift row[from..len) one entry toward the front in place, the last entry becoming 0: the
+ * block walks the row in chunks, each read before the chunk is written, and a chunk's writes
+ * never reach the next chunk's reads. */
+__device__ void shift_row(float *row, int from, int len)
+{
+    for (int base = from; base < len; base += blockDim.x) {
+        int c = base + threadIdx.x;
+        float v = c < len - 1 ? row[c + 1] : 0.0f;
+        __syncthreads();
+        if (c < len)
+            row[c] = v;
+        __syncthreads();
+    }
+}
+
 /* Row blockIdx.x of array blockIdx.y (guard rows too): columns [G, stride-1) take the
- * next column, the last is cleared, the guards below x = 0 kept (as window.c's shift_array).
- * In place: the block walks the row in chunks, each read before the chunk is written, and a
- * chunk's writes never reach the next chunk's reads. */
+ * next column, the last is cleared, the guards below x = 0 kept (as window.c's shift_array). */
 typedef struct {
     float *a[9];
 } arrays9;
 
 __global__ void k_shift_rows(arrays9 arr, int stride, int G)
 {
-    float *row = arr.a[blockIdx.y] + (size_t)blockIdx.x * stride;
-    for (int base = G; base < stride; base += blockDim.x) {
-        int c = base + threadIdx.x;
-        float v = c < stride - 1 ? row[c + 1] : 0.0f;
-        __syncthreads();
-        if (c < stride)
-            row[c] = v;
-        __syncthreads();
-    }
+    shift_row(arr.a[blockIdx.y] + (size_t)blockIdx.x * stride, G, stride);
 }
 
 /* psi rows of a layer (fbnd_shift): x layer: row j of n entries; y layer: row l of len.
- * Row blockIdx.x of psi[blockIdx.y], in place as k_shift_rows. */
+ * Row blockIdx.x of psi[blockIdx.y]. */
 typedef struct {
     float *p[4];
 } arrays4;
 
 __global__ void k_shift_psi(arrays4 psi, int rowlen)
 {
-    float *q = psi.p[blockIdx.y] + (size_t)blockIdx.x * rowlen;
-    for (int base = 0; base < rowlen; base += blockDim.x) {
-        int c = base + threadIdx.x;
-        float v = c < rowlen - 1 ? q[c + 1] : 0.0f;
-        __syncthreads();
-        if (c < rowlen)
-            q[c] = v;
-        __syncthreads();
-    }
+    shift_row(psi.p[blockIdx.y] + (size_t)blockIdx.x * rowlen, 0, rowlen);
 }
 
 /* One block per cluster: cells one column back, the x field of the code recomputed for the
