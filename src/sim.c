@@ -46,10 +46,9 @@ static int resolve_backend(sim *S)
 
 int sim_init(sim *S, const deck *d, int quiet) { return sim_init_from(S, d, quiet, NULL); }
 
-/* Non-periodic boundaries, lasers and the moving window run on both backends. Checks that
- * x-launched lasers are in before the window moves (their source plane is fixed in the
- * lab). 0, or -1 after reporting. */
-static int sim_cpu_features(sim *S)
+/* Lasers launched along x must be in before the window moves (their source plane is fixed
+ * in the lab). 0, or -1 after reporting. */
+static int check_window_lasers(const sim *S)
 {
     const deck *d = &S->d;
     for (int l = 0; l < d->nlasers && d->window_enabled; l++) {
@@ -73,7 +72,7 @@ int sim_init_from(sim *S, const deck *d, int quiet, const char *checkpoint)
     memset(S, 0, sizeof *S);
     S->d = *d;
     S->quiet = quiet;
-    if (resolve_backend(S) || sim_cpu_features(S))
+    if (resolve_backend(S) || check_window_lasers(S))
         return -1;
     clusters_init(&S->cl, &S->d);
     if ((S->cl.ncx > 2 && S->d.nx / S->cl.ncx < 3) || (S->cl.ncy > 2 && S->d.ny / S->cl.ncy < 3)) {
