@@ -2,6 +2,7 @@
  * piecewise tables, and rejection (with the key path in the message) of broken decks. */
 #include "deck.h"
 
+#include "testutil.h"
 #include <CUnit/Basic.h>
 #include <math.h>
 #include <stdio.h>
@@ -368,10 +369,7 @@ int main(void)
     CU_add_test(s, "broken decks are rejected with the key path", test_broken);
     CU_add_test(s, "formulas", test_formula);
     CU_add_test(s, "piecewise tables and the Courant limit", test_pwl);
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
-    unsigned failed = CU_get_number_of_failures();
-    CU_cleanup_registry();
+    unsigned failed = tu_run_tests();
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
     if (system(cmd) != 0)

@@ -670,10 +670,7 @@ int main(void)
     CU_add_test(s, "a thermal wall", test_thermal_wall);
     CU_add_test(s, "moving window with injection", test_window);
     CU_add_test(s, "phase-space histograms on the device", test_phasespace);
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
-    int failed = (int)CU_get_number_of_failures();
-    CU_cleanup_registry();
+    unsigned failed = tu_run_tests();
     return failed ? 1 : 0;
 }
 

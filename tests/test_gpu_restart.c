@@ -191,10 +191,7 @@ int main(void)
     CU_add_test(s, "GPU checkpoint, GPU restart", test_gpu_gpu);
     CU_add_test(s, "CPU checkpoint, GPU restart", test_cpu_gpu);
     CU_add_test(s, "GPU checkpoint, CPU restart", test_gpu_cpu);
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
-    int failed = (int)CU_get_number_of_failures();
-    CU_cleanup_registry();
+    unsigned failed = tu_run_tests();
     return failed ? 1 : 0;
 }
 

@@ -744,9 +744,6 @@ int main(void)
     CU_add_test(s, "reflecting walls: count, energy, continuity", test_wall_reflecting);
     CU_add_test(s, "thermal walls: re-emitted half-Maxwellian", test_wall_thermal);
     CU_add_test(s, "linear wake wavelength", test_linear_wake);
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
-    int fails = CU_get_number_of_failures();
-    CU_cleanup_registry();
+    unsigned fails = tu_run_tests();
     return fails ? 1 : 0;
 }

@@ -169,9 +169,6 @@ int main(void)
     CU_add_test(s, "Boris gyration at omega_c/gamma", test_boris_gyration);
     CU_add_test(s, "Boris uniform E", test_boris_uniform_e);
     CU_add_test(s, "Boris E x B drift", test_boris_exb);
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
-    int fails = CU_get_number_of_failures();
-    CU_cleanup_registry();
+    unsigned fails = tu_run_tests();
     return fails ? 1 : 0;
 }

@@ -311,9 +311,6 @@ int main(void)
     CU_add_test(s, "energy conservation, warm plasma", test_energy_conservation);
     CU_add_test(s, "sort keeps every particle, drifting blob", test_sort_nonuniform);
     CU_add_test(s, "loads identical for 1 and 2 threads", test_load_threads);
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
-    int fails = CU_get_number_of_failures();
-    CU_cleanup_registry();
+    unsigned fails = tu_run_tests();
     return fails ? 1 : 0;
 }

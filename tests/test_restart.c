@@ -406,10 +406,7 @@ int main(void)
     CU_add_test(s, "NaN stops the run, last checkpoint intact", test_guard_stops_run);
     CU_add_test(s, "SIGTERM: checkpoint and status 143", test_signal_checkpoint);
     CU_add_test(s, "failed checkpoint writes keep the previous one", test_failed_writes);
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
-    unsigned fails = CU_get_number_of_failures();
-    CU_cleanup_registry();
+    unsigned fails = tu_run_tests();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", base_dir);
     if (!fails && system(cmd) != 0)

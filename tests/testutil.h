@@ -67,6 +67,16 @@ static inline void tu_blob_species(deck *d)
     tu_species(d, "ions", 1, 1836, 2, 0)->immobile = 1;
 }
 
+/* Run the registered suites verbosely and free the registry; returns the failures. */
+static inline unsigned tu_run_tests(void)
+{
+    CU_basic_set_mode(CU_BRM_VERBOSE);
+    CU_basic_run_tests();
+    unsigned failed = CU_get_number_of_failures();
+    CU_cleanup_registry();
+    return failed;
+}
+
 #define TU_ECOLS 12
 
 /* Rows of OUTDIR/energy.csv (step, t, field_E, field_B, kinetic..., total, gauss_max), at
