@@ -59,10 +59,10 @@ void gpu_bnd_setup(gpu_state *g, const sim *S)
         for (int c = 0; c < cl->n; c++)
             if (bnd_edge(h, cl, c))
                 list[n++] = c;
-        d->nedge = h->cfg->immobile ? 0 : n;
+        d->nedge = h->immobile ? 0 : n;
         d->absorbing = 0;
         for (int k = 0; k < 4; k++)
-            d->absorbing |= h->cfg->bnd[k] == PBND_ABSORBING;
+            d->absorbing |= h->bnd[k] == PBND_ABSORBING;
         if (d->nedge) {
             d->edge = (int *)gpu_malloc(g, (size_t)n * sizeof(int), "wall clusters");
             GPU_CK(cudaMemcpy(d->edge, list, (size_t)n * sizeof(int), cudaMemcpyHostToDevice));

@@ -127,7 +127,7 @@ static void upload_species(gpu_state *g, const sim *S, int s)
     const species *h = &S->sp[s];
     gpu_species *d = &g->sp[s];
     const size_t n = h->alloc, nc = (size_t)S->cl.n;
-    d->mobile = !h->cfg->immobile;
+    d->mobile = !h->immobile;
     d->q = h->q;
     d->m = h->m;
     d->qm = h->qm;

@@ -1,4 +1,4 @@
-/* deck.h - the resolved input deck (DESIGN §8) and density/drift formulas.
+/* deck.h - the resolved input deck (docs/design.md, "Input deck") and density/drift formulas.
  *
  * deck_load() reads a libconfig file, checks every key and value, fills in defaults and
  * returns 0; on any problem it reports file, line, key path and what was expected through
@@ -8,23 +8,7 @@
 
 #include <stdio.h>
 
-#define DECK_NAME_MAX 64
-#define DECK_EXPR_MAX 512
-#define DECK_PATH_MAX 1024
-#define DECK_MAX_SPECIES 16
-#define DECK_MAX_LASERS 8
-#define DECK_MAX_PHASESPACE 16
-
-enum deck_side { SIDE_XMIN = 0, SIDE_XMAX, SIDE_YMIN, SIDE_YMAX };
-enum deck_fbnd { FBND_PERIODIC = 0, FBND_PML, FBND_MUR };
-enum deck_pbnd { PBND_PERIODIC = 0, PBND_ABSORBING, PBND_REFLECTING, PBND_THERMAL };
-enum deck_profile { PROFILE_UNIFORM = 0, PROFILE_PIECEWISE, PROFILE_EXPR };
-enum deck_backend { BACKEND_AUTO = 0, BACKEND_CPU, BACKEND_CUDA };
-enum deck_envelope { ENV_SIN2 = 0, ENV_GAUSSIAN, ENV_FLATTOP };
-enum deck_fieldq { FQ_E = 1, FQ_B = 2, FQ_J = 4, FQ_RHO = 8 };
-/* Phase-space axes: position, momentum u = gamma v, kinetic energy (gamma - 1) m c^2 per
- * particle of the species, in m_e c^2. */
-enum deck_psaxis { PSA_X = 0, PSA_Y, PSA_UX, PSA_UY, PSA_UZ, PSA_ENERGY, PSA_COUNT };
+#include "kinds.h"
 
 /* One in-situ phase-space histogram (diagnostics.phasespace): the charge of the species'
  * macro-particles binned over 1 or 2 axes (src/insitu.h). */
@@ -47,7 +31,7 @@ typedef struct {
     double *s, *f;
 } deck_pwl;
 
-typedef struct {
+typedef struct deck_species {
     char name[DECK_NAME_MAX];
     double charge, mass;
     int ppc[2];
@@ -62,7 +46,7 @@ typedef struct {
     int bnd[4];                        /* enum deck_pbnd per side */
 } deck_species;
 
-typedef struct {
+typedef struct deck_laser {
     double a0, omega0, polarization;   /* polarization: angle of E from y in the y-z plane */
     int circular;
     double w0, focus, center, duration, phase;
@@ -71,7 +55,7 @@ typedef struct {
     int boundary;                      /* enum deck_side, launching side */
 } deck_laser;
 
-typedef struct {
+typedef struct deck {
     char file[DECK_PATH_MAX];          /* the deck's path, for messages */
     /* simulation */
     char name[DECK_NAME_MAX];

@@ -12,7 +12,7 @@
 #ifndef PBND_H
 #define PBND_H
 
-#include "deck.h"
+#include "kinds.h"
 #include "empic.h"
 #include "rng.h"
 #include <math.h>

@@ -8,7 +8,7 @@
 #ifndef PHASESPACE_H
 #define PHASESPACE_H
 
-#include "deck.h"
+#include "kinds.h"
 #include "empic.h"
 #include <math.h>
 

@@ -1,5 +1,6 @@
 /* bnd.c - particle walls on the CPU (bnd.h, include/pbnd.h). */
 #include "bnd.h"
+#include "deck.h"
 #include "empic.h"
 #include "particle.h"
 #include "pbnd.h"
@@ -7,7 +8,7 @@
 void bnd_walls(const species *s, const clusters *cl, const emf *f, pbnd_walls *w)
 {
     for (int k = 0; k < 4; k++)
-        w->bnd[k] = s->cfg->bnd[k];
+        w->bnd[k] = s->bnd[k];
     w->ncx = cl->ncx;
     w->ncy = cl->ncy;
     w->nx = f->nx;
@@ -31,7 +32,7 @@ static int bnd_particle(species *s, const emf *f, const clusters *cl, int c, siz
 
 void bnd_cluster(species *s, const emf *f, const clusters *cl, int c)
 {
-    const int *b = s->cfg->bnd, cx = c % cl->ncx, cy = c / cl->ncx;
+    const int *b = s->bnd, cx = c % cl->ncx, cy = c / cl->ncx;
     /* the code values that leave the grid through a non-periodic side */
     const int xl = cx == 0 && b[SIDE_XMIN], xh = cx == cl->ncx - 1 && b[SIDE_XMAX];
     const int yl = cy == 0 && b[SIDE_YMIN], yh = cy == cl->ncy - 1 && b[SIDE_YMAX];
@@ -76,7 +77,7 @@ static int drop_cluster(species *s, int c)
 
 long long bnd_drop(species *s, const clusters *cl, int window)
 {
-    const int *b = s->cfg->bnd;
+    const int *b = s->bnd;
     const int lo_x = b[SIDE_XMIN] == PBND_ABSORBING || window,
               hi_x = b[SIDE_XMAX] == PBND_ABSORBING, lo_y = b[SIDE_YMIN] == PBND_ABSORBING,
               hi_y = b[SIDE_YMAX] == PBND_ABSORBING;

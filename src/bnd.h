@@ -11,7 +11,7 @@
 /* Whether cluster c lies on a side where species s has a non-periodic boundary. */
 static inline int bnd_edge(const species *s, const clusters *cl, int c)
 {
-    const int cx = c % cl->ncx, cy = c / cl->ncx, *b = s->cfg->bnd;
+    const int cx = c % cl->ncx, cy = c / cl->ncx, *b = s->bnd;
     return (cx == 0 && b[0]) || (cx == cl->ncx - 1 && b[1]) || (cy == 0 && b[2]) ||
            (cy == cl->ncy - 1 && b[3]);
 }

@@ -643,19 +643,7 @@ static void read_species(ck_io *io, hid_t g, sim *S, int s)
 {
     species *sp = &S->sp[s];
     const int ncl = S->cl.n;
-    memset(sp, 0, sizeof *sp);
-    sp->cfg = &S->d.species[s];
-    sp->index = s;
-    sp->seed = S->d.seed;
-    sp->q = (float)sp->cfg->charge;
-    sp->m = (float)sp->cfg->mass;
-    sp->qm = (float)(sp->cfg->charge / sp->cfg->mass);
-    sp->slack = S->d.slack;
-    sp->tracked = species_tracked(&S->d, s);
-    sp->start = empic_calloc((size_t)ncl, sizeof(int), "cluster table");
-    sp->count = empic_calloc((size_t)ncl, sizeof(int), "cluster table");
-    sp->cap = empic_calloc((size_t)ncl, sizeof(int), "cluster table");
-    sp->hist = empic_calloc((size_t)ncl * 9, sizeof(int), "cluster table");
+    species_open(sp, &S->d, s, &S->cl);
     char *name = get_text(io, g, "name");
     if (!io->err && strcmp(name, sp->cfg->name) != 0)
         ck_fail(io, "name (species differ from the deck's)");

@@ -1,6 +1,7 @@
 /* emf.c - Yee field solver, guard cells, current folding and filtering, initial Poisson
  * solve and field diagnostics on the CPU (OpenMP over rows). */
 #include "emf.h"
+#include "deck.h"
 #include "empic.h"
 #include "fbnd.h"
 #include "yee.h"

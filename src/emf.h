@@ -2,7 +2,7 @@
 #ifndef EMF_H
 #define EMF_H
 
-#include "deck.h"
+#include "kinds.h"
 #include <stddef.h>
 
 #define EMF_GUARD 2 /* guard cells on every side: stencils and deposits one cell out */
@@ -25,7 +25,7 @@ typedef struct {
     int glo[2], ghi[2];  /* nodes [glo, ghi) along x, y where emf_gauss_max looks */
 } emf;
 
-void emf_init(emf *f, const deck *d);
+void emf_init(emf *f, const struct deck *d);
 void emf_free(emf *f);
 static inline int emf_idx(const emf *f, int i, int j) { return f->off + i + j * f->stride; }
 

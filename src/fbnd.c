@@ -1,5 +1,6 @@
 /* fbnd.c - CPML layers, Mur edges and laser sources around the Yee updates (fbnd.h). */
 #include "fbnd.h"
+#include "deck.h"
 #include "empic.h"
 #include "pml.h"
 

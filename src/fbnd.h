@@ -10,7 +10,7 @@
 #ifndef FBND_H
 #define FBND_H
 
-#include "deck.h"
+#include "kinds.h"
 #include "emf.h"
 #include "lasers.h"
 
@@ -41,7 +41,7 @@ typedef struct fbnd {
 /* The boundary state of a deck (NULL when every side is periodic and there is no laser);
  * also sets f->glo/ghi, the nodes where Gauss's law is checked (layers, edges and laser
  * planes excluded). */
-fbnd *fbnd_new(emf *f, const deck *d);
+fbnd *fbnd_new(emf *f, const struct deck *d);
 void fbnd_free(fbnd *b);
 /* After each half step B -= dt/2 curl E (E at t = f->step dt): PML terms (the B psi are
  * updated at the first of the half steps with a given E), laser B sources. */

@@ -59,7 +59,7 @@ int guard_particles(const sim *S, guard_hit *h)
     memset(h, 0, sizeof *h);
     for (int s = 0; s < S->nsp; s++) {
         const species *sp = &S->sp[s];
-        if (sp->cfg->immobile)
+        if (sp->immobile)
             continue;
         int first = INT_MAX;
 #pragma omp parallel for schedule(dynamic, 4) reduction(min : first)
@@ -93,7 +93,7 @@ int guard_counts(const sim *S, guard_hit *h)
         long long n = 0;
         int bad = 0, closed = 1;
         for (int k = 0; k < 4; k++)
-            closed &= sp->cfg->bnd[k] == PBND_PERIODIC;
+            closed &= sp->bnd[k] == PBND_PERIODIC;
         for (int c = 0; c < S->cl.n; c++) {
             n += sp->count[c];
             bad |= sp->count[c] < 0 || sp->count[c] > sp->cap[c];
@@ -183,7 +183,7 @@ static int energies_finite(const sim *S)
 {
     int ok = isfinite(S->en_e) && isfinite(S->en_b) && isfinite(S->en_gauss);
     for (int s = 0; s < S->nsp; s++)
-        ok &= S->sp[s].cfg->immobile || isfinite(S->en_kin[s]);
+        ok &= S->sp[s].immobile || isfinite(S->en_kin[s]);
     return ok;
 }
 

@@ -1,5 +1,6 @@
 /* lasers.c - total-field/scattered-field laser sources (lasers.h) on the CPU. */
 #include "lasers.h"
+#include "deck.h"
 #include "empic.h"
 
 #include <math.h>

@@ -15,7 +15,7 @@
 #ifndef LASERS_H
 #define LASERS_H
 
-#include "deck.h"
+#include "kinds.h"
 #include "emf.h"
 #include "laser.h"
 
@@ -28,12 +28,12 @@ typedef struct {
 } laser_src;
 
 /* From the deck's laser; `layer` = cells of the PML on the launching side (0 for Mur). */
-void laser_setup(laser_src *L, const deck_laser *cfg, const deck *d, int layer);
+void laser_setup(laser_src *L, const struct deck_laser *cfg, const struct deck *d, int layer);
 /* Distance from the launching boundary of coordinate index a (cells, may be half-integer)
  * along the beam's axis of cells of size h (the GPU backend's source planes). */
 double laser_xi(const laser_src *L, double a, double h);
 /* Lab time after which the laser has been fully injected. */
-double laser_end_time(const laser_src *L, const deck *d);
+double laser_end_time(const laser_src *L, const struct deck *d);
 /* Sources after a half B step and after the E step (E at t = f->step dt before the step);
  * shift = cells the moving window has moved (a beam along x stops once it moves). */
 void laser_b(const laser_src *L, emf *f, long shift);

@@ -15,6 +15,7 @@
  *   particlePatches one patch per cluster (the sample is written cluster by cluster).
  * Every file goes to a temporary name first and is renamed when complete. */
 #include "output.h"
+#include "deck.h"
 #include "empic.h"
 #include "h5out.h"
 #include "phasespace.h"

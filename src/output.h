@@ -2,12 +2,12 @@
 #ifndef OUTPUT_H
 #define OUTPUT_H
 
-#include "deck.h"
+#include "kinds.h"
 #include "emf.h"
 #include "species.h"
 
 typedef struct {
-    const deck *d;
+    const struct deck *d;
     const emf *f;             /* E at t, B at t, J at t - dt/2, interior cells written */
     const float *rho;         /* total charge density (emf layout), or NULL */
     const float *const *rho_species; /* per species (emf layout), or NULL */

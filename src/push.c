@@ -204,7 +204,7 @@ static double push_cluster(species *s, const emf *f, const clusters *cl, int c, 
 void push_half_back(species *s, const emf *f, const clusters *cl, const float ext_e[3],
                     const float ext_b[3])
 {
-    if (s->cfg->immobile)
+    if (s->immobile)
         return;
     const float qdt2m = (float)(-0.25 * f->dt) * s->qm; /* a Boris step of -dt/2 */
 #pragma omp parallel
@@ -280,7 +280,7 @@ void push_cpu(species *s, emf *f, const clusters *cl, const float ext_e[3],
 {
     const float qdt2m = (float)(0.5 * f->dt) * s->qm;
     double ke = 0.0, tp = 0.0, td = 0.0;
-    if (s->cfg->immobile) {
+    if (s->immobile) {
         memset(s->hist, 0, (size_t)cl->n * 9 * sizeof(int));
         for (int c = 0; c < cl->n; c++)
             s->hist[9 * c + 4] = s->count[c];

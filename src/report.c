@@ -210,7 +210,7 @@ int report_close(sim *S)
     double bw = S->backend == BACKEND_CPU ? (S->step > 0 ? cpu_bandwidth() : 0.0) : 0.0;
     double mem = 0.0;
     for (int s = 0; s < S->nsp; s++)
-        if (!S->sp[s].cfg->immobile)
+        if (!S->sp[s].immobile)
             mem = species_bytes_per_particle(&S->sp[s]);
 #ifdef EMPIC_CUDA
     if (S->backend == BACKEND_CUDA) {

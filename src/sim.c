@@ -139,7 +139,7 @@ long long sim_particles(const sim *S)
 {
     long long n = 0;
     for (int s = 0; s < S->nsp; s++)
-        if (!S->sp[s].cfg->immobile)
+        if (!S->sp[s].immobile)
             n += S->sp[s].np;
     return n;
 }
@@ -319,7 +319,7 @@ void sim_step(sim *S)
             window_shift(&S->win, f, S->sp, S->nsp, &S->cl);
         /* 7. incremental sort, particles that left the box dropped first */
         for (int s = 0; s < S->nsp; s++)
-            if (!S->sp[s].cfg->immobile || moved) {
+            if (!S->sp[s].immobile || moved) {
                 bnd_drop(&S->sp[s], &S->cl, moved);
                 sort_clusters(&S->sp[s], &S->cl);
             }

@@ -1,6 +1,7 @@
 /* species.c - cluster partition, particle storage in cluster segments, initial load and the
  * global rearrangement of segments. */
 #include "species.h"
+#include "deck.h"
 #include "empic.h"
 #include "rng.h"
 
@@ -210,10 +211,13 @@ static int segment_capacity(const species *s, long long n)
     return (int)c;
 }
 
-void species_init(species *s, const deck *d, int index, const clusters *c)
+void species_open(species *s, const deck *d, int index, const clusters *c)
 {
     memset(s, 0, sizeof *s);
     s->cfg = &d->species[index];
+    s->name = s->cfg->name;
+    s->immobile = s->cfg->immobile;
+    memcpy(s->bnd, s->cfg->bnd, sizeof s->bnd);
     s->index = index;
     s->seed = d->seed;
     s->q = (float)s->cfg->charge;
@@ -225,6 +229,11 @@ void species_init(species *s, const deck *d, int index, const clusters *c)
     s->count = empic_calloc((size_t)c->n, sizeof(int), "cluster table");
     s->cap = empic_calloc((size_t)c->n, sizeof(int), "cluster table");
     s->hist = empic_calloc((size_t)c->n * 9, sizeof(int), "cluster table");
+}
+
+void species_init(species *s, const deck *d, int index, const clusters *c)
+{
+    species_open(s, d, index, c);
 #pragma omp parallel
     {
         profile_eval p;
@@ -340,6 +349,9 @@ long long species_column(const species *s, const deck *d, const clusters *cl, in
 {
     memset(out, 0, sizeof *out);
     out->cfg = s->cfg;
+    out->name = s->name;
+    out->immobile = s->immobile;
+    memcpy(out->bnd, s->bnd, sizeof out->bnd);
     out->index = s->index;
     out->seed = s->seed;
     out->tracked = s->tracked;

@@ -2,7 +2,7 @@
 #ifndef SPECIES_H
 #define SPECIES_H
 
-#include "deck.h"
+#include "kinds.h"
 #include <stdint.h>
 #include <stddef.h>
 
@@ -17,14 +17,17 @@ typedef struct {
     int periodic_x, periodic_y;
 } clusters;
 
-void clusters_init(clusters *c, const deck *d);
+void clusters_init(clusters *c, const struct deck *d);
 void clusters_free(clusters *c);
 static inline int cluster_id(const clusters *c, int cx, int cy) { return cx + cy * c->ncx; }
 
 /* Structure of arrays. Particle p sits in cell (cell & 0xffff, cell >> 16) at offset
  * (x, y) in [0,1); u = gamma v; w = density weight n/ppc; code = 4-bit migration code. */
 typedef struct {
-    const deck_species *cfg;
+    const struct deck_species *cfg; /* the deck's entry (host code only) */
+    const char *name;
+    int immobile;         /* loaded and counted in rho, never pushed */
+    int bnd[4];           /* enum deck_pbnd per side */
     int index;            /* species number (RNG key) */
     unsigned long long seed; /* the deck's seed (RNG key of loads and thermal walls) */
     float q, m, qm;       /* charge, mass, charge/mass */
@@ -46,10 +49,12 @@ static inline int cell_i(uint32_t c) { return (int)(c & 0xffffu); }
 static inline int cell_j(uint32_t c) { return (int)(c >> 16); }
 
 /* Tracking: 1 when d tracks species `index` (diagnostics.tracks). */
-int species_tracked(const deck *d, int index);
+int species_tracked(const struct deck *d, int index);
+/* Species `index` of d with empty cluster tables (no particles, no arrays). */
+void species_open(species *s, const struct deck *d, int index, const clusters *cl);
 /* Load the species of d->species[index] (regular positions ppc per cell, weights from the
  * density profile, Philox thermal momenta plus relativistic drift). */
-void species_init(species *s, const deck *d, int index, const clusters *cl);
+void species_init(species *s, const struct deck *d, int index, const clusters *cl);
 void species_free(species *s);
 /* Copy particle a to slot b (all arrays); inline: the sort calls it per mover. */
 static inline void species_copy(species *s, size_t b, size_t a)
@@ -70,11 +75,11 @@ void species_relayout(species *s, const clusters *cl, const int *need);
 /* Moving window: append the particles of cell column i (all rows) as the initial load would
  * have put them in global column ig = i + cells moved (profiles at x = ig dx, RNG keyed by
  * ig), relaying segments out when full. Returns the number added (np updated). */
-long long species_inject_column(species *s, const deck *d, const clusters *cl, int i, long ig);
+long long species_inject_column(species *s, const struct deck *d, const clusters *cl, int i, long ig);
 /* The particles that species_inject_column(s, d, cl, i, ig) appends, into the arrays of a
  * fresh `out` (species_free it) in row order, add[cy] of them in cluster row cy; for a
  * backend that appends them itself (the GPU). Returns their number. */
-long long species_column(const species *s, const deck *d, const clusters *cl, int i, long ig,
+long long species_column(const species *s, const struct deck *d, const clusters *cl, int i, long ig,
                          species *out, int *add);
 /* Particle count check: every cluster's particles inside it, sum = np. Returns the number of
  * misplaced particles (0 when sound). */

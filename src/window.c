@@ -1,5 +1,6 @@
 /* window.c - the moving window (window.h) on the CPU. */
 #include "window.h"
+#include "deck.h"
 #include "empic.h"
 #include "fbnd.h"
 #include "particle.h"

@@ -6,7 +6,7 @@
 #ifndef WINDOW_H
 #define WINDOW_H
 
-#include "deck.h"
+#include "kinds.h"
 #include "emf.h"
 #include "species.h"
 
@@ -16,7 +16,7 @@ typedef struct {
     long cells;       /* cells moved since the start */
 } window;
 
-void window_init(window *w, const deck *d);
+void window_init(window *w, const struct deck *d);
 /* Whether the window is due to move one cell now that E is at t (window at c (t - t_start)). */
 int window_due(const window *w, double t, double dx);
 /* Shift the fields one cell and the particles' cells, after the E update and before the
@@ -25,6 +25,6 @@ int window_due(const window *w, double t, double dx);
  * window = 1 removes them). */
 void window_shift(window *w, emf *f, species *sp, int nsp, const clusters *cl);
 /* After the sort: fresh plasma in the last column of every species. */
-void window_inject(const window *w, species *sp, int nsp, const deck *d, const clusters *cl);
+void window_inject(const window *w, species *sp, int nsp, const struct deck *d, const clusters *cl);
 
 #endif

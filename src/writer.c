@@ -1,6 +1,7 @@
 /* writer.c - the background dump writer (writer.h). */
 #include "writer.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static void *writer_main(void *arg)

@@ -1,0 +1,102 @@
+/* backend.h - the state one PIC cycle advances and the table of functions a backend provides
+ * to advance it (docs/design.md, "The cycle"). The CPU backend (cpu_backend.c) and the CUDA
+ * backend (cuda/) each fill one table; sim.c calls them in the order of the cycle and owns
+ * every counter: the time level of the fields, the window position, the particle counts. A
+ * backend reports what changed (particles dropped, kinetic energy, phase times) and never
+ * edits those counters itself.
+ *
+ * Host copies: st->f and st->sp hold the host arrays. The CPU backend works on them; a device
+ * backend keeps the live state on the device and writes the host arrays only when fetched
+ * (fetch_fields, fetch_particles), and reads them only in open (upload). */
+#ifndef BACKEND_H
+#define BACKEND_H
+
+#include "emf.h"
+#include "phasespace.h"
+#include "species.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum pic_phase { PH_PUSH = 0, PH_DEPOSIT, PH_SORT, PH_FIELD, PH_OTHER, PH_COUNT };
+
+/* What a backend advances. The cluster partition and the species' configuration are fixed
+ * for the run; f->step is E's time level (E at t = f->step dt, B at the half step before or
+ * at the same time after b_half), advanced by sim.c after `fields`. */
+typedef struct {
+    emf *f;                   /* fields, boundaries (f->fb) and the field clock */
+    const clusters *cl;
+    species *sp;              /* nsp species: cluster tables and particle arrays */
+    int nsp;
+    float ext_e[3], ext_b[3]; /* uniform external fields added at the gather */
+    int window;               /* the deck has a moving window */
+    long window_cells;        /* cells the moving window has moved (box origin x0 = cells dx) */
+    double phase_s[PH_COUNT]; /* wall (or device) seconds per phase: each backend adds its own */
+} pic_state;
+
+typedef struct backend {
+    const char *name; /* "cpu", "cuda" */
+    /* Take over st after the load, Poisson solve and half push back (or a checkpoint), so that
+     * both backends start from identical state; *ctx is the backend's own state. 0, or -1
+     * after reporting (e.g. too little device memory, with the bytes needed). */
+    int (*open)(pic_state *st, void **ctx);
+    void (*close)(void *ctx, pic_state *st);
+    /* B -= dt/2 curl E with the boundary terms: B(n-1/2) -> B(n) (cycle step 1; again at
+     * the end of a run so that B is dumped at the time of E). */
+    void (*b_half)(void *ctx, pic_state *st);
+    /* Cycle steps 2-3 for every mobile species: gather E(n), B(n), Boris u(n-1/2) ->
+     * u(n+1/2), move x(n) -> x(n+1), J(n+1/2) deposited (zeroed first), migration codes,
+     * particle walls. kinetic[s] = sum w m (gamma - 1) dx dy at time n when want_ke. */
+    void (*particles)(void *ctx, pic_state *st, int want_ke, double *kinetic);
+    /* Cycle steps 4-6: B(n) -> B(n+1/2), J(n+1/2) folded and filtered, E(n) -> E(n+1) with
+     * boundaries and lasers at f->step; sim.c then sets f->step = n + 1. */
+    void (*fields)(void *ctx, pic_state *st);
+    /* The moving window is due (window.h): fields, boundary memories and particles one cell
+     * toward -x (the back column's particles marked to drop); sim.c then counts the cell. */
+    void (*window_shift)(void *ctx, pic_state *st);
+    /* Cycle step 7: particles marked to drop removed (dropped[s] = how many; sim.c updates
+     * np), then the incremental sort of every mobile species (of all after a window shift). */
+    void (*sort)(void *ctx, pic_state *st, int window, long long *dropped);
+    /* Append col[s] (species_column: add[s * (ncy + 1) + cy] particles for cluster row cy of
+     * the last cell column) to species s, re-laying segments out when full; sim.c adds the
+     * counts to np. */
+    void (*inject)(void *ctx, pic_state *st, species *col, const int *add);
+    /* Charge density of all species at the current positions into f->rho, and of each into
+     * per + s * f->size when per != NULL; guards folded and filtered like J. */
+    void (*rho)(void *ctx, pic_state *st, float *per);
+    /* Field energies (E and B at their own time levels) and max |div E - rho + rho_bg|. */
+    void (*field_diag)(void *ctx, pic_state *st, double *energy_e, double *energy_b,
+                       double *gauss);
+    /* Device state into the host copies: E, B, J and the boundary memories (with the
+     * charge densities into f->rho and per when per != NULL); every species' particles and
+     * tables. No-ops on the CPU. */
+    void (*fetch_fields)(void *ctx, pic_state *st, float *per);
+    void (*fetch_particles)(void *ctx, pic_state *st);
+    /* The tracked particles (id != 0) of every species into out[s] (tables and arrays that
+     * live until release_tracked); returns out. */
+    species *(*fetch_tracked)(void *ctx, pic_state *st, species *out);
+    void (*release_tracked)(void *ctx, species *out);
+    /* Phase-space histogram of species s (sums of w per bin of g into h), and the extent
+     * of one axis over its particles (insitu.h). */
+    void (*phasespace)(void *ctx, pic_state *st, int s, const ps_grid *g, double *h);
+    int (*phasespace_extent)(void *ctx, pic_state *st, int s, const ps_grid *g, int axis,
+                             int positive, double mm[2]);
+    /* Wait for the work queued so far and settle the phase timers (before the timing table
+     * or a checkpoint). */
+    void (*finish)(void *ctx, pic_state *st);
+    /* Memory bandwidth in bytes/s (read + written) and bytes of storage per particle, for
+     * the timing table's floor. */
+    double (*bandwidth)(void *ctx);
+    double (*bytes_per_particle)(void *ctx, const pic_state *st);
+} backend;
+
+extern const backend cpu_backend;
+/* The CUDA backend when it is built in and a usable device exists (its name into name),
+ * else NULL (the reason into name). */
+const backend *cuda_backend(char *name, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
