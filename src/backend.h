@@ -95,6 +95,10 @@ extern const backend cpu_backend;
 /* The CUDA backend when it is built in and a usable device exists (its name into name),
  * else NULL (the reason into name). */
 const backend *cuda_backend(char *name, size_t len);
+/* The backend for the deck's choice `want` (enum deck_backend: auto takes the GPU when there
+ * is one), its device name into device; NULL after reporting when CUDA was asked for and
+ * none can be had. */
+const backend *backend_choose(int want, const char *deck_file, char *device, size_t len);
 
 #ifdef __cplusplus
 }

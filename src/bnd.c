@@ -91,6 +91,5 @@ long long bnd_drop(species *s, const clusters *cl, int window)
             (hi_y && cy == cl->ncy - 1))
             n += drop_cluster(s, c);
     }
-    s->np -= n;
     return n;
 }

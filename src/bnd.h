@@ -30,7 +30,7 @@ void bnd_tile(const species *s, const emf *f, const clusters *cl, int c, int i0,
               int w, int h, int ts, float *jx, float *jy, float *jz);
 
 /* Remove the particles marked PBND_DROP (clusters on absorbing sides, and the xmin column
- * of clusters when `window`). Returns the number removed (np is updated). */
+ * of clusters when `window`). Returns the number removed (the caller updates np). */
 long long bnd_drop(species *s, const clusters *cl, int window);
 
 #endif

@@ -398,7 +398,7 @@ static char *build_image(sim *S, const char *name, ck_io *io, size_t *len)
     hid_t g = ck_group(io, file, "run", 1);
     put_i64(io, g, "particle_steps", S->particle_steps);
     put_f64(io, g, "wall_s", 1, &S->wall_s);
-    put_f64(io, g, "phase_s", PH_COUNT, S->phase_s);
+    put_f64(io, g, "phase_s", PH_COUNT, S->st.phase_s);
     put_i64(io, g, "en_step", S->en_step);
     put_f64(io, g, "en_e", 1, &S->en_e);
     put_f64(io, g, "en_b", 1, &S->en_b);
@@ -754,7 +754,7 @@ int checkpoint_load(sim *S, const char *path, char **rows)
     hid_t g = ck_group(&io, f, "run", 0);
     S->particle_steps = get_i64(&io, g, "particle_steps");
     ck_get(&io, g, "wall_s", H5T_NATIVE_DOUBLE, 1, &S->wall_s);
-    ck_get(&io, g, "phase_s", H5T_NATIVE_DOUBLE, PH_COUNT, S->phase_s);
+    ck_get(&io, g, "phase_s", H5T_NATIVE_DOUBLE, PH_COUNT, S->st.phase_s);
     S->en_step = (long)get_i64(&io, g, "en_step");
     ck_get(&io, g, "en_e", H5T_NATIVE_DOUBLE, 1, &S->en_e);
     ck_get(&io, g, "en_b", H5T_NATIVE_DOUBLE, 1, &S->en_b);

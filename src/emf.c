@@ -117,7 +117,6 @@ void emf_e_advance(emf *f)
                        f->j[2], emf_idx(f, i, j), s, dt, cx, cy);
     if (f->fb)
         fbnd_e(f);
-    f->step++;
     for (int c = 0; c < 3; c++)
         emf_guard_fill(f, f->e[c]);
 }

@@ -10,9 +10,6 @@
 #include "insitu.h"
 #include "empic.h"
 #include "h5out.h"
-#ifdef EMPIC_CUDA
-#include "../cuda/gpu.h"
-#endif
 
 #include <errno.h>
 #include <float.h>
@@ -23,58 +20,9 @@
 #include <string.h>
 #include <unistd.h>
 
-int insitu_extent_cpu(const species *sp, const clusters *cl, const ps_grid *g, int axis,
-                      int positive, double mm[2])
-{
-    double lo = DBL_MAX, hi = -DBL_MAX;
-#pragma omp parallel for schedule(dynamic) reduction(min : lo) reduction(max : hi)
-    for (int c = 0; c < cl->n; c++)
-        for (int p = sp->start[c]; p < sp->start[c] + sp->count[c]; p++) {
-            double v = ps_value(g, axis, cell_i(sp->cell[p]), cell_j(sp->cell[p]), sp->x[p],
-                                sp->y[p], sp->ux[p], sp->uy[p], sp->uz[p]);
-            if (positive && !(v > 0.0))
-                continue;
-            lo = v < lo ? v : lo;
-            hi = v > hi ? v : hi;
-        }
-    mm[0] = lo;
-    mm[1] = hi;
-    return lo <= hi;
-}
-
-void insitu_hist_cpu(const species *sp, const clusters *cl, const ps_grid *g, double *h)
-{
-    const size_t nb = (size_t)g->n[0] * (size_t)g->n[1];
-    const int nt = omp_get_max_threads();
-    double *part = empic_calloc((size_t)nt * nb, sizeof(double), "phase-space histogram");
-#pragma omp parallel
-    {
-        double *mine = part + (size_t)omp_get_thread_num() * nb;
-#pragma omp for schedule(dynamic)
-        for (int c = 0; c < cl->n; c++)
-            for (int p = sp->start[c]; p < sp->start[c] + sp->count[c]; p++) {
-                int b = ps_bin(g, cell_i(sp->cell[p]), cell_j(sp->cell[p]), sp->x[p], sp->y[p],
-                               sp->ux[p], sp->uy[p], sp->uz[p]);
-                if (b >= 0)
-                    mine[b] += sp->w[p];
-            }
-    }
-    for (size_t b = 0; b < nb; b++) {
-        double v = 0;
-        for (int t = 0; t < nt; t++)
-            v += part[(size_t)t * nb + b];
-        h[b] = v;
-    }
-    free(part);
-}
-
 static int extent(sim *S, int s, const ps_grid *g, int axis, int positive, double mm[2])
 {
-#ifdef EMPIC_CUDA
-    if (S->backend == BACKEND_CUDA)
-        return gpu_phasespace_extent(S, s, g, axis, positive, mm);
-#endif
-    return insitu_extent_cpu(&S->sp[s], &S->cl, g, axis, positive, mm);
+    return S->be->phasespace_extent(S->be_ctx, &S->st, s, g, axis, positive, mm);
 }
 
 void insitu_grid(sim *S, const deck_phasespace *e, ps_grid *g)
@@ -247,12 +195,7 @@ int insitu_phasespace(sim *S, int final)
             ps_grid g;
             insitu_grid(S, &d->phasespace[k], &g);
             double *h = empic_alloc((size_t)g.n[0] * g.n[1] * sizeof(double), "histogram");
-#ifdef EMPIC_CUDA
-            if (S->backend == BACKEND_CUDA)
-                gpu_phasespace(S, d->phasespace[k].species, &g, h);
-            else
-#endif
-                insitu_hist_cpu(&S->sp[d->phasespace[k].species], &S->cl, &g, h);
+            S->be->phasespace(S->be_ctx, &S->st, d->phasespace[k].species, &g, h);
             write_mesh(w, meshes, S, k, &g, h, &u);
             free(h);
         }

@@ -1,7 +1,7 @@
-/* insitu.h - diagnostics computed inside the run on either backend (DESIGN §9 additions).
+/* insitu.h - diagnostics computed inside the run on either backend.
  *
  * Phase-space histograms and energy spectra (diagnostics.phasespace) are binned where the
- * particles live (the CPU arrays, or a CUDA kernel on the device) and written as openPMD
+ * particles live (the backend's phasespace function) and written as openPMD
  * meshes to OUTDIR/phasespace/ps%08T.h5, one mesh per histogram due at that step. Each
  * bin holds the charge density in phase space,
  *     h = q sum_p w_p dx dy / (bin volume)   (normalised units, see README),
@@ -16,12 +16,6 @@
 /* The binning of histogram e now: the deck's range where given, the box for x and y,
  * else the extent of the particles' values (padded by half a bin on either side). */
 void insitu_grid(sim *S, const deck_phasespace *e, ps_grid *g);
-/* The CPU backend: sums of w per bin of g (C order [n1][n0]) into h, zeroed first. */
-void insitu_hist_cpu(const species *sp, const clusters *cl, const ps_grid *g, double *h);
-/* Smallest and largest value of axis `axis` over the particles (positive values only when
- * `positive`); 0 when there is none, else 1. */
-int insitu_extent_cpu(const species *sp, const clusters *cl, const ps_grid *g, int axis,
-                      int positive, double mm[2]);
 /* Write the histograms due at S->step (every one with every > 0 when final: the end of
  * the run). 0, or -1 after reporting. */
 int insitu_phasespace(sim *S, int final);

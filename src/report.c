@@ -1,9 +1,6 @@
 /* report.c - run.cfg, energy.csv, progress line, timing table and timing.json. */
 #include "report.h"
 #include "empic.h"
-#ifdef EMPIC_CUDA
-#include "../cuda/gpu.h"
-#endif
 
 #include <errno.h>
 #include <fcntl.h>
@@ -22,26 +19,6 @@
 #define BYTES_CELL 96.0
 
 static const char *phase_name[PH_COUNT] = {"push", "deposit", "sort", "field", "other"};
-
-void report_cpu_name(char *name, size_t len)
-{
-    char line[256];
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    snprintf(name, len, "CPU");
-    if (!f)
-        return;
-    while (fgets(line, sizeof line, f))
-        if (!strncmp(line, "model name", 10)) {
-            char *c = strchr(line, ':');
-            if (c) {
-                c += 2;
-                c[strcspn(c, "\n")] = 0;
-                snprintf(name, len, "%s (%d threads)", c, omp_get_max_threads());
-            }
-            break;
-        }
-    fclose(f);
-}
 
 static int mkdir_p(const char *dir)
 {
@@ -125,7 +102,7 @@ int report_open(sim *S)
         printf("empic: %s  %dx%d cells, %d species, %lld particles (%lld pushed), %ld steps, "
                "backend %s [%s]\n",
                S->d.name, S->d.nx, S->d.ny, S->nsp, np, sim_particles(S), S->d.steps,
-               S->backend == BACKEND_CUDA ? "cuda" : "cpu", S->device);
+               S->be->name, S->device);
         fflush(stdout);
     }
     return 0;
@@ -161,29 +138,6 @@ void report_progress(sim *S, int final)
             tty && !final ? "   " : "\n");
 }
 
-/* Host memory bandwidth (read + write of a 256 MiB copy) for the CPU report. */
-static double cpu_bandwidth(void)
-{
-    size_t n = (size_t)256 << 20;
-    char *a = malloc(n), *b = malloc(n);
-    double best = 0.0;
-    if (a && b) {
-        memset(a, 1, n);
-        memset(b, 2, n);
-        for (int r = 0; r < 3; r++) {
-            double t0 = omp_get_wtime();
-#pragma omp parallel for
-            for (int k = 0; k < 64; k++)
-                memcpy(b + (size_t)k * (n / 64), a + (size_t)k * (n / 64), n / 64);
-            double bw = 2.0 * n / (omp_get_wtime() - t0);
-            best = bw > best ? bw : best;
-        }
-    }
-    free(a);
-    free(b);
-    return best;
-}
-
 int report_close(sim *S)
 {
     char path[DECK_PATH_MAX + 64], fin[DECK_PATH_MAX + 64];
@@ -200,30 +154,21 @@ int report_close(sim *S)
     double ps = (double)(S->particle_steps > 0 ? S->particle_steps : 1);
     double known = 0.0, ns[PH_COUNT];
     for (int p = 0; p < PH_OTHER; p++)
-        known += S->phase_s[p];
-    S->phase_s[PH_OTHER] = S->wall_s > known ? S->wall_s - known : 0.0;
+        known += S->st.phase_s[p];
+    S->st.phase_s[PH_OTHER] = S->wall_s > known ? S->wall_s - known : 0.0;
     for (int p = 0; p < PH_COUNT; p++)
-        ns[p] = S->phase_s[p] / ps * 1e9;
+        ns[p] = S->st.phase_s[p] / ps * 1e9;
     double total = S->wall_s / ps * 1e9;
     long long np = sim_particles(S);
     double bytes = BYTES_PARTICLE + BYTES_CELL * S->d.nx * S->d.ny / (np > 0 ? np : 1);
-    double bw = S->backend == BACKEND_CPU ? (S->step > 0 ? cpu_bandwidth() : 0.0) : 0.0;
-    double mem = 0.0;
-    for (int s = 0; s < S->nsp; s++)
-        if (!S->sp[s].immobile)
-            mem = species_bytes_per_particle(&S->sp[s]);
-#ifdef EMPIC_CUDA
-    if (S->backend == BACKEND_CUDA) {
-        bw = gpu_bandwidth();
-        mem = gpu_bytes_per_particle(S);
-    }
-#endif
+    double bw = S->step > 0 ? S->be->bandwidth(S->be_ctx) : 0.0;
+    double mem = S->be->bytes_per_particle(S->be_ctx, &S->st);
     double floor_ns = bw > 0 ? bytes / bw * 1e9 : 0.0;
     char *text = NULL;
     size_t len = 0;
     FILE *m = open_memstream(&text, &len);
     fprintf(m, "{\n  \"backend\": \"%s\",\n  \"device\": \"%s\",\n  \"threads\": %d,\n",
-            S->backend == BACKEND_CUDA ? "cuda" : "cpu", S->device, omp_get_max_threads());
+            S->be->name, S->device, omp_get_max_threads());
     fprintf(m, "  \"steps\": %ld,\n  \"particles\": %lld,\n  \"cells\": %d,\n", S->step, np,
             S->d.nx * S->d.ny);
     fprintf(m, "  \"wall_s\": %.6f,\n  \"ns_per_particle_step\": {\"total\": %.6g", S->wall_s,

@@ -5,7 +5,6 @@
 
 #include "sim.h"
 
-void report_cpu_name(char *name, size_t len);
 /* Create the output folder, write run.cfg, open energy.csv. 0 or -1 after reporting. */
 int report_open(sim *S);
 void report_energy_row(sim *S, double fe, double fb, const double *kin, double gauss);

@@ -1,6 +1,5 @@
-/* sim.c - simulation setup and the PIC time cycle (DESIGN §3) over either backend. */
+/* sim.c - simulation setup and the PIC time cycle over the backend's table (backend.h). */
 #include "sim.h"
-#include "bnd.h"
 #include "checkpoint.h"
 #include "empic.h"
 #include "guard.h"
@@ -9,40 +8,11 @@
 #include "output.h"
 #include "push.h"
 #include "report.h"
-#include "sort.h"
-#ifdef EMPIC_CUDA
-#include "../cuda/gpu.h"
-#endif
 
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int use_gpu(const sim *S) { return S->backend == BACKEND_CUDA; }
-
-static int resolve_backend(sim *S)
-{
-    int want = S->d.backend;
-#ifdef EMPIC_CUDA
-    int have = gpu_available(S->device, sizeof S->device);
-#else
-    int have = 0;
-#endif
-    if (want == BACKEND_CUDA && !have) {
-#ifdef EMPIC_CUDA
-        empic_report(S->d.file, 0, "backend \"cuda\" asked for, but no usable CUDA device found");
-#else
-        empic_report(S->d.file, 0, "backend \"cuda\" asked for, but this empic was built "
-                                   "without CUDA (make CUDA=1 with nvcc installed)");
-#endif
-        return -1;
-    }
-    S->backend = (want == BACKEND_CPU || !have) ? BACKEND_CPU : BACKEND_CUDA;
-    if (S->backend == BACKEND_CPU)
-        report_cpu_name(S->device, sizeof S->device);
-    return 0;
-}
 
 int sim_init(sim *S, const deck *d, int quiet) { return sim_init_from(S, d, quiet, NULL); }
 
@@ -72,8 +42,11 @@ int sim_init_from(sim *S, const deck *d, int quiet, const char *checkpoint)
     memset(S, 0, sizeof *S);
     S->d = *d;
     S->quiet = quiet;
-    if (resolve_backend(S) || check_window_lasers(S))
+    if (check_window_lasers(S))
         return -1;
+    if (!(S->be = backend_choose(S->d.backend, d->file, S->device, sizeof S->device)))
+        return -1;
+    S->backend = S->be == &cpu_backend ? BACKEND_CPU : BACKEND_CUDA;
     clusters_init(&S->cl, &S->d);
     if ((S->cl.ncx > 2 && S->d.nx / S->cl.ncx < 3) || (S->cl.ncy > 2 && S->d.ny / S->cl.ncy < 3)) {
         empic_report(d->file, 0, "grid.cluster: clusters of %dx%d cells over %dx%d cells leave "
@@ -84,9 +57,15 @@ int sim_init_from(sim *S, const deck *d, int quiet, const char *checkpoint)
     emf_init(&S->f, &S->d);
     window_init(&S->win, &S->d);
     S->nsp = S->d.nspecies;
+    pic_state *st = &S->st;
+    st->f = &S->f;
+    st->cl = &S->cl;
+    st->sp = S->sp;
+    st->nsp = S->nsp;
+    st->window = S->win.enabled;
     for (int a = 0; a < 3; a++) {
-        S->ext_e[a] = (float)S->d.ext_E[a];
-        S->ext_b[a] = (float)S->d.ext_B[a];
+        st->ext_e[a] = (float)S->d.ext_E[a];
+        st->ext_b[a] = (float)S->d.ext_B[a];
     }
     if (checkpoint) {
         if (checkpoint_load(S, checkpoint, &rows))
@@ -96,7 +75,7 @@ int sim_init_from(sim *S, const deck *d, int quiet, const char *checkpoint)
             species_init(&S->sp[s], &S->d, s, &S->cl);
         /* E(0) from the initial charge so that div E = rho holds from the start (a box with
          * a non-periodic side starts from E = 0: see emf_poisson) */
-        sim_rho(S, NULL);
+        cpu_backend.rho(NULL, st, NULL);
         emf_poisson(&S->f, S->f.rho);
         double q = emf_gauss_max(&S->f, S->f.rho);
         if (!quiet && S->f.fb && q > 1e-6)
@@ -104,14 +83,13 @@ int sim_init_from(sim *S, const deck *d, int quiet, const char *checkpoint)
                             "not neutral (max |rho| = %.3g): E starts at 0, so Gauss's law "
                             "is off by that charge from the start (gauss_max)\n", q);
         for (int s = 0; s < S->nsp; s++)
-            push_half_back(&S->sp[s], &S->f, &S->cl, S->ext_e, S->ext_b);
+            push_half_back(&S->sp[s], &S->f, &S->cl, st->ext_e, st->ext_b);
     }
-#ifdef EMPIC_CUDA
-    if (use_gpu(S) && gpu_init(S)) {
+    st->window_cells = S->win.cells;
+    if (S->be->open(st, &S->be_ctx)) {
         free(rows);
         return -1;
     }
-#endif
     if (report_open(S)) {
         free(rows);
         return -1;
@@ -123,10 +101,8 @@ int sim_init_from(sim *S, const deck *d, int quiet, const char *checkpoint)
 void sim_free(sim *S)
 {
     writer_wait(&S->out);
-#ifdef EMPIC_CUDA
-    if (use_gpu(S))
-        gpu_free(S);
-#endif
+    if (S->be_ctx)
+        S->be->close(S->be_ctx, &S->st);
     for (int s = 0; s < S->nsp; s++)
         species_free(&S->sp[s]);
     emf_free(&S->f);
@@ -144,31 +120,6 @@ long long sim_particles(const sim *S)
     return n;
 }
 
-void sim_rho(sim *S, float *per)
-{
-    emf *f = &S->f;
-    emf_zero(f, f->rho);
-    for (int s = 0; s < S->nsp; s++) {
-        float *r = per ? per + (size_t)s * f->size : f->rho;
-        if (per)
-            emf_zero(f, r);
-        push_rho_cpu(&S->sp[s], f, &S->cl, r);
-        if (per) { /* each species' own density, folded and filtered like J */
-            emf_guard_fold(f, r);
-            emf_filter(f, r);
-            for (size_t k = 0; k < f->size; k++)
-                f->rho[k] += r[k];
-        }
-    }
-    if (!per) { /* all species deposited together: fold and filter once */
-        emf_guard_fold(f, f->rho);
-        emf_filter(f, f->rho);
-    }
-    emf_guard_fill(f, f->rho);
-}
-
-/* Field and particle dumps and particle tracks of the current step (fields at t = step dt),
- * then the phase-space histograms due (all of them when final). */
 void sim_wait_writes(sim *S)
 {
     if (writer_wait(&S->out))
@@ -178,16 +129,18 @@ void sim_wait_writes(sim *S)
 void sim_fetch(sim *S)
 {
     sim_wait_writes(S);
-#ifdef EMPIC_CUDA
-    if (use_gpu(S)) {
-        gpu_fetch_fields(S, 0);
-        gpu_fetch_particles(S);
-    }
-#endif
+    S->be->fetch_fields(S->be_ctx, &S->st, NULL);
+    S->be->fetch_particles(S->be_ctx, &S->st);
 }
 
+/* Field and particle dumps and particle tracks of the current step (fields at t = step dt),
+ * then the phase-space histograms due (all of them when final). The backend copies only
+ * what is written: all particles for a particle dump, else the tracked ones; the charge
+ * densities of a field dump are deposited where the particles live. A backend with a state
+ * of its own (the GPU) steps on while a background thread writes the host copies. */
 static void dump(sim *S, int fields, int parts, int tracks, int final)
 {
+    const backend *be = S->be;
     sim_wait_writes(S);
     if (insitu_phasespace(S, final))
         empic_exit(1);
@@ -196,35 +149,25 @@ static void dump(sim *S, int fields, int parts, int tracks, int final)
     output_frame fr = {.d = &S->d, .f = &S->f, .sp = S->sp, .nspecies = S->nsp, .cl = &S->cl,
                        .step = S->step, .t = S->step * S->d.dt, .x0 = S->win.cells * S->d.dx,
                        .particles = 1, .tracks = 1};
-    /* the GPU copies only what is written: all particles for a particle dump, else only the
-     * tracked ones; the charge densities of a field dump are deposited on the device */
-#ifdef EMPIC_CUDA
-    if (use_gpu(S) && parts) {
-        gpu_fetch_particles(S);
-    } else if (use_gpu(S) && tracks) {
+    if (parts) {
+        be->fetch_particles(S->be_ctx, &S->st);
+    } else if (tracks) {
         species compact[DECK_MAX_SPECIES];
-        fr.sp = gpu_fetch_tracked(S, compact);
+        fr.sp = be->fetch_tracked(S->be_ctx, &S->st, compact);
         int rc = output_dump(S->d.output, &fr);
-        gpu_release_tracked(S, compact);
+        be->release_tracked(S->be_ctx, compact);
         if (rc)
             empic_exit(1);
         fr.sp = S->sp;
         tracks = 0;
     }
-#endif
     if (tracks && output_dump(S->d.output, &fr))
         empic_exit(1);
     if (!fields && !parts)
         return;
     if (!S->rho_sp)
         S->rho_sp = empic_alloc((size_t)S->nsp * S->f.size * sizeof(float), "charge dumps");
-    if (use_gpu(S)) {
-#ifdef EMPIC_CUDA
-        gpu_fetch_fields(S, 1);
-#endif
-    } else {
-        sim_rho(S, S->rho_sp);
-    }
+    be->fetch_fields(S->be_ctx, &S->st, S->rho_sp);
     const float *per[DECK_MAX_SPECIES];
     for (int s = 0; s < S->nsp; s++)
         per[s] = S->rho_sp + (size_t)s * S->f.size;
@@ -233,108 +176,87 @@ static void dump(sim *S, int fields, int parts, int tracks, int final)
     fr.fields = fields;
     fr.particles = parts;
     fr.tracks = 0;
-    /* on the GPU the host copies stay as they are until the next fetch: written meanwhile */
-    if (use_gpu(S) ? writer_start(&S->out, S->d.output, &fr) : output_dump(S->d.output, &fr))
+    const int own = be != &cpu_backend; /* host copies untouched until the next fetch */
+    if (own ? writer_start(&S->out, S->d.output, &fr) : output_dump(S->d.output, &fr))
         empic_exit(1);
 }
 
 static int due(long every, long step) { return every > 0 && step % every == 0; }
 
-/* B -= dt/2 curl E on the active backend (step 1 of the cycle, or the final half step). */
-static void b_half(sim *S)
+/* Dumps and energies at t = n dt (E, B and x at n). */
+static void diagnose(sim *S, int want_e, double *fe, double *fb, double *gauss)
+{
+    const deck *d = &S->d;
+    double t0 = omp_get_wtime();
+    dump(S, due(d->fields_every, S->step), due(d->particles_every, S->step),
+         due(d->tracks_every, S->step), 0);
+    if (want_e)
+        S->be->field_diag(S->be_ctx, &S->st, fe, fb, gauss);
+    S->st.phase_s[PH_OTHER] += omp_get_wtime() - t0;
+}
+
+/* The moving window has shifted one cell: fresh plasma in the new last column, generated
+ * on the host with the initial load's RNG keys (so identical on both backends). */
+static void inject(sim *S)
 {
     double t0 = omp_get_wtime();
-    if (use_gpu(S)) {
-#ifdef EMPIC_CUDA
-        gpu_b_half(S);
-#endif
-    } else {
-        emf_b_half(&S->f);
-        S->phase_s[PH_FIELD] += omp_get_wtime() - t0;
-    }
+    const int i = S->d.nx - 1, stride = S->cl.ncy + 1;
+    species col[DECK_MAX_SPECIES];
+    int *add = empic_calloc((size_t)S->nsp * stride, sizeof(int), "injection");
+    for (int s = 0; s < S->nsp; s++)
+        S->sp[s].np += species_column(&S->sp[s], &S->d, &S->cl, i, i + S->win.cells, &col[s],
+                                      add + s * stride);
+    S->st.phase_s[PH_SORT] += omp_get_wtime() - t0;
+    S->be->inject(S->be_ctx, &S->st, col, add);
+    for (int s = 0; s < S->nsp; s++)
+        species_free(&col[s]);
+    free(add);
+}
+
+static void energy_row(sim *S, const double *kin, double fe, double fb, double gauss)
+{
+    S->en_step = S->step;
+    S->en_e = fe;
+    S->en_b = fb;
+    S->en_gauss = gauss;
+    memcpy(S->en_kin, kin, sizeof S->en_kin);
+    report_energy_row(S, fe, fb, kin, gauss);
 }
 
 void sim_step(sim *S)
 {
-    const deck *d = &S->d;
-    double t0 = omp_get_wtime(), kin[DECK_MAX_SPECIES] = {0};
-    const int want_e = due(d->energy_every, S->step);
-    double fe = 0, fb = 0, gauss = 0;
+    const backend *be = S->be;
+    void *bc = S->be_ctx;
+    pic_state *st = &S->st;
+    const int want_e = due(S->d.energy_every, S->step);
+    double t0 = omp_get_wtime(), kin[DECK_MAX_SPECIES] = {0}, fe = 0, fb = 0, gauss = 0;
+    long long dropped[DECK_MAX_SPECIES] = {0};
 
     /* 1. B(n) = B(n-1/2) - dt/2 curl E(n) */
-    b_half(S);
-    /* diagnostics at t = n dt (E, B, x at n; kinetic energy from the push below) */
-    double td = omp_get_wtime();
-    dump(S, due(d->fields_every, S->step), due(d->particles_every, S->step),
-         due(d->tracks_every, S->step), 0);
-    if (want_e) {
-        if (use_gpu(S)) {
-#ifdef EMPIC_CUDA
-            gpu_field_diag(S, &fe, &fb, &gauss);
-#endif
-        } else {
-            sim_rho(S, NULL);
-            fe = emf_energy_e(&S->f);
-            fb = emf_energy_b(&S->f);
-            gauss = emf_gauss_max(&S->f, S->f.rho);
-        }
+    be->b_half(bc, st);
+    /* dumps and field energies at t = n dt: E(n), B(n), x(n) */
+    diagnose(S, want_e, &fe, &fb, &gauss);
+    /* 2-3. u(n-1/2) -> u(n+1/2) with E(n), B(n) at x(n); x(n) -> x(n+1); J(n+1/2);
+     * kinetic energy at n from u(n-1/2) and u(n+1/2) */
+    be->particles(bc, st, want_e, kin);
+    /* 4-6. B(n+1/2) = B(n) - dt/2 curl E(n); J(n+1/2) folded, filtered;
+     * E(n+1) = E(n) + dt (curl B(n+1/2) - J(n+1/2)) with boundaries and lasers */
+    be->fields(bc, st);
+    S->f.step++;
+    /* moving window: E(n+1), B(n+1/2), x(n+1) one cell toward -x when due */
+    const int moved = window_due(&S->win, S->f.step * S->d.dt, S->d.dx);
+    if (moved) {
+        be->window_shift(bc, st);
+        st->window_cells = ++S->win.cells;
     }
-    S->phase_s[PH_OTHER] += omp_get_wtime() - td;
-
-    /* 2-3. push, move, deposit J(n+1/2) */
-    if (use_gpu(S)) {
-#ifdef EMPIC_CUDA
-        gpu_particles(S, want_e, kin);
-        gpu_sort_prepare(S);
-        gpu_fields_rest(S);
-        /* the moving window, as on the CPU below: shift, drop and sort, inject */
-        int moved = window_due(&S->win, S->f.step * d->dt, d->dx);
-        if (moved)
-            gpu_window_shift(S);
-        gpu_sort(S);
-        if (moved)
-            gpu_window_inject(S);
-#endif
-    } else {
-        emf *f = &S->f;
-        for (int c = 0; c < 3; c++)
-            emf_zero(f, f->j[c]);
-        for (int s = 0; s < S->nsp; s++) {
-            push_stats st = {0};
-            push_cpu(&S->sp[s], f, &S->cl, S->ext_e, S->ext_b, want_e, &st);
-            kin[s] = st.kinetic;
-            S->phase_s[PH_PUSH] += st.t_push;
-            S->phase_s[PH_DEPOSIT] += st.t_deposit;
-        }
-        /* 4-6. B(n+1/2), fold and filter J, E(n+1) */
-        double tf = omp_get_wtime();
-        emf_b_half(f);
-        emf_current_finish(f);
-        emf_e_advance(f);
-        double ts = omp_get_wtime();
-        S->phase_s[PH_FIELD] += ts - tf;
-        /* the moving window: fields and particle cells one cell back when due */
-        int moved = window_due(&S->win, f->step * d->dt, d->dx);
-        if (moved)
-            window_shift(&S->win, f, S->sp, S->nsp, &S->cl);
-        /* 7. incremental sort, particles that left the box dropped first */
-        for (int s = 0; s < S->nsp; s++)
-            if (!S->sp[s].immobile || moved) {
-                bnd_drop(&S->sp[s], &S->cl, moved);
-                sort_clusters(&S->sp[s], &S->cl);
-            }
-        if (moved)
-            window_inject(&S->win, S->sp, S->nsp, d, &S->cl);
-        S->phase_s[PH_SORT] += omp_get_wtime() - ts;
-    }
-    if (want_e) {
-        S->en_step = S->step;
-        S->en_e = fe;
-        S->en_b = fb;
-        S->en_gauss = gauss;
-        memcpy(S->en_kin, kin, sizeof S->en_kin);
-        report_energy_row(S, fe, fb, kin, gauss);
-    }
+    /* 7. particles that left the box dropped; x(n+1) sorted into their clusters */
+    be->sort(bc, st, moved, dropped);
+    for (int s = 0; s < S->nsp; s++)
+        S->sp[s].np -= dropped[s];
+    if (moved)
+        inject(S);
+    if (want_e)
+        energy_row(S, kin, fe, fb, gauss);
     S->particle_steps += sim_particles(S);
     S->step++;
     S->wall_s += omp_get_wtime() - t0;
@@ -352,6 +274,7 @@ int sim_run(sim *S)
     }
     guard_signals(0);
     sim_wait_writes(S);
+    S->be->finish(S->be_ctx, &S->st);
     if (stop) {
         report_progress(S, 1);
         report_close(S);
@@ -364,7 +287,7 @@ int sim_run(sim *S)
     for (int k = 0; k < S->d.nphasespace; k++)
         hists |= S->d.phasespace[k].every > 0;
     if (fields || parts || tracks || hists) {
-        b_half(S);
+        S->be->b_half(S->be_ctx, &S->st);
         dump(S, fields, parts, tracks, 1);
         sim_wait_writes(S);
     }

@@ -1,7 +1,9 @@
-/* sim.h - one simulation: deck, fields, clusters, species, backend, diagnostics, timers. */
+/* sim.h - one simulation: the deck, the state a backend advances (backend.h), the run's
+ * counters and what it writes. sim.c owns the time loop and every counter in here. */
 #ifndef SIM_H
 #define SIM_H
 
+#include "backend.h"
 #include "deck.h"
 #include "emf.h"
 #include "species.h"
@@ -9,23 +11,19 @@
 #include "writer.h"
 #include <stdio.h>
 
-enum sim_phase { PH_PUSH = 0, PH_DEPOSIT, PH_SORT, PH_FIELD, PH_OTHER, PH_COUNT };
-
-typedef struct gpu_state gpu_state;
-
 typedef struct {
     deck d;
     emf f;
     clusters cl;
     int nsp;
     species sp[DECK_MAX_SPECIES];
-    int backend;              /* BACKEND_CPU or BACKEND_CUDA once resolved */
+    pic_state st;             /* what the backend advances: points at f, cl, sp */
+    const backend *be;        /* the backend, and its own state */
+    void *be_ctx;
+    int backend;              /* BACKEND_CPU or BACKEND_CUDA once chosen */
     char device[128];         /* CPU model or GPU name */
-    gpu_state *gpu;
     long step;                /* steps done */
     window win;               /* moving window (box origin x0 = win.cells * dx) */
-    float ext_e[3], ext_b[3];
-    double phase_s[PH_COUNT]; /* wall seconds per phase */
     double wall_s;
     long long particle_steps; /* mobile particles x steps pushed */
     /* the last energy diagnostic (step en_step): fields at n dt, kinetic time-centred */
@@ -47,19 +45,17 @@ int sim_init_from(sim *S, const deck *d, int quiet, const char *checkpoint);
 /* Run to d.steps steps with diagnostics, guards and checkpoints; 0 on success, -1 after
  * reporting an error, 128 + signal when stopped by SIGINT/SIGTERM (after a checkpoint). */
 int sim_run(sim *S);
-/* One PIC cycle (DESIGN §3); diagnostics of step S->step are written when due. */
+/* One PIC cycle (docs/design.md, "The cycle"); diagnostics of step S->step are written
+ * when due. */
 void sim_step(sim *S);
 void sim_free(sim *S);
-/* Charge density of all species (and of each when per != NULL) at the current positions,
- * guards folded and filtered like J, into f.rho. */
-void sim_rho(sim *S, float *per);
 /* Wait for the dump being written in the background (before the host copies of the device
  * state change, or HDF5 is used); exits with status 1 when it failed (it said why). */
 void sim_wait_writes(sim *S);
-/* The whole device state into the host arrays (fields, particles; CUDA backend), after the
- * background dump: for checkpoints and guards. */
+/* The whole backend state into the host arrays (fields, particles), after the background
+ * dump: for checkpoints and guards. */
 void sim_fetch(sim *S);
-/* Total kinetic energy of mobile species at the last push and field energies now. */
+/* Particles of the mobile species (those a step pushes). */
 long long sim_particles(const sim *S);
 
 #endif

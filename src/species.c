@@ -310,18 +310,12 @@ void species_relayout(species *s, const clusters *cl, const int *need)
     s->rearrangements++;
 }
 
-long long species_inject_column(species *s, const deck *d, const clusters *cl, int i, long ig)
+void species_append(species *s, const clusters *cl, int i, const species *col, const int *add)
 {
     const int cx = cl->cx_of[i];
-    int *add = empic_calloc((size_t)cl->ncy, sizeof(int), "injection"), grow = 0;
-    profile_eval p;
-    profile_open(&p, s->cfg);
-    for (int cy = 0; cy < cl->ncy; cy++) {
-        int c = cluster_id(cl, cx, cy);
-        for (int j = cl->y0[cy]; j < cl->y0[cy + 1]; j++)
-            add[cy] += load_cell(s, d, &p, i, j, ig, 0, 0);
-        grow |= s->count[c] + add[cy] > s->cap[c];
-    }
+    int grow = 0;
+    for (int cy = 0; cy < cl->ncy; cy++)
+        grow |= s->count[cluster_id(cl, cx, cy)] + add[cy] > s->cap[cluster_id(cl, cx, cy)];
     if (grow) {
         int *need = empic_alloc((size_t)cl->n * sizeof(int), "injection");
         for (int c = 0; c < cl->n; c++)
@@ -329,19 +323,23 @@ long long species_inject_column(species *s, const deck *d, const clusters *cl, i
         species_relayout(s, cl, need);
         free(need);
     }
-    long long n = 0;
+    size_t from = 0;
     for (int cy = 0; cy < cl->ncy; cy++) {
         int c = cluster_id(cl, cx, cy);
-        size_t at = (size_t)s->start[c] + (size_t)s->count[c];
-        for (int j = cl->y0[cy]; j < cl->y0[cy + 1]; j++)
-            at += (size_t)load_cell(s, d, &p, i, j, ig, at, 1);
+        size_t at = (size_t)s->start[c] + (size_t)s->count[c], n = (size_t)add[cy];
+        memcpy(s->cell + at, col->cell + from, n * sizeof(uint32_t));
+        memcpy(s->x + at, col->x + from, n * sizeof(float));
+        memcpy(s->y + at, col->y + from, n * sizeof(float));
+        memcpy(s->ux + at, col->ux + from, n * sizeof(float));
+        memcpy(s->uy + at, col->uy + from, n * sizeof(float));
+        memcpy(s->uz + at, col->uz + from, n * sizeof(float));
+        memcpy(s->w + at, col->w + from, n * sizeof(float));
+        memset(s->code + at, 0, n);
+        if (s->id)
+            memcpy(s->id + at, col->id + from, n * sizeof(uint64_t));
         s->count[c] += add[cy];
-        n += add[cy];
+        from += n;
     }
-    s->np += n;
-    profile_close(&p);
-    free(add);
-    return n;
 }
 
 long long species_column(const species *s, const deck *d, const clusters *cl, int i, long ig,

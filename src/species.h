@@ -72,15 +72,15 @@ static inline void species_copy(species *s, size_t b, size_t a)
 }
 /* Re-lay segments so that cluster c has room for need[c] (global rearrangement). */
 void species_relayout(species *s, const clusters *cl, const int *need);
-/* Moving window: append the particles of cell column i (all rows) as the initial load would
- * have put them in global column ig = i + cells moved (profiles at x = ig dx, RNG keyed by
- * ig), relaying segments out when full. Returns the number added (np updated). */
-long long species_inject_column(species *s, const struct deck *d, const clusters *cl, int i, long ig);
-/* The particles that species_inject_column(s, d, cl, i, ig) appends, into the arrays of a
- * fresh `out` (species_free it) in row order, add[cy] of them in cluster row cy; for a
- * backend that appends them itself (the GPU). Returns their number. */
-long long species_column(const species *s, const struct deck *d, const clusters *cl, int i, long ig,
-                         species *out, int *add);
+/* Moving window: the particles of cell column i (all rows) as the initial load would have
+ * put them in global column ig = i + cells moved (profiles at x = ig dx, RNG keyed by ig),
+ * into the arrays of a fresh `out` (species_free it) in row order, add[cy] of them in
+ * cluster row cy. Returns their number. */
+long long species_column(const species *s, const struct deck *d, const clusters *cl, int i,
+                         long ig, species *out, int *add);
+/* Append col (species_column's particles of cell column i) to the clusters of that column,
+ * relaying segments out when full; np is the caller's to update. */
+void species_append(species *s, const clusters *cl, int i, const species *col, const int *add);
 /* Particle count check: every cluster's particles inside it, sum = np. Returns the number of
  * misplaced particles (0 when sound). */
 long long species_check(const species *s, const clusters *cl);

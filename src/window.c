@@ -72,7 +72,7 @@ static void shift_particles(species *s, const clusters *cl)
     }
 }
 
-void window_shift(window *w, emf *f, species *sp, int nsp, const clusters *cl)
+void window_shift(emf *f, species *sp, int nsp, const clusters *cl)
 {
     for (int c = 0; c < 3; c++) {
         shift_array(f, f->e[c]);
@@ -83,11 +83,4 @@ void window_shift(window *w, emf *f, species *sp, int nsp, const clusters *cl)
         fbnd_shift(f);
     for (int s = 0; s < nsp; s++)
         shift_particles(&sp[s], cl);
-    w->cells++;
-}
-
-void window_inject(const window *w, species *sp, int nsp, const deck *d, const clusters *cl)
-{
-    for (int s = 0; s < nsp; s++)
-        species_inject_column(&sp[s], d, cl, d->nx - 1, d->nx - 1 + w->cells);
 }

@@ -1,7 +1,7 @@
 /* window.h - the moving window along +x at c (DESIGN §7). Once the window has moved a whole
  * cell since the last shift, the fields (with the PML state) and the particles move one cell
  * toward -x: the first column's particles are dropped, the last column is refilled with fresh
- * plasma from the species profiles (species_inject_column: the same RNG keying as the initial
+ * plasma from the species profiles (species_column: the same RNG keying as the initial
  * load, by global cell), and the box origin x0 = cells * dx advances. */
 #ifndef WINDOW_H
 #define WINDOW_H
@@ -19,12 +19,11 @@ typedef struct {
 void window_init(window *w, const struct deck *d);
 /* Whether the window is due to move one cell now that E is at t (window at c (t - t_start)). */
 int window_due(const window *w, double t, double dx);
-/* Shift the fields one cell and the particles' cells, after the E update and before the
- * sort: a particle's migration code and its cluster's histogram are updated so that the sort
- * puts it into its new cluster, particles leaving the back get PBND_DROP (bnd_drop with
- * window = 1 removes them). */
-void window_shift(window *w, emf *f, species *sp, int nsp, const clusters *cl);
-/* After the sort: fresh plasma in the last column of every species. */
-void window_inject(const window *w, species *sp, int nsp, const struct deck *d, const clusters *cl);
+/* The CPU backend's shift of the fields (with the PML state) and the particles' cells one
+ * cell toward -x, after the E update and before the sort: a particle's migration code and its
+ * cluster's histogram are updated so that the sort puts it into its new cluster; particles
+ * leaving the back get PBND_DROP (bnd_drop with window = 1 removes them). The caller counts
+ * the cell (window.cells). */
+void window_shift(emf *f, species *sp, int nsp, const clusters *cl);
 
 #endif

@@ -476,7 +476,7 @@ static void test_window_plasma(void)
         for (int k = 0; k < nx * ny; k++)
             bad += per[k] != 4;
     }
-    sim_rho(&S, NULL);
+    S.be->rho(S.be_ctx, &S.st, NULL);
     double rmax = 0, emax = 0;
     for (int j = 0; j < ny; j++)
         for (int i = 0; i < nx; i++) {
@@ -506,7 +506,11 @@ static void test_window_plasma(void)
     for (int c = 0; c < cl.n; c++)
         b.count[c] = 0;
     b.np = 0;
-    species_inject_column(&b, &d2, &cl, 5, 5);
+    species col;
+    int add[8];
+    b.np += species_column(&b, &d2, &cl, 5, 5, &col, add);
+    species_append(&b, &cl, 5, &col, add);
+    species_free(&col);
     int same = 0, n = 0;
     for (int c = 0; c < cl.n; c++)
         for (int p = b.start[c]; p < b.start[c] + b.count[c]; p++, n++)
@@ -628,10 +632,10 @@ static void test_wall_reflecting(void)
     float *r = malloc(f->size * sizeof(float));
     double worst = 0;
     for (int n = 0; n < 200; n++) {
-        sim_rho(&S, NULL);
+        S.be->rho(S.be_ctx, &S.st, NULL);
         memcpy(r, f->rho, f->size * sizeof(float));
         sim_step(&S);
-        sim_rho(&S, NULL);
+        S.be->rho(S.be_ctx, &S.st, NULL);
         for (int j = 0; j < f->ny; j++)
             for (int i = 0; i < f->nx; i++) {
                 int k = emf_idx(f, i, j), km = emf_idx(f, i, j == 0 ? f->ny - 1 : j - 1);

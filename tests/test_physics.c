@@ -32,18 +32,18 @@ static void test_charge_conservation(void)
     float *r0 = malloc(f->size * sizeof(float));
     double worst_cont = 0.0, worst_gauss = 0.0, rho_e = 0.0;
     for (int n = 0; n < 300; n++) {
-        sim_rho(&S, NULL);
+        S.be->rho(S.be_ctx, &S.st, NULL);
         memcpy(r0, f->rho, f->size * sizeof(float));
         sim_step(&S);
-        sim_rho(&S, NULL);
+        S.be->rho(S.be_ctx, &S.st, NULL);
         emf_guard_fill(f, f->j[0]);
         emf_guard_fill(f, f->j[1]);
         if (n == 0) {
             float *per = calloc(2 * f->size, sizeof(float));
-            sim_rho(&S, per);
+            S.be->rho(S.be_ctx, &S.st, per);
             rho_e = max_abs_rho(&S, per);
             free(per);
-            sim_rho(&S, NULL);
+            S.be->rho(S.be_ctx, &S.st, NULL);
         }
         for (int j = 0; j < f->ny; j++)
             for (int i = 0; i < f->nx; i++) {

@@ -1,0 +1,248 @@
+/* cpu_backend.c - the CPU backend's table (backend.h): the host arrays are the live state;
+ * each phase is an OpenMP loop over clusters (push.c, sort.c, bnd.c, window.c) or over the
+ * mesh (emf.c), timed here with the wall clock. */
+#include "backend.h"
+#include "bnd.h"
+#include "empic.h"
+#include "push.h"
+#include "sort.h"
+#include "window.h"
+
+#include <float.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int cpu_open(pic_state *st, void **ctx)
+{
+    (void)st;
+    *ctx = NULL;
+    return 0;
+}
+
+static void cpu_close(void *ctx, pic_state *st) { (void)ctx, (void)st; }
+
+static void cpu_b_half(void *ctx, pic_state *st)
+{
+    (void)ctx;
+    double t0 = omp_get_wtime();
+    emf_b_half(st->f);
+    st->phase_s[PH_FIELD] += omp_get_wtime() - t0;
+}
+
+static void cpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic)
+{
+    (void)ctx;
+    emf *f = st->f;
+    for (int c = 0; c < 3; c++)
+        emf_zero(f, f->j[c]);
+    for (int s = 0; s < st->nsp; s++) {
+        push_stats ps = {0};
+        push_cpu(&st->sp[s], f, st->cl, st->ext_e, st->ext_b, want_ke, &ps);
+        kinetic[s] = ps.kinetic;
+        st->phase_s[PH_PUSH] += ps.t_push;
+        st->phase_s[PH_DEPOSIT] += ps.t_deposit;
+    }
+}
+
+static void cpu_fields(void *ctx, pic_state *st)
+{
+    (void)ctx;
+    double t0 = omp_get_wtime();
+    emf_b_half(st->f);
+    emf_current_finish(st->f);
+    emf_e_advance(st->f);
+    st->phase_s[PH_FIELD] += omp_get_wtime() - t0;
+}
+
+static void cpu_window_shift(void *ctx, pic_state *st)
+{
+    (void)ctx;
+    double t0 = omp_get_wtime();
+    window_shift(st->f, st->sp, st->nsp, st->cl);
+    st->phase_s[PH_SORT] += omp_get_wtime() - t0;
+}
+
+static void cpu_sort(void *ctx, pic_state *st, int window, long long *dropped)
+{
+    (void)ctx;
+    double t0 = omp_get_wtime();
+    for (int s = 0; s < st->nsp; s++) {
+        dropped[s] = 0;
+        if (st->sp[s].immobile && !window)
+            continue;
+        dropped[s] = bnd_drop(&st->sp[s], st->cl, window);
+        sort_clusters(&st->sp[s], st->cl);
+    }
+    st->phase_s[PH_SORT] += omp_get_wtime() - t0;
+}
+
+static void cpu_inject(void *ctx, pic_state *st, species *col, const int *add)
+{
+    (void)ctx;
+    double t0 = omp_get_wtime();
+    const int i = st->f->nx - 1, stride = st->cl->ncy + 1;
+    for (int s = 0; s < st->nsp; s++)
+        species_append(&st->sp[s], st->cl, i, &col[s], add + s * stride);
+    st->phase_s[PH_SORT] += omp_get_wtime() - t0;
+}
+
+static void cpu_rho(void *ctx, pic_state *st, float *per)
+{
+    (void)ctx;
+    emf *f = st->f;
+    emf_zero(f, f->rho);
+    for (int s = 0; s < st->nsp; s++) {
+        float *r = per ? per + (size_t)s * f->size : f->rho;
+        if (per)
+            emf_zero(f, r);
+        push_rho_cpu(&st->sp[s], f, st->cl, r);
+        if (per) { /* each species' own density, folded and filtered like J */
+            emf_guard_fold(f, r);
+            emf_filter(f, r);
+            for (size_t k = 0; k < f->size; k++)
+                f->rho[k] += r[k];
+        }
+    }
+    if (!per) { /* all species deposited together: fold and filter once */
+        emf_guard_fold(f, f->rho);
+        emf_filter(f, f->rho);
+    }
+    emf_guard_fill(f, f->rho);
+}
+
+static void cpu_field_diag(void *ctx, pic_state *st, double *fe, double *fb, double *gauss)
+{
+    cpu_rho(ctx, st, NULL);
+    *fe = emf_energy_e(st->f);
+    *fb = emf_energy_b(st->f);
+    *gauss = emf_gauss_max(st->f, st->f->rho);
+}
+
+/* The host arrays are the state: a fetch only computes the charge densities asked for. */
+static void cpu_fetch_fields(void *ctx, pic_state *st, float *per)
+{
+    if (per)
+        cpu_rho(ctx, st, per);
+}
+
+static void cpu_fetch_particles(void *ctx, pic_state *st) { (void)ctx, (void)st; }
+
+static species *cpu_fetch_tracked(void *ctx, pic_state *st, species *out)
+{
+    (void)ctx, (void)out;
+    return st->sp;
+}
+
+static void cpu_release_tracked(void *ctx, species *out) { (void)ctx, (void)out; }
+
+static int cpu_phasespace_extent(void *ctx, pic_state *st, int s, const ps_grid *g, int axis,
+                                 int positive, double mm[2])
+{
+    (void)ctx;
+    const species *sp = &st->sp[s];
+    const clusters *cl = st->cl;
+    double lo = DBL_MAX, hi = -DBL_MAX;
+#pragma omp parallel for schedule(dynamic) reduction(min : lo) reduction(max : hi)
+    for (int c = 0; c < cl->n; c++)
+        for (int p = sp->start[c]; p < sp->start[c] + sp->count[c]; p++) {
+            double v = ps_value(g, axis, cell_i(sp->cell[p]), cell_j(sp->cell[p]), sp->x[p],
+                                sp->y[p], sp->ux[p], sp->uy[p], sp->uz[p]);
+            if (positive && !(v > 0.0))
+                continue;
+            lo = v < lo ? v : lo;
+            hi = v > hi ? v : hi;
+        }
+    mm[0] = lo;
+    mm[1] = hi;
+    return lo <= hi;
+}
+
+/* Per-thread histograms summed in thread order: the same sums for a given thread count. */
+static void cpu_phasespace(void *ctx, pic_state *st, int s, const ps_grid *g, double *h)
+{
+    (void)ctx;
+    const species *sp = &st->sp[s];
+    const clusters *cl = st->cl;
+    const size_t nb = (size_t)g->n[0] * (size_t)g->n[1];
+    const int nt = omp_get_max_threads();
+    double *part = empic_calloc((size_t)nt * nb, sizeof(double), "phase-space histogram");
+#pragma omp parallel
+    {
+        double *mine = part + (size_t)omp_get_thread_num() * nb;
+#pragma omp for schedule(dynamic)
+        for (int c = 0; c < cl->n; c++)
+            for (int p = sp->start[c]; p < sp->start[c] + sp->count[c]; p++) {
+                int b = ps_bin(g, cell_i(sp->cell[p]), cell_j(sp->cell[p]), sp->x[p], sp->y[p],
+                               sp->ux[p], sp->uy[p], sp->uz[p]);
+                if (b >= 0)
+                    mine[b] += sp->w[p];
+            }
+    }
+    for (size_t b = 0; b < nb; b++) {
+        double v = 0;
+        for (int t = 0; t < nt; t++)
+            v += part[(size_t)t * nb + b];
+        h[b] = v;
+    }
+    free(part);
+}
+
+static void cpu_finish(void *ctx, pic_state *st) { (void)ctx, (void)st; }
+
+/* Host memory bandwidth (read + write of a 256 MiB copy) for the timing table's floor. */
+static double cpu_bandwidth(void *ctx)
+{
+    (void)ctx;
+    size_t n = (size_t)256 << 20;
+    char *a = malloc(n), *b = malloc(n);
+    double best = 0.0;
+    if (a && b) {
+        memset(a, 1, n);
+        memset(b, 2, n);
+        for (int r = 0; r < 3; r++) {
+            double t0 = omp_get_wtime();
+#pragma omp parallel for
+            for (int k = 0; k < 64; k++)
+                memcpy(b + (size_t)k * (n / 64), a + (size_t)k * (n / 64), n / 64);
+            double bw = 2.0 * n / (omp_get_wtime() - t0);
+            best = bw > best ? bw : best;
+        }
+    }
+    free(a);
+    free(b);
+    return best;
+}
+
+static double cpu_bytes_per_particle(void *ctx, const pic_state *st)
+{
+    (void)ctx;
+    double mem = 0.0;
+    for (int s = 0; s < st->nsp; s++)
+        if (!st->sp[s].immobile)
+            mem = species_bytes_per_particle(&st->sp[s]);
+    return mem;
+}
+
+const backend cpu_backend = {
+    .name = "cpu",
+    .open = cpu_open,
+    .close = cpu_close,
+    .b_half = cpu_b_half,
+    .particles = cpu_particles,
+    .fields = cpu_fields,
+    .window_shift = cpu_window_shift,
+    .sort = cpu_sort,
+    .inject = cpu_inject,
+    .rho = cpu_rho,
+    .field_diag = cpu_field_diag,
+    .fetch_fields = cpu_fetch_fields,
+    .fetch_particles = cpu_fetch_particles,
+    .fetch_tracked = cpu_fetch_tracked,
+    .release_tracked = cpu_release_tracked,
+    .phasespace = cpu_phasespace,
+    .phasespace_extent = cpu_phasespace_extent,
+    .finish = cpu_finish,
+    .bandwidth = cpu_bandwidth,
+    .bytes_per_particle = cpu_bytes_per_particle,
+};
