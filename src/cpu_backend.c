@@ -4,6 +4,7 @@
 #include "backend.h"
 #include "bnd.h"
 #include "empic.h"
+#include "fbnd.h"
 #include "push.h"
 #include "sort.h"
 #include "window.h"
@@ -22,11 +23,21 @@ static int cpu_open(pic_state *st, void **ctx)
 
 static void cpu_close(void *ctx, pic_state *st) { (void)ctx, (void)st; }
 
+/* B -= dt/2 curl E, the boundary terms (PML, laser B sources), guards refreshed. */
+static void b_half(emf *f)
+{
+    emf_b_half(f);
+    if (f->fb)
+        fbnd_b(f);
+    for (int c = 0; c < 3; c++)
+        emf_guard_fill(f, f->b[c]);
+}
+
 static void cpu_b_half(void *ctx, pic_state *st)
 {
     (void)ctx;
     double t0 = omp_get_wtime();
-    emf_b_half(st->f);
+    b_half(st->f);
     st->phase_s[PH_FIELD] += omp_get_wtime() - t0;
 }
 
@@ -48,10 +59,17 @@ static void cpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic
 static void cpu_fields(void *ctx, pic_state *st)
 {
     (void)ctx;
+    emf *f = st->f;
     double t0 = omp_get_wtime();
-    emf_b_half(st->f);
-    emf_current_finish(st->f);
-    emf_e_advance(st->f);
+    b_half(f);
+    emf_current_finish(f);
+    if (f->fb)
+        fbnd_e_save(f); /* what Mur needs of E(n) */
+    emf_e_advance(f);
+    if (f->fb)
+        fbnd_e(f);      /* PML terms, laser E sources, Mur edges at E's time level n */
+    for (int c = 0; c < 3; c++)
+        emf_guard_fill(f, f->e[c]);
     st->phase_s[PH_FIELD] += omp_get_wtime() - t0;
 }
 

@@ -3,7 +3,6 @@
 #include "emf.h"
 #include "deck.h"
 #include "empic.h"
-#include "fbnd.h"
 #include "yee.h"
 
 #include <fftw3.h>
@@ -36,12 +35,10 @@ void emf_init(emf *f, const deck *d)
     f->tmp = f->store + 10 * f->size;
     f->ghi[0] = f->nx;
     f->ghi[1] = f->ny;
-    f->fb = fbnd_new(f, d);
 }
 
 void emf_free(emf *f)
 {
-    fbnd_free(f->fb);
     free(f->store);
     memset(f, 0, sizeof *f);
 }
@@ -98,27 +95,17 @@ void emf_b_half(emf *f)
         for (int i = 0; i < f->nx; i++)
             yee_b_cell(f->b[0], f->b[1], f->b[2], f->e[0], f->e[1], f->e[2], emf_idx(f, i, j),
                        s, hx, hy);
-    if (f->fb)
-        fbnd_b(f);
-    for (int c = 0; c < 3; c++)
-        emf_guard_fill(f, f->b[c]);
 }
 
 void emf_e_advance(emf *f)
 {
     const int s = f->stride;
     const float dt = (float)f->dt, cx = (float)(f->dt / f->dx), cy = (float)(f->dt / f->dy);
-    if (f->fb)
-        fbnd_e_save(f);
 #pragma omp parallel for
     for (int j = 0; j < f->ny; j++)
         for (int i = 0; i < f->nx; i++)
             yee_e_cell(f->e[0], f->e[1], f->e[2], f->b[0], f->b[1], f->b[2], f->j[0], f->j[1],
                        f->j[2], emf_idx(f, i, j), s, dt, cx, cy);
-    if (f->fb)
-        fbnd_e(f);
-    for (int c = 0; c < 3; c++)
-        emf_guard_fill(f, f->e[c]);
 }
 
 /* One 3-point pass along x (d = 1) or y (d = stride), then refresh guards. */

@@ -21,7 +21,8 @@ typedef struct {
     float *tmp;          /* scratch for the filter */
     double rho_bg;       /* uniform neutralising background of a non-neutral periodic box */
     long step;           /* E is at t = step dt (sim_step counts) */
-    struct fbnd *fb;     /* non-periodic boundaries and laser sources (fbnd.h), or NULL */
+    struct fbnd *fb;     /* non-periodic boundaries and laser sources (fbnd.h, made and freed
+                            by the caller), or NULL */
     int glo[2], ghi[2];  /* nodes [glo, ghi) along x, y where emf_gauss_max looks */
 } emf;
 
@@ -29,10 +30,8 @@ void emf_init(emf *f, const struct deck *d);
 void emf_free(emf *f);
 static inline int emf_idx(const emf *f, int i, int j) { return f->off + i + j * f->stride; }
 
-void emf_b_half(emf *f);                /* B -= dt/2 curl E, guards refreshed */
-/* E += dt (curl B - J) with the boundaries and lasers at E's time level f->step, guards
- * refreshed; the caller then advances f->step. */
-void emf_e_advance(emf *f);
+void emf_b_half(emf *f);                /* B -= dt/2 curl E in the interior */
+void emf_e_advance(emf *f);             /* E += dt (curl B - J) in the interior */
 /* Periodic copy into the guards; guards of non-periodic sides are left as they are. */
 void emf_guard_fill(const emf *f, float *a);
 /* Add guard deposits into the interior across periodic sides; drop them at the others. */

@@ -2,6 +2,7 @@
 #include "sim.h"
 #include "checkpoint.h"
 #include "empic.h"
+#include "fbnd.h"
 #include "guard.h"
 #include "insitu.h"
 #include "lasers.h"
@@ -55,6 +56,7 @@ int sim_init_from(sim *S, const deck *d, int quiet, const char *checkpoint)
         return -1;
     }
     emf_init(&S->f, &S->d);
+    S->f.fb = fbnd_new(&S->f, &S->d);
     window_init(&S->win, &S->d);
     S->nsp = S->d.nspecies;
     pic_state *st = &S->st;
@@ -105,6 +107,7 @@ void sim_free(sim *S)
         S->be->close(S->be_ctx, &S->st);
     for (int s = 0; s < S->nsp; s++)
         species_free(&S->sp[s]);
+    fbnd_free(S->f.fb);
     emf_free(&S->f);
     clusters_free(&S->cl);
     free(S->rho_sp);
