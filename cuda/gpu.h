@@ -17,7 +17,7 @@ int gpu_available(char *name, size_t len);
  * (no device, too little memory: with the bytes the deck needs). */
 int gpu_init(sim *S);
 void gpu_free(sim *S);
-/* The phases of one step, in the order sim_step calls them (DESIGN §3). Each adds its
+/* The phases of one step, in the order sim_step calls them (design.md §3). Each adds its
  * device time (cudaEvent) to S->phase_s[]. */
 void gpu_b_half(sim *S);                       /* step 1 (and 4) */
 /* Steps 2-3 for all species; kinetic[s] = sum w m (gamma-1) dx dy when want_ke. */

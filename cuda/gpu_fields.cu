@@ -1,4 +1,4 @@
-/* gpu_fields.cu - Yee field phases on the device (DESIGN §3 steps 1 and 4-6): half B
+/* gpu_fields.cu - Yee field phases on the device (design.md §3 steps 1 and 4-6): half B
  * advance, periodic guard fill, fold of guard currents, binomial filter, E advance, and the
  * field diagnostics (energies, Gauss-law error). Cell updates are yee.h's, the same as
  * emf.c's, in the same order of operations. */

@@ -1,4 +1,4 @@
-/* gpu_particles.cu - push, move and charge-conserving deposit on the device (DESIGN §5):
+/* gpu_particles.cu - push, move and charge-conserving deposit on the device (design.md §5):
  * one thread block per cluster. The push kernel stages its cluster's E and B (plus ghosts)
  * in shared memory and pushes the particles with particle.h's gather_component / boris_push;
  * the move kernel moves them and deposits the current with move_pieces / deposit_add into a

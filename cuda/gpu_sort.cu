@@ -1,5 +1,5 @@
 /* gpu_sort.cu - Kong's incremental bi-cluster sort on the device (Kong et al. 2011 §2.4,
- * DESIGN §6), mirroring src/sort.c.
+ * design.md §6), mirroring src/sort.c.
  *
  * A prepare kernel reads the migration histograms of the last move and gives, per cluster,
  * the room it needs during the four passes (exactly sort_prepare's peak counts) and how

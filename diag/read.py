@@ -1,4 +1,4 @@
-"""Readers for empic output (DESIGN §9): openPMD dumps, energy.csv and timing.json.
+"""Readers for empic output (design.md §9): openPMD dumps, energy.csv and timing.json.
 
 Everything is returned in empic's normalised units (lengths in c/ω_p, time in 1/ω_p,
 fields in m_e c ω_p / e, momenta u = γv/c, weights in n0 (c/ω_p)^2 per unit length in z).

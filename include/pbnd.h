@@ -8,7 +8,7 @@
  *               one flux-weighted, |u_n| = u_th sqrt(-2 ln U), pointing inward.
  * The current of the move is kept charge-conserving by folding the deposit beyond the wall
  * back as its mirror image (normal component negated), which is exactly the deposit of the
- * reflected path (DESIGN §5 shapes are linear). */
+ * reflected path (design.md §5 shapes are linear). */
 #ifndef PBND_H
 #define PBND_H
 

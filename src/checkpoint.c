@@ -1,4 +1,4 @@
-/* checkpoint.c - restart files (DESIGN §9): writing, finding, loading, and the continuation
+/* checkpoint.c - restart files (design.md §9): writing, finding, loading, and the continuation
  * of energy.csv after a restart.
  *
  * File layout (HDF5, every dataset 1-D, chunked with Fletcher-32 checksums so that a damaged

@@ -1,4 +1,4 @@
-/* checkpoint.h - restart files (DESIGN §9, OUTDIR/checkpoint/ckpt%08ld.h5).
+/* checkpoint.h - restart files (design.md §9, OUTDIR/checkpoint/ckpt%08ld.h5).
  *
  * A checkpoint is taken between steps (E at n dt, B and u at (n - 1/2) dt, x at n dt) and
  * holds everything a bitwise-identical continuation on the same backend needs: the step, E,

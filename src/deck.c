@@ -1,4 +1,4 @@
-/* deck.c - the input deck (DESIGN §8): libconfig reading, validation with located messages
+/* deck.c - the input deck (design.md §8): libconfig reading, validation with located messages
  * (file, line, key path, what was expected), defaults, and the resolved-deck writer. */
 #include "deck.h"
 #include "deck_check.h"

@@ -28,7 +28,7 @@ const double H5OUT_DIM_MOMENTUM[7] = {1, 1, -1, 0, 0, 0, 0};
 const double H5OUT_DIM_CHARGE[7] = {0, 0, 1, 1, 0, 0, 0};
 const double H5OUT_DIM_MASS[7] = {0, 1, 0, 0, 0, 0, 0};
 
-/* SI factors of the normalised units (DESIGN §2) for a reference density n0. */
+/* SI factors of the normalised units (design.md §2) for a reference density n0. */
 
 void h5out_units(double n0_cm3, out_units *u)
 {

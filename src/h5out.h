@@ -14,7 +14,7 @@
 #define OUT_MAX_ITEMS 256
 #define OUT_PATH 4096
 
-/* SI factors of the normalised units (DESIGN §2) for a reference density n0. */
+/* SI factors of the normalised units (design.md §2) for a reference density n0. */
 typedef struct {
     double time, length, e, b, j, rho, momentum, charge, mass, n0len2;
 } out_units;

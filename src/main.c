@@ -1,4 +1,4 @@
-/* main.c - command line: empic [options] DECK (DESIGN §10). */
+/* main.c - command line: empic [options] DECK (design.md §10). */
 #include "checkpoint.h"
 #include "deck.h"
 #include "empic.h"

@@ -1,4 +1,4 @@
-/* output.c - openPMD 1.1.0 HDF5 dumps (DESIGN §9) with their XDMF descriptions.
+/* output.c - openPMD 1.1.0 HDF5 dumps (design.md §9) with their XDMF descriptions.
  *
  * One file per dump, data/data%08T.h5, file-based iteration encoding. Mesh records hold the
  * interior cells as float32 [ny][nx] in normalised units with unitSI factors from n0; each

@@ -1,4 +1,4 @@
-/* output.h - openPMD 1.1.0 HDF5 dumps and XDMF descriptions (DESIGN §9). */
+/* output.h - openPMD 1.1.0 HDF5 dumps and XDMF descriptions (design.md §9). */
 #ifndef OUTPUT_H
 #define OUTPUT_H
 

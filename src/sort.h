@@ -1,4 +1,4 @@
-/* sort.h - Kong's incremental bi-cluster sort (DESIGN §6) on the CPU. */
+/* sort.h - Kong's incremental bi-cluster sort (design.md §6) on the CPU. */
 #ifndef SORT_H
 #define SORT_H
 

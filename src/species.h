@@ -1,4 +1,4 @@
-/* species.h - particles of one species in cluster segments (DESIGN §4), and their load. */
+/* species.h - particles of one species in cluster segments (design.md §4), and their load. */
 #ifndef SPECIES_H
 #define SPECIES_H
 

@@ -1,4 +1,4 @@
-/* window.h - the moving window along +x at c (DESIGN §7). Once the window has moved a whole
+/* window.h - the moving window along +x at c (design.md §7). Once the window has moved a whole
  * cell since the last shift, the fields (with the PML state) and the particles move one cell
  * toward -x: the first column's particles are dropped, the last column is refilled with fresh
  * plasma from the species profiles (species_column: the same RNG keying as the initial

@@ -1,6 +1,6 @@
 /* test_gpu_restart.c - checkpoints on the CUDA backend: a GPU run continued from its own
  * checkpoint matches the straight GPU run, and a checkpoint of one backend continues on the
- * other (DESIGN §9: same physics; not bitwise, since the GPU deposit sums in another order).
+ * other (design.md §9: same physics; not bitwise, since the GPU deposit sums in another order).
  * Each continued run is compared with the straight run of the same deck: particle counts
  * exactly, E, B and the energy history to rounding-level tolerances, Gauss's law at rounding.
  * Skips cleanly, returning 0, where no GPU is available. */

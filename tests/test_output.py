@@ -1,4 +1,4 @@
-"""Output checks (DESIGN §9): openPMD validity, openPMD-viewer, XDMF references, diag CLI.
+"""Output checks (design.md §9): openPMD validity, openPMD-viewer, XDMF references, diag CLI.
 
 The end-to-end tests run bin/empic (built by `make`) on a tiny deck; the reader tests at
 the bottom use an openPMD file synthesised with h5py and need no binary."""
