@@ -214,7 +214,7 @@ static int ckpt_name(const char *name, long *step, int *tmp)
 
 /* The run folder of a checkpoint file RUN/checkpoint/ckpt*.h5 into out; 0, or -1 when the
  * file does not sit in a folder named checkpoint. */
-static int run_dir_of(const char *path, char *out, size_t len)
+int checkpoint_run_dir(const char *path, char *out, size_t len)
 {
     char buf[CK_PATH];
     snprintf(buf, sizeof buf, "%s", path);
@@ -632,7 +632,7 @@ int checkpoint_read_deck(const char *path, deck *d)
     }
     snprintf(d->file, sizeof d->file, "%s", path);
     char run[CK_PATH];
-    if (run_dir_of(path, run, sizeof run) == 0 && strlen(run) < sizeof d->output)
+    if (checkpoint_run_dir(path, run, sizeof run) == 0 && strlen(run) < sizeof d->output)
         memcpy(d->output, run, strlen(run) + 1);
     return 0;
 }
@@ -697,41 +697,8 @@ static void read_species(ck_io *io, hid_t g, sim *S, int s)
         ck_fail(io, "particles (some outside their clusters)");
 }
 
-/* energy.csv rows of folder dir (energy.csv.tmp of an interrupted run first) for the steps
- * before `step`, header dropped; NULL when there is no such file. */
-static char *energy_rows(const char *dir, long step)
+int checkpoint_load(sim *S, const char *path)
 {
-    char path[CK_PATH + 32];
-    FILE *in = NULL;
-    for (int k = 0; k < 2 && !in; k++) {
-        snprintf(path, sizeof path, "%s/energy.csv%s", dir, k ? "" : ".tmp");
-        in = fopen(path, "r");
-    }
-    if (!in)
-        return NULL;
-    char *out = NULL, *line = NULL;
-    size_t olen = 0, cap = 0;
-    FILE *m = open_memstream(&out, &olen);
-    if (!m)
-        EMPIC_DIE("out of host memory reading energy.csv");
-    ssize_t n;
-    int first = 1;
-    while ((n = getline(&line, &cap, in)) > 0) {
-        char *end;
-        long s = strtol(line, &end, 10);
-        if (!first && line[n - 1] == '\n' && end != line && *end == ',' && s < step)
-            fputs(line, m);
-        first = 0;
-    }
-    free(line);
-    fclose(in);
-    fclose(m);
-    return out;
-}
-
-int checkpoint_load(sim *S, const char *path, char **rows)
-{
-    *rows = NULL;
     ck_io io = {0};
     hid_t f = open_ro(path);
     if (f < 0) {
@@ -810,22 +777,7 @@ int checkpoint_load(sim *S, const char *path, char **rows)
                      S->backend == BACKEND_CUDA ? "cuda" : "cpu");
     S->step = step;
     snprintf(S->checkpoint_last, sizeof S->checkpoint_last, "%s", path);
-    if (S->d.energy_every > 0) {
-        char run[CK_PATH];
-        *rows = energy_rows(S->d.output, step);
-        if (!*rows && run_dir_of(path, run, sizeof run) == 0)
-            *rows = energy_rows(run, step);
-    }
     if (!S->quiet)
         printf("empic: restarting from %s at step %ld\n", path, step);
     return 0;
-}
-
-void checkpoint_energy_resume(sim *S, char *rows)
-{
-    if (S->energy && rows) {
-        fputs(rows, S->energy);
-        fflush(S->energy);
-    }
-    free(rows);
 }

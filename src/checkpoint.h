@@ -29,11 +29,10 @@ int checkpoint_find(const char *dir, char *path, size_t len, long *step);
  * holds its checkpoint/ folder. 0, or -1 after reporting. */
 int checkpoint_read_deck(const char *path, deck *d);
 /* Restart path of sim_init: S->d, S->cl, S->f and the backend are set up; fill the fields,
- * the species and the counters from the checkpoint at path. *rows receives the energy.csv
- * rows of the earlier run before the checkpoint's step (NULL when there are none), for
- * checkpoint_energy_resume. 0, or -1 after reporting. */
-int checkpoint_load(sim *S, const char *path, char **rows);
-/* Append rows (from checkpoint_load; freed here) to the energy.csv that report_open began. */
-void checkpoint_energy_resume(sim *S, char *rows);
+ * the species and the counters from the checkpoint at path. 0, or -1 after reporting. */
+int checkpoint_load(sim *S, const char *path);
+/* The run folder of a checkpoint file (the folder that holds its checkpoint/ folder) into
+ * out. 0, or -1 when path is not inside one. */
+int checkpoint_run_dir(const char *path, char *out, size_t len);
 
 #endif

@@ -67,7 +67,41 @@ static void out_path(const sim *S, char *buf, size_t len, const char *name)
     snprintf(buf, len, "%s/%s", S->d.output, name);
 }
 
-int report_open(sim *S)
+/* energy.csv rows of folder dir (energy.csv.tmp of an interrupted run first) for the steps
+ * before `step`, header dropped; NULL when there is no such file (or no dir). */
+static char *energy_rows(const char *dir, long step)
+{
+    char path[DECK_PATH_MAX + 32];
+    FILE *in = NULL;
+    if (!dir)
+        return NULL;
+    for (int k = 0; k < 2 && !in; k++) {
+        snprintf(path, sizeof path, "%s/energy.csv%s", dir, k ? "" : ".tmp");
+        in = fopen(path, "r");
+    }
+    if (!in)
+        return NULL;
+    char *out = NULL, *line = NULL;
+    size_t olen = 0, cap = 0;
+    FILE *m = open_memstream(&out, &olen);
+    if (!m)
+        EMPIC_DIE("out of host memory reading energy.csv");
+    ssize_t n;
+    int first = 1;
+    while ((n = getline(&line, &cap, in)) > 0) {
+        char *end;
+        long s = strtol(line, &end, 10);
+        if (!first && line[n - 1] == '\n' && end != line && *end == ',' && s < step)
+            fputs(line, m);
+        first = 0;
+    }
+    free(line);
+    fclose(in);
+    fclose(m);
+    return out;
+}
+
+int report_open(sim *S, const char *resume_dir)
 {
     char path[DECK_PATH_MAX + 64];
     if (mkdir_p(S->d.output)) {
@@ -85,15 +119,25 @@ int report_open(sim *S)
     if (rc)
         return -1;
     if (S->d.energy_every > 0) {
+        /* a restart keeps the rows before its step: from this folder (read before the new
+         * file replaces an interrupted run's energy.csv.tmp), else from the run it continues */
+        char *rows = S->step > 0 ? energy_rows(S->d.output, S->step) : NULL;
+        if (!rows && S->step > 0)
+            rows = energy_rows(resume_dir, S->step);
         out_path(S, path, sizeof path, "energy.csv.tmp");
         if (!(S->energy = fopen(path, "w"))) {
             empic_report(path, 0, "cannot create: %s", strerror(errno));
+            free(rows);
             return -1;
         }
         fprintf(S->energy, "step,t,field_E,field_B");
         for (int s = 0; s < S->nsp; s++)
             fprintf(S->energy, ",kinetic_%s", S->sp[s].cfg->name);
         fprintf(S->energy, ",total,gauss_max\n");
+        if (rows)
+            fputs(rows, S->energy);
+        free(rows);
+        fflush(S->energy);
     }
     if (!S->quiet) {
         long long np = 0;

@@ -39,7 +39,7 @@ static int check_window_lasers(const sim *S)
 
 int sim_init_from(sim *S, const deck *d, int quiet, const char *checkpoint)
 {
-    char *rows = NULL; /* energy.csv rows before the checkpoint's step */
+    char run[DECK_PATH_MAX] = ""; /* the run a checkpoint continues */
     memset(S, 0, sizeof *S);
     S->d = *d;
     S->quiet = quiet;
@@ -70,8 +70,9 @@ int sim_init_from(sim *S, const deck *d, int quiet, const char *checkpoint)
         st->ext_b[a] = (float)S->d.ext_B[a];
     }
     if (checkpoint) {
-        if (checkpoint_load(S, checkpoint, &rows))
+        if (checkpoint_load(S, checkpoint))
             return -1;
+        checkpoint_run_dir(checkpoint, run, sizeof run);
     } else {
         for (int s = 0; s < S->nsp; s++)
             species_init(&S->sp[s], &S->d, s, &S->cl);
@@ -88,15 +89,8 @@ int sim_init_from(sim *S, const deck *d, int quiet, const char *checkpoint)
             push_half_back(&S->sp[s], &S->f, &S->cl, st->ext_e, st->ext_b);
     }
     st->window_cells = S->win.cells;
-    if (S->be->open(st, &S->be_ctx)) {
-        free(rows);
+    if (S->be->open(st, &S->be_ctx) || report_open(S, run[0] ? run : NULL))
         return -1;
-    }
-    if (report_open(S)) {
-        free(rows);
-        return -1;
-    }
-    checkpoint_energy_resume(S, rows);
     return 0;
 }
 
