@@ -458,7 +458,7 @@ static char *build_image(sim *S, const char *name, ck_io *io, size_t *len)
     return image;
 }
 
-int checkpoint_write_host(sim *S)
+int checkpoint_write(sim *S)
 {
     char dir[DECK_PATH_MAX + 16], path[DECK_PATH_MAX + 64];
     snprintf(dir, sizeof dir, "%s/checkpoint", S->d.output);
@@ -496,12 +496,6 @@ int checkpoint_write_host(sim *S)
                 isatty(STDERR_FILENO) ? "\033[K" : "");
     }
     return 0;
-}
-
-int checkpoint_write(sim *S)
-{
-    sim_fetch(S);
-    return checkpoint_write_host(S);
 }
 
 /* ---------------------------------------------------------------- finding and reading */

@@ -11,16 +11,14 @@
 #ifndef CHECKPOINT_H
 #define CHECKPOINT_H
 
-#include "sim.h"
+#include "sim_state.h"
 
 #define CHECKPOINT_VERSION 2
 
-/* Write S's state (fetched from the device first on the GPU backend) to
+/* Write S's state from the host arrays (the caller fetches a device backend's state first) to
  * S->d.output/checkpoint/ckpt<step>.h5, then remove the run's older checkpoints except the
  * previous one. 0, or -1 after reporting (earlier checkpoints are left untouched). */
 int checkpoint_write(sim *S);
-/* The same from the host arrays as they are (already fetched from the device). */
-int checkpoint_write_host(sim *S);
 /* The newest complete checkpoint for DIR: DIR itself when it is a file, else the newest
  * readable ckpt%08ld.h5 in DIR/checkpoint/ or in DIR. Its path goes to path, its step to
  * *step. 0, or -1 after reporting. */

@@ -210,7 +210,7 @@ int guard_after_step(sim *S)
             return -1;
         }
     }
-    if (ckpt && checkpoint_write_host(S))
+    if (ckpt && checkpoint_write(S))
         return -1;
     return sig ? 128 + sig : 0;
 }

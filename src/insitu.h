@@ -11,7 +11,7 @@
 #define INSITU_H
 
 #include "phasespace.h"
-#include "sim.h"
+#include "sim_state.h"
 
 /* The binning of histogram e now: the deck's range where given, the box for x and y,
  * else the extent of the particles' values (padded by half a bin on either side). */

@@ -3,7 +3,7 @@
 #ifndef REPORT_H
 #define REPORT_H
 
-#include "sim.h"
+#include "sim_state.h"
 
 /* Create the output folder, write run.cfg, open energy.csv (its only writer). A run
  * restarted at S->step keeps the energy.csv rows before that step, from its output folder or

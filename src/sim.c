@@ -108,15 +108,6 @@ void sim_free(sim *S)
     deck_free(&S->d);
 }
 
-long long sim_particles(const sim *S)
-{
-    long long n = 0;
-    for (int s = 0; s < S->nsp; s++)
-        if (!S->sp[s].immobile)
-            n += S->sp[s].np;
-    return n;
-}
-
 void sim_wait_writes(sim *S)
 {
     if (writer_wait(&S->out))

@@ -1,0 +1,52 @@
+/* sim_state.h - the state of one run: the deck, the PIC state a backend advances
+ * (backend.h), the run's counters and what it writes. The modules around the time loop
+ * (report, checkpoint, guard, insitu) read and fill it; sim.c owns the loop and every
+ * counter. */
+#ifndef SIM_STATE_H
+#define SIM_STATE_H
+
+#include "backend.h"
+#include "deck.h"
+#include "emf.h"
+#include "species.h"
+#include "window.h"
+#include "writer.h"
+#include <stdio.h>
+
+typedef struct {
+    deck d;
+    emf f;
+    clusters cl;
+    int nsp;
+    species sp[DECK_MAX_SPECIES];
+    pic_state st;             /* what the backend advances: points at f, cl, sp */
+    const backend *be;        /* the backend, and its own state */
+    void *be_ctx;
+    int backend;              /* BACKEND_CPU or BACKEND_CUDA once chosen */
+    char device[128];         /* CPU model or GPU name */
+    long step;                /* steps done */
+    window win;               /* moving window (box origin x0 = win.cells * dx) */
+    double wall_s;
+    long long particle_steps; /* mobile particles x steps pushed */
+    /* the last energy diagnostic (step en_step): fields at n dt, kinetic time-centred */
+    long en_step;
+    double en_e, en_b, en_kin[DECK_MAX_SPECIES], en_gauss;
+    FILE *energy;             /* energy.csv (under its temporary name while running) */
+    float *rho_sp;            /* per-species charge scratch, allocated at first dump */
+    writer out;               /* the dump being written in the background (CUDA backend) */
+    int quiet;
+    double progress_at;       /* wall clock of the last progress line */
+    char checkpoint_last[DECK_PATH_MAX + 64]; /* last checkpoint written or restarted from */
+} sim;
+
+/* Particles of the mobile species (those a step pushes). */
+static inline long long sim_particles(const sim *S)
+{
+    long long n = 0;
+    for (int s = 0; s < S->nsp; s++)
+        if (!S->sp[s].immobile)
+            n += S->sp[s].np;
+    return n;
+}
+
+#endif
