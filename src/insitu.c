@@ -11,7 +11,7 @@
 #include "empic.h"
 #include "h5out.h"
 #ifdef EMPIC_CUDA
-#include "../cuda/gpu.h"
+#include "gpu_legacy.h"
 #endif
 
 #include <errno.h>

@@ -2,7 +2,7 @@
 #include "report.h"
 #include "empic.h"
 #ifdef EMPIC_CUDA
-#include "../cuda/gpu.h"
+#include "gpu_legacy.h"
 #endif
 
 #include <errno.h>

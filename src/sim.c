@@ -11,7 +11,7 @@
 #include "report.h"
 #include "sort.h"
 #ifdef EMPIC_CUDA
-#include "../cuda/gpu.h"
+#include "gpu_legacy.h"
 #endif
 
 #include <math.h>

@@ -2,14 +2,13 @@
 #ifndef SIM_H
 #define SIM_H
 
+#include "backend.h"
 #include "deck.h"
 #include "emf.h"
 #include "species.h"
 #include "window.h"
 #include "writer.h"
 #include <stdio.h>
-
-enum sim_phase { PH_PUSH = 0, PH_DEPOSIT, PH_SORT, PH_FIELD, PH_OTHER, PH_COUNT };
 
 typedef struct gpu_state gpu_state;
 

@@ -10,7 +10,7 @@
 #include "species.h"
 #include "testutil.h"
 #ifdef EMPIC_CUDA
-#include "../cuda/gpu.h"
+#include "gpu_legacy.h"
 #endif
 
 #include <stdlib.h>

@@ -7,7 +7,7 @@
 #include "checkpoint.h"
 #include "testutil.h"
 #ifdef EMPIC_CUDA
-#include "../cuda/gpu.h"
+#include "gpu_legacy.h"
 #endif
 
 #include <stdlib.h>
