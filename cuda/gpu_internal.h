@@ -172,6 +172,7 @@ static inline unsigned gpu_blocks(size_t n, int threads)
  * gpu_core.cu), in the files of their phase; ctx is the gpu_state. */
 int gpu_open(pic_state *st, void **ctx);                                  /* gpu_core.cu */
 void gpu_close(void *ctx, pic_state *st);
+void gpu_rho(void *ctx, pic_state *st, float *per);
 void gpu_fetch_fields(void *ctx, pic_state *st, float *per);
 void gpu_fetch_particles(void *ctx, pic_state *st);
 void gpu_finish(void *ctx, pic_state *st);
@@ -181,7 +182,6 @@ void gpu_b_half(void *ctx, pic_state *st);                                /* gpu
 void gpu_fields(void *ctx, pic_state *st);
 void gpu_field_diag(void *ctx, pic_state *st, double *energy_e, double *energy_b,
                     double *gauss);
-void gpu_rho(void *ctx, pic_state *st, float *per);
 void gpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic); /* gpu_particles.cu */
 void gpu_sort(void *ctx, pic_state *st, int window, long long *dropped);   /* gpu_sort.cu */
 void gpu_window_shift(void *ctx, pic_state *st);                          /* gpu_window.cu */
@@ -241,7 +241,7 @@ void gpu_drop(gpu_state *g, int s, int window);
 /* Zero the guard frame of up to three arrays (after a fold in a non-periodic box). */
 void gpu_guard_zero(gpu_state *g, float *a0, float *a1, float *a2);
 /* Sort (gpu_sort.cu): re-lay species s's segments so that cluster c has room for need[c];
- * check_flags: stop on the error flag the sort passes raise. */
+ * stop on the error flag the sort passes raise (h_flags as last read back). */
 void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *need);
 void gpu_check_flags(const gpu_state *g, const pic_state *st, int s);
 /* Diagnostics (gpu_diag.cu): the ids' part of a global rearrangement (d->start still the
