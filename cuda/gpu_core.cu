@@ -85,7 +85,8 @@ __global__ void k_probe(int *p)
         *p = 0;
 }
 
-/* 1 when a usable CUDA device exists (its name into name), else 0 (the reason into name). */
+/* 1 when a usable CUDA device exists (its name into name), else 0 (the reason into name;
+ * reported too when a GPU is there but this build cannot run on it). */
 static int gpu_available(char *name, size_t len)
 {
     int n = 0;
@@ -108,6 +109,7 @@ static int gpu_available(char *name, size_t len)
         snprintf(name, len, "GPU %s (compute capability %d.%d) cannot run this build's "
                  "kernels; rebuild with make CUDA_ARCH=sm_%d%d", p.name, p.major, p.minor,
                  p.major, p.minor);
+        empic_report(NULL, 0, "%s", name); /* worth saying even when the CPU takes over */
         return 0;
     }
     snprintf(name, len, "%s", p.name);
