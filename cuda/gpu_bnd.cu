@@ -14,10 +14,10 @@
 
 /* ---- setup ---- */
 
-void gpu_bnd_setup(gpu_state *g, const sim *S)
+void gpu_bnd_setup(gpu_state *g, const pic_state *st)
 {
-    const emf *f = &S->f;
-    const clusters *cl = &S->cl;
+    const emf *f = st->f;
+    const clusters *cl = st->cl;
     g->px = f->bnd[SIDE_XMIN] == FBND_PERIODIC;
     g->py = f->bnd[SIDE_YMIN] == FBND_PERIODIC;
     g->cx_of = (int *)gpu_malloc(g, (size_t)f->nx * sizeof(int), "cluster table");
@@ -51,8 +51,8 @@ void gpu_bnd_setup(gpu_state *g, const sim *S)
             GPU_CK(cudaMemcpy(g->mur_old[k], b->mur_old[k], n, cudaMemcpyHostToDevice));
         }
     }
-    for (int s = 0; s < S->nsp; s++) {
-        const species *h = &S->sp[s];
+    for (int s = 0; s < st->nsp; s++) {
+        const species *h = &st->sp[s];
         gpu_species *d = &g->sp[s];
         bnd_walls(h, cl, f, &d->walls);
         int *list = (int *)empic_alloc((size_t)cl->n * sizeof(int), "wall clusters"), n = 0;
@@ -92,11 +92,14 @@ void gpu_bnd_free(gpu_state *g)
         cudaFreeHost(g->h_stage);
 }
 
-void gpu_bnd_fetch(gpu_state *g, sim *S)
+/* The layer and edge memories and the boundary clocks into the host fbnd (checkpoints). */
+void gpu_bnd_fetch(gpu_state *g, pic_state *st)
 {
-    fbnd *b = S->f.fb;
+    fbnd *b = st->f->fb;
     if (!b)
         return;
+    b->shift = g->shift;
+    b->psi_step = g->psi_step;
     for (int l = 0; l < g->nlayers; l++)
         for (int m = 0; m < 4; m++)
             GPU_CK(cudaMemcpy(b->layer[l].psi[m], g->layer[l].psi[m],
@@ -193,12 +196,12 @@ static void laser_line(gpu_state *g, const laser_src *L, int at, double xi, doub
 
 /* ---- the hooks of the Yee phases ---- */
 
-void gpu_bnd_b(gpu_state *g, sim *S)
+void gpu_bnd_b(gpu_state *g, const pic_state *st)
 {
-    emf *f = &S->f;
-    fbnd *b = f->fb;
-    const int upd = b->psi_step != f->step; /* first half step with E(n) */
-    b->psi_step = f->step;
+    const emf *f = st->f;
+    const fbnd *b = f->fb;
+    const int upd = g->psi_step != f->step; /* first half step with E(n) */
+    g->psi_step = f->step;
     const float h = (float)(0.5 * f->dt), idx = (float)(1.0 / f->dx), idy = (float)(1.0 / f->dy);
     for (int l = 0; l < g->nlayers; l++) {
         const gpu_layer *L = &g->layer[l];
@@ -211,16 +214,16 @@ void gpu_bnd_b(gpu_state *g, sim *S)
     const double t = f->step * f->dt;
     for (int l = 0; l < b->nlasers; l++) {
         const laser_src *L = &b->lasers[l];
-        if (L->axis == 0 && b->shift != 0)
+        if (L->axis == 0 && g->shift != 0)
             continue;
         const int col = L->sign > 0 ? L->plane - 1 : L->plane;
         if (L->axis == 0) {
             const float hh = (float)(L->sign * 0.5 * f->dt / f->dx);
-            laser_line(g, L, col, laser_xi(L, L->plane, f->dx), t, b->shift, f->dy, g->b[2],
+            laser_line(g, L, col, laser_xi(L, L->plane, f->dx), t, g->shift, f->dy, g->b[2],
                        g->b[1], hh, -hh);
         } else {
             const float hh = (float)(L->sign * 0.5 * f->dt / f->dy);
-            laser_line(g, L, col, laser_xi(L, L->plane, f->dy), t, b->shift, f->dx, g->b[2],
+            laser_line(g, L, col, laser_xi(L, L->plane, f->dy), t, g->shift, f->dx, g->b[2],
                        g->b[0], -hh, hh);
         }
     }
@@ -246,9 +249,9 @@ __global__ void k_mur(int save, float *c1, float *c2, float *o, int len, int ke0
     }
 }
 
-static void mur_sides(gpu_state *g, const sim *S, int save)
+static void mur_sides(gpu_state *g, const pic_state *st, int save)
 {
-    const fbnd *b = S->f.fb;
+    const fbnd *b = st->f->fb;
     for (int k = 0; k < 4; k++) {
         if (!g->mur_old[k])
             continue;
@@ -262,11 +265,11 @@ static void mur_sides(gpu_state *g, const sim *S, int save)
     }
 }
 
-void gpu_bnd_e_save(gpu_state *g, const sim *S) { mur_sides(g, S, 1); }
+void gpu_bnd_e_save(gpu_state *g, const pic_state *st) { mur_sides(g, st, 1); }
 
-void gpu_bnd_e(gpu_state *g, const sim *S)
+void gpu_bnd_e(gpu_state *g, const pic_state *st)
 {
-    const emf *f = &S->f;
+    const emf *f = st->f;
     const fbnd *b = f->fb;
     const float dt = (float)f->dt, idx = (float)(1.0 / f->dx), idy = (float)(1.0 / f->dy);
     for (int l = 0; l < g->nlayers; l++) {
@@ -280,20 +283,20 @@ void gpu_bnd_e(gpu_state *g, const sim *S)
     const double t = (f->step + 0.5) * f->dt;
     for (int l = 0; l < b->nlasers; l++) {
         const laser_src *L = &b->lasers[l];
-        if (L->axis == 0 && b->shift != 0)
+        if (L->axis == 0 && g->shift != 0)
             continue;
         const int col = L->sign > 0 ? L->plane - 1 : L->plane;
         if (L->axis == 0) {
             const float c = (float)(f->dt / f->dx);
-            laser_line(g, L, L->plane, laser_xi(L, col + 0.5, f->dx), t, b->shift, f->dy,
+            laser_line(g, L, L->plane, laser_xi(L, col + 0.5, f->dx), t, g->shift, f->dy,
                        g->e[1], g->e[2], c, c);
         } else {
             const float c = (float)(f->dt / f->dy);
-            laser_line(g, L, L->plane, laser_xi(L, col + 0.5, f->dy), t, b->shift, f->dx,
+            laser_line(g, L, L->plane, laser_xi(L, col + 0.5, f->dy), t, g->shift, f->dx,
                        g->e[0], g->e[2], c, c);
         }
     }
-    mur_sides(g, S, 0);
+    mur_sides(g, st, 0);
 }
 
 /* ---- particle walls ---- */
@@ -341,14 +344,14 @@ __global__ void k_walls(kwalls a)
     }
 }
 
-void gpu_walls(gpu_state *g, const sim *S, int s)
+void gpu_walls(gpu_state *g, const pic_state *st, int s)
 {
     gpu_species *d = &g->sp[s];
     if (!d->nedge)
         return;
     kwalls a = {d->cell,  d->x,     d->y,    d->ux,  d->uy,  d->uz,    d->code,
                 d->start, d->count, d->edge, g->x0,  g->y0,  g->cx_of, g->cy_of,
-                d->hist,  g->tiles, 3 * g->tsz_max, S->f.step, d->walls};
+                d->hist,  g->tiles, 3 * g->tsz_max, st->f->step, d->walls};
     k_walls<<<(unsigned)d->nedge, GPU_THREADS, 0, g->stream>>>(a);
     GPU_LAUNCHED(g, "k_walls");
 }

@@ -1,5 +1,5 @@
 /* gpu_check.cu - EMPIC_GPU_CHECK=1: copy the device state back around every phase and
- * verify it on the host (a debugging aid; slow). Fields: no NaN or infinity. Push: each
+ * verify it on the host (a debugging aid; slow; gpu_debug_at is the only entry). Fields: no NaN or infinity. Push: each
  * particle's new momentum and position equal a host recomputation with the same particle.h
  * functions from the same fields (this found the nvcc miscompile of NOTES.md). After a move:
  * each cluster's 9-bin histogram matches its particles' migration codes and each code
@@ -20,10 +20,12 @@ static void *fetch(const void *d, size_t bytes)
 
 static int wrapc(int c, int n) { return c < 0 ? c + n : (c >= n ? c - n : c); }
 
-void gpu_debug_check(sim *S, int after_sort)
+/* less: particles the sort just dropped (np is updated by the caller after the sort). */
+static void debug_check(gpu_state *g, const pic_state *st, int after_sort,
+                        const long long *less)
 {
-    gpu_state *g = S->gpu;
-    const clusters *cl = &S->cl;
+    const clusters *cl = st->cl;
+    const long step = st->f->step;
     GPU_CK(cudaStreamSynchronize(g->stream));
     long long errors = 0;
     for (int s = 0; s < g->nsp; s++) {
@@ -43,12 +45,12 @@ void gpu_debug_check(sim *S, int after_sort)
             int h[9] = {0};
             total += count[c];
             if (count[c] > cap[c] || count[c] < 0) {
-                empic_report(NULL, 0, "check step %ld: cluster %d count %d cap %d", S->step, c,
+                empic_report(NULL, 0, "check step %ld: cluster %d count %d cap %d", step, c,
                              count[c], cap[c]);
                 errors++;
             }
             if (c + 1 < g->ncl && start[c] + cap[c] > start[c + 1]) {
-                empic_report(NULL, 0, "check step %ld: segments %d and %d overlap", S->step, c,
+                empic_report(NULL, 0, "check step %ld: segments %d and %d overlap", step, c,
                              c + 1);
                 errors++;
             }
@@ -64,7 +66,7 @@ void gpu_debug_check(sim *S, int after_sort)
                 if (!ok) {
                     empic_report(NULL, 0, "check step %ld (%s): species %d cluster %d (%d,%d) "
                                  "start %d count %d cap %d: slot %d cell (%d,%d) is in cluster "
-                                 "(%d,%d), code %u (%d,%d), offset (%a, %a) ux %g", S->step,
+                                 "(%d,%d), code %u (%d,%d), offset (%a, %a) ux %g", step,
                                  after_sort ? "sort" : "move", s, c, cx, cy, start[c], count[c],
                                  cap[c], p - start[c], i, j, ax, ay, code[p], dx, dy, x[p], y[p], u[p]);
                     errors++;
@@ -76,16 +78,17 @@ void gpu_debug_check(sim *S, int after_sort)
                 for (int b = 0; b < 9; b++)
                     if (h[b] != hist[9 * c + b] && errors < 10) {
                         empic_report(NULL, 0, "check step %ld: cluster %d bin %d: histogram %d, "
-                                     "codes %d", S->step, c, b, hist[9 * c + b], h[b]);
+                                     "codes %d", step, c, b, hist[9 * c + b], h[b]);
                         errors++;
                     }
         }
         if (!after_sort)
             fprintf(stderr, "check step %ld: species %d: %lld of %lld particles cross a cluster "
-                    "border\n", S->step, s, movers, total);
-        if (total != S->sp[s].np) {
+                    "border\n", step, s, movers, total);
+        const long long np = st->sp[s].np - (less ? less[s] : 0);
+        if (total != np) {
             empic_report(NULL, 0, "check step %ld: species %d has %lld particles, not %lld",
-                         S->step, s, total, S->sp[s].np);
+                         step, s, total, np);
             errors++;
         }
         free(cell);
@@ -99,13 +102,13 @@ void gpu_debug_check(sim *S, int after_sort)
         free(hist);
     }
     if (errors)
-        EMPIC_DIE("EMPIC_GPU_CHECK: %lld violations at step %ld", errors, S->step);
+        EMPIC_DIE("EMPIC_GPU_CHECK: %lld violations at step %ld", errors, step);
 }
 
 /* Non-finite values in the device's fields (guards included), reported after `phase`. */
-void gpu_debug_fields(sim *S, const char *phase)
+static void debug_fields(gpu_state *g, const pic_state *st, const char *phase)
 {
-    gpu_state *g = S->gpu;
+    const long step = st->f->step;
     GPU_CK(cudaStreamSynchronize(g->stream));
     float *a = (float *)fetch(g->store, 12 * g->size * sizeof(float));
     static const char *names[12] = {"Ex", "Ey", "Ez", "Bx", "By", "Bz", "Jx",
@@ -114,12 +117,12 @@ void gpu_debug_fields(sim *S, const char *phase)
     for (int c = 0; c < 10; c++)
         for (size_t k = 0; k < g->size; k++)
             if (!isfinite(a[c * g->size + k]) && bad++ < 5)
-                empic_report(NULL, 0, "check step %ld after %s: %s(%d,%d) = %g", S->step, phase,
+                empic_report(NULL, 0, "check step %ld after %s: %s(%d,%d) = %g", step, phase,
                              names[c], (int)(k % g->stride) - EMF_GUARD,
                              (int)(k / g->stride) - EMF_GUARD, a[c * g->size + k]);
     free(a);
     if (bad)
-        EMPIC_DIE("EMPIC_GPU_CHECK: %lld non-finite field values at step %ld", bad, S->step);
+        EMPIC_DIE("EMPIC_GPU_CHECK: %lld non-finite field values at step %ld", bad, step);
 }
 
 /* Push check: before the particle kernels, keep the particles and fields; after them,
@@ -135,9 +138,8 @@ typedef struct {
 
 static snapshot snap[DECK_MAX_SPECIES];
 
-void gpu_debug_snapshot(sim *S)
+static void debug_snapshot(gpu_state *g)
 {
-    gpu_state *g = S->gpu;
     GPU_CK(cudaStreamSynchronize(g->stream));
     for (int s = 0; s < g->nsp; s++) {
         const gpu_species *d = &g->sp[s];
@@ -158,10 +160,9 @@ void gpu_debug_snapshot(sim *S)
     }
 }
 
-void gpu_debug_verify(sim *S)
+static void debug_verify(gpu_state *g, const pic_state *st)
 {
-    gpu_state *g = S->gpu;
-    const emf *f = &S->f;
+    const emf *f = st->f;
     GPU_CK(cudaStreamSynchronize(g->stream));
     int shown = 0;
     for (int s = 0; s < g->nsp; s++) {
@@ -193,14 +194,14 @@ void gpu_debug_verify(sim *S)
                                      "slot %d of %d, cell (%d,%d) = tile (%d,%d), x (%g,%g): u "
                                      "(%g,%g,%g) -> device (%g,%g,%g), host (%g,%g,%g); E (%g,%g,%g) "
                                      "B (%g,%g,%g); x1 device %g host %g",
-                                     S->step, s, c, cx, cy, q - p->start[c], p->count[c], i, j,
-                                     i - S->cl.x0[cx] + 1, j - S->cl.y0[cy] + 1, p->x[q], p->y[q],
+                                     f->step, s, c, cx, cy, q - p->start[c], p->count[c], i, j,
+                                     i - st->cl->x0[cx] + 1, j - st->cl->y0[cy] + 1, p->x[q], p->y[q],
                                      p->u[0][q], p->u[1][q], p->u[2][q], u[0][q], u[1][q], u[2][q],
                                      v[0], v[1], v[2], e[0], e[1], e[2], b[0], b[1], b[2], x[q], x1);
                     }
                 }
             if (bad)
-                empic_report(NULL, 0, "verify step %ld: species %d: %lld particles differ", S->step,
+                empic_report(NULL, 0, "verify step %ld: species %d: %lld particles differ", f->step,
                              s, bad);
             for (int a = 0; a < 3; a++)
                 free(u[a]);
@@ -215,5 +216,32 @@ void gpu_debug_verify(sim *S)
         free(p->count);
         for (int c = 0; c < 6; c++)
             free(p->f[c]);
+    }
+}
+
+void gpu_debug_at(gpu_state *g, const pic_state *st, enum gpu_debug_point at)
+{
+    switch (at) {
+    case DBG_BEFORE_MOVE:
+        debug_check(g, st, 1, NULL);
+        debug_snapshot(g);
+        break;
+    case DBG_AFTER_MOVE:
+        debug_verify(g, st);
+        debug_fields(g, st, "move and deposit");
+        debug_check(g, st, 0, NULL);
+        break;
+    case DBG_B_HALF:
+        debug_fields(g, st, "B half step");
+        break;
+    case DBG_FIELDS:
+        debug_fields(g, st, "field advance");
+        break;
+    case DBG_RHO:
+        debug_fields(g, st, "charge deposit");
+        break;
+    case DBG_AFTER_SORT:
+        debug_check(g, st, 1, g->dropped);
+        break;
     }
 }

@@ -1,5 +1,5 @@
-/* gpu_core.cu - the CUDA backend's device, memory, uploads and downloads, error checks,
- * phase timers and the bandwidth measurement. */
+/* gpu_core.cu - the CUDA backend's table (cuda_backend), device, memory, uploads and
+ * downloads, error checks, phase timers and the bandwidth measurement. */
 #include "gpu_internal.h"
 
 #include <stdio.h>
@@ -47,10 +47,10 @@ void *gpu_malloc(gpu_state *g, size_t bytes, const char *what)
 
 /* ---- phase timers ---- */
 
-int gpu_tic(gpu_state *g, sim *S)
+int gpu_tic(gpu_state *g, pic_state *st)
 {
     if (g->nev + 2 > GPU_EVENTS)
-        gpu_harvest(g, S);
+        gpu_harvest(g, st);
     int a = g->nev++;
     GPU_CK(cudaEventRecord(g->ev[a], g->stream));
     return a;
@@ -66,13 +66,13 @@ void gpu_toc(gpu_state *g, int tic, int phase)
     g->npend++;
 }
 
-void gpu_harvest(gpu_state *g, sim *S)
+void gpu_harvest(gpu_state *g, pic_state *st)
 {
     GPU_CK(cudaStreamSynchronize(g->stream));
     for (int k = 0; k < g->npend; k++) {
         float ms = 0.0f;
         GPU_CK(cudaEventElapsedTime(&ms, g->ev[g->pend_a[k]], g->ev[g->pend_b[k]]));
-        S->phase_s[g->pend_phase[k]] += 1e-3 * ms;
+        st->phase_s[g->pend_phase[k]] += 1e-3 * ms;
     }
     g->npend = 0;
     g->nev = 0;
@@ -85,24 +85,31 @@ __global__ void k_probe(int *p)
         *p = 0;
 }
 
-int gpu_available(char *name, size_t len)
+/* 1 when a usable CUDA device exists (its name into name), else 0 (the reason into name;
+ * reported too when a GPU is there but this build cannot run on it). */
+static int gpu_available(char *name, size_t len)
 {
     int n = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess || n < 1) {
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess || n < 1) {
         cudaGetLastError();
+        snprintf(name, len, "no usable CUDA device (%s)",
+                 e != cudaSuccess ? cudaGetErrorString(e) : "none found");
         return 0;
     }
     cudaDeviceProp p;
-    if (cudaGetDeviceProperties(&p, 0) != cudaSuccess) {
+    if ((e = cudaGetDeviceProperties(&p, 0)) != cudaSuccess) {
         cudaGetLastError();
+        snprintf(name, len, "no usable CUDA device (%s)", cudaGetErrorString(e));
         return 0;
     }
     cudaFuncAttributes fa;
     if (cudaFuncGetAttributes(&fa, k_probe) != cudaSuccess) {
         cudaGetLastError();
-        empic_report(__FILE__, __LINE__, "GPU %s (compute capability %d.%d) cannot run this "
-                     "build's kernels; rebuild with make CUDA_ARCH=sm_%d%d", p.name, p.major,
-                     p.minor, p.major, p.minor);
+        snprintf(name, len, "GPU %s (compute capability %d.%d) cannot run this build's "
+                 "kernels; rebuild with make CUDA_ARCH=sm_%d%d", p.name, p.major, p.minor,
+                 p.major, p.minor);
+        empic_report(NULL, 0, "%s", name); /* worth saying even when the CPU takes over */
         return 0;
     }
     snprintf(name, len, "%s", p.name);
@@ -112,21 +119,21 @@ int gpu_available(char *name, size_t len)
 /* Bytes of one particle slot on the device: cell, x, y, ux, uy, uz, w, code. */
 #define SLOT_BYTES (7 * 4 + 1)
 
-static size_t deck_bytes(const sim *S, size_t tile_floats)
+static size_t deck_bytes(const pic_state *st, size_t tile_floats)
 {
-    size_t b = 12 * S->f.size * sizeof(float) + tile_floats * sizeof(float) +
-               (size_t)S->cl.n * 3 * sizeof(double);
-    for (int s = 0; s < S->nsp; s++)
-        b += S->sp[s].alloc * (SLOT_BYTES + (S->sp[s].id ? 8 : 0)) +
-             (size_t)S->cl.n * (4 + 9 + 1 + 4) * sizeof(int);
+    size_t b = 12 * st->f->size * sizeof(float) + tile_floats * sizeof(float) +
+               (size_t)st->cl->n * 3 * sizeof(double);
+    for (int s = 0; s < st->nsp; s++)
+        b += st->sp[s].alloc * (SLOT_BYTES + (st->sp[s].id ? 8 : 0)) +
+             (size_t)st->cl->n * (4 + 9 + 1 + 4) * sizeof(int);
     return b;
 }
 
-static void upload_species(gpu_state *g, const sim *S, int s)
+static void upload_species(gpu_state *g, const pic_state *st, int s)
 {
-    const species *h = &S->sp[s];
+    const species *h = &st->sp[s];
     gpu_species *d = &g->sp[s];
-    const size_t n = h->alloc, nc = (size_t)S->cl.n;
+    const size_t n = h->alloc, nc = (size_t)st->cl->n;
     d->mobile = !h->immobile;
     d->q = h->q;
     d->m = h->m;
@@ -181,15 +188,15 @@ static int env_flag(const char *name)
     return v && *v && strcmp(v, "0") != 0;
 }
 
-int gpu_init(sim *S)
+int gpu_open(pic_state *st, void **ctx)
 {
     char name[128];
+    *ctx = NULL;
     if (!gpu_available(name, sizeof name)) {
-        empic_report(S->d.file, 0, "backend \"cuda\": no usable CUDA device");
+        empic_report(NULL, 0, "backend \"cuda\": %s", name);
         return -1;
     }
     gpu_state *g = (gpu_state *)empic_calloc(1, sizeof *g, "GPU state");
-    S->gpu = g;
     GPU_CK(cudaSetDevice(0));
     cudaDeviceProp p;
     GPU_CK(cudaGetDeviceProperties(&p, 0));
@@ -198,33 +205,36 @@ int gpu_init(sim *S)
     g->split = !env_flag("EMPIC_GPU_FUSED");
     g->sync_each = env_flag("EMPIC_GPU_SYNC");
     g->check = env_flag("EMPIC_GPU_CHECK");
-    const emf *f = &S->f;
+    const emf *f = st->f;
     g->nx = f->nx;
     g->ny = f->ny;
     g->stride = f->stride;
     g->rows = f->rows;
     g->off = f->off;
     g->size = f->size;
-    g->ncx = S->cl.ncx;
-    g->ncy = S->cl.ncy;
-    g->ncl = S->cl.n;
-    g->wmax = S->cl.wmax;
-    g->hmax = S->cl.hmax;
+    g->ncx = st->cl->ncx;
+    g->ncy = st->cl->ncy;
+    g->ncl = st->cl->n;
+    g->wmax = st->cl->wmax;
+    g->hmax = st->cl->hmax;
     g->tsz_max = (g->wmax + 3) * (g->hmax + 3);
-    g->nsp = S->nsp;
+    g->nsp = st->nsp;
+    g->window = st->window;
+    /* the device's own copies of the boundary clocks (written back by gpu_fetch_fields) */
+    g->shift = f->fb ? f->fb->shift : st->window_cells;
+    g->psi_step = f->fb ? f->fb->psi_step : -1;
     /* shared-memory plan of the particle kernels (fails with a message if clusters are too
      * large for this device) */
-    gpu_particles_setup(g, S);
+    gpu_particles_setup(g);
 
-    size_t need = deck_bytes(S, (size_t)3 * g->tsz_max * g->ncl), fr = 0, tot = 0;
+    size_t need = deck_bytes(st, (size_t)3 * g->tsz_max * g->ncl), fr = 0, tot = 0;
     GPU_CK(cudaMemGetInfo(&fr, &tot));
     if (need + ((size_t)64 << 20) > fr) {
-        empic_report(S->d.file, 0, "backend \"cuda\": the deck needs %zu bytes (%.2f GiB) of "
+        empic_report(NULL, 0, "backend \"cuda\": the deck needs %zu bytes (%.2f GiB) of "
                      "GPU memory, but %s has only %zu bytes (%.2f GiB) free of %zu; use fewer "
                      "particles or cells, or the CPU backend",
                      need, need / 1073741824.0, name, fr, fr / 1073741824.0, tot);
         free(g);
-        S->gpu = NULL;
         return -1;
     }
     GPU_CK(cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking));
@@ -252,9 +262,9 @@ int gpu_init(sim *S)
 
     g->x0 = (int *)gpu_malloc(g, (size_t)(g->ncx + 1) * sizeof(int), "cluster table");
     g->y0 = (int *)gpu_malloc(g, (size_t)(g->ncy + 1) * sizeof(int), "cluster table");
-    GPU_CK(cudaMemcpy(g->x0, S->cl.x0, (size_t)(g->ncx + 1) * sizeof(int),
+    GPU_CK(cudaMemcpy(g->x0, st->cl->x0, (size_t)(g->ncx + 1) * sizeof(int),
                       cudaMemcpyHostToDevice));
-    GPU_CK(cudaMemcpy(g->y0, S->cl.y0, (size_t)(g->ncy + 1) * sizeof(int),
+    GPU_CK(cudaMemcpy(g->y0, st->cl->y0, (size_t)(g->ncy + 1) * sizeof(int),
                       cudaMemcpyHostToDevice));
     g->tiles = (float *)gpu_malloc(g, (size_t)3 * g->tsz_max * g->ncl * sizeof(float),
                                    "current tiles");
@@ -264,21 +274,22 @@ int gpu_init(sim *S)
     GPU_CK(cudaMemset(g->flags, 0, 4 * DECK_MAX_SPECIES * sizeof(int)));
     GPU_CK(cudaMallocHost(&g->h_flags, 4 * DECK_MAX_SPECIES * sizeof(int)));
     GPU_CK(cudaEventCreateWithFlags(&g->flags_ready, cudaEventDisableTiming));
-    for (int s = 0; s < S->nsp; s++)
-        upload_species(g, S, s);
-    gpu_bnd_setup(g, S);
+    for (int s = 0; s < st->nsp; s++)
+        upload_species(g, st, s);
+    gpu_bnd_setup(g, st);
     GPU_CK(cudaDeviceSynchronize());
+    *ctx = g;
     return 0;
 }
 
-void gpu_free(sim *S)
+void gpu_close(void *ctx, pic_state *st)
 {
-    gpu_state *g = S->gpu;
+    gpu_state *g = (gpu_state *)ctx;
     if (!g)
         return;
     cudaStreamSynchronize(g->stream);
     if (g->pinned_fields)
-        cudaHostUnregister(S->f.store);
+        cudaHostUnregister(st->f->store);
     gpu_bnd_free(g);
     for (int s = 0; s < g->nsp; s++)
         free_species(&g->sp[s]);
@@ -299,13 +310,41 @@ void gpu_free(sim *S)
     if (g->stream)
         cudaStreamDestroy(g->stream);
     free(g);
-    S->gpu = NULL;
 }
 
-void gpu_fetch_fields(sim *S, int with_rho)
+/* Per species into per + s size (folded, filtered, guards filled, as J) and their sum into
+ * f->rho; without per, all species deposited together and folded and filtered once (as the
+ * CPU's sim_rho). */
+void gpu_rho(void *ctx, pic_state *st, float *per)
 {
-    gpu_state *g = S->gpu;
-    emf *f = &S->f;
+    gpu_state *g = (gpu_state *)ctx;
+    emf *f = st->f;
+    const size_t bytes = g->size * sizeof(float);
+    if (!per) {
+        gpu_charge(g, st);
+        GPU_CK(cudaMemcpyAsync(f->rho, g->rho, bytes, cudaMemcpyDeviceToHost, g->stream));
+        GPU_CK(cudaStreamSynchronize(g->stream));
+        return;
+    }
+    GPU_CK(cudaMemsetAsync(g->rho, 0, bytes, g->stream));
+    for (int s = 0; s < st->nsp; s++) {
+        GPU_CK(cudaMemsetAsync(g->rho2, 0, bytes, g->stream));
+        gpu_rho_deposit(g, s, g->rho2);
+        gpu_fold(g, g->rho2, NULL, NULL);
+        gpu_filter(g, st, g->rho2);
+        gpu_guard_fill(g, g->rho2, NULL, NULL);
+        GPU_CK(cudaStreamSynchronize(g->stream));
+        GPU_CK(cudaMemcpy(per + (size_t)s * g->size, g->rho2, bytes, cudaMemcpyDeviceToHost));
+        GPU_CK(cudaMemcpy(f->tmp, g->rho2, bytes, cudaMemcpyDeviceToHost));
+        for (size_t k = 0; k < g->size; k++)
+            f->rho[k] = s ? f->rho[k] + f->tmp[k] : f->tmp[k];
+    }
+}
+
+void gpu_fetch_fields(void *ctx, pic_state *st, float *per)
+{
+    gpu_state *g = (gpu_state *)ctx;
+    emf *f = st->f;
     const size_t bytes = g->size * sizeof(float);
     GPU_CK(cudaStreamSynchronize(g->stream));
     for (int c = 0; c < 3; c++) {
@@ -313,24 +352,9 @@ void gpu_fetch_fields(sim *S, int with_rho)
         GPU_CK(cudaMemcpy(f->b[c], g->b[c], bytes, cudaMemcpyDeviceToHost));
         GPU_CK(cudaMemcpy(f->j[c], g->j[c], bytes, cudaMemcpyDeviceToHost));
     }
-    gpu_bnd_fetch(g, S); /* PML memories and Mur edges, for checkpoints */
-    if (!with_rho)
-        return;
-    GPU_CK(cudaMemsetAsync(g->rho, 0, bytes, g->stream));
-    for (int s = 0; s < S->nsp; s++) {
-        GPU_CK(cudaMemsetAsync(g->rho2, 0, bytes, g->stream));
-        gpu_rho_deposit(g, S, s, g->rho2);
-        gpu_fold(g, g->rho2, NULL, NULL);
-        gpu_filter(g, S, g->rho2);
-        gpu_guard_fill(g, g->rho2, NULL, NULL);
-        GPU_CK(cudaStreamSynchronize(g->stream));
-        if (S->rho_sp)
-            GPU_CK(cudaMemcpy(S->rho_sp + (size_t)s * g->size, g->rho2, bytes,
-                              cudaMemcpyDeviceToHost));
-        GPU_CK(cudaMemcpy(f->tmp, g->rho2, bytes, cudaMemcpyDeviceToHost));
-        for (size_t k = 0; k < g->size; k++)
-            f->rho[k] = s ? f->rho[k] + f->tmp[k] : f->tmp[k];
-    }
+    gpu_bnd_fetch(g, st); /* PML memories, Mur edges and their clocks, for checkpoints */
+    if (per)
+        gpu_rho(ctx, st, per);
 }
 
 /* Grow the host arrays of species s to n slots (the device may have re-laid segments). */
@@ -355,13 +379,13 @@ static void host_grow(species *h, size_t n)
     h->alloc = n;
 }
 
-void gpu_fetch_particles(sim *S)
+void gpu_fetch_particles(void *ctx, pic_state *st)
 {
-    gpu_state *g = S->gpu;
+    gpu_state *g = (gpu_state *)ctx;
     const size_t nc = (size_t)g->ncl;
     GPU_CK(cudaStreamSynchronize(g->stream));
-    for (int s = 0; s < S->nsp; s++) {
-        species *h = &S->sp[s];
+    for (int s = 0; s < st->nsp; s++) {
+        species *h = &st->sp[s];
         gpu_species *d = &g->sp[s];
         host_grow(h, d->alloc);
         const size_t n = d->alloc;
@@ -382,8 +406,9 @@ void gpu_fetch_particles(sim *S)
     }
 }
 
-double gpu_bandwidth(void)
+double gpu_bandwidth(void *ctx)
 {
+    (void)ctx;
     const size_t n = (size_t)1 << 30; /* 1 GiB each way */
     void *a = NULL, *b = NULL;
     if (cudaMalloc(&a, n) != cudaSuccess || cudaMalloc(&b, n) != cudaSuccess) {
@@ -416,16 +441,55 @@ double gpu_bandwidth(void)
     return best > 0.0f ? 2.0 * (double)n / (1e-3 * best) : 0.0;
 }
 
-double gpu_bytes_per_particle(const sim *S)
+double gpu_bytes_per_particle(void *ctx, const pic_state *st)
 {
-    const gpu_state *g = S->gpu;
+    const gpu_state *g = (const gpu_state *)ctx;
     double slots = 0.0, np = 0.0;
     if (!g)
         return 0.0;
     for (int s = 0; s < g->nsp; s++)
         if (g->sp[s].mobile) {
             slots += (double)g->sp[s].alloc;
-            np += (double)S->sp[s].np;
+            np += (double)st->sp[s].np;
         }
     return np > 0 ? SLOT_BYTES * slots / np : SLOT_BYTES;
+}
+
+/* The sort flags of the last step checked and the phase timers settled. */
+void gpu_finish(void *ctx, pic_state *st)
+{
+    gpu_state *g = (gpu_state *)ctx;
+    GPU_CK(cudaMemcpyAsync(g->h_flags, g->flags, 4 * g->nsp * sizeof(int),
+                           cudaMemcpyDeviceToHost, g->stream));
+    gpu_harvest(g, st);
+    for (int s = 0; s < g->nsp; s++)
+        gpu_check_flags(g, st, s);
+}
+
+const backend *cuda_backend(char *name, size_t len)
+{
+    static backend b;
+    if (!gpu_available(name, len))
+        return NULL;
+    b.name = "cuda";
+    b.open = gpu_open;
+    b.close = gpu_close;
+    b.b_half = gpu_b_half;
+    b.particles = gpu_particles;
+    b.fields = gpu_fields;
+    b.window_shift = gpu_window_shift;
+    b.sort = gpu_sort;
+    b.inject = gpu_inject;
+    b.rho = gpu_rho;
+    b.field_diag = gpu_field_diag;
+    b.fetch_fields = gpu_fetch_fields;
+    b.fetch_particles = gpu_fetch_particles;
+    b.fetch_tracked = gpu_fetch_tracked;
+    b.release_tracked = gpu_release_tracked;
+    b.phasespace = gpu_phasespace;
+    b.phasespace_extent = gpu_phasespace_extent;
+    b.finish = gpu_finish;
+    b.bandwidth = gpu_bandwidth;
+    b.bytes_per_particle = gpu_bytes_per_particle;
+    return &b;
 }

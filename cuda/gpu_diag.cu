@@ -94,9 +94,10 @@ static int diag_blocks(const gpu_state *g)
     return b < g->ncl ? b : g->ncl;
 }
 
-void gpu_phasespace(sim *S, int s, const ps_grid *grid, double *h)
+void gpu_phasespace(void *ctx, pic_state *st, int s, const ps_grid *grid, double *h)
 {
-    gpu_state *g = S->gpu;
+    gpu_state *g = (gpu_state *)ctx;
+    (void)st;
     gpu_species *d = &g->sp[s];
     const size_t nb = (size_t)grid->n[0] * (size_t)grid->n[1];
     double *dh = (double *)gpu_malloc(g, nb * sizeof(double), "phase-space histogram");
@@ -114,10 +115,11 @@ void gpu_phasespace(sim *S, int s, const ps_grid *grid, double *h)
     GPU_CK(cudaFree(dh));
 }
 
-int gpu_phasespace_extent(sim *S, int s, const ps_grid *grid, int axis, int positive,
-                          double mm[2])
+int gpu_phasespace_extent(void *ctx, pic_state *st, int s, const ps_grid *grid, int axis,
+                          int positive, double mm[2])
 {
-    gpu_state *g = S->gpu;
+    gpu_state *g = (gpu_state *)ctx;
+    (void)st;
     gpu_species *d = &g->sp[s];
     const int nbk = diag_blocks(g);
     mm[0] = DBL_MAX;
@@ -244,18 +246,26 @@ static void *pinned(gpu_state *g, size_t n)
     return g->pinned;
 }
 
-species *gpu_fetch_tracked(sim *S, species *out)
+species *gpu_fetch_tracked(void *ctx, pic_state *st, species *out)
 {
-    gpu_state *g = S->gpu;
+    gpu_state *g = (gpu_state *)ctx;
     const int nc = g->ncl;
     const size_t slot = 8 + 7 * 4; /* id, then cell, x, y, ux, uy, uz, w */
     int *dn = (int *)gpu_malloc(g, 2 * (size_t)nc * sizeof(int), "tracked counts");
     size_t total[DECK_MAX_SPECIES] = {0}, sum = 0; /* sum: bytes, 256-aligned per species */
-    memset(out, 0, (size_t)S->nsp * sizeof *out);
-    for (int s = 0; s < S->nsp; s++) {
+    memset(out, 0, (size_t)st->nsp * sizeof *out);
+    for (int s = 0; s < st->nsp; s++) {
         species *o = &out[s];
-        o->cfg = S->sp[s].cfg;
+        const species *h = &st->sp[s];
+        o->cfg = h->cfg;
+        o->name = h->name;
+        o->immobile = h->immobile;
+        memcpy(o->bnd, h->bnd, sizeof o->bnd);
         o->index = s;
+        o->seed = h->seed;
+        o->q = h->q;
+        o->m = h->m;
+        o->qm = h->qm;
         o->start = (int *)empic_calloc((size_t)nc, sizeof(int), "tracked particles");
         o->count = (int *)empic_calloc((size_t)nc, sizeof(int), "tracked particles");
         if (!g->sp[s].id)
@@ -277,7 +287,7 @@ species *gpu_fetch_tracked(sim *S, species *out)
     char *dbuf = (char *)gpu_malloc(g, sum + 256, "tracked particles");
     char *hbuf = (char *)pinned(g, sum + 256);
     size_t at = 0; /* byte offset of the species' block: ids (8-byte) first, then 4-byte */
-    for (int s = 0; s < S->nsp; s++) {
+    for (int s = 0; s < st->nsp; s++) {
         species *o = &out[s];
         if (!g->sp[s].id)
             continue;
@@ -310,9 +320,10 @@ species *gpu_fetch_tracked(sim *S, species *out)
     return out;
 }
 
-void gpu_release_tracked(sim *S, species *out)
+void gpu_release_tracked(void *ctx, species *out)
 {
-    for (int s = 0; s < S->nsp; s++) {
+    const gpu_state *g = (const gpu_state *)ctx;
+    for (int s = 0; s < g->nsp; s++) {
         free(out[s].start);
         free(out[s].count);
     }

@@ -197,9 +197,9 @@ static void filter_pass(gpu_state *g, float *a, int d, float wa, float wb)
 }
 
 /* The deck's binomial passes (+ compensator) on one array, as emf_filter. */
-void gpu_filter(gpu_state *g, const sim *S, float *a)
+void gpu_filter(gpu_state *g, const pic_state *st, float *a)
 {
-    const int n = S->f.filter_passes;
+    const int n = st->f->filter_passes;
     if (n <= 0)
         return;
     gpu_guard_fill(g, a, NULL, NULL);
@@ -207,57 +207,54 @@ void gpu_filter(gpu_state *g, const sim *S, float *a)
         int d = dir ? g->stride : 1;
         for (int p = 0; p < n; p++)
             filter_pass(g, a, d, 0.25f, 0.5f);
-        if (S->f.filter_compensate) {
+        if (st->f->filter_compensate) {
             float alpha = 1.0f + 0.5f * (float)n;
             filter_pass(g, a, d, 0.5f * (1.0f - alpha), alpha);
         }
     }
 }
 
-static void b_half(gpu_state *g, sim *S)
+static void b_half(gpu_state *g, const pic_state *st)
 {
-    const float hx = (float)(0.5 * S->f.dt / S->f.dx), hy = (float)(0.5 * S->f.dt / S->f.dy);
+    const float hx = (float)(0.5 * st->f->dt / st->f->dx), hy = (float)(0.5 * st->f->dt / st->f->dy);
     k_b_half<<<interior_grid(g), dim3(FX, FY), 0, g->stream>>>(
         mesh_of(g), g->b[0], g->b[1], g->b[2], g->e[0], g->e[1], g->e[2], hx, hy);
     GPU_LAUNCHED(g, "k_b_half");
-    if (S->f.fb)
-        gpu_bnd_b(g, S);
+    if (st->f->fb)
+        gpu_bnd_b(g, st);
     gpu_guard_fill(g, g->b[0], g->b[1], g->b[2]);
 }
 
-void gpu_b_half(sim *S)
+void gpu_b_half(void *ctx, pic_state *st)
 {
-    gpu_state *g = S->gpu;
-    int t = gpu_tic(g, S);
-    b_half(g, S);
+    gpu_state *g = (gpu_state *)ctx;
+    int t = gpu_tic(g, st);
+    b_half(g, st);
     gpu_toc(g, t, PH_FIELD);
-    if (g->check)
-        gpu_debug_fields(S, "B half step");
+    gpu_debug(g, st, DBG_B_HALF);
 }
 
-void gpu_fields_rest(sim *S)
+void gpu_fields(void *ctx, pic_state *st)
 {
-    gpu_state *g = S->gpu;
-    const emf *f = &S->f;
-    int t = gpu_tic(g, S);
-    b_half(g, S);
+    gpu_state *g = (gpu_state *)ctx;
+    const emf *f = st->f;
+    int t = gpu_tic(g, st);
+    b_half(g, st);
     gpu_fold(g, g->j[0], g->j[1], g->j[2]);
     for (int c = 0; c < 3; c++)
-        gpu_filter(g, S, g->j[c]);
+        gpu_filter(g, st, g->j[c]);
     const float dt = (float)f->dt, cx = (float)(f->dt / f->dx), cy = (float)(f->dt / f->dy);
     if (f->fb)
-        gpu_bnd_e_save(g, S);
+        gpu_bnd_e_save(g, st);
     k_e_advance<<<interior_grid(g), dim3(FX, FY), 0, g->stream>>>(
         mesh_of(g), g->e[0], g->e[1], g->e[2], g->b[0], g->b[1], g->b[2], g->j[0], g->j[1],
         g->j[2], dt, cx, cy);
     GPU_LAUNCHED(g, "k_e_advance");
     if (f->fb)
-        gpu_bnd_e(g, S);
-    S->f.step++; /* as emf_e_advance: the laser clock, PML updates, window and checkpoints */
+        gpu_bnd_e(g, st);
     gpu_guard_fill(g, g->e[0], g->e[1], g->e[2]);
     gpu_toc(g, t, PH_FIELD);
-    if (g->check)
-        gpu_debug_fields(S, "field advance");
+    gpu_debug(g, st, DBG_FIELDS);
 }
 
 /* Per block: sum E^2, sum B^2 (double) and max |div E - (rho - rho_bg)| over its cells
@@ -298,18 +295,23 @@ __global__ void k_field_diag(mesh m, const float *ex, const float *ey, const flo
     }
 }
 
-void gpu_field_diag(sim *S, double *energy_e, double *energy_b, double *gauss)
+void gpu_charge(gpu_state *g, const pic_state *st)
 {
-    gpu_state *g = S->gpu;
-    const emf *f = &S->f;
-    /* rho at the current positions: all species, folded, filtered once, guards filled */
     GPU_CK(cudaMemsetAsync(g->rho, 0, g->size * sizeof(float), g->stream));
-    gpu_rho_deposit(g, S, -1, g->rho);
+    gpu_rho_deposit(g, -1, g->rho);
     gpu_fold(g, g->rho, NULL, NULL);
-    gpu_filter(g, S, g->rho);
+    gpu_filter(g, st, g->rho);
     gpu_guard_fill(g, g->rho, NULL, NULL);
-    if (g->check)
-        gpu_debug_fields(S, "charge deposit");
+    gpu_debug(g, st, DBG_RHO);
+}
+
+/* The charge density at the current positions is deposited here (never copied to the host). */
+void gpu_field_diag(void *ctx, pic_state *st, double *energy_e, double *energy_b,
+                    double *gauss)
+{
+    gpu_state *g = (gpu_state *)ctx;
+    const emf *f = st->f;
+    gpu_charge(g, st);
     dim3 grid = interior_grid(g);
     size_t nb = (size_t)grid.x * grid.y;
     double *part = g->partial, *hpart = g->h_partial;
@@ -325,7 +327,7 @@ void gpu_field_diag(sim *S, double *energy_e, double *energy_b, double *gauss)
     GPU_LAUNCHED(g, "k_field_diag");
     GPU_CK(cudaMemcpyAsync(hpart, part, nb * 3 * sizeof(double), cudaMemcpyDeviceToHost,
                            g->stream));
-    gpu_harvest(g, S);
+    gpu_harvest(g, st);
     double se = 0.0, sb = 0.0, gm = 0.0;
     for (size_t b = 0; b < nb; b++) {
         se += hpart[3 * b];

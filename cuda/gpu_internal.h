@@ -15,13 +15,15 @@
 
 #include "empic.h"
 #include "rng.h" /* Random123 is C++-aware: outside the C block below */
-extern "C" {     /* host C code the boundary and window kernels' setup calls */
-#include "sim.h"
+#include "phasespace.h"
+extern "C" {     /* host C code: the state backend.h hands over, the boundaries' setup */
+#include "emf.h"
+#include "species.h"
 #include "bnd.h"
 #include "fbnd.h"
 #include "lasers.h"
 }
-#include "gpu.h"
+#include "backend.h"
 
 #include <cuda_runtime.h>
 
@@ -56,6 +58,7 @@ typedef struct {
     float *psi[4];
 } gpu_layer;
 
+typedef struct gpu_state gpu_state;
 struct gpu_state {
     int device;
     int nsm;
@@ -93,7 +96,9 @@ struct gpu_state {
     int *cx_of, *cy_of;           /* device copies of clusters.cx_of / cy_of */
     int *scratch;                 /* drop lists (slots of the largest species) */
     size_t scratch_n;
-    int moved;                    /* the window moved this step: drop and sort all species */
+    long shift;                   /* cells the window has moved (fbnd.shift): laser sources */
+    long psi_step;                /* field step of the last B psi update (fbnd.psi_step) */
+    int window;                   /* the deck has a moving window (no early sort prepare) */
     void *stage, *h_stage;        /* injected particles before they join their clusters
                                      (device, pinned host) */
     size_t stage_n;
@@ -106,7 +111,8 @@ struct gpu_state {
     int split;                    /* push and move/deposit as two kernels (default); one fused
                                      kernel with EMPIC_GPU_FUSED=1 (NOTES.md) */
     int sync_each;                /* EMPIC_GPU_SYNC=1: synchronise after every kernel */
-    int check;                    /* EMPIC_GPU_CHECK=1: verify particles after each phase */
+    int check;                    /* EMPIC_GPU_CHECK=1: verify the state after each phase */
+    long long dropped[DECK_MAX_SPECIES]; /* particles the last sort dropped (for the check) */
     size_t bytes;                 /* device bytes allocated */
     void *pinned;                 /* pinned host buffer of the compacted dumps (gpu_diag.cu) */
     int pinned_fields;            /* the host field arrays (emf.store) are page-locked */
@@ -151,10 +157,10 @@ void gpu_launched(gpu_state *g, const char *kernel, const char *file, int line);
 void *gpu_malloc(gpu_state *g, size_t bytes, const char *what);
 
 /* Phase timers. gpu_tic records a start event; gpu_toc the stop event of `phase`.
- * gpu_harvest synchronises the stream and adds every finished interval to S->phase_s. */
-int gpu_tic(gpu_state *g, sim *S);
+ * gpu_harvest synchronises the stream and adds every finished interval to st->phase_s. */
+int gpu_tic(gpu_state *g, pic_state *st);
 void gpu_toc(gpu_state *g, int tic, int phase);
-void gpu_harvest(gpu_state *g, sim *S);
+void gpu_harvest(gpu_state *g, pic_state *st);
 
 /* Launch geometry helpers. */
 static inline unsigned gpu_blocks(size_t n, int threads)
@@ -162,35 +168,82 @@ static inline unsigned gpu_blocks(size_t n, int threads)
     return (unsigned)((n + (size_t)threads - 1) / (size_t)threads);
 }
 
+/* The operations of the backend table (backend.h, which says what each does; filled in
+ * gpu_core.cu), in the files of their phase; ctx is the gpu_state. */
+int gpu_open(pic_state *st, void **ctx);                                  /* gpu_core.cu */
+void gpu_close(void *ctx, pic_state *st);
+void gpu_rho(void *ctx, pic_state *st, float *per);
+void gpu_fetch_fields(void *ctx, pic_state *st, float *per);
+void gpu_fetch_particles(void *ctx, pic_state *st);
+void gpu_finish(void *ctx, pic_state *st);
+double gpu_bandwidth(void *ctx);
+double gpu_bytes_per_particle(void *ctx, const pic_state *st);
+void gpu_b_half(void *ctx, pic_state *st);                                /* gpu_fields.cu */
+void gpu_fields(void *ctx, pic_state *st);
+void gpu_field_diag(void *ctx, pic_state *st, double *energy_e, double *energy_b,
+                    double *gauss);
+void gpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic); /* gpu_particles.cu */
+void gpu_sort(void *ctx, pic_state *st, int window, long long *dropped);   /* gpu_sort.cu */
+void gpu_window_shift(void *ctx, pic_state *st);                          /* gpu_window.cu */
+void gpu_inject(void *ctx, pic_state *st, species *col, const int *add);
+species *gpu_fetch_tracked(void *ctx, pic_state *st, species *out);       /* gpu_diag.cu */
+void gpu_release_tracked(void *ctx, species *out);
+void gpu_phasespace(void *ctx, pic_state *st, int s, const ps_grid *g, double *h);
+int gpu_phasespace_extent(void *ctx, pic_state *st, int s, const ps_grid *g, int axis,
+                          int positive, double mm[2]);
+
 /* Fields (gpu_fields.cu). */
 void gpu_guard_fill(gpu_state *g, float *a0, float *a1, float *a2);
 void gpu_fold(gpu_state *g, float *a0, float *a1, float *a2);
-void gpu_filter(gpu_state *g, const sim *S, float *a);
+void gpu_filter(gpu_state *g, const pic_state *st, float *a);
+/* Charge density of all species at the current positions into g->rho: deposited together,
+ * folded, filtered once, guards filled. */
+void gpu_charge(gpu_state *g, const pic_state *st);
 /* Particles (gpu_particles.cu). */
-void gpu_particles_setup(gpu_state *g, const sim *S);
+void gpu_particles_setup(gpu_state *g);
 /* Charge density of species s (all when s < 0) into dst: deposit, colour write-back. */
-void gpu_rho_deposit(gpu_state *g, const sim *S, int s, float *dst);
-/* EMPIC_GPU_CHECK (gpu_check.cu): verify the cluster invariants after a move or a sort. */
-void gpu_debug_check(sim *S, int after_sort);
-void gpu_debug_fields(sim *S, const char *phase);
-void gpu_debug_snapshot(sim *S);
-void gpu_debug_verify(sim *S);
+void gpu_rho_deposit(gpu_state *g, int s, float *dst);
+/* Right after the particle kernels (the end of gpu_particles): the sort's bookkeeping
+ * (overflow, leavers per cluster), so that the host's wait for its result overlaps the field
+ * kernels (decks that drop no particles). */
+void gpu_sort_prepare(gpu_state *g, pic_state *st);
+
+/* Debug-only hooks, environment switches read by gpu_open: EMPIC_GPU_SYNC=1 synchronises
+ * after every kernel (in gpu_launched); EMPIC_GPU_CHECK=1 (gpu_check.cu) copies the device
+ * state back at the points below and verifies it on the host (slow). gpu_debug is the one
+ * call the phases make: nothing unless EMPIC_GPU_CHECK is set. */
+enum gpu_debug_point {
+    DBG_BEFORE_MOVE, /* sorted clusters; keep particles and fields for the push check */
+    DBG_AFTER_MOVE,  /* the push recomputed on the host, fields finite, codes and histograms */
+    DBG_B_HALF,      /* fields finite */
+    DBG_FIELDS,
+    DBG_RHO,
+    DBG_AFTER_SORT   /* sorted clusters, counts less the particles dropped */
+};
+void gpu_debug_at(gpu_state *g, const pic_state *st, enum gpu_debug_point at);
+static inline void gpu_debug(gpu_state *g, const pic_state *st, enum gpu_debug_point at)
+{
+    if (g->check)
+        gpu_debug_at(g, st, at);
+}
 /* Boundaries (gpu_bnd.cu): setup and free, the field-boundary hooks of the Yee phases (as
  * fbnd_b, fbnd_e_save, fbnd_e), the fetch of their state for checkpoints, the particle walls
  * of species s after its move (before the colour write-back) and the drop of marked
  * particles before its sort (adds the number dropped to its flags[3]). */
-void gpu_bnd_setup(gpu_state *g, const sim *S);
+void gpu_bnd_setup(gpu_state *g, const pic_state *st);
 void gpu_bnd_free(gpu_state *g);
-void gpu_bnd_b(gpu_state *g, sim *S);
-void gpu_bnd_e_save(gpu_state *g, const sim *S);
-void gpu_bnd_e(gpu_state *g, const sim *S);
-void gpu_bnd_fetch(gpu_state *g, sim *S);
-void gpu_walls(gpu_state *g, const sim *S, int s);
+void gpu_bnd_b(gpu_state *g, const pic_state *st);
+void gpu_bnd_e_save(gpu_state *g, const pic_state *st);
+void gpu_bnd_e(gpu_state *g, const pic_state *st);
+void gpu_bnd_fetch(gpu_state *g, pic_state *st);
+void gpu_walls(gpu_state *g, const pic_state *st, int s);
 void gpu_drop(gpu_state *g, int s, int window);
 /* Zero the guard frame of up to three arrays (after a fold in a non-periodic box). */
 void gpu_guard_zero(gpu_state *g, float *a0, float *a1, float *a2);
-/* Sort (gpu_sort.cu). */
-void gpu_relayout(gpu_state *g, sim *S, int s, const int *need);
+/* Sort (gpu_sort.cu): re-lay species s's segments so that cluster c has room for need[c];
+ * stop on the error flag the sort passes raise (h_flags as last read back). */
+void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *need);
+void gpu_check_flags(const gpu_state *g, const pic_state *st, int s);
 /* Diagnostics (gpu_diag.cu): the ids' part of a global rearrangement (d->start still the
  * old segment starts; nothing when untracked). */
 void gpu_relayout_ids(gpu_state *g, gpu_species *d, const int *new_start, size_t total);

@@ -357,7 +357,7 @@ template <int MODE, bool KE> static void set_smem(size_t bytes)
                                 (int)bytes));
 }
 
-void gpu_particles_setup(gpu_state *g, const sim *S)
+void gpu_particles_setup(gpu_state *g)
 {
     const size_t budget = 56 * 1024; /* keeps 4 blocks on a 228 KB multiprocessor */
     const size_t limit = g->smem_optin - 2048;
@@ -372,7 +372,7 @@ void gpu_particles_setup(gpu_state *g, const sim *S)
     }
     g->smem_rho = g->smem_move; /* 1 component fits in the room of 3 */
     if (g->smem_part > limit) {
-        empic_report(S->d.file, 0, "grid.cluster: clusters of up to %dx%d cells need %zu bytes "
+        empic_report(NULL, 0, "grid.cluster: clusters of up to %dx%d cells need %zu bytes "
                      "of shared memory per block, the GPU allows %zu; use smaller clusters",
                      g->wmax, g->hmax, g->smem_part, limit);
         empic_exit(1);
@@ -393,18 +393,16 @@ template <int MODE, bool KE> static void launch(gpu_state *g, const kpart &a, si
                     : MODE == M_PUSH ? "k_particles (push)" : "k_particles (move, deposit)");
 }
 
-void gpu_particles(sim *S, int want_ke, double *kinetic)
+void gpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic)
 {
-    gpu_state *g = S->gpu;
-    const emf *f = &S->f;
-    if (g->check) {
-        gpu_debug_check(S, 1);
-        gpu_debug_snapshot(S);
-    }
+    gpu_state *g = (gpu_state *)ctx;
+    const emf *f = st->f;
+    gpu_debug(g, st, DBG_BEFORE_MOVE);
     GPU_CK(cudaMemsetAsync(g->j[0], 0, 3 * g->size * sizeof(float), g->stream));
     for (int s = 0; s < g->nsp; s++) {
         gpu_species *d = &g->sp[s];
-        kinetic[s] = 0.0;
+        if (kinetic)
+            kinetic[s] = 0.0;
         if (!d->mobile)
             continue;
         kpart a;
@@ -422,8 +420,8 @@ void gpu_particles(sim *S, int want_ke, double *kinetic)
         for (int k = 0; k < 3; k++) {
             a.f[k] = g->e[k];
             a.f[3 + k] = g->b[k];
-            a.ext[k] = S->ext_e[k];
-            a.ext[3 + k] = S->ext_b[k];
+            a.ext[k] = st->ext_e[k];
+            a.ext[3 + k] = st->ext_b[k];
         }
         a.tiles = g->tiles;
         a.partial = g->partial;
@@ -445,14 +443,14 @@ void gpu_particles(sim *S, int want_ke, double *kinetic)
         a.jxq = (float)(f->dx / f->dt);
         a.jyq = (float)(f->dy / f->dt);
         a.q = d->q;
-        int t = gpu_tic(g, S);
+        int t = gpu_tic(g, st);
         if (g->split) {
             if (want_ke)
                 launch<M_PUSH, true>(g, a, g->smem_push);
             else
                 launch<M_PUSH, false>(g, a, g->smem_push);
             gpu_toc(g, t, PH_PUSH);
-            t = gpu_tic(g, S);
+            t = gpu_tic(g, st);
             launch<M_MOVE, false>(g, a, g->smem_move);
         } else if (want_ke) {
             launch<M_BOTH, true>(g, a, g->smem_part);
@@ -461,29 +459,26 @@ void gpu_particles(sim *S, int want_ke, double *kinetic)
         }
         if (!g->split) { /* fused kernel: counted as push, the write-back as deposit */
             gpu_toc(g, t, PH_PUSH);
-            t = gpu_tic(g, S);
+            t = gpu_tic(g, st);
         }
-        gpu_walls(g, S, s); /* edge clusters of non-periodic sides only */
+        gpu_walls(g, st, s); /* edge clusters of non-periodic sides only */
         colour_passes(g, 3, g->j[0], g->j[1], g->j[2]);
         gpu_toc(g, t, PH_DEPOSIT);
         if (want_ke) {
             GPU_CK(cudaMemcpyAsync(g->h_partial, g->partial, (size_t)g->ncl * sizeof(double),
                                    cudaMemcpyDeviceToHost, g->stream));
-            gpu_harvest(g, S);
+            gpu_harvest(g, st);
             double sum = 0.0;
             for (int c = 0; c < g->ncl; c++)
                 sum += g->h_partial[c];
             kinetic[s] = sum * d->m * f->dx * f->dy;
         }
     }
-    if (g->check) {
-        gpu_debug_verify(S);
-        gpu_debug_fields(S, "move and deposit");
-        gpu_debug_check(S, 0);
-    }
+    gpu_debug(g, st, DBG_AFTER_MOVE);
+    gpu_sort_prepare(g, st);
 }
 
-void gpu_rho_deposit(gpu_state *g, const sim *S, int s, float *dst)
+void gpu_rho_deposit(gpu_state *g, int s, float *dst)
 {
     for (int k = 0; k < g->nsp; k++) {
         if (s >= 0 && k != s)
@@ -495,5 +490,4 @@ void gpu_rho_deposit(gpu_state *g, const sim *S, int s, float *dst)
         GPU_LAUNCHED(g, "k_rho");
         colour_passes(g, 1, dst, NULL, NULL);
     }
-    (void)S;
 }

@@ -189,13 +189,13 @@ static int segment_capacity(const species *h, long long n)
     c = (c + 31) / 32 * 32;
     if (c > INT_MAX)
         EMPIC_DIE("species %s: a cluster needs %lld particle slots; use smaller clusters",
-                  h->cfg->name, c);
+                  h->name, c);
     return (int)c;
 }
 
-void gpu_relayout(gpu_state *g, sim *S, int s, const int *need)
+void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *need)
 {
-    species *h = &S->sp[s];
+    species *h = &st->sp[s];
     gpu_species *d = &g->sp[s];
     const int nc = g->ncl;
     int *count = (int *)empic_alloc((size_t)nc * sizeof(int), "cluster table");
@@ -209,7 +209,7 @@ void gpu_relayout(gpu_state *g, sim *S, int s, const int *need)
         total += (size_t)cap[c];
     }
     if (total > 0x7fffffffu)
-        EMPIC_DIE("species %s: %zu particle slots exceed the 2^31 limit", h->cfg->name, total);
+        EMPIC_DIE("species %s: %zu particle slots exceed the 2^31 limit", h->name, total);
     void *old[8] = {d->cell, d->x, d->y, d->ux, d->uy, d->uz, d->w, d->code};
     arrays8 a;
     for (int v = 0; v < 8; v++) {
@@ -245,11 +245,11 @@ void gpu_relayout(gpu_state *g, sim *S, int s, const int *need)
     free(cap);
 }
 
-static void check_flags(const gpu_state *g, const sim *S, int s)
+void gpu_check_flags(const gpu_state *g, const pic_state *st, int s)
 {
     if (g->h_flags[4 * s + 2])
         EMPIC_DIE("species %s: the GPU sort found a migration histogram that does not match "
-                  "the particles' codes (internal error)", S->sp[s].cfg->name);
+                  "the particles' codes (internal error)", st->sp[s].name);
 }
 
 /* Per-cluster room and leavers of species s after its move, and the read-back of its flags. */
@@ -265,58 +265,57 @@ static void prepare_species(gpu_state *g, int s, int drops)
                            cudaMemcpyDeviceToHost, g->stream));
 }
 
-static int sorted(const gpu_state *g, int s) { return g->sp[s].mobile || g->moved; }
-
 /* Without particle drops (no absorbing side, no moving window) the sort's bookkeeping can
  * run right after the move: the host then waits for it while the field kernels run, instead
- * of leaving the GPU idle for the round trip. */
-void gpu_sort_prepare(sim *S)
+ * of leaving the GPU idle for the round trip. Only the mobile species are sorted then. */
+void gpu_sort_prepare(gpu_state *g, pic_state *st)
 {
-    gpu_state *g = S->gpu;
     g->prepared = 0;
-    if (S->d.window_enabled)
+    if (g->window)
         return;
     for (int s = 0; s < g->nsp; s++)
         if (g->sp[s].absorbing)
             return;
-    int t = gpu_tic(g, S);
+    int t = gpu_tic(g, st);
     for (int s = 0; s < g->nsp; s++)
-        if (sorted(g, s))
+        if (g->sp[s].mobile)
             prepare_species(g, s, 0);
     GPU_CK(cudaEventRecord(g->flags_ready, g->stream));
     gpu_toc(g, t, PH_SORT);
     g->prepared = 1;
 }
 
-static void sort_species(gpu_state *g, sim *S, int s)
+/* Sort species s; returns the particles it dropped first. */
+static long long sort_species(gpu_state *g, pic_state *st, int s, int window)
 {
     gpu_species *d = &g->sp[s];
     const int nc = g->ncl, *hf = g->h_flags + 4 * s;
+    long long dropped = 0;
     if (g->prepared) {
         GPU_CK(cudaEventSynchronize(g->flags_ready));
     } else {
         /* particles that left through an absorbing wall (or the back of a moving window) go
          * first; flags[3] counts them */
-        const int drops = d->absorbing || g->moved;
+        const int drops = d->absorbing || window;
         if (drops) {
             GPU_CK(cudaMemsetAsync(g->flags + 4 * s + 3, 0, sizeof(int), g->stream));
-            gpu_drop(g, s, g->moved);
+            gpu_drop(g, s, window);
         }
         prepare_species(g, s, drops);
         GPU_CK(cudaStreamSynchronize(g->stream));
         if (drops)
-            S->sp[s].np -= hf[3];
+            dropped = hf[3];
     }
-    check_flags(g, S, s);
+    gpu_check_flags(g, st, s);
     if (hf[0] > 0) { /* a cluster would overflow: global rearrangement first */
         int *need = (int *)empic_alloc((size_t)nc * sizeof(int), "sort table");
         GPU_CK(cudaMemcpy(need, d->need, (size_t)nc * sizeof(int), cudaMemcpyDeviceToHost));
-        gpu_relayout(g, S, s, need);
+        gpu_relayout(g, st, s, need);
         free(need);
     }
     const int lcap = hf[1];
     if (lcap == 0)
-        return; /* no particle crossed a cluster border */
+        return dropped; /* no particle crossed a cluster border */
     ksort a = {gpu_parts_of(d), d->start, d->count,        d->cap,
                d->movers,       NULL,     lcap, g->flags + 4 * s};
     const int maxpairs = (g->ncx / 2) * g->ncy > (g->ncy / 2) * g->ncx ? (g->ncx / 2) * g->ncy
@@ -333,7 +332,7 @@ static void sort_species(gpu_state *g, sim *S, int s)
         a.lists = g->lists;
         smem = 0;
     }
-    const int px = S->cl.periodic_x, py = S->cl.periodic_y;
+    const int px = st->cl->periodic_x, py = st->cl->periodic_y;
     for (int pass = 0; pass < 4; pass++) {
         const int axis = pass / 2, first = pass % 2;
         const int n = axis ? g->ncy : g->ncx, m = axis ? g->ncx : g->ncy;
@@ -341,25 +340,19 @@ static void sort_species(gpu_state *g, sim *S, int s)
             a, axis, first, n, g->ncx, axis ? py : px);
         GPU_LAUNCHED(g, "k_sort_pass");
     }
+    return dropped;
 }
 
-void gpu_sort(sim *S)
+/* Every mobile species (all after a window shift: their back column is dropped). */
+void gpu_sort(void *ctx, pic_state *st, int window, long long *dropped)
 {
-    gpu_state *g = S->gpu;
-    int t = gpu_tic(g, S);
+    gpu_state *g = (gpu_state *)ctx;
+    int t = gpu_tic(g, st);
     for (int s = 0; s < g->nsp; s++)
-        if (sorted(g, s))
-            sort_species(g, S, s);
-    g->moved = 0;
+        g->dropped[s] = g->sp[s].mobile || window ? sort_species(g, st, s, window) : 0;
     g->prepared = 0;
     gpu_toc(g, t, PH_SORT);
-    if (g->check)
-        gpu_debug_check(S, 1);
-    if (S->step + 1 >= S->d.steps) { /* the run's last step: settle the timers and checks */
-        GPU_CK(cudaMemcpyAsync(g->h_flags, g->flags, 4 * g->nsp * sizeof(int),
-                               cudaMemcpyDeviceToHost, g->stream));
-        gpu_harvest(g, S);
-        for (int s = 0; s < g->nsp; s++)
-            check_flags(g, S, s);
-    }
+    gpu_debug(g, st, DBG_AFTER_SORT);
+    for (int s = 0; s < g->nsp; s++)
+        dropped[s] = g->dropped[s];
 }

@@ -2,9 +2,9 @@
  * particle cells one cell toward -x, migration codes and histograms updated so that the next
  * sort moves particles into their new clusters and drops the back column (PBND_DROP), and
  * the injection of the new column: generated on the host by the initial load's code
- * (species_column: profiles are muparser formulas, RNG keyed by global cell, so the same
- * particles as on the CPU), uploaded to a staging buffer and appended to the segments of the
- * last cluster column (re-laid first when one would overflow). */
+ * (species_column, called by the caller: profiles are muparser formulas, RNG keyed by global
+ * cell, so the same particles as on the CPU), uploaded to a staging buffer and appended to
+ * the segments of the last cluster column (re-laid first when one would overflow). */
 #include "gpu_internal.h"
 #include "particle.h"
 
@@ -82,15 +82,15 @@ __global__ void k_window_particles(uint32_t *cell, uint8_t *code, const int *sta
         hist[9 * c + threadIdx.x] = sh[threadIdx.x];
 }
 
-void gpu_window_shift(sim *S)
+void gpu_window_shift(void *ctx, pic_state *st)
 {
-    gpu_state *g = S->gpu;
-    int t = gpu_tic(g, S);
+    gpu_state *g = (gpu_state *)ctx;
+    int t = gpu_tic(g, st);
     arrays9 arr = {{g->e[0], g->e[1], g->e[2], g->b[0], g->b[1], g->b[2], g->j[0], g->j[1],
                     g->j[2]}};
     k_shift_rows<<<dim3((unsigned)g->rows, 9), 256, 0, g->stream>>>(arr, g->stride, EMF_GUARD);
     GPU_LAUNCHED(g, "k_shift_rows");
-    if (S->f.fb) {
+    if (st->f->fb) {
         for (int l = 0; l < g->nlayers; l++) {
             const gpu_layer *L = &g->layer[l];
             const int nrows = L->axis ? L->n : L->len, rowlen = L->axis ? L->len : L->n;
@@ -99,10 +99,10 @@ void gpu_window_shift(sim *S)
                 psi, rowlen);
             GPU_LAUNCHED(g, "k_shift_psi");
         }
-        S->f.fb->shift++;
     }
+    g->shift++; /* the laser sources' clock (fbnd.shift, written back by gpu_fetch_fields) */
     gpu_toc(g, t, PH_FIELD);
-    t = gpu_tic(g, S);
+    t = gpu_tic(g, st);
     for (int s = 0; s < g->nsp; s++) {
         gpu_species *d = &g->sp[s];
         k_window_particles<<<(unsigned)g->ncl, GPU_THREADS, 0, g->stream>>>(
@@ -110,8 +110,6 @@ void gpu_window_shift(sim *S)
         GPU_LAUNCHED(g, "k_window_particles");
     }
     gpu_toc(g, t, PH_SORT);
-    S->win.cells++;
-    g->moved = 1;
 }
 
 /* Staged particles: tracking ids (n, 8 bytes, tracked species only), cell, x, y, ux, uy,
@@ -167,22 +165,19 @@ static stage_layout stage_of(long long n, int ncy, int tracked)
     return L;
 }
 
-/* Host time (the columns' generation, the capacity check, the upload) counted as sort time.
- * All species' columns go up in one copy from a pinned buffer. */
-void gpu_window_inject(sim *S)
+/* Host time (the capacity check, the upload) counted as sort time. All species' columns go
+ * up in one copy from a pinned buffer. */
+void gpu_inject(void *ctx, pic_state *st, species *col, const int *add)
 {
-    gpu_state *g = S->gpu;
+    gpu_state *g = (gpu_state *)ctx;
     double t0 = host_seconds();
-    const clusters *cl = &S->cl;
-    const int i = S->d.nx - 1, cx = cl->cx_of[i], ncy = cl->ncy, nc = cl->n, nsp = g->nsp;
-    const long ig = S->d.nx - 1 + S->win.cells;
-    species col[DECK_MAX_SPECIES];
+    const clusters *cl = st->cl;
+    const int i = st->f->nx - 1, cx = cl->cx_of[i], ncy = cl->ncy, nc = cl->n, nsp = g->nsp;
     long long n[DECK_MAX_SPECIES];
-    int *add = (int *)empic_alloc((size_t)nsp * (ncy + 1) * sizeof(int), "injection");
     int *tab = (int *)empic_alloc((size_t)nsp * 2 * nc * sizeof(int), "injection");
     size_t total = 0;
     for (int s = 0; s < nsp; s++) {
-        n[s] = species_column(&S->sp[s], &S->d, cl, i, ig, &col[s], add + s * (ncy + 1));
+        n[s] = col[s].np;
         total += n[s] ? stage_of(n[s], ncy, col[s].id != NULL).bytes : 0;
         if (n[s]) {
             GPU_CK(cudaMemcpyAsync(tab + 2 * s * nc, g->sp[s].count, (size_t)nc * sizeof(int),
@@ -193,13 +188,14 @@ void gpu_window_inject(sim *S)
     }
     GPU_CK(cudaStreamSynchronize(g->stream)); /* also: the last upload has left h_stage */
     for (int s = 0; s < nsp; s++) { /* a segment that would overflow: re-lay first */
-        int *count = tab + 2 * s * nc, *cap = count + nc, *ad = add + s * (ncy + 1), grow = 0;
+        int *count = tab + 2 * s * nc, *cap = count + nc, grow = 0;
+        const int *ad = add + s * (ncy + 1);
         for (int cy = 0; cy < ncy && n[s]; cy++)
             grow |= count[cx + cy * cl->ncx] + ad[cy] > cap[cx + cy * cl->ncx];
         if (grow) {
             for (int c = 0; c < nc; c++)
                 count[c] += c % cl->ncx == cx ? ad[c / cl->ncx] : 0;
-            gpu_relayout(g, S, s, count);
+            gpu_relayout(g, st, s, count);
         }
     }
     if (total > g->stage_n) {
@@ -253,12 +249,9 @@ void gpu_window_inject(sim *S)
                 a, d->cell, d->x, d->y, d->ux, d->uy, d->uz, d->w, d->code,
                 col[s].id ? d->id : NULL, d->start, d->count, cx, cl->ncx);
             GPU_LAUNCHED(g, "k_inject");
-            S->sp[s].np += n[s];
             at += L.bytes;
         }
-        species_free(&col[s]);
     }
-    free(add);
     free(tab);
-    S->phase_s[PH_SORT] += host_seconds() - t0;
+    st->phase_s[PH_SORT] += host_seconds() - t0;
 }

@@ -65,12 +65,15 @@ typedef struct backend {
     /* Charge density of all species at the current positions into f->rho, and of each into
      * per + s * f->size when per != NULL; guards folded and filtered like J. */
     void (*rho)(void *ctx, pic_state *st, float *per);
-    /* Field energies (E and B at their own time levels) and max |div E - rho + rho_bg|. */
+    /* Field energies (E and B at their own time levels) and max |div E - rho + rho_bg|, with
+     * rho at the current positions deposited by field_diag itself (the caller does not call
+     * `rho` first: a device backend keeps it on the device). */
     void (*field_diag)(void *ctx, pic_state *st, double *energy_e, double *energy_b,
                        double *gauss);
-    /* Device state into the host copies: E, B, J and the boundary memories (with the
-     * charge densities into f->rho and per when per != NULL); every species' particles and
-     * tables. No-ops on the CPU. */
+    /* Device state into the host copies: E, B, J and the boundary memories and clocks
+     * (f->fb: psi_step, shift) (with the charge densities into f->rho and per when per !=
+     * NULL, as `rho`: a dump calls fetch_fields(per) alone); every species' particles and
+     * tables. No-ops on the CPU (but for the charge densities). */
     void (*fetch_fields)(void *ctx, pic_state *st, float *per);
     void (*fetch_particles)(void *ctx, pic_state *st);
     /* The tracked particles (id != 0) of every species into out[s] (tables and arrays that

@@ -117,6 +117,7 @@ void sim_wait_writes(sim *S)
 void sim_fetch(sim *S)
 {
     sim_wait_writes(S);
+    S->be->finish(S->be_ctx, &S->st);
     S->be->fetch_fields(S->be_ctx, &S->st, NULL);
     S->be->fetch_particles(S->be_ctx, &S->st);
 }

@@ -9,13 +9,9 @@
 #include "insitu.h"
 #include "species.h"
 #include "testutil.h"
-#ifdef EMPIC_CUDA
-#include "../cuda/gpu.h"
-#endif
 
 #include <stdlib.h>
 
-#ifdef EMPIC_CUDA
 
 /* Warm electrons with a drift (so that J does not cancel) on immobile ions. */
 static void warm_deck(deck *d, int nx, int ny, long steps, int backend, const char *tag)
@@ -119,7 +115,7 @@ static void compare_steps(int steps, double tol)
         sim_step(&C);
         sim_step(&G);
         if (getenv("EMPIC_TEST_TRACE")) {
-            gpu_fetch_fields(&G, 0);
+            G.be->fetch_fields(G.be_ctx, &G.st, NULL);
             double t[9];
             for (int c = 0; c < 3; c++) {
                 t[c] = field_diff(&C.f, G.f.e[c], C.f.e[c]);
@@ -130,8 +126,7 @@ static void compare_steps(int steps, double tol)
                    t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7], t[8]);
         }
     }
-    gpu_fetch_fields(&G, 0);
-    gpu_fetch_particles(&G);
+    sim_fetch(&G);
     double dj = 0.0, de = 0.0, db = 0.0;
     for (int c = 0; c < 3; c++) {
         dj = fmax(dj, field_diff(&C.f, G.f.j[c], C.f.j[c]));
@@ -201,7 +196,7 @@ static void test_warm_plasma(void)
             dfe = fmax(dfe, fabs(rg[n][2] - rc[n][2]) / rc[n][6]);
         }
     }
-    gpu_fetch_particles(&G);
+    G.be->fetch_particles(G.be_ctx, &G.st);
     printf(" [gauss_max %.2e; first 100 steps: total %.1e, kinetic %.1e, field_E %.1e] ",
            gauss, dtot, dkin, dfe);
     CU_ASSERT(check_species(&G.sp[0], &G.cl) == 0);
@@ -281,7 +276,7 @@ static void test_rearrangement(void)
     const long long np = G.sp[0].np;
     CU_ASSERT(sim_run(&C) == 0);
     CU_ASSERT(sim_run(&G) == 0);
-    gpu_fetch_particles(&G);
+    G.be->fetch_particles(G.be_ctx, &G.st);
     long long n = 0, diff = 0;
     for (int c = 0; c < G.cl.n; c++) {
         n += G.sp[0].count[c];
@@ -308,7 +303,7 @@ static void test_rearrangement(void)
     CU_ASSERT(moved <= (long long)ng / 1000);
     /* the tracks dump's path: tracked particles compacted on the device, per cluster */
     species compact[DECK_MAX_SPECIES];
-    gpu_fetch_tracked(&G, compact);
+    G.be->fetch_tracked(G.be_ctx, &G.st, compact);
     tracked *tk;
     size_t nk = tracked_list(&compact[0], &G.cl, &tk);
     long long differ = nk != ng, badc = 0;
@@ -331,7 +326,7 @@ static void test_rearrangement(void)
         differ_i += ti[k].id != tj[k].id || ti[k].cell != tj[k].cell || ti[k].x != tj[k].x;
     printf("[ions: %zu compacted, %lld differing] ", ni, differ_i);
     CU_ASSERT(ni > 0 && differ_i == 0);
-    gpu_release_tracked(&G, compact);
+    G.be->release_tracked(G.be_ctx, compact);
     free(ti);
     free(tj);
     free(tk);
@@ -373,10 +368,10 @@ static void test_phasespace(void)
         const size_t nb = (size_t)gg.n[0] * gg.n[1];
         double *hc = calloc(nb, sizeof(double)), *hg = calloc(nb, sizeof(double)),
                *hf = calloc(nb, sizeof(double));
-        gpu_phasespace(&G, 0, &gg, hg);
-        gpu_fetch_particles(&G);
-        insitu_hist_cpu(&G.sp[0], &G.cl, &gg, hf); /* the same particles on the host */
-        insitu_hist_cpu(&C.sp[0], &C.cl, &gg, hc); /* the CPU run, binned alike */
+        G.be->phasespace(G.be_ctx, &G.st, 0, &gg, hg);
+        G.be->fetch_particles(G.be_ctx, &G.st);
+        cpu_backend.phasespace(NULL, &G.st, 0, &gg, hf); /* the same particles on the host */
+        cpu_backend.phasespace(NULL, &C.st, 0, &gg, hc); /* the CPU run, binned alike */
         double sg = 0, sf = 0, sc = 0, dmax = 0, hmax = 0, dcpu = 0;
         for (size_t b = 0; b < nb; b++) {
             sg += hg[b];
@@ -442,8 +437,7 @@ static open_cmp compare_open(deck_maker make, long steps, const char *tag)
     CU_ASSERT_FATAL(G.backend == BACKEND_CUDA);
     CU_ASSERT(sim_run(&C) == 0);
     CU_ASSERT(sim_run(&G) == 0);
-    gpu_fetch_fields(&G, 0);
-    gpu_fetch_particles(&G);
+    sim_fetch(&G);
     for (int c = 0; c < 3; c++) {
         r.field = fmax(r.field, field_diff(&C.f, G.f.e[c], C.f.e[c]));
         r.field = fmax(r.field, field_diff(&C.f, G.f.b[c], C.f.b[c]));
@@ -650,8 +644,8 @@ static void test_window(void)
 int main(void)
 {
     char name[128];
-    if (!gpu_available(name, sizeof name)) {
-        printf("test_gpu: no GPU: skipped\n");
+    if (!cuda_backend(name, sizeof name)) {
+        printf("test_gpu: no GPU: skipped (%s)\n", name);
         return 0;
     }
     printf("test_gpu: %s\n", name);
@@ -674,12 +668,3 @@ int main(void)
     return failed ? 1 : 0;
 }
 
-#else
-
-int main(void)
-{
-    printf("test_gpu: no GPU: skipped (built without CUDA)\n");
-    return 0;
-}
-
-#endif

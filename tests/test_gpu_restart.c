@@ -6,13 +6,9 @@
  * Skips cleanly, returning 0, where no GPU is available. */
 #include "checkpoint.h"
 #include "testutil.h"
-#ifdef EMPIC_CUDA
-#include "../cuda/gpu.h"
-#endif
 
 #include <stdlib.h>
 
-#ifdef EMPIC_CUDA
 
 enum { STEPS = 60 };
 
@@ -43,8 +39,7 @@ static void run_straight(sim *S, int backend, const char *tag)
     CU_ASSERT_FATAL(sim_init(S, &d, 1) == 0);
     CU_ASSERT_FATAL(sim_run(S) == 0);
     if (backend == BACKEND_CUDA) {
-        gpu_fetch_fields(S, 0);
-        gpu_fetch_particles(S);
+        sim_fetch(S);
     }
 }
 
@@ -70,8 +65,7 @@ static void run_halves(sim *S, int first, int second, const char *tag)
     CU_ASSERT_FATAL(S->backend == second);
     CU_ASSERT_FATAL(sim_run(S) == 0);
     if (second == BACKEND_CUDA) {
-        gpu_fetch_fields(S, 0);
-        gpu_fetch_particles(S);
+        sim_fetch(S);
     }
 }
 
@@ -179,8 +173,8 @@ static void test_gpu_cpu(void)
 int main(void)
 {
     char name[128];
-    if (!gpu_available(name, sizeof name)) {
-        printf("test_gpu_restart: no GPU: skipped\n");
+    if (!cuda_backend(name, sizeof name)) {
+        printf("test_gpu_restart: no GPU: skipped (%s)\n", name);
         return 0;
     }
     printf("test_gpu_restart: %s\n", name);
@@ -195,12 +189,3 @@ int main(void)
     return failed ? 1 : 0;
 }
 
-#else
-
-int main(void)
-{
-    printf("test_gpu_restart: no GPU: skipped (built without CUDA)\n");
-    return 0;
-}
-
-#endif
