@@ -1,8 +1,9 @@
-/* gpu_fields.cu - Yee field phases on the device (DESIGN §3 steps 1 and 4-6): half B
- * advance, periodic guard fill, fold of guard currents, binomial filter, E advance, and the
- * field diagnostics (energies, Gauss-law error). Cell updates are yee.h's, the same as
- * emf.c's, in the same order of operations. */
+/* gpu_fields.cu - Yee field phases on the device: half B advance, periodic guard fill, fold
+ * of guard currents, the filter, E advance, and the field diagnostics (energies, Gauss-law
+ * error). Cell updates, the filter plan and the diagnostics' per-cell terms are yee.h's, the
+ * CPU's, in the same order of operations. */
 #include "gpu_internal.h"
+#include "cluster.h"
 #include "yee.h"
 
 #include <math.h>
@@ -44,8 +45,6 @@ __global__ void k_e_advance(mesh m, float *ex, float *ey, float *ez, const float
                    cx, cy);
 }
 
-__device__ __forceinline__ int wrap(int i, int n) { return i < 0 ? i + n : (i >= n ? i - n : i); }
-
 /* Periodic guard fill of up to three arrays: each guard cell gets its interior image
  * (corners included), as emf_guard_fill. Threads run over the guard frame only; guards of a
  * non-periodic axis are left as they are. */
@@ -69,7 +68,7 @@ __global__ void k_guard_fill(mesh m, float *a0, float *a1, float *a2)
         i = c < G ? c - G : m.nx + c - G;
     }
     int k = m.off + i + j * s;
-    int src = m.off + (m.px ? wrap(i, m.nx) : i) + (m.py ? wrap(j, m.ny) : j) * s;
+    int src = m.off + (m.px ? wrap_index(i, m.nx) : i) + (m.py ? wrap_index(j, m.ny) : j) * s;
     a0[k] = a0[src];
     if (a1)
         a1[k] = a1[src];
@@ -183,7 +182,7 @@ __global__ void k_copy_fill(mesh m, int rows, float *a, const float *tmp)
         return;
     if ((!m.px && (i < 0 || i >= m.nx)) || (!m.py && (j < 0 || j >= m.ny)))
         return;
-    a[m.off + i + j * m.stride] = tmp[m.off + wrap(i, m.nx) + wrap(j, m.ny) * m.stride];
+    a[m.off + i + j * m.stride] = tmp[m.off + wrap_index(i, m.nx) + wrap_index(j, m.ny) * m.stride];
 }
 
 static void filter_pass(gpu_state *g, float *a, int d, float wa, float wb)
@@ -196,22 +195,19 @@ static void filter_pass(gpu_state *g, float *a, int d, float wa, float wb)
     GPU_LAUNCHED(g, "k_copy_fill");
 }
 
-/* The deck's binomial passes (+ compensator) on one array, as emf_filter. */
+/* The deck's filter on one array (yee.h's filter plan). */
 void gpu_filter(gpu_state *g, const sim *S, float *a)
 {
-    const int n = S->f.filter_passes;
-    if (n <= 0)
+    const int np = filter_pass_count(S->f.filter_passes, S->f.filter_compensate);
+    if (np == 0)
         return;
     gpu_guard_fill(g, a, NULL, NULL);
-    for (int dir = 0; dir < 2; dir++) {
-        int d = dir ? g->stride : 1;
-        for (int p = 0; p < n; p++)
-            filter_pass(g, a, d, 0.25f, 0.5f);
-        if (S->f.filter_compensate) {
-            float alpha = 1.0f + 0.5f * (float)n;
-            filter_pass(g, a, d, 0.5f * (1.0f - alpha), alpha);
+    for (int dir = 0; dir < 2; dir++)
+        for (int p = 0; p < np; p++) {
+            float wa, wb;
+            filter_weights(S->f.filter_passes, p, &wa, &wb);
+            filter_pass(g, a, dir ? g->stride : 1, wa, wb);
         }
-    }
 }
 
 static void b_half(gpu_state *g, sim *S)
@@ -253,7 +249,7 @@ void gpu_fields_rest(sim *S)
     GPU_LAUNCHED(g, "k_e_advance");
     if (f->fb)
         gpu_bnd_e(g, S);
-    S->f.step++; /* as emf_e_advance: the laser clock, PML updates, window and checkpoints */
+    S->f.step++; /* E's time level: the laser clock, PML updates, window and checkpoints */
     gpu_guard_fill(g, g->e[0], g->e[1], g->e[2]);
     gpu_toc(g, t, PH_FIELD);
     if (g->check)
@@ -261,7 +257,7 @@ void gpu_fields_rest(sim *S)
 }
 
 /* Per block: sum E^2, sum B^2 (double) and max |div E - (rho - rho_bg)| over its cells
- * (the Gauss-law nodes in [glo, ghi) only, as emf_gauss_max). */
+ * (the Gauss-law nodes in [glo, ghi) only). */
 __global__ void k_field_diag(mesh m, const float *ex, const float *ey, const float *ez,
                              const float *bx, const float *by, const float *bz,
                              const float *rho, double rho_bg, float idx, float idy,
@@ -273,10 +269,10 @@ __global__ void k_field_diag(mesh m, const float *ex, const float *ey, const flo
     double ve = 0.0, vb = 0.0, vg = 0.0;
     if (i < m.nx && j < m.ny) {
         int k = m.off + i + j * m.stride;
-        ve = (double)ex[k] * ex[k] + (double)ey[k] * ey[k] + (double)ez[k] * ez[k];
-        vb = (double)bx[k] * bx[k] + (double)by[k] * by[k] + (double)bz[k] * bz[k];
+        ve = yee_square(ex, ey, ez, k);
+        vb = yee_square(bx, by, bz, k);
         if (i >= glo.x && i < ghi.x && j >= glo.y && j < ghi.y)
-            vg = fabs((double)yee_div_e(ex, ey, k, m.stride, idx, idy) - ((double)rho[k] - rho_bg));
+            vg = yee_gauss_residual(ex, ey, rho, rho_bg, k, m.stride, idx, idy);
     }
     se[t] = ve;
     sb[t] = vb;
@@ -337,7 +333,7 @@ void gpu_field_diag(sim *S, double *energy_e, double *energy_b, double *gauss)
         g->bytes -= nb * 3 * sizeof(double);
         free(hpart);
     }
-    *energy_e = 0.5 * se * f->dx * f->dy;
-    *energy_b = 0.5 * sb * f->dx * f->dy;
+    *energy_e = yee_energy(se, f->dx, f->dy);
+    *energy_b = yee_energy(sb, f->dx, f->dy);
     *gauss = gm;
 }

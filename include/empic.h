@@ -21,6 +21,14 @@
 #define EMPIC_UNROLL
 #endif
 
+/* Accumulate v into *p: an atomic add in a CUDA kernel (threads of a block share the target),
+ * a plain add on the CPU (each thread owns its target). */
+#ifdef __CUDA_ARCH__
+#define EMPIC_ACC(p, v) atomicAdd((p), (v))
+#else
+#define EMPIC_ACC(p, v) (*(p) += (v))
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif

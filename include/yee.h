@@ -5,6 +5,14 @@
 #define YEE_H
 
 #include "empic.h"
+#include <math.h>
+
+/* The six field components in the order of the gathers and the field stage (Ex, Ey, Ez,
+ * Bx, By, Bz) and their Yee stagger: component m sits half a cell up along x when
+ * yee_hx(m) (Ex, By, Bz) and along y when yee_hy(m) (Ey, Bx, Bz). */
+enum { YEE_EX = 0, YEE_EY, YEE_EZ, YEE_BX, YEE_BY, YEE_BZ };
+EMPIC_HD int yee_hx(int m) { return (0x31 >> m) & 1; }
+EMPIC_HD int yee_hy(int m) { return (0x2a >> m) & 1; }
 
 /* B -= h curl E at cell k; hx = h/dx, hy = h/dy (h = dt/2 for the two half steps). */
 EMPIC_HD void yee_b_cell(float *bx, float *by, float *bz, const float *ex, const float *ey,
@@ -31,11 +39,39 @@ EMPIC_HD float yee_div_e(const float *ex, const float *ey, int k, int s, float i
     return (ex[k] - ex[k - 1]) * idx + (ey[k] - ey[k - s]) * idy;
 }
 
+/* |F|^2 at entry k of a field's three components, in double: the summand of its energy. */
+EMPIC_HD double yee_square(const float *a0, const float *a1, const float *a2, int k)
+{
+    return (double)a0[k] * a0[k] + (double)a1[k] * a1[k] + (double)a2[k] * a2[k];
+}
+
+/* The field energy (1/2) sum |F|^2 dx dy of a sum of yee_square. */
+EMPIC_HD double yee_energy(double sum, double dx, double dy) { return 0.5 * sum * dx * dy; }
+
+/* The Gauss-law residual |div E - (rho - rho_bg)| at node k. */
+EMPIC_HD double yee_gauss_residual(const float *ex, const float *ey, const float *rho,
+                                   double rho_bg, int k, int s, float idx, float idy)
+{
+    return fabs((double)yee_div_e(ex, ey, k, s, idx, idy) - ((double)rho[k] - rho_bg));
+}
+
 /* Three-point smoothing a*f[-d] + b*f[0] + a*f[+d]: binomial (a=1/4, b=1/2) or the
  * compensator that restores the long-wavelength response after N binomial passes. */
 EMPIC_HD float filter_3pt(const float *f, int k, int d, float a, float b)
 {
     return a * (f[k - d] + f[k + d]) + b * f[k];
+}
+
+/* The filter plan: along x, then along y, filter_pass_count(n, compensate) three-point passes of
+ * filter_weights: n binomial passes, then (compensate) the compensator, whose response
+ * cos^(2n)(k/2) (alpha - (alpha - 1) cos k), alpha = 1 + n/2, is flat to second order in k. */
+EMPIC_HD int filter_pass_count(int n, int compensate) { return n > 0 ? n + (compensate != 0) : 0; }
+
+EMPIC_HD void filter_weights(int n, int pass, float *a, float *b)
+{
+    float alpha = 1.0f + 0.5f * (float)n;
+    *a = pass < n ? 0.25f : 0.5f * (1.0f - alpha);
+    *b = pass < n ? 0.5f : alpha;
 }
 
 #endif

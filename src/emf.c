@@ -141,21 +141,16 @@ static void filter_pass(emf *f, float *a, int d, float wa, float wb)
 
 void emf_filter(emf *f, float *a)
 {
-    const int n = f->filter_passes;
-    if (n <= 0)
+    const int np = filter_pass_count(f->filter_passes, f->filter_compensate);
+    if (np == 0)
         return;
     emf_guard_fill(f, a);
-    for (int dir = 0; dir < 2; dir++) {
-        int d = dir ? f->stride : 1;
-        for (int p = 0; p < n; p++)
-            filter_pass(f, a, d, 0.25f, 0.5f);
-        if (f->filter_compensate) {
-            /* response cos^(2n)(k/2) * (alpha - (alpha-1) cos k), alpha = 1 + n/2, is flat
-             * to second order in k */
-            float alpha = 1.0f + 0.5f * (float)n;
-            filter_pass(f, a, d, 0.5f * (1.0f - alpha), alpha);
+    for (int dir = 0; dir < 2; dir++)
+        for (int p = 0; p < np; p++) {
+            float wa, wb;
+            filter_weights(f->filter_passes, p, &wa, &wb);
+            filter_pass(f, a, dir ? f->stride : 1, wa, wb);
         }
-    }
 }
 
 void emf_current_finish(emf *f)
@@ -219,12 +214,9 @@ static double sum_squares(const emf *f, float *const a[3])
     double sum = 0.0;
 #pragma omp parallel for reduction(+ : sum)
     for (int j = 0; j < f->ny; j++)
-        for (int i = 0; i < f->nx; i++) {
-            int k = emf_idx(f, i, j);
-            sum += (double)a[0][k] * a[0][k] + (double)a[1][k] * a[1][k] +
-                   (double)a[2][k] * a[2][k];
-        }
-    return 0.5 * sum * f->dx * f->dy;
+        for (int i = 0; i < f->nx; i++)
+            sum += yee_square(a[0], a[1], a[2], emf_idx(f, i, j));
+    return yee_energy(sum, f->dx, f->dy);
 }
 
 double emf_energy_e(const emf *f) { return sum_squares(f, f->e); }
@@ -237,9 +229,8 @@ double emf_gauss_max(const emf *f, const float *rho)
 #pragma omp parallel for reduction(max : m)
     for (int j = f->glo[1]; j < f->ghi[1]; j++)
         for (int i = f->glo[0]; i < f->ghi[0]; i++) {
-            int k = emf_idx(f, i, j);
-            double g = fabs((double)yee_div_e(f->e[0], f->e[1], k, f->stride, idx, idy) -
-                            ((double)rho[k] - f->rho_bg));
+            double g = yee_gauss_residual(f->e[0], f->e[1], rho, f->rho_bg, emf_idx(f, i, j),
+                                          f->stride, idx, idy);
             m = g > m ? g : m;
         }
     return m;
