@@ -310,7 +310,8 @@ typedef struct {
     gpu_parts p;
     const int *start;
     int *count, *scratch, *dropped;
-    int ncx, ncy, lo_x, hi_x, lo_y, hi_y;
+    int ncx, ncy;
+    pbnd_drops sides;
 } kdrop;
 
 /* One block per cluster; those on a dropping side remove their PBND_DROP particles: n - nd
@@ -320,8 +321,7 @@ __global__ void __launch_bounds__(GPU_THREADS) k_drop(kdrop a)
 {
     __shared__ int warp_n[GPU_THREADS / 32];
     const int c = blockIdx.x, cx = c % a.ncx, cy = c / a.ncx, tid = threadIdx.x;
-    if (!((a.lo_x && cx == 0) || (a.hi_x && cx == a.ncx - 1) || (a.lo_y && cy == 0) ||
-          (a.hi_y && cy == a.ncy - 1)))
+    if (!pbnd_drops_at(&a.sides, cx, cy, a.ncx, a.ncy))
         return;
     const int s0 = a.start[c], n = a.count[c];
     int nd = 0;
@@ -359,11 +359,9 @@ __global__ void __launch_bounds__(GPU_THREADS) k_drop(kdrop a)
 void gpu_drop(gpu_state *g, int s, int window)
 {
     gpu_species *d = &g->sp[s];
-    const int *b = d->walls.bnd;
     kdrop a = {gpu_parts_of(d), d->start, d->count, NULL, g->flags + 4 * s + 3, g->ncx, g->ncy,
-               b[SIDE_XMIN] == PBND_ABSORBING || window, b[SIDE_XMAX] == PBND_ABSORBING,
-               b[SIDE_YMIN] == PBND_ABSORBING, b[SIDE_YMAX] == PBND_ABSORBING};
-    if (!(a.lo_x || a.hi_x || a.lo_y || a.hi_y))
+               pbnd_drops_of(d->walls.bnd, window)};
+    if (!pbnd_drops_any(&a.sides))
         return;
     if (g->scratch_n < d->alloc) {
         if (g->scratch) {

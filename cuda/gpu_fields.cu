@@ -46,7 +46,7 @@ __global__ void k_e_advance(mesh m, float *ex, float *ey, float *ez, const float
 }
 
 /* Periodic guard fill of up to three arrays: each guard cell gets its interior image
- * (corners included), as emf_guard_fill. Threads run over the guard frame only; guards of a
+ * (corners included). Threads run over the guard frame only; guards of a
  * non-periodic axis are left as they are. */
 __global__ void k_guard_fill(mesh m, float *a0, float *a1, float *a2)
 {
@@ -123,7 +123,7 @@ __global__ void k_fold(mesh m, float *a0, float *a1, float *a2)
         fold_cell(a2, i, j, m);
 }
 
-/* Zero the guard frame (as emf_guard_fold leaves it). */
+/* Zero the guard frame (after a fold in a box with a non-periodic side). */
 __global__ void k_guard_zero(mesh m, float *a0, float *a1, float *a2)
 {
     const int G = EMF_GUARD, s = m.stride;
@@ -154,7 +154,7 @@ void gpu_guard_zero(gpu_state *g, float *a0, float *a1, float *a2)
 }
 
 /* The fold of emf_guard_fold: guard deposits added across periodic sides, dropped at the
- * others (where the guards are then cleared, as the CPU leaves them). */
+ * others (where the guards are then cleared). */
 void gpu_fold(gpu_state *g, float *a0, float *a1, float *a2)
 {
     k_fold<<<interior_grid(g), dim3(FX, FY), 0, g->stream>>>(mesh_of(g), a0, a1, a2);

@@ -89,7 +89,7 @@ struct gpu_state {
     int px, py;                   /* the box is periodic along x, y */
     int nlayers;
     gpu_layer layer[4];
-    float *mur_old[4];            /* per Mur side, as fbnd.h */
+    float *mur_old[4];            /* per Mur side: its 4 lines of old values (pml.h) */
     int *cx_of, *cy_of;           /* device copies of clusters.cx_of / cy_of */
     int *scratch;                 /* drop lists (slots of the largest species) */
     size_t scratch_n;

@@ -145,8 +145,7 @@ __device__ __forceinline__ double push_one(const kpart &a, const cluster_tile &T
     g.u[2][q] = u[2];
     if (!KE)
         return 0.0;
-    float gm = lorentz_gamma(0.5f * (u0[0] + u[0]), 0.5f * (u0[1] + u[1]), 0.5f * (u0[2] + u[2]));
-    return (double)g.w[q] * (gm - 1.0f);
+    return kinetic_share(g.w[q], u0[0], u0[1], u0[2], u[0], u[1], u[2]);
 }
 
 /* The block's sum of v into *out (every thread calls it). */
@@ -475,7 +474,7 @@ void gpu_particles(sim *S, int want_ke, double *kinetic)
             double sum = 0.0;
             for (int c = 0; c < g->ncl; c++)
                 sum += g->h_partial[c];
-            kinetic[s] = sum * d->m * f->dx * f->dy;
+            kinetic[s] = kinetic_energy(sum, d->m, f->dx, f->dy);
         }
     }
     if (g->check) {

@@ -1,7 +1,7 @@
 /* cluster.h - the bookkeeping rules of the cluster layout, shared by both backends: the cell
  * encoding of a particle, periodic wrap, a cluster's current tile, the 4-bit migration codes
  * and 9-bin histograms that a move writes, the room the sort needs, and the moving window's
- * shift of a particle (docs/design.md, "Data layout"). */
+ * shift of a particle. */
 #ifndef CLUSTER_H
 #define CLUSTER_H
 

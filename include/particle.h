@@ -117,6 +117,21 @@ EMPIC_HD float lorentz_gamma(float ux, float uy, float uz)
     return sqrtf(1.0f + ux * ux + uy * uy + uz * uz);
 }
 
+/* A particle's share w (gamma - 1) of the kinetic energy at time n, from its momenta u0 =
+ * u(n-1/2) and u1 = u(n+1/2) (gamma of their mean). */
+EMPIC_HD double kinetic_share(float w, float u0x, float u0y, float u0z, float u1x, float u1y,
+                              float u1z)
+{
+    float gm = lorentz_gamma(0.5f * (u0x + u1x), 0.5f * (u0y + u1y), 0.5f * (u0z + u1z));
+    return (double)w * (gm - 1.0f);
+}
+
+/* The kinetic energy of a species of mass m from the sum of its kinetic_share. */
+EMPIC_HD double kinetic_energy(double sum, float m, double dx, double dy)
+{
+    return sum * m * dx * dy;
+}
+
 /* Kong's split of a straight move P0 -> P1 (cell units, P0 in [0,1)^2, |P1 - P0| < 1 per
  * axis) into three pieces P0->PA, PA->PB, PB->P1 that each lie in one cell, with
  * min/max/select arithmetic only. t[] holds the path parameter of P0, PA, PB, P1.

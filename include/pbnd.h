@@ -136,6 +136,31 @@ EMPIC_HD void pbnd_fixup(const pbnd_walls *w, const pbnd_edges *e, int cx, int c
     *code = m < 0 ? (uint8_t)PBND_DROP : (uint8_t)mig_code_of_bin(m);
 }
 
+/* The sides whose edge clusters remove their PBND_DROP particles before the sort: the
+ * absorbing walls, and xmin after the window has moved (`window`). */
+typedef struct {
+    int lo_x, hi_x, lo_y, hi_y;
+} pbnd_drops;
+
+EMPIC_HD pbnd_drops pbnd_drops_of(const int bnd[4], int window)
+{
+    pbnd_drops d;
+    d.lo_x = bnd[SIDE_XMIN] == PBND_ABSORBING || window;
+    d.hi_x = bnd[SIDE_XMAX] == PBND_ABSORBING;
+    d.lo_y = bnd[SIDE_YMIN] == PBND_ABSORBING;
+    d.hi_y = bnd[SIDE_YMAX] == PBND_ABSORBING;
+    return d;
+}
+
+EMPIC_HD int pbnd_drops_any(const pbnd_drops *d) { return d->lo_x || d->hi_x || d->lo_y || d->hi_y; }
+
+/* Whether cluster (cx, cy) of an ncx x ncy partition lies on one of those sides. */
+EMPIC_HD int pbnd_drops_at(const pbnd_drops *d, int cx, int cy, int ncx, int ncy)
+{
+    return (d->lo_x && cx == 0) || (d->hi_x && cx == ncx - 1) || (d->lo_y && cy == 0) ||
+           (d->hi_y && cy == ncy - 1);
+}
+
 /* Fold line `g` (beyond the wall) of a current tile into the interior lines: the normal
  * component n (stride-1 x or row y) into line `gn` negated, the tangential ones into line
  * `gt`; absorbing: just clear. Lines are columns (axis 0) or rows (axis 1). */

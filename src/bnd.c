@@ -59,20 +59,14 @@ static int drop_cluster(species *s, int c)
 
 long long bnd_drop(species *s, const clusters *cl, int window)
 {
-    const int *b = s->bnd;
-    const int lo_x = b[SIDE_XMIN] == PBND_ABSORBING || window,
-              hi_x = b[SIDE_XMAX] == PBND_ABSORBING, lo_y = b[SIDE_YMIN] == PBND_ABSORBING,
-              hi_y = b[SIDE_YMAX] == PBND_ABSORBING;
-    if (!(lo_x || hi_x || lo_y || hi_y))
+    const pbnd_drops d = pbnd_drops_of(s->bnd, window);
+    if (!pbnd_drops_any(&d))
         return 0;
     long long n = 0;
 #pragma omp parallel for schedule(dynamic) reduction(+ : n)
-    for (int c = 0; c < cl->n; c++) {
-        int cx = c % cl->ncx, cy = c / cl->ncx;
-        if ((lo_x && cx == 0) || (hi_x && cx == cl->ncx - 1) || (lo_y && cy == 0) ||
-            (hi_y && cy == cl->ncy - 1))
+    for (int c = 0; c < cl->n; c++)
+        if (pbnd_drops_at(&d, c % cl->ncx, c / cl->ncx, cl->ncx, cl->ncy))
             n += drop_cluster(s, c);
-    }
     s->np -= n;
     return n;
 }

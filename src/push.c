@@ -168,8 +168,7 @@ push_range(species *s, const emf *f, const clusters *cl, int c, float *restrict 
             pux[p] = vx;
             puy[p] = vy;
             puz[p] = vz;
-            float gm = lorentz_gamma(0.5f * (u0x + vx), 0.5f * (u0y + vy), 0.5f * (u0z + vz));
-            ke += want_ke ? (double)pw[p] * (gm - 1.0f) : 0.0;
+            ke += want_ke ? kinetic_share(pw[p], u0x, u0y, u0z, vx, vy, vz) : 0.0;
         }
     }
     return ke;
@@ -287,7 +286,7 @@ void push_cpu(species *s, emf *f, const clusters *cl, const float ext_e[3],
         free(stage);
     }
     int nt = omp_get_max_threads();
-    st->kinetic = ke * s->m * f->dx * f->dy;
+    st->kinetic = kinetic_energy(ke, s->m, f->dx, f->dy);
     st->t_push = tp / nt;
     st->t_deposit = td / nt;
 }
