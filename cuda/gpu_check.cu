@@ -179,9 +179,12 @@ void gpu_debug_verify(sim *S)
                     gather_eb(p->f[0], p->f[1], p->f[2], p->f[3], p->f[4], p->f[5],
                               emf_idx(f, i, j), f->stride, p->x[q], p->y[q], e, b);
                     boris_push(v, e, b, qdt2m);
-                    float ig = 1.0f / lorentz_gamma(v[0], v[1], v[2]);
-                    float x1 = p->x[q] + v[0] * ig * ms.rdx;
-                    offset_wrap(&x1);
+                    const cluster_tile T = cluster_tile_of(S->cl.x0, S->cl.y0, S->cl.ncx, c);
+                    uint32_t c1 = p->cell[q];
+                    float x1 = p->x[q], y1 = p->y[q], w[24];
+                    int o[3], dcx, dcy;
+                    particle_move(&ms, &T, f->nx, f->ny, T.w, v[0], v[1], v[2], 1.0f, &c1, &x1,
+                                  &y1, &dcx, &dcy, o, w, 1);
                     int ok = 1;
                     for (int a = 0; a < 3; a++)
                         ok &= fabsf(u[a][q] - v[a]) <= 1e-5f * (1.0f + fabsf(v[a]));
