@@ -3,7 +3,6 @@
  * error). Cell updates, the filter plan and the diagnostics' per-cell terms are yee.h's, the
  * CPU's, in the same order of operations. */
 #include "gpu_internal.h"
-#include "cluster.h"
 #include "yee.h"
 
 #include <math.h>
@@ -45,30 +44,28 @@ __global__ void k_e_advance(mesh m, float *ex, float *ey, float *ez, const float
                    cx, cy);
 }
 
-/* Periodic guard fill of up to three arrays: each guard cell gets its interior image
- * (corners included). Threads run over the guard frame only; guards of a
- * non-periodic axis are left as they are. */
+/* Guard fill of up to three arrays (yee_guard_source). Threads run over the guard frame
+ * only: the guard rows, then the guard columns of the interior rows. */
 __global__ void k_guard_fill(mesh m, float *a0, float *a1, float *a2)
 {
     const int G = EMF_GUARD, s = m.stride;
-    int t = blockIdx.x * blockDim.x + threadIdx.x, i, j;
+    int t = blockIdx.x * blockDim.x + threadIdx.x, i, j, si, sj;
     const int band = 2 * G * s;
     if (t < band) {
-        if (!m.py)
-            return;
         int r = t / s;
         j = r < G ? r - G : m.ny + r - G;
         i = t % s - G;
     } else {
         t -= band;
-        if (t >= 2 * G * m.ny || !m.px)
+        if (t >= 2 * G * m.ny)
             return;
         j = t / (2 * G);
         int c = t % (2 * G);
         i = c < G ? c - G : m.nx + c - G;
     }
-    int k = m.off + i + j * s;
-    int src = m.off + (m.px ? wrap_index(i, m.nx) : i) + (m.py ? wrap_index(j, m.ny) : j) * s;
+    if (!yee_guard_source(i, j, m.nx, m.ny, m.px, m.py, &si, &sj))
+        return;
+    int k = m.off + i + j * s, src = m.off + si + sj * s;
     a0[k] = a0[src];
     if (a1)
         a1[k] = a1[src];
@@ -83,32 +80,15 @@ void gpu_guard_fill(gpu_state *g, float *a0, float *a1, float *a2)
     GPU_LAUNCHED(g, "k_guard_fill");
 }
 
-/* Fold of one array into the interior: x images first (guard rows included), then the y
- * images of the x-folded rows: the sums of emf_guard_fold in its order. Guards are read
- * only, so every interior cell is independent. */
-__device__ __forceinline__ float fold_x(const float *o, int i, int j, mesh m)
-{
-    const int G = EMF_GUARD;
-    float v = o[i + j * m.stride];
-    if (i >= m.nx - G && m.px)
-        v += o[i - m.nx + j * m.stride];
-    if (i < G && m.px)
-        v += o[i + m.nx + j * m.stride];
-    return v;
-}
-
+/* Fold of one array into interior cell (i, j) (yee_guard_fold; only cells within G of an
+ * edge change). */
 __device__ __forceinline__ void fold_cell(float *a, int i, int j, mesh m)
 {
     const int G = EMF_GUARD;
     if (i >= G && i < m.nx - G && j >= G && j < m.ny - G)
         return;
     float *o = a + m.off;
-    float v = fold_x(o, i, j, m);
-    if (j >= m.ny - G && m.py)
-        v += fold_x(o, i, j - m.ny, m);
-    if (j < G && m.py)
-        v += fold_x(o, i, j + m.ny, m);
-    o[i + j * m.stride] = v;
+    o[i + j * m.stride] = yee_guard_fold(o, i, j, m.stride, m.nx, m.ny, G, m.px, m.py);
 }
 
 __global__ void k_fold(mesh m, float *a0, float *a1, float *a2)
@@ -153,8 +133,8 @@ void gpu_guard_zero(gpu_state *g, float *a0, float *a1, float *a2)
     GPU_LAUNCHED(g, "k_guard_zero");
 }
 
-/* The fold of emf_guard_fold: guard deposits added across periodic sides, dropped at the
- * others (where the guards are then cleared). */
+/* The fold: guard deposits added across periodic sides, dropped at the others (where the
+ * guards are then cleared). */
 void gpu_fold(gpu_state *g, float *a0, float *a1, float *a2)
 {
     k_fold<<<interior_grid(g), dim3(FX, FY), 0, g->stream>>>(mesh_of(g), a0, a1, a2);

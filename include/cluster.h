@@ -13,9 +13,6 @@ EMPIC_HD uint32_t cell_pack(int i, int j) { return (uint32_t)i | ((uint32_t)j <<
 EMPIC_HD int cell_i(uint32_t c) { return (int)(c & 0xffffu); }
 EMPIC_HD int cell_j(uint32_t c) { return (int)(c >> 16); }
 
-/* Index i in [-n, 2n) wrapped periodically into [0, n). */
-EMPIC_HD int wrap_index(int i, int n) { return i < 0 ? i + n : (i >= n ? i - n : i); }
-
 /* -1, 0 or +1: index i below, inside or above the range [lo, hi). */
 EMPIC_HD int range_step(int i, int lo, int hi) { return i < lo ? -1 : (i >= hi ? 1 : 0); }
 

@@ -21,6 +21,9 @@
 #define EMPIC_UNROLL
 #endif
 
+/* Index i in [-n, 2n) wrapped periodically into [0, n) (cells, clusters, guard images). */
+EMPIC_HD int wrap_index(int i, int n) { return i < 0 ? i + n : (i >= n ? i - n : i); }
+
 /* Accumulate v into *p: an atomic add in a CUDA kernel (threads of a block share the target),
  * a plain add on the CPU (each thread owns its target). */
 #ifdef __CUDA_ARCH__

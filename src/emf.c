@@ -51,42 +51,65 @@ void emf_zero(const emf *f, float *a)
     memset(a, 0, f->size * sizeof(float));
 }
 
+/* Guard cells [i0, i1) of row j filled as yee_guard_source says. */
+static void fill_cells(const emf *f, float *o, int j, int i0, int i1)
+{
+    const int px = f->bnd[SIDE_XMIN] == FBND_PERIODIC, py = f->bnd[SIDE_YMIN] == FBND_PERIODIC;
+    for (int i = i0; i < i1; i++) {
+        int si, sj;
+        if (yee_guard_source(i, j, f->nx, f->ny, px, py, &si, &sj))
+            o[i + j * f->stride] = o[si + sj * f->stride];
+    }
+}
+
 void emf_guard_fill(const emf *f, float *a)
 {
-    const int G = EMF_GUARD, nx = f->nx, ny = f->ny, s = f->stride;
+    const int G = EMF_GUARD, nx = f->nx, ny = f->ny;
+    if (f->bnd[SIDE_XMIN] != FBND_PERIODIC && f->bnd[SIDE_YMIN] != FBND_PERIODIC)
+        return;
     float *o = a + f->off;
-    if (f->bnd[SIDE_XMIN] == FBND_PERIODIC) {
 #pragma omp parallel for
-        for (int j = 0; j < ny; j++)
-            for (int g = 1; g <= G; g++) {
-                o[j * s - g] = o[j * s + nx - g];
-                o[j * s + nx + g - 1] = o[j * s + g - 1];
-            }
+    for (int j = -G; j < ny + G; j++) {
+        if (j < 0 || j >= ny) {
+            fill_cells(f, o, j, -G, nx + G);
+        } else {
+            fill_cells(f, o, j, -G, 0);
+            fill_cells(f, o, j, nx, nx + G);
+        }
     }
-    for (int g = 1; g <= G && f->bnd[SIDE_YMIN] == FBND_PERIODIC; g++) {
-        memcpy(o - g * s - G, o + (ny - g) * s - G, (size_t)s * sizeof(float));
-        memcpy(o + (ny + g - 1) * s - G, o + (g - 1) * s - G, (size_t)s * sizeof(float));
-    }
+}
+
+/* Interior cells [i0, i1) of row j folded (yee_guard_fold). */
+static void fold_cells(const emf *f, float *o, int j, int i0, int i1)
+{
+    const int px = f->bnd[SIDE_XMIN] == FBND_PERIODIC, py = f->bnd[SIDE_YMIN] == FBND_PERIODIC;
+    for (int i = i0; i < i1; i++)
+        o[i + j * f->stride] =
+            yee_guard_fold(o, i, j, f->stride, f->nx, f->ny, EMF_GUARD, px, py);
 }
 
 void emf_guard_fold(const emf *f, float *a)
 {
     const int G = EMF_GUARD, nx = f->nx, ny = f->ny, s = f->stride;
-    const float px = f->bnd[SIDE_XMIN] == FBND_PERIODIC, py = f->bnd[SIDE_YMIN] == FBND_PERIODIC;
     float *o = a + f->off;
 #pragma omp parallel for
-    for (int j = -G; j < ny + G; j++)
-        for (int g = 1; g <= G; g++) {
-            o[j * s + nx - g] += px * o[j * s - g];
-            o[j * s + g - 1] += px * o[j * s + nx + g - 1];
-            o[j * s - g] = o[j * s + nx + g - 1] = 0.0f;
+    for (int j = 0; j < ny; j++) {
+        if (j < G || j >= ny - G) {
+            fold_cells(f, o, j, 0, nx);
+        } else {
+            fold_cells(f, o, j, 0, G);
+            fold_cells(f, o, j, nx - G > G ? nx - G : G, nx);
         }
-    for (int g = 1; g <= G; g++)
-        for (int i = 0; i < nx; i++) {
-            o[(ny - g) * s + i] += py * o[-g * s + i];
-            o[(g - 1) * s + i] += py * o[(ny + g - 1) * s + i];
-            o[-g * s + i] = o[(ny + g - 1) * s + i] = 0.0f;
+    }
+#pragma omp parallel for
+    for (int j = -G; j < ny + G; j++) {
+        if (j < 0 || j >= ny) {
+            memset(o + j * s - G, 0, (size_t)s * sizeof(float));
+        } else {
+            memset(o + j * s - G, 0, (size_t)G * sizeof(float));
+            memset(o + j * s + nx, 0, (size_t)G * sizeof(float));
         }
+    }
 }
 
 void emf_b_half(emf *f)
