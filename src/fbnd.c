@@ -87,20 +87,34 @@ void fbnd_free(fbnd *b)
     free(b);
 }
 
-void fbnd_b(emf *f)
+/* The psi terms of every layer: after a half B step (e = 0; upd as pml_psi_due) or after
+ * the E step (e = 1). */
+static void pml_terms(emf *f, int e, int upd)
 {
-    fbnd *b = f->fb;
-    const int s = f->stride, upd = pml_psi_due(&b->psi_step, f->step);
-    const float h = (float)(0.5 * f->dt), idx = (float)(1.0 / f->dx), idy = (float)(1.0 / f->dy);
+    const fbnd *b = f->fb;
+    const int s = f->stride;
+    const float h = (float)(0.5 * f->dt), dt = (float)f->dt;
     for (int n = 0; n < b->nlayers; n++) {
         const pml_layer *L = &b->layer[n];
         const pml_strip st = {L->axis, L->first, L->n, L->len};
-        const float id = L->axis ? idy : idx;
+        const float id = L->axis ? (float)(1.0 / f->dy) : (float)(1.0 / f->dx);
+        float *const *ef = f->e, *const *bf = f->b;
 #pragma omp parallel for
-        for (int t = 0; t < L->n * L->len; t++)
-            pml_b_cell(&st, f->off, s, t, f->b[0], f->b[1], f->b[2], f->e[0], f->e[1], f->e[2],
-                       L->psi[2], L->psi[3], L->bb, L->bc, id, h, upd);
+        for (int t = 0; t < L->n * L->len; t++) {
+            if (e)
+                pml_e_cell(&st, f->off, s, t, ef[0], ef[1], ef[2], bf[0], bf[1], bf[2], L->psi[0],
+                           L->psi[1], L->eb, L->ec, id, dt);
+            else
+                pml_b_cell(&st, f->off, s, t, bf[0], bf[1], bf[2], ef[0], ef[1], ef[2], L->psi[2],
+                           L->psi[3], L->bb, L->bc, id, h, upd);
+        }
     }
+}
+
+void fbnd_b(emf *f)
+{
+    fbnd *b = f->fb;
+    pml_terms(f, 0, pml_psi_due(&b->psi_step, f->step));
     for (int l = 0; l < b->nlasers; l++)
         laser_b(&b->lasers[l], f, b->shift);
 }
@@ -129,17 +143,7 @@ void fbnd_e_save(emf *f)
 void fbnd_e(emf *f)
 {
     fbnd *b = f->fb;
-    const int s = f->stride;
-    const float dt = (float)f->dt, idx = (float)(1.0 / f->dx), idy = (float)(1.0 / f->dy);
-    for (int n = 0; n < b->nlayers; n++) {
-        const pml_layer *L = &b->layer[n];
-        const pml_strip st = {L->axis, L->first, L->n, L->len};
-        const float id = L->axis ? idy : idx;
-#pragma omp parallel for
-        for (int t = 0; t < L->n * L->len; t++)
-            pml_e_cell(&st, f->off, s, t, f->e[0], f->e[1], f->e[2], f->b[0], f->b[1], f->b[2],
-                       L->psi[0], L->psi[1], L->eb, L->ec, id, dt);
-    }
+    pml_terms(f, 1, 0);
     for (int l = 0; l < b->nlasers; l++)
         laser_e(&b->lasers[l], f, b->shift);
     for (int k = 0; k < 4; k++) {
