@@ -119,26 +119,25 @@ void fbnd_b(emf *f)
         laser_b(&b->lasers[l], f, b->shift);
 }
 
-/* Mur side k: its lines and its two tangential E components. */
-static mur_line mur_side(const emf *f, int k, float **c1, float **c2)
-{
-    *c1 = k / 2 ? f->e[0] : f->e[1];
-    *c2 = f->e[2];
-    return mur_line_of(k, f->nx, f->ny, f->off, f->stride);
-}
-
-void fbnd_e_save(emf *f)
+/* The Mur sides: their old values kept before the E step (apply = 0), their edge nodes set
+ * after it (apply = 1). */
+static void mur_sides(emf *f, int apply)
 {
     fbnd *b = f->fb;
     for (int k = 0; k < 4; k++) {
         if (!b->mur_old[k])
             continue;
-        float *c1, *c2;
-        const mur_line m = mur_side(f, k, &c1, &c2);
+        float *c1 = k / 2 ? f->e[0] : f->e[1], *c2 = f->e[2];
+        const mur_line m = mur_line_of(k, f->nx, f->ny, f->off, f->stride);
         for (int t = 0; t < m.len; t++)
-            mur_save(&m, t, c1, c2, b->mur_old[k]);
+            if (apply)
+                mur_apply(&m, t, c1, c2, b->mur_old[k], b->mur_m[k / 2]);
+            else
+                mur_save(&m, t, c1, c2, b->mur_old[k]);
     }
 }
+
+void fbnd_e_save(emf *f) { mur_sides(f, 0); }
 
 void fbnd_e(emf *f)
 {
@@ -146,14 +145,7 @@ void fbnd_e(emf *f)
     pml_terms(f, 1, 0);
     for (int l = 0; l < b->nlasers; l++)
         laser_e(&b->lasers[l], f, b->shift);
-    for (int k = 0; k < 4; k++) {
-        if (!b->mur_old[k])
-            continue;
-        float *c1, *c2;
-        const mur_line m = mur_side(f, k, &c1, &c2);
-        for (int t = 0; t < m.len; t++)
-            mur_apply(&m, t, c1, c2, b->mur_old[k], b->mur_m[k / 2]);
-    }
+    mur_sides(f, 1);
 }
 
 void fbnd_shift(emf *f)
