@@ -8,6 +8,7 @@
  * non-empty bins to a double histogram in global memory. Larger histograms go straight to
  * global double atomics. */
 #include "gpu_internal.h"
+#include "cluster.h"
 #include "phasespace.h"
 
 #include <float.h>
@@ -33,7 +34,7 @@ __global__ void k_phasespace(ps_grid g, const uint32_t *__restrict__ cell,
         const int p0 = start[c], p1 = p0 + count[c];
         for (int p = p0 + (int)threadIdx.x; p < p1; p += blockDim.x) {
             const uint32_t k = cell[p];
-            int b = ps_bin(&g, (int)(k & 0xffffu), (int)(k >> 16), x[p], y[p], ux[p], uy[p],
+            int b = ps_bin(&g, cell_i(k), cell_j(k), x[p], y[p], ux[p], uy[p],
                            uz[p]);
             if (b < 0)
                 continue;
@@ -64,7 +65,7 @@ __global__ void k_extent(ps_grid g, int axis, int positive, const uint32_t *__re
         const int p0 = start[c], p1 = p0 + count[c];
         for (int p = p0 + (int)threadIdx.x; p < p1; p += blockDim.x) {
             const uint32_t k = cell[p];
-            double v = ps_value(&g, axis, (int)(k & 0xffffu), (int)(k >> 16), x[p], y[p], ux[p],
+            double v = ps_value(&g, axis, cell_i(k), cell_j(k), x[p], y[p], ux[p],
                                 uy[p], uz[p]);
             if (positive && !(v > 0.0))
                 continue;
