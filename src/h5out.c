@@ -170,21 +170,25 @@ hid_t h5out_dataset(h5w *w, hid_t loc, const char *name, int rank, const hsize_t
     return d;
 }
 
-void h5out_add_item(h5w *w, int particle, int stagger, int precision, long long n,
-                     const char *name, hid_t obj)
+out_item *h5out_add_item(h5w *w, int particle, int stagger, int precision, long long n,
+                         const char *name, hid_t obj)
 {
     if (w->err || w->nitems == OUT_MAX_ITEMS)
-        return;
+        return NULL;
     out_item *it = &w->items[w->nitems];
+    memset(it, 0, sizeof *it);
+    snprintf(it->ntype, sizeof it->ntype, "Float");
     it->particle = particle;
     it->stagger = stagger;
     it->precision = precision;
     it->n = n;
     snprintf(it->name, sizeof it->name, "%s", name);
-    if (H5Iget_name(obj, it->path, sizeof it->path) <= 0)
+    if (H5Iget_name(obj, it->path, sizeof it->path) <= 0) {
         h5out_fail(w, name);
-    else
-        w->nitems++;
+        return NULL;
+    }
+    w->nitems++;
+    return it;
 }
 
 int h5out_commit(const h5w *w, const char *tmp, const char *path, const char *what)
