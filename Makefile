@@ -27,8 +27,16 @@ LIBS    = $(PKG_LIBS) -lfftw3 $(CU_LIBS) -lstdc++ -lm
 
 TESTS   := $(wildcard tests/test_*.c)
 
-.PHONY: all run test test-c test-py clean deps sanitize fuzz
-all: bin/empic
+.PHONY: all run test test-c test-py clean deps sanitize fuzz diag-install install
+all: bin/empic diag-install
+
+diag-install: | $(DEPS_STAMP)
+	@tools/install-diag
+
+PREFIX ?= /usr/local
+install: bin/empic
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 755 bin/empic $(DESTDIR)$(PREFIX)/bin/empic
 
 $(DEPS_STAMP):
 	@mkdir -p build
@@ -55,7 +63,7 @@ bin/test_%: tests/test_%.c tests/testutil.h build/libempic.a
 	@mkdir -p bin
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Isrc -Itests $< build/libempic.a -o $@ $(LIBS) -lcunit
 
-run: bin/empic
+run: bin/empic diag-install
 	bin/empic decks/default.cfg
 	-python3 -m diag summary out-default
 
@@ -66,7 +74,7 @@ test-c: bin/empic $(TESTS:tests/%.c=bin/%)
 	tests/decks.sh
 	tests/restart.sh
 
-test-py: bin/empic
+test-py: bin/empic diag-install
 	python3 -m pytest -q tests
 
 # `make sanitize`: the CPU build (CUDA=0) with AddressSanitizer and UBSan in build-san/ and
