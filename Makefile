@@ -48,6 +48,15 @@ build/%.o: src/%.c $(wildcard include/*.h) src/*.h | $(DEPS_STAMP)
 	@mkdir -p build
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Isrc -c $< -o $@
 
+# The commit goes into version.o only; build/.commit changes when the commit does.
+GIT_COMMIT := $(shell git describe --always --dirty --abbrev=12 2>/dev/null || echo unknown)
+build/.commit: FORCE
+	@mkdir -p build
+	@echo '$(GIT_COMMIT)' | cmp -s - $@ || echo '$(GIT_COMMIT)' > $@
+build/version.o: src/version.c src/version.h build/.commit | $(DEPS_STAMP)
+	$(CC) $(CFLAGS) -DEMPIC_COMMIT='"$(GIT_COMMIT)"' -Isrc -c $< -o $@
+FORCE:
+
 build/cuda_%.o: cuda/%.cu $(wildcard include/*.h cuda/*.h) src/*.h | $(DEPS_STAMP)
 	@mkdir -p build
 	$(NVCC) -O3 -std=c++17 -arch=$(CUDA_ARCH) -lineinfo -Iinclude -Isrc -Xcompiler -Wall,-Wextra -c $< -o $@

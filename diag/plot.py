@@ -147,8 +147,10 @@ PHASES = ("push", "deposit", "sort", "field", "other")
 
 
 def timing_bars(tm, path):
-    """Per-phase ns per particle-step from timing.json."""
-    ns = tm.get("ns_per_particle_step", {})
+    """Per-phase ns per particle-step from timing.json; per cell-step for a particle-free
+    run (no particle-steps to divide by)."""
+    per_cell = tm.get("per") == "cell-step" or not tm.get("ns_per_particle_step")
+    ns = (tm.get("ns_per_cell_step") if per_cell else tm.get("ns_per_particle_step")) or {}
     phases = [p for p in PHASES if p in ns] + [p for p in ns if p not in PHASES + ("total",)]
     vals = [float(ns[p]) for p in phases]
     fig, ax = plt.subplots(figsize=(7, 4))
@@ -157,7 +159,7 @@ def timing_bars(tm, path):
     for b, v in zip(bars, vals):
         ax.annotate("%.3g (%.0f%%)" % (v, 100 * v / total if total else 0),
                     (b.get_x() + b.get_width() / 2, v), ha="center", va="bottom", fontsize=8)
-    ax.set_ylabel("ns / particle / step")
+    ax.set_ylabel("ns / cell / step" if per_cell else "ns / particle / step")
     title = "%s on %s: %.3g ns total" % (tm.get("backend", "?"), tm.get("device", "?"), total)
     if "bandwidth_fraction" in tm:
         title += ", %.3g%% of bandwidth" % (100 * float(tm["bandwidth_fraction"]))

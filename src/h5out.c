@@ -1,6 +1,7 @@
 /* h5out.c - HDF5 writing helpers for the openPMD writers (see h5out.h). */
 #include "h5out.h"
 #include "empic.h"
+#include "version.h"
 
 #include <errno.h>
 #include <math.h>
@@ -269,7 +270,6 @@ void h5out_root_attrs(h5w *w, const char *iteration_format, int meshes, int part
     struct tm tm;
     if (localtime_r(&now, &tm))
         strftime(date, sizeof date, "%Y-%m-%d %H:%M:%S %z", &tm);
-    const char *author = getenv("USER");
     hid_t r = w->file;
     h5out_attr_str(w, r, "openPMD", "1.1.0");
     h5out_attr_u32(w, r, "openPMDextension", 0);
@@ -281,9 +281,9 @@ void h5out_root_attrs(h5w *w, const char *iteration_format, int meshes, int part
     h5out_attr_str(w, r, "iterationEncoding", "fileBased");
     h5out_attr_str(w, r, "iterationFormat", iteration_format);
     h5out_attr_str(w, r, "software", "empic");
-    h5out_attr_str(w, r, "softwareVersion", OUT_SOFTWARE_VERSION);
+    h5out_attr_str(w, r, "softwareVersion", empic_version_string());
     h5out_attr_str(w, r, "date", date);
-    h5out_attr_str(w, r, "author", author && *author ? author : "unknown");
+    h5out_attr_str(w, r, "author", empic_author());
     h5out_attr_str(w, r, "comment", comment);
 }
 

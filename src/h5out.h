@@ -10,7 +10,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define OUT_SOFTWARE_VERSION "0.1.0"
 #define OUT_MAX_ITEMS 256
 #define OUT_PATH 4096
 

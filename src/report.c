@@ -1,12 +1,15 @@
 /* report.c - run.cfg, energy.csv, progress line, timing table and timing.json. */
 #include "report.h"
 #include "empic.h"
+#include "h5out.h"
+#include "version.h"
 #ifdef EMPIC_CUDA
 #include "../cuda/gpu.h"
 #endif
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,6 +103,7 @@ int report_open(sim *S)
     char *text = NULL;
     size_t len = 0;
     FILE *m = open_memstream(&text, &len);
+    fprintf(m, "# written by empic %s\n", empic_version_string());
     deck_write(&S->d, m);
     fclose(m);
     out_path(S, path, sizeof path, "run.cfg");
@@ -107,6 +111,12 @@ int report_open(sim *S)
     free(text);
     if (rc)
         return -1;
+    /* timers of this process only: a restart's checkpoint carries the earlier run's */
+    S->step0 = S->step;
+    S->wall_s = 0.0;
+    S->particle_steps = 0;
+    for (int p = 0; p < PH_COUNT; p++)
+        S->phase_s[p] = 0.0;
     if (S->d.energy_every > 0) {
         out_path(S, path, sizeof path, "energy.csv.tmp");
         if (!(S->energy = fopen(path, "w"))) {
@@ -154,11 +164,15 @@ void report_progress(sim *S, int final)
     int tty = isatty(STDERR_FILENO);
     if (!tty && !final && S->step % (S->d.steps / 10 > 0 ? S->d.steps / 10 : 1) != 0)
         return;
-    double rate = S->wall_s > 0 ? S->particle_steps / S->wall_s : 0.0;
-    double eta = S->step > 0 ? S->wall_s / S->step * (S->d.steps - S->step) : 0.0;
-    fprintf(stderr, "%sstep %ld/%ld  t = %.3f  %.3g particle-steps/s  ETA %.0f s%s",
-            tty ? "\r" : "", S->step, S->d.steps, S->step * S->d.dt, rate, eta,
-            tty && !final ? "   " : "\n");
+    const long run = S->step - S->step0;
+    const int pic = S->particle_steps > 0;
+    double rate = S->wall_s > 0 ? (pic ? (double)S->particle_steps
+                                       : (double)run * S->d.nx * S->d.ny) / S->wall_s
+                                : 0.0;
+    double eta = run > 0 ? S->wall_s / run * (S->d.steps - S->step) : 0.0;
+    fprintf(stderr, "%sstep %ld/%ld  t = %.3f  %.3g %s-steps/s  ETA %.0f s%s",
+            tty ? "\r" : "", S->step, S->d.steps, S->step * S->d.dt, rate,
+            pic ? "particle" : "cell", eta, tty && !final ? "   " : "\n");
 }
 
 /* Host memory bandwidth (read + write of a 256 MiB copy) for the CPU report. */
@@ -184,6 +198,104 @@ static double cpu_bandwidth(void)
     return best;
 }
 
+/* The run's timing, over the steps this process ran (after a restart: since the checkpoint).
+ * Per particle-step (mobile particles x steps, as OSIRIS reports it) and per cell-step; a
+ * particle-free run is reported per cell-step only. */
+typedef struct {
+    long steps;                          /* steps run by this process */
+    long long np;                        /* mobile particles */
+    double cell_steps;
+    int per_cell;                        /* no particle-steps: the table is per cell-step */
+    double ns_part[PH_COUNT], ns_cell[PH_COUNT], total_part, total_cell;
+    double bytes, bw, floor_ns, mem;     /* floor_ns and bytes per unit of the table */
+} timing;
+
+static void timing_measure(sim *S, timing *t)
+{
+    t->steps = S->step - S->step0;
+    t->np = sim_particles(S);
+    t->cell_steps = (double)S->d.nx * S->d.ny * t->steps;
+    t->per_cell = S->particle_steps <= 0;
+    double known = 0.0;
+    for (int p = 0; p < PH_OTHER; p++)
+        known += S->phase_s[p];
+    S->phase_s[PH_OTHER] = S->wall_s > known ? S->wall_s - known : 0.0;
+    const double ps = S->particle_steps > 0 ? (double)S->particle_steps : 0.0;
+    for (int p = 0; p < PH_COUNT; p++) {
+        t->ns_part[p] = ps > 0 ? S->phase_s[p] / ps * 1e9 : 0.0;
+        t->ns_cell[p] = t->cell_steps > 0 ? S->phase_s[p] / t->cell_steps * 1e9 : 0.0;
+    }
+    t->total_part = ps > 0 ? S->wall_s / ps * 1e9 : 0.0;
+    t->total_cell = t->cell_steps > 0 ? S->wall_s / t->cell_steps * 1e9 : 0.0;
+    t->bytes = t->per_cell ? BYTES_CELL
+                           : BYTES_PARTICLE + BYTES_CELL * S->d.nx * S->d.ny /
+                                                  (t->np > 0 ? (double)t->np : 1.0);
+    t->bw = S->backend == BACKEND_CPU ? (t->steps > 0 ? cpu_bandwidth() : 0.0) : 0.0;
+    t->mem = 0.0;
+    for (int s = 0; s < S->nsp; s++)
+        if (!S->sp[s].cfg->immobile)
+            t->mem = species_bytes_per_particle(&S->sp[s]);
+#ifdef EMPIC_CUDA
+    if (S->backend == BACKEND_CUDA) {
+        t->bw = gpu_bandwidth();
+        t->mem = gpu_bytes_per_particle(S);
+    }
+#endif
+    t->floor_ns = t->bw > 0 ? t->bytes / t->bw * 1e9 : 0.0;
+}
+
+static void json_phases(FILE *m, const char *key, double total, const double *ns)
+{
+    fprintf(m, "  \"%s\": {\"total\": %.6g", key, total);
+    for (int p = 0; p < PH_COUNT; p++)
+        fprintf(m, ", \"%s\": %.6g", phase_name[p], ns[p]);
+    fprintf(m, "},\n");
+}
+
+static void timing_json(const sim *S, const timing *t, FILE *m)
+{
+    const double total = t->per_cell ? t->total_cell : t->total_part;
+    fprintf(m, "{\n  \"version\": \"%s\",\n  \"commit\": \"%s\",\n", EMPIC_VERSION,
+            empic_commit());
+    fprintf(m, "  \"backend\": \"%s\",\n  \"device\": \"%s\",\n  \"threads\": %d,\n",
+            S->backend == BACKEND_CUDA ? "cuda" : "cpu", S->device, omp_get_max_threads());
+    fprintf(m, "  \"steps\": %ld,\n  \"first_step\": %ld,\n  \"last_step\": %ld,\n", t->steps,
+            S->step0, S->step);
+    fprintf(m, "  \"particles\": %lld,\n  \"cells\": %d,\n  \"wall_s\": %.6f,\n", t->np,
+            S->d.nx * S->d.ny, S->wall_s);
+    fprintf(m, "  \"per\": \"%s\",\n", t->per_cell ? "cell-step" : "particle-step");
+    if (t->per_cell)
+        fprintf(m, "  \"ns_per_particle_step\": null,\n");
+    else
+        json_phases(m, "ns_per_particle_step", t->total_part, t->ns_part);
+    json_phases(m, "ns_per_cell_step", t->total_cell, t->ns_cell);
+    fprintf(m, "  \"bytes_per_%s\": %.2f,\n  \"bandwidth_bytes_per_s\": %.4g,\n",
+            t->per_cell ? "cell_step" : "particle_step", t->bytes, t->bw);
+    fprintf(m, "  \"bandwidth_floor_ns\": %.6g,\n  \"bandwidth_fraction\": %.4f,\n",
+            t->floor_ns, total > 0 && t->floor_ns > 0 ? t->floor_ns / total : 0.0);
+    fprintf(m, "  \"memory_bytes_per_particle\": %.2f\n}\n", t->mem);
+}
+
+static void timing_table(const sim *S, const timing *t)
+{
+    const double *ns = t->per_cell ? t->ns_cell : t->ns_part;
+    const double total = t->per_cell ? t->total_cell : t->total_part;
+    const char *unit = t->per_cell ? "cell" : "particle";
+    printf("\n%-9s %12s %8s\n", "phase", t->per_cell ? "ns/cell-step" : "ns/part-step",
+           "share");
+    for (int p = 0; p < PH_COUNT; p++)
+        printf("%-9s %12.3f %7.1f%%\n", phase_name[p], ns[p],
+               total > 0 ? 100.0 * ns[p] / total : 0.0);
+    printf("%-9s %12.3f %7.1f%%   (%.0f B/%s-step; bandwidth floor %.3f ns = %.1f%%"
+           " of the time)\n",
+           "total", total, 100.0, t->bytes, unit, t->floor_ns,
+           total > 0 ? 100 * t->floor_ns / total : 0.0);
+    printf("wall %.2f s for %ld steps", S->wall_s, t->steps);
+    if (S->step0 > 0)
+        printf(" (%ld to %ld, after the restart)", S->step0, S->step);
+    printf(" on %s; output in %s/\n", S->device, S->d.output);
+}
+
 int report_close(sim *S)
 {
     char path[DECK_PATH_MAX + 64], fin[DECK_PATH_MAX + 64];
@@ -197,58 +309,42 @@ int report_close(sim *S)
             return -1;
         }
     }
-    double ps = (double)(S->particle_steps > 0 ? S->particle_steps : 1);
-    double known = 0.0, ns[PH_COUNT];
-    for (int p = 0; p < PH_OTHER; p++)
-        known += S->phase_s[p];
-    S->phase_s[PH_OTHER] = S->wall_s > known ? S->wall_s - known : 0.0;
-    for (int p = 0; p < PH_COUNT; p++)
-        ns[p] = S->phase_s[p] / ps * 1e9;
-    double total = S->wall_s / ps * 1e9;
-    long long np = sim_particles(S);
-    double bytes = BYTES_PARTICLE + BYTES_CELL * S->d.nx * S->d.ny / (np > 0 ? np : 1);
-    double bw = S->backend == BACKEND_CPU ? (S->step > 0 ? cpu_bandwidth() : 0.0) : 0.0;
-    double mem = 0.0;
-    for (int s = 0; s < S->nsp; s++)
-        if (!S->sp[s].cfg->immobile)
-            mem = species_bytes_per_particle(&S->sp[s]);
-#ifdef EMPIC_CUDA
-    if (S->backend == BACKEND_CUDA) {
-        bw = gpu_bandwidth();
-        mem = gpu_bytes_per_particle(S);
-    }
-#endif
-    double floor_ns = bw > 0 ? bytes / bw * 1e9 : 0.0;
+    timing t;
+    timing_measure(S, &t);
     char *text = NULL;
     size_t len = 0;
     FILE *m = open_memstream(&text, &len);
-    fprintf(m, "{\n  \"backend\": \"%s\",\n  \"device\": \"%s\",\n  \"threads\": %d,\n",
-            S->backend == BACKEND_CUDA ? "cuda" : "cpu", S->device, omp_get_max_threads());
-    fprintf(m, "  \"steps\": %ld,\n  \"particles\": %lld,\n  \"cells\": %d,\n", S->step, np,
-            S->d.nx * S->d.ny);
-    fprintf(m, "  \"wall_s\": %.6f,\n  \"ns_per_particle_step\": {\"total\": %.6g", S->wall_s,
-            total);
-    for (int p = 0; p < PH_COUNT; p++)
-        fprintf(m, ", \"%s\": %.6g", phase_name[p], ns[p]);
-    fprintf(m, "},\n  \"bytes_per_particle_step\": %.2f,\n  \"bandwidth_bytes_per_s\": %.4g,\n",
-            bytes, bw);
-    fprintf(m, "  \"bandwidth_floor_ns\": %.6g,\n  \"bandwidth_fraction\": %.4f,\n", floor_ns,
-            total > 0 && floor_ns > 0 ? floor_ns / total : 0.0);
-    fprintf(m, "  \"memory_bytes_per_particle\": %.2f\n}\n", mem);
+    timing_json(S, &t, m);
     fclose(m);
     out_path(S, fin, sizeof fin, "timing.json");
     int rc = report_write_file(fin, text, len);
     free(text);
-    if (!S->quiet) {
-        printf("\n%-9s %12s %8s\n", "phase", "ns/part-step", "share");
-        for (int p = 0; p < PH_COUNT; p++)
-            printf("%-9s %12.3f %7.1f%%\n", phase_name[p], ns[p],
-                   total > 0 ? 100.0 * ns[p] / total : 0.0);
-        printf("%-9s %12.3f %7.1f%%   (%.0f B/particle-step; bandwidth floor %.3f ns = %.1f%%"
-               " of the time)\n",
-               "total", total, 100.0, bytes, floor_ns, total > 0 ? 100 * floor_ns / total : 0.0);
-        printf("wall %.2f s for %ld steps on %s; output in %s/\n", S->wall_s, S->step,
-               S->device, S->d.output);
-    }
+    if (!S->quiet)
+        timing_table(S, &t);
     return rc;
+}
+
+void report_scales(const deck *d, FILE *o)
+{
+    out_units u;
+    h5out_units(d->n0, &u);
+    const double um = u.length * 1e6, fs = u.time * 1e15;
+    fprintf(o, "# SI scales for n0 = %g cm^-3: omega_p = %.4g rad/s, 1/omega_p = %.4g fs, "
+               "c/omega_p = %.4g um,\n#   E0 = m_e c omega_p/e = %.4g V/m, "
+               "B0 = m_e omega_p/e = %.4g T\n",
+            d->n0, 1.0 / u.time, fs, um, u.e, u.b);
+    fprintf(o, "# box %.4g x %.4g um (cells %.4g x %.4g nm), dt = %.4g fs, %ld steps = %.4g fs\n",
+            d->nx * d->dx * um, d->ny * d->dy * um, d->dx * um * 1e3, d->dy * um * 1e3,
+            d->dt * fs, d->steps, d->steps * d->dt * fs);
+    for (int k = 0; k < d->nlasers; k++) {
+        const deck_laser *l = &d->lasers[k];
+        const double lambda = 2.0 * M_PI / l->omega0 * um; /* um */
+        /* I lambda^2 = 1.37e18 W cm^-2 um^2 a0^2 for linear polarisation, twice for circular */
+        const double intensity = (l->circular ? 2.0 : 1.0) * 1.37e18 * l->a0 * l->a0 /
+                                 (lambda * lambda);
+        fprintf(o, "# laser %d: lambda0 = %.4g um, critical density n_c = %.4g n0 = %.4g cm^-3, "
+                   "peak E = a0 omega0 E0 = %.4g V/m, I = %.3g W/cm^2\n",
+                k, lambda, l->omega0 * l->omega0, l->omega0 * l->omega0 * d->n0,
+                l->a0 * l->omega0 * u.e, intensity);
+    }
 }

@@ -23,6 +23,7 @@ typedef struct {
     char device[128];         /* CPU model or GPU name */
     gpu_state *gpu;
     long step;                /* steps done */
+    long step0;               /* step this process started at (a restart's checkpoint step) */
     window win;               /* moving window (box origin x0 = win.cells * dx) */
     float ext_e[3], ext_b[3];
     double phase_s[PH_COUNT]; /* wall seconds per phase */
