@@ -1,0 +1,66 @@
+"""Numbers drawn from a run: the exponential growth rate of an energy history."""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass
+class Growth:
+    """W(t) ~ exp(2 gamma t) over [t0, t1]: `rate` is the energy's rate 2 gamma, `gamma`
+    the amplitude's (the field's) rate, both in 1/time of t."""
+    column: str
+    t0: float
+    t1: float
+    rate: float
+    gamma: float
+    log_w0: float   # ln W at t = 0 of the fitted line
+
+    def line(self, t):
+        return np.exp(self.log_w0 + self.rate * np.asarray(t, dtype=float))
+
+
+def auto_window(t, w):
+    """The linear phase of a growing energy: from where ln W has risen by 20 % of its rise
+    (from the minimum before the peak to the peak) to where it has risen by 80 %."""
+    t, w = np.asarray(t, float), np.asarray(w, float)
+    pos = w > 0
+    if pos.sum() < 3:
+        raise ValueError("fewer than 3 positive values to fit")
+    lw = np.full_like(w, -np.inf)
+    lw[pos] = np.log(w[pos])
+    peak = int(np.argmax(lw))
+    lo = int(np.argmin(np.where(pos[:peak + 1], lw[:peak + 1], np.inf)))
+    rise = lw[peak] - lw[lo]
+    if peak - lo < 2 or rise <= 0:
+        raise ValueError("no growth to fit: the energy does not rise")
+    seg = np.arange(lo, peak + 1)
+    i0 = seg[np.argmax(lw[seg] >= lw[lo] + 0.2 * rise)]
+    i1 = seg[np.argmax(lw[seg] >= lw[lo] + 0.8 * rise)]
+    if i1 - i0 < 2:
+        i0, i1 = lo, peak
+    return float(t[i0]), float(t[i1])
+
+
+def growth_rate(t, w, window=None, column="energy"):
+    """Least-squares fit of ln W against t over window (t0, t1), or auto_window's."""
+    t, w = np.asarray(t, float), np.asarray(w, float)
+    t0, t1 = window if window is not None else auto_window(t, w)
+    sel = (t >= t0) & (t <= t1) & (w > 0)
+    if sel.sum() < 2:
+        raise ValueError("fewer than 2 positive values of %s in [%g, %g]" % (column, t0, t1))
+    rate, log_w0 = np.polyfit(t[sel], np.log(w[sel]), 1)
+    return Growth(column, float(t0), float(t1), float(rate), float(rate) / 2, float(log_w0))
+
+
+def growing_column(en):
+    """The field energy column (field_E or field_B) that grows the most (max / first)."""
+    best, ratio = None, 0.0
+    for k in ("field_E", "field_B"):
+        if k in en and len(en[k]):
+            v = np.asarray(en[k], float)
+            first = v[v > 0][0] if np.any(v > 0) else 0.0
+            r = float(v.max() / first) if first > 0 else 0.0
+            if r > ratio:
+                best, ratio = k, r
+    return best
