@@ -86,7 +86,7 @@ def _growth(en, args):
                              % args.fit) from None
     g = analysis.growth_rate(en["t"], en[column], window, column)
     print("growth of %s over t = %.4g .. %.4g: energy rate %.5g, field rate gamma = %.5g "
-          "(omega_p^-1)" % (column, g.t0, g.t1, g.rate, g.gamma))
+          "(in omega_p)" % (column, g.t0, g.t1, g.rate, g.gamma))
     return g
 
 

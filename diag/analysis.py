@@ -54,13 +54,14 @@ def growth_rate(t, w, window=None, column="energy"):
 
 
 def growing_column(en):
-    """The field energy column (field_E or field_B) that grows the most (max / first)."""
-    best, ratio = None, 0.0
+    """The field energy column (field_E or field_B) that grows by 10x or more from its first
+    positive value to its peak and reaches the larger peak (a field that stays at round-off
+    level may grow by a larger factor); None when neither grows."""
+    best, peak = None, 0.0
     for k in ("field_E", "field_B"):
         if k in en and len(en[k]):
             v = np.asarray(en[k], float)
-            first = v[v > 0][0] if np.any(v > 0) else 0.0
-            r = float(v.max() / first) if first > 0 else 0.0
-            if r > ratio:
-                best, ratio = k, r
+            pos = v[v > 0]
+            if pos.size and v.max() >= 10 * pos[0] and v.max() > peak:
+                best, peak = k, float(v.max())
     return best

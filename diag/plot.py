@@ -214,9 +214,11 @@ def energy_history(en, path, log=None, growth=None, units=NORMALISED):
                 lw=2.0 if k == "total" else 1.2, ls="--" if k == "total" else "-", label=k)
     if growth is not None:
         tt = np.linspace(growth.t0, growth.t1, 50)
+        ru, rlab = units.rate()
         ax.plot(tt * tu, growth.line(tt), "k:", lw=2.5,
-                label=r"fit of %s: $W \propto e^{%.4g\,t}$, $\gamma$ = %.4g %s$^{-1}$"
-                % (growth.column, growth.rate / tu, growth.gamma / tu, tlab))
+                label=r"fit of %s over t = %.3g..%.3g: $W \propto e^{2\gamma t}$, "
+                r"$\gamma$ = %.4g %s" % (growth.column, growth.t0 * tu, growth.t1 * tu,
+                                         growth.gamma * ru, rlab))
         for x in (growth.t0, growth.t1):
             ax.axvline(x * tu, color="0.6", lw=0.8, ls=":")
     if log:

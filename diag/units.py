@@ -31,6 +31,10 @@ class Units:
     def time(self):
         return (1e15 / self.omega_p, "fs") if self.si else (1.0, r"$\omega_p^{-1}$")
 
+    def rate(self):
+        """Unit of a rate (1/time): omega_p, or 1/fs."""
+        return (self.omega_p / 1e15, r"fs$^{-1}$") if self.si else (1.0, r"$\omega_p$")
+
     def momentum(self):
         """u = γv/c per unit mass; in SI, p = m u c in MeV/c (m in m_e)."""
         return (MEC2_MEV, "MeV/c") if self.si else (1.0, r"$m c$")

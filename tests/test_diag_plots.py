@@ -140,6 +140,9 @@ def test_growth_rate_fit_recovers_the_rate():
     assert g.rate == pytest.approx(0.8, rel=0.01)
     assert analysis.growing_column({"field_E": np.ones(5), "field_B": w[:5] * [1, 2, 9, 50, 99]}) \
         == "field_B"
+    # a field at round-off level that grows by a larger factor is not the one that matters
+    assert analysis.growing_column({"field_E": [1e-8, 1e-4, 1e-2],
+                                    "field_B": [1e-30, 1e-20, 1e-16]}) == "field_E"
     with pytest.raises(ValueError):
         analysis.growth_rate(t, np.exp(-t))
 
