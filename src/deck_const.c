@@ -101,7 +101,8 @@ void dk_expand(dk_ctx *c, const cs *s, char *expr, size_t n)
             k--;
         char num[40];
         int w = k >= 0 && *after != '('
-                    ? snprintf(out + o, sizeof out - o, "(%s)", shortest(num, d->constants[k].value))
+                    ? snprintf(out + o, sizeof out - o, "(%s)",
+                               shortest(num, d->constants[k].value))
                     : snprintf(out + o, sizeof out - o, "%.*s", (int)len, p);
         o = w > 0 && o + (size_t)w < sizeof out ? o + (size_t)w : sizeof out;
         p += len;
