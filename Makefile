@@ -38,7 +38,7 @@ install: bin/empic
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 755 bin/empic $(DESTDIR)$(PREFIX)/bin/empic
 
-$(DEPS_STAMP):
+$(DEPS_STAMP): tools/install-deps
 	@mkdir -p build
 	tools/install-deps
 	@touch $@
