@@ -221,6 +221,28 @@ static void blocks_add(blocks *b, const char *text)
     }
 }
 
+/* DIR/series_<block>.xmf: one block's time series alone, a temporal collection of uniform
+ * grids at the top of the domain: the layout VisIt's XDMF reader reads as one mesh over
+ * time (it reads the first grid of a domain only, and a spatial collection as the domains
+ * of one mesh). */
+static int write_block_series(const char *dir, const char *name, const char *text, size_t len)
+{
+    char *out = NULL, path[OUT_PATH + 96];
+    size_t olen = 0;
+    FILE *x = open_memstream(&out, &olen);
+    if (!x)
+        EMPIC_DIE("out of host memory writing the XDMF series");
+    fprintf(x, "%s  <Grid Name=\"%s\" GridType=\"Collection\" CollectionType=\"Temporal\">\n",
+            XDMF_HEAD, name);
+    fwrite(text, 1, len, x);
+    fputs("  </Grid>\n </Domain>\n</Xdmf>\n", x);
+    fclose(x);
+    snprintf(path, sizeof path, "%s/series_%s.xmf", dir, name);
+    int rc = h5out_write_atomic(path, out, olen);
+    free(out);
+    return rc;
+}
+
 /* DIR/series.xmf: the blocks of every dump in the folder, each a temporal collection. */
 static int write_series(const char *dir, const char *series, const char *run)
 {
@@ -246,19 +268,21 @@ static int write_series(const char *dir, const char *series, const char *run)
         EMPIC_DIE("out of host memory writing the XDMF series");
     fprintf(x, "%s  <Grid Name=\"%s\" GridType=\"Collection\" CollectionType=\"Spatial\">\n",
             XDMF_HEAD, run);
+    int rc = 0;
     for (int k = 0; k < b.n; k++) {
         fclose(b.f[k]);
         fprintf(x, BLOCK_OPEN "%s" BLOCK_TAIL, b.name[k]);
         fwrite(b.text[k], 1, b.len[k], x);
         fputs("   </Grid>\n", x);
+        rc |= write_block_series(dir, b.name[k], b.text[k], b.len[k]);
         free(b.text[k]);
     }
     fputs("  </Grid>\n </Domain>\n</Xdmf>\n", x);
     fclose(x);
     snprintf(path, sizeof path, "%s/series.xmf", dir);
-    int rc = h5out_write_atomic(path, out, olen);
+    rc |= h5out_write_atomic(path, out, olen);
     free(out);
-    return rc;
+    return rc ? -1 : 0;
 }
 
 int xdmf_dump(const char *dir, const char *series, const h5w *w, const output_frame *fr)

@@ -12,7 +12,6 @@ import sys
 
 import numpy as np
 
-from paraview import servermanager as sm
 from paraview import simple
 from vtkmodules.util.numpy_support import vtk_to_numpy
 
@@ -67,7 +66,9 @@ def read(kind, path):
     for t in times or [None]:
         r.UpdatePipeline(t) if t is not None else r.UpdatePipeline()
         out = []
-        leaves(sm.Fetch(r), None, out)
+        # the builtin session's own output: Fetch returns a rectilinear grid that is the
+        # whole output without its coordinates
+        leaves(r.GetClientSideObject().GetOutputDataObject(0), None, out)
         result["steps"].append({"time": t, "blocks": [dict(describe(ds), name=name)
                                                       for name, ds in out]})
     simple.Delete(r)
