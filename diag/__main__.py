@@ -73,7 +73,8 @@ def _growth(en, args):
     """The growth fit asked for (--fit [T0,T1]), or None."""
     if args.fit is None:
         return None
-    column = args.fit_q or analysis.growing_column(en)
+    column = args.fit_q or analysis.growing_column(en) or \
+        max(("field_E", "field_B"), key=lambda k: float(np.max(en.get(k, [0.0]))))
     if column not in en:
         raise KeyError("energy.csv has no column %r (have %s)" % (column, ", ".join(en)))
     window = None

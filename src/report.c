@@ -111,12 +111,10 @@ int report_open(sim *S)
     free(text);
     if (rc)
         return -1;
-    /* timers of this process only: a restart's checkpoint carries the earlier run's */
-    S->step0 = S->step;
-    S->wall_s = 0.0;
-    S->particle_steps = 0;
-    for (int p = 0; p < PH_COUNT; p++)
-        S->phase_s[p] = 0.0;
+    S->run0.step = S->step; /* a restart's counters carry the earlier run's */
+    S->run0.particle_steps = S->particle_steps;
+    S->run0.wall_s = S->wall_s;
+    memcpy(S->run0.phase_s, S->phase_s, sizeof S->phase_s);
     if (S->d.energy_every > 0) {
         out_path(S, path, sizeof path, "energy.csv.tmp");
         if (!(S->energy = fopen(path, "w"))) {
@@ -164,12 +162,12 @@ void report_progress(sim *S, int final)
     int tty = isatty(STDERR_FILENO);
     if (!tty && !final && S->step % (S->d.steps / 10 > 0 ? S->d.steps / 10 : 1) != 0)
         return;
-    const long run = S->step - S->step0;
-    const int pic = S->particle_steps > 0;
-    double rate = S->wall_s > 0 ? (pic ? (double)S->particle_steps
-                                       : (double)run * S->d.nx * S->d.ny) / S->wall_s
-                                : 0.0;
-    double eta = run > 0 ? S->wall_s / run * (S->d.steps - S->step) : 0.0;
+    const long run = S->step - S->run0.step;
+    const long long ps = S->particle_steps - S->run0.particle_steps;
+    const double wall = S->wall_s - S->run0.wall_s;
+    const int pic = ps > 0;
+    double rate = wall > 0 ? (pic ? (double)ps : (double)run * S->d.nx * S->d.ny) / wall : 0.0;
+    double eta = run > 0 ? wall / run * (S->d.steps - S->step) : 0.0;
     fprintf(stderr, "%sstep %ld/%ld  t = %.3f  %.3g %s-steps/s  ETA %.0f s%s",
             tty ? "\r" : "", S->step, S->d.steps, S->step * S->d.dt, rate,
             pic ? "particle" : "cell", eta, tty && !final ? "   " : "\n");
@@ -203,6 +201,7 @@ static double cpu_bandwidth(void)
  * particle-free run is reported per cell-step only. */
 typedef struct {
     long steps;                          /* steps run by this process */
+    double wall;                         /* its wall seconds */
     long long np;                        /* mobile particles */
     double cell_steps;
     int per_cell;                        /* no particle-steps: the table is per cell-step */
@@ -212,21 +211,23 @@ typedef struct {
 
 static void timing_measure(sim *S, timing *t)
 {
-    t->steps = S->step - S->step0;
+    t->steps = S->step - S->run0.step;
+    t->wall = S->wall_s - S->run0.wall_s;
     t->np = sim_particles(S);
     t->cell_steps = (double)S->d.nx * S->d.ny * t->steps;
-    t->per_cell = S->particle_steps <= 0;
-    double known = 0.0;
+    const double ps = (double)(S->particle_steps - S->run0.particle_steps);
+    t->per_cell = ps <= 0;
+    double known = 0.0, phase[PH_COUNT];
     for (int p = 0; p < PH_OTHER; p++)
-        known += S->phase_s[p];
-    S->phase_s[PH_OTHER] = S->wall_s > known ? S->wall_s - known : 0.0;
-    const double ps = S->particle_steps > 0 ? (double)S->particle_steps : 0.0;
+        known += phase[p] = S->phase_s[p] - S->run0.phase_s[p];
+    phase[PH_OTHER] = t->wall > known ? t->wall - known : 0.0;
+    S->phase_s[PH_OTHER] = S->run0.phase_s[PH_OTHER] + phase[PH_OTHER];
     for (int p = 0; p < PH_COUNT; p++) {
-        t->ns_part[p] = ps > 0 ? S->phase_s[p] / ps * 1e9 : 0.0;
-        t->ns_cell[p] = t->cell_steps > 0 ? S->phase_s[p] / t->cell_steps * 1e9 : 0.0;
+        t->ns_part[p] = ps > 0 ? phase[p] / ps * 1e9 : 0.0;
+        t->ns_cell[p] = t->cell_steps > 0 ? phase[p] / t->cell_steps * 1e9 : 0.0;
     }
-    t->total_part = ps > 0 ? S->wall_s / ps * 1e9 : 0.0;
-    t->total_cell = t->cell_steps > 0 ? S->wall_s / t->cell_steps * 1e9 : 0.0;
+    t->total_part = ps > 0 ? t->wall / ps * 1e9 : 0.0;
+    t->total_cell = t->cell_steps > 0 ? t->wall / t->cell_steps * 1e9 : 0.0;
     t->bytes = t->per_cell ? BYTES_CELL
                            : BYTES_PARTICLE + BYTES_CELL * S->d.nx * S->d.ny /
                                                   (t->np > 0 ? (double)t->np : 1.0);
@@ -260,9 +261,9 @@ static void timing_json(const sim *S, const timing *t, FILE *m)
     fprintf(m, "  \"backend\": \"%s\",\n  \"device\": \"%s\",\n  \"threads\": %d,\n",
             S->backend == BACKEND_CUDA ? "cuda" : "cpu", S->device, omp_get_max_threads());
     fprintf(m, "  \"steps\": %ld,\n  \"first_step\": %ld,\n  \"last_step\": %ld,\n", t->steps,
-            S->step0, S->step);
+            S->run0.step, S->step);
     fprintf(m, "  \"particles\": %lld,\n  \"cells\": %d,\n  \"wall_s\": %.6f,\n", t->np,
-            S->d.nx * S->d.ny, S->wall_s);
+            S->d.nx * S->d.ny, t->wall);
     fprintf(m, "  \"per\": \"%s\",\n", t->per_cell ? "cell-step" : "particle-step");
     if (t->per_cell)
         fprintf(m, "  \"ns_per_particle_step\": null,\n");
@@ -290,9 +291,9 @@ static void timing_table(const sim *S, const timing *t)
            " of the time)\n",
            "total", total, 100.0, t->bytes, unit, t->floor_ns,
            total > 0 ? 100 * t->floor_ns / total : 0.0);
-    printf("wall %.2f s for %ld steps", S->wall_s, t->steps);
-    if (S->step0 > 0)
-        printf(" (%ld to %ld, after the restart)", S->step0, S->step);
+    printf("wall %.2f s for %ld steps", t->wall, t->steps);
+    if (S->run0.step > 0)
+        printf(" (%ld to %ld, after the restart)", S->run0.step, S->step);
     printf(" on %s; output in %s/\n", S->device, S->d.output);
 }
 

@@ -23,7 +23,12 @@ typedef struct {
     char device[128];         /* CPU model or GPU name */
     gpu_state *gpu;
     long step;                /* steps done */
-    long step0;               /* step this process started at (a restart's checkpoint step) */
+    struct {                  /* the counters when this process started (after a restart,
+                                 the checkpoint's): the timing report covers what it ran */
+        long step;
+        long long particle_steps;
+        double wall_s, phase_s[PH_COUNT];
+    } run0;
     window win;               /* moving window (box origin x0 = win.cells * dx) */
     float ext_e[3], ext_b[3];
     double phase_s[PH_COUNT]; /* wall seconds per phase */

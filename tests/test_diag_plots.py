@@ -81,7 +81,7 @@ def diag_cli(args, cwd):
 SUBCOMMANDS = [
     ["summary"], ["field", "--q", "B", "--c", "z", "--lineout", "x"],
     ["field", "--q", "rho_electrons", "--si"], ["lineout", "--q", "E", "--c", "x"],
-    ["movie", "--q", "E", "--c", "x"], ["energy", "--log", "--fit"], ["timing"],
+    ["movie", "--q", "E", "--c", "x"], ["energy", "--log", "--fit", "0,2"], ["timing"],
     ["phase", "--axes", "y,uz", "--axes", "ux,uy"], ["spectrum", "--si"], ["phasespace"],
     ["tracks"],
 ]
