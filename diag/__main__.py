@@ -6,6 +6,7 @@ in µm, times in fs, fields in V/m and T, energies in MeV (from the run's n0).""
 
 import argparse
 import os
+import re
 import sys
 
 import numpy as np
@@ -200,6 +201,16 @@ def meaningful_dump(outdir):
     return its[int(np.argmax(at))]
 
 
+def _has_lasers(outdir):
+    """Whether the run (its run.cfg) launches lasers: their field energy rises as they enter,
+    which is no instability to fit."""
+    try:
+        text = open(os.path.join(outdir, "run.cfg")).read()
+    except OSError:
+        return False
+    return re.search(r"^lasers\s*=\s*\(\s*\{", text, re.M) is not None
+
+
 def cmd_summary(args):
     out = []
     d = args.outdir
@@ -209,8 +220,8 @@ def cmd_summary(args):
         en = read.read_energy(d)
         g = None
         col = analysis.growing_column(en)
-        if col and len(en[col]) > 3:
-            try:  # a field energy that grows by 100x or more: fit its linear phase
+        if col and len(en[col]) > 3 and not _has_lasers(d):
+            try:  # a field energy that grows by 100x (no laser): fit its linear phase
                 v = np.asarray(en[col], float)
                 if v.max() > 100 * v[v > 0][0]:
                     g = analysis.growth_rate(en["t"], v, None, col)

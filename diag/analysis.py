@@ -21,24 +21,30 @@ class Growth:
 
 
 def auto_window(t, w):
-    """The linear phase of a growing energy: from where ln W has risen by 20 % of its rise
-    (from the minimum before the peak to the peak) to where it has risen by 80 %."""
+    """The linear phase of a growing energy W(t): between where ln W has risen by 20 % and by
+    80 % of its rise, from its minimum (after the first 5 % of the time, which a start-up
+    transient may fill) to where it first comes within a factor e of its maximum (the
+    saturation)."""
     t, w = np.asarray(t, float), np.asarray(w, float)
     pos = w > 0
     if pos.sum() < 3:
         raise ValueError("fewer than 3 positive values to fit")
-    lw = np.full_like(w, -np.inf)
-    lw[pos] = np.log(w[pos])
-    peak = int(np.argmax(lw))
-    lo = int(np.argmin(np.where(pos[:peak + 1], lw[:peak + 1], np.inf)))
-    rise = lw[peak] - lw[lo]
-    if peak - lo < 2 or rise <= 0:
+    lw = np.where(pos, np.log(np.where(pos, w, 1.0)), -np.inf)
+    sat = int(np.argmax(lw >= lw.max() - 1.0))
+    skip = int(np.searchsorted(t, t[0] + 0.05 * (t[-1] - t[0])))
+    seg = np.arange(min(skip, sat), sat + 1)
+    seg = seg[pos[seg]]
+    if len(seg) < 3:
         raise ValueError("no growth to fit: the energy does not rise")
-    seg = np.arange(lo, peak + 1)
+    lo = seg[int(np.argmin(lw[seg]))]
+    rise = lw[sat] - lw[lo]
+    seg = np.arange(lo, sat + 1)
+    if len(seg) < 3 or rise <= 0:
+        raise ValueError("no growth to fit: the energy does not rise")
     i0 = seg[np.argmax(lw[seg] >= lw[lo] + 0.2 * rise)]
     i1 = seg[np.argmax(lw[seg] >= lw[lo] + 0.8 * rise)]
     if i1 - i0 < 2:
-        i0, i1 = lo, peak
+        i0, i1 = lo, sat
     return float(t[i0]), float(t[i1])
 
 

@@ -223,6 +223,10 @@ def energy_history(en, path, log=None, growth=None, units=NORMALISED):
             ax.axvline(x * tu, color="0.6", lw=0.8, ls=":")
     if log:
         ax.set_yscale("log")
+        top = max(float(np.nanmax(np.asarray(en[k], float))) for k in keys) if keys else 1.0
+        if top > 0:  # round-off at t = 0 (a field starting from 0) would squash the plot
+            lows = [v for k in keys for v in np.asarray(en[k], float) if v > 0]
+            ax.set_ylim(bottom=max(min(lows), 1e-12 * top), top=top * 3)
     ax.set_ylabel(r"energy [$m_e c^2 n_0 (c/\omega_p)^2$]")
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3, which="both" if log else "major")
