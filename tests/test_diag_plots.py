@@ -145,6 +145,12 @@ def test_growth_rate_fit_recovers_the_rate():
                                     "field_B": [1e-30, 1e-20, 1e-16]}) == "field_E"
     with pytest.raises(ValueError):
         analysis.growth_rate(t, np.exp(-t))
+    # a field from round-off at t = 0 that jumps to a noise level first (the Weibel deck): the
+    # window starts after the jump and ends at saturation
+    w2 = w.copy()
+    w2[0] = 1e-31
+    g = analysis.growth_rate(t, w2)
+    assert g.t0 >= 5 and g.t1 <= 25 and g.rate == pytest.approx(0.8, rel=0.02)
 
 
 def test_energy_fit_on_the_command_line(tmp_path):
