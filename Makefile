@@ -31,7 +31,8 @@ TESTS   := $(wildcard tests/test_*.c)
 all: bin/empic diag-install
 
 diag-install: | $(DEPS_STAMP)
-	@tools/install-diag
+	@tools/install-diag || echo "make: diag/ not installed (no pip or network?): empic-diag is" \
+	  "missing; python3 -m diag still works in this folder"
 
 PREFIX ?= /usr/local
 install: bin/empic
