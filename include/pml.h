@@ -97,34 +97,29 @@ EMPIC_HD int pml_psi_due(long *psi_step, long step)
 }
 
 /* Where a layer lies: cells [first, first + n) along `axis`, all len cells along the other.
- * Cell t < n len of the layer (rows of an x layer, depth rows of a y layer) is at depth l
- * with mesh index k (cell (0, 0) at off, row stride s) and psi index q = t. */
+ * Cell t < n len of the layer is cell (l, j) = (t mod n, t / n) of an x layer (depth l, row
+ * j) and (i, l) = (t mod len, t / len) of a y layer, its psi index q = t. The index is
+ * worked out in each axis' branch: with one shared before the branch nvcc hoists b psi
+ * above it and fuses the recursion differently (other rounding on the device). */
 typedef struct {
     int axis, first, n, len;
 } pml_strip;
 
-EMPIC_HD int pml_cell(const pml_strip *L, int off, int s, int t, int *l)
-{
-    if (L->axis == 0) {
-        int j = t / L->n;
-        *l = t - j * L->n;
-        return off + L->first + *l + j * s;
-    }
-    *l = t / L->len;
-    return off + (t - *l * L->len) + (L->first + *l) * s;
-}
-
 /* The E psi terms of cell t of layer L (coefficients eb, ec by depth, psi arrays p0, p1:
- * Ey, Ez terms of an x layer, Ex, Ez of a y layer). */
+ * Ey, Ez terms of an x layer, Ex, Ez of a y layer); cell (0, 0) at off, row stride s. */
 EMPIC_HD void pml_e_cell(const pml_strip *L, int off, int s, int t, float *ex, float *ey,
                          float *ez, const float *bx, const float *by, const float *bz, float *p0,
                          float *p1, const float *eb, const float *ec, float id, float dt)
 {
-    int l, k = pml_cell(L, off, s, t, &l);
-    if (L->axis == 0)
-        pml_e_x(ey, ez, by, bz, k, p0, p1, t, eb[l], ec[l], id, dt);
-    else
-        pml_e_y(ex, ez, bx, bz, k, s, p0, p1, t, eb[l], ec[l], id, dt);
+    if (L->axis == 0) {
+        int j = t / L->n, l = t - j * L->n;
+        pml_e_x(ey, ez, by, bz, off + L->first + l + j * s, p0, p1, j * L->n + l, eb[l], ec[l],
+                id, dt);
+    } else {
+        int l = t / L->len, i = t - l * L->len;
+        pml_e_y(ex, ez, bx, bz, off + i + (L->first + l) * s, s, p0, p1, l * L->len + i, eb[l],
+                ec[l], id, dt);
+    }
 }
 
 /* The B psi terms of cell t of layer L (By, Bz terms of an x layer, Bx, Bz of a y layer). */
@@ -132,11 +127,15 @@ EMPIC_HD void pml_b_cell(const pml_strip *L, int off, int s, int t, float *bx, f
                          float *bz, const float *ex, const float *ey, const float *ez, float *p0,
                          float *p1, const float *bb, const float *bc, float id, float h, int upd)
 {
-    int l, k = pml_cell(L, off, s, t, &l);
-    if (L->axis == 0)
-        pml_b_x(by, bz, ey, ez, k, p0, p1, t, bb[l], bc[l], id, h, upd);
-    else
-        pml_b_y(bx, bz, ex, ez, k, s, p0, p1, t, bb[l], bc[l], id, h, upd);
+    if (L->axis == 0) {
+        int j = t / L->n, l = t - j * L->n;
+        pml_b_x(by, bz, ey, ez, off + L->first + l + j * s, p0, p1, j * L->n + l, bb[l], bc[l],
+                id, h, upd);
+    } else {
+        int l = t / L->len, i = t - l * L->len;
+        pml_b_y(bx, bz, ex, ez, off + i + (L->first + l) * s, s, p0, p1, l * L->len + i, bb[l],
+                bc[l], id, h, upd);
+    }
 }
 
 /* First-order Mur at an edge node: the new edge value from the old edge value, the old and
