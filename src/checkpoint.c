@@ -18,7 +18,7 @@
 #include "checkpoint.h"
 #include "empic.h"
 #include "fbnd.h"
-#include "report.h"
+#include "fileio.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -183,20 +183,6 @@ static void ck_close_group(hid_t g)
 
 /* ---------------------------------------------------------------- file names */
 
-static int mkdir_p(const char *dir)
-{
-    char buf[CK_PATH];
-    snprintf(buf, sizeof buf, "%s", dir);
-    for (char *p = buf + 1; *p; p++)
-        if (*p == '/') {
-            *p = 0;
-            if (mkdir(buf, 0777) && errno != EEXIST)
-                return -1;
-            *p = '/';
-        }
-    return (mkdir(buf, 0777) && errno != EEXIST) ? -1 : 0;
-}
-
 /* 1 when name is ckpt<digits>.h5 (*tmp = 0) or ckpt<digits>.h5.tmp (*tmp = 1). */
 static int ckpt_name(const char *name, long *step, int *tmp)
 {
@@ -234,16 +220,6 @@ static int run_dir_of(const char *path, char *out, size_t len)
         snprintf(out, len, "%s", buf);
     }
     return 0;
-}
-
-static int sync_dir(const char *path)
-{
-    int fd = open(path, O_RDONLY | O_DIRECTORY);
-    if (fd < 0)
-        return -1;
-    int rc = fsync(fd);
-    close(fd);
-    return rc;
 }
 
 /* Remove the checkpoints in dir except keep (just written) and prev (the run's previous one,
@@ -470,13 +446,13 @@ int checkpoint_write_host(sim *S)
     char *image = NULL;
     int bad = 1;
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    if (mkdir_p(dir))
-        empic_report(dir, 0, "cannot create the checkpoint folder: %s", strerror(errno));
+    if (fileio_mkdir_p(dir, "checkpoint folder"))
+        ;
     else if (!(image = build_image(S, path, &io, &len)))
         empic_report(path, 0, "cannot build the checkpoint: HDF5 failed at %s%s%s", io.what,
                      io.cause[0] ? ": " : "", io.cause);
     else /* temporary name, fsync, rename; the temporary file is removed on failure */
-        bad = report_write_file(path, image, len) != 0;
+        bad = fileio_write_atomic(path, image, len) != 0;
     free(image);
     if (bad) {
         empic_report(path, 0, "checkpoint not written; %s%s",
@@ -485,7 +461,6 @@ int checkpoint_write_host(sim *S)
                      prev ? prev : "");
         return -1;
     }
-    sync_dir(dir); /* the rename itself on disk */
     prune(dir, path, S->checkpoint_last);
     snprintf(S->checkpoint_last, sizeof S->checkpoint_last, "%s", path);
     if (!S->quiet) {

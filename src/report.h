@@ -13,7 +13,5 @@ void report_energy_row(sim *S, double fe, double fb, const double *kin, double g
 void report_progress(sim *S, int final);
 /* Close energy.csv, write timing.json, print the per-phase table. 0 or -1. */
 int report_close(sim *S);
-/* Write `text` to path atomically (temporary name, fsync, rename). 0 or -1 after reporting. */
-int report_write_file(const char *path, const char *text, size_t len);
 
 #endif

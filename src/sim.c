@@ -172,7 +172,7 @@ void sim_rho(sim *S, float *per)
 void sim_wait_writes(sim *S)
 {
     if (writer_wait(&S->out))
-        empic_exit(1);
+        S->io_failed = 1;
 }
 
 void sim_fetch(sim *S)
@@ -189,9 +189,11 @@ void sim_fetch(sim *S)
 static void dump(sim *S, int fields, int parts, int tracks, int final)
 {
     sim_wait_writes(S);
+    if (S->io_failed)
+        return; /* the run stops after this step (guard_after_step) */
     if (insitu_phasespace(S, final))
-        empic_exit(1);
-    if (!fields && !parts && !tracks)
+        S->io_failed = 1;
+    if (S->io_failed || (!fields && !parts && !tracks))
         return;
     output_frame fr = {.d = &S->d, .f = &S->f, .sp = S->sp, .nspecies = S->nsp, .cl = &S->cl,
                        .step = S->step, .t = S->step * S->d.dt, .x0 = S->win.cells * S->d.dx,
@@ -207,14 +209,14 @@ static void dump(sim *S, int fields, int parts, int tracks, int final)
         int rc = output_dump(S->d.output, &fr);
         gpu_release_tracked(S, compact);
         if (rc)
-            empic_exit(1);
+            S->io_failed = 1;
         fr.sp = S->sp;
         tracks = 0;
     }
 #endif
     if (tracks && output_dump(S->d.output, &fr))
-        empic_exit(1);
-    if (!fields && !parts)
+        S->io_failed = 1;
+    if (S->io_failed || (!fields && !parts))
         return;
     if (!S->rho_sp)
         S->rho_sp = empic_alloc((size_t)S->nsp * S->f.size * sizeof(float), "charge dumps");
@@ -235,7 +237,7 @@ static void dump(sim *S, int fields, int parts, int tracks, int final)
     fr.tracks = 0;
     /* on the GPU the host copies stay as they are until the next fetch: written meanwhile */
     if (use_gpu(S) ? writer_start(&S->out, S->d.output, &fr) : output_dump(S->d.output, &fr))
-        empic_exit(1);
+        S->io_failed = 1;
 }
 
 static int due(long every, long step) { return every > 0 && step % every == 0; }
@@ -369,5 +371,8 @@ int sim_run(sim *S)
         sim_wait_writes(S);
     }
     report_progress(S, 1);
-    return report_close(S);
+    int rc = report_close(S);
+    if (S->io_failed)
+        guard_stop_message(S, -1);
+    return S->io_failed ? -1 : rc;
 }

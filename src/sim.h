@@ -34,6 +34,8 @@ typedef struct {
     FILE *energy;             /* energy.csv (under its temporary name while running) */
     float *rho_sp;            /* per-species charge scratch, allocated at first dump */
     writer out;               /* the dump being written in the background (CUDA backend) */
+    int io_failed;            /* an output file could not be written (it was reported): the
+                                 run stops cleanly after the step */
     int quiet;
     double progress_at;       /* wall clock of the last progress line */
     char checkpoint_last[DECK_PATH_MAX + 64]; /* last checkpoint written or restarted from */
@@ -54,7 +56,7 @@ void sim_free(sim *S);
  * guards folded and filtered like J, into f.rho. */
 void sim_rho(sim *S, float *per);
 /* Wait for the dump being written in the background (before the host copies of the device
- * state change, or HDF5 is used); exits with status 1 when it failed (it said why). */
+ * state change, or HDF5 is used); sets io_failed when it failed (it said why). */
 void sim_wait_writes(sim *S);
 /* The whole device state into the host arrays (fields, particles; CUDA backend), after the
  * background dump: for checkpoints and guards. */
