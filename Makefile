@@ -102,7 +102,8 @@ sanitize: bin-san/empic $(SAN_TESTS:tests/%.c=bin-san/%)
 # a deck file to deck_load for FUZZ_TIME seconds, from the example decks as seed corpus.
 FUZZ_CC   ?= clang
 FUZZ_TIME ?= 60
-FUZZ_SRC  := src/deck.c src/deck_check.c src/deck_insitu.c src/formula.c src/util.c
+FUZZ_SRC  := src/deck.c src/deck_check.c src/deck_insitu.c src/deck_run.c src/formula.c \
+             src/lasers.c src/species.c src/util.c
 
 bin-fuzz/fuzz_deck: tools/fuzz_deck.c $(FUZZ_SRC) $(wildcard include/*.h) src/*.h | $(DEPS_STAMP)
 	@command -v $(FUZZ_CC) >/dev/null 2>&1 || tools/install-deps clang

@@ -59,6 +59,11 @@ extern const char *const DECK_PS_AXES[];
 void deck_insitu_parse(dk_ctx *c, const cs *diag, const char *const snames[]);
 void deck_insitu_parse_selection(dk_ctx *c, const cs *particles);
 
+/* Checks of the parsed deck against what the run will do (deck_run.c): cluster split,
+ * single-precision ranges, laser sides, output names, every profile value of the load and
+ * injection; fills d->load_particles. */
+void deck_check_run(dk_ctx *c, const cs *root);
+
 /* dk_int into an integer lvalue of any type (needs dk_ctx *c in scope). */
 #define DK_INT(g, key, dst, lo, hi, req)                                                      \
     do {                                                                                       \

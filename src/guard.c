@@ -267,8 +267,9 @@ void guard_stop_message(const sim *S, int st)
                      S->io_failed ? " (an output file could not be written)" : "",
                      S->checkpoint_last, S->checkpoint_last);
     } else if (S->d.checkpoint_every > 0) {
-        empic_report(NULL, 0, "stopped at step %ld, before the first checkpoint (due at step "
-                     "%ld, diagnostics.checkpoint.every = %ld); nothing to restart from",
+        empic_report(NULL, 0, "stopped at step %ld; no checkpoint of this run exists (the first "
+                     "is due at step %ld: diagnostics.checkpoint.every = %ld), nothing to "
+                     "restart from",
                      S->step, S->d.checkpoint_every, S->d.checkpoint_every);
     } else {
         empic_report(NULL, 0, "stopped at step %ld; this run writes no checkpoints (set "

@@ -217,10 +217,7 @@ int h5out_commit(h5w *w, const char *path, const char *what)
 /* Names in the file must be [A-Za-z0-9_] (openPMD record naming). */
 void h5out_safe_name(char *dst, size_t len, const char *src)
 {
-    snprintf(dst, len, "%s", *src ? src : "species");
-    for (char *p = dst; *p; p++)
-        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9')))
-            *p = '_';
+    deck_output_name(dst, len, src);
 }
 
 int h5out_create(h5w *w, const char *name)

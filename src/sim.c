@@ -46,41 +46,15 @@ static int resolve_backend(sim *S)
 
 int sim_init(sim *S, const deck *d, int quiet) { return sim_init_from(S, d, quiet, NULL); }
 
-/* Lasers launched along x must be in before the window moves (their source plane is fixed
- * in the lab). 0, or -1 after reporting. */
-static int check_window_lasers(const sim *S)
-{
-    const deck *d = &S->d;
-    for (int l = 0; l < d->nlasers && d->window_enabled; l++) {
-        laser_src L;
-        laser_setup(&L, &d->lasers[l], d, d->fbnd[d->lasers[l].boundary] == FBND_PML
-                                              ? d->pml_cells : 0);
-        double end = laser_end_time(&L, d);
-        if (L.axis == 0 && end > d->window_t_start) {
-            empic_report(d->file, 0, "fields.moving_window.t_start = %g: laser %d is still being "
-                         "launched from its x boundary until t = %.6g; expected t_start >= %.6g",
-                         d->window_t_start, l + 1, end, end);
-            return -1;
-        }
-    }
-    return 0;
-}
-
 int sim_init_from(sim *S, const deck *d, int quiet, const char *checkpoint)
 {
     char *rows = NULL; /* energy.csv rows before the checkpoint's step */
     memset(S, 0, sizeof *S);
     S->d = *d;
     S->quiet = quiet;
-    if (resolve_backend(S) || check_window_lasers(S))
+    if (resolve_backend(S))
         return -1;
-    clusters_init(&S->cl, &S->d);
-    if ((S->cl.ncx > 2 && S->d.nx / S->cl.ncx < 3) || (S->cl.ncy > 2 && S->d.ny / S->cl.ncy < 3)) {
-        empic_report(d->file, 0, "grid.cluster: clusters of %dx%d cells over %dx%d cells leave "
-                     "some clusters narrower than 3 cells; use larger clusters",
-                     d->cluster[0], d->cluster[1], d->nx, d->ny);
-        return -1;
-    }
+    clusters_init(&S->cl, &S->d); /* deck_load checked the split */
     emf_init(&S->f, &S->d);
     window_init(&S->win, &S->d);
     S->nsp = S->d.nspecies;

@@ -79,6 +79,25 @@ long long species_column(const species *s, const deck *d, const clusters *cl, in
 /* Particle count check: every cluster's particles inside it, sum = np. Returns the number of
  * misplaced particles (0 when sound). */
 long long species_check(const species *s, const clusters *cl);
+/* Largest value a particle quantity (weight, drift) may take in single precision with room
+ * for the arithmetic of a step. */
+#define SPECIES_FLOAT_MAX 1e30
+
+/* The first load position of a profile that the run cannot use. */
+typedef struct {
+    int found;
+    const char *what;     /* "density", "drift[1]", ... */
+    double x, y, value;   /* lab position and the value there */
+} species_fault;
+
+/* Evaluate the profile of species s of d at every load position of the lab columns
+ * [ig0, ig1) (0..nx-1: the initial load; nx and beyond: the moving window's injection),
+ * where load and injection evaluate it: the particles of each column into per_column[ig -
+ * ig0], and the first position (in column, row order) where the density is not finite or
+ * negative, a weight overflows single precision or a drift is not finite into *bad. Only
+ * cells whose index (ig - ig0) ny + j is a multiple of stride are visited (stride 1: all). */
+void species_scan(const deck *d, int s, long ig0, long ig1, long long stride,
+                  long long *per_column, species_fault *bad);
 /* Bytes of particle storage per particle, slack included. */
 double species_bytes_per_particle(const species *s);
 
