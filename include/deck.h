@@ -122,6 +122,9 @@ typedef struct {
 
 /* Load and validate; 0 on success, -1 after reporting the error(s). */
 int deck_load(const char *path, deck *d);
+/* The profile checks of deck_load again, after d->steps changed (the moving window injects
+ * further); 0, or -1 after reporting. */
+int deck_recheck(deck *d);
 /* Cells the moving window moves in d->steps steps (0 without a window). */
 long deck_window_moves(const deck *d);
 /* The name of a species in output files and datasets: [^A-Za-z0-9] replaced by '_'. */

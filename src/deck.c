@@ -493,6 +493,59 @@ static void parse_diagnostics(dk_ctx *c, const cs *root)
     }
 }
 
+/* The deck's text (malloc'd, NUL-terminated), read here rather than by libconfig, whose
+ * scanner exits the process when a read fails and resolves @include against the deck's
+ * folder even for absolute paths; NULL after reporting. */
+#define DECK_TEXT_MAX (16 << 20)
+static char *read_deck(const char *path)
+{
+    FILE *fp = fopen(path, "re");
+    struct stat st;
+    if (!fp) {
+        empic_report(path, 0, "cannot open the deck: %s", strerror(errno));
+        return NULL;
+    }
+    if (fstat(fileno(fp), &st) || !S_ISREG(st.st_mode)) {
+        empic_report(path, 0, "is %s; expected a libconfig deck file",
+                     S_ISDIR(st.st_mode) ? "a directory" : "not a regular file");
+        fclose(fp);
+        return NULL;
+    }
+    char *text = malloc(DECK_TEXT_MAX + 1);
+    size_t n = text ? fread(text, 1, DECK_TEXT_MAX + 1, fp) : 0;
+    int err = ferror(fp) ? errno : 0;
+    fclose(fp);
+    const char *why = !text ? "out of memory" : err ? strerror(err)
+                    : n > DECK_TEXT_MAX ? "larger than 16 MiB" : NULL;
+    if (why) {
+        empic_report(path, 0, "cannot read the deck: %s", why);
+        free(text);
+        return NULL;
+    }
+    text[n] = '\0';
+    if (memchr(text, '\0', n)) {
+        empic_report(path, 0, "holds NUL bytes; expected a libconfig deck (a text file)");
+        free(text);
+        return NULL;
+    }
+    int line = 1;
+    for (const char *p = text; *p; line++) {
+        p += strspn(p, " \t");
+        if (!strncmp(p, "@include", 8)) {
+            empic_report(path, line, "@include is not supported (a deck is one file, stored "
+                         "whole in run.cfg and the checkpoints); copy the included settings "
+                         "into the deck");
+            free(text);
+            return NULL;
+        }
+        p = strchr(p, '\n');
+        if (!p)
+            break;
+        p++;
+    }
+    return text;
+}
+
 int deck_load(const char *path, deck *d)
 {
     if (!d)
@@ -502,39 +555,26 @@ int deck_load(const char *path, deck *d)
         empic_report(NULL, 0, "no deck file given; expected a path to a libconfig deck");
         return -1;
     }
+    if (strlen(path) >= sizeof d->file) {
+        empic_report(NULL, 0, "deck path of %zu characters; expected at most %zu", strlen(path),
+                     sizeof d->file - 1);
+        return -1;
+    }
     snprintf(d->file, sizeof d->file, "%s", path);
-    FILE *fp = fopen(path, "r");
-    struct stat st;
-    if (!fp) {
-        empic_report(path, 0, "cannot open the deck: %s", strerror(errno));
+    char *text = read_deck(path);
+    if (!text)
         return -1;
-    }
-    int isdir = fstat(fileno(fp), &st) == 0 && S_ISDIR(st.st_mode);
-    fclose(fp);
-    if (isdir) {
-        empic_report(path, 0, "is a directory; expected a libconfig deck file");
-        return -1;
-    }
-    char dir[DECK_PATH_MAX];
-    snprintf(dir, sizeof dir, "%s", d->file);
-    char *slash = strrchr(dir, '/');
-    if (slash)
-        slash[slash == dir] = '\0';
-    else
-        snprintf(dir, sizeof dir, ".");
     config_t cfg;
     config_init(&cfg);
-    config_set_include_dir(&cfg, dir);
-    if (!config_read_file(&cfg, path)) {
-        const char *ef = config_error_file(&cfg);
-        empic_report(ef ? ef : path, config_error_line(&cfg), "%s: %s; expected a libconfig "
-                     "deck (key = value; groups { }, arrays [ ], lists ( ))",
-                     config_error_type(&cfg) == CONFIG_ERR_FILE_IO ? "cannot read the deck"
-                                                                    : "cannot parse the deck",
+    if (!config_read_string(&cfg, text)) {
+        empic_report(path, config_error_line(&cfg), "cannot parse the deck: %s; expected a "
+                     "libconfig deck (key = value; groups { }, arrays [ ], lists ( ))",
                      config_error_text(&cfg) ? config_error_text(&cfg) : "unknown error");
         config_destroy(&cfg);
+        free(text);
         return -1;
     }
+    free(text);
     dk_ctx c = {.file = d->file, .d = d};
     const cs *root = config_root_setting(&cfg);
     dk_keys(&c, root, ROOT_KEYS);

@@ -167,6 +167,20 @@ long deck_window_moves(const deck *d)
     return m > 0 ? (m < 1e12 ? (long)m : 1000000000000L) : 0;
 }
 
+/* The particle slots of one species are indexed by int (species.c). */
+static void check_slots(dk_ctx *c, const cs *root, int s)
+{
+    const deck *d = c->d;
+    double ncl = 4.0 * ((d->nx + d->cluster[0] - 1) / d->cluster[0] + 1) *
+                 ((d->ny + d->cluster[1] - 1) / d->cluster[1] + 1) / 4.0;
+    double slots = d->load_particles[s] * (1.0 + d->slack) + 64.0 * ncl;
+    if (slots > 2147483647.0)
+        dk_report(c, elem(root, "species", s, "ppc"), NULL, "about %.3g particles of this "
+                  "species need %.3g particle slots with the slack, above the limit of 2^31 "
+                  "per species; expected fewer particles per cell or cells (or split the "
+                  "species in two)", d->load_particles[s], slots);
+}
+
 /* Every position the load and the injection evaluate species s's profile at (a subset when
  * there are more than SCAN_BUDGET): the first bad value with its position, and the particle
  * count of the fullest window into d->load_particles[s]. */
@@ -181,6 +195,17 @@ static void check_profile(dk_ctx *c, const cs *root, int s)
     stride = stride < 1 ? 1 : stride;
     if (stride > 1 && stride % d->ny == 0) /* visit every row over the columns */
         stride++;
+    int plain = sp->profile == PROFILE_UNIFORM;
+    for (int k = 0; k < 3; k++) {
+        char *end;
+        (void)strtod(sp->drift[k], &end);
+        plain &= end != sp->drift[k] && *end == '\0';
+    }
+    if (plain) { /* the same value everywhere, checked by check_ranges */
+        d->load_particles[s] = sp->n > 0 ? (double)d->nx * d->ny * ppc : 0.0;
+        check_slots(c, root, s);
+        return;
+    }
     long long *col = calloc((size_t)ncol, sizeof *col);
     if (!col) {
         dk_report(c, elem(root, "species", s, NULL), NULL, "out of memory checking the "
@@ -191,8 +216,12 @@ static void check_profile(dk_ctx *c, const cs *root, int s)
     species_scan(d, s, 0, ncol, stride, col, &bad);
     if (bad.found) {
         const cs *g = elem(root, "species", s, NULL), *at = dk_member(g, "density");
-        if (!strncmp(bad.what, "drift", 5) && dk_member(g, "momentum"))
-            at = dk_member(dk_member(g, "momentum"), "drift");
+        if (at && dk_member(at, sp->profile == PROFILE_EXPR ? "expr" : "n"))
+            at = dk_member(at, sp->profile == PROFILE_EXPR ? "expr" : "n");
+        if (!strncmp(bad.what, "drift", 5)) {
+            const cs *dr = dk_member(dk_member(g, "momentum"), "drift");
+            at = dr ? config_setting_get_elem(dr, (unsigned)(bad.what[6] - '0')) : g;
+        }
         dk_report(c, at ? at : g, NULL, "%s = %g at (x, y) = (%.9g, %.9g)%s, a position where "
                   "the %s evaluates it; expected a finite value%s there (the first such "
                   "position%s)", bad.what, bad.value, bad.x, bad.y,
@@ -209,6 +238,7 @@ static void check_profile(dk_ctx *c, const cs *root, int s)
     }
     free(col);
     d->load_particles[s] = (double)peak * (double)stride;
+    check_slots(c, root, s);
 }
 
 void deck_check_run(dk_ctx *c, const cs *root)
@@ -223,4 +253,12 @@ void deck_check_run(dk_ctx *c, const cs *root)
         return;
     for (int s = 0; s < c->d->nspecies; s++)
         check_profile(c, root, s);
+}
+
+int deck_recheck(deck *d)
+{
+    dk_ctx c = {.file = d->file, .d = d, .box_ok = 1};
+    for (int s = 0; s < d->nspecies; s++)
+        check_profile(&c, NULL, s);
+    return c.nerr ? -1 : 0;
 }

@@ -2,6 +2,7 @@
 #include "fileio.h"
 #include "empic.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -196,4 +197,38 @@ int fileio_lock_output(const char *dir, int own, int overwrite)
         /* the lock holds without the pid in the file: only the message loses it */
     }
     return fd;
+}
+
+/* Files of an empic run in folder dir (ckpt*, data*, ...): names ending in one of ends[]. */
+static void clear_files(const char *dir, const char *const ends[])
+{
+    DIR *dd = opendir(dir);
+    struct dirent *e;
+    char p[PATH_MAX];
+    while (dd && (e = readdir(dd))) {
+        size_t n = strlen(e->d_name);
+        for (int k = 0; ends[k]; k++) {
+            size_t m = strlen(ends[k]);
+            if (n > m && !strcmp(e->d_name + n - m, ends[k]) &&
+                snprintf(p, sizeof p, "%s/%s", dir, e->d_name) < (int)sizeof p)
+                unlink(p);
+        }
+    }
+    if (dd)
+        closedir(dd);
+}
+
+void fileio_clear_run(const char *dir)
+{
+    static const char *const top[] = {"run.cfg", "energy.csv", "energy.csv.tmp", "timing.json",
+                                      "timing.json.tmp", NULL};
+    static const char *const sub[] = {"checkpoint", "data", "tracks", "phasespace", NULL};
+    static const char *const ends[] = {".h5", ".h5.tmp", ".xmf", ".xmf.tmp", NULL};
+    char p[PATH_MAX];
+    for (int k = 0; top[k]; k++)
+        if (snprintf(p, sizeof p, "%s/%s", dir, top[k]) < (int)sizeof p)
+            unlink(p);
+    for (int k = 0; sub[k]; k++)
+        if (snprintf(p, sizeof p, "%s/%s", dir, sub[k]) < (int)sizeof p)
+            clear_files(p, ends);
 }

@@ -28,5 +28,8 @@ void fileio_sync_dir(const char *dir);
  * `own` (a restart continuing the run that the folder holds). Makes the folder. Returns the
  * descriptor, or -1 after reporting. */
 int fileio_lock_output(const char *dir, int own, int overwrite);
+/* Remove the files an empic run leaves in dir (run.cfg, energy.csv, timing.json, and the
+ * .h5/.xmf files of checkpoint/, data/, tracks/, phasespace/); others are left alone. */
+void fileio_clear_run(const char *dir);
 
 #endif

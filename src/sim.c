@@ -97,6 +97,8 @@ int sim_init_from(sim *S, const deck *d, int quiet, const char *checkpoint)
 void sim_free(sim *S)
 {
     writer_wait(&S->out);
+    if (S->energy) /* a run that stopped before report_close */
+        fclose(S->energy);
 #ifdef EMPIC_CUDA
     if (use_gpu(S))
         gpu_free(S);

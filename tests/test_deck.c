@@ -22,7 +22,7 @@ static const char *GOOD =
     "  pml = { cells = 8; };\n"
     "  filter = { passes = 2; compensate = true; };\n"
     "  external = { E = [0.0, 0.1, 0.0]; B = [0.0, 0.0, 0.5]; };\n"
-    "  moving_window = { enabled = true; t_start = 3; };\n"
+    "  moving_window = { enabled = true; t_start = 30; };\n"
     "};\n"
     "lasers = ( { a0 = 2.0; omega0 = 10.0; polarization = 0.3; w0 = 4.0; focus = 2.0;\n"
     "             center = 6.4; duration = 6.0; envelope = \"gaussian\"; phase = 0.1; },\n"
