@@ -33,6 +33,9 @@ int checkpoint_read_deck(const char *path, deck *d);
  * rows of the earlier run before the checkpoint's step (NULL when there are none), for
  * checkpoint_energy_resume. 0, or -1 after reporting. */
 int checkpoint_load(sim *S, const char *path, char **rows);
+/* Write the checksum of a checkpoint file image of len bytes into its first 512 bytes (the
+ * HDF5 user block), as the writer does; the reader refuses a file whose checksum differs. */
+void checkpoint_seal(char *image, size_t len);
 /* Append rows (from checkpoint_load; freed here) to the energy.csv that report_open began. */
 void checkpoint_energy_resume(sim *S, char *rows);
 

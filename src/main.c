@@ -60,14 +60,15 @@ int main(int argc, char **argv)
     const char *deck_path = NULL, *backend = NULL, *output = NULL, *restart = NULL;
     long steps = -1;
     int check = 0, quiet = 0, overwrite = 0;
+    for (int a = 1; a < argc; a++) /* paths are kept in buffers of DECK_PATH_MAX */
+        if (strlen(argv[a]) >= DECK_PATH_MAX) {
+            empic_report(NULL, 0, "argument %d (%.40s...) is %zu characters long; expected at "
+                         "most %d", a, argv[a], strlen(argv[a]), DECK_PATH_MAX - 1);
+            return 2;
+        }
     for (int a = 1; a < argc; a++) {
         const char *o = argv[a];
         int more = a + 1 < argc;
-        if (strlen(o) >= DECK_PATH_MAX) {
-            empic_report(NULL, 0, "argument %d is %zu characters long; expected at most %d", a,
-                         strlen(o), DECK_PATH_MAX - 1);
-            return 2;
-        }
         if (!strcmp(o, "--backend") && more)
             backend = argv[++a];
         else if (!strcmp(o, "--steps") && more) {
