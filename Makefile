@@ -65,6 +65,7 @@ test-c: bin/empic $(TESTS:tests/%.c=bin/%)
 	@set -e; for t in $(TESTS:tests/%.c=bin/%); do echo "== $$t"; OMP_NUM_THREADS=2 $$t; done
 	tests/decks.sh
 	tests/restart.sh
+	tests/hostile.sh
 
 test-py: bin/empic
 	python3 -m pytest -q tests
@@ -97,6 +98,7 @@ sanitize: bin-san/empic $(SAN_TESTS:tests/%.c=bin-san/%)
 	@set -e; for t in $(SAN_TESTS:tests/%.c=bin-san/%); do echo "== $$t"; $(SAN_ENV) $$t; done
 	$(SAN_ENV) EMPIC=bin-san/empic tests/decks.sh
 	$(SAN_ENV) EMPIC=bin-san/empic tests/restart.sh
+	$(SAN_ENV) EMPIC=bin-san/empic tests/hostile.sh
 
 # `make fuzz`: libFuzzer (clang, installed by tools/install-deps when missing), FUZZ_TIME
 # seconds per target: fuzz_deck feeds bytes as a deck file to deck_load (seeded with the
