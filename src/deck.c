@@ -117,6 +117,9 @@ static void parse_grid(dk_ctx *c, const cs *root)
     d->ny = cells[1];
     d->dx = dx[0];
     d->dy = dx[1];
+    if (okd) /* before the Courant limit is computed from them */
+        okd = !dk_float_range(c, dk_member(g, "dx"), "dx", dx[0], 0) &
+              !dk_float_range(c, dk_member(g, "dx"), "dy", dx[1], 0);
     c->box_ok = okc && okd;
 }
 

@@ -39,15 +39,15 @@ void deck_output_name(char *dst, size_t len, const char *src)
             *p = '_';
 }
 
-/* v must be 0 (when zero_ok) or have a magnitude in [FLOAT_LO, FLOAT_HI]. */
-static void float_range(dk_ctx *c, const cs *s, const char *what, double v, int zero_ok)
+int dk_float_range(dk_ctx *c, const cs *s, const char *what, double v, int zero_ok)
 {
     double a = fabs(v);
     if ((zero_ok && v == 0) || (a >= FLOAT_LO && a <= FLOAT_HI))
-        return;
+        return 0;
     dk_report(c, s, NULL, "%s = %g %s single precision, in which the run computes; expected "
               "a magnitude in [%g, %g]%s", what, v, a < FLOAT_LO ? "underflows" : "overflows",
               FLOAT_LO, FLOAT_HI, zero_ok ? " or 0" : "");
+    return -1;
 }
 
 /* Clusters: split_axis makes an even number k >= 2 of near-equal clusters no wider than
@@ -80,39 +80,37 @@ static void check_clusters(dk_ctx *c, const cs *root)
 static void check_ranges(dk_ctx *c, const cs *root)
 {
     const deck *d = c->d;
-    const cs *dx = elem(root, "grid", -1, "dx");
-    float_range(c, dx, "dx", d->dx, 0);
-    float_range(c, dx, "dy", d->dy, 0);
-    float_range(c, dx, "box length nx dx", d->nx * d->dx, 0);
-    float_range(c, dx, "box length ny dy", d->ny * d->dy, 0);
-    float_range(c, elem(root, "time", -1, "dt"), "dt", d->dt, 0);
+    const cs *dx = elem(root, "grid", -1, "dx"); /* dx, dy themselves: parse_grid */
+    dk_float_range(c, dx, "box length nx dx", d->nx * d->dx, 0);
+    dk_float_range(c, dx, "box length ny dy", d->ny * d->dy, 0);
+    dk_float_range(c, elem(root, "time", -1, "dt"), "dt", d->dt, 0);
     for (int k = 0; k < 3; k++) {
-        float_range(c, elem(root, "fields", -1, "external"), "external E", d->ext_E[k], 1);
-        float_range(c, elem(root, "fields", -1, "external"), "external B", d->ext_B[k], 1);
+        dk_float_range(c, elem(root, "fields", -1, "external"), "external E", d->ext_E[k], 1);
+        dk_float_range(c, elem(root, "fields", -1, "external"), "external B", d->ext_B[k], 1);
     }
     for (int s = 0; s < d->nspecies; s++) {
         const deck_species *sp = &d->species[s];
         const cs *g = elem(root, "species", s, NULL);
         const cs *m = dk_member(g, "mass");
-        float_range(c, m ? m : g, "mass", sp->mass, 0);
-        float_range(c, dk_member(g, "charge"), "charge", sp->charge, 1);
+        dk_float_range(c, m ? m : g, "mass", sp->mass, 0);
+        dk_float_range(c, dk_member(g, "charge"), "charge", sp->charge, 1);
         if (sp->charge != 0)
-            float_range(c, m ? m : dk_member(g, "charge"), "charge/mass", sp->charge / sp->mass,
+            dk_float_range(c, m ? m : dk_member(g, "charge"), "charge/mass", sp->charge / sp->mass,
                         0);
-        float_range(c, g, "density n", sp->n, 1);
+        dk_float_range(c, g, "density n", sp->n, 1);
         for (int k = 0; k < 3; k++)
-            float_range(c, g, "thermal momentum", sp->uth[k], 1);
+            dk_float_range(c, g, "thermal momentum", sp->uth[k], 1);
     }
     for (int l = 0; l < d->nlasers; l++) {
         const deck_laser *L = &d->lasers[l];
         const cs *g = elem(root, "lasers", l, NULL);
-        float_range(c, dk_member(g, "a0"), "a0", L->a0, 0);
-        float_range(c, dk_member(g, "omega0"), "omega0", L->omega0, 0);
-        float_range(c, dk_member(g, "omega0"), "peak field a0 omega0", L->a0 * L->omega0, 0);
-        float_range(c, dk_member(g, "w0"), "w0", L->w0, 0);
-        float_range(c, dk_member(g, "w0"), "Rayleigh length omega0 w0^2 / 2",
+        dk_float_range(c, dk_member(g, "a0"), "a0", L->a0, 0);
+        dk_float_range(c, dk_member(g, "omega0"), "omega0", L->omega0, 0);
+        dk_float_range(c, dk_member(g, "omega0"), "peak field a0 omega0", L->a0 * L->omega0, 0);
+        dk_float_range(c, dk_member(g, "w0"), "w0", L->w0, 0);
+        dk_float_range(c, dk_member(g, "w0"), "Rayleigh length omega0 w0^2 / 2",
                     0.5 * L->omega0 * L->w0 * L->w0, 0);
-        float_range(c, dk_member(g, "duration"), "duration", L->duration, 0);
+        dk_float_range(c, dk_member(g, "duration"), "duration", L->duration, 0);
     }
 }
 
