@@ -113,7 +113,7 @@ FUZZ_SRC   := src/deck.c src/deck_check.c src/deck_insitu.c src/deck_run.c src/f
               src/lasers.c src/species.c src/util.c
 FUZZ_ENV   := LSAN_OPTIONS=suppressions=$(CURDIR)/tools/lsan.supp OMP_NUM_THREADS=1 \
               EMPIC_MEMORY_LIMIT=1e9
-FUZZ_RUN   := -timeout=10 -close_fd_mask=3 -print_final_stats=1 -artifact_prefix=build-fuzz/
+FUZZ_RUN   := -timeout=30 -close_fd_mask=3 -print_final_stats=1 -artifact_prefix=build-fuzz/
 
 bin-fuzz/fuzz_deck: tools/fuzz_deck.c $(FUZZ_SRC) $(wildcard include/*.h) src/*.h | $(DEPS_STAMP)
 	@command -v $(FUZZ_CC) >/dev/null 2>&1 || tools/install-deps clang

@@ -125,6 +125,9 @@ int deck_load(const char *path, deck *d);
 /* The profile checks of deck_load again, after d->steps changed (the moving window injects
  * further); 0, or -1 after reporting. */
 int deck_recheck(deck *d);
+/* Profile values the checks of one deck evaluate at most (default 2^26; the fuzzers lower
+ * it); beyond it they visit an even subset of the load positions. */
+void deck_set_scan_budget(long long points);
 /* Cells the moving window moves in d->steps steps (0 without a window). */
 long deck_window_moves(const deck *d);
 /* The name of a species in output files and datasets: [^A-Za-z0-9] replaced by '_'. */

@@ -13,9 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Formula values evaluated before the run: beyond this many load positions, the check visits
- * an even subset of the cells (and the load itself still skips bad values). */
-#define SCAN_BUDGET (1LL << 26)
+/* Profile values evaluated by the checks of one deck (about 3 s at most, typically well under
+ * 0.1 s): beyond it, they visit an even subset of the cells. */
+static long long scan_budget = 1LL << 26;
+
+void deck_set_scan_budget(long long points) { scan_budget = points > 0 ? points : 1; }
 /* Positive quantities stored in single precision: this range leaves room for products. */
 #define FLOAT_LO 1e-30
 #define FLOAT_HI SPECIES_FLOAT_MAX
@@ -179,8 +181,8 @@ static void check_slots(dk_ctx *c, const cs *root, int s)
                   "species in two)", d->load_particles[s], slots);
 }
 
-/* Every position the load and the injection evaluate species s's profile at (a subset when
- * there are more than SCAN_BUDGET): the first bad value with its position, and the particle
+/* Every position the load and the injection evaluate species s's profile at (a subset beyond
+ * the budget): the first bad value with its position, and the particle
  * count of the fullest window into d->load_particles[s]. */
 static void check_profile(dk_ctx *c, const cs *root, int s)
 {
@@ -189,7 +191,8 @@ static void check_profile(dk_ctx *c, const cs *root, int s)
     const long ncol = d->nx + deck_window_moves(d);
     const long long ppc = (long long)sp->ppc[0] * sp->ppc[1];
     const double cells = (double)ncol * d->ny;
-    long long stride = (long long)ceil(cells * ppc / SCAN_BUDGET);
+    const double budget = (double)scan_budget / (d->nspecies > 0 ? d->nspecies : 1);
+    long long stride = (long long)ceil(cells * ppc / budget);
     stride = stride < 1 ? 1 : stride;
     if (stride > 1 && stride % d->ny == 0) /* visit every row over the columns */
         stride++;

@@ -33,6 +33,7 @@ static void setup(void)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    deck_set_scan_budget(1 << 16); /* bounded time per input */
     setup();
     char *img = malloc(size ? size : 1);
     memcpy(img, data, size);

@@ -43,6 +43,7 @@ static char *write_text(const deck *d, size_t *len)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    deck_set_scan_budget(1 << 16); /* bounded time per input */
     const char *path = put_file(0, data, size);
     deck d, e;
     if (!path || deck_load(path, &d) != 0)
