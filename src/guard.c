@@ -230,6 +230,14 @@ int guard_after_step(sim *S)
     char what[320];
     if (S->io_failed)
         return -1; /* the file was named when it failed */
+    for (int s = 0; s < S->nsp; s++)
+        if (S->sp[s].bad.found) { /* beyond what deck_load checked (--steps, large decks) */
+            const species_fault *b = &S->sp[s].bad;
+            empic_report(NULL, 0, "step %ld: species %s: the moving window's injection met %s "
+                         "= %g at (x, y) = (%.9g, %.9g) (lab frame); expected a finite value "
+                         ">= 0", S->step, S->sp[s].cfg->name, b->what, b->value, b->x, b->y);
+            return -1;
+        }
     const char *bad_energy = d->energy_every > 0 && S->step > 0 && S->en_step == S->step - 1
                                  ? energy_bad(S, what, sizeof what)
                                  : NULL;

@@ -124,6 +124,19 @@ static double profile_density(const deck_species *c, profile_eval *p, double x, 
     }
 }
 
+/* The first bad density of a load or injection: kept for the caller to report. */
+static void note_bad(species *s, double x, double y, double v)
+{
+#pragma omp critical(species_bad)
+    if (!s->bad.found) {
+        s->bad.found = 1;
+        s->bad.what = "density";
+        s->bad.x = x;
+        s->bad.y = y;
+        s->bad.value = v;
+    }
+}
+
 /* Offset in its cell of load position a of n along an axis. */
 static float load_offset(int a, int n) { return ((float)a + 0.5f) / (float)n; }
 
@@ -147,6 +160,8 @@ static int load_cell(species *s, const deck *d, profile_eval *p, int i, int j, l
             float ox = load_offset(a, px), oy = load_offset(b, py);
             double xp = (ig + (double)ox) * d->dx, yp = (j + (double)oy) * d->dy;
             double dens = profile_density(cfg, p, xp, yp);
+            if (!(dens >= 0.0) && !fill) /* beyond what deck_load checked: stop, not skip */
+                note_bad(s, xp, yp, dens);
             if (!(dens > 0.0))
                 continue;
             if (fill) {
@@ -238,6 +253,10 @@ void species_init(species *s, const deck *d, int index, const clusters *c)
             s->count[cl] = load_cluster(s, d, c, cl, &p, (size_t)-1);
         profile_close(&p);
     }
+    if (s->bad.found)
+        EMPIC_DIE("species %s: density = %g at (x, y) = (%.9g, %.9g), a load position; expected "
+                  "a finite value >= 0 (the deck checks visited a subset of this large load)",
+                  s->cfg->name, s->bad.value, s->bad.x, s->bad.y);
     size_t total = 0;
     for (int cl = 0; cl < c->n; cl++) {
         s->start[cl] = (int)total;

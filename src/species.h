@@ -21,6 +21,13 @@ void clusters_init(clusters *c, const deck *d);
 void clusters_free(clusters *c);
 static inline int cluster_id(const clusters *c, int cx, int cy) { return cx + cy * c->ncx; }
 
+/* The first load position of a profile that the run cannot use. */
+typedef struct {
+    int found;
+    const char *what;     /* "density", "drift[1]", ... */
+    double x, y, value;   /* lab position and the value there */
+} species_fault;
+
 /* Structure of arrays. Particle p sits in cell (cell & 0xffff, cell >> 16) at offset
  * (x, y) in [0,1); u = gamma v; w = density weight n/ppc; code = 4-bit migration code. */
 typedef struct {
@@ -39,6 +46,8 @@ typedef struct {
     long long np;         /* particles in all */
     double slack;
     long long rearrangements;
+    species_fault bad;    /* a bad density met by the load or an injection (reported by
+                             species_init, or by the guards after an injection) */
 } species;
 
 static inline uint32_t cell_pack(int i, int j) { return (uint32_t)i | ((uint32_t)j << 16); }
@@ -82,13 +91,6 @@ long long species_check(const species *s, const clusters *cl);
 /* Largest value a particle quantity (weight, drift) may take in single precision with room
  * for the arithmetic of a step. */
 #define SPECIES_FLOAT_MAX 1e30
-
-/* The first load position of a profile that the run cannot use. */
-typedef struct {
-    int found;
-    const char *what;     /* "density", "drift[1]", ... */
-    double x, y, value;   /* lab position and the value there */
-} species_fault;
 
 /* Evaluate the profile of species s of d at every load position of the lab columns
  * [ig0, ig1) (0..nx-1: the initial load; nx and beyond: the moving window's injection),
