@@ -56,7 +56,7 @@ bin/test_%: tests/test_%.c tests/testutil.h build/libempic.a
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Isrc -Itests $< build/libempic.a -o $@ $(LIBS) -lcunit
 
 run: bin/empic
-	bin/empic decks/default.cfg
+	bin/empic --overwrite decks/default.cfg
 	-python3 -m diag summary out-default
 
 test: test-c test-py

@@ -99,10 +99,17 @@ void memory_estimate(const deck *d, memory_need *m)
         t += 2.0 * (double)memory_probe_bytes();
     m->transient = t + persist;
     m->host = BASE_BYTES + m->fields + m->slots + m->transient;
-    /* device: fields with the current tiles, particles with their sort lists; the host keeps
-     * its own copy of the state */
-    m->gpu = 12.0 * 4.0 * size + 3.0 * 4.0 * (cells + 16.0 * ncl * (d->cluster[0] + d->cluster[1])) +
-             m->slots + 4.0 * m->particles * (1.0 + d->slack);
+    /* device (the gpu_malloc calls of cuda/): 12 field arrays, three current tiles per
+     * cluster with their guards, the particle slots, and the drop lists of one species where
+     * particles can leave; the host keeps its own copy of the state */
+    const int kx = clusters_along(d->nx, d->cluster[0]), ky = clusters_along(d->ny, d->cluster[1]);
+    const double wmax = ceil((double)d->nx / kx), hmax = ceil((double)d->ny / ky);
+    int open = d->window_enabled;
+    for (int s = 0; s < d->nspecies; s++)
+        for (int k = 0; k < 4; k++)
+            open |= d->species[s].bnd[k] != PBND_PERIODIC;
+    m->gpu = 12.0 * 4.0 * size + 12.0 * ncl * (wmax + 3) * (hmax + 3) + m->slots +
+             (open ? 4.0 * slots_max / SLOT_BYTES : 0.0);
 }
 
 /* First number on the line of /proc/meminfo starting with key, in bytes; < 0 if none. */
