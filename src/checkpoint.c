@@ -390,12 +390,30 @@ static int fbnd_arrays(const emf *f, char name[][16], float **data, size_t *len)
     return n;
 }
 
-/* Bytes the file will take, about: the core driver's growth step, so it grows once. */
+/* Bytes a dataset of n values of e bytes takes: whole chunks once it is chunked in several. */
+static size_t chunked(size_t n, size_t e)
+{
+    return (n > CK_CHUNK ? (n + CK_CHUNK - 1) / CK_CHUNK * CK_CHUNK : n) * e;
+}
+
+/* Bytes the file will take, a little more: the core driver's first allocation, so that it
+ * never grows (a growth would add a whole second step). */
 static size_t image_estimate(const sim *S)
 {
-    size_t b = ((size_t)1 << 20) + 10 * S->f.size * sizeof(float);
-    for (int s = 0; s < S->nsp; s++)
-        b += (size_t)live_particles(&S->sp[s], S->cl.n) * 29 + (size_t)S->cl.n * 12 * 4;
+    size_t b = ((size_t)4 << 20) + 10 * chunked(S->f.size, sizeof(float));
+    if (S->f.fb) {
+        char name[CK_FBND_MAX][16];
+        float *data[CK_FBND_MAX];
+        size_t len[CK_FBND_MAX];
+        int n = fbnd_arrays(&S->f, name, data, len);
+        for (int k = 0; k < n; k++)
+            b += chunked(len[k], sizeof(float));
+    }
+    for (int s = 0; s < S->nsp; s++) {
+        size_t live = (size_t)live_particles(&S->sp[s], S->cl.n);
+        b += 7 * chunked(live, 4) + chunked(live, 1) + (S->sp[s].id ? chunked(live, 8) : 0) +
+             (size_t)S->cl.n * 12 * 4 + 65536;
+    }
     return (b + ((size_t)1 << 20) - 1) & ~(((size_t)1 << 20) - 1);
 }
 

@@ -32,6 +32,13 @@ static double image(double bytes)
     return ceil((bytes + MIB) / CORE_GROWTH) * CORE_GROWTH + bytes + MIB;
 }
 
+/* Bytes of a checkpoint dataset of n values of e bytes (whole 2^20-value chunks). */
+static double chunked(double n, double e)
+{
+    const double c = 1048576.0;
+    return (n > c ? ceil(n / c) * c : n) * e;
+}
+
 static double dmax(double a, double b) { return a > b ? a : b; }
 
 size_t memory_probe_bytes(void)
@@ -57,7 +64,8 @@ void memory_estimate(const deck *d, memory_need *m)
         if (d->fbnd[k] == FBND_MUR)
             m->fields += 4.0 * 4.0 * len;
     }
-    double live = 0.0, live_max = 0.0, slots_max = 0.0, tracked = 0.0;
+    double live_max = 0.0, slots_max = 0.0, tracked = 0.0;
+    double ckpt = 4.0 * MIB + 10.0 * chunked(size, 4.0); /* checkpoint.c's image_estimate */
     for (int s = 0; s < d->nspecies; s++) {
         const double n = d->load_particles[s];
         const int track = d->tracks_every > 0 && ((d->tracks_species_mask >> s) & 1);
@@ -66,7 +74,7 @@ void memory_estimate(const deck *d, memory_need *m)
         const double bytes = slots * (SLOT_BYTES + (track ? 8.0 : 0.0)) + 13.0 * 4.0 * ncl;
         m->slots += bytes;
         m->particles += n;
-        live += n * (SLOT_BYTES + (track ? 8.0 : 0.0));
+        ckpt += 7.0 * chunked(n, 4.0) + chunked(n, 1.0) + (track ? chunked(n, 8.0) : 0.0);
         live_max = dmax(live_max, n);
         slots_max = dmax(slots_max, bytes);
         tracked += track ? n * d->tracks_fraction : 0.0;
@@ -90,13 +98,14 @@ void memory_estimate(const deck *d, memory_need *m)
     }
     if (d->tracks_every > 0)
         t = dmax(t, image(64.0 * tracked) + 16.0 * tracked);
-    if (d->checkpoint_every > 0) /* image of fields and live particles, one species staged */
-        t = dmax(t, image(40.0 * size + live) + 8.0 * live_max);
+    /* a dump's image under 32 MiB comes from the heap, which the allocator keeps */
+    const double kept = t < 32.0 * MIB ? t : 32.0 * MIB;
+    if (d->checkpoint_every > 0) /* the image (allocated whole), its copy, one species staged */
+        t = dmax(t, 2.0 * ckpt + 8.0 * live_max);
     if (d->window_enabled) /* a rearrangement holds a species twice */
         t = dmax(t, slots_max);
-    /* the allocator keeps much of what the files freed: the probe comes on top */
-    if (d->backend != BACKEND_CUDA)
-        t += 2.0 * (double)memory_probe_bytes();
+    if (d->backend != BACKEND_CUDA) /* the bandwidth probe at the end */
+        t = dmax(t, 2.0 * (double)memory_probe_bytes() + kept);
     m->transient = t + persist;
     m->host = BASE_BYTES + m->fields + m->slots + m->transient;
     /* device (the gpu_malloc calls of cuda/): 12 field arrays, three current tiles per
