@@ -18,6 +18,11 @@
 static long long scan_budget = 1LL << 26;
 
 void deck_set_scan_budget(long long points) { scan_budget = points > 0 ? points : 1; }
+
+/* Columns the moving window may inject: the checks keep a count per column, and the load's
+ * random keys carry the box lengths moved in 16 bits (species.c). */
+#define WINDOW_COLUMNS_MAX (1L << 24)
+
 /* Positive quantities stored in single precision: this range leaves room for products. */
 #define FLOAT_LO 1e-30
 #define FLOAT_HI SPECIES_FLOAT_MAX
@@ -171,8 +176,8 @@ long deck_window_moves(const deck *d)
 static void check_slots(dk_ctx *c, const cs *root, int s)
 {
     const deck *d = c->d;
-    double ncl = 4.0 * ((d->nx + d->cluster[0] - 1) / d->cluster[0] + 1) *
-                 ((d->ny + d->cluster[1] - 1) / d->cluster[1] + 1) / 4.0;
+    double ncl = ((d->nx + d->cluster[0] - 1) / d->cluster[0] + 1.0) *
+                 ((d->ny + d->cluster[1] - 1) / d->cluster[1] + 1.0);
     double slots = d->load_particles[s] * (1.0 + d->slack) + 64.0 * ncl;
     if (slots > 2147483647.0)
         dk_report(c, elem(root, "species", s, "ppc"), NULL, "about %.3g particles of this "
@@ -182,13 +187,21 @@ static void check_slots(dk_ctx *c, const cs *root, int s)
 }
 
 /* Every position the load and the injection evaluate species s's profile at (a subset beyond
- * the budget): the first bad value with its position, and the particle
- * count of the fullest window into d->load_particles[s]. */
+ * the budget): the first bad value with its position, and the particle count of the fullest
+ * window into d->load_particles[s]. */
 static void check_profile(dk_ctx *c, const cs *root, int s)
 {
     deck *d = c->d;
     const deck_species *sp = &d->species[s];
-    const long ncol = d->nx + deck_window_moves(d);
+    const long moves = deck_window_moves(d), ncol = d->nx + moves;
+    const long limit = WINDOW_COLUMNS_MAX < 65535L * d->nx ? WINDOW_COLUMNS_MAX : 65535L * d->nx;
+    if (ncol > limit) {
+        if (s == 0)
+            dk_report(c, elem(root, "time", -1, NULL), NULL, "the moving window would move %ld "
+                      "cells in %ld steps; expected at most %ld (fewer steps, or a larger dx)",
+                      moves, d->steps, limit - d->nx);
+        return;
+    }
     const long long ppc = (long long)sp->ppc[0] * sp->ppc[1];
     const double cells = (double)ncol * d->ny;
     const double budget = (double)scan_budget / (d->nspecies > 0 ? d->nspecies : 1);
