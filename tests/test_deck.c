@@ -6,6 +6,7 @@
 #include "testutil.h"
 #include <CUnit/Basic.h>
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -371,7 +372,8 @@ static void test_load_stops_on_bad_density(void)
     fflush(stdout);
     pid_t pid = fork();
     CU_ASSERT_FATAL(pid >= 0);
-    if (pid == 0) {
+    if (pid == 0) { /* one thread: OpenMP's thread pool does not survive fork */
+        omp_set_num_threads(1);
         FILE *f = freopen(path, "w", stderr);
         clusters cl;
         species sp;
