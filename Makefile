@@ -27,7 +27,7 @@ LIBS    = $(PKG_LIBS) -lfftw3 $(CU_LIBS) -lstdc++ -lm
 
 TESTS   := $(wildcard tests/test_*.c)
 
-.PHONY: all run test test-c test-py clean deps sanitize fuzz diag-install install
+.PHONY: all run test test-c test-py clean deps sanitize fuzz fuzz-smoke diag-install install
 all: bin/empic diag-install
 
 diag-install: | $(DEPS_STAMP)
@@ -74,7 +74,7 @@ bin/test_%: tests/test_%.c tests/testutil.h build/libempic.a
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Isrc -Itests $< build/libempic.a -o $@ $(LIBS) -lcunit
 
 run: bin/empic diag-install
-	bin/empic decks/default.cfg
+	bin/empic --overwrite decks/default.cfg
 	-python3 -m diag summary out-default
 
 test: test-c test-py
@@ -83,6 +83,7 @@ test-c: bin/empic $(TESTS:tests/%.c=bin/%)
 	@set -e; for t in $(TESTS:tests/%.c=bin/%); do echo "== $$t"; OMP_NUM_THREADS=2 $$t; done
 	tests/decks.sh
 	tests/restart.sh
+	tests/hostile.sh
 
 test-py: bin/empic diag-install
 	python3 -m pytest -q tests
@@ -115,27 +116,50 @@ sanitize: bin-san/empic $(SAN_TESTS:tests/%.c=bin-san/%)
 	@set -e; for t in $(SAN_TESTS:tests/%.c=bin-san/%); do echo "== $$t"; $(SAN_ENV) $$t; done
 	$(SAN_ENV) EMPIC=bin-san/empic tests/decks.sh
 	$(SAN_ENV) EMPIC=bin-san/empic tests/restart.sh
+	$(SAN_ENV) EMPIC=bin-san/empic tests/hostile.sh
 
-# `make fuzz`: libFuzzer (clang, installed by tools/install-deps when missing) feeds bytes as
-# a deck file to deck_load for FUZZ_TIME seconds, from the example decks as seed corpus.
-FUZZ_CC   ?= clang
-FUZZ_TIME ?= 60
-FUZZ_SRC  := src/deck.c src/deck_check.c src/deck_const.c src/deck_insitu.c src/formula.c \
-             src/util.c
+# `make fuzz`: libFuzzer (clang, installed by tools/install-deps when missing), FUZZ_TIME
+# seconds per target: fuzz_deck feeds bytes as a deck file to deck_load (seeded with the
+# example decks); fuzz_ckpt feeds damaged checkpoint files to the restart reader (seeded with
+# the checkpoints of two small runs, tools/fuzz_ckpt*.cfg). `make fuzz-smoke` runs each for
+# FUZZ_SMOKE seconds (make test).
+FUZZ_CC    ?= clang
+FUZZ_TIME  ?= 60
+FUZZ_SMOKE ?= 20
+FUZZ_FLAGS := -g -O1 -std=c11 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -Iinclude -Isrc
+FUZZ_SRC   := src/deck.c src/deck_check.c src/deck_const.c src/deck_insitu.c src/deck_run.c src/formula.c \
+              src/lasers.c src/species.c src/util.c
+FUZZ_ENV   := LSAN_OPTIONS=suppressions=$(CURDIR)/tools/lsan.supp OMP_NUM_THREADS=1 \
+              EMPIC_MEMORY_LIMIT=1e9
+FUZZ_RUN   := -timeout=30 -close_fd_mask=3 -print_final_stats=1 -artifact_prefix=build-fuzz/
 
 bin-fuzz/fuzz_deck: tools/fuzz_deck.c $(FUZZ_SRC) $(wildcard include/*.h) src/*.h | $(DEPS_STAMP)
 	@command -v $(FUZZ_CC) >/dev/null 2>&1 || tools/install-deps clang
 	@mkdir -p bin-fuzz
-	$(FUZZ_CC) -g -O1 -std=c11 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -Iinclude \
-	  -Isrc $(shell pkg-config --cflags libconfig muparser) tools/fuzz_deck.c $(FUZZ_SRC) \
-	  -o $@ $(shell pkg-config --libs libconfig muparser) -lstdc++ -lm
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fopenmp $(shell pkg-config --cflags libconfig muparser) \
+	  tools/fuzz_deck.c $(FUZZ_SRC) -o $@ $(shell pkg-config --libs libconfig muparser) \
+	  -lstdc++ -lm
 
-fuzz: bin-fuzz/fuzz_deck
-	@mkdir -p build-fuzz/corpus
+bin-fuzz/fuzz_ckpt: tools/fuzz_ckpt.c $(SRC) $(wildcard include/*.h) src/*.h | $(DEPS_STAMP)
+	@command -v $(FUZZ_CC) >/dev/null 2>&1 || tools/install-deps clang
+	@mkdir -p bin-fuzz
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fopenmp $(PKG_CFLAGS) tools/fuzz_ckpt.c $(SRC) -o $@ $(SAN_LIBS)
+
+build-fuzz/.corpus: bin/empic tools/fuzz_ckpt.cfg tools/fuzz_ckpt_open.cfg decks/*.cfg
+	@rm -rf build-fuzz/corpus build-fuzz/ckpt-corpus build-fuzz/seed
+	@mkdir -p build-fuzz/corpus build-fuzz/ckpt-corpus
 	cp decks/*.cfg decks/bench/*.cfg build-fuzz/corpus/
-	LSAN_OPTIONS=suppressions=$(CURDIR)/tools/lsan.supp bin-fuzz/fuzz_deck \
-	  -max_total_time=$(FUZZ_TIME) -timeout=10 -close_fd_mask=3 -print_final_stats=1 \
-	  -dict=tools/fuzz_deck.dict -artifact_prefix=build-fuzz/ build-fuzz/corpus
+	for c in tools/fuzz_ckpt.cfg tools/fuzz_ckpt_open.cfg; do \
+	  bin/empic --quiet --output build-fuzz/seed/$$(basename $$c .cfg) $$c || exit 1; \
+	  for f in build-fuzz/seed/$$(basename $$c .cfg)/checkpoint/*.h5; do \
+	    cp $$f build-fuzz/ckpt-corpus/$$(basename $$c .cfg)-$$(basename $$f); done; done
+	@touch $@
+
+fuzz fuzz-smoke: bin-fuzz/fuzz_deck bin-fuzz/fuzz_ckpt build-fuzz/.corpus
+	$(FUZZ_ENV) bin-fuzz/fuzz_deck -max_total_time=$(if $(filter fuzz,$@),$(FUZZ_TIME),$(FUZZ_SMOKE)) \
+	  $(FUZZ_RUN) -dict=tools/fuzz_deck.dict build-fuzz/corpus
+	$(FUZZ_ENV) bin-fuzz/fuzz_ckpt -max_total_time=$(if $(filter fuzz,$@),$(FUZZ_TIME),$(FUZZ_SMOKE)) \
+	  $(FUZZ_RUN) build-fuzz/ckpt-corpus
 
 clean:
 	rm -rf build bin build-san bin-san build-fuzz bin-fuzz

@@ -107,10 +107,23 @@ typedef struct deck {
     double tracks_fraction;            /* share of each tracked species given an id at load */
     int tracks_species_mask;           /* bit s = species s tracked; default all mobile */
     long checkpoint_every;             /* 0 = off */
+    /* found by the checks of deck_load: particles of each species in the fullest box-wide
+     * window of its load and injection columns (estimated when too many to visit) */
+    double load_particles[DECK_MAX_SPECIES];
 } deck;
 
 /* Load and validate; 0 on success, -1 after reporting the error(s). */
 int deck_load(const char *path, deck *d);
+/* The profile checks of deck_load again, after d->steps changed (the moving window injects
+ * further); 0, or -1 after reporting. */
+int deck_recheck(deck *d);
+/* Profile values the checks of one deck evaluate at most (default 2^26; the fuzzers lower
+ * it); beyond it they visit an even subset of the load positions. */
+void deck_set_scan_budget(long long points);
+/* Cells the moving window moves in d->steps steps (0 without a window). */
+long deck_window_moves(const deck *d);
+/* The name of a species in output files and datasets: [^A-Za-z0-9] replaced by '_'. */
+void deck_output_name(char *dst, size_t len, const char *src);
 /* Courant limit of the 2D Yee scheme: 1/sqrt(1/dx^2 + 1/dy^2). */
 double deck_courant_dt(double dx, double dy);
 /* Write the fully resolved deck as a libconfig file that deck_load() accepts. */

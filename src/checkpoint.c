@@ -1,8 +1,8 @@
 /* checkpoint.c - restart files (design.md §9): writing, finding, loading, and the continuation
  * of energy.csv after a restart.
  *
- * File layout (HDF5, every dataset 1-D, chunked with Fletcher-32 checksums so that a damaged
- * file is refused on reading):
+ * File layout (HDF5, every dataset 1-D, chunked with Fletcher-32 checksums, and a hash of the
+ * whole file in its user block, so that a damaged file is refused on reading):
  *   /version /step /backend /nspecies /clusters[ncx, ncy] /deck (run.cfg text, bytes)
  *   /run/     particle_steps wall_s phase_s[5] en_step en_e en_b en_gauss en_kin[nspecies]
  *             window_cells (cells the moving window has moved)
@@ -18,7 +18,8 @@
 #include "checkpoint.h"
 #include "empic.h"
 #include "fbnd.h"
-#include "report.h"
+#include "fileio.h"
+#include "memory.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -154,7 +155,7 @@ static void put_text(ck_io *io, hid_t loc, const char *name, const char *text, s
 static char *get_text(ck_io *io, hid_t loc, const char *name)
 {
     long long n = io->err ? -1 : ck_len(loc, name);
-    if (n < 0 || n > (1LL << 30)) {
+    if (n < 0 || n > (16LL << 20)) { /* the deck text at most */
         ck_fail(io, name);
         return NULL;
     }
@@ -181,21 +182,65 @@ static void ck_close_group(hid_t g)
         H5Gclose(g);
 }
 
-/* ---------------------------------------------------------------- file names */
+/* ---------------------------------------------------------------- whole-file checksum */
 
-static int mkdir_p(const char *dir)
+/* HDF5 checksums the data (Fletcher-32) but not, in the format it writes by default, the
+ * metadata; a damaged object header can then mislead HDF5 itself. The user block at the
+ * start of the file carries a magic text and a 64-bit hash of everything after it, checked
+ * before HDF5 opens the file. */
+#define CK_USERBLOCK 512
+static const char CK_MAGIC[16] = "empic-ckpt-sum1";
+
+typedef struct {
+    uint64_t h;
+} ck_hash;
+
+static void ck_hash_add(ck_hash *k, const unsigned char *p, size_t n)
 {
-    char buf[CK_PATH];
-    snprintf(buf, sizeof buf, "%s", dir);
-    for (char *p = buf + 1; *p; p++)
-        if (*p == '/') {
-            *p = 0;
-            if (mkdir(buf, 0777) && errno != EEXIST)
-                return -1;
-            *p = '/';
-        }
-    return (mkdir(buf, 0777) && errno != EEXIST) ? -1 : 0;
+    uint64_t h = k->h;
+    for (size_t i = 0; i < n; i++) /* FNV-1a */
+        h = (h ^ p[i]) * 0x100000001b3ULL;
+    k->h = h;
 }
+
+void checkpoint_seal(char *image, size_t n)
+{
+    if (n < CK_USERBLOCK)
+        return;
+    ck_hash k = {0xcbf29ce484222325ULL};
+    ck_hash_add(&k, (const unsigned char *)image + CK_USERBLOCK, n - CK_USERBLOCK);
+    memcpy(image, CK_MAGIC, sizeof CK_MAGIC);
+    for (int b = 0; b < 8; b++)
+        image[sizeof CK_MAGIC + b] = (char)(k.h >> (8 * b));
+}
+
+/* 0 when the file's hash matches its user block; else -1 with the reason in io. */
+static int ck_sum_check(const char *path, ck_io *io)
+{
+    FILE *f = fopen(path, "rb");
+    unsigned char head[CK_USERBLOCK], *buf = malloc((size_t)1 << 22);
+    ck_hash k = {0xcbf29ce484222325ULL};
+    size_t n;
+    int ok = f && buf && fread(head, 1, CK_USERBLOCK, f) == CK_USERBLOCK &&
+             !memcmp(head, CK_MAGIC, sizeof CK_MAGIC), tagged = ok;
+    while (ok && (n = fread(buf, 1, (size_t)1 << 22, f)) > 0)
+        ck_hash_add(&k, buf, n);
+    ok = ok && !ferror(f);
+    for (int b = 0; ok && b < 8; b++)
+        ok = head[sizeof CK_MAGIC + b] == (unsigned char)(k.h >> (8 * b));
+    if (f)
+        fclose(f);
+    free(buf);
+    if (!ok) {
+        io->err = 1;
+        snprintf(io->what, sizeof io->what, "%s", tagged ? "the file's checksum (damaged)"
+                                                   : "its header (not an empic checkpoint of this "
+                                                     "version, or cut short)");
+    }
+    return ok ? 0 : -1;
+}
+
+/* ---------------------------------------------------------------- file names */
 
 /* 1 when name is ckpt<digits>.h5 (*tmp = 0) or ckpt<digits>.h5.tmp (*tmp = 1). */
 static int ckpt_name(const char *name, long *step, int *tmp)
@@ -234,16 +279,6 @@ int checkpoint_run_dir(const char *path, char *out, size_t len)
         snprintf(out, len, "%s", buf);
     }
     return 0;
-}
-
-static int sync_dir(const char *path)
-{
-    int fd = open(path, O_RDONLY | O_DIRECTORY);
-    if (fd < 0)
-        return -1;
-    int rc = fsync(fd);
-    close(fd);
-    return rc;
 }
 
 /* Remove the checkpoints in dir except keep (just written) and prev (the run's previous one,
@@ -355,12 +390,30 @@ static int fbnd_arrays(const emf *f, char name[][16], float **data, size_t *len)
     return n;
 }
 
-/* Bytes the file will take, about: the core driver's growth step, so it grows once. */
+/* Bytes a dataset of n values of e bytes takes: whole chunks once it is chunked in several. */
+static size_t chunked(size_t n, size_t e)
+{
+    return (n > CK_CHUNK ? (n + CK_CHUNK - 1) / CK_CHUNK * CK_CHUNK : n) * e;
+}
+
+/* Bytes the file will take, a little more: the core driver's first allocation, so that it
+ * never grows (a growth would add a whole second step). */
 static size_t image_estimate(const sim *S)
 {
-    size_t b = ((size_t)1 << 20) + 10 * S->f.size * sizeof(float);
-    for (int s = 0; s < S->nsp; s++)
-        b += (size_t)live_particles(&S->sp[s], S->cl.n) * 29 + (size_t)S->cl.n * 12 * 4;
+    size_t b = ((size_t)4 << 20) + 10 * chunked(S->f.size, sizeof(float));
+    if (S->f.fb) {
+        char name[CK_FBND_MAX][16];
+        float *data[CK_FBND_MAX];
+        size_t len[CK_FBND_MAX];
+        int n = fbnd_arrays(&S->f, name, data, len);
+        for (int k = 0; k < n; k++)
+            b += chunked(len[k], sizeof(float));
+    }
+    for (int s = 0; s < S->nsp; s++) {
+        size_t live = (size_t)live_particles(&S->sp[s], S->cl.n);
+        b += 7 * chunked(live, 4) + chunked(live, 1) + (S->sp[s].id ? chunked(live, 8) : 0) +
+             (size_t)S->cl.n * 12 * 4 + 65536;
+    }
     return (b + ((size_t)1 << 20) - 1) & ~(((size_t)1 << 20) - 1);
 }
 
@@ -369,10 +422,14 @@ static size_t image_estimate(const sim *S)
  * Returns the image (malloc'd, *len bytes), or NULL with io->err set. */
 static char *build_image(sim *S, const char *name, ck_io *io, size_t *len)
 {
-    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS), file = -1;
-    if (fapl >= 0 && H5Pset_fapl_core(fapl, image_estimate(S), 0) >= 0 &&
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS), fcpl = H5Pcreate(H5P_FILE_CREATE), file = -1;
+    /* the user block (ignored by HDF5) takes the checksum of the whole file: ck_sum */
+    if (fapl >= 0 && fcpl >= 0 && H5Pset_fapl_core(fapl, image_estimate(S), 0) >= 0 &&
+        H5Pset_userblock(fcpl, CK_USERBLOCK) >= 0 &&
         H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG) >= 0)
-        file = H5Fcreate(name, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+        file = H5Fcreate(name, H5F_ACC_TRUNC, fcpl, fapl);
+    if (fcpl >= 0)
+        H5Pclose(fcpl);
     if (file < 0)
         ck_fail(io, "creating the file"); /* before any other call clears the error stack */
     if (fapl >= 0)
@@ -445,8 +502,9 @@ static char *build_image(sim *S, const char *name, ck_io *io, size_t *len)
         ck_fail(io, "flushing the file");
     if (!io->err && (n = H5Fget_file_image(file, NULL, 0)) <= 0)
         ck_fail(io, "the file image");
-    if (!io->err && (!(image = malloc((size_t)n)) ||
-                     H5Fget_file_image(file, image, (size_t)n) != n))
+    /* the image leaves out the user block: it goes in front (zeroed, then the checksum) */
+    if (!io->err && (!(image = calloc(1, (size_t)n + CK_USERBLOCK)) ||
+                     H5Fget_file_image(file, image + CK_USERBLOCK, (size_t)n) != n))
         ck_fail(io, "copying the file image (out of host memory?)");
     if (H5Fclose(file) < 0)
         ck_fail(io, "closing the file");
@@ -454,7 +512,8 @@ static char *build_image(sim *S, const char *name, ck_io *io, size_t *len)
         free(image);
         return NULL;
     }
-    *len = (size_t)n;
+    *len = (size_t)n + CK_USERBLOCK;
+    checkpoint_seal(image, *len);
     return image;
 }
 
@@ -470,13 +529,13 @@ int checkpoint_write(sim *S)
     char *image = NULL;
     int bad = 1;
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    if (mkdir_p(dir))
-        empic_report(dir, 0, "cannot create the checkpoint folder: %s", strerror(errno));
+    if (fileio_mkdir_p(dir, "checkpoint folder"))
+        ;
     else if (!(image = build_image(S, path, &io, &len)))
         empic_report(path, 0, "cannot build the checkpoint: HDF5 failed at %s%s%s", io.what,
                      io.cause[0] ? ": " : "", io.cause);
     else /* temporary name, fsync, rename; the temporary file is removed on failure */
-        bad = report_write_file(path, image, len) != 0;
+        bad = fileio_write_atomic(path, image, len) != 0;
     free(image);
     if (bad) {
         empic_report(path, 0, "checkpoint not written; %s%s",
@@ -485,7 +544,6 @@ int checkpoint_write(sim *S)
                      prev ? prev : "");
         return -1;
     }
-    sync_dir(dir); /* the rename itself on disk */
     prune(dir, path, S->checkpoint_last);
     snprintf(S->checkpoint_last, sizeof S->checkpoint_last, "%s", path);
     if (!S->quiet) {
@@ -506,17 +564,54 @@ static hid_t open_ro(const char *path)
     return H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
 }
 
-/* 0 when path opens as a checkpoint of this version; its step in *step. */
-static int probe(const char *path, long *step)
+/* Read every value of dataset `name` of loc (checksums verified by HDF5). */
+static herr_t verify_object(hid_t loc, const char *name, const H5O_info_t *info, void *data)
 {
-    hid_t f = open_ro(path);
-    if (f < 0)
-        return -1;
+    ck_io *io = data;
+    if (info->type != H5O_TYPE_DATASET)
+        return 0;
+    hid_t ds = H5Dopen2(loc, name, H5P_DEFAULT);
+    hid_t ft = ds < 0 ? -1 : H5Dget_type(ds), sp = ds < 0 ? -1 : H5Dget_space(ds);
+    hid_t mt = ft < 0 ? -1 : H5Tget_native_type(ft, H5T_DIR_ASCEND);
+    hssize_t n = sp < 0 ? -1 : H5Sget_simple_extent_npoints(sp);
+    size_t tsize = mt < 0 ? 0 : H5Tget_size(mt);
+    void *buf = n >= 0 && tsize > 0 && tsize <= 16 && (size_t)n < ((size_t)1 << 40) / tsize
+                    ? malloc((size_t)n * tsize + 1)
+                    : NULL;
+    if (!buf || (n > 0 && H5Dread(ds, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0))
+        ck_fail(io, name);
+    free(buf);
+    if (mt >= 0)
+        H5Tclose(mt);
+    if (ft >= 0)
+        H5Tclose(ft);
+    if (sp >= 0)
+        H5Sclose(sp);
+    if (ds >= 0)
+        H5Dclose(ds);
+    return io->err ? -1 : 0;
+}
+
+/* 0 when path is a checkpoint of this version whose every dataset reads back intact (HDF5
+ * checksums of data and metadata); its step in *step. Else -1 with what failed in why. */
+static int verify(const char *path, long *step, char *why, size_t len)
+{
     ck_io io = {0};
-    long long v = get_i64(&io, f, "version");
-    *step = (long)get_i64(&io, f, "step");
-    H5Fclose(f);
-    return io.err || v != CHECKPOINT_VERSION ? -1 : 0;
+    hid_t f = ck_sum_check(path, &io) ? -1 : open_ro(path);
+    if (f < 0) {
+        ck_fail(&io, "opening the file");
+    } else {
+        long long v = get_i64(&io, f, "version");
+        *step = (long)get_i64(&io, f, "step");
+        if (!io.err && v != CHECKPOINT_VERSION)
+            ck_fail(&io, "version (another version of empic)");
+        if (!io.err && H5Ovisit2(f, H5_INDEX_NAME, H5_ITER_NATIVE, verify_object, &io,
+                                    H5O_INFO_BASIC) < 0)
+            ck_fail(&io, "walking the file");
+        H5Fclose(f);
+    }
+    snprintf(why, len, "%s%s%s", io.what, io.cause[0] ? ": " : "", io.cause);
+    return io.err ? -1 : 0;
 }
 
 static int cmp_desc(const void *a, const void *b)
@@ -532,10 +627,12 @@ int checkpoint_find(const char *dir, char *path, size_t len, long *step)
         empic_report(dir, 0, "--restart: cannot open: %s", strerror(errno));
         return -1;
     }
+    char why[400];
     if (S_ISREG(st.st_mode)) {
-        if (probe(dir, step)) {
-            empic_report(dir, 0, "--restart: not a complete empic checkpoint (version %d)",
-                         CHECKPOINT_VERSION);
+        if (verify(dir, step, why, sizeof why)) {
+            empic_report(dir, 0, "--restart: not an intact empic checkpoint (version %d): %s; "
+                         "give its folder to fall back on an older one", CHECKPOINT_VERSION,
+                         why);
             return -1;
         }
         snprintf(path, len, "%s", dir);
@@ -568,17 +665,18 @@ int checkpoint_find(const char *dir, char *path, size_t len, long *step)
     for (size_t k = 0; k < n && rc; k++) {
         long s = -1;
         snprintf(p, sizeof p, "%s/ckpt%08ld.h5", cdir, steps[k]);
-        if (probe(p, &s) == 0 && s == steps[k]) {
+        if (verify(p, &s, why, sizeof why) == 0 && s == steps[k]) {
             snprintf(path, len, "%s", p);
             *step = s;
             rc = 0;
         } else {
-            empic_report(p, 0, "--restart: skipping this file: not a complete checkpoint");
+            empic_report(p, 0, "--restart: skipping this file: not an intact checkpoint (%s)",
+                         why[0] ? why : "its step differs from its name");
         }
     }
     free(steps);
     if (rc)
-        empic_report(cdir, 0, "--restart: no complete checkpoint (ckpt<step>.h5) here; "
+        empic_report(cdir, 0, "--restart: no intact checkpoint (ckpt<step>.h5) here; "
                               "checkpoints are written every diagnostics.checkpoint.every "
                               "steps and when a run is stopped by SIGINT or SIGTERM");
     return rc;
@@ -662,6 +760,12 @@ static void read_species(ck_io *io, hid_t g, sim *S, int s)
     }
     if (alloc < 0 || alloc > 0x7fffffffLL || live != sp->np) {
         ck_fail(io, "np (inconsistent with the cluster tables)");
+        return;
+    }
+    char src[64];
+    double avail = memory_available(src, sizeof src);
+    if (avail > 0 && (double)alloc * (29.0 + (sp->tracked ? 8.0 : 0.0)) > avail) {
+        ck_fail(io, "alloc (more particle slots than the memory available)");
         return;
     }
     sp->alloc = (size_t)alloc;

@@ -48,7 +48,7 @@ static const char *const FQ_NAMES[] = {"E", "B", "J", "rho", NULL};
 
 /* ---------------------------------------------------------------- sections */
 
-static void check_formula(dk_ctx *c, const cs *s, const char *expr, int nonneg)
+static void check_formula(dk_ctx *c, const cs *s, const char *expr)
 {
     char err[256];
     formula *f = formula_new(expr, err, sizeof err);
@@ -58,20 +58,7 @@ static void check_formula(dk_ctx *c, const cs *s, const char *expr, int nonneg)
                   "sin, exp, sqrt, min, max, ...)", expr, err);
         return;
     }
-    const deck *d = c->d;
-    for (int i = 0; c->box_ok && i <= 8; i++)
-        for (int j = 0; j <= 8; j++) {
-            double x = d->nx * d->dx * i / 8, y = d->ny * d->dy * j / 8;
-            double v = formula_eval(f, x, y);
-            if (!isfinite(v) || (nonneg && v < 0)) {
-                dk_report(c, s, NULL, "formula \"%.200s\" gives %g at (x, y) = (%g, %g); expected "
-                          "a finite value%s everywhere in the box", expr, v, x, y,
-                          nonneg ? " >= 0" : "");
-                formula_free(f);
-                return;
-            }
-        }
-    formula_free(f);
+    formula_free(f); /* its values are checked where the run evaluates them: deck_run.c */
 }
 
 /* Side keys xmin..ymax with names[] (index 0 = "periodic"), then the periodic-pair rule. */
@@ -131,6 +118,9 @@ static void parse_grid(dk_ctx *c, const cs *root)
     d->ny = cells[1];
     d->dx = dx[0];
     d->dy = dx[1];
+    if (okd) /* before the Courant limit is computed from them */
+        okd = !dk_float_range(c, dk_member(g, "dx"), "dx", dx[0], 0) &
+              !dk_float_range(c, dk_member(g, "dx"), "dy", dx[1], 0);
     c->box_ok = okc && okd;
 }
 
@@ -319,7 +309,7 @@ static void parse_density(dk_ctx *c, const cs *g, deck_species *sp)
     } else if (sp->profile == PROFILE_EXPR) {
         if (dk_str(c, g, "expr", sp->density_expr, sizeof sp->density_expr, 1) > 0) {
             dk_expand(c, dk_member(g, "expr"), sp->density_expr, sizeof sp->density_expr);
-            check_formula(c, dk_member(g, "expr"), sp->density_expr, 1);
+            check_formula(c, dk_member(g, "expr"), sp->density_expr);
         }
     }
 }
@@ -356,7 +346,7 @@ static void parse_momentum(dk_ctx *c, const cs *g, deck_species *sp)
             if (numeric_text(sp->drift[i], &v))
                 snprintf(sp->drift[i], DECK_EXPR_MAX, "%.17g", v);
             else
-                check_formula(c, e, sp->drift[i], 0);
+                check_formula(c, e, sp->drift[i]);
         } else if (dk_num_of(c, e, &v) == 0) {
             snprintf(sp->drift[i], DECK_EXPR_MAX, "%.17g", v);
         }
@@ -510,6 +500,59 @@ static void parse_diagnostics(dk_ctx *c, const cs *root)
     }
 }
 
+/* The deck's text (malloc'd, NUL-terminated), read here rather than by libconfig, whose
+ * scanner exits the process when a read fails and resolves @include against the deck's
+ * folder even for absolute paths; NULL after reporting. */
+#define DECK_TEXT_MAX (16 << 20)
+static char *read_deck(const char *path)
+{
+    FILE *fp = fopen(path, "re");
+    struct stat st;
+    if (!fp) {
+        empic_report(path, 0, "cannot open the deck: %s", strerror(errno));
+        return NULL;
+    }
+    if (fstat(fileno(fp), &st) || !S_ISREG(st.st_mode)) {
+        empic_report(path, 0, "is %s; expected a libconfig deck file",
+                     S_ISDIR(st.st_mode) ? "a directory" : "not a regular file");
+        fclose(fp);
+        return NULL;
+    }
+    char *text = malloc(DECK_TEXT_MAX + 1);
+    size_t n = text ? fread(text, 1, DECK_TEXT_MAX + 1, fp) : 0;
+    int err = ferror(fp) ? errno : 0;
+    fclose(fp);
+    const char *why = !text ? "out of memory" : err ? strerror(err)
+                    : n > DECK_TEXT_MAX ? "larger than 16 MiB" : NULL;
+    if (why) {
+        empic_report(path, 0, "cannot read the deck: %s", why);
+        free(text);
+        return NULL;
+    }
+    text[n] = '\0';
+    if (memchr(text, '\0', n)) {
+        empic_report(path, 0, "holds NUL bytes; expected a libconfig deck (a text file)");
+        free(text);
+        return NULL;
+    }
+    int line = 1;
+    for (const char *p = text; *p; line++) {
+        p += strspn(p, " \t");
+        if (!strncmp(p, "@include", 8)) {
+            empic_report(path, line, "@include is not supported (a deck is one file, stored "
+                         "whole in run.cfg and the checkpoints); copy the included settings "
+                         "into the deck");
+            free(text);
+            return NULL;
+        }
+        p = strchr(p, '\n');
+        if (!p)
+            break;
+        p++;
+    }
+    return text;
+}
+
 int deck_load(const char *path, deck *d)
 {
     if (!d)
@@ -519,39 +562,26 @@ int deck_load(const char *path, deck *d)
         empic_report(NULL, 0, "no deck file given; expected a path to a libconfig deck");
         return -1;
     }
+    if (strlen(path) >= sizeof d->file) {
+        empic_report(NULL, 0, "deck path of %zu characters; expected at most %zu", strlen(path),
+                     sizeof d->file - 1);
+        return -1;
+    }
     snprintf(d->file, sizeof d->file, "%s", path);
-    FILE *fp = fopen(path, "r");
-    struct stat st;
-    if (!fp) {
-        empic_report(path, 0, "cannot open the deck: %s", strerror(errno));
+    char *text = read_deck(path);
+    if (!text)
         return -1;
-    }
-    int isdir = fstat(fileno(fp), &st) == 0 && S_ISDIR(st.st_mode);
-    fclose(fp);
-    if (isdir) {
-        empic_report(path, 0, "is a directory; expected a libconfig deck file");
-        return -1;
-    }
-    char dir[DECK_PATH_MAX];
-    snprintf(dir, sizeof dir, "%s", d->file);
-    char *slash = strrchr(dir, '/');
-    if (slash)
-        slash[slash == dir] = '\0';
-    else
-        snprintf(dir, sizeof dir, ".");
     config_t cfg;
     config_init(&cfg);
-    config_set_include_dir(&cfg, dir);
-    if (!config_read_file(&cfg, path)) {
-        const char *ef = config_error_file(&cfg);
-        empic_report(ef ? ef : path, config_error_line(&cfg), "%s: %s; expected a libconfig "
-                     "deck (key = value; groups { }, arrays [ ], lists ( ))",
-                     config_error_type(&cfg) == CONFIG_ERR_FILE_IO ? "cannot read the deck"
-                                                                    : "cannot parse the deck",
+    if (!config_read_string(&cfg, text)) {
+        empic_report(path, config_error_line(&cfg), "cannot parse the deck: %s; expected a "
+                     "libconfig deck (key = value; groups { }, arrays [ ], lists ( ))",
                      config_error_text(&cfg) ? config_error_text(&cfg) : "unknown error");
         config_destroy(&cfg);
+        free(text);
         return -1;
     }
+    free(text);
     dk_ctx c = {.file = d->file, .d = d};
     const cs *root = config_root_setting(&cfg);
     dk_keys(&c, root, ROOT_KEYS);
@@ -563,6 +593,8 @@ int deck_load(const char *path, deck *d)
     parse_lasers(&c, root);
     parse_species(&c, root);
     parse_diagnostics(&c, root);
+    if (!c.nerr)
+        deck_check_run(&c, root);
     config_destroy(&cfg);
     if (c.nerr) {
         empic_report(d->file, 0, "deck rejected: %d error%s", c.nerr, c.nerr > 1 ? "s" : "");

@@ -59,6 +59,14 @@ extern const char *const DECK_PS_AXES[];
 void deck_insitu_parse(dk_ctx *c, const cs *diag, const char *const snames[]);
 void deck_insitu_parse_selection(dk_ctx *c, const cs *particles);
 
+/* A value stored in single precision: 0 (when zero_ok) or a magnitude the run's arithmetic
+ * keeps finite and normal; 0, or -1 after reporting it as `what` at setting s. */
+int dk_float_range(dk_ctx *c, const cs *s, const char *what, double v, int zero_ok);
+/* Checks of the parsed deck against what the run will do (deck_run.c): cluster split,
+ * single-precision ranges, laser sides, output names, every profile value of the load and
+ * injection; fills d->load_particles. */
+void deck_check_run(dk_ctx *c, const cs *root);
+
 /* dk_int into an integer lvalue of any type (needs dk_ctx *c in scope). */
 #define DK_INT(g, key, dst, lo, hi, req)                                                      \
     do {                                                                                       \

@@ -44,12 +44,12 @@ int guard_fields(const emf *f, guard_hit *h)
     return 0;
 }
 
-/* First slot of cluster c whose momentum or offset is not finite, or -1. */
+/* First slot of cluster c whose momentum, offset or weight is not finite, or -1. */
 static long first_bad(const species *s, int c)
 {
     for (long p = s->start[c]; p < (long)s->start[c] + s->count[c]; p++)
         if (!isfinite(s->ux[p]) || !isfinite(s->uy[p]) || !isfinite(s->uz[p]) ||
-            !isfinite(s->x[p]) || !isfinite(s->y[p]))
+            !isfinite(s->x[p]) || !isfinite(s->y[p]) || !isfinite(s->w[p]))
             return p;
     return -1;
 }
@@ -69,10 +69,10 @@ int guard_particles(const sim *S, guard_hit *h)
         if (first == INT_MAX)
             continue;
         long p = first_bad(sp, first);
-        const float v[5] = {sp->ux[p], sp->uy[p], sp->uz[p], sp->x[p], sp->y[p]};
-        const char *name[5] = {"ux", "uy", "uz", "x offset", "y offset"};
+        const float v[6] = {sp->ux[p], sp->uy[p], sp->uz[p], sp->x[p], sp->y[p], sp->w[p]};
+        const char *name[6] = {"ux", "uy", "uz", "x offset", "y offset", "weight"};
         int q = 0;
-        while (q < 4 && isfinite(v[q]))
+        while (q < 5 && isfinite(v[q]))
             q++;
         h->found = 1;
         h->species = s;
@@ -112,20 +112,37 @@ int guard_counts(const sim *S, guard_hit *h)
 
 int guard_check(const sim *S, guard_hit *h)
 {
-    guard_hit own;
+    guard_hit own, part;
     if (!h)
         h = &own;
-    if (guard_fields(&S->f, h)) {
-        empic_report(NULL, 0, "step %ld: field %s = %g at cell (i, j) = (%d, %d) is not finite; "
-                     "the run has gone unstable (check dt against the Courant limit, dx against "
-                     "the Debye length, and the deck's fields)",
-                     S->step, h->what, h->value, h->i, h->j);
+    const int field = guard_fields(&S->f, h);
+    /* E and B finite while particles are not: the bad values were born in the particles
+     * (their current J comes from them) */
+    const int eb = field && h->what[0] != 'J';
+    if (guard_particles(S, &part)) {
+        const species *sp = &S->sp[part.species];
+        empic_report(NULL, 0, "step %ld: species %s: a particle in cell (i, j) = (%d, %d) has "
+                     "%s = %g (not finite)", S->step, sp->cfg->name, part.i, part.j, part.what,
+                     part.value);
+        if (eb)
+            empic_report(NULL, 0, "  and field %s = %g at cell (i, j) = (%d, %d): fields and "
+                         "particles went unstable together (check dt against the Courant "
+                         "limit, dx against the Debye length, the lasers and external fields)",
+                         h->what, h->value, h->i, h->j);
+        else
+            empic_report(NULL, 0, "  E and B are finite: the bad values were born in the "
+                         "particles; check species %s: charge %g, mass %g (q/m = %g in single "
+                         "precision), its density (weights) and drift", sp->cfg->name,
+                         sp->cfg->charge, sp->cfg->mass, (double)sp->qm);
+        *h = part;
         return -1;
     }
-    if (guard_particles(S, h)) {
-        empic_report(NULL, 0, "step %ld: species %s: a particle in cell (i, j) = (%d, %d) has "
-                     "%s = %g (not finite); the run has gone unstable",
-                     S->step, S->sp[h->species].cfg->name, h->i, h->j, h->what, h->value);
+    if (field) {
+        empic_report(NULL, 0, "step %ld: field %s = %g at cell (i, j) = (%d, %d) is not finite; "
+                     "the particles are finite: %s", S->step, h->what, h->value, h->i, h->j,
+                     eb ? "the fields have gone unstable (check dt against the Courant limit, "
+                          "the external fields and the lasers' a0 and omega0)"
+                        : "their current overflows (check the species' densities and charges)");
         return -1;
     }
     if (guard_counts(S, h)) {
@@ -179,12 +196,30 @@ void guard_signals(int on)
 
 int guard_signal_pending(void) { return sig_seen; }
 
-static int energies_finite(const sim *S)
+/* The first non-finite quantity of the last energy diagnostic (its energy.csv column), with
+ * its likely cause; NULL when all are finite. */
+static const char *energy_bad(const sim *S, char *what, size_t len)
 {
-    int ok = isfinite(S->en_e) && isfinite(S->en_b) && isfinite(S->en_gauss);
+    if (!isfinite(S->en_e) || !isfinite(S->en_b)) {
+        snprintf(what, len, "%s = %g: the fields are finite but their energy overflows "
+                 "(fields near the single-precision limit: check the lasers' a0 omega0 and "
+                 "the external fields)", isfinite(S->en_e) ? "field_B" : "field_E",
+                 isfinite(S->en_e) ? S->en_b : S->en_e);
+        return what;
+    }
     for (int s = 0; s < S->nsp; s++)
-        ok &= S->sp[s].immobile || isfinite(S->en_kin[s]);
-    return ok;
+        if (!S->sp[s].immobile && !isfinite(S->en_kin[s])) {
+            snprintf(what, len, "kinetic_%s = %g: species %s has finite momenta and weights "
+                     "but their energy overflows (check its density (weights), mass and "
+                     "drift)", S->sp[s].name, S->en_kin[s], S->sp[s].name);
+            return what;
+        }
+    if (!isfinite(S->en_gauss)) {
+        snprintf(what, len, "gauss_max = %g: the charge density overflows (check the "
+                 "species' densities and charges)", S->en_gauss);
+        return what;
+    }
+    return NULL;
 }
 
 int guard_after_step(sim *S)
@@ -192,8 +227,20 @@ int guard_after_step(sim *S)
     const deck *d = &S->d;
     const int gpu = S->backend == BACKEND_CUDA, sig = sig_seen;
     const int ckpt = sig || (d->checkpoint_every > 0 && S->step % d->checkpoint_every == 0);
-    const int bad_energy =
-        d->energy_every > 0 && S->step > 0 && S->en_step == S->step - 1 && !energies_finite(S);
+    char what[320];
+    if (S->io_failed)
+        return -1; /* the file was named when it failed */
+    for (int s = 0; s < S->nsp; s++)
+        if (S->sp[s].bad.found) { /* beyond what deck_load checked (--steps, large decks) */
+            const species_fault *b = &S->sp[s].bad;
+            empic_report(NULL, 0, "step %ld: species %s: the moving window's injection met %s "
+                         "= %g at (x, y) = (%.9g, %.9g) (lab frame); expected a finite value "
+                         ">= 0", S->step, S->sp[s].cfg->name, b->what, b->value, b->x, b->y);
+            return -1;
+        }
+    const char *bad_energy = d->energy_every > 0 && S->step > 0 && S->en_step == S->step - 1
+                                 ? energy_bad(S, what, sizeof what)
+                                 : NULL;
     const long every = d->energy_every > 0 ? d->energy_every : GUARD_EVERY;
     /* the GPU screens through the energy diagnostic and fetches only when it must */
     const int scan =
@@ -204,9 +251,7 @@ int guard_after_step(sim *S)
         if (guard_check(S, NULL))
             return -1;
         if (bad_energy) {
-            empic_report(NULL, 0, "step %ld: the energy diagnostic is not finite (field_E = %g, "
-                         "field_B = %g, gauss_max = %g); the run has gone unstable",
-                         S->en_step, S->en_e, S->en_b, S->en_gauss);
+            empic_report(NULL, 0, "step %ld: energy diagnostic %s", S->en_step, bad_energy);
             return -1;
         }
     }
@@ -225,11 +270,17 @@ void guard_stop_message(const sim *S, int st)
                      sig == SIGINT ? "SIGINT" : (sig == SIGTERM ? "SIGTERM" : "a signal"),
                      S->step, S->d.steps, S->checkpoint_last, S->d.output);
     } else if (S->checkpoint_last[0]) {
-        empic_report(NULL, 0, "stopped at step %ld; the last checkpoint is intact: %s\n"
-                     "  continue from it with: empic --restart %s",
-                     S->step, S->checkpoint_last, S->checkpoint_last);
+        empic_report(NULL, 0, "stopped at step %ld%s; the last checkpoint is intact: %s\n"
+                     "  continue from it with: empic --restart %s", S->step,
+                     S->io_failed ? " (an output file could not be written)" : "",
+                     S->checkpoint_last, S->checkpoint_last);
+    } else if (S->d.checkpoint_every > 0) {
+        empic_report(NULL, 0, "stopped at step %ld; no checkpoint of this run exists (the first "
+                     "is due at step %ld: diagnostics.checkpoint.every = %ld), nothing to "
+                     "restart from",
+                     S->step, S->d.checkpoint_every, S->d.checkpoint_every);
     } else {
-        empic_report(NULL, 0, "stopped at step %ld; this run wrote no checkpoint (set "
+        empic_report(NULL, 0, "stopped at step %ld; this run writes no checkpoints (set "
                      "diagnostics.checkpoint.every to have them)", S->step);
     }
 }

@@ -2,13 +2,13 @@
 #include "h5out.h"
 #include "empic.h"
 #include "version.h"
+#include "fileio.h"
 
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -192,68 +192,48 @@ out_item *h5out_add_item(h5w *w, int particle, int stagger, int precision, long 
     return it;
 }
 
-int h5out_commit(const h5w *w, const char *tmp, const char *path, const char *what)
+int h5out_commit(h5w *w, const char *path, const char *what)
 {
+    void *image = NULL;
+    ssize_t n = -1;
+    if (w->file >= 0 && !w->err && H5Fflush(w->file, H5F_SCOPE_GLOBAL) < 0)
+        h5out_fail(w, "flushing the file");
+    if (w->file >= 0 && !w->err && (n = H5Fget_file_image(w->file, NULL, 0)) <= 0)
+        h5out_fail(w, "the file image");
+    if (!w->err && !(image = malloc((size_t)n)))
+        h5out_fail(w, "the file image (out of host memory)");
+    if (!w->err && H5Fget_file_image(w->file, image, (size_t)n) != n)
+        h5out_fail(w, "copying the file image");
+    if (w->file >= 0 && H5Fclose(w->file) < 0)
+        h5out_fail(w, "file close");
+    w->file = -1;
     if (w->err) {
         empic_report(path, 0, "HDF5 error at %s; %s not written", w->what, what);
-        unlink(tmp);
+        free(image);
         return -1;
     }
-    if (rename(tmp, path) != 0) {
-        empic_report(path, 0, "cannot rename %s: %s", tmp, strerror(errno));
-        unlink(tmp);
-        return -1;
-    }
-    return 0;
-}
-
-/* Write text under PATH.tmp and rename; 0 or -1 after reporting. */
-int h5out_write_atomic(const char *path, const char *text, size_t len)
-{
-    char tmp[OUT_PATH + 8];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    int ok = f && fwrite(text, 1, len, f) == len;
-    if (f && fclose(f) != 0)
-        ok = 0;
-    if (!ok || rename(tmp, path) != 0) {
-        empic_report(path, 0, "cannot write: %s", strerror(errno));
-        unlink(tmp);
-        return -1;
-    }
-    return 0;
-}
-
-int h5out_make_dirs(const char *path)
-{
-    char p[OUT_PATH];
-    if (snprintf(p, sizeof p, "%s", path) >= (int)sizeof p)
-        return -1;
-    for (char *s = p + 1; *s; s++)
-        if (*s == '/') {
-            *s = '\0';
-            if (mkdir(p, 0777) != 0 && errno != EEXIST)
-                return -1;
-            *s = '/';
-        }
-    return mkdir(p, 0777) != 0 && errno != EEXIST ? -1 : 0;
+    int rc = fileio_write_atomic(path, image, (size_t)n);
+    free(image);
+    if (rc)
+        empic_report(path, 0, "%s not written", what);
+    return rc;
 }
 
 /* Names in the file must be [A-Za-z0-9_] (openPMD record naming). */
 void h5out_safe_name(char *dst, size_t len, const char *src)
 {
-    snprintf(dst, len, "%s", *src ? src : "species");
-    for (char *p = dst; *p; p++)
-        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9')))
-            *p = '_';
+    deck_output_name(dst, len, src);
 }
 
-int h5out_create(h5w *w, const char *tmp)
+int h5out_create(h5w *w, const char *name)
 {
+    /* built in memory (core driver, no backing store) and written by h5out_commit in one
+     * piece: HDF5 never writes to the disk itself, so a full disk fails a plain write() */
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
-    if (fapl < 0 || H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG) < 0)
+    if (fapl < 0 || H5Pset_fapl_core(fapl, (size_t)8 << 20, 0) < 0 ||
+        H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG) < 0)
         h5out_fail(w, "file access properties");
-    w->file = w->err ? -1 : H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    w->file = w->err ? -1 : H5Fcreate(name, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
     h5out_close(fapl, H5Pclose);
     if (w->file < 0) {
         h5out_fail(w, "file creation");

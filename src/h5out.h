@@ -1,6 +1,7 @@
 /* h5out.h - HDF5 writing helpers shared by the openPMD writers (output.c, insitu.c): SI
  * factors of the normalised units, unitDimension vectors, attribute/group/dataset helpers
- * that record the first failure instead of stopping, and atomic text files. */
+ * that record the first failure instead of stopping; files are built in memory and written
+ * atomically. */
 #ifndef H5OUT_H
 #define H5OUT_H
 
@@ -78,8 +79,8 @@ hid_t h5out_dataset(h5w *w, hid_t loc, const char *name, int rank, const hsize_t
 out_item *h5out_add_item(h5w *w, int particle, int stagger, int precision, long long n,
                          const char *name, hid_t obj);
 
-/* Create file `tmp` (closing strongly) into w->file; 0, or -1 with w->err set. */
-int h5out_create(h5w *w, const char *tmp);
+/* Create the file `name` in memory into w->file; 0, or -1 with w->err set. */
+int h5out_create(h5w *w, const char *name);
 /* openPMD 1.1.0 root attributes of a file-based series (iteration_format e.g.
  * "data%08T.h5"); meshesPath / particlesPath only when the file holds them. */
 void h5out_root_attrs(h5w *w, const char *iteration_format, int meshes, int particles,
@@ -87,13 +88,9 @@ void h5out_root_attrs(h5w *w, const char *iteration_format, int meshes, int part
 /* Group /data/<step> with time, dt and timeUnitSI; *data gets /data (close both). */
 hid_t h5out_iteration(h5w *w, hid_t *data, long step, double t, double dt, double time_si);
 
-/* Finish a file written under tmp: renamed to path, or removed after reporting the HDF5
- * error (w->what) with `what` (e.g. "dump"); 0 or -1. */
-int h5out_commit(const h5w *w, const char *tmp, const char *path, const char *what);
-/* Write text under PATH.tmp and rename; 0 or -1 after reporting. */
-int h5out_write_atomic(const char *path, const char *text, size_t len);
-/* mkdir -p; 0 or -1 (errno set). */
-int h5out_make_dirs(const char *path);
+/* Close the file of h5out_create and write it to path atomically (fileio.h), or report the
+ * HDF5 error (w->what) with `what` (e.g. "dump") and write nothing; 0 or -1. */
+int h5out_commit(h5w *w, const char *path, const char *what);
 /* Names in the file must be [A-Za-z0-9_] (openPMD record naming). */
 void h5out_safe_name(char *dst, size_t len, const char *src);
 

@@ -9,6 +9,7 @@
  * units), the per-axis SI factors are in the attribute axisUnitSI (label order). */
 #include "insitu.h"
 #include "empic.h"
+#include "fileio.h"
 #include "h5out.h"
 
 #include <errno.h>
@@ -172,20 +173,17 @@ int insitu_phasespace(sim *S, int final)
     }
     if (!any)
         return 0;
-    char dir[OUT_PATH], path[OUT_PATH + 64], tmp[OUT_PATH + 72];
+    char dir[OUT_PATH], path[OUT_PATH + 64];
     snprintf(dir, sizeof dir, "%s/phasespace", d->output);
-    if (h5out_make_dirs(dir) != 0) {
-        empic_report(dir, 0, "cannot create the output folder: %s", strerror(errno));
+    if (fileio_mkdir_p(dir, "phase-space folder"))
         return -1;
-    }
     snprintf(path, sizeof path, "%s/ps%08ld.h5", dir, S->step);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
     out_units u;
     h5out_units(d->n0, &u);
     h5w *w = empic_calloc(1, sizeof *w, "output writer");
     w->file = -1;
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    if (h5out_create(w, tmp) == 0) {
+    if (h5out_create(w, path) == 0) {
         h5out_root_attrs(w, "ps%08T.h5", 1, 0, d->name);
         hid_t data, it = h5out_iteration(w, &data, S->step, S->step * d->dt, d->dt, u.time);
         hid_t meshes = h5out_group(w, it, "meshes");
@@ -202,10 +200,8 @@ int insitu_phasespace(sim *S, int final)
         h5out_close(meshes, H5Gclose);
         h5out_close(it, H5Gclose);
         h5out_close(data, H5Gclose);
-        if (H5Fclose(w->file) < 0)
-            h5out_fail(w, "file close");
     }
-    int rc = h5out_commit(w, tmp, path, "phase-space file");
+    int rc = h5out_commit(w, path, "phase-space file");
     free(w);
     return rc;
 }

@@ -3,6 +3,8 @@
 #include "cli.h"
 #include "deck.h"
 #include "empic.h"
+#include "fileio.h"
+#include "memory.h"
 #include "report.h"
 #include "sim.h"
 #include "version.h"
@@ -10,15 +12,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static void usage(FILE *o)
 {
-    fputs("usage: empic [--backend cpu|cuda|auto] [--steps N] [--output DIR] [--check] "
-          "[--quiet] DECK\n"
+    fputs("usage: empic [--backend cpu|cuda|auto] [--steps N] [--output DIR] [--overwrite] "
+          "[--check] [--quiet] DECK\n"
           "       empic --restart DIR [--steps N] [--output DIR] [--backend B] [--quiet]\n"
           "  --backend B   override simulation.backend\n"
           "  --steps N     override the number of steps (the total, counted from step 0)\n"
           "  --output DIR  override diagnostics.output\n"
+          "  --overwrite   replace the files of another run in the output folder\n"
           "  --restart DIR continue from the newest checkpoint in DIR (a run's output folder,\n"
           "                its checkpoint/ folder or one ckpt*.h5 file) with its stored deck\n"
           "  --check       validate DECK, print the resolved deck and the memory it needs\n"
@@ -42,28 +46,48 @@ static const char *usage_text(void)
     return text;
 }
 
-/* Memory the deck needs: fields plus particle slots with slack (upper bound: every cell
- * loaded at its full ppc). */
-static void print_memory(const deck *d)
+/* Memory the deck needs, and what the machine has. */
+static void print_memory(const memory_need *m)
 {
-    double cells = (double)d->nx * d->ny, parts = 0.0;
-    for (int s = 0; s < d->nspecies; s++)
-        parts += cells * d->species[s].ppc[0] * d->species[s].ppc[1];
-    double field = 11.0 * 4.0 * (d->nx + 4.0) * (d->ny + 4.0);
-    double part = 29.0 * (1.0 + d->slack) * parts;
-    printf("# memory: %.0f particles at most; host %.1f MiB (fields %.1f, particles %.1f); "
-           "GPU about the same\n",
-           parts, (field + part) / 1048576.0, field / 1048576.0, part / 1048576.0);
+    char src[64];
+    double avail = memory_available(src, sizeof src);
+    printf("# memory: %.4g particles at most; host %.1f MiB (fields %.1f, particles %.1f, "
+           "passing peaks %.1f), %.1f MiB available (%s); GPU %.1f MiB\n",
+           m->particles, m->host / 1048576.0, m->fields / 1048576.0, m->slots / 1048576.0,
+           m->transient / 1048576.0, avail / 1048576.0, src, m->gpu / 1048576.0);
+}
+
+/* 1 when the checkpoint file lies in dir/checkpoint/: a restart continuing dir's run. */
+static int own_run(const char *ckpt, const char *dir)
+{
+    char buf[DECK_PATH_MAX + 64];
+    struct stat a, b;
+    snprintf(buf, sizeof buf, "%s", ckpt);
+    char *sl = strrchr(buf, '/');
+    if (sl)
+        *sl = '\0';
+    else
+        snprintf(buf, sizeof buf, ".");
+    if (stat(buf, &a))
+        return 0;
+    snprintf(buf, sizeof buf, "%s/checkpoint", dir);
+    return stat(buf, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
 int main(int argc, char **argv)
 {
     const char *deck_path = NULL, *backend = NULL, *output = NULL, *restart = NULL;
     long steps = -1;
-    int check = 0, quiet = 0;
+    int check = 0, quiet = 0, overwrite = 0;
     const char *utext = usage_text();
     if (!(argv = cli_expand(&argc, argv, utext)))
         return 2;
+    for (int a = 1; a < argc; a++) /* paths are kept in buffers of DECK_PATH_MAX */
+        if (strlen(argv[a]) >= DECK_PATH_MAX) {
+            empic_report(NULL, 0, "argument %d (%.40s...) is %zu characters long; expected at "
+                         "most %d", a, argv[a], strlen(argv[a]), DECK_PATH_MAX - 1);
+            return 2;
+        }
     for (int a = 1; a < argc; a++) {
         const char *o = argv[a];
         int more = a + 1 < argc;
@@ -81,6 +105,8 @@ int main(int argc, char **argv)
             output = argv[++a];
         else if (!strcmp(o, "--check"))
             check = 1;
+        else if (!strcmp(o, "--overwrite"))
+            overwrite = 1;
         else if (!strcmp(o, "--quiet"))
             quiet = 1;
         else if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
@@ -125,20 +151,38 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    if (steps >= 0)
+    if (steps >= 0 && steps != d.steps) {
         d.steps = steps;
+        if (deck_recheck(&d)) { /* the moving window injects further */
+            deck_free(&d);
+            return 1;
+        }
+    }
     if (output)
         snprintf(d.output, sizeof d.output, "%s", output);
+    memory_need need;
+    memory_estimate(&d, &need);
     if (check) {
         deck_write(&d, stdout);
-        print_memory(&d);
+        print_memory(&need);
         report_scales(&d, stdout);
+        int rc = memory_check(&d, &need) ? 1 : 0;
         deck_free(&d);
-        return 0;
+        return rc;
     }
-    sim S;
-    if (sim_init_from(&S, &d, quiet, restart ? ckpt : NULL))
+    const int own = restart && own_run(ckpt, d.output);
+    int lock = -1;
+    if (memory_check(&d, &need) || (lock = fileio_lock_output(d.output, own, overwrite)) < 0) {
+        deck_free(&d);
         return 1;
+    }
+    if (overwrite && !own)
+        fileio_clear_run(d.output);
+    sim S;
+    if (sim_init_from(&S, &d, quiet, restart ? ckpt : NULL)) {
+        sim_free(&S);
+        return 1;
+    }
     int rc = sim_run(&S);
     sim_free(&S);
     return rc < 0 ? 1 : rc; /* 128 + signal after a stop with a checkpoint */

@@ -17,6 +17,7 @@
 #include "output.h"
 #include "deck.h"
 #include "empic.h"
+#include "fileio.h"
 #include "h5out.h"
 #include "phasespace.h"
 #include "xdmf.h"
@@ -371,9 +372,9 @@ static void write_species(h5w *w, hid_t parts, hid_t xg, const output_frame *fr,
 
 /* ---- the file ---- */
 
-static void write_file(h5w *w, const char *tmp, const output_frame *fr, const out_units *u)
+static void write_file(h5w *w, const char *name, const output_frame *fr, const out_units *u)
 {
-    if (h5out_create(w, tmp))
+    if (h5out_create(w, name))
         return;
     char fmt[64];
     snprintf(fmt, sizeof fmt, "%s%%08T.h5", series(fr));
@@ -391,23 +392,17 @@ static void write_file(h5w *w, const char *tmp, const output_frame *fr, const ou
     }
     h5out_close(it, H5Gclose);
     h5out_close(data, H5Gclose);
-    if (H5Fclose(w->file) < 0)
-        h5out_fail(w, "file close");
-    w->file = -1;
 }
 
 /* ---- entry point ---- */
 
 int output_dump(const char *outdir, const output_frame *fr)
 {
-    char dir[OUT_PATH], path[OUT_PATH + 64], tmp[OUT_PATH + 72];
+    char dir[OUT_PATH], path[OUT_PATH + 64];
     snprintf(dir, sizeof dir, "%s/%s", outdir, series(fr));
-    if (h5out_make_dirs(dir) != 0) {
-        empic_report(dir, 0, "cannot create the output folder: %s", strerror(errno));
+    if (fileio_mkdir_p(dir, "dump folder"))
         return -1;
-    }
     snprintf(path, sizeof path, "%s/%s%08ld.h5", dir, series(fr), fr->step);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
     out_units u;
     h5out_units(fr->d->n0, &u);
     h5w *w = empic_calloc(1, sizeof *w, "output writer");
@@ -415,8 +410,8 @@ int output_dump(const char *outdir, const output_frame *fr)
     for (int s = 0; s < fr->nspecies && s < DECK_MAX_SPECIES; s++)
         h5out_safe_name(w->species[s], DECK_NAME_MAX, fr->sp[s].cfg->name);
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    write_file(w, tmp, fr, &u);
-    int rc = h5out_commit(w, tmp, path, "dump");
+    write_file(w, path, fr, &u);
+    int rc = h5out_commit(w, path, "dump");
     if (rc == 0)
         rc = xdmf_dump(dir, series(fr), w, fr);
     free(w);

@@ -1,7 +1,9 @@
 /* report.c - run.cfg, energy.csv, progress line, timing table and timing.json. */
 #include "report.h"
 #include "empic.h"
+#include "fileio.h"
 #include "h5out.h"
+#include "memory.h"
 #include "version.h"
 
 #include <errno.h>
@@ -22,48 +24,6 @@
 #define BYTES_CELL 96.0
 
 static const char *phase_name[PH_COUNT] = {"push", "deposit", "sort", "field", "other"};
-
-static int mkdir_p(const char *dir)
-{
-    char buf[DECK_PATH_MAX + 16];
-    snprintf(buf, sizeof buf, "%s", dir);
-    for (char *p = buf + 1; *p; p++)
-        if (*p == '/') {
-            *p = 0;
-            if (mkdir(buf, 0777) && errno != EEXIST)
-                return -1;
-            *p = '/';
-        }
-    return (mkdir(buf, 0777) && errno != EEXIST) ? -1 : 0;
-}
-
-int report_write_file(const char *path, const char *text, size_t len)
-{
-    char tmp[DECK_PATH_MAX + 32];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) {
-        empic_report(path, 0, "cannot create: %s", strerror(errno));
-        return -1;
-    }
-    size_t done = 0;
-    while (done < len) {
-        ssize_t w = write(fd, text + done, len - done);
-        if (w <= 0) {
-            empic_report(path, 0, "write failed: %s", strerror(errno));
-            close(fd);
-            unlink(tmp);
-            return -1;
-        }
-        done += (size_t)w;
-    }
-    if (fsync(fd) || close(fd) || rename(tmp, path)) {
-        empic_report(path, 0, "cannot complete the file: %s", strerror(errno));
-        unlink(tmp);
-        return -1;
-    }
-    return 0;
-}
 
 static void out_path(const sim *S, char *buf, size_t len, const char *name)
 {
@@ -107,10 +67,8 @@ static char *energy_rows(const char *dir, long step)
 int report_open(sim *S, const char *resume_dir)
 {
     char path[DECK_PATH_MAX + 64];
-    if (mkdir_p(S->d.output)) {
-        empic_report(S->d.output, 0, "cannot create the output folder: %s", strerror(errno));
+    if (fileio_mkdir_p(S->d.output, "output folder"))
         return -1;
-    }
     char *text = NULL;
     size_t len = 0;
     FILE *m = open_memstream(&text, &len);
@@ -118,7 +76,7 @@ int report_open(sim *S, const char *resume_dir)
     deck_write(&S->d, m);
     fclose(m);
     out_path(S, path, sizeof path, "run.cfg");
-    int rc = report_write_file(path, text, len);
+    int rc = fileio_write_atomic(path, text, len);
     free(text);
     if (rc)
         return -1;
@@ -132,9 +90,8 @@ int report_open(sim *S, const char *resume_dir)
         char *rows = S->step > 0 ? energy_rows(S->d.output, S->step) : NULL;
         if (!rows && S->step > 0)
             rows = energy_rows(resume_dir, S->step);
-        out_path(S, path, sizeof path, "energy.csv.tmp");
-        if (!(S->energy = fopen(path, "w"))) {
-            empic_report(path, 0, "cannot create: %s", strerror(errno));
+        out_path(S, path, sizeof path, "energy.csv");
+        if (!(S->energy = fileio_open_tmp(path))) {
             free(rows);
             return -1;
         }
@@ -288,16 +245,12 @@ static void timing_table(const sim *S, const timing *t)
 
 int report_close(sim *S)
 {
-    char path[DECK_PATH_MAX + 64], fin[DECK_PATH_MAX + 64];
-    if (S->energy) {
-        int bad = ferror(S->energy) | fsync(fileno(S->energy)) | fclose(S->energy);
-        S->energy = NULL;
-        out_path(S, path, sizeof path, "energy.csv.tmp");
+    char fin[DECK_PATH_MAX + 64];
+    int bad = 0;
+    if (S->energy) { /* a failure here still leaves timing.json and the table to write */
         out_path(S, fin, sizeof fin, "energy.csv");
-        if (bad || rename(path, fin)) {
-            empic_report(fin, 0, "cannot complete the file: %s", strerror(errno));
-            return -1;
-        }
+        bad = fileio_finish(S->energy, fin);
+        S->energy = NULL;
     }
     timing t;
     timing_measure(S, &t);
@@ -307,7 +260,7 @@ int report_close(sim *S)
     timing_json(S, &t, m);
     fclose(m);
     out_path(S, fin, sizeof fin, "timing.json");
-    int rc = report_write_file(fin, text, len);
+    int rc = fileio_write_atomic(fin, text, len) | bad;
     free(text);
     if (!S->quiet)
         timing_table(S, &t);

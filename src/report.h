@@ -14,8 +14,6 @@ void report_energy_row(sim *S, double fe, double fb, const double *kin, double g
 void report_progress(sim *S, int final);
 /* Close energy.csv, write timing.json, print the per-phase table. 0 or -1. */
 int report_close(sim *S);
-/* Write `text` to path atomically (temporary name, fsync, rename). 0 or -1 after reporting. */
-int report_write_file(const char *path, const char *text, size_t len);
 
 /* The SI scales of the deck's n0 as comments (ω_p, c/ω_p, E0, the box and time step, and
  * per laser λ0, the critical density, the peak field and the intensity), for --check. */

@@ -17,44 +17,16 @@
 
 int sim_init(sim *S, const deck *d, int quiet) { return sim_init_from(S, d, quiet, NULL); }
 
-/* Lasers launched along x must be in before the window moves (their source plane is fixed
- * in the lab). 0, or -1 after reporting. */
-static int check_window_lasers(const sim *S)
-{
-    const deck *d = &S->d;
-    for (int l = 0; l < d->nlasers && d->window_enabled; l++) {
-        laser_src L;
-        laser_setup(&L, &d->lasers[l], d, d->fbnd[d->lasers[l].boundary] == FBND_PML
-                                              ? d->pml_cells : 0);
-        double end = laser_end_time(&L, d);
-        if (L.axis == 0 && end > d->window_t_start) {
-            empic_report(d->file, 0, "fields.moving_window.t_start = %g: laser %d is still being "
-                         "launched from its x boundary until t = %.6g; expected t_start >= %.6g",
-                         d->window_t_start, l + 1, end, end);
-            return -1;
-        }
-    }
-    return 0;
-}
-
 int sim_init_from(sim *S, const deck *d, int quiet, const char *checkpoint)
 {
     char run[DECK_PATH_MAX] = ""; /* the run a checkpoint continues */
     memset(S, 0, sizeof *S);
     S->d = *d;
     S->quiet = quiet;
-    if (check_window_lasers(S))
-        return -1;
     if (!(S->be = backend_choose(S->d.backend, d->file, S->device, sizeof S->device)))
         return -1;
     S->backend = S->be == &cpu_backend ? BACKEND_CPU : BACKEND_CUDA;
-    clusters_init(&S->cl, &S->d);
-    if ((S->cl.ncx > 2 && S->d.nx / S->cl.ncx < 3) || (S->cl.ncy > 2 && S->d.ny / S->cl.ncy < 3)) {
-        empic_report(d->file, 0, "grid.cluster: clusters of %dx%d cells over %dx%d cells leave "
-                     "some clusters narrower than 3 cells; use larger clusters",
-                     d->cluster[0], d->cluster[1], d->nx, d->ny);
-        return -1;
-    }
+    clusters_init(&S->cl, &S->d); /* deck_load checked the split */
     emf_init(&S->f, &S->d);
     S->f.fb = fbnd_new(&S->f, &S->d);
     window_init(&S->win, &S->d);
@@ -97,6 +69,8 @@ int sim_init_from(sim *S, const deck *d, int quiet, const char *checkpoint)
 void sim_free(sim *S)
 {
     writer_wait(&S->out);
+    if (S->energy) /* a run that stopped before report_close */
+        fclose(S->energy);
     if (S->be_ctx)
         S->be->close(S->be_ctx, &S->st);
     for (int s = 0; s < S->nsp; s++)
@@ -111,7 +85,7 @@ void sim_free(sim *S)
 void sim_wait_writes(sim *S)
 {
     if (writer_wait(&S->out))
-        empic_exit(1);
+        S->io_failed = 1;
 }
 
 void sim_fetch(sim *S)
@@ -131,9 +105,11 @@ static void dump(sim *S, int fields, int parts, int tracks, int final)
 {
     const backend *be = S->be;
     sim_wait_writes(S);
+    if (S->io_failed)
+        return; /* the run stops after this step (guard_after_step) */
     if (insitu_phasespace(S, final))
-        empic_exit(1);
-    if (!fields && !parts && !tracks)
+        S->io_failed = 1;
+    if (S->io_failed || (!fields && !parts && !tracks))
         return;
     output_frame fr = {.d = &S->d, .f = &S->f, .sp = S->sp, .nspecies = S->nsp, .cl = &S->cl,
                        .step = S->step, .t = S->step * S->d.dt, .x0 = S->win.cells * S->d.dx,
@@ -146,13 +122,13 @@ static void dump(sim *S, int fields, int parts, int tracks, int final)
         int rc = output_dump(S->d.output, &fr);
         be->release_tracked(S->be_ctx, compact);
         if (rc)
-            empic_exit(1);
+            S->io_failed = 1;
         fr.sp = S->sp;
         tracks = 0;
     }
     if (tracks && output_dump(S->d.output, &fr))
-        empic_exit(1);
-    if (!fields && !parts)
+        S->io_failed = 1;
+    if (S->io_failed || (!fields && !parts))
         return;
     if (!S->rho_sp)
         S->rho_sp = empic_alloc((size_t)S->nsp * S->f.size * sizeof(float), "charge dumps");
@@ -167,7 +143,7 @@ static void dump(sim *S, int fields, int parts, int tracks, int final)
     fr.tracks = 0;
     const int own = be != &cpu_backend; /* host copies untouched until the next fetch */
     if (own ? writer_start(&S->out, S->d.output, &fr) : output_dump(S->d.output, &fr))
-        empic_exit(1);
+        S->io_failed = 1;
 }
 
 static int due(long every, long step) { return every > 0 && step % every == 0; }
@@ -281,5 +257,8 @@ int sim_run(sim *S)
         sim_wait_writes(S);
     }
     report_progress(S, 1);
-    return report_close(S);
+    int rc = report_close(S);
+    if (S->io_failed)
+        guard_stop_message(S, -1);
+    return S->io_failed ? -1 : rc;
 }

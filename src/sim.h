@@ -18,7 +18,7 @@ int sim_run(sim *S);
 void sim_step(sim *S);
 void sim_free(sim *S);
 /* Wait for the dump being written in the background (before the host copies of the device
- * state change, or HDF5 is used); exits with status 1 when it failed (it said why). */
+ * state change, or HDF5 is used); sets io_failed when it failed (it said why). */
 void sim_wait_writes(sim *S);
 /* The whole backend state into the host arrays (fields, particles), after the background
  * dump: for checkpoints and guards. */

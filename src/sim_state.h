@@ -40,6 +40,8 @@ typedef struct {
     FILE *energy;             /* energy.csv (under its temporary name while running) */
     float *rho_sp;            /* per-species charge scratch, allocated at first dump */
     writer out;               /* the dump being written in the background (CUDA backend) */
+    int io_failed;            /* an output file could not be written (it was reported): the
+                                 run stops cleanly after the step */
     int quiet;
     double progress_at;       /* wall clock of the last progress line */
     char checkpoint_last[DECK_PATH_MAX + 64]; /* last checkpoint written or restarted from */

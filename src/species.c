@@ -5,6 +5,7 @@
 #include "empic.h"
 #include "rng.h"
 
+#include <limits.h>
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -124,6 +125,22 @@ static double profile_density(const deck_species *c, profile_eval *p, double x, 
     }
 }
 
+/* The first bad density of a load or injection: kept for the caller to report. */
+static void note_bad(species *s, double x, double y, double v)
+{
+#pragma omp critical(species_bad)
+    if (!s->bad.found) {
+        s->bad.found = 1;
+        s->bad.what = "density";
+        s->bad.x = x;
+        s->bad.y = y;
+        s->bad.value = v;
+    }
+}
+
+/* Offset in its cell of load position a of n along an axis. */
+static float load_offset(int a, int n) { return ((float)a + 0.5f) / (float)n; }
+
 /* Visit the regular ppc positions of cell (i, j), in global column ig (i plus the cells the
  * moving window has moved: the x of the profiles and the RNG key); fill from slot `at` when
  * `fill`, else only count. The RNG is keyed by (seed, species, cell, particle in cell) with
@@ -141,9 +158,11 @@ static int load_cell(species *s, const deck *d, profile_eval *p, int i, int j, l
     int n = 0;
     for (int b = 0; b < py; b++)
         for (int a = 0; a < px; a++) {
-            float ox = ((float)a + 0.5f) / (float)px, oy = ((float)b + 0.5f) / (float)py;
+            float ox = load_offset(a, px), oy = load_offset(b, py);
             double xp = (ig + (double)ox) * d->dx, yp = (j + (double)oy) * d->dy;
             double dens = profile_density(cfg, p, xp, yp);
+            if (!(dens >= 0.0) && !fill) /* beyond what deck_load checked: stop, not skip */
+                note_bad(s, xp, yp, dens);
             if (!(dens > 0.0))
                 continue;
             if (fill) {
@@ -257,6 +276,10 @@ void species_init(species *s, const deck *d, int index, const clusters *c)
             s->count[cl] = load_cluster(s, d, c, cl, &p, (size_t)-1);
         profile_close(&p);
     }
+    if (s->bad.found)
+        EMPIC_DIE("species %s: density = %g at (x, y) = (%.9g, %.9g), a load position; expected "
+                  "a finite value >= 0 (the deck checks visited a subset of this large load)",
+                  s->name, s->bad.value, s->bad.x, s->bad.y);
     for (int cl = 0; cl < c->n; cl++)
         s->np += s->count[cl];
     species_alloc(s, species_segments(s, c->n, s->count, NULL, s->start, s->cap));
@@ -402,4 +425,71 @@ double species_bytes_per_particle(const species *s)
 {
     const double per = 4 * 7 + 1 + (s->id ? 8 : 0); /* cell, x, y, ux, uy, uz, w, code, id */
     return s->np ? per * (double)s->alloc / (double)s->np : per;
+}
+
+/* The profile of cell (ig, j) at its load positions, as load_cell evaluates it: adds the
+ * particles to *count; on the first position whose density is not finite or negative, whose
+ * weight overflows single precision, or whose drift is not finite, fills *bad and returns 1. */
+static int scan_cell(const deck *d, const deck_species *c, profile_eval *p, long ig, int j,
+                     long long *count, species_fault *bad)
+{
+    for (int b = 0; b < c->ppc[1]; b++)
+        for (int a = 0; a < c->ppc[0]; a++) {
+            double xp = (ig + (double)load_offset(a, c->ppc[0])) * d->dx;
+            double yp = (j + (double)load_offset(b, c->ppc[1])) * d->dy;
+            double v = profile_density(c, p, xp, yp);
+            const char *what = NULL;
+            if (!isfinite(v) || v < 0)
+                what = "density";
+            else if (v / (c->ppc[0] * c->ppc[1]) > SPECIES_FLOAT_MAX)
+                what = "density (the weight overflows single precision)";
+            for (int k = 0; v > 0 && !what && k < 3; k++) {
+                double u = p->drift[k] ? formula_eval(p->drift[k], xp, yp) : p->drift_const[k];
+                if (!isfinite(u) || fabs(u) > SPECIES_FLOAT_MAX) {
+                    what = k == 0 ? "drift[0]" : k == 1 ? "drift[1]" : "drift[2]";
+                    v = u;
+                }
+            }
+            if (what) {
+                bad->found = 1;
+                bad->what = what;
+                bad->x = xp;
+                bad->y = yp;
+                bad->value = v;
+                return 1;
+            }
+            *count += v > 0;
+        }
+    return 0;
+}
+
+void species_scan(const deck *d, int s, long ig0, long ig1, long long stride,
+                  long long *per_column, species_fault *bad)
+{
+    const deck_species *c = &d->species[s];
+    const long long cells = (long long)(ig1 - ig0) * d->ny, visits = (cells + stride - 1) / stride;
+    long long first = LLONG_MAX; /* first bad visit, in column then row order */
+    memset(bad, 0, sizeof *bad);
+    memset(per_column, 0, (size_t)(ig1 - ig0) * sizeof *per_column);
+#pragma omp parallel
+    {
+        profile_eval p;
+        profile_open(&p, c);
+        species_fault mine = {0};
+        long long at = LLONG_MAX;
+#pragma omp for schedule(dynamic, 64)
+        for (long long m = 0; m < visits; m++) {
+            long long n = 0, k = m * stride / d->ny;
+            if (m < at && scan_cell(d, c, &p, ig0 + (long)k, (int)(m * stride % d->ny), &n, &mine))
+                at = m;
+#pragma omp atomic
+            per_column[k] += n;
+        }
+        profile_close(&p);
+#pragma omp critical
+        if (at < first) {
+            first = at;
+            *bad = mine;
+        }
+    }
 }

@@ -22,6 +22,13 @@ void clusters_init(clusters *c, const struct deck *d);
 void clusters_free(clusters *c);
 static inline int cluster_id(const clusters *c, int cx, int cy) { return cx + cy * c->ncx; }
 
+/* The first load position of a profile that the run cannot use. */
+typedef struct {
+    int found;
+    const char *what;     /* "density", "drift[1]", ... */
+    double x, y, value;   /* lab position and the value there */
+} species_fault;
+
 /* Structure of arrays. Particle p sits in cell (cell_i(cell), cell_j(cell)) (cluster.h) at
  * offset (x, y) in [0,1); u = gamma v; w = density weight n/ppc; code = 4-bit migration code. */
 typedef struct {
@@ -43,6 +50,8 @@ typedef struct {
     long long np;         /* particles in all */
     double slack;
     long long rearrangements;
+    species_fault bad;    /* a bad density met by the load or an injection (reported by
+                             species_init, or by the guards after an injection) */
 } species;
 
 /* Tracking: 1 when d tracks species `index` (diagnostics.tracks). */
@@ -86,6 +95,18 @@ void species_append(species *s, const clusters *cl, int i, const species *col, c
 /* Particle count check: every cluster's particles inside it, sum = np. Returns the number of
  * misplaced particles (0 when sound). */
 long long species_check(const species *s, const clusters *cl);
+/* Largest value a particle quantity (weight, drift) may take in single precision with room
+ * for the arithmetic of a step. */
+#define SPECIES_FLOAT_MAX 1e30
+
+/* Evaluate the profile of species s of d at every load position of the lab columns
+ * [ig0, ig1) (0..nx-1: the initial load; nx and beyond: the moving window's injection),
+ * where load and injection evaluate it: the particles of each column into per_column[ig -
+ * ig0], and the first position (in column, row order) where the density is not finite or
+ * negative, a weight overflows single precision or a drift is not finite into *bad. Only
+ * cells whose index (ig - ig0) ny + j is a multiple of stride are visited (stride 1: all). */
+void species_scan(const struct deck *d, int s, long ig0, long ig1, long long stride,
+                  long long *per_column, species_fault *bad);
 /* Bytes of particle storage per particle, slack included. */
 double species_bytes_per_particle(const species *s);
 

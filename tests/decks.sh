@@ -64,6 +64,45 @@ reject string-for-dx "grid.dx" < <(deck 'grid = { cells = [64, 32]; dx = "0.1"; 
 reject zero-cells "grid.cells" < <(deck 'grid = { cells = [0, 32]; dx = [0.1, 0.1]; };' "$TIME")
 reject binary-garbage "binary-garbage.cfg" < <(head -c 4096 "$EMPIC")   # ELF bytes
 
+# what the run would refuse or compute wrongly (issue 15)
+reject one-cell-x "grid.cells: 1 cell along x" < <(deck \
+  'grid = { cells = [1, 64]; dx = [0.1, 0.1]; };' "$TIME" "$SPECIES")
+reject one-cell-y "grid.cells: 1 cell along y" < <(deck \
+  'grid = { cells = [64, 1]; dx = [0.1, 0.1]; };' "$TIME" "$SPECIES")
+reject narrow-clusters "grid.cluster: 7 cells along x split into 4 clusters" < <(deck \
+  'grid = { cells = [7, 5]; dx = [0.1, 0.1]; cluster = [3, 3]; };' "$TIME" "$SPECIES")
+reject name-collision '"e+" and species[0]'"'"'s "e-" are both "e_"' < <(deck "$GRID" "$TIME" \
+  'species = ( { name = "e-"; charge = -1.0; ppc = [1, 1]; },' \
+  '            { name = "e+"; charge = 1.0; ppc = [1, 1]; } );')
+reject laser-periodic-side 'lasers[0].boundary: "xmin" is a periodic side' < <(deck "$GRID" \
+  "$TIME" 'lasers = ( { a0 = 1.0; omega0 = 2.0; w0 = 1.0; duration = 3.0; } );')
+reject tiny-mass "mass: mass = 1e-50 underflows single precision" < <(deck "$GRID" "$TIME" \
+  'species = ( { name = "e"; charge = -1.0; mass = 1e-50; ppc = [1, 1]; } );')
+reject tiny-w0 "lasers[0].w0: w0 = 1e-300 underflows" < <(deck "$GRID" "$TIME" \
+  'fields = { boundary = { xmin = "pml"; xmax = "pml"; }; pml = { cells = 4; }; };' \
+  'lasers = ( { a0 = 1.0; omega0 = 2.0; w0 = 1e-300; duration = 3.0; } );')
+reject huge-dx "grid.dx: dx = 1e+307 overflows" < <(deck \
+  'grid = { cells = [64, 32]; dx = [1e307, 1e307]; };' 'time = { dt = 1e306; steps = 1; };')
+reject tiny-dx "grid.dx: dx = 9.99989e-321 underflows" < <(deck \
+  'grid = { cells = [64, 32]; dx = [1e-320, 0.1]; };' 'time = { dt = 1e-321; steps = 1; };')
+reject nan-density-region "density.expr: density = -nan at (x, y) = (0.4625," < <(deck \
+  "$GRID" "$TIME" 'species = ( { name = "e"; charge = -1.0; ppc = [4, 4];' \
+  '  density = { profile = "expr"; expr = "(x > 0.45 && x < 0.75) ? sqrt(-1) : 1"; }; } );')
+reject infinite-weight "density = inf at (x, y) = (0.05, 0.05)" < <(deck "$GRID" "$TIME" \
+  'species = ( { name = "e"; charge = -1.0; ppc = [1, 1];' \
+  '  density = { profile = "expr"; expr = "1/abs(x-0.05)"; }; } );')
+reject include-empty "include-empty.cfg:2: @include is not supported" < <(deck "$GRID" \
+  '@include ""' "$TIME")
+reject include-absolute "include-absolute.cfg:1: @include is not supported" < <(deck \
+  '  @include "/etc/passwd"' "$GRID" "$TIME")
+out=$("$EMPIC" --check /proc/self/mem 2>&1 >/dev/null); rc=$?
+if [ $rc -eq 1 ] && [[ "$out" == *"/proc/self/mem: cannot read the deck"* ]]; then
+  echo "PASS: unreadable-deck"
+else
+  echo "FAIL: unreadable-deck (exit $rc: $out)"
+  fails=$((fails + 1))
+fi
+
 out=$("$EMPIC" --check "$tmp/no-such-deck.cfg" 2>&1 >/dev/null); rc=$?
 if [ $rc -ne 0 ] && [[ "$out" == *"no-such-deck.cfg"* ]]; then
   echo "PASS: missing-file"

@@ -132,7 +132,7 @@ out=$("$EMPIC" --restart "$tmp/cut" "$tmp/deck.cfg" 2>&1); rc=$?
   || fail "restart with a deck: exit $rc: $out"
 mkdir -p "$tmp/empty"
 out=$("$EMPIC" --restart "$tmp/empty" 2>&1); rc=$?
-[ $rc -eq 1 ] && [[ "$out" == *"no complete checkpoint"* ]] && pass "restart from an empty folder" \
+[ $rc -eq 1 ] && [[ "$out" == *"no intact checkpoint"* ]] && pass "restart from an empty folder" \
   || fail "restart from an empty folder: exit $rc: $out"
 
 if [ $fails -ne 0 ]; then

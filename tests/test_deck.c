@@ -1,13 +1,16 @@
 /* test_deck.c - the input deck: round trip through deck_write, defaults, tmax, formulas,
  * piecewise tables, and rejection (with the key path in the message) of broken decks. */
 #include "deck.h"
+#include "species.h"
 
 #include "testutil.h"
 #include <CUnit/Basic.h>
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static char tmpdir[] = "/tmp/empic-deck-XXXXXX";
@@ -22,7 +25,7 @@ static const char *GOOD =
     "  pml = { cells = 8; };\n"
     "  filter = { passes = 2; compensate = true; };\n"
     "  external = { E = [0.0, 0.1, 0.0]; B = [0.0, 0.0, 0.5]; };\n"
-    "  moving_window = { enabled = true; t_start = 3; };\n"
+    "  moving_window = { enabled = true; t_start = 30; };\n"
     "};\n"
     "lasers = ( { a0 = 2.0; omega0 = 10.0; polarization = 0.3; w0 = 4.0; focus = 2.0;\n"
     "             center = 6.4; duration = 6.0; envelope = \"gaussian\"; phase = 0.1; },\n"
@@ -399,6 +402,45 @@ static void test_pwl(void)
     CU_ASSERT_DOUBLE_EQUAL(deck_courant_dt(1.0, 2.0), 2.0 / sqrt(5.0), 1e-15);
 }
 
+/* Beyond the evaluation budget the checks visit a subset of the load positions; the load
+ * itself then stops on a bad density it meets (status 1 with the position), never skips it. */
+static void test_load_stops_on_bad_density(void)
+{
+    deck d;
+    deck_set_scan_budget(40); /* every 205th cell: column 33 is not visited */
+    int rc = load_text(GRID TIME SPEC("density = { profile = \"expr\"; "
+                                      "expr = \"x > 3.3 && x < 3.4 ? sqrt(-1) : 1\"; };"), &d);
+    deck_set_scan_budget(1LL << 26);
+    CU_ASSERT_EQUAL_FATAL(rc, 0); /* the subset missed the bad column */
+    char path[600];
+    snprintf(path, sizeof path, "%s/load-stop.txt", tmpdir);
+    fflush(stdout);
+    pid_t pid = fork();
+    CU_ASSERT_FATAL(pid >= 0);
+    if (pid == 0) { /* one thread: OpenMP's thread pool does not survive fork */
+        omp_set_num_threads(1);
+        FILE *f = freopen(path, "w", stderr);
+        clusters cl;
+        species sp;
+        (void)f;
+        clusters_init(&cl, &d);
+        species_init(&sp, &d, 0, &cl);
+        _exit(0);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 1);
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(errbuf, 1, sizeof errbuf - 1, f) : 0;
+    errbuf[n] = '\0';
+    if (f)
+        fclose(f);
+    printf(" [%s] ", errbuf);
+    CU_ASSERT_PTR_NOT_NULL(strstr(errbuf, "species electrons: density = "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(errbuf, "nan at (x, y) = (3.325"));
+    deck_free(&d);
+}
+
 int main(void)
 {
     if (!mkdtemp(tmpdir)) {
@@ -415,6 +457,8 @@ int main(void)
     CU_add_test(s, "formulas", test_formula);
     CU_add_test(s, "user constants in formulas", test_constants);
     CU_add_test(s, "piecewise tables and the Courant limit", test_pwl);
+    CU_add_test(s, "the load stops on a bad density the checks did not visit",
+                test_load_stops_on_bad_density);
     unsigned failed = tu_run_tests();
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);

@@ -10,8 +10,10 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static char base_dir[256];
 
@@ -393,6 +395,71 @@ static void test_failed_writes(void)
     sim_free(&S);
 }
 
+/* stderr of the calls between capture_begin and capture_end, as a string (malloc'd). */
+static int saved_err = -1;
+static char capture_path[320];
+static void capture_begin(void)
+{
+    fflush(stderr);
+    out_dir(capture_path, sizeof capture_path, "stderr.txt");
+    saved_err = dup(STDERR_FILENO);
+    FILE *f = fopen(capture_path, "w");
+    CU_ASSERT_FATAL(f != NULL);
+    dup2(fileno(f), STDERR_FILENO);
+    fclose(f);
+}
+static char *capture_end(void)
+{
+    fflush(stderr);
+    dup2(saved_err, STDERR_FILENO);
+    close(saved_err);
+    char *t = slurp(capture_path, NULL);
+    fputs(t ? t : "", stdout);
+    return t;
+}
+
+/* The guards name the quantity, the species, the cell and the likely cause; the stop message
+ * tells a checkpoint not yet due from none asked for. */
+static void test_guard_messages(void)
+{
+    deck d;
+    sim S;
+    restart_deck(&d, 10, "messages");
+    d.checkpoint_every = 100;
+    CU_ASSERT_FATAL(sim_init(&S, &d, 1) == 0);
+    sim_step(&S);
+    sim_step(&S);
+    species *w = &S.sp[0];
+    size_t q = (size_t)w->start[3];
+    CU_ASSERT_FATAL(w->count[3] > 0);
+    float keep = w->w[q];
+    w->w[q] = INFINITY; /* an infinite weight, the fields still finite */
+    capture_begin();
+    CU_ASSERT_EQUAL(guard_check(&S, NULL), -1);
+    char *t = capture_end();
+    CU_ASSERT(t && strstr(t, "species blob") && strstr(t, "has weight = inf") &&
+              strstr(t, "born in the particles"));
+    free(t);
+    w->w[q] = keep;
+
+    /* an energy diagnostic that overflows while the state is finite: its column is named */
+    S.step = 10;
+    S.en_step = 9;
+    S.en_kin[0] = INFINITY;
+    capture_begin();
+    CU_ASSERT_EQUAL(guard_after_step(&S), -1);
+    t = capture_end();
+    CU_ASSERT(t && strstr(t, "kinetic_blob = inf") && !strstr(t, "field_E"));
+    free(t);
+
+    capture_begin();
+    guard_stop_message(&S, -1);
+    t = capture_end();
+    CU_ASSERT(t && strstr(t, "no checkpoint of this run exists (the first is due at step 100"));
+    free(t);
+    sim_free(&S);
+}
+
 int main(void)
 {
     snprintf(base_dir, sizeof base_dir, "/tmp/empic-test-restart-%d", (int)getpid());
@@ -406,6 +473,7 @@ int main(void)
     CU_add_test(s, "NaN stops the run, last checkpoint intact", test_guard_stops_run);
     CU_add_test(s, "SIGTERM: checkpoint and status 143", test_signal_checkpoint);
     CU_add_test(s, "failed checkpoint writes keep the previous one", test_failed_writes);
+    CU_add_test(s, "guard messages: quantity, species, cell, cause", test_guard_messages);
     unsigned fails = tu_run_tests();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", base_dir);

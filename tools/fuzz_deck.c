@@ -4,10 +4,8 @@
  * reject it with a message, never crash, hang, leak or exit. A deck it accepts must also
  * survive the round trip that checkpoints rely on: deck_write() of it loads back, and writing
  * that again gives the same text.
- *
- * Inputs with an @include directive are skipped: they make libconfig read other files
- * (/dev/zero never ends), and libconfig 1.5 exits the process from its scanner ("input in
- * flex scanner failed", status 2) when the included name is a folder, e.g. @include "". */
+ * Decks with @include are refused by deck_load (libconfig 1.5 would read other files and
+ * exit the process from its scanner on a folder), so they are fuzzed too. */
 #include "deck.h"
 
 #include <stdint.h>
@@ -45,8 +43,7 @@ static char *write_text(const deck *d, size_t *len)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    if (memmem(data, size, "@include", 8))
-        return 0;
+    deck_set_scan_budget(1 << 16); /* bounded time per input */
     const char *path = put_file(0, data, size);
     deck d, e;
     if (!path || deck_load(path, &d) != 0)

@@ -1,0 +1,278 @@
+/* deck_run.c - checks of a parsed deck against what the run will do with it, so that
+ * `--check` refuses what the run would refuse or compute wrongly: the cluster split, values
+ * that under- or overflow single precision, lasers on open sides only and in before the
+ * window moves, distinct names in the output files, and every density and drift value that
+ * the load and the moving window's injection will evaluate (deck_check.h). */
+#include "deck_check.h"
+#include "empic.h"
+#include "lasers.h"
+#include "species.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Profile values evaluated by the checks of one deck (about 3 s at most, typically well under
+ * 0.1 s): beyond it, they visit an even subset of the cells. */
+static long long scan_budget = 1LL << 26;
+
+void deck_set_scan_budget(long long points) { scan_budget = points > 0 ? points : 1; }
+
+/* Columns the moving window may inject: the checks keep a count per column, and the load's
+ * random keys carry the box lengths moved in 16 bits (species.c). */
+#define WINDOW_COLUMNS_MAX (1L << 24)
+
+/* Positive quantities stored in single precision: this range leaves room for products. */
+#define FLOAT_LO 1e-30
+#define FLOAT_HI SPECIES_FLOAT_MAX
+
+static const char *const SIDE_NAME[4] = {"xmin", "xmax", "ymin", "ymax"};
+
+/* Setting key of element i of list `list` under root (i < 0: root.list itself). */
+static const cs *elem(const cs *root, const char *list, int i, const char *key)
+{
+    const cs *l = dk_member(root, list);
+    if (l && i >= 0)
+        l = config_setting_get_elem(l, (unsigned)i);
+    return l && key ? dk_member(l, key) : l;
+}
+
+void deck_output_name(char *dst, size_t len, const char *src)
+{
+    snprintf(dst, len, "%s", *src ? src : "species");
+    for (char *p = dst; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9')))
+            *p = '_';
+}
+
+int dk_float_range(dk_ctx *c, const cs *s, const char *what, double v, int zero_ok)
+{
+    double a = fabs(v);
+    if ((zero_ok && v == 0) || (a >= FLOAT_LO && a <= FLOAT_HI))
+        return 0;
+    dk_report(c, s, NULL, "%s = %g %s single precision, in which the run computes; expected "
+              "a magnitude in [%g, %g]%s", what, v, a < FLOAT_LO ? "underflows" : "overflows",
+              FLOAT_LO, FLOAT_HI, zero_ok ? " or 0" : "");
+    return -1;
+}
+
+/* Clusters: split_axis makes an even number k >= 2 of near-equal clusters no wider than
+ * asked; each must hold a cell, and with more than two along an axis, three (a cluster's
+ * deposit reaches one cell into each neighbour, and same-colour clusters must not touch). */
+static void check_clusters(dk_ctx *c, const cs *root)
+{
+    const deck *d = c->d;
+    for (int a = 0; a < 2; a++) {
+        int n = a ? d->ny : d->nx, want = d->cluster[a];
+        int k = (n + want - 1) / want;
+        k += k & 1;
+        k = k < 2 ? 2 : k;
+        int narrow = n / k, need = k > 2 ? 3 : 1;
+        if (narrow >= need)
+            continue;
+        const cs *g = elem(root, "grid", -1, NULL);
+        if (n < 2)
+            dk_report(c, dk_member(g, "cells"), NULL, "%d cell along %c: the cluster split "
+                      "needs at least 2 cells along each axis (for a quasi-1D run use 2)", n,
+                      a ? 'y' : 'x');
+        else
+            dk_report(c, dk_member(g, dk_member(g, "cluster") ? "cluster" : "cells"), NULL,
+                      "%d cells along %c split into %d clusters of at most %d cells leave "
+                      "clusters of %d; expected at least 3 (two clusters may be narrower: "
+                      "cluster[%d] >= %d)", n, a ? 'y' : 'x', k, want, narrow, a, (n + 1) / 2);
+    }
+}
+
+static void check_ranges(dk_ctx *c, const cs *root)
+{
+    const deck *d = c->d;
+    const cs *dx = elem(root, "grid", -1, "dx"); /* dx, dy themselves: parse_grid */
+    dk_float_range(c, dx, "box length nx dx", d->nx * d->dx, 0);
+    dk_float_range(c, dx, "box length ny dy", d->ny * d->dy, 0);
+    dk_float_range(c, elem(root, "time", -1, "dt"), "dt", d->dt, 0);
+    for (int k = 0; k < 3; k++) {
+        dk_float_range(c, elem(root, "fields", -1, "external"), "external E", d->ext_E[k], 1);
+        dk_float_range(c, elem(root, "fields", -1, "external"), "external B", d->ext_B[k], 1);
+    }
+    for (int s = 0; s < d->nspecies; s++) {
+        const deck_species *sp = &d->species[s];
+        const cs *g = elem(root, "species", s, NULL);
+        const cs *m = dk_member(g, "mass");
+        dk_float_range(c, m ? m : g, "mass", sp->mass, 0);
+        dk_float_range(c, dk_member(g, "charge"), "charge", sp->charge, 1);
+        if (sp->charge != 0)
+            dk_float_range(c, m ? m : dk_member(g, "charge"), "charge/mass", sp->charge / sp->mass,
+                        0);
+        dk_float_range(c, g, "density n", sp->n, 1);
+        for (int k = 0; k < 3; k++)
+            dk_float_range(c, g, "thermal momentum", sp->uth[k], 1);
+    }
+    for (int l = 0; l < d->nlasers; l++) {
+        const deck_laser *L = &d->lasers[l];
+        const cs *g = elem(root, "lasers", l, NULL);
+        dk_float_range(c, dk_member(g, "a0"), "a0", L->a0, 0);
+        dk_float_range(c, dk_member(g, "omega0"), "omega0", L->omega0, 0);
+        dk_float_range(c, dk_member(g, "omega0"), "peak field a0 omega0", L->a0 * L->omega0, 0);
+        dk_float_range(c, dk_member(g, "w0"), "w0", L->w0, 0);
+        dk_float_range(c, dk_member(g, "w0"), "Rayleigh length omega0 w0^2 / 2",
+                    0.5 * L->omega0 * L->w0 * L->w0, 0);
+        dk_float_range(c, dk_member(g, "duration"), "duration", L->duration, 0);
+    }
+}
+
+/* Lasers enter through an open side, and those along x are in before the window moves
+ * (their source plane is fixed in the lab). */
+static void check_lasers(dk_ctx *c, const cs *root)
+{
+    const deck *d = c->d;
+    for (int l = 0; l < d->nlasers; l++) {
+        const deck_laser *L = &d->lasers[l];
+        const cs *g = elem(root, "lasers", l, NULL);
+        if (d->fbnd[L->boundary] == FBND_PERIODIC) {
+            dk_report(c, g, "boundary", "\"%s\" is a periodic side (fields.boundary.%s); "
+                      "expected a laser to enter through a \"pml\" or \"mur\" side",
+                      SIDE_NAME[L->boundary], SIDE_NAME[L->boundary]);
+            continue;
+        }
+        laser_src src;
+        laser_setup(&src, L, d, d->fbnd[L->boundary] == FBND_PML ? d->pml_cells : 0);
+        double end = laser_end_time(&src, d);
+        if (d->window_enabled && src.axis == 0 && end > d->window_t_start)
+            dk_report(c, elem(root, "fields", -1, "moving_window"), "t_start", "%g: laser %d "
+                      "is still being launched from its x boundary until t = %.6g; expected "
+                      "t_start >= %.6g", d->window_t_start, l, end, end);
+    }
+}
+
+/* Species names become dataset and file names with [^A-Za-z0-9] replaced by '_'. */
+static void check_names(dk_ctx *c, const cs *root)
+{
+    const deck *d = c->d;
+    char a[DECK_NAME_MAX], b[DECK_NAME_MAX];
+    for (int i = 0; i < d->nspecies; i++)
+        for (int j = 0; j < i; j++) {
+            deck_output_name(a, sizeof a, d->species[i].name);
+            deck_output_name(b, sizeof b, d->species[j].name);
+            if (!strcmp(a, b) && strcmp(d->species[i].name, d->species[j].name))
+                dk_report(c, elem(root, "species", i, "name"), NULL, "\"%s\" and species[%d]'s "
+                          "\"%s\" are both \"%s\" in the output files (only letters and digits "
+                          "are kept); expected names that differ there", d->species[i].name, j,
+                          d->species[j].name, a);
+        }
+}
+
+long deck_window_moves(const deck *d)
+{
+    if (!d->window_enabled)
+        return 0;
+    /* dt < dx (Courant): the window, moving at c, never falls behind by a whole cell, so it
+     * moves once at each step n with n dt - t_start >= (moves + 1) dx */
+    double m = floor((d->steps * d->dt - d->window_t_start) / (d->dx * (1.0 - 1e-12)));
+    return m > 0 ? (m < 1e12 ? (long)m : 1000000000000L) : 0;
+}
+
+/* The particle slots of one species are indexed by int (species.c). */
+static void check_slots(dk_ctx *c, const cs *root, int s)
+{
+    const deck *d = c->d;
+    double ncl = ((d->nx + d->cluster[0] - 1) / d->cluster[0] + 1.0) *
+                 ((d->ny + d->cluster[1] - 1) / d->cluster[1] + 1.0);
+    double slots = d->load_particles[s] * (1.0 + d->slack) + 64.0 * ncl;
+    if (slots > 2147483647.0)
+        dk_report(c, elem(root, "species", s, "ppc"), NULL, "about %.3g particles of this "
+                  "species need %.3g particle slots with the slack, above the limit of 2^31 "
+                  "per species; expected fewer particles per cell or cells (or split the "
+                  "species in two)", d->load_particles[s], slots);
+}
+
+/* Every position the load and the injection evaluate species s's profile at (a subset beyond
+ * the budget): the first bad value with its position, and the particle count of the fullest
+ * window into d->load_particles[s]. */
+static void check_profile(dk_ctx *c, const cs *root, int s)
+{
+    deck *d = c->d;
+    const deck_species *sp = &d->species[s];
+    const long moves = deck_window_moves(d), ncol = d->nx + moves;
+    const long limit = WINDOW_COLUMNS_MAX < 65535L * d->nx ? WINDOW_COLUMNS_MAX : 65535L * d->nx;
+    if (ncol > limit) {
+        if (s == 0)
+            dk_report(c, elem(root, "time", -1, NULL), NULL, "the moving window would move %ld "
+                      "cells in %ld steps; expected at most %ld (fewer steps, or a larger dx)",
+                      moves, d->steps, limit - d->nx);
+        return;
+    }
+    const long long ppc = (long long)sp->ppc[0] * sp->ppc[1];
+    const double cells = (double)ncol * d->ny;
+    const double budget = (double)scan_budget / (d->nspecies > 0 ? d->nspecies : 1);
+    long long stride = (long long)ceil(cells * ppc / budget);
+    stride = stride < 1 ? 1 : stride;
+    if (stride > 1 && stride % d->ny == 0) /* visit every row over the columns */
+        stride++;
+    int plain = sp->profile == PROFILE_UNIFORM;
+    for (int k = 0; k < 3; k++) {
+        char *end;
+        (void)strtod(sp->drift[k], &end);
+        plain &= end != sp->drift[k] && *end == '\0';
+    }
+    if (plain) { /* the same value everywhere, checked by check_ranges */
+        d->load_particles[s] = sp->n > 0 ? (double)d->nx * d->ny * ppc : 0.0;
+        check_slots(c, root, s);
+        return;
+    }
+    long long *col = calloc((size_t)ncol, sizeof *col);
+    if (!col) {
+        dk_report(c, elem(root, "species", s, NULL), NULL, "out of memory checking the "
+                  "profile over %ld columns", ncol);
+        return;
+    }
+    species_fault bad;
+    species_scan(d, s, 0, ncol, stride, col, &bad);
+    if (bad.found) {
+        const cs *g = elem(root, "species", s, NULL), *at = dk_member(g, "density");
+        if (at && dk_member(at, sp->profile == PROFILE_EXPR ? "expr" : "n"))
+            at = dk_member(at, sp->profile == PROFILE_EXPR ? "expr" : "n");
+        if (!strncmp(bad.what, "drift", 5)) {
+            const cs *dr = dk_member(dk_member(g, "momentum"), "drift");
+            at = dr ? config_setting_get_elem(dr, (unsigned)(bad.what[6] - '0')) : g;
+        }
+        dk_report(c, at ? at : g, NULL, "%s = %g at (x, y) = (%.9g, %.9g)%s, a position where "
+                  "the %s evaluates it; expected a finite value%s there (the first such "
+                  "position%s)", bad.what, bad.value, bad.x, bad.y,
+                  bad.x >= d->nx * d->dx ? " (lab frame)" : "",
+                  bad.x >= d->nx * d->dx ? "moving window's injection" : "initial load",
+                  bad.what[0] == 'd' && bad.what[1] == 'e' ? " >= 0" : "",
+                  stride > 1 ? " among the positions checked" : "");
+    }
+    /* the fullest box-wide window of columns (the moving window holds nx columns) */
+    long long sum = 0, peak = 0;
+    for (long k = 0; k < ncol; k++) {
+        sum += col[k] - (k >= d->nx ? col[k - d->nx] : 0);
+        peak = sum > peak ? sum : peak;
+    }
+    free(col);
+    d->load_particles[s] = (double)peak * (double)stride;
+    check_slots(c, root, s);
+}
+
+void deck_check_run(dk_ctx *c, const cs *root)
+{
+    if (!c->box_ok)
+        return;
+    check_clusters(c, root);
+    check_ranges(c, root);
+    check_lasers(c, root);
+    check_names(c, root);
+    if (c->nerr) /* the profiles need parsed formulas and a sound box */
+        return;
+    for (int s = 0; s < c->d->nspecies; s++)
+        check_profile(c, root, s);
+}
+
+int deck_recheck(deck *d)
+{
+    dk_ctx c = {.file = d->file, .d = d, .box_ok = 1};
+    for (int s = 0; s < d->nspecies; s++)
+        check_profile(&c, NULL, s);
+    return c.nerr ? -1 : 0;
+}

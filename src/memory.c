@@ -1,0 +1,210 @@
+/* memory.c - the memory a run needs and what the machine has (memory.h). The figures follow
+ * the allocations of emf.c, fbnd.c, species.c, output.c, checkpoint.c and report.c; the
+ * host figure was checked against the peak RSS of the example decks (README). */
+#include "memory.h"
+#include "empic.h"
+#include "species.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MIB 1048576.0
+#define GIB (1024.0 * MIB)
+/* The program with its libraries, OpenMP threads and HDF5 caches, measured (README). */
+#define BASE_BYTES (16.0 * MIB)
+#define SLOT_BYTES 29.0         /* cell, x, y, ux, uy, uz, w (4 B each), migration code */
+#define CORE_GROWTH (8.0 * MIB) /* growth step of the in-memory HDF5 files (h5out.c) */
+
+/* Clusters along an axis, as species.c's split_axis makes them. */
+static int clusters_along(int n, int want)
+{
+    int k = (n + want - 1) / want;
+    k += k & 1;
+    return k < 2 ? 2 : k;
+}
+
+/* An in-memory HDF5 image of `bytes` and its copy for the write. */
+static double image(double bytes)
+{
+    return ceil((bytes + MIB) / CORE_GROWTH) * CORE_GROWTH + bytes + MIB;
+}
+
+/* Bytes of a checkpoint dataset of n values of e bytes (whole 2^20-value chunks). */
+static double chunked(double n, double e)
+{
+    const double c = 1048576.0;
+    return (n > c ? ceil(n / c) * c : n) * e;
+}
+
+static double dmax(double a, double b) { return a > b ? a : b; }
+
+size_t memory_probe_bytes(void)
+{
+    /* twice the last-level cache, so that the copy measures the memory, within 32-128 MiB */
+    const size_t lo = (size_t)32 << 20, hi = (size_t)128 << 20;
+    long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    size_t b = l3 > 0 ? 2 * (size_t)l3 : lo;
+    return b < lo ? lo : b > hi ? hi : b;
+}
+
+void memory_estimate(const deck *d, memory_need *m)
+{
+    memset(m, 0, sizeof *m);
+    const double size = (double)(d->nx + 4) * (d->ny + 4), cells = (double)d->nx * d->ny;
+    const double ncl = (double)clusters_along(d->nx, d->cluster[0]) *
+                       clusters_along(d->ny, d->cluster[1]);
+    m->fields = 11.0 * 4.0 * size; /* emf.store */
+    for (int k = 0; k < 4; k++) {
+        double len = k < 2 ? d->ny : d->nx;
+        if (d->fbnd[k] == FBND_PML || (d->fbnd[k] != FBND_PERIODIC && d->nlasers > 0))
+            m->fields += 4.0 * 4.0 * d->pml_cells * len; /* CPML memories psi */
+        if (d->fbnd[k] == FBND_MUR)
+            m->fields += 4.0 * 4.0 * len;
+    }
+    double live_max = 0.0, slots_max = 0.0, tracked = 0.0;
+    double ckpt = 4.0 * MIB + 10.0 * chunked(size, 4.0); /* checkpoint.c's image_estimate */
+    for (int s = 0; s < d->nspecies; s++) {
+        const double n = d->load_particles[s];
+        const int track = d->tracks_every > 0 && ((d->tracks_species_mask >> s) & 1);
+        /* segments of n (1 + slack) + 32 slots rounded up to 32, per cluster */
+        const double slots = n * (1.0 + d->slack) + 48.0 * ncl;
+        const double bytes = slots * (SLOT_BYTES + (track ? 8.0 : 0.0)) + 13.0 * 4.0 * ncl;
+        m->slots += bytes;
+        m->particles += n;
+        ckpt += 7.0 * chunked(n, 4.0) + chunked(n, 1.0) + (track ? chunked(n, 8.0) : 0.0);
+        live_max = dmax(live_max, n);
+        slots_max = dmax(slots_max, bytes);
+        tracked += track ? n * d->tracks_fraction : 0.0;
+    }
+    /* what passes: the largest of these (they come one at a time) */
+    double t = 0.0;
+    if (d->fbnd[SIDE_XMIN] == FBND_PERIODIC && d->fbnd[SIDE_YMIN] == FBND_PERIODIC)
+        t = dmax(t, 8.0 * cells + 16.0 * (d->nx / 2 + 1) * d->ny); /* initial Poisson solve */
+    double persist = 0.0;
+    if (d->fields_every > 0 || d->particles_every > 0) {
+        persist = 4.0 * size * d->nspecies; /* per-species charge, kept from the first dump */
+        double q = 0.0;
+        for (int k = 0; k < 4; k++)
+            q += ((d->fields_quantities >> k) & 1) ? (k < 3 ? 3.0 : 1.0 + d->nspecies) : 0.0;
+        if (d->fields_every > 0)
+            t = dmax(t, image(4.0 * cells * q) + 4.0 * cells);
+    }
+    if (d->particles_every > 0) {
+        double n = m->particles * d->particles_fraction;
+        t = dmax(t, image(64.0 * n) + 16.0 * n);
+    }
+    if (d->tracks_every > 0)
+        t = dmax(t, image(64.0 * tracked) + 16.0 * tracked);
+    /* a dump's image under 32 MiB comes from the heap, which the allocator keeps */
+    const double kept = t < 32.0 * MIB ? t : 32.0 * MIB;
+    if (d->checkpoint_every > 0) /* the image (allocated whole), its copy, one species staged */
+        t = dmax(t, 2.0 * ckpt + 8.0 * live_max);
+    if (d->window_enabled) /* a rearrangement holds a species twice */
+        t = dmax(t, slots_max);
+    if (d->backend != BACKEND_CUDA) /* the bandwidth probe at the end */
+        t = dmax(t, 2.0 * (double)memory_probe_bytes() + kept);
+    m->transient = t + persist;
+    m->host = BASE_BYTES + m->fields + m->slots + m->transient;
+    /* device (the gpu_malloc calls of cuda/): 12 field arrays, three current tiles per
+     * cluster with their guards, the particle slots, and the drop lists of one species where
+     * particles can leave; the host keeps its own copy of the state */
+    const int kx = clusters_along(d->nx, d->cluster[0]), ky = clusters_along(d->ny, d->cluster[1]);
+    const double wmax = ceil((double)d->nx / kx), hmax = ceil((double)d->ny / ky);
+    int open = d->window_enabled;
+    for (int s = 0; s < d->nspecies; s++)
+        for (int k = 0; k < 4; k++)
+            open |= d->species[s].bnd[k] != PBND_PERIODIC;
+    m->gpu = 12.0 * 4.0 * size + 12.0 * ncl * (wmax + 3) * (hmax + 3) + m->slots +
+             (open ? 4.0 * slots_max / SLOT_BYTES : 0.0);
+}
+
+/* First number on the line of /proc/meminfo starting with key, in bytes; < 0 if none. */
+static double meminfo(const char *key)
+{
+    FILE *f = fopen("/proc/meminfo", "re");
+    char line[256];
+    double v = -1;
+    size_t n = strlen(key);
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, key, n)) {
+            v = strtod(line + n, NULL) * 1024.0;
+            break;
+        }
+    if (f)
+        fclose(f);
+    return v;
+}
+
+/* A number from a one-line file ("max" and missing files: < 0). */
+static double file_number(const char *path)
+{
+    FILE *f = fopen(path, "re");
+    char buf[64] = "";
+    double v = -1;
+    if (f && fgets(buf, sizeof buf, f) && buf[0] >= '0' && buf[0] <= '9')
+        v = strtod(buf, NULL);
+    if (f)
+        fclose(f);
+    return v;
+}
+
+/* Room left under this process's cgroup memory limit (v2, then v1); < 0 without one. */
+static double cgroup_room(void)
+{
+    char rel[600] = "", p[700], line[600];
+    FILE *f = fopen("/proc/self/cgroup", "re");
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, "0::", 3)) {
+            snprintf(rel, sizeof rel, "%s", line + 3);
+            rel[strcspn(rel, "\n")] = '\0';
+        }
+    if (f)
+        fclose(f);
+    double room = -1;
+    for (int up = 0; up < 2 && rel[0]; up++) { /* own cgroup, then the root's view */
+        snprintf(p, sizeof p, "/sys/fs/cgroup%s/memory.max", up ? "" : rel);
+        double max = file_number(p);
+        snprintf(p, sizeof p, "/sys/fs/cgroup%s/memory.current", up ? "" : rel);
+        double cur = file_number(p);
+        if (max > 0 && cur >= 0)
+            return max - cur;
+    }
+    double max = file_number("/sys/fs/cgroup/memory/memory.limit_in_bytes");
+    double cur = file_number("/sys/fs/cgroup/memory/memory.usage_in_bytes");
+    if (max > 0 && max < 1e18 && cur >= 0)
+        room = max - cur;
+    return room;
+}
+
+double memory_available(char *source, size_t len)
+{
+    const char *env = getenv("EMPIC_MEMORY_LIMIT");
+    if (env && *env) {
+        snprintf(source, len, "EMPIC_MEMORY_LIMIT");
+        return strtod(env, NULL);
+    }
+    double avail = meminfo("MemAvailable:"), room = cgroup_room();
+    snprintf(source, len, "MemAvailable");
+    if (room >= 0 && (avail < 0 || room < avail)) {
+        snprintf(source, len, "the cgroup memory limit");
+        avail = room;
+    }
+    return avail;
+}
+
+int memory_check(const deck *d, const memory_need *m)
+{
+    char src[64];
+    double avail = memory_available(src, sizeof src);
+    if (avail < 0 || m->host <= avail)
+        return 0;
+    empic_report(d->file, 0, "the run needs about %.2f GiB of host memory (fields %.2f, %.3g "
+                 "particles %.2f, passing peaks %.2f), but %.2f GiB are available (%s); use "
+                 "fewer cells or particles per cell, or a larger machine", m->host / GIB,
+                 m->fields / GIB, m->particles, m->slots / GIB, m->transient / GIB, avail / GIB,
+                 src);
+    return -1;
+}
