@@ -7,7 +7,7 @@
  * last energy diagnostic, the field clock, the CPML and Mur memories, the moving window's
  * position and the resolved deck text. It is written to a temporary name,
  * fsynced and renamed; the newest two of the run are kept; *.tmp files are never read.
- * When sim_run writes them: guard.h. */
+ * When sim_run writes them: sim_after_step (sim.h). */
 #ifndef CHECKPOINT_H
 #define CHECKPOINT_H
 

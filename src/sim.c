@@ -3,7 +3,7 @@
 #include "checkpoint.h"
 #include "empic.h"
 #include "fbnd.h"
-#include "guard.h"
+#include "health.h"
 #include "insitu.h"
 #include "lasers.h"
 #include "output.h"
@@ -11,9 +11,11 @@
 #include "report.h"
 
 #include <math.h>
+#include <signal.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 int sim_init(sim *S, const deck *d, int quiet) { return sim_init_from(S, d, quiet, NULL); }
 
@@ -227,23 +229,122 @@ void sim_step(sim *S)
     S->wall_s += omp_get_wtime() - t0;
 }
 
+/* ---------------------------------------------------------------- run policy: signals, checks,
+ * checkpoints and stops after each step */
+
+/* Signal state is process-wide by nature: the handler can only reach a static flag. */
+static volatile sig_atomic_t sig_seen;
+static struct sigaction sig_old[2];
+static int sig_installed;
+static const int SIG_HANDLED[2] = {SIGINT, SIGTERM};
+
+static void on_signal(int sig)
+{
+    static const char msg[] = "\nempic: signal received: stopping after this step with a "
+                              "checkpoint (send it again to stop at once)\n";
+    sig_seen = sig;
+    ssize_t w = write(STDERR_FILENO, msg, sizeof msg - 1);
+    (void)w;
+}
+
+void sim_signals(int on)
+{
+    if (on && !sig_installed) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_signal;
+        sigemptyset(&sa.sa_mask);
+        sa.sa_flags = SA_RESETHAND;
+        sig_seen = 0;
+        for (int k = 0; k < 2; k++) {
+            sigaction(SIG_HANDLED[k], &sa, &sig_old[k]);
+            if (sig_old[k].sa_handler == SIG_IGN) /* e.g. SIGINT of a background job */
+                sigaction(SIG_HANDLED[k], &sig_old[k], NULL);
+        }
+        sig_installed = 1;
+    } else if (!on && sig_installed) {
+        for (int k = 0; k < 2; k++)
+            sigaction(SIG_HANDLED[k], &sig_old[k], NULL);
+        sig_installed = 0;
+    }
+}
+
+int sim_signal_pending(void) { return sig_seen; }
+
+int sim_after_step(sim *S)
+{
+    const deck *d = &S->d;
+    const int gpu = S->backend == BACKEND_CUDA, sig = sig_seen;
+    const int ckpt = sig || (d->checkpoint_every > 0 && S->step % d->checkpoint_every == 0);
+    char what[320];
+    if (S->io_failed)
+        return -1; /* the file was named when it failed */
+    if (health_faults(S))
+        return -1;
+    const char *bad_energy = d->energy_every > 0 && S->step > 0 && S->en_step == S->step - 1
+                                 ? health_energy(S, what, sizeof what)
+                                 : NULL;
+    const long every = d->energy_every > 0 ? d->energy_every : HEALTH_EVERY;
+    /* the GPU screens through the energy diagnostic and fetches only when it must */
+    const int scan =
+        bad_energy || ckpt || (S->step % every == 0 && (!gpu || d->energy_every <= 0));
+    if (scan) {
+        if (gpu)
+            sim_fetch(S);
+        if (health_check(S, NULL))
+            return -1;
+        if (bad_energy) {
+            empic_report(NULL, 0, "step %ld: energy diagnostic %s", S->en_step, bad_energy);
+            return -1;
+        }
+    }
+    if (ckpt && checkpoint_write(S))
+        return -1;
+    return sig ? 128 + sig : 0;
+}
+
+void sim_stop_message(const sim *S, int st)
+{
+    fflush(stdout); /* after the timing table */
+    if (st > 0) {
+        int sig = st - 128;
+        empic_report(NULL, 0, "stopped by %s after step %ld of %ld; checkpoint written: %s\n"
+                     "  continue with: empic --restart %s   (add --steps N to run longer)",
+                     sig == SIGINT ? "SIGINT" : (sig == SIGTERM ? "SIGTERM" : "a signal"),
+                     S->step, S->d.steps, S->checkpoint_last, S->d.output);
+    } else if (S->checkpoint_last[0]) {
+        empic_report(NULL, 0, "stopped at step %ld%s; the last checkpoint is intact: %s\n"
+                     "  continue from it with: empic --restart %s", S->step,
+                     S->io_failed ? " (an output file could not be written)" : "",
+                     S->checkpoint_last, S->checkpoint_last);
+    } else if (S->d.checkpoint_every > 0) {
+        empic_report(NULL, 0, "stopped at step %ld; no checkpoint of this run exists (the first "
+                     "is due at step %ld: diagnostics.checkpoint.every = %ld), nothing to "
+                     "restart from",
+                     S->step, S->d.checkpoint_every, S->d.checkpoint_every);
+    } else {
+        empic_report(NULL, 0, "stopped at step %ld; this run writes no checkpoints (set "
+                     "diagnostics.checkpoint.every to have them)", S->step);
+    }
+}
+
 int sim_run(sim *S)
 {
     const long n = S->d.steps;
-    int stop = 0; /* guards, checkpoints and signals: guard.h */
-    guard_signals(1);
+    int stop = 0; /* checks, checkpoints and signals: sim_after_step */
+    sim_signals(1);
     while (S->step < n && !stop) {
         sim_step(S);
         report_progress(S, 0);
-        stop = guard_after_step(S);
+        stop = sim_after_step(S);
     }
-    guard_signals(0);
+    sim_signals(0);
     sim_wait_writes(S);
     S->be->finish(S->be_ctx, &S->st);
     if (stop) {
         report_progress(S, 1);
         report_close(S);
-        guard_stop_message(S, stop);
+        sim_stop_message(S, stop);
         return stop;
     }
     /* final dumps at t = steps dt: B advanced to the same time as E first */
@@ -259,6 +360,6 @@ int sim_run(sim *S)
     report_progress(S, 1);
     int rc = report_close(S);
     if (S->io_failed)
-        guard_stop_message(S, -1);
+        sim_stop_message(S, -1);
     return S->io_failed ? -1 : rc;
 }

@@ -17,6 +17,20 @@ int sim_run(sim *S);
  * when due. */
 void sim_step(sim *S);
 void sim_free(sim *S);
+/* The run policy after each step (sim_run calls it): the health checks every energy
+ * diagnostic or HEALTH_EVERY steps (the GPU screens through its energies and fetches only
+ * when it must), the periodic checkpoint, and the checkpoint on a pending signal. 0 to go
+ * on, 128 + signal after the signal's checkpoint, -1 after reporting a failed check or
+ * write. */
+int sim_after_step(sim *S);
+/* After sim_run stopped early with status st (from sim_after_step; -1 for a failure): where
+ * the last checkpoint is and the command that continues from it. */
+void sim_stop_message(const sim *S, int st);
+/* SIGINT/SIGTERM handlers that only note the signal (on = 1), or the previous handlers
+ * back (on = 0). A second signal of the same kind stops the process at once. */
+void sim_signals(int on);
+/* The signal received since sim_signals(1), or 0. */
+int sim_signal_pending(void);
 /* Wait for the dump being written in the background (before the host copies of the device
  * state change, or HDF5 is used); sets io_failed when it failed (it said why). */
 void sim_wait_writes(sim *S);

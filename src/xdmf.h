@@ -4,7 +4,7 @@
 #define XDMF_H
 
 #include "h5out.h"
-#include "output.h"
+#include "frame.h"
 
 /* Yee staggering classes; XDMF describes one rectilinear grid per class. */
 enum { ST_NODE = 0, ST_X, ST_Y, ST_XY, ST_COUNT };

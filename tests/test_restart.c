@@ -4,7 +4,7 @@
  * that cannot be written (blocked name, full disk, read-only folder) leaves the previous one
  * intact; damaged files are refused. */
 #include "checkpoint.h"
-#include "guard.h"
+#include "health.h"
 #include "testutil.h"
 
 #include <errno.h>
@@ -221,24 +221,24 @@ static void test_guards_locate(void)
 {
     deck d;
     sim S;
-    guard_hit h;
+    health_hit h;
     restart_deck(&d, 10, "guards");
     CU_ASSERT_FATAL(sim_init(&S, &d, 1) == 0);
     for (int k = 0; k < 3; k++)
         sim_step(&S);
-    CU_ASSERT_EQUAL(guard_check(&S, &h), 0);
+    CU_ASSERT_EQUAL(health_check(&S, &h), 0);
     CU_ASSERT_EQUAL(h.found, 0);
 
     float *e = &S.f.e[1][emf_idx(&S.f, 5, 7)], keep = *e;
     *e = NAN;
-    CU_ASSERT_EQUAL(guard_check(&S, &h), -1);
+    CU_ASSERT_EQUAL(health_check(&S, &h), -1);
     CU_ASSERT(h.found && h.species == -1 && h.i == 5 && h.j == 7);
     CU_ASSERT_STRING_EQUAL(h.what, "Ey");
     *e = keep;
     float *b = &S.f.b[2][emf_idx(&S.f, 47, 31)];
     keep = *b;
     *b = INFINITY;
-    CU_ASSERT_EQUAL(guard_fields(&S.f, &h), 1);
+    CU_ASSERT_EQUAL(health_fields(&S.f, &h), 1);
     CU_ASSERT(h.i == 47 && h.j == 31 && isinf(h.value));
     CU_ASSERT_STRING_EQUAL(h.what, "Bz");
     *b = keep;
@@ -249,17 +249,17 @@ static void test_guards_locate(void)
     CU_ASSERT_FATAL(w->count[c] > 2);
     keep = w->uz[q];
     w->uz[q] = INFINITY;
-    CU_ASSERT_EQUAL(guard_check(&S, &h), -1);
+    CU_ASSERT_EQUAL(health_check(&S, &h), -1);
     CU_ASSERT(h.found && h.species == 1 && h.i == cell_i(w->cell[q]) &&
               h.j == cell_j(w->cell[q]));
     CU_ASSERT_STRING_EQUAL(h.what, "uz");
     w->uz[q] = keep;
 
     w->count[c]--;
-    CU_ASSERT_EQUAL(guard_check(&S, &h), -1);
+    CU_ASSERT_EQUAL(health_check(&S, &h), -1);
     CU_ASSERT(h.species == 1 && h.have == w->np - 1 && h.want == w->np);
     w->count[c]++;
-    CU_ASSERT_EQUAL(guard_check(&S, NULL), 0);
+    CU_ASSERT_EQUAL(health_check(&S, NULL), 0);
     sim_free(&S);
 }
 
@@ -292,14 +292,14 @@ static void test_signal_checkpoint(void)
     sim S;
     restart_deck(&d, 10, "signal");
     CU_ASSERT_FATAL(sim_init(&S, &d, 1) == 0);
-    guard_signals(1);
+    sim_signals(1);
     sim_step(&S);
-    CU_ASSERT_EQUAL(guard_after_step(&S), 0);
+    CU_ASSERT_EQUAL(sim_after_step(&S), 0);
     sim_step(&S);
     raise(SIGTERM);
-    CU_ASSERT_EQUAL(guard_signal_pending(), SIGTERM);
-    CU_ASSERT_EQUAL(guard_after_step(&S), 128 + SIGTERM);
-    guard_signals(0);
+    CU_ASSERT_EQUAL(sim_signal_pending(), SIGTERM);
+    CU_ASSERT_EQUAL(sim_after_step(&S), 128 + SIGTERM);
+    sim_signals(0);
     char path[DECK_PATH_MAX + 64];
     snprintf(path, sizeof path, "%s/checkpoint/ckpt00000002.h5", S.d.output);
     CU_ASSERT(exists(path));
@@ -435,7 +435,7 @@ static void test_guard_messages(void)
     float keep = w->w[q];
     w->w[q] = INFINITY; /* an infinite weight, the fields still finite */
     capture_begin();
-    CU_ASSERT_EQUAL(guard_check(&S, NULL), -1);
+    CU_ASSERT_EQUAL(health_check(&S, NULL), -1);
     char *t = capture_end();
     CU_ASSERT(t && strstr(t, "species blob") && strstr(t, "has weight = inf") &&
               strstr(t, "born in the particles"));
@@ -447,13 +447,13 @@ static void test_guard_messages(void)
     S.en_step = 9;
     S.en_kin[0] = INFINITY;
     capture_begin();
-    CU_ASSERT_EQUAL(guard_after_step(&S), -1);
+    CU_ASSERT_EQUAL(sim_after_step(&S), -1);
     t = capture_end();
     CU_ASSERT(t && strstr(t, "kinetic_blob = inf") && !strstr(t, "field_E"));
     free(t);
 
     capture_begin();
-    guard_stop_message(&S, -1);
+    sim_stop_message(&S, -1);
     t = capture_end();
     CU_ASSERT(t && strstr(t, "no checkpoint of this run exists (the first is due at step 100"));
     free(t);

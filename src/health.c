@@ -1,21 +1,18 @@
-/* guard.c - what keeps a run safe: sanity checks of the state (non-finite fields or particles,
- * lost particles), clean stops on SIGINT/SIGTERM with a checkpoint, and the checks and
- * checkpoints sim_run makes after each step. The scans read the host arrays once (OpenMP),
- * cheap next to a step, and never modify the state. */
-#include "guard.h"
-#include "checkpoint.h"
+/* health.c - the run's health checks (health.h): non-finite fields or particles, lost
+ * particles, non-finite energies, bad injected densities. The scans read the host arrays
+ * once (OpenMP), cheap next to a step, and never modify the state; when to run them is the
+ * time loop's decision (sim.c). */
+#include "health.h"
 #include "empic.h"
 
 #include <limits.h>
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 static const char *const FIELD_NAME[9] = {"Ex", "Ey", "Ez", "Bx", "By", "Bz", "Jx", "Jy", "Jz"};
 
-int guard_fields(const emf *f, guard_hit *h)
+int health_fields(const emf *f, health_hit *h)
 {
     const float *a[9] = {f->e[0], f->e[1], f->e[2], f->b[0], f->b[1],
                          f->b[2], f->j[0], f->j[1], f->j[2]};
@@ -54,7 +51,7 @@ static long first_bad(const species *s, int c)
     return -1;
 }
 
-int guard_particles(const sim *S, guard_hit *h)
+int health_particles(const sim *S, health_hit *h)
 {
     memset(h, 0, sizeof *h);
     for (int s = 0; s < S->nsp; s++) {
@@ -85,7 +82,7 @@ int guard_particles(const sim *S, guard_hit *h)
     return 0;
 }
 
-int guard_counts(const sim *S, guard_hit *h)
+int health_counts(const sim *S, health_hit *h)
 {
     memset(h, 0, sizeof *h);
     for (int s = 0; s < S->nsp; s++) {
@@ -110,19 +107,19 @@ int guard_counts(const sim *S, guard_hit *h)
     return 0;
 }
 
-int guard_check(const sim *S, guard_hit *h)
+int health_check(const sim *S, health_hit *h)
 {
-    guard_hit own, part;
+    health_hit own, part;
     if (!h)
         h = &own;
-    const int field = guard_fields(&S->f, h);
+    const int field = health_fields(&S->f, h);
     /* E and B finite while particles are not: the bad values were born in the particles
      * (their current J comes from them) */
     const int eb = field && h->what[0] != 'J';
-    if (guard_particles(S, &part)) {
+    if (health_particles(S, &part)) {
         const species *sp = &S->sp[part.species];
         empic_report(NULL, 0, "step %ld: species %s: a particle in cell (i, j) = (%d, %d) has "
-                     "%s = %g (not finite)", S->step, sp->cfg->name, part.i, part.j, part.what,
+                     "%s = %g (not finite)", S->step, sp->name, part.i, part.j, part.what,
                      part.value);
         if (eb)
             empic_report(NULL, 0, "  and field %s = %g at cell (i, j) = (%d, %d): fields and "
@@ -132,7 +129,7 @@ int guard_check(const sim *S, guard_hit *h)
         else
             empic_report(NULL, 0, "  E and B are finite: the bad values were born in the "
                          "particles; check species %s: charge %g, mass %g (q/m = %g in single "
-                         "precision), its density (weights) and drift", sp->cfg->name,
+                         "precision), its density (weights) and drift", sp->name,
                          sp->cfg->charge, sp->cfg->mass, (double)sp->qm);
         *h = part;
         return -1;
@@ -145,60 +142,19 @@ int guard_check(const sim *S, guard_hit *h)
                         : "their current overflows (check the species' densities and charges)");
         return -1;
     }
-    if (guard_counts(S, h)) {
+    if (health_counts(S, h)) {
         empic_report(NULL, 0, "step %ld: species %s: the clusters hold %lld particles but the "
                      "species has %lld (particles lost or duplicated, or a cluster over its "
                      "capacity); this is a bug in empic, please report it with the deck",
-                     S->step, S->sp[h->species].cfg->name, h->have, h->want);
+                     S->step, S->sp[h->species].name, h->have, h->want);
         return -1;
     }
     return 0;
 }
 
-/* ---------------------------------------------------------------- signals and the loop */
-
-/* Signal state is process-wide by nature: the handler can only reach a static flag. */
-static volatile sig_atomic_t sig_seen;
-static struct sigaction sig_old[2];
-static int sig_installed;
-static const int SIG_HANDLED[2] = {SIGINT, SIGTERM};
-
-static void on_signal(int sig)
-{
-    static const char msg[] = "\nempic: signal received: stopping after this step with a "
-                              "checkpoint (send it again to stop at once)\n";
-    sig_seen = sig;
-    ssize_t w = write(STDERR_FILENO, msg, sizeof msg - 1);
-    (void)w;
-}
-
-void guard_signals(int on)
-{
-    if (on && !sig_installed) {
-        struct sigaction sa;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = on_signal;
-        sigemptyset(&sa.sa_mask);
-        sa.sa_flags = SA_RESETHAND;
-        sig_seen = 0;
-        for (int k = 0; k < 2; k++) {
-            sigaction(SIG_HANDLED[k], &sa, &sig_old[k]);
-            if (sig_old[k].sa_handler == SIG_IGN) /* e.g. SIGINT of a background job */
-                sigaction(SIG_HANDLED[k], &sig_old[k], NULL);
-        }
-        sig_installed = 1;
-    } else if (!on && sig_installed) {
-        for (int k = 0; k < 2; k++)
-            sigaction(SIG_HANDLED[k], &sig_old[k], NULL);
-        sig_installed = 0;
-    }
-}
-
-int guard_signal_pending(void) { return sig_seen; }
-
 /* The first non-finite quantity of the last energy diagnostic (its energy.csv column), with
  * its likely cause; NULL when all are finite. */
-static const char *energy_bad(const sim *S, char *what, size_t len)
+const char *health_energy(const sim *S, char *what, size_t len)
 {
     if (!isfinite(S->en_e) || !isfinite(S->en_b)) {
         snprintf(what, len, "%s = %g: the fields are finite but their energy overflows "
@@ -222,65 +178,16 @@ static const char *energy_bad(const sim *S, char *what, size_t len)
     return NULL;
 }
 
-int guard_after_step(sim *S)
+
+int health_faults(const sim *S)
 {
-    const deck *d = &S->d;
-    const int gpu = S->backend == BACKEND_CUDA, sig = sig_seen;
-    const int ckpt = sig || (d->checkpoint_every > 0 && S->step % d->checkpoint_every == 0);
-    char what[320];
-    if (S->io_failed)
-        return -1; /* the file was named when it failed */
     for (int s = 0; s < S->nsp; s++)
         if (S->sp[s].bad.found) { /* beyond what deck_load checked (--steps, large decks) */
             const species_fault *b = &S->sp[s].bad;
             empic_report(NULL, 0, "step %ld: species %s: the moving window's injection met %s "
                          "= %g at (x, y) = (%.9g, %.9g) (lab frame); expected a finite value "
-                         ">= 0", S->step, S->sp[s].cfg->name, b->what, b->value, b->x, b->y);
+                         ">= 0", S->step, S->sp[s].name, b->what, b->value, b->x, b->y);
             return -1;
         }
-    const char *bad_energy = d->energy_every > 0 && S->step > 0 && S->en_step == S->step - 1
-                                 ? energy_bad(S, what, sizeof what)
-                                 : NULL;
-    const long every = d->energy_every > 0 ? d->energy_every : GUARD_EVERY;
-    /* the GPU screens through the energy diagnostic and fetches only when it must */
-    const int scan =
-        bad_energy || ckpt || (S->step % every == 0 && (!gpu || d->energy_every <= 0));
-    if (scan) {
-        if (gpu)
-            sim_fetch(S);
-        if (guard_check(S, NULL))
-            return -1;
-        if (bad_energy) {
-            empic_report(NULL, 0, "step %ld: energy diagnostic %s", S->en_step, bad_energy);
-            return -1;
-        }
-    }
-    if (ckpt && checkpoint_write(S))
-        return -1;
-    return sig ? 128 + sig : 0;
-}
-
-void guard_stop_message(const sim *S, int st)
-{
-    fflush(stdout); /* after the timing table */
-    if (st > 0) {
-        int sig = st - 128;
-        empic_report(NULL, 0, "stopped by %s after step %ld of %ld; checkpoint written: %s\n"
-                     "  continue with: empic --restart %s   (add --steps N to run longer)",
-                     sig == SIGINT ? "SIGINT" : (sig == SIGTERM ? "SIGTERM" : "a signal"),
-                     S->step, S->d.steps, S->checkpoint_last, S->d.output);
-    } else if (S->checkpoint_last[0]) {
-        empic_report(NULL, 0, "stopped at step %ld%s; the last checkpoint is intact: %s\n"
-                     "  continue from it with: empic --restart %s", S->step,
-                     S->io_failed ? " (an output file could not be written)" : "",
-                     S->checkpoint_last, S->checkpoint_last);
-    } else if (S->d.checkpoint_every > 0) {
-        empic_report(NULL, 0, "stopped at step %ld; no checkpoint of this run exists (the first "
-                     "is due at step %ld: diagnostics.checkpoint.every = %ld), nothing to "
-                     "restart from",
-                     S->step, S->d.checkpoint_every, S->d.checkpoint_every);
-    } else {
-        empic_report(NULL, 0, "stopped at step %ld; this run writes no checkpoints (set "
-                     "diagnostics.checkpoint.every to have them)", S->step);
-    }
+    return 0;
 }

@@ -1,0 +1,26 @@
+/* frame.h - what one dump writes (output.c writes it as openPMD HDF5, xdmf.c describes it). */
+#ifndef FRAME_H
+#define FRAME_H
+
+#include "emf.h"
+#include "kinds.h"
+#include "species.h"
+
+typedef struct {
+    const struct deck *d;
+    const emf *f;             /* E at t, B at t, J at t - dt/2, interior cells written */
+    const float *rho;         /* total charge density (emf layout), or NULL */
+    const float *const *rho_species; /* per species (emf layout), or NULL */
+    const species *sp;        /* the species */
+    int nspecies;
+    const clusters *cl;
+    long step;
+    double t;
+    double x0, y0;            /* box origin (moves with the window) */
+    int fields;               /* write the meshes selected by d->fields_quantities */
+    int particles;            /* write the species selected by d->particles_species_mask */
+    int tracks;               /* instead: the tracked particles (id != 0) of every tracked
+                                 species into OUTDIR/tracks/tracks%08T.h5 (particles = 1) */
+} output_frame;
+
+#endif
