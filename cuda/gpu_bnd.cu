@@ -329,7 +329,7 @@ __global__ void k_walls(kwalls a)
         if (!((xl && dx < 0) || (xh && dx > 0) || (yl && dy < 0) || (yh && dy > 0)))
             continue;
         int mc = (dx + 1) + 3 * (dy + 1);
-        int m = pbnd_particle(&a.w, cx, cy, a.cx_of, a.cy_of, a.step, (unsigned)p, mc,
+        int m = pbnd_particle(&a.w, cx, cy, a.cx_of, a.cy_of, a.step, mc,
                               &a.cell[p], &a.x[p], &a.y[p], &a.ux[p], &a.uy[p], &a.uz[p]);
         atomicSub(&hist[mc], 1);
         atomicAdd(&hist[m < 0 ? 4 : m], 1);

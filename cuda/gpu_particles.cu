@@ -5,8 +5,11 @@
  * shared-memory tile of the cluster plus ghosts (1 cell below, 2 above, as src/push.c). The
  * two can also run as one fused kernel (EMPIC_GPU_FUSED=1; no faster, see NOTES.md). Threads take 4 consecutive particles with
  * 16-byte loads, so the lanes of a warp work in several cells at once, and the lanes spread
- * over up to 4 private tile copies: fewer threads meet on one shared-memory word. Each block
- * writes its reduced tile to a per-cluster buffer; four colour passes (2x2 colouring of the
+ * over up to 4 private tile copies: fewer threads meet on one shared-memory word. The tiles
+ * hold 64-bit fixed-point integers (particle.h's deposit_add_fixed, scale from the deck):
+ * native integer atomics, and a sum that does not depend on the order of the adds, so the
+ * current is the same in every run. Each block writes its reduced tile to a per-cluster
+ * float buffer; four colour passes (2x2 colouring of the
  * clusters, Kong Fig. 3) then add the tiles to the mesh current without atomics. The block
  * also writes each particle's 4-bit migration code and the cluster's 9-bin histogram. */
 #include "gpu_internal.h"
@@ -30,6 +33,7 @@ typedef struct {
     int ncx, stride, off, nx, ny;
     int tszp, cstride, copies, tile_stride;
     float qdt2m, rdx, rdy, jxq, jyq, q;
+    float scale;                /* fixed-point scale of the current tile */
     float ext[6];               /* external E, B */
 } kpart;
 
@@ -53,16 +57,19 @@ __device__ __forceinline__ ctile tile_of(const int *x0, const int *y0, int ncx, 
     return t;
 }
 
-/* Sum the private copies of ncomp tile components into the block's slot of the buffer. */
-__device__ __forceinline__ void tile_store(const float *sj, int copies, int cstride, int tszp,
-                                           int ncomp, int tsz, float *dst)
+/* Sum the private fixed-point copies of ncomp tile components (exact) into the block's slot
+ * of the buffer, as floats (one rounding). */
+__device__ __forceinline__ void tile_store(const long long *sj, int copies, int cstride,
+                                           int tszp, int ncomp, int tsz, float scale,
+                                           float *dst)
 {
+    const double inv = 1.0 / (double)scale; /* a power of two: exact */
     for (int idx = threadIdx.x; idx < ncomp * tsz; idx += blockDim.x) {
         int comp = idx / tsz, r = idx - comp * tsz;
-        float v = sj[comp * tszp + r];
+        long long v = sj[comp * tszp + r];
         for (int cp = 1; cp < copies; cp++)
             v += sj[cp * cstride + comp * tszp + r];
-        dst[idx] = v;
+        dst[idx] = (float)((double)v * inv);
     }
 }
 
@@ -104,7 +111,7 @@ __global__ void __launch_bounds__(GPU_THREADS, 3) k_particles(kpart a)
     const int c = blockIdx.x, tid = threadIdx.x, lane = tid & 31;
     const ctile T = tile_of(a.x0, a.y0, a.ncx, c);
     float *sf = sm;
-    float *sj = sm + ((MODE & M_PUSH) ? 6 * a.tszp : 0);
+    long long *sj = (long long *)(sm + ((MODE & M_PUSH) ? 6 * a.tszp : 0));
     if (MODE & M_PUSH)
         for (int idx = tid; idx < T.tsz; idx += GPU_THREADS) {
             int r = idx / T.tw;
@@ -115,7 +122,7 @@ __global__ void __launch_bounds__(GPU_THREADS, 3) k_particles(kpart a)
         }
     if (MODE & M_MOVE) {
         for (int idx = tid; idx < a.copies * a.cstride; idx += GPU_THREADS)
-            sj[idx] = 0.0f;
+            sj[idx] = 0;
         if (tid < 9)
             shist[tid] = 0;
     }
@@ -123,7 +130,7 @@ __global__ void __launch_bounds__(GPU_THREADS, 3) k_particles(kpart a)
 
     const int n = a.count[c], s0 = a.start[c];
     const int trips = (n + GPU_VEC * GPU_THREADS - 1) / (GPU_VEC * GPU_THREADS);
-    float *jc = sj + (lane % a.copies) * a.cstride;
+    long long *jc = sj + (lane % a.copies) * a.cstride;
     int mv[8] = {0, 0, 0, 0, 0, 0, 0, 0}; /* movers per code, the same in all lanes */
     double ke = 0.0;
     for (int t = 0; t < trips; t++) {
@@ -187,12 +194,12 @@ __global__ void __launch_bounds__(GPU_THREADS, 3) k_particles(kpart a)
                 int mid = move_pieces(x0, y0, x1, y1, qw * a.jxq, qw * a.jyq, qw * u[2] * ig,
                                       T.tw, o, w, 1);
                 int di = offset_wrap(&x1), dj = offset_wrap(&y1);
-                float *jy = jc + a.tszp, *jz = jc + 2 * a.tszp;
-                deposit_add(jc, jy, jz, k + o[0], T.tw, w, 1);
+                long long *jy = jc + a.tszp, *jz = jc + 2 * a.tszp;
+                deposit_add_fixed(jc, jy, jz, k + o[0], T.tw, w, 1, a.scale);
                 if (mid)
-                    deposit_add(jc, jy, jz, k + o[1], T.tw, w + 8, 1);
+                    deposit_add_fixed(jc, jy, jz, k + o[1], T.tw, w + 8, 1, a.scale);
                 if (di | dj)
-                    deposit_add(jc, jy, jz, k + o[2], T.tw, w + 16, 1);
+                    deposit_add_fixed(jc, jy, jz, k + o[2], T.tw, w + 16, 1, a.scale);
                 i += di;
                 j += dj;
                 int dcx = i < T.xlo ? -1 : (i >= T.xhi ? 1 : 0);
@@ -273,7 +280,8 @@ __global__ void __launch_bounds__(GPU_THREADS, 3) k_particles(kpart a)
                 moved += b == 4 ? 0 : shist[b];
             a.hist[9 * c + tid] = tid == 4 ? n - moved : shist[tid];
         }
-        tile_store(sj, a.copies, a.cstride, a.tszp, 3, T.tsz, a.tiles + (size_t)c * a.tile_stride);
+        tile_store(sj, a.copies, a.cstride, a.tszp, 3, T.tsz, a.scale,
+                   a.tiles + (size_t)c * a.tile_stride);
     }
 }
 
@@ -285,18 +293,19 @@ typedef struct {
     float *tiles;
     const int *x0, *y0;
     int ncx, tszp, cstride, copies, tile_stride;
-    float q;
+    float q, scale;
 } krho;
 
 __global__ void __launch_bounds__(GPU_THREADS) k_rho(krho a)
 {
     extern __shared__ float sm[];
+    long long *sr = (long long *)sm;
     const int c = blockIdx.x, tid = threadIdx.x;
     const ctile T = tile_of(a.x0, a.y0, a.ncx, c);
     for (int idx = tid; idx < a.copies * a.cstride; idx += GPU_THREADS)
-        sm[idx] = 0.0f;
+        sr[idx] = 0;
     __syncthreads();
-    float *rc = sm + ((tid & 31) % a.copies) * a.cstride;
+    long long *rc = sr + ((tid & 31) % a.copies) * a.cstride;
     const int n = a.count[c], s0 = a.start[c];
     for (int base = GPU_VEC * tid; base < n; base += GPU_VEC * GPU_THREADS) {
         const int nv = min(GPU_VEC, n - base), p = s0 + base;
@@ -311,11 +320,12 @@ __global__ void __launch_bounds__(GPU_THREADS) k_rho(krho a)
             if (q >= nv)
                 continue;
             int k = ((int)(cl[q] & 0xffffu) - T.i0) + ((int)(cl[q] >> 16) - T.j0) * T.tw;
-            deposit_charge(rc, k, T.tw, xs[q], ys[q], a.q * ws[q]);
+            deposit_charge_fixed(rc, k, T.tw, xs[q], ys[q], a.q * ws[q], a.scale);
         }
     }
     __syncthreads();
-    tile_store(sm, a.copies, a.cstride, a.tszp, 1, T.tsz, a.tiles + (size_t)c * a.tile_stride);
+    tile_store(sr, a.copies, a.cstride, a.tszp, 1, T.tsz, a.scale,
+               a.tiles + (size_t)c * a.tile_stride);
 }
 
 /* One colour pass: the clusters (2m + (colour & 1), 2n + (colour >> 1)) add their tiles to
@@ -357,20 +367,34 @@ template <int MODE, bool KE> static void set_smem(size_t bytes)
                                 (int)bytes));
 }
 
-void gpu_particles_setup(gpu_state *g)
+/* The fixed-point scale of the current and charge tiles, from the deck (the same after a
+ * restart): the largest contribution one particle makes to a tile entry in a step is below
+ * max |q| w_max times max(1, dx/dt, dy/dt) (Jx, Jy: q w dx/dt times a move below one cell;
+ * Jz: q w |v_z| < q w; rho: q w). */
+static float deposit_scale(const pic_state *st)
+{
+    const emf *f = st->f;
+    double r = fmax(1.0, fmax(f->dx / f->dt, f->dy / f->dt)), bound = 0.0;
+    for (int s = 0; s < st->nsp; s++)
+        bound = fmax(bound, fabs((double)st->sp[s].q) * st->sp[s].wbound * r);
+    return fixed_scale(bound);
+}
+
+void gpu_particles_setup(gpu_state *g, const pic_state *st)
 {
     const size_t budget = 56 * 1024; /* keeps 4 blocks on a 228 KB multiprocessor */
     const size_t limit = g->smem_optin - 2048;
     g->tszp = (g->tsz_max + 3) / 4 * 4;
     for (g->copies = GPU_MAX_COPIES; g->copies >= 1; g->copies /= 2) {
         g->cstride = (3 * g->tszp + 31) / 32 * 32 + (g->copies > 1 ? 32 / g->copies : 0);
-        g->smem_move = (size_t)g->copies * g->cstride * sizeof(float);
+        g->smem_move = (size_t)g->copies * g->cstride * sizeof(long long);
         g->smem_push = (size_t)6 * g->tszp * sizeof(float);
         g->smem_part = g->smem_push + g->smem_move;
         if (g->smem_part <= budget || g->copies == 1)
             break;
     }
     g->smem_rho = g->smem_move; /* 1 component fits in the room of 3 */
+    g->scale = deposit_scale(st);
     if (g->smem_part > limit) {
         empic_report(NULL, 0, "grid.cluster: clusters of up to %dx%d cells need %zu bytes "
                      "of shared memory per block, the GPU allows %zu; use smaller clusters",
@@ -443,6 +467,7 @@ void gpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic)
         a.jxq = (float)(f->dx / f->dt);
         a.jyq = (float)(f->dy / f->dt);
         a.q = d->q;
+        a.scale = g->scale;
         int t = gpu_tic(g, st);
         if (g->split) {
             if (want_ke)
@@ -485,7 +510,8 @@ void gpu_rho_deposit(gpu_state *g, int s, float *dst)
             continue;
         const gpu_species *d = &g->sp[k];
         krho a = {d->cell,  d->x,  d->y,  d->w,   d->start,  d->count,  g->tiles, g->x0,
-                  g->y0,    g->ncx, g->tszp, g->cstride, g->copies, 3 * g->tsz_max, d->q};
+                  g->y0,    g->ncx, g->tszp, g->cstride, g->copies, 3 * g->tsz_max, d->q,
+                  g->scale};
         k_rho<<<g->ncl, GPU_THREADS, g->smem_rho, g->stream>>>(a);
         GPU_LAUNCHED(g, "k_rho");
         colour_passes(g, 1, dst, NULL, NULL);

@@ -25,9 +25,8 @@ static int bnd_particle(species *s, const emf *f, const clusters *cl, int c, siz
 {
     pbnd_walls w;
     bnd_walls(s, cl, f, &w);
-    return pbnd_particle(&w, c % cl->ncx, c / cl->ncx, cl->cx_of, cl->cy_of, f->step,
-                         (unsigned)p, mc, &s->cell[p], &s->x[p], &s->y[p], &s->ux[p],
-                         &s->uy[p], &s->uz[p]);
+    return pbnd_particle(&w, c % cl->ncx, c / cl->ncx, cl->cx_of, cl->cy_of, f->step, mc,
+                         &s->cell[p], &s->x[p], &s->y[p], &s->ux[p], &s->uy[p], &s->uz[p]);
 }
 
 void bnd_cluster(species *s, const emf *f, const clusters *cl, int c)

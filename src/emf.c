@@ -200,16 +200,23 @@ void emf_poisson(emf *f, const float *rho)
     fftw_free(c);
 }
 
+/* Row sums, then the rows in order: the same double for any thread count. */
 static double sum_squares(const emf *f, float *const a[3])
 {
-    double sum = 0.0;
-#pragma omp parallel for reduction(+ : sum)
-    for (int j = 0; j < f->ny; j++)
+    double sum = 0.0, *row = empic_alloc((size_t)f->ny * sizeof(double), "energy rows");
+#pragma omp parallel for
+    for (int j = 0; j < f->ny; j++) {
+        double r = 0.0;
         for (int i = 0; i < f->nx; i++) {
             int k = emf_idx(f, i, j);
-            sum += (double)a[0][k] * a[0][k] + (double)a[1][k] * a[1][k] +
-                   (double)a[2][k] * a[2][k];
+            r += (double)a[0][k] * a[0][k] + (double)a[1][k] * a[1][k] +
+                 (double)a[2][k] * a[2][k];
         }
+        row[j] = r;
+    }
+    for (int j = 0; j < f->ny; j++)
+        sum += row[j];
+    free(row);
     return 0.5 * sum * f->dx * f->dy;
 }
 
