@@ -1,5 +1,5 @@
 /* test_gpu_repro.c - bitwise reproducibility (design.md §12) on the CUDA backend: two runs of
- * one deck give identical energy.csv, dumps (fields, particle samples, tracks) and
+ * one deck give identical energy.csv, dumps (fields, particle samples, tracks, phase spaces) and
  * checkpoints, and a run stopped at a checkpoint and restarted equals the straight run, bit
  * for bit. Two decks: a periodic warm electron-positron plasma, and a laser entering through
  * a PML into a plasma between a thermal and a reflecting wall under a moving window (drops,
@@ -87,6 +87,20 @@ static void make(deck *d, deck_maker m, const char *tag, const char *run, long s
     d->tracks_fraction = 0.05;
     d->checkpoint_every = STEPS / 2;
     d->tracks_species_mask = 3; /* both species (the deck text of a checkpoint names them) */
+    /* in-code phase spaces: x-uz of species 0 over the particles' extent (device reductions),
+     * and the energy spectrum of species 1 */
+    d->nphasespace = 2;
+    memset(d->phasespace, 0, 2 * sizeof d->phasespace[0]);
+    d->phasespace[0].naxes = 2;
+    d->phasespace[0].axis[0] = PSA_X;
+    d->phasespace[0].axis[1] = PSA_UZ;
+    d->phasespace[0].bins[0] = d->phasespace[0].bins[1] = 64;
+    d->phasespace[0].every = 30;
+    d->phasespace[1].species = 1;
+    d->phasespace[1].naxes = 1;
+    d->phasespace[1].axis[0] = PSA_ENERGY;
+    d->phasespace[1].bins[0] = 100;
+    d->phasespace[1].every = 30;
     out_dir(d, tag, run);
 }
 
@@ -319,15 +333,16 @@ static void compare_runs(const sim *a, const sim *b, const char *what)
     snprintf(eb, sizeof eb, "%s/energy.csv", b->d.output);
     int csv = same_bytes(ea, eb);
     dircmp r = {0, 0, 0, 0};
-    const char *subs[3] = {"data", "tracks", "checkpoint"};
-    for (int k = 0; k < 3; k++)
+    const char *subs[4] = {"data", "tracks", "phasespace", "checkpoint"};
+    for (int k = 0; k < 4; k++)
         compare_dir(a->d.output, b->d.output, subs[k], &r);
     int state = same_state(a, b);
     printf(" [%s: energy.csv %s, %d HDF5 files (%ld datasets): %d missing, %d differ; "
            "state %s] ", what, csv ? "same" : "DIFFERS", r.files, r.datasets, r.missing,
            r.differ, state ? "same" : "DIFFERS");
     CU_ASSERT(csv);
-    CU_ASSERT(r.files >= 12); /* dumps at 0, 30, 60, 90; tracks; checkpoints at 60, 120 */
+    CU_ASSERT(r.files >= 17); /* dumps and phase spaces at 0, 30, 60, 90; tracks;
+                                 checkpoints at 60, 120 */
     CU_ASSERT(r.missing == 0 && r.differ == 0);
     CU_ASSERT(state);
 }
