@@ -25,7 +25,7 @@ __global__ void k_phasespace(ps_grid g, const uint32_t *__restrict__ cell,
                              const int *__restrict__ start, const int *__restrict__ count,
                              int ncl, unsigned long long *hist, int shared, float scale)
 {
-    extern __shared__ unsigned long long sh[];
+    extern __shared__ long long sh[];
     const int nb = g.n[0] * g.n[1];
     if (shared) {
         for (int b = threadIdx.x; b < nb; b += blockDim.x)
@@ -40,15 +40,18 @@ __global__ void k_phasespace(ps_grid g, const uint32_t *__restrict__ cell,
                            uz[p]);
             if (b < 0)
                 continue;
-            const unsigned long long v = (unsigned long long)fixed_of(w[p], scale);
-            atomicAdd(shared ? &sh[b] : &hist[b], v);
+            const long long v = fixed_of(w[p], scale);
+            if (shared)
+                fixed_atomic_add(&sh[b], v);
+            else
+                atomicAdd(&hist[b], (unsigned long long)v);
         }
     }
     if (shared) {
         __syncthreads();
         for (int b = threadIdx.x; b < nb; b += blockDim.x)
             if (sh[b] != 0)
-                atomicAdd(&hist[b], sh[b]);
+                atomicAdd(&hist[b], (unsigned long long)sh[b]);
     }
 }
 

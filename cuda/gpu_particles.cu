@@ -382,7 +382,9 @@ static float deposit_scale(const pic_state *st)
 
 void gpu_particles_setup(gpu_state *g, const pic_state *st)
 {
-    const size_t budget = 56 * 1024; /* keeps 4 blocks on a 228 KB multiprocessor */
+    /* the move kernel's tile copies (64-bit entries) within 64 KB: 3 blocks on a 228 KB
+     * multiprocessor */
+    const size_t budget = 64 * 1024;
     const size_t limit = g->smem_optin - 2048;
     g->tszp = (g->tsz_max + 3) / 4 * 4;
     for (g->copies = GPU_MAX_COPIES; g->copies >= 1; g->copies /= 2) {
@@ -390,7 +392,7 @@ void gpu_particles_setup(gpu_state *g, const pic_state *st)
         g->smem_move = (size_t)g->copies * g->cstride * sizeof(long long);
         g->smem_push = (size_t)6 * g->tszp * sizeof(float);
         g->smem_part = g->smem_push + g->smem_move;
-        if (g->smem_part <= budget || g->copies == 1)
+        if (g->smem_move <= budget || g->copies == 1)
             break;
     }
     g->smem_rho = g->smem_move; /* 1 component fits in the room of 3 */

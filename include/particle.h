@@ -208,16 +208,26 @@ EMPIC_HD void deposit_charge(float *rho, int k, int s, float x, float y, float q
 /* Fixed-point accumulation (the GPU's shared-memory tiles): a contribution v becomes the
  * integer nearest to v * scale (scale a power of two chosen from the deck, so the product is
  * exact), and integer adds give the same sum in any order: a deposit whose result does not
- * depend on which thread adds first. Two's complement wraps, so the unsigned atomic adds a
- * negative value correctly. */
+ * depend on which thread adds first. */
 EMPIC_HD long long fixed_of(float v, float scale)
 {
     return llrintf(v * scale);
 }
 
 #ifdef __CUDA_ARCH__
-#define EMPIC_ACC_FIXED(p, v) \
-    atomicAdd((unsigned long long *)(p), (unsigned long long)fixed_of((v), scale))
+/* A 64-bit add as native 32-bit atomics (sm_90 runs a 64-bit shared-memory atomic as a
+ * compare-and-swap loop): the low word first, whose old value tells whether this add carried;
+ * the high word only when its part plus the carry is not zero (not for most small values of
+ * either sign). The final 64-bit sum is exact whatever the order of the adds. */
+__device__ __forceinline__ void fixed_atomic_add(long long *p, long long v)
+{
+    unsigned *w = (unsigned *)p; /* little-endian: w[0] is the low word */
+    const unsigned lo = (unsigned)v, old = atomicAdd(&w[0], lo);
+    const unsigned hi = (unsigned)((unsigned long long)v >> 32) + (old + lo < old ? 1u : 0u);
+    if (hi)
+        atomicAdd(&w[1], hi);
+}
+#define EMPIC_ACC_FIXED(p, v) fixed_atomic_add((p), fixed_of((v), scale))
 #else
 #define EMPIC_ACC_FIXED(p, v) (*(p) += fixed_of((v), scale))
 #endif
