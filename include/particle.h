@@ -214,7 +214,7 @@ EMPIC_HD long long fixed_of(float v, float scale)
     return llrintf(v * scale);
 }
 
-#ifdef __CUDA_ARCH__
+#ifdef __CUDACC__
 /* A 64-bit add as native 32-bit atomics (sm_90 runs a 64-bit shared-memory atomic as a
  * compare-and-swap loop): the low word first, whose old value tells whether this add carried;
  * the high word only when its part plus the carry is not zero (not for most small values of
@@ -227,6 +227,9 @@ __device__ __forceinline__ void fixed_atomic_add(long long *p, long long v)
     if (hi)
         atomicAdd(&w[1], hi);
 }
+#endif
+
+#ifdef __CUDA_ARCH__
 #define EMPIC_ACC_FIXED(p, v) fixed_atomic_add((p), fixed_of((v), scale))
 #else
 #define EMPIC_ACC_FIXED(p, v) (*(p) += fixed_of((v), scale))
