@@ -29,6 +29,7 @@ extern "C" {     /* host C code: the state backend.h hands over, the boundaries'
 
 #define GPU_THREADS 256       /* threads per block of the particle and sort kernels */
 #define GPU_VEC 4             /* particles per thread and loop trip (16-byte loads) */
+#define GPU_MAX_COPIES 4      /* private copies of a current tile in shared memory */
 #define GPU_EVENTS 256        /* event pool for the phase timers */
 
 typedef struct {
@@ -73,7 +74,8 @@ struct gpu_state {
     int tsz_max;                  /* floats per component of the largest tile */
     float *tiles;                 /* one 3-component tile per cluster (write-back buffer) */
     /* current tiles in shared memory */
-    int tszp;                     /* padded component stride in shared memory */
+    int copies;                   /* private copies (1..GPU_MAX_COPIES) */
+    int tszp, cstride;            /* padded component and copy strides in shared memory */
     size_t smem_part, smem_push, smem_move, smem_rho;
     float scale;                  /* fixed-point scale of the tiles (deposit_scale) */
     /* reductions and flags */

@@ -4,13 +4,13 @@
  * the move kernel moves them and deposits the current with move_pieces / deposit_add into a
  * shared-memory tile of the cluster plus ghosts (1 cell below, 2 above, as src/push.c). The
  * two can also run as one fused kernel (EMPIC_GPU_FUSED=1; no faster, see NOTES.md). Threads take 4 consecutive particles with
- * 16-byte loads, so the lanes of a warp work in several cells at once. The tile holds 64-bit
- * fixed-point integers (particle.h's deposit_add_fixed, scale from the deck), added with
- * native 32-bit integer atomics: a sum that does not depend on the order of the adds, so the
- * current is the same in every run (and no float compare-and-swap loops: private tile copies
- * per lane group, which those needed, no longer gain anything). Each block writes its tile
- * to a per-cluster float buffer; four colour passes (2x2 colouring of the clusters, Kong
- * Fig. 3) then add the tiles to the mesh current without atomics. The block
+ * 16-byte loads, so the lanes of a warp work in several cells at once, and the lanes spread
+ * over up to 4 private tile copies: fewer threads meet on one shared-memory word. The tiles
+ * hold 64-bit fixed-point integers (particle.h's deposit_add_fixed, scale from the deck):
+ * native integer atomics, and a sum that does not depend on the order of the adds, so the
+ * current is the same in every run. Each block writes its reduced tile to a per-cluster
+ * float buffer; four colour passes (2x2 colouring of the
+ * clusters, Kong Fig. 3) then add the tiles to the mesh current without atomics. The block
  * also writes each particle's 4-bit migration code and the cluster's 9-bin histogram. */
 #include "gpu_internal.h"
 #include "particle.h"
@@ -31,7 +31,7 @@ typedef struct {
     double *partial;
     const int *x0, *y0;
     int ncx, stride, off, nx, ny;
-    int tszp, tile_stride;
+    int tszp, cstride, copies, tile_stride;
     float qdt2m, rdx, rdy, jxq, jyq, q;
     float scale;                /* fixed-point scale of the current tile */
     float ext[6];               /* external E, B */
@@ -57,15 +57,19 @@ __device__ __forceinline__ ctile tile_of(const int *x0, const int *y0, int ncx, 
     return t;
 }
 
-/* The fixed-point tile's ncomp components into the block's slot of the buffer, as floats
- * (one rounding). */
-__device__ __forceinline__ void tile_store(const long long *sj, int tszp, int ncomp, int tsz,
-                                           float scale, float *dst)
+/* Sum the private fixed-point copies of ncomp tile components (exact) into the block's slot
+ * of the buffer, as floats (one rounding). */
+__device__ __forceinline__ void tile_store(const long long *sj, int copies, int cstride,
+                                           int tszp, int ncomp, int tsz, float scale,
+                                           float *dst)
 {
     const double inv = 1.0 / (double)scale; /* a power of two: exact */
     for (int idx = threadIdx.x; idx < ncomp * tsz; idx += blockDim.x) {
         int comp = idx / tsz, r = idx - comp * tsz;
-        dst[idx] = (float)((double)sj[comp * tszp + r] * inv);
+        long long v = sj[comp * tszp + r];
+        for (int cp = 1; cp < copies; cp++)
+            v += sj[cp * cstride + comp * tszp + r];
+        dst[idx] = (float)((double)v * inv);
     }
 }
 
@@ -117,7 +121,7 @@ __global__ void __launch_bounds__(GPU_THREADS, 3) k_particles(kpart a)
                 sf[comp * a.tszp + idx] = a.f[comp][gk];
         }
     if (MODE & M_MOVE) {
-        for (int idx = tid; idx < 3 * a.tszp; idx += GPU_THREADS)
+        for (int idx = tid; idx < a.copies * a.cstride; idx += GPU_THREADS)
             sj[idx] = 0;
         if (tid < 9)
             shist[tid] = 0;
@@ -126,6 +130,7 @@ __global__ void __launch_bounds__(GPU_THREADS, 3) k_particles(kpart a)
 
     const int n = a.count[c], s0 = a.start[c];
     const int trips = (n + GPU_VEC * GPU_THREADS - 1) / (GPU_VEC * GPU_THREADS);
+    long long *jc = sj + (lane % a.copies) * a.cstride;
     int mv[8] = {0, 0, 0, 0, 0, 0, 0, 0}; /* movers per code, the same in all lanes */
     double ke = 0.0;
     for (int t = 0; t < trips; t++) {
@@ -189,12 +194,12 @@ __global__ void __launch_bounds__(GPU_THREADS, 3) k_particles(kpart a)
                 int mid = move_pieces(x0, y0, x1, y1, qw * a.jxq, qw * a.jyq, qw * u[2] * ig,
                                       T.tw, o, w, 1);
                 int di = offset_wrap(&x1), dj = offset_wrap(&y1);
-                long long *jy = sj + a.tszp, *jz = sj + 2 * a.tszp;
-                deposit_add_fixed(sj, jy, jz, k + o[0], T.tw, w, 1, a.scale);
+                long long *jy = jc + a.tszp, *jz = jc + 2 * a.tszp;
+                deposit_add_fixed(jc, jy, jz, k + o[0], T.tw, w, 1, a.scale);
                 if (mid)
-                    deposit_add_fixed(sj, jy, jz, k + o[1], T.tw, w + 8, 1, a.scale);
+                    deposit_add_fixed(jc, jy, jz, k + o[1], T.tw, w + 8, 1, a.scale);
                 if (di | dj)
-                    deposit_add_fixed(sj, jy, jz, k + o[2], T.tw, w + 16, 1, a.scale);
+                    deposit_add_fixed(jc, jy, jz, k + o[2], T.tw, w + 16, 1, a.scale);
                 i += di;
                 j += dj;
                 int dcx = i < T.xlo ? -1 : (i >= T.xhi ? 1 : 0);
@@ -275,7 +280,8 @@ __global__ void __launch_bounds__(GPU_THREADS, 3) k_particles(kpart a)
                 moved += b == 4 ? 0 : shist[b];
             a.hist[9 * c + tid] = tid == 4 ? n - moved : shist[tid];
         }
-        tile_store(sj, a.tszp, 3, T.tsz, a.scale, a.tiles + (size_t)c * a.tile_stride);
+        tile_store(sj, a.copies, a.cstride, a.tszp, 3, T.tsz, a.scale,
+                   a.tiles + (size_t)c * a.tile_stride);
     }
 }
 
@@ -286,7 +292,7 @@ typedef struct {
     const int *start, *count;
     float *tiles;
     const int *x0, *y0;
-    int ncx, tszp, tile_stride;
+    int ncx, tszp, cstride, copies, tile_stride;
     float q, scale;
 } krho;
 
@@ -296,9 +302,10 @@ __global__ void __launch_bounds__(GPU_THREADS) k_rho(krho a)
     long long *sr = (long long *)sm;
     const int c = blockIdx.x, tid = threadIdx.x;
     const ctile T = tile_of(a.x0, a.y0, a.ncx, c);
-    for (int idx = tid; idx < a.tszp; idx += GPU_THREADS)
+    for (int idx = tid; idx < a.copies * a.cstride; idx += GPU_THREADS)
         sr[idx] = 0;
     __syncthreads();
+    long long *rc = sr + ((tid & 31) % a.copies) * a.cstride;
     const int n = a.count[c], s0 = a.start[c];
     for (int base = GPU_VEC * tid; base < n; base += GPU_VEC * GPU_THREADS) {
         const int nv = min(GPU_VEC, n - base), p = s0 + base;
@@ -313,11 +320,12 @@ __global__ void __launch_bounds__(GPU_THREADS) k_rho(krho a)
             if (q >= nv)
                 continue;
             int k = ((int)(cl[q] & 0xffffu) - T.i0) + ((int)(cl[q] >> 16) - T.j0) * T.tw;
-            deposit_charge_fixed(sr, k, T.tw, xs[q], ys[q], a.q * ws[q], a.scale);
+            deposit_charge_fixed(rc, k, T.tw, xs[q], ys[q], a.q * ws[q], a.scale);
         }
     }
     __syncthreads();
-    tile_store(sr, a.tszp, 1, T.tsz, a.scale, a.tiles + (size_t)c * a.tile_stride);
+    tile_store(sr, a.copies, a.cstride, a.tszp, 1, T.tsz, a.scale,
+               a.tiles + (size_t)c * a.tile_stride);
 }
 
 /* One colour pass: the clusters (2m + (colour & 1), 2n + (colour >> 1)) add their tiles to
@@ -374,11 +382,19 @@ static float deposit_scale(const pic_state *st)
 
 void gpu_particles_setup(gpu_state *g, const pic_state *st)
 {
+    /* the move kernel's tile copies (64-bit entries) within 64 KB: 3 blocks on a 228 KB
+     * multiprocessor */
+    const size_t budget = 64 * 1024;
     const size_t limit = g->smem_optin - 2048;
     g->tszp = (g->tsz_max + 3) / 4 * 4;
-    g->smem_move = (size_t)3 * g->tszp * sizeof(long long);
-    g->smem_push = (size_t)6 * g->tszp * sizeof(float);
-    g->smem_part = g->smem_push + g->smem_move;
+    for (g->copies = GPU_MAX_COPIES; g->copies >= 1; g->copies /= 2) {
+        g->cstride = (3 * g->tszp + 31) / 32 * 32 + (g->copies > 1 ? 32 / g->copies : 0);
+        g->smem_move = (size_t)g->copies * g->cstride * sizeof(long long);
+        g->smem_push = (size_t)6 * g->tszp * sizeof(float);
+        g->smem_part = g->smem_push + g->smem_move;
+        if (g->smem_move <= budget || g->copies == 1)
+            break;
+    }
     g->smem_rho = g->smem_move; /* 1 component fits in the room of 3 */
     g->scale = deposit_scale(st);
     if (g->smem_part > limit) {
@@ -443,6 +459,8 @@ void gpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic)
         a.nx = g->nx;
         a.ny = g->ny;
         a.tszp = g->tszp;
+        a.cstride = g->cstride;
+        a.copies = g->copies;
         a.tile_stride = 3 * g->tsz_max;
         /* the same float expressions as push_cpu / move_cluster */
         a.qdt2m = (float)(0.5 * f->dt) * d->qm;
@@ -493,8 +511,9 @@ void gpu_rho_deposit(gpu_state *g, int s, float *dst)
         if (s >= 0 && k != s)
             continue;
         const gpu_species *d = &g->sp[k];
-        krho a = {d->cell, d->x,  d->y,   d->w,    d->start,       d->count, g->tiles,
-                  g->x0,   g->y0, g->ncx, g->tszp, 3 * g->tsz_max, d->q,     g->scale};
+        krho a = {d->cell,  d->x,  d->y,  d->w,   d->start,  d->count,  g->tiles, g->x0,
+                  g->y0,    g->ncx, g->tszp, g->cstride, g->copies, 3 * g->tsz_max, d->q,
+                  g->scale};
         k_rho<<<g->ncl, GPU_THREADS, g->smem_rho, g->stream>>>(a);
         GPU_LAUNCHED(g, "k_rho");
         colour_passes(g, 1, dst, NULL, NULL);
