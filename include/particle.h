@@ -260,10 +260,11 @@ EMPIC_HD void deposit_charge_fixed(long long *rho, int k, int s, float x, float 
 }
 
 /* The fixed-point scale for contributions of at most `bound` in magnitude: the power of two
- * that maps `bound` to between 2^29 and 2^30. A particle adds at most 4 bound to one tile
- * entry in a step (three pieces), so a 64-bit entry holds the sum of 2^30 particles of the
- * largest weight, all on one node, without overflow, and the quantum, 1/scale, is 0.9e-9 to
- * 1.9e-9 of bound: ~30 times below the float rounding of the largest contribution. */
+ * that maps `bound` to between 2^29 and 2^30. A particle adds less than 3 bound to one tile
+ * entry in a step (three pieces), so a 64-bit entry holds the sum of 2^33/3 particles of the
+ * largest weight, all on one node (more than a cluster's 2^31 slots), without overflow, and
+ * the quantum, 1/scale, is 0.9e-9 to 1.9e-9 of bound: 30 to 60 times below the float
+ * rounding of the largest contribution. */
 EMPIC_HD float fixed_scale(double bound)
 {
     int e;
