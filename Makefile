@@ -27,10 +27,19 @@ LIBS    = $(PKG_LIBS) -lfftw3 $(CU_LIBS) -lstdc++ -lm
 
 TESTS   := $(wildcard tests/test_*.c)
 
-.PHONY: all run test test-c test-py clean deps sanitize fuzz
-all: bin/empic
+.PHONY: all run test test-c test-py clean deps sanitize fuzz diag-install install
+all: bin/empic diag-install
 
-$(DEPS_STAMP):
+diag-install: | $(DEPS_STAMP)
+	@tools/install-diag || echo "make: diag/ not installed (no pip or network?): empic-diag is" \
+	  "missing; python3 -m diag still works in this folder"
+
+PREFIX ?= /usr/local
+install: bin/empic
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 755 bin/empic $(DESTDIR)$(PREFIX)/bin/empic
+
+$(DEPS_STAMP): tools/install-deps
 	@mkdir -p build
 	tools/install-deps
 	@touch $@
@@ -39,6 +48,15 @@ deps: $(DEPS_STAMP)
 build/%.o: src/%.c $(wildcard include/*.h) src/*.h | $(DEPS_STAMP)
 	@mkdir -p build
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Isrc -c $< -o $@
+
+# The commit goes into version.o only; build/.commit changes when the commit does.
+GIT_COMMIT := $(shell git describe --always --dirty --abbrev=12 2>/dev/null || echo unknown)
+build/.commit: FORCE
+	@mkdir -p build
+	@echo '$(GIT_COMMIT)' | cmp -s - $@ || echo '$(GIT_COMMIT)' > $@
+build/version.o: src/version.c src/version.h build/.commit | $(DEPS_STAMP)
+	$(CC) $(CFLAGS) -DEMPIC_COMMIT='"$(GIT_COMMIT)"' -Isrc -c $< -o $@
+FORCE:
 
 build/cuda_%.o: cuda/%.cu $(wildcard include/*.h cuda/*.h) src/*.h | $(DEPS_STAMP)
 	@mkdir -p build
@@ -55,7 +73,7 @@ bin/test_%: tests/test_%.c tests/testutil.h build/libempic.a
 	@mkdir -p bin
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Isrc -Itests $< build/libempic.a -o $@ $(LIBS) -lcunit
 
-run: bin/empic
+run: bin/empic diag-install
 	bin/empic decks/default.cfg
 	-python3 -m diag summary out-default
 
@@ -66,7 +84,7 @@ test-c: bin/empic $(TESTS:tests/%.c=bin/%)
 	tests/decks.sh
 	tests/restart.sh
 
-test-py: bin/empic
+test-py: bin/empic diag-install
 	python3 -m pytest -q tests
 
 # `make sanitize`: the CPU build (CUDA=0) with AddressSanitizer and UBSan in build-san/ and
@@ -102,7 +120,8 @@ sanitize: bin-san/empic $(SAN_TESTS:tests/%.c=bin-san/%)
 # a deck file to deck_load for FUZZ_TIME seconds, from the example decks as seed corpus.
 FUZZ_CC   ?= clang
 FUZZ_TIME ?= 60
-FUZZ_SRC  := src/deck.c src/deck_check.c src/deck_insitu.c src/formula.c src/util.c
+FUZZ_SRC  := src/deck.c src/deck_check.c src/deck_const.c src/deck_insitu.c src/formula.c \
+             src/util.c
 
 bin-fuzz/fuzz_deck: tools/fuzz_deck.c $(FUZZ_SRC) $(wildcard include/*.h) src/*.h | $(DEPS_STAMP)
 	@command -v $(FUZZ_CC) >/dev/null 2>&1 || tools/install-deps clang

@@ -1,12 +1,13 @@
 /* gpu_bnd.cu - non-periodic boundaries on the device: CPML layers, Mur edges and laser
- * sources around the Yee phases (as src/fbnd.c and src/lasers.c, with include/pml.h's and
- * include/laser.h's formulas), and the particle walls (as src/bnd.c, with include/pbnd.h's
- * rules): the wall rule for the particles of edge clusters that crossed a wall, the fold of
- * their tile current beyond the wall before the colour write-back, and the removal of
- * dropped particles before the sort. The layers and edges are thin strips: small kernels
- * over their cells, launched in the CPU's order. Nothing here runs for a periodic deck. */
+ * sources around the Yee phases (include/pml.h's and include/laser.h's cell rules and line
+ * geometry), and the particle walls (include/pbnd.h): the wall fix-up of the particles of
+ * edge clusters that crossed a wall, the fold of their tile current beyond the wall before
+ * the colour write-back, and the removal of dropped particles before the sort. The layers
+ * and edges are thin strips: small kernels over their cells, launched in the CPU's order.
+ * Nothing here runs for a periodic deck. */
 #include "gpu_internal.h"
-#include "particle.h"
+#include "laser.h"
+#include "pbnd.h"
 #include "pml.h"
 
 #include <stdlib.h>
@@ -115,83 +116,70 @@ void gpu_bnd_fetch(gpu_state *g, pic_state *st)
 /* ---- CPML layers ---- */
 
 typedef struct {
-    int off, stride, first, n, len;
+    pml_strip st;
+    int off, stride;
     const float *coef;
     float *psi0, *psi1;
 } klayer;
 
 static klayer layer_args(const gpu_state *g, const gpu_layer *L, int m0)
 {
-    klayer a = {g->off, g->stride, L->first, L->n, L->len, L->coef, L->psi[m0], L->psi[m0 + 1]};
+    klayer a = {{L->axis, L->first, L->n, L->len}, g->off, g->stride, L->coef, L->psi[m0],
+                L->psi[m0 + 1]};
     return a;
 }
 
-/* B psi terms: thread t = cell (l, r) of the layer, r along it. */
-__global__ void k_pml_b(klayer a, int axis, float *b0, float *b1, float *b2, const float *e0,
+/* B psi terms: thread t = cell t of the layer. */
+__global__ void k_pml_b(klayer a, float *b0, float *b1, float *b2, const float *e0,
                         const float *e1, const float *e2, float id, float h, int upd)
 {
     int t = blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= a.n * a.len)
+    if (t >= a.st.n * a.st.len)
         return;
-    const float *bb = a.coef + 2 * a.n, *bc = a.coef + 3 * a.n;
-    if (axis == 0) {
-        int j = t / a.n, l = t - j * a.n;
-        pml_b_x(b1, b2, e1, e2, a.off + a.first + l + j * a.stride, a.psi0, a.psi1,
-                j * a.n + l, bb[l], bc[l], id, h, upd);
-    } else {
-        int l = t / a.len, i = t - l * a.len;
-        pml_b_y(b0, b2, e0, e2, a.off + i + (a.first + l) * a.stride, a.stride, a.psi0, a.psi1,
-                l * a.len + i, bb[l], bc[l], id, h, upd);
-    }
+    pml_b_cell(&a.st, a.off, a.stride, t, b0, b1, b2, e0, e1, e2, a.psi0, a.psi1,
+               a.coef + 2 * a.st.n, a.coef + 3 * a.st.n, id, h, upd);
 }
 
-__global__ void k_pml_e(klayer a, int axis, float *e0, float *e1, float *e2, const float *b0,
+__global__ void k_pml_e(klayer a, float *e0, float *e1, float *e2, const float *b0,
                         const float *b1, const float *b2, float id, float dt)
 {
     int t = blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= a.n * a.len)
+    if (t >= a.st.n * a.st.len)
         return;
-    const float *eb = a.coef, *ec = a.coef + a.n;
-    if (axis == 0) {
-        int j = t / a.n, l = t - j * a.n;
-        pml_e_x(e1, e2, b1, b2, a.off + a.first + l + j * a.stride, a.psi0, a.psi1,
-                j * a.n + l, eb[l], ec[l], id, dt);
-    } else {
-        int l = t / a.len, i = t - l * a.len;
-        pml_e_y(e0, e2, b0, b2, a.off + i + (a.first + l) * a.stride, a.stride, a.psi0, a.psi1,
-                l * a.len + i, eb[l], ec[l], id, dt);
-    }
+    pml_e_cell(&a.st, a.off, a.stride, t, e0, e1, e2, b0, b1, b2, a.psi0, a.psi1, a.coef,
+               a.coef + a.st.n, id, dt);
 }
 
 /* ---- lasers ---- */
 
-/* One source line of a laser: entry t (0..n-1) at k0 + t kstep; d1 += c1 E1, d2 += c2 E2 of
- * the incident field at xi, time tm, transverse positions (t + shift + 1/2) h (E1) and
- * (t + shift) h (E2), as laser_b / laser_e. */
-__global__ void k_laser(laser_beam beam, int n, int k0, int kstep, double xi, double tm,
-                        long shift, double h, float *d1, float *d2, float c1, float c2)
+/* One source line of a laser (laser_line_of): entry t (0..n-1) at k0 + t kstep. */
+__global__ void k_laser(laser_beam beam, laser_line ln, int n, int k0, int kstep, float *d1,
+                        float *d2)
 {
     int t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= n)
         return;
-    double e1, e2, u;
-    laser_field(&beam, xi, (t + shift + 0.5) * h, tm, &e1, &u);
-    laser_field(&beam, xi, (double)(t + shift) * h, tm, &u, &e2);
     int k = k0 + t * kstep;
-    d1[k] += c1 * (float)e1;
-    d2[k] += c2 * (float)e2;
+    laser_line_add(&beam, &ln, t, &d1[k], &d2[k]);
 }
 
-
-static void laser_line(gpu_state *g, const laser_src *L, int at, double xi, double tm,
-                       long shift, double h, float *d1, float *d2, float c1, float c2)
+/* The source lines of the lasers after a half B step (e = 0) or the E step (e = 1). */
+static void laser_lines(gpu_state *g, const emf *f, int e)
 {
-    const int n = L->axis ? g->nx : g->ny;
-    const int k0 = L->axis ? g->off + at * g->stride : g->off + at;
-    const int kstep = L->axis ? 1 : g->stride;
-    k_laser<<<gpu_blocks((size_t)n, 128), 128, 0, g->stream>>>(
-        L->beam, n, k0, kstep, xi, tm, L->axis ? shift : 0, h, d1, d2, c1, c2);
-    GPU_LAUNCHED(g, "k_laser");
+    const fbnd *b = f->fb;
+    float *const a[6] = {g->e[0], g->e[1], g->e[2], g->b[0], g->b[1], g->b[2]};
+    for (int l = 0; l < b->nlasers; l++) {
+        const laser_src *L = &b->lasers[l];
+        const laser_line ln = laser_line_of(L, e, f->step, f->dt, f->dx, f->dy, g->shift);
+        if (!ln.on)
+            continue;
+        const int n = L->axis ? g->nx : g->ny;
+        const int k0 = L->axis ? g->off + ln.at * g->stride : g->off + ln.at;
+        const int kstep = L->axis ? 1 : g->stride;
+        k_laser<<<gpu_blocks((size_t)n, 128), 128, 0, g->stream>>>(L->beam, ln, n, k0, kstep,
+                                                                   a[ln.d1], a[ln.d2]);
+        GPU_LAUNCHED(g, "k_laser");
+    }
 }
 
 /* ---- the hooks of the Yee phases ---- */
@@ -199,54 +187,30 @@ static void laser_line(gpu_state *g, const laser_src *L, int at, double xi, doub
 void gpu_bnd_b(gpu_state *g, const pic_state *st)
 {
     const emf *f = st->f;
-    const fbnd *b = f->fb;
-    const int upd = g->psi_step != f->step; /* first half step with E(n) */
-    g->psi_step = f->step;
+    const int upd = pml_psi_due(&g->psi_step, f->step); /* the device's own psi clock */
     const float h = (float)(0.5 * f->dt), idx = (float)(1.0 / f->dx), idy = (float)(1.0 / f->dy);
     for (int l = 0; l < g->nlayers; l++) {
         const gpu_layer *L = &g->layer[l];
         klayer a = layer_args(g, L, 2);
         k_pml_b<<<gpu_blocks((size_t)L->n * L->len, 128), 128, 0, g->stream>>>(
-            a, L->axis, g->b[0], g->b[1], g->b[2], g->e[0], g->e[1], g->e[2],
-            L->axis ? idy : idx, h, upd);
+            a, g->b[0], g->b[1], g->b[2], g->e[0], g->e[1], g->e[2], L->axis ? idy : idx, h,
+            upd);
         GPU_LAUNCHED(g, "k_pml_b");
     }
-    const double t = f->step * f->dt;
-    for (int l = 0; l < b->nlasers; l++) {
-        const laser_src *L = &b->lasers[l];
-        if (L->axis == 0 && g->shift != 0)
-            continue;
-        const int col = L->sign > 0 ? L->plane - 1 : L->plane;
-        if (L->axis == 0) {
-            const float hh = (float)(L->sign * 0.5 * f->dt / f->dx);
-            laser_line(g, L, col, laser_xi(L, L->plane, f->dx), t, g->shift, f->dy, g->b[2],
-                       g->b[1], hh, -hh);
-        } else {
-            const float hh = (float)(L->sign * 0.5 * f->dt / f->dy);
-            laser_line(g, L, col, laser_xi(L, L->plane, f->dy), t, g->shift, f->dx, g->b[2],
-                       g->b[0], -hh, hh);
-        }
-    }
+    laser_lines(g, f, 0);
 }
 
-/* Mur: the tangential E components of side k (c1: Ey along x, Ex along y; c2: Ez), the edge
- * node and the node inside; save (before the E step) or apply (after it). */
-__global__ void k_mur(int save, float *c1, float *c2, float *o, int len, int ke0, int ki0,
-                      int kstep, float m)
+/* Mur side m (mur_line_of): save entry t's old values (before the E step) or apply the
+ * edge rule (after it). */
+__global__ void k_mur(int save, mur_line m, float *c1, float *c2, float *o, float mr)
 {
     int t = blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= len)
+    if (t >= m.len)
         return;
-    int ke = ke0 + t * kstep, ki = ki0 + t * kstep;
-    if (save) {
-        o[t] = c1[ke];
-        o[len + t] = c1[ki];
-        o[2 * len + t] = c2[ke];
-        o[3 * len + t] = c2[ki];
-    } else {
-        c1[ke] = mur_edge(o[t], o[len + t], c1[ki], m);
-        c2[ke] = mur_edge(o[2 * len + t], o[3 * len + t], c2[ki], m);
-    }
+    if (save)
+        mur_save(&m, t, c1, c2, o);
+    else
+        mur_apply(&m, t, c1, c2, o, mr);
 }
 
 static void mur_sides(gpu_state *g, const pic_state *st, int save)
@@ -255,12 +219,9 @@ static void mur_sides(gpu_state *g, const pic_state *st, int save)
     for (int k = 0; k < 4; k++) {
         if (!g->mur_old[k])
             continue;
-        const int axis = k / 2, N = axis ? g->ny : g->nx, len = axis ? g->nx : g->ny;
-        const int edge = (k & 1) ? N : 0, in = (k & 1) ? N - 1 : 1;
-        const int kstep = axis ? 1 : g->stride, along = axis ? g->stride : 1;
-        k_mur<<<gpu_blocks((size_t)len, 128), 128, 0, g->stream>>>(
-            save, axis ? g->e[0] : g->e[1], g->e[2], g->mur_old[k], len,
-            g->off + edge * along, g->off + in * along, kstep, b->mur_m[axis]);
+        const mur_line m = mur_line_of(k, g->nx, g->ny, g->off, g->stride);
+        k_mur<<<gpu_blocks((size_t)m.len, 128), 128, 0, g->stream>>>(
+            save, m, m.axis ? g->e[0] : g->e[1], g->e[2], g->mur_old[k], b->mur_m[m.axis]);
         GPU_LAUNCHED(g, "k_mur");
     }
 }
@@ -270,39 +231,22 @@ void gpu_bnd_e_save(gpu_state *g, const pic_state *st) { mur_sides(g, st, 1); }
 void gpu_bnd_e(gpu_state *g, const pic_state *st)
 {
     const emf *f = st->f;
-    const fbnd *b = f->fb;
     const float dt = (float)f->dt, idx = (float)(1.0 / f->dx), idy = (float)(1.0 / f->dy);
     for (int l = 0; l < g->nlayers; l++) {
         const gpu_layer *L = &g->layer[l];
         klayer a = layer_args(g, L, 0);
         k_pml_e<<<gpu_blocks((size_t)L->n * L->len, 128), 128, 0, g->stream>>>(
-            a, L->axis, g->e[0], g->e[1], g->e[2], g->b[0], g->b[1], g->b[2],
-            L->axis ? idy : idx, dt);
+            a, g->e[0], g->e[1], g->e[2], g->b[0], g->b[1], g->b[2], L->axis ? idy : idx, dt);
         GPU_LAUNCHED(g, "k_pml_e");
     }
-    const double t = (f->step + 0.5) * f->dt;
-    for (int l = 0; l < b->nlasers; l++) {
-        const laser_src *L = &b->lasers[l];
-        if (L->axis == 0 && g->shift != 0)
-            continue;
-        const int col = L->sign > 0 ? L->plane - 1 : L->plane;
-        if (L->axis == 0) {
-            const float c = (float)(f->dt / f->dx);
-            laser_line(g, L, L->plane, laser_xi(L, col + 0.5, f->dx), t, g->shift, f->dy,
-                       g->e[1], g->e[2], c, c);
-        } else {
-            const float c = (float)(f->dt / f->dy);
-            laser_line(g, L, L->plane, laser_xi(L, col + 0.5, f->dy), t, g->shift, f->dx,
-                       g->e[0], g->e[2], c, c);
-        }
-    }
+    laser_lines(g, f, 1);
     mur_sides(g, st, 0);
 }
 
 /* ---- particle walls ---- */
 
-/* One block per edge cluster of the species: its particles whose move crossed a wall get
- * the wall rule (bnd_cluster), its tile the fold of the current beyond the wall (bnd_tile). */
+/* One block per edge cluster of the species: its particles get the wall fix-up, its tile
+ * the fold of the current beyond the wall. */
 typedef struct {
     uint32_t *cell;
     float *x, *y, *ux, *uy, *uz;
@@ -318,29 +262,17 @@ typedef struct {
 __global__ void k_walls(kwalls a)
 {
     const int c = a.edge[blockIdx.x], cx = c % a.w.ncx, cy = c / a.w.ncx;
-    const int *b = a.w.bnd;
-    const int xl = cx == 0 && b[SIDE_XMIN], xh = cx == a.w.ncx - 1 && b[SIDE_XMAX];
-    const int yl = cy == 0 && b[SIDE_YMIN], yh = cy == a.w.ncy - 1 && b[SIDE_YMAX];
+    const pbnd_edges e = pbnd_edges_of(&a.w, cx, cy);
     const int s0 = a.start[c], n = a.count[c];
     int *hist = a.hist + 9 * c;
-    for (int p = s0 + threadIdx.x; p < s0 + n; p += blockDim.x) {
-        unsigned code = a.code[p];
-        int dx = mig_dx(code), dy = mig_dy(code);
-        if (!((xl && dx < 0) || (xh && dx > 0) || (yl && dy < 0) || (yh && dy > 0)))
-            continue;
-        int mc = (dx + 1) + 3 * (dy + 1);
-        int m = pbnd_particle(&a.w, cx, cy, a.cx_of, a.cy_of, a.step, mc,
-                              &a.cell[p], &a.x[p], &a.y[p], &a.ux[p], &a.uy[p], &a.uz[p]);
-        atomicSub(&hist[mc], 1);
-        atomicAdd(&hist[m < 0 ? 4 : m], 1);
-        a.code[p] = m < 0 ? (uint8_t)PBND_DROP : (uint8_t)mig_code(m % 3 - 1, m / 3 - 1);
-    }
+    for (int p = s0 + threadIdx.x; p < s0 + n; p += blockDim.x)
+        pbnd_fixup(&a.w, &e, cx, cy, a.cx_of, a.cy_of, a.step, &a.code[p], hist, &a.cell[p],
+                   &a.x[p], &a.y[p], &a.ux[p], &a.uy[p], &a.uz[p]);
     if (threadIdx.x == 0) {
-        const int i0 = a.x0[cx] - 1, j0 = a.y0[cy] - 1;
-        const int tw = a.x0[cx + 1] - a.x0[cx] + 3, th = a.y0[cy + 1] - a.y0[cy] + 3;
-        const int tsz = tw * th;
+        const cluster_tile T = cluster_tile_of(a.x0, a.y0, a.w.ncx, c);
+        const int tsz = T.w * T.h;
         float *t = a.tiles + (size_t)c * a.tile_stride;
-        pbnd_fold_tile(&a.w, cx, cy, i0, j0, tw, th, tw, t, t + tsz, t + 2 * tsz);
+        pbnd_fold_tile(&a.w, cx, cy, &T, t, t + tsz, t + 2 * tsz);
     }
 }
 
@@ -381,18 +313,18 @@ typedef struct {
     gpu_parts p;
     const int *start;
     int *count, *scratch, *dropped;
-    int ncx, ncy, lo_x, hi_x, lo_y, hi_y;
+    int ncx, ncy;
+    pbnd_drops sides;
 } kdrop;
 
-/* One block per cluster; those on a dropping side remove their PBND_DROP particles (as
- * bnd_drop): n - nd survive; the survivors behind the new end, listed in slot order, fill
+/* One block per cluster; those on a dropping side remove their PBND_DROP particles: n - nd
+ * survive; the survivors behind the new end, listed in slot order, fill
  * the holes in front of it in slot order. */
 __global__ void __launch_bounds__(GPU_THREADS) k_drop(kdrop a)
 {
     __shared__ int warp_n[GPU_THREADS / 32];
     const int c = blockIdx.x, cx = c % a.ncx, cy = c / a.ncx, tid = threadIdx.x;
-    if (!((a.lo_x && cx == 0) || (a.hi_x && cx == a.ncx - 1) || (a.lo_y && cy == 0) ||
-          (a.hi_y && cy == a.ncy - 1)))
+    if (!pbnd_drops_at(&a.sides, cx, cy, a.ncx, a.ncy))
         return;
     const int s0 = a.start[c], n = a.count[c];
     int nd = 0;
@@ -430,11 +362,9 @@ __global__ void __launch_bounds__(GPU_THREADS) k_drop(kdrop a)
 void gpu_drop(gpu_state *g, int s, int window)
 {
     gpu_species *d = &g->sp[s];
-    const int *b = d->walls.bnd;
     kdrop a = {gpu_parts_of(d), d->start, d->count, NULL, g->flags + 4 * s + 3, g->ncx, g->ncy,
-               b[SIDE_XMIN] == PBND_ABSORBING || window, b[SIDE_XMAX] == PBND_ABSORBING,
-               b[SIDE_YMIN] == PBND_ABSORBING, b[SIDE_YMAX] == PBND_ABSORBING};
-    if (!(a.lo_x || a.hi_x || a.lo_y || a.hi_y))
+               pbnd_drops_of(d->walls.bnd, window)};
+    if (!pbnd_drops_any(&a.sides))
         return;
     if (g->scratch_n < d->alloc) {
         if (g->scratch) {

@@ -18,8 +18,6 @@ static void *fetch(const void *d, size_t bytes)
     return h;
 }
 
-static int wrapc(int c, int n) { return c < 0 ? c + n : (c >= n ? c - n : c); }
-
 /* less: particles the sort just dropped (np is updated by the caller after the sort). */
 static void debug_check(gpu_state *g, const pic_state *st, int after_sort,
                         const long long *less)
@@ -55,12 +53,12 @@ static void debug_check(gpu_state *g, const pic_state *st, int after_sort,
                 errors++;
             }
             for (int p = start[c]; p < start[c] + count[c] && errors < 10; p++) {
-                int i = (int)(cell[p] & 0xffffu), j = (int)(cell[p] >> 16);
+                int i = cell_i(cell[p]), j = cell_j(cell[p]);
                 int ax = cl->cx_of[i < cl->x0[cl->ncx] ? i : 0], ay = cl->cy_of[j < cl->y0[cl->ncy] ? j : 0];
                 int dx = mig_dx(code[p]), dy = mig_dy(code[p]);
-                h[(dx + 1) + 3 * (dy + 1)]++;
+                h[mig_bin(dx, dy)]++;
                 int ok = after_sort ? (ax == cx && ay == cy && code[p] == 0)
-                                    : (ax == wrapc(cx + dx, cl->ncx) && ay == wrapc(cy + dy, cl->ncy));
+                                    : (ax == wrap_index(cx + dx, cl->ncx) && ay == wrap_index(cy + dy, cl->ncy));
                 ok = ok && x[p] >= 0.0f && x[p] < 1.0f && y[p] >= 0.0f && y[p] < 1.0f &&
                      isfinite(u[p]);
                 if (!ok) {
@@ -172,18 +170,22 @@ static void debug_verify(gpu_state *g, const pic_state *st)
             float *u[3] = {(float *)fetch(d->ux, p->n * 4), (float *)fetch(d->uy, p->n * 4),
                            (float *)fetch(d->uz, p->n * 4)};
             float *x = (float *)fetch(d->x, p->n * 4);
-            const float qdt2m = (float)(0.5 * f->dt) * d->qm, rdx = (float)(f->dt / f->dx);
+            const float qdt2m = boris_qdt2m(f->dt, d->qm);
+            const move_step ms = move_step_of(f->dt, f->dx, f->dy, d->q);
             long long bad = 0;
             for (int c = 0; c < g->ncl; c++)
                 for (int q = p->start[c]; q < p->start[c] + p->count[c]; q++) {
                     float e[3], b[3], v[3] = {p->u[0][q], p->u[1][q], p->u[2][q]};
-                    int i = (int)(p->cell[q] & 0xffffu), j = (int)(p->cell[q] >> 16);
+                    int i = cell_i(p->cell[q]), j = cell_j(p->cell[q]);
                     gather_eb(p->f[0], p->f[1], p->f[2], p->f[3], p->f[4], p->f[5],
                               emf_idx(f, i, j), f->stride, p->x[q], p->y[q], e, b);
                     boris_push(v, e, b, qdt2m);
-                    float ig = 1.0f / lorentz_gamma(v[0], v[1], v[2]);
-                    float x1 = p->x[q] + v[0] * ig * rdx;
-                    offset_wrap(&x1);
+                    const cluster_tile T = cluster_tile_of(st->cl->x0, st->cl->y0, st->cl->ncx, c);
+                    uint32_t c1 = p->cell[q];
+                    float x1 = p->x[q], y1 = p->y[q], w[24];
+                    int o[3], dcx, dcy;
+                    particle_move(&ms, &T, f->nx, f->ny, T.w, v[0], v[1], v[2], 1.0f, &c1, &x1,
+                                  &y1, &dcx, &dcy, o, w, 1);
                     int ok = 1;
                     for (int a = 0; a < 3; a++)
                         ok &= fabsf(u[a][q] - v[a]) <= 1e-5f * (1.0f + fabsf(v[a]));

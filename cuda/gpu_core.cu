@@ -202,7 +202,6 @@ int gpu_open(pic_state *st, void **ctx)
     GPU_CK(cudaGetDeviceProperties(&p, 0));
     g->nsm = p.multiProcessorCount;
     g->smem_optin = p.sharedMemPerBlockOptin;
-    g->split = !env_flag("EMPIC_GPU_FUSED");
     g->sync_each = env_flag("EMPIC_GPU_SYNC");
     g->check = env_flag("EMPIC_GPU_CHECK");
     const emf *f = st->f;

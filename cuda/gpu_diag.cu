@@ -10,6 +10,7 @@
  * scale as the CPU uses it): integer adds, so the histogram does not depend on the order of
  * the adds and equals the CPU's for the same particles. */
 #include "gpu_internal.h"
+#include "cluster.h"
 #include "particle.h"
 #include "phasespace.h"
 
@@ -36,7 +37,7 @@ __global__ void k_phasespace(ps_grid g, const uint32_t *__restrict__ cell,
         const int p0 = start[c], p1 = p0 + count[c];
         for (int p = p0 + (int)threadIdx.x; p < p1; p += blockDim.x) {
             const uint32_t k = cell[p];
-            int b = ps_bin(&g, (int)(k & 0xffffu), (int)(k >> 16), x[p], y[p], ux[p], uy[p],
+            int b = ps_bin(&g, cell_i(k), cell_j(k), x[p], y[p], ux[p], uy[p],
                            uz[p]);
             if (b < 0)
                 continue;
@@ -68,7 +69,7 @@ __global__ void k_extent(ps_grid g, int axis, int positive, const uint32_t *__re
         const int p0 = start[c], p1 = p0 + count[c];
         for (int p = p0 + (int)threadIdx.x; p < p1; p += blockDim.x) {
             const uint32_t k = cell[p];
-            double v = ps_value(&g, axis, (int)(k & 0xffffu), (int)(k >> 16), x[p], y[p], ux[p],
+            double v = ps_value(&g, axis, cell_i(k), cell_j(k), x[p], y[p], ux[p],
                                 uy[p], uz[p]);
             if (positive && !(v > 0.0))
                 continue;

@@ -1,7 +1,7 @@
-/* gpu_fields.cu - Yee field phases on the device (design.md §3 steps 1 and 4-6): half B
- * advance, periodic guard fill, fold of guard currents, binomial filter, E advance, and the
- * field diagnostics (energies, Gauss-law error). Cell updates are yee.h's, the same as
- * emf.c's, in the same order of operations. */
+/* gpu_fields.cu - Yee field phases on the device: half B advance, periodic guard fill, fold
+ * of guard currents, the filter, E advance, and the field diagnostics (energies, Gauss-law
+ * error). Cell updates, the filter plan and the diagnostics' per-cell terms are yee.h's, the
+ * CPU's, in the same order of operations. */
 #include "gpu_internal.h"
 #include "yee.h"
 
@@ -44,32 +44,28 @@ __global__ void k_e_advance(mesh m, float *ex, float *ey, float *ez, const float
                    cx, cy);
 }
 
-__device__ __forceinline__ int wrap(int i, int n) { return i < 0 ? i + n : (i >= n ? i - n : i); }
-
-/* Periodic guard fill of up to three arrays: each guard cell gets its interior image
- * (corners included), as emf_guard_fill. Threads run over the guard frame only; guards of a
- * non-periodic axis are left as they are. */
+/* Guard fill of up to three arrays (yee_guard_source). Threads run over the guard frame
+ * only: the guard rows, then the guard columns of the interior rows. */
 __global__ void k_guard_fill(mesh m, float *a0, float *a1, float *a2)
 {
     const int G = EMF_GUARD, s = m.stride;
-    int t = blockIdx.x * blockDim.x + threadIdx.x, i, j;
+    int t = blockIdx.x * blockDim.x + threadIdx.x, i, j, si, sj;
     const int band = 2 * G * s;
     if (t < band) {
-        if (!m.py)
-            return;
         int r = t / s;
         j = r < G ? r - G : m.ny + r - G;
         i = t % s - G;
     } else {
         t -= band;
-        if (t >= 2 * G * m.ny || !m.px)
+        if (t >= 2 * G * m.ny)
             return;
         j = t / (2 * G);
         int c = t % (2 * G);
         i = c < G ? c - G : m.nx + c - G;
     }
-    int k = m.off + i + j * s;
-    int src = m.off + (m.px ? wrap(i, m.nx) : i) + (m.py ? wrap(j, m.ny) : j) * s;
+    if (!yee_guard_source(i, j, m.nx, m.ny, m.px, m.py, &si, &sj))
+        return;
+    int k = m.off + i + j * s, src = m.off + si + sj * s;
     a0[k] = a0[src];
     if (a1)
         a1[k] = a1[src];
@@ -84,32 +80,15 @@ void gpu_guard_fill(gpu_state *g, float *a0, float *a1, float *a2)
     GPU_LAUNCHED(g, "k_guard_fill");
 }
 
-/* Fold of one array into the interior: x images first (guard rows included), then the y
- * images of the x-folded rows: the sums of emf_guard_fold in its order. Guards are read
- * only, so every interior cell is independent. */
-__device__ __forceinline__ float fold_x(const float *o, int i, int j, mesh m)
-{
-    const int G = EMF_GUARD;
-    float v = o[i + j * m.stride];
-    if (i >= m.nx - G && m.px)
-        v += o[i - m.nx + j * m.stride];
-    if (i < G && m.px)
-        v += o[i + m.nx + j * m.stride];
-    return v;
-}
-
+/* Fold of one array into interior cell (i, j) (yee_guard_fold; only cells within G of an
+ * edge change). */
 __device__ __forceinline__ void fold_cell(float *a, int i, int j, mesh m)
 {
     const int G = EMF_GUARD;
     if (i >= G && i < m.nx - G && j >= G && j < m.ny - G)
         return;
     float *o = a + m.off;
-    float v = fold_x(o, i, j, m);
-    if (j >= m.ny - G && m.py)
-        v += fold_x(o, i, j - m.ny, m);
-    if (j < G && m.py)
-        v += fold_x(o, i, j + m.ny, m);
-    o[i + j * m.stride] = v;
+    o[i + j * m.stride] = yee_guard_fold(o, i, j, m.stride, m.nx, m.ny, G, m.px, m.py);
 }
 
 __global__ void k_fold(mesh m, float *a0, float *a1, float *a2)
@@ -124,7 +103,7 @@ __global__ void k_fold(mesh m, float *a0, float *a1, float *a2)
         fold_cell(a2, i, j, m);
 }
 
-/* Zero the guard frame (as emf_guard_fold leaves it). */
+/* Zero the guard frame (after a fold in a box with a non-periodic side). */
 __global__ void k_guard_zero(mesh m, float *a0, float *a1, float *a2)
 {
     const int G = EMF_GUARD, s = m.stride;
@@ -154,8 +133,8 @@ void gpu_guard_zero(gpu_state *g, float *a0, float *a1, float *a2)
     GPU_LAUNCHED(g, "k_guard_zero");
 }
 
-/* The fold of emf_guard_fold: guard deposits added across periodic sides, dropped at the
- * others (where the guards are then cleared, as the CPU leaves them). */
+/* The fold: guard deposits added across periodic sides, dropped at the others (where the
+ * guards are then cleared). */
 void gpu_fold(gpu_state *g, float *a0, float *a1, float *a2)
 {
     k_fold<<<interior_grid(g), dim3(FX, FY), 0, g->stream>>>(mesh_of(g), a0, a1, a2);
@@ -183,7 +162,7 @@ __global__ void k_copy_fill(mesh m, int rows, float *a, const float *tmp)
         return;
     if ((!m.px && (i < 0 || i >= m.nx)) || (!m.py && (j < 0 || j >= m.ny)))
         return;
-    a[m.off + i + j * m.stride] = tmp[m.off + wrap(i, m.nx) + wrap(j, m.ny) * m.stride];
+    a[m.off + i + j * m.stride] = tmp[m.off + wrap_index(i, m.nx) + wrap_index(j, m.ny) * m.stride];
 }
 
 static void filter_pass(gpu_state *g, float *a, int d, float wa, float wb)
@@ -196,22 +175,19 @@ static void filter_pass(gpu_state *g, float *a, int d, float wa, float wb)
     GPU_LAUNCHED(g, "k_copy_fill");
 }
 
-/* The deck's binomial passes (+ compensator) on one array, as emf_filter. */
+/* The deck's filter on one array (yee.h's filter plan). */
 void gpu_filter(gpu_state *g, const pic_state *st, float *a)
 {
-    const int n = st->f->filter_passes;
-    if (n <= 0)
+    const int np = filter_pass_count(st->f->filter_passes, st->f->filter_compensate);
+    if (np == 0)
         return;
     gpu_guard_fill(g, a, NULL, NULL);
-    for (int dir = 0; dir < 2; dir++) {
-        int d = dir ? g->stride : 1;
-        for (int p = 0; p < n; p++)
-            filter_pass(g, a, d, 0.25f, 0.5f);
-        if (st->f->filter_compensate) {
-            float alpha = 1.0f + 0.5f * (float)n;
-            filter_pass(g, a, d, 0.5f * (1.0f - alpha), alpha);
+    for (int dir = 0; dir < 2; dir++)
+        for (int p = 0; p < np; p++) {
+            float wa, wb;
+            filter_weights(st->f->filter_passes, p, &wa, &wb);
+            filter_pass(g, a, dir ? g->stride : 1, wa, wb);
         }
-    }
 }
 
 static void b_half(gpu_state *g, const pic_state *st)
@@ -258,7 +234,7 @@ void gpu_fields(void *ctx, pic_state *st)
 }
 
 /* Per block: sum E^2, sum B^2 (double) and max |div E - (rho - rho_bg)| over its cells
- * (the Gauss-law nodes in [glo, ghi) only, as emf_gauss_max). */
+ * (the Gauss-law nodes in [glo, ghi) only). */
 __global__ void k_field_diag(mesh m, const float *ex, const float *ey, const float *ez,
                              const float *bx, const float *by, const float *bz,
                              const float *rho, double rho_bg, float idx, float idy,
@@ -270,10 +246,10 @@ __global__ void k_field_diag(mesh m, const float *ex, const float *ey, const flo
     double ve = 0.0, vb = 0.0, vg = 0.0;
     if (i < m.nx && j < m.ny) {
         int k = m.off + i + j * m.stride;
-        ve = (double)ex[k] * ex[k] + (double)ey[k] * ey[k] + (double)ez[k] * ez[k];
-        vb = (double)bx[k] * bx[k] + (double)by[k] * by[k] + (double)bz[k] * bz[k];
+        ve = yee_square(ex, ey, ez, k);
+        vb = yee_square(bx, by, bz, k);
         if (i >= glo.x && i < ghi.x && j >= glo.y && j < ghi.y)
-            vg = fabs((double)yee_div_e(ex, ey, k, m.stride, idx, idy) - ((double)rho[k] - rho_bg));
+            vg = yee_gauss_residual(ex, ey, rho, rho_bg, k, m.stride, idx, idy);
     }
     se[t] = ve;
     sb[t] = vb;
@@ -339,7 +315,7 @@ void gpu_field_diag(void *ctx, pic_state *st, double *energy_e, double *energy_b
         g->bytes -= nb * 3 * sizeof(double);
         free(hpart);
     }
-    *energy_e = 0.5 * se * f->dx * f->dy;
-    *energy_b = 0.5 * sb * f->dx * f->dy;
+    *energy_e = yee_energy(se, f->dx, f->dy);
+    *energy_b = yee_energy(sb, f->dx, f->dy);
     *gauss = gm;
 }

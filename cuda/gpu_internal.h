@@ -76,7 +76,7 @@ struct gpu_state {
     /* current tiles in shared memory */
     int copies;                   /* private copies (1..GPU_MAX_COPIES) */
     int tszp, cstride;            /* padded component and copy strides in shared memory */
-    size_t smem_part, smem_push, smem_move, smem_rho;
+    size_t smem_push, smem_move, smem_rho;
     float scale;                  /* fixed-point scale of the tiles (deposit_scale) */
     /* reductions and flags */
     double *partial, *h_partial;  /* ncl * 3 doubles (device / pinned host) */
@@ -93,7 +93,7 @@ struct gpu_state {
     int px, py;                   /* the box is periodic along x, y */
     int nlayers;
     gpu_layer layer[4];
-    float *mur_old[4];            /* per Mur side, as fbnd.h */
+    float *mur_old[4];            /* per Mur side: its 4 lines of old values (pml.h) */
     int *cx_of, *cy_of;           /* device copies of clusters.cx_of / cy_of */
     int *scratch;                 /* drop lists (slots of the largest species) */
     size_t scratch_n;
@@ -109,8 +109,6 @@ struct gpu_state {
     int nev, npend;
     int pend_a[GPU_EVENTS / 2], pend_b[GPU_EVENTS / 2], pend_phase[GPU_EVENTS / 2];
     /* switches from the environment */
-    int split;                    /* push and move/deposit as two kernels (default); one fused
-                                     kernel with EMPIC_GPU_FUSED=1 (NOTES.md) */
     int sync_each;                /* EMPIC_GPU_SYNC=1: synchronise after every kernel */
     int check;                    /* EMPIC_GPU_CHECK=1: verify the state after each phase */
     long long dropped[DECK_MAX_SPECIES]; /* particles the last sort dropped (for the check) */

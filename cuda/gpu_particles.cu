@@ -1,23 +1,23 @@
-/* gpu_particles.cu - push, move and charge-conserving deposit on the device (design.md §5):
- * one thread block per cluster. The push kernel stages its cluster's E and B (plus ghosts)
- * in shared memory and pushes the particles with particle.h's gather_component / boris_push;
- * the move kernel moves them and deposits the current with move_pieces / deposit_add into a
- * shared-memory tile of the cluster plus ghosts (1 cell below, 2 above, as src/push.c). The
- * two can also run as one fused kernel (EMPIC_GPU_FUSED=1; no faster, see NOTES.md). Threads take 4 consecutive particles with
+/* gpu_particles.cu - push, move and charge-conserving deposit on the device, one thread
+ * block per cluster, with the CPU's per-particle functions (particle.h, cluster.h). The push
+ * kernel stages its cluster's E and B (plus ghosts) in shared memory, gathers them
+ * (gather_yee) and applies boris_push; the move kernel moves the particles (particle_move:
+ * pieces, new cell, migration code) and deposits the selected pieces (deposit_pieces_fixed)
+ * into a shared-memory copy of the cluster's current tile (cluster_tile). The tile holds
+ * 64-bit fixed-point integers (particle.h's fixed_of, scale from the deck: deposit_scale),
+ * added with native 32-bit integer atomics: a sum that does not depend on the order of the
+ * adds, so the current is the same in every run. Threads take 4 consecutive particles with
  * 16-byte loads, so the lanes of a warp work in several cells at once, and the lanes spread
- * over up to 4 private tile copies: fewer threads meet on one shared-memory word. The tiles
- * hold 64-bit fixed-point integers (particle.h's deposit_add_fixed, scale from the deck):
- * native integer atomics, and a sum that does not depend on the order of the adds, so the
- * current is the same in every run. Each block writes its reduced tile to a per-cluster
- * float buffer; four colour passes (2x2 colouring of the
- * clusters, Kong Fig. 3) then add the tiles to the mesh current without atomics. The block
- * also writes each particle's 4-bit migration code and the cluster's 9-bin histogram. */
+ * over up to 4 private tile copies (they spread the compare-and-swap loops of the earlier
+ * float tile; measured to gain nothing with integer atomics, NOTES.md). Each block writes its
+ * tile, as floats, to a per-cluster buffer; four colour
+ * passes (2x2 colouring of the clusters, Kong Fig. 3) then add the tiles to the mesh current
+ * without atomics. The move kernel also writes each particle's 4-bit migration code and the
+ * cluster's 9-bin histogram. */
 #include "gpu_internal.h"
 #include "particle.h"
 
 #define FULL 0xffffffffu
-
-enum { M_PUSH = 1, M_MOVE = 2, M_BOTH = 3 };
 
 typedef struct {
     uint32_t *cell;
@@ -32,30 +32,11 @@ typedef struct {
     const int *x0, *y0;
     int ncx, stride, off, nx, ny;
     int tszp, cstride, copies, tile_stride;
-    float qdt2m, rdx, rdy, jxq, jyq, q;
+    float qdt2m;
     float scale;                /* fixed-point scale of the current tile */
+    move_step mv;
     float ext[6];               /* external E, B */
 } kpart;
-
-/* The cluster's tile: cells [x0-1, x1+2) x [y0-1, y1+2). */
-typedef struct {
-    int xlo, xhi, ylo, yhi, i0, j0, tw, tsz;
-} ctile;
-
-__device__ __forceinline__ ctile tile_of(const int *x0, const int *y0, int ncx, int c)
-{
-    ctile t;
-    int cx = c % ncx, cy = c / ncx;
-    t.xlo = x0[cx];
-    t.xhi = x0[cx + 1];
-    t.ylo = y0[cy];
-    t.yhi = y0[cy + 1];
-    t.i0 = t.xlo - 1;
-    t.j0 = t.ylo - 1;
-    t.tw = t.xhi - t.xlo + 3;
-    t.tsz = t.tw * (t.yhi - t.ylo + 3);
-    return t;
-}
 
 /* Sum the private fixed-point copies of ncomp tile components (exact) into the block's slot
  * of the buffer, as floats (one rounding). */
@@ -80,209 +61,251 @@ __device__ __forceinline__ float opaque(float v)
     return v;
 }
 
-/* E and B at offset (x, y) of tile cell k: particle.h's gather_component for each Yee
- * component, exactly as gather_eb, but with the offsets passed through opaque() per
- * component. nvcc 13.0 (-O3, sm_90) miscompiles gather_eb's six inlined gathers: it derives
- * the Ez address from the Ex address with the cell shift of the x < 0.5 half-cell select
- * taken with the wrong sign (PTX: xor.pred of the two selects, then -4 bytes instead of +4),
- * so Ez was read one cell to the left for x < 0.5 (and worse in the fused kernel). Keeping
- * each component's offsets opaque stops that rewrite. See cuda/NOTES.md. */
+/* E and B at offset (x, y) of tile cell k: gather_eb on the staged components, but with the
+ * offsets passed through opaque() per component. nvcc 13.0 (-O3, sm_90) miscompiles
+ * gather_eb's six inlined gathers: it derives the Ez address from the Ex address with the
+ * cell shift of the x < 0.5 half-cell select taken with the wrong sign (PTX: xor.pred of the
+ * two selects, then -4 bytes instead of +4), so Ez was read one cell to the left for x < 0.5.
+ * Keeping each component's offsets opaque stops that rewrite. See cuda/NOTES.md. */
 __device__ __forceinline__ void gather_tile(const float *sf, int tszp, int k, int tw, float x,
                                             float y, float e[3], float b[3])
 {
-    e[0] = gather_component(sf, k, tw, opaque(x), opaque(y), 1, 0);
-    e[1] = gather_component(sf + tszp, k, tw, opaque(x), opaque(y), 0, 1);
-    e[2] = gather_component(sf + 2 * tszp, k, tw, opaque(x), opaque(y), 0, 0);
-    b[0] = gather_component(sf + 3 * tszp, k, tw, opaque(x), opaque(y), 0, 1);
-    b[1] = gather_component(sf + 4 * tszp, k, tw, opaque(x), opaque(y), 1, 0);
-    b[2] = gather_component(sf + 5 * tszp, k, tw, opaque(x), opaque(y), 1, 1);
+    e[0] = gather_yee(sf + YEE_EX * tszp, YEE_EX, k, tw, opaque(x), opaque(y));
+    e[1] = gather_yee(sf + YEE_EY * tszp, YEE_EY, k, tw, opaque(x), opaque(y));
+    e[2] = gather_yee(sf + YEE_EZ * tszp, YEE_EZ, k, tw, opaque(x), opaque(y));
+    b[0] = gather_yee(sf + YEE_BX * tszp, YEE_BX, k, tw, opaque(x), opaque(y));
+    b[1] = gather_yee(sf + YEE_BY * tszp, YEE_BY, k, tw, opaque(x), opaque(y));
+    b[2] = gather_yee(sf + YEE_BZ * tszp, YEE_BZ, k, tw, opaque(x), opaque(y));
+}
+
+/* A thread's GPU_VEC consecutive particles in registers. */
+typedef struct {
+    uint32_t cell[GPU_VEC];
+    float x[GPU_VEC], y[GPU_VEC], u[3][GPU_VEC], w[GPU_VEC];
+} pgroup;
+
+/* Trips of a block over a cluster of n particles, GPU_VEC per thread and trip. */
+__device__ __forceinline__ int group_trips(int n)
+{
+    return (n + GPU_VEC * GPU_THREADS - 1) / (GPU_VEC * GPU_THREADS);
+}
+
+/* The group at slot p (nv of its GPU_VEC particles in the cluster; none when nv <= 0: then
+ * zeros). Segments start on 32-slot multiples, so slots up to 4 ceil(n/4) exist. */
+__device__ __forceinline__ void group_load(pgroup &g, const kpart &a, int p, int nv, bool want_w)
+{
+    uint4 c4 = make_uint4(0, 0, 0, 0);
+    float4 x4 = make_float4(0, 0, 0, 0), y4 = x4, ux4 = x4, uy4 = x4, uz4 = x4, w4 = x4;
+    if (nv > 0) {
+        c4 = *(const uint4 *)(a.cell + p);
+        x4 = *(const float4 *)(a.x + p);
+        y4 = *(const float4 *)(a.y + p);
+        ux4 = *(const float4 *)(a.ux + p);
+        uy4 = *(const float4 *)(a.uy + p);
+        uz4 = *(const float4 *)(a.uz + p);
+        if (want_w)
+            w4 = *(const float4 *)(a.w + p);
+    }
+    const uint32_t cl[4] = {c4.x, c4.y, c4.z, c4.w};
+    const float xs[4] = {x4.x, x4.y, x4.z, x4.w}, ys[4] = {y4.x, y4.y, y4.z, y4.w};
+    const float u0[4] = {ux4.x, ux4.y, ux4.z, ux4.w}, u1[4] = {uy4.x, uy4.y, uy4.z, uy4.w};
+    const float u2[4] = {uz4.x, uz4.y, uz4.z, uz4.w}, ws[4] = {w4.x, w4.y, w4.z, w4.w};
+#pragma unroll
+    for (int q = 0; q < GPU_VEC; q++) {
+        g.cell[q] = cl[q];
+        g.x[q] = xs[q];
+        g.y[q] = ys[q];
+        g.u[0][q] = u0[q];
+        g.u[1][q] = u1[q];
+        g.u[2][q] = u2[q];
+        g.w[q] = ws[q];
+    }
+}
+
+/* Stage the cluster's six field components (tile T, with ghosts) in shared memory. */
+__device__ __forceinline__ void stage_fields(const kpart &a, const cluster_tile &T, float *sf)
+{
+    const int tsz = T.w * T.h;
+    for (int idx = threadIdx.x; idx < tsz; idx += GPU_THREADS) {
+        int r = idx / T.w;
+        int gk = a.off + T.i0 + (idx - r * T.w) + (T.j0 + r) * a.stride;
+#pragma unroll
+        for (int comp = 0; comp < 6; comp++)
+            sf[comp * a.tszp + idx] = a.f[comp][gk];
+    }
+}
+
+/* Push particle q of the group: u(n-1/2) -> u(n+1/2); returns w (gamma - 1) at time n when KE. */
+template <bool KE>
+__device__ __forceinline__ double push_one(const kpart &a, const cluster_tile &T, const float *sf,
+                                           pgroup &g, int q)
+{
+    float e[3], b[3], u[3] = {g.u[0][q], g.u[1][q], g.u[2][q]};
+    gather_tile(sf, a.tszp, cluster_tile_k(&T, g.cell[q]), T.w, g.x[q], g.y[q], e, b);
+    for (int d = 0; d < 3; d++) {
+        e[d] += a.ext[d];
+        b[d] += a.ext[3 + d];
+    }
+    const float u0[3] = {u[0], u[1], u[2]};
+    boris_push(u, e, b, a.qdt2m);
+    g.u[0][q] = u[0];
+    g.u[1][q] = u[1];
+    g.u[2][q] = u[2];
+    if (!KE)
+        return 0.0;
+    return kinetic_share(g.w[q], u0[0], u0[1], u0[2], u[0], u[1], u[2]);
+}
+
+/* The block's sum of v into *out (every thread calls it). */
+__device__ __forceinline__ void block_sum(double v, double *red, double *out)
+{
+    for (int o = 16; o > 0; o >>= 1)
+        v += __shfl_down_sync(FULL, v, o);
+    if ((threadIdx.x & 31) == 0)
+        red[threadIdx.x >> 5] = v;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        double s = 0.0;
+        for (int w = 0; w < GPU_THREADS / 32; w++)
+            s += red[w];
+        *out = s;
+    }
+}
+
+/* Push: gather E(n), B(n) at x(n), u(n-1/2) -> u(n+1/2); with KE the cluster's sum of
+ * w (gamma - 1) at time n into partial[c]. */
+template <bool KE>
+__global__ void __launch_bounds__(GPU_THREADS, 3) k_push(kpart a)
+{
+    extern __shared__ float sf[];
+    __shared__ double sred[GPU_THREADS / 32];
+    const int c = blockIdx.x, tid = threadIdx.x;
+    const cluster_tile T = cluster_tile_of(a.x0, a.y0, a.ncx, c);
+    stage_fields(a, T, sf);
+    __syncthreads();
+    const int n = a.count[c], s0 = a.start[c];
+    double ke = 0.0;
+    for (int t = 0; t < group_trips(n); t++) {
+        const int base = t * GPU_VEC * GPU_THREADS + GPU_VEC * tid;
+        const int nv = min(GPU_VEC, n - base), p = s0 + base;
+        pgroup g;
+        group_load(g, a, p, nv, KE);
+#pragma unroll
+        for (int q = 0; q < GPU_VEC; q++)
+            if (q < nv)
+                ke += push_one<KE>(a, T, sf, g, q);
+        if (nv == GPU_VEC) {
+            *(float4 *)(a.ux + p) = make_float4(g.u[0][0], g.u[0][1], g.u[0][2], g.u[0][3]);
+            *(float4 *)(a.uy + p) = make_float4(g.u[1][0], g.u[1][1], g.u[1][2], g.u[1][3]);
+            *(float4 *)(a.uz + p) = make_float4(g.u[2][0], g.u[2][1], g.u[2][2], g.u[2][3]);
+        } else {
+#pragma unroll
+            for (int q = 0; q < GPU_VEC; q++)
+                if (q < nv) {
+                    a.ux[p + q] = g.u[0][q];
+                    a.uy[p + q] = g.u[1][q];
+                    a.uz[p + q] = g.u[2][q];
+                }
+        }
+    }
+    if (KE)
+        block_sum(ke, sred, a.partial + c);
+}
+
+/* Move particle q of the group and deposit its current into the tile copy jc; returns its
+ * migration code. */
+__device__ __forceinline__ unsigned move_one(const kpart &a, const cluster_tile &T,
+                                             long long *jc, pgroup &g, int q)
+{
+    const int k = cluster_tile_k(&T, g.cell[q]);
+    int o[3], dcx, dcy;
+    float w[24];
+    unsigned pieces = particle_move(&a.mv, &T, a.nx, a.ny, T.w, g.u[0][q], g.u[1][q], g.u[2][q],
+                                    g.w[q], &g.cell[q], &g.x[q], &g.y[q], &dcx, &dcy, o, w, 1);
+    deposit_pieces_fixed(jc, jc + a.tszp, jc + 2 * a.tszp, k, T.w, pieces, o, w, 1, a.scale);
+    return mig_code(dcx, dcy);
 }
 
 /* The 8 migration codes of movers, in histogram-bin order of their (dx, dy). */
 __constant__ unsigned char mover_code[8] = {10, 8, 9, 2, 1, 6, 4, 5};
 __constant__ unsigned char mover_bin[8] = {0, 1, 2, 3, 5, 6, 7, 8};
 
-template <int MODE, bool KE>
-__global__ void __launch_bounds__(GPU_THREADS, 3) k_particles(kpart a)
+/* Store the group's new cells, offsets and codes. */
+__device__ __forceinline__ void group_store_move(const kpart &a, const pgroup &g,
+                                                 const unsigned codes[GPU_VEC], int p, int nv)
 {
-    extern __shared__ float sm[];
-    __shared__ int shist[9];
-    __shared__ double sred[GPU_THREADS / 32];
-    const int c = blockIdx.x, tid = threadIdx.x, lane = tid & 31;
-    const ctile T = tile_of(a.x0, a.y0, a.ncx, c);
-    float *sf = sm;
-    long long *sj = (long long *)(sm + ((MODE & M_PUSH) ? 6 * a.tszp : 0));
-    if (MODE & M_PUSH)
-        for (int idx = tid; idx < T.tsz; idx += GPU_THREADS) {
-            int r = idx / T.tw;
-            int gk = a.off + T.i0 + (idx - r * T.tw) + (T.j0 + r) * a.stride;
-#pragma unroll
-            for (int comp = 0; comp < 6; comp++)
-                sf[comp * a.tszp + idx] = a.f[comp][gk];
-        }
-    if (MODE & M_MOVE) {
-        for (int idx = tid; idx < a.copies * a.cstride; idx += GPU_THREADS)
-            sj[idx] = 0;
-        if (tid < 9)
-            shist[tid] = 0;
+    if (nv == GPU_VEC) {
+        *(uint4 *)(a.cell + p) = make_uint4(g.cell[0], g.cell[1], g.cell[2], g.cell[3]);
+        *(float4 *)(a.x + p) = make_float4(g.x[0], g.x[1], g.x[2], g.x[3]);
+        *(float4 *)(a.y + p) = make_float4(g.y[0], g.y[1], g.y[2], g.y[3]);
+        *(uchar4 *)(a.code + p) = make_uchar4(codes[0], codes[1], codes[2], codes[3]);
+        return;
     }
-    __syncthreads();
+#pragma unroll
+    for (int q = 0; q < GPU_VEC; q++)
+        if (q < nv) {
+            a.cell[p + q] = g.cell[q];
+            a.x[p + q] = g.x[q];
+            a.y[p + q] = g.y[q];
+            a.code[p + q] = (uint8_t)codes[q];
+        }
+}
 
+/* Count the movers per code (mv[b], the same in all lanes) by warp votes; a warp whose
+ * particles all stay skips them. */
+__device__ __forceinline__ void count_movers(const unsigned codes[GPU_VEC], int mv[8])
+{
+    if (__ballot_sync(FULL, (codes[0] | codes[1] | codes[2] | codes[3]) != 0u)) {
+#pragma unroll
+        for (int q = 0; q < GPU_VEC; q++)
+#pragma unroll
+            for (int b = 0; b < 8; b++)
+                mv[b] += __popc(__ballot_sync(FULL, codes[q] == mover_code[b]));
+    }
+}
+
+/* Move x(n) -> x(n+1) with u(n+1/2), deposit J(n+1/2) into the cluster's tile (written to
+ * its slot of the tile buffer), migration codes and the cluster's histogram. */
+__global__ void __launch_bounds__(GPU_THREADS, 3) k_move(kpart a)
+{
+    extern __shared__ long long sj[];
+    __shared__ int shist[9];
+    const int c = blockIdx.x, tid = threadIdx.x, lane = tid & 31;
+    const cluster_tile T = cluster_tile_of(a.x0, a.y0, a.ncx, c);
+    for (int idx = tid; idx < a.copies * a.cstride; idx += GPU_THREADS)
+        sj[idx] = 0;
+    if (tid < 9)
+        shist[tid] = 0;
+    __syncthreads();
     const int n = a.count[c], s0 = a.start[c];
-    const int trips = (n + GPU_VEC * GPU_THREADS - 1) / (GPU_VEC * GPU_THREADS);
     long long *jc = sj + (lane % a.copies) * a.cstride;
-    int mv[8] = {0, 0, 0, 0, 0, 0, 0, 0}; /* movers per code, the same in all lanes */
-    double ke = 0.0;
-    for (int t = 0; t < trips; t++) {
+    int mv[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (int t = 0; t < group_trips(n); t++) {
         const int base = t * GPU_VEC * GPU_THREADS + GPU_VEC * tid;
         const int nv = min(GPU_VEC, n - base), p = s0 + base;
-        uint4 c4 = make_uint4(0, 0, 0, 0);
-        float4 x4 = make_float4(0, 0, 0, 0), y4 = x4, ux4 = x4, uy4 = x4, uz4 = x4, w4 = x4;
-        if (nv > 0) { /* segments start on 32-slot multiples; slots up to 4*ceil(n/4) exist */
-            c4 = *(const uint4 *)(a.cell + p);
-            x4 = *(const float4 *)(a.x + p);
-            y4 = *(const float4 *)(a.y + p);
-            ux4 = *(const float4 *)(a.ux + p);
-            uy4 = *(const float4 *)(a.uy + p);
-            uz4 = *(const float4 *)(a.uz + p);
-            if (KE || (MODE & M_MOVE))
-                w4 = *(const float4 *)(a.w + p);
-        }
-        uint32_t cl[4] = {c4.x, c4.y, c4.z, c4.w};
-        float xs[4] = {x4.x, x4.y, x4.z, x4.w}, ys[4] = {y4.x, y4.y, y4.z, y4.w};
-        float us[3][4] = {{ux4.x, ux4.y, ux4.z, ux4.w},
-                          {uy4.x, uy4.y, uy4.z, uy4.w},
-                          {uz4.x, uz4.y, uz4.z, uz4.w}};
-        float ws[4] = {w4.x, w4.y, w4.z, w4.w};
-        unsigned codes[4] = {0, 0, 0, 0};
+        pgroup g;
+        group_load(g, a, p, nv, true);
+        unsigned codes[GPU_VEC] = {0, 0, 0, 0};
 #pragma unroll
-        for (int q = 0; q < GPU_VEC; q++) {
-            if (q >= nv)
-                continue;
-            int i = (int)(cl[q] & 0xffffu), j = (int)(cl[q] >> 16);
-            const int k = (i - T.i0) + (j - T.j0) * T.tw;
-            float u[3] = {us[0][q], us[1][q], us[2][q]};
-            if (MODE & M_PUSH) {
-                float e[3], b[3];
-                gather_tile(sf, a.tszp, k, T.tw, xs[q], ys[q], e, b);
-                for (int d = 0; d < 3; d++) {
-                    e[d] += a.ext[d];
-                    b[d] += a.ext[3 + d];
-                }
-                float u0[3] = {u[0], u[1], u[2]};
-                boris_push(u, e, b, a.qdt2m);
-                if (KE) {
-                    float gm = lorentz_gamma(0.5f * (u0[0] + u[0]), 0.5f * (u0[1] + u[1]),
-                                             0.5f * (u0[2] + u[2]));
-                    ke += (double)ws[q] * (gm - 1.0f);
-                }
-                us[0][q] = u[0];
-                us[1][q] = u[1];
-                us[2][q] = u[2];
-            }
-            if (MODE & M_MOVE) {
-                float ig = 1.0f / lorentz_gamma(u[0], u[1], u[2]);
-                float x0 = xs[q], y0 = ys[q];
-                float x1 = x0 + u[0] * ig * a.rdx, y1 = y0 + u[1] * ig * a.rdy;
-                float qw = a.q * ws[q];
-                /* Kong's three pieces (particle.h); as the CPU backend, add the first always,
-                 * the middle one only after two edge crossings and the last only after a cell
-                 * change: the others have zero weights, and a cold or warm plasma then needs
-                 * 8 shared-memory atomics per particle instead of 16 */
-                int o[3];
-                float w[24];
-                int mid = move_pieces(x0, y0, x1, y1, qw * a.jxq, qw * a.jyq, qw * u[2] * ig,
-                                      T.tw, o, w, 1);
-                int di = offset_wrap(&x1), dj = offset_wrap(&y1);
-                long long *jy = jc + a.tszp, *jz = jc + 2 * a.tszp;
-                deposit_add_fixed(jc, jy, jz, k + o[0], T.tw, w, 1, a.scale);
-                if (mid)
-                    deposit_add_fixed(jc, jy, jz, k + o[1], T.tw, w + 8, 1, a.scale);
-                if (di | dj)
-                    deposit_add_fixed(jc, jy, jz, k + o[2], T.tw, w + 16, 1, a.scale);
-                i += di;
-                j += dj;
-                int dcx = i < T.xlo ? -1 : (i >= T.xhi ? 1 : 0);
-                int dcy = j < T.ylo ? -1 : (j >= T.yhi ? 1 : 0);
-                i = i < 0 ? i + a.nx : (i >= a.nx ? i - a.nx : i);
-                j = j < 0 ? j + a.ny : (j >= a.ny ? j - a.ny : j);
-                cl[q] = (uint32_t)i | ((uint32_t)j << 16);
-                xs[q] = x1;
-                ys[q] = y1;
-                codes[q] = mig_code(dcx, dcy);
-            }
-        }
-        if (nv == GPU_VEC) {
-            if (MODE & M_PUSH) {
-                *(float4 *)(a.ux + p) = make_float4(us[0][0], us[0][1], us[0][2], us[0][3]);
-                *(float4 *)(a.uy + p) = make_float4(us[1][0], us[1][1], us[1][2], us[1][3]);
-                *(float4 *)(a.uz + p) = make_float4(us[2][0], us[2][1], us[2][2], us[2][3]);
-            }
-            if (MODE & M_MOVE) {
-                *(uint4 *)(a.cell + p) = make_uint4(cl[0], cl[1], cl[2], cl[3]);
-                *(float4 *)(a.x + p) = make_float4(xs[0], xs[1], xs[2], xs[3]);
-                *(float4 *)(a.y + p) = make_float4(ys[0], ys[1], ys[2], ys[3]);
-                *(uchar4 *)(a.code + p) = make_uchar4(codes[0], codes[1], codes[2], codes[3]);
-            }
-        } else {
-#pragma unroll
-            for (int q = 0; q < GPU_VEC; q++) {
-                if (q >= nv)
-                    continue;
-                if (MODE & M_PUSH) {
-                    a.ux[p + q] = us[0][q];
-                    a.uy[p + q] = us[1][q];
-                    a.uz[p + q] = us[2][q];
-                }
-                if (MODE & M_MOVE) {
-                    a.cell[p + q] = cl[q];
-                    a.x[p + q] = xs[q];
-                    a.y[p + q] = ys[q];
-                    a.code[p + q] = (uint8_t)codes[q];
-                }
-            }
-        }
-        if (MODE & M_MOVE) {
-            /* warp votes count the movers; a warp whose particles all stay skips them */
-            if (__ballot_sync(FULL, (codes[0] | codes[1] | codes[2] | codes[3]) != 0u)) {
-#pragma unroll
-                for (int q = 0; q < GPU_VEC; q++)
-#pragma unroll
-                    for (int b = 0; b < 8; b++)
-                        mv[b] += __popc(__ballot_sync(FULL, codes[q] == mover_code[b]));
-            }
-        }
+        for (int q = 0; q < GPU_VEC; q++)
+            if (q < nv)
+                codes[q] = move_one(a, T, jc, g, q);
+        group_store_move(a, g, codes, p, nv);
+        count_movers(codes, mv);
     }
-
-    if (MODE & M_MOVE) {
-        if (lane == 0)
-            for (int b = 0; b < 8; b++)
-                if (mv[b])
-                    atomicAdd(&shist[mover_bin[b]], mv[b]);
-    }
-    if (KE) {
-        for (int o = 16; o > 0; o >>= 1)
-            ke += __shfl_down_sync(FULL, ke, o);
-        if (lane == 0)
-            sred[tid >> 5] = ke;
-    }
+    if (lane == 0)
+        for (int b = 0; b < 8; b++)
+            if (mv[b])
+                atomicAdd(&shist[mover_bin[b]], mv[b]);
     __syncthreads();
-    if (KE && tid == 0) {
-        double s = 0.0;
-        for (int w = 0; w < GPU_THREADS / 32; w++)
-            s += sred[w];
-        a.partial[c] = s;
+    if (tid < 9) {
+        int moved = 0;
+        for (int b = 0; b < 9; b++)
+            moved += b == 4 ? 0 : shist[b];
+        a.hist[9 * c + tid] = tid == 4 ? n - moved : shist[tid];
     }
-    if (MODE & M_MOVE) {
-        if (tid < 9) {
-            int moved = 0;
-            for (int b = 0; b < 9; b++)
-                moved += b == 4 ? 0 : shist[b];
-            a.hist[9 * c + tid] = tid == 4 ? n - moved : shist[tid];
-        }
-        tile_store(sj, a.copies, a.cstride, a.tszp, 3, T.tsz, a.scale,
-                   a.tiles + (size_t)c * a.tile_stride);
-    }
+    tile_store(sj, a.copies, a.cstride, a.tszp, 3, T.w * T.h, a.scale,
+               a.tiles + (size_t)c * a.tile_stride);
 }
 
 /* Charge of one species at the current positions into the tile buffer. */
@@ -298,10 +321,9 @@ typedef struct {
 
 __global__ void __launch_bounds__(GPU_THREADS) k_rho(krho a)
 {
-    extern __shared__ float sm[];
-    long long *sr = (long long *)sm;
+    extern __shared__ long long sr[];
     const int c = blockIdx.x, tid = threadIdx.x;
-    const ctile T = tile_of(a.x0, a.y0, a.ncx, c);
+    const cluster_tile T = cluster_tile_of(a.x0, a.y0, a.ncx, c);
     for (int idx = tid; idx < a.copies * a.cstride; idx += GPU_THREADS)
         sr[idx] = 0;
     __syncthreads();
@@ -319,12 +341,12 @@ __global__ void __launch_bounds__(GPU_THREADS) k_rho(krho a)
         for (int q = 0; q < GPU_VEC; q++) {
             if (q >= nv)
                 continue;
-            int k = ((int)(cl[q] & 0xffffu) - T.i0) + ((int)(cl[q] >> 16) - T.j0) * T.tw;
-            deposit_charge_fixed(rc, k, T.tw, xs[q], ys[q], a.q * ws[q], a.scale);
+            deposit_charge_fixed(rc, cluster_tile_k(&T, cl[q]), T.w, xs[q], ys[q], a.q * ws[q],
+                                 a.scale);
         }
     }
     __syncthreads();
-    tile_store(sr, a.copies, a.cstride, a.tszp, 1, T.tsz, a.scale,
+    tile_store(sr, a.copies, a.cstride, a.tszp, 1, T.w * T.h, a.scale,
                a.tiles + (size_t)c * a.tile_stride);
 }
 
@@ -337,15 +359,16 @@ __global__ void k_tile_add(int colour, int ncomp, const float *tiles, int tile_s
     const int half = ncx / 2, b = blockIdx.x;
     const int cx = 2 * (b % half) + (colour & 1), cy = 2 * (b / half) + (colour >> 1);
     const int c = cx + cy * ncx;
-    const ctile T = tile_of(x0, y0, ncx, c);
+    const cluster_tile T = cluster_tile_of(x0, y0, ncx, c);
+    const int tsz = T.w * T.h;
     const float *t = tiles + (size_t)c * tile_stride;
-    for (int idx = threadIdx.x; idx < T.tsz; idx += blockDim.x) {
-        int r = idx / T.tw;
-        int gk = off + T.i0 + (idx - r * T.tw) + (T.j0 + r) * stride;
+    for (int idx = threadIdx.x; idx < tsz; idx += blockDim.x) {
+        int r = idx / T.w;
+        int gk = off + T.i0 + (idx - r * T.w) + (T.j0 + r) * stride;
         d0[gk] += t[idx];
         if (ncomp > 1) {
-            d1[gk] += t[T.tsz + idx];
-            d2[gk] += t[2 * T.tsz + idx];
+            d1[gk] += t[tsz + idx];
+            d2[gk] += t[2 * tsz + idx];
         }
     }
 }
@@ -361,10 +384,9 @@ static void colour_passes(gpu_state *g, int ncomp, float *d0, float *d1, float *
     }
 }
 
-template <int MODE, bool KE> static void set_smem(size_t bytes)
+static void set_smem(const void *kernel, size_t bytes)
 {
-    GPU_CK(cudaFuncSetAttribute(k_particles<MODE, KE>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                (int)bytes));
+    GPU_CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
 }
 
 /* The fixed-point scale of the current and charge tiles, from the deck (the same after a
@@ -383,7 +405,7 @@ static float deposit_scale(const pic_state *st)
 void gpu_particles_setup(gpu_state *g, const pic_state *st)
 {
     /* the move kernel's tile copies (64-bit entries) within 64 KB: 3 blocks on a 228 KB
-     * multiprocessor */
+     * multiprocessor (the measured configuration of NOTES.md) */
     const size_t budget = 64 * 1024;
     const size_t limit = g->smem_optin - 2048;
     g->tszp = (g->tsz_max + 3) / 4 * 4;
@@ -391,32 +413,22 @@ void gpu_particles_setup(gpu_state *g, const pic_state *st)
         g->cstride = (3 * g->tszp + 31) / 32 * 32 + (g->copies > 1 ? 32 / g->copies : 0);
         g->smem_move = (size_t)g->copies * g->cstride * sizeof(long long);
         g->smem_push = (size_t)6 * g->tszp * sizeof(float);
-        g->smem_part = g->smem_push + g->smem_move;
         if (g->smem_move <= budget || g->copies == 1)
             break;
     }
     g->smem_rho = g->smem_move; /* 1 component fits in the room of 3 */
     g->scale = deposit_scale(st);
-    if (g->smem_part > limit) {
+    const size_t need = g->smem_push > g->smem_move ? g->smem_push : g->smem_move;
+    if (need > limit) {
         empic_report(NULL, 0, "grid.cluster: clusters of up to %dx%d cells need %zu bytes "
                      "of shared memory per block, the GPU allows %zu; use smaller clusters",
-                     g->wmax, g->hmax, g->smem_part, limit);
+                     g->wmax, g->hmax, need, limit);
         empic_exit(1);
     }
-    set_smem<M_BOTH, false>(g->smem_part);
-    set_smem<M_BOTH, true>(g->smem_part);
-    set_smem<M_PUSH, false>(g->smem_push);
-    set_smem<M_PUSH, true>(g->smem_push);
-    set_smem<M_MOVE, false>(g->smem_move);
-    GPU_CK(cudaFuncSetAttribute(k_rho, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                (int)g->smem_rho));
-}
-
-template <int MODE, bool KE> static void launch(gpu_state *g, const kpart &a, size_t smem)
-{
-    k_particles<MODE, KE><<<g->ncl, GPU_THREADS, smem, g->stream>>>(a);
-    GPU_LAUNCHED(g, MODE == M_BOTH ? "k_particles (push, move, deposit)"
-                    : MODE == M_PUSH ? "k_particles (push)" : "k_particles (move, deposit)");
+    set_smem((const void *)k_push<false>, g->smem_push);
+    set_smem((const void *)k_push<true>, g->smem_push);
+    set_smem((const void *)k_move, g->smem_move);
+    set_smem((const void *)k_rho, g->smem_rho);
 }
 
 void gpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic)
@@ -462,32 +474,19 @@ void gpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic)
         a.cstride = g->cstride;
         a.copies = g->copies;
         a.tile_stride = 3 * g->tsz_max;
-        /* the same float expressions as push_cpu / move_cluster */
-        a.qdt2m = (float)(0.5 * f->dt) * d->qm;
-        a.rdx = (float)(f->dt / f->dx);
-        a.rdy = (float)(f->dt / f->dy);
-        a.jxq = (float)(f->dx / f->dt);
-        a.jyq = (float)(f->dy / f->dt);
-        a.q = d->q;
+        a.qdt2m = boris_qdt2m(f->dt, d->qm);
+        a.mv = move_step_of(f->dt, f->dx, f->dy, d->q);
         a.scale = g->scale;
         int t = gpu_tic(g, st);
-        if (g->split) {
-            if (want_ke)
-                launch<M_PUSH, true>(g, a, g->smem_push);
-            else
-                launch<M_PUSH, false>(g, a, g->smem_push);
-            gpu_toc(g, t, PH_PUSH);
-            t = gpu_tic(g, st);
-            launch<M_MOVE, false>(g, a, g->smem_move);
-        } else if (want_ke) {
-            launch<M_BOTH, true>(g, a, g->smem_part);
-        } else {
-            launch<M_BOTH, false>(g, a, g->smem_part);
-        }
-        if (!g->split) { /* fused kernel: counted as push, the write-back as deposit */
-            gpu_toc(g, t, PH_PUSH);
-            t = gpu_tic(g, st);
-        }
+        if (want_ke)
+            k_push<true><<<g->ncl, GPU_THREADS, g->smem_push, g->stream>>>(a);
+        else
+            k_push<false><<<g->ncl, GPU_THREADS, g->smem_push, g->stream>>>(a);
+        GPU_LAUNCHED(g, "k_push");
+        gpu_toc(g, t, PH_PUSH);
+        t = gpu_tic(g, st);
+        k_move<<<g->ncl, GPU_THREADS, g->smem_move, g->stream>>>(a);
+        GPU_LAUNCHED(g, "k_move");
         gpu_walls(g, st, s); /* edge clusters of non-periodic sides only */
         colour_passes(g, 3, g->j[0], g->j[1], g->j[2]);
         gpu_toc(g, t, PH_DEPOSIT);
@@ -498,7 +497,7 @@ void gpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic)
             double sum = 0.0;
             for (int c = 0; c < g->ncl; c++)
                 sum += g->h_partial[c];
-            kinetic[s] = sum * d->m * f->dx * f->dy;
+            kinetic[s] = kinetic_total(sum, d->m, f->dx, f->dy);
         }
     }
     gpu_debug(g, st, DBG_AFTER_MOVE);

@@ -1,9 +1,9 @@
-/* gpu_sort.cu - Kong's incremental bi-cluster sort on the device (Kong et al. 2011 §2.4,
- * design.md §6), mirroring src/sort.c.
+/* gpu_sort.cu - Kong's incremental bi-cluster sort on the device (Kong et al. 2011 §2.4):
+ * the CPU's four passes of cluster pairs.
  *
  * A prepare kernel reads the migration histograms of the last move and gives, per cluster,
- * the room it needs during the four passes (exactly sort_prepare's peak counts) and how
- * many particles leave it in each pass (+x, -x, +y, -y). The host reads two numbers back:
+ * the room it needs during the four passes and how many particles leave it in each pass
+ * (+x, -x, +y, -y): cluster.h's sort_need. The host reads two numbers back:
  * whether a cluster would overflow (then the segments are re-laid on the device before any
  * particle moves, so none is lost) and the largest leaver count (0: nothing crossed a
  * cluster border and the passes are skipped). Each pass runs one block per bi-cluster; a
@@ -14,14 +14,10 @@
  * holes from the tail in that order: the result does not depend on thread scheduling, so two
  * runs sort identically. */
 #include "gpu_internal.h"
-#include "particle.h"
+#include "cluster.h"
 
-#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-
-__device__ __forceinline__ int bin9(int dx, int dy) { return (dx + 1) + 3 * (dy + 1); }
-__device__ __forceinline__ int wrapc(int c, int n) { return c < 0 ? c + n : (c >= n ? c - n : c); }
 
 __global__ void k_sort_prepare(const int *hist, const int *count, const int *cap, int *need,
                                int4 *movers, int *flags, int nx, int ny)
@@ -29,31 +25,12 @@ __global__ void k_sort_prepare(const int *hist, const int *count, const int *cap
     const int c = blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= nx * ny)
         return;
-    const int cx = c % nx, cy = c / nx;
-    const int *l = hist + 9 * (wrapc(cx - 1, nx) + cy * nx);
-    const int *r = hist + 9 * (wrapc(cx + 1, nx) + cy * nx);
-    const int *h = hist + 9 * c;
-    int in_x = 0, out_x = 0, in_y = 0, xr = 0, xl = 0, yu = 0, yd = 0;
-    for (int dy = -1; dy <= 1; dy++) {
-        in_x += l[bin9(1, dy)] + r[bin9(-1, dy)];
-        out_x += h[bin9(1, dy)] + h[bin9(-1, dy)];
-        xr += h[bin9(1, dy)];
-        xl += h[bin9(-1, dy)];
-    }
-    for (int dx = -1; dx <= 1; dx++) {
-        int sx = wrapc(cx - dx, nx);
-        in_y += hist[9 * (sx + wrapc(cy - 1, ny) * nx) + bin9(dx, 1)] +
-                hist[9 * (sx + wrapc(cy + 1, ny) * nx) + bin9(dx, -1)];
-        /* particles that the x passes bring into this cluster and that move on along y */
-        yu += hist[9 * (sx + cy * nx) + bin9(dx, 1)];
-        yd += hist[9 * (sx + cy * nx) + bin9(dx, -1)];
-    }
-    int peak_x = count[c] + in_x, peak_y = count[c] - out_x + in_x + in_y;
-    need[c] = peak_x > peak_y ? peak_x : peak_y;
+    int lv[4];
+    need[c] = sort_need(hist, count[c], c % nx, c / nx, nx, ny, lv);
     if (need[c] > cap[c])
         atomicAdd(&flags[0], 1);
-    movers[c] = make_int4(xr, xl, yu, yd);
-    int m = max(max(xr, xl), max(yu, yd));
+    movers[c] = make_int4(lv[0], lv[1], lv[2], lv[3]);
+    int m = max(max(lv[0], lv[1]), max(lv[2], lv[3]));
     if (m > 0)
         atomicMax(&flags[1], m);
 }
@@ -227,17 +204,6 @@ __global__ void k_relayout(arrays8 a, const int *old_start, const int *new_start
     }
 }
 
-/* Segment capacity for n particles: as species.c (slack, +32, multiple of 32 slots). */
-static int segment_capacity(const species *h, long long n)
-{
-    long long c = (long long)ceil((double)n * (1.0 + h->slack)) + 32;
-    c = (c + 31) / 32 * 32;
-    if (c > INT_MAX)
-        EMPIC_DIE("species %s: a cluster needs %lld particle slots; use smaller clusters",
-                  h->name, c);
-    return (int)c;
-}
-
 void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *need)
 {
     species *h = &st->sp[s];
@@ -247,14 +213,7 @@ void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *need)
     int *start = (int *)empic_alloc((size_t)nc * sizeof(int), "cluster table");
     int *cap = (int *)empic_alloc((size_t)nc * sizeof(int), "cluster table");
     GPU_CK(cudaMemcpy(count, d->count, (size_t)nc * sizeof(int), cudaMemcpyDeviceToHost));
-    size_t total = 0;
-    for (int c = 0; c < nc; c++) {
-        start[c] = (int)total;
-        cap[c] = segment_capacity(h, need[c] > count[c] ? need[c] : count[c]);
-        total += (size_t)cap[c];
-    }
-    if (total > 0x7fffffffu)
-        EMPIC_DIE("species %s: %zu particle slots exceed the 2^31 limit", h->name, total);
+    const size_t total = species_segments(h, nc, count, need, start, cap);
     void *old[8] = {d->cell, d->x, d->y, d->ux, d->uy, d->uz, d->w, d->code};
     arrays8 a;
     for (int v = 0; v < 8; v++) {

@@ -1,5 +1,5 @@
-/* gpu_window.cu - the moving window on the device (src/window.c): fields, PML memories and
- * particle cells one cell toward -x, migration codes and histograms updated so that the next
+/* gpu_window.cu - the moving window on the device: fields, PML memories and particle cells
+ * one cell toward -x (window_shift_particle), migration codes and histograms updated so that the next
  * sort moves particles into their new clusters and drops the back column (PBND_DROP), and
  * the injection of the new column: generated on the host by the initial load's code
  * (species_column, called by the caller: profiles are muparser formulas, RNG keyed by global
@@ -35,7 +35,7 @@ __device__ void shift_row(float *row, int from, int len)
 }
 
 /* Row blockIdx.x of array blockIdx.y (guard rows too): columns [G, stride-1) take the
- * next column, the last is cleared, the guards below x = 0 kept (as window.c's shift_array). */
+ * next column, the last is cleared, the guards below x = 0 kept. */
 typedef struct {
     float *a[9];
 } arrays9;
@@ -56,8 +56,8 @@ __global__ void k_shift_psi(arrays4 psi, int rowlen)
     shift_row(psi.p[blockIdx.y] + (size_t)blockIdx.x * rowlen, 0, rowlen);
 }
 
-/* One block per cluster: cells one column back, the x field of the code recomputed for the
- * new cell, PBND_DROP for the first column; the histogram rebuilt from the codes. */
+/* One block per cluster: each particle shifted (window_shift_particle), the histogram
+ * rebuilt from the codes. */
 __global__ void k_window_particles(uint32_t *cell, uint8_t *code, const int *start,
                                    const int *count, int *hist, const int *cx_of, int ncx)
 {
@@ -68,14 +68,9 @@ __global__ void k_window_particles(uint32_t *cell, uint8_t *code, const int *sta
     __syncthreads();
     const int b = start[c], e = b + count[c];
     for (int p = b + threadIdx.x; p < e; p += blockDim.x) {
-        uint32_t cv = cell[p];
-        unsigned k = code[p];
-        int i = (int)(cv & 0xffffu) - 1, drop = (k == PBND_DROP) | (i < 0);
-        int dx = cx_of[i < 0 ? 0 : i] - cx;
-        unsigned nk = drop ? PBND_DROP : ((dx < 0 ? 2u : (unsigned)dx) | (k & 0xcu));
-        cell[p] = drop ? cv : cv - 1u;
+        unsigned nk = window_shift_particle(&cell[p], code[p], cx_of, cx);
         code[p] = (uint8_t)nk;
-        atomicAdd(&sh[nk == PBND_DROP ? 4 : (mig_dx(nk) + 1) + 3 * (mig_dy(nk) + 1)], 1);
+        atomicAdd(&sh[mig_bin_of_code(nk)], 1);
     }
     __syncthreads();
     if (threadIdx.x < 9)

@@ -1,15 +1,17 @@
-"""Command line: python3 -m diag {summary,info,field,lineout,energy,phase,spectrum,timing,
-phasespace,tracks} OUTDIR.
+"""Command line: empic-diag (or python3 -m diag) {summary,info,field,lineout,movie,energy,
+phase,spectrum,timing,phasespace,tracks} OUTDIR.
 
-Plots go to OUTDIR/plots/ (or --out DIR); every file written is printed."""
+Plots go to OUTDIR/plots/ (or --out DIR); every file written is printed. --si draws lengths
+in µm, times in fs, fields in V/m and T, energies in MeV (from the run's n0)."""
 
 import argparse
 import os
+import re
 import sys
 
 import numpy as np
 
-from . import plot, read
+from . import analysis, movie, plot, read, units
 
 
 def _outdir(args):
@@ -37,24 +39,64 @@ def cmd_info(args):
     return []
 
 
+def _units(args):
+    return units.for_run(args.outdir, getattr(args, "si", False))
+
+
+def _map_style(args):
+    return dict(vmin=args.vmin, vmax=args.vmax, log=args.log, cmap=args.cmap)
+
+
 def cmd_field(args):
     fld = read.read_field(args.outdir, args.q, args.c, args.it)
-    out = [plot.field_map(fld, _png(args, "field_%s_%08d" % (fld.name, fld.step)))]
+    u = _units(args)
+    out = [plot.field_map(fld, _png(args, "field_%s_%08d" % (fld.name, fld.step)), u,
+                          **_map_style(args))]
     if getattr(args, "lineout", None):
         out.append(plot.lineout(fld, _png(args, "lineout_%s_%s_%08d"
                                           % (fld.name, args.lineout, fld.step)),
-                                args.lineout, args.at))
+                                args.lineout, args.at, u))
     return out
 
 
 def cmd_lineout(args):
     fld = read.read_field(args.outdir, args.q, args.c, args.it)
     return [plot.lineout(fld, _png(args, "lineout_%s_%s_%08d" % (fld.name, args.axis, fld.step)),
-                         args.axis, args.at)]
+                         args.axis, args.at, _units(args))]
+
+
+def cmd_movie(args):
+    return movie.field_movie(args.outdir, args.q, args.c, _outdir(args), _units(args),
+                             fps=args.fps, **_map_style(args))
+
+
+def _growth(en, args):
+    """The growth fit asked for (--fit [T0,T1]), or None."""
+    if args.fit is None:
+        return None
+    column = args.fit_q or analysis.growing_column(en) or \
+        max(("field_E", "field_B"), key=lambda k: float(np.max(en.get(k, [0.0]))))
+    if column not in en:
+        raise KeyError("energy.csv has no column %r (have %s)" % (column, ", ".join(en)))
+    window = None
+    if args.fit != "auto":
+        try:
+            window = tuple(float(v) for v in args.fit.split(","))
+            assert len(window) == 2 and window[0] < window[1]
+        except (ValueError, AssertionError):
+            raise ValueError("--fit: expected T0,T1 (normalised times) or auto, got %r"
+                             % args.fit) from None
+    g = analysis.growth_rate(en["t"], en[column], window, column)
+    print("growth of %s over t = %.4g .. %.4g: energy rate %.5g, field rate gamma = %.5g "
+          "(in omega_p)" % (column, g.t0, g.t1, g.rate, g.gamma))
+    return g
 
 
 def cmd_energy(args):
-    return [plot.energy_history(read.read_energy(args.outdir), _png(args, "energy"))]
+    en = read.read_energy(args.outdir)
+    log = True if args.log else (False if args.linear else None)
+    return [plot.energy_history(en, _png(args, "energy"), log, _growth(en, args),
+                                _units(args))]
 
 
 def cmd_timing(args):
@@ -68,18 +110,32 @@ def _species(args):
     return sp
 
 
+def _pairs(args):
+    pairs = []
+    for a in args.axes or []:
+        pair = tuple(a.replace(":", ",").split(","))
+        if len(pair) != 2 or any(x not in plot.PHASE_AXES for x in pair):
+            raise ValueError("--axes: expected two of %s as A,B, got %r"
+                             % (", ".join(plot.PHASE_AXES), a))
+        pairs.append(pair)
+    return pairs or None
+
+
 def cmd_phase(args):
     out = []
+    pairs = _pairs(args)
     for s in _species(args)[:1] if not args.species else args.species:
         p = read.read_particles(args.outdir, s, args.it)
-        out.append(plot.phase_space(p, _png(args, "phase_%s_%08d" % (s, p.step)), args.bins))
+        tag = "_".join("%s%s" % ab for ab in pairs) if pairs else "auto"
+        out.append(plot.phase_space(p, _png(args, "phase_%s_%s_%08d" % (s, tag, p.step)),
+                                    args.bins, pairs, _units(args)))
     return out
 
 
 def cmd_spectrum(args):
     samples = [read.read_particles(args.outdir, s, args.it) for s in _species(args)]
     name = "spectrum_%s_%08d" % ("_".join(p.species for p in samples), samples[0].step)
-    return [plot.spectrum(samples, _png(args, name), args.bins)]
+    return [plot.spectrum(samples, _png(args, name), args.bins, _units(args))]
 
 
 def cmd_phasespace(args):
@@ -112,51 +168,98 @@ def cmd_tracks(args):
             for s in species]
 
 
-def _largest_field(outdir):
-    """(record, component) of the E/B component with the largest rms in the last dump."""
+def _largest_field(outdir, it=None):
+    """(record, component) of the E/B component with the largest rms in dump `it`."""
     best, best_rms = None, -1.0
-    for q, comps in read.list_fields(outdir).items():
+    for q, comps in read.list_fields(outdir, it).items():
         if q not in ("E", "B"):
             continue
         for c in comps:
-            rms = float(np.sqrt(np.mean(read.read_field(outdir, q, c).data ** 2)))
+            rms = float(np.sqrt(np.mean(read.read_field(outdir, q, c, it).data ** 2)))
             if rms > best_rms:
                 best, best_rms = (q, c), rms
     return best
 
 
+def meaningful_dump(outdir):
+    """The field dump to show: the one where the field energy (field_E + field_B of
+    energy.csv, at the nearest row) is largest, so that a pulse that has left the box or a
+    field that has not grown yet is not what the summary draws; the last dump without an
+    energy.csv."""
+    its = [it for it in read.list_iterations(outdir) if read.list_fields(outdir, it)]
+    if not its:
+        return None
+    try:
+        en = read.read_energy(outdir)
+        steps = np.asarray(en["step"], dtype=float)
+        w = np.asarray(en["field_E"], float) + np.asarray(en["field_B"], float)
+    except (FileNotFoundError, KeyError):
+        return its[-1]
+    if not len(steps):
+        return its[-1]
+    at = [w[int(np.argmin(np.abs(steps - it)))] for it in its]
+    return its[int(np.argmax(at))]
+
+
+def _has_lasers(outdir):
+    """Whether the run (its run.cfg) launches lasers: their field energy rises as they enter,
+    which is no instability to fit."""
+    try:
+        text = open(os.path.join(outdir, "run.cfg")).read()
+    except OSError:
+        return False
+    return re.search(r"^lasers\s*=\s*\(\s*\{", text, re.M) is not None
+
+
 def cmd_summary(args):
     out = []
     d = args.outdir
+    u = _units(args)
     if os.path.isfile(os.path.join(d, "energy.csv")) or \
             os.path.isfile(os.path.join(d, "energy.csv.tmp")):
-        out += cmd_energy(args)
+        en = read.read_energy(d)
+        g = None
+        col = analysis.growing_column(en)
+        if col and len(en[col]) > 3 and not _has_lasers(d):
+            try:  # a field energy that grows by 100x (no laser): fit its linear phase
+                v = np.asarray(en[col], float)
+                if v.max() > 100 * v[v > 0][0]:
+                    g = analysis.growth_rate(en["t"], v, None, col)
+            except (ValueError, IndexError):
+                g = None
+        out.append(plot.energy_history(en, _png(args, "energy"), None, g, u))
     if os.path.isfile(os.path.join(d, "timing.json")):
         out += cmd_timing(args)
     try:
-        fields = read.list_fields(d)
+        it = meaningful_dump(d)
+        fields = read.list_fields(d, it) if it is not None else {}
     except (FileNotFoundError, KeyError):
-        fields = {}
+        fields, it = {}, None
     if fields:
         maps = []
-        if "z" in fields.get("E", []) and np.any(read.read_field(d, "E", "z").data != 0):
+        if "z" in fields.get("E", []) and np.any(read.read_field(d, "E", "z", it).data != 0):
             maps.append(("E", "z"))
-        big = _largest_field(d)
+        big = _largest_field(d, it)
         if big and big not in maps:
             maps.append(big)
+        for q in sorted(fields):  # the densities of the species, one-signed maps
+            if q.startswith("rho_"):
+                maps.append((q, None))
         if not maps:
             q = sorted(fields)[0]
             maps.append((q, fields[q][-1] if fields[q] else None))
         for q, c in maps:
-            fld = read.read_field(d, q, c)
-            out.append(plot.field_map(fld, _png(args, "field_%s_%08d" % (fld.name, fld.step))))
+            fld = read.read_field(d, q, c, it)
+            out.append(plot.field_map(fld, _png(args, "field_%s_%08d" % (fld.name, fld.step)),
+                                      u))
     species = read.list_species(d)
     if species:
         p = read.read_particles(d, species[0])
-        out.append(plot.phase_space(p, _png(args, "phase_%s_%08d" % (p.species, p.step))))
+        out.append(plot.phase_space(p, _png(args, "phase_%s_%08d" % (p.species, p.step)),
+                                    units=u))
         samples = [read.read_particles(d, s) for s in species]
         samples = [s for s in samples if np.any(s.ekin > 0)] or samples[:1]
-        out.append(plot.spectrum(samples, _png(args, "spectrum_%08d" % p.step)))
+        out.append(plot.spectrum(samples, _png(args, "spectrum_%08d" % p.step), units=u))
     hists = read.list_phasespace(d)
     for n in sorted(hists):
         h = read.read_phasespace(d, n)
@@ -168,57 +271,92 @@ def cmd_summary(args):
     return out
 
 
-def build_parser():
-    ap = argparse.ArgumentParser(prog="python3 -m diag", description=__doc__,
+def build_parser(prog=None):
+    ap = argparse.ArgumentParser(prog=prog or "empic-diag", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
 
-    def add(name, fn, helptext):
+    def add(name, fn, helptext, si=True):
         p = sub.add_parser(name, help=helptext)
         p.add_argument("outdir", help="the run's diagnostics.output folder")
         p.add_argument("--out", help="folder for the PNG files (default OUTDIR/plots)")
+        if si:
+            p.add_argument("--si", action="store_true",
+                           help="SI units from the run's n0: um, fs, V/m, T, MeV")
         p.set_defaults(fn=fn)
         return p
 
-    add("summary", cmd_summary, "energy history, field maps, phase space, spectrum, timing, "
-        "in-code histograms and tracks when present")
-    add("info", cmd_info, "list the dumps, meshes and species")
+    def map_style(p):
+        p.add_argument("--vmin", type=float, help="lower end of the colour scale (units shown)")
+        p.add_argument("--vmax", type=float, help="upper end of the colour scale")
+        p.add_argument("--log", action="store_true",
+                       help="log colour scale of |value| (symmetric log for signed fields)")
+        p.add_argument("--cmap", help="matplotlib colour map (default: RdBu_r for signed "
+                       "fields, viridis for one-signed ones such as densities)")
+
+    add("summary", cmd_summary, "energy history (with a growth fit when a field energy "
+        "grows), field maps of the dump with the most field energy, phase space, spectrum, "
+        "timing, in-code histograms and tracks when present")
+    add("info", cmd_info, "list the dumps, meshes and species", si=False)
     for name, fn, h in (("field", cmd_field, "2D map of one mesh component"),
-                        ("lineout", cmd_lineout, "1D profile of one mesh component")):
+                        ("lineout", cmd_lineout, "1D profile of one mesh component"),
+                        ("movie", cmd_movie, "maps of one mesh component at every dump "
+                         "(common colour scale) as PNG frames, and an MP4 (ffmpeg) or GIF")):
         p = add(name, fn, h)
         p.add_argument("--q", default="E", help="mesh record: E, B, J, rho, rho_<species>")
         p.add_argument("--c", default="z", help="component x, y or z (ignored for rho)")
-        p.add_argument("--it", type=int, help="step of the dump (default: last)")
-        p.add_argument("--at", type=float, help="coordinate of the lineout (default: middle)")
+        if name != "movie":
+            p.add_argument("--it", type=int, help="step of the dump (default: last)")
+            p.add_argument("--at", type=float,
+                           help="coordinate of the lineout, normalised (default: middle)")
         if name == "field":
             p.add_argument("--lineout", choices=("x", "y"), help="also draw a lineout along")
-        else:
+        elif name == "lineout":
             p.add_argument("--axis", choices=("x", "y"), default="x")
-    add("energy", cmd_energy, "energy history from energy.csv")
-    add("timing", cmd_timing, "per-phase ns/particle-step from timing.json")
-    for name, fn, h in (("phase", cmd_phase, "x-ux and ux-uy phase spaces"),
+        if name != "lineout":
+            map_style(p)
+        if name == "movie":
+            p.add_argument("--fps", type=float, default=5.0, help="frames per second")
+    p = add("energy", cmd_energy, "energy history from energy.csv, with a growth-rate fit")
+    p.add_argument("--log", action="store_true", help="log energy axis (default: log when "
+                   "the field energies span more than 3 decades)")
+    p.add_argument("--linear", action="store_true", help="linear energy axis")
+    p.add_argument("--fit", nargs="?", const="auto", metavar="T0,T1",
+                   help="fit W ~ exp(2 gamma t) over T0..T1 (normalised times; 'auto' or no "
+                   "value: the middle of the rise of ln W)")
+    p.add_argument("--fit-q", help="energy.csv column to fit (default: field_E or field_B, "
+                   "whichever grows more)")
+    add("timing", cmd_timing, "per-phase ns per particle-step (per cell-step without "
+        "particles) from timing.json", si=False)
+    for name, fn, h in (("phase", cmd_phase, "phase spaces of the particle sample: any pairs "
+                         "of x, y, ux, uy, uz"),
                         ("spectrum", cmd_spectrum, "kinetic energy spectrum")):
         p = add(name, fn, h)
         p.add_argument("--species", action="append",
                        help="species name (repeatable; default: all/first)")
         p.add_argument("--it", type=int, help="step of the dump (default: last with particles)")
         p.add_argument("--bins", type=int, default=128 if name == "phase" else 100)
-    p = add("phasespace", cmd_phasespace, "in-code phase-space histograms and spectra")
+        if name == "phase":
+            p.add_argument("--axes", action="append", metavar="A,B",
+                           help="a pair of x, y, ux, uy, uz, e.g. y,uz (repeatable; default: "
+                           "x and y against the momentum with the largest spread)")
+    p = add("phasespace", cmd_phasespace, "in-code phase-space histograms and spectra",
+            si=False)
     p.add_argument("--name", action="append",
                    help="histogram, e.g. electrons_x_ux (repeatable; default: all)")
     p.add_argument("--it", type=int, help="step (default: the histogram's last)")
-    p = add("tracks", cmd_tracks, "trajectories of the tracked particles")
+    p = add("tracks", cmd_tracks, "trajectories of the tracked particles", si=False)
     p.add_argument("--species", action="append", help="species (default: all tracked)")
     return ap
 
 
-def main(argv=None):
-    args = build_parser().parse_args(argv)
-    if args.cmd in ("field", "lineout") and args.q.startswith("rho"):
+def main(argv=None, prog=None):
+    args = build_parser(prog).parse_args(argv)
+    if args.cmd in ("field", "lineout", "movie") and args.q.startswith("rho"):
         args.c = None
     try:
         files = args.fn(args)
-    except (FileNotFoundError, KeyError, OSError) as e:
+    except (FileNotFoundError, KeyError, OSError, ValueError) as e:
         msg = e.args[0] if isinstance(e, KeyError) and e.args else e
         print("diag: %s" % msg, file=sys.stderr)
         return 1
@@ -228,4 +366,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(prog="python3 -m diag"))

@@ -6,15 +6,13 @@ import os
 import matplotlib
 
 matplotlib.use("Agg")
+import matplotlib.colors as mcolors  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-UNITS = {"E": r"$m_e c\,\omega_p/e$", "B": r"$m_e \omega_p/e$", "J": r"$e n_0 c$",
-         "rho": r"$e n_0$"}
+from .units import Units  # noqa: E402
 
-
-def _unit(name):
-    return UNITS.get("rho" if name.startswith("rho") else name[:1], "")
+NORMALISED = Units(False)
 
 
 def _save(fig, path):
@@ -26,36 +24,91 @@ def _save(fig, path):
     return path
 
 
-def field_map(fld, path, cmap="RdBu_r"):
-    """2D colour map of a diag.read.Field, symmetric colour range."""
-    fig, ax = plt.subplots(figsize=(7, 5))
-    vmax = float(np.max(np.abs(fld.data))) or 1.0
-    im = ax.imshow(fld.data, origin="lower", extent=fld.extent, aspect="auto", cmap=cmap,
-                   vmin=-vmax, vmax=vmax, interpolation="nearest")
-    fig.colorbar(im, ax=ax, label="%s [%s]" % (fld.name, _unit(fld.name)))
-    ax.set_xlabel(r"$x$ [$c/\omega_p$]")
-    ax.set_ylabel(r"$y$ [$c/\omega_p$]")
-    ax.set_title("%s  step %d  t = %.4g $\\omega_p^{-1}$" % (fld.name, fld.step, fld.t))
+def colour_scale(data, vmin=None, vmax=None, log=False, cmap=None):
+    """(cmap, norm) for a map of `data`: a diverging map centred on 0 for two-signed data, a
+    sequential one from 0 for one-signed data (a density; its magnitude brighter); log: a
+    log scale of |data| (symmetric-log for two-signed data). vmin/vmax override the range."""
+    d = np.asarray(data, dtype=float)
+    finite = d[np.isfinite(d)]
+    lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 0.0)
+    two_signed = lo < 0 < hi
+    if two_signed:
+        m = max(abs(lo), abs(hi)) or 1.0
+        lo_, hi_ = (-m if vmin is None else vmin), (m if vmax is None else vmax)
+        cmap = cmap or "RdBu_r"
+        if log:
+            tiny = np.abs(finite[finite != 0])
+            thresh = max(float(np.percentile(tiny, 5)) if tiny.size else 1e-12, m * 1e-6)
+            return cmap, mcolors.SymLogNorm(thresh, vmin=lo_, vmax=hi_, base=10)
+        return cmap, mcolors.Normalize(lo_, hi_)
+    negative = hi <= 0 and lo < 0
+    cmap = cmap or ("viridis_r" if negative else "viridis")
+    if log:
+        mag = np.abs(finite[finite != 0])
+        top = float(mag.max()) if mag.size else 1.0
+        lo_ = vmin if vmin is not None else max(float(mag.min()) if mag.size else 1e-12,
+                                                top * 1e-8)
+        hi_ = vmax if vmax is not None else top
+        return cmap, mcolors.LogNorm(abs(lo_), abs(hi_))
+    if negative:
+        return cmap, mcolors.Normalize(lo if vmin is None else vmin, 0.0 if vmax is None else vmax)
+    return cmap, mcolors.Normalize(0.0 if vmin is None else vmin,
+                                   (hi or 1.0) if vmax is None else vmax)
+
+
+def _map_figure(extent, width=7.5):
+    """Figure for an equal-aspect map of the box `extent`, sized to the box's shape."""
+    lx, ly = extent[1] - extent[0], extent[3] - extent[2]
+    h = float(np.clip(width * ly / lx if lx > 0 else width, 2.0, 9.0))
+    return plt.subplots(figsize=(width + 1.5, h + 1.2))
+
+
+def field_map(fld, path, units=NORMALISED, vmin=None, vmax=None, log=False, cmap=None,
+              ax=None):
+    """2D colour map of a diag.read.Field at equal aspect (1 c/ω_p is as long in x as in y);
+    colour_scale picks the map and range. vmin/vmax are in the units shown."""
+    fu, flab = units.field(fld.name)
+    lu, llab = units.length()
+    tu, tlab = units.time()
+    data = fld.data * fu
+    c, norm = colour_scale(data, vmin, vmax, log, cmap)
+    ext = [e * lu for e in fld.extent]
+    own = ax is None
+    fig, ax = _map_figure(ext) if own else (ax.figure, ax)
+    im = ax.imshow(data, origin="lower", extent=ext, aspect="equal", cmap=c, norm=norm,
+                   interpolation="nearest")
+    fig.colorbar(im, ax=ax, label="%s [%s]" % (fld.name, flab), shrink=0.9)
+    ax.set_xlabel(r"$x$ [%s]" % llab)
+    ax.set_ylabel(r"$y$ [%s]" % llab)
+    ax.set_title("%s  step %d  t = %.4g %s  (max |%s| = %.3g)"
+                 % (fld.name, fld.step, fld.t * tu, tlab, fld.name, np.max(np.abs(data))),
+                 fontsize=10)
+    if not own:
+        return ax
     fig.tight_layout()
     return _save(fig, path)
 
 
-def lineout(fld, path, axis="x", at=None):
-    """Profile of a Field along `axis` ('x' or 'y') at the other coordinate `at`
-    (default: the middle of the box)."""
+def lineout(fld, path, axis="x", at=None, units=NORMALISED):
+    """Profile of a Field along `axis` ('x' or 'y') at the other coordinate `at` (in the
+    normalised units; default: the middle of the box)."""
     if axis == "x":
         other, coords = fld.y, fld.x
         j = len(other) // 2 if at is None else int(np.argmin(np.abs(other - at)))
-        values, label = fld.data[j, :], "y = %.4g" % other[j]
+        values, pos = fld.data[j, :], other[j]
     else:
         other, coords = fld.x, fld.y
         i = len(other) // 2 if at is None else int(np.argmin(np.abs(other - at)))
-        values, label = fld.data[:, i], "x = %.4g" % other[i]
+        values, pos = fld.data[:, i], other[i]
+    fu, flab = units.field(fld.name)
+    lu, llab = units.length()
+    tu, tlab = units.time()
     fig, ax = plt.subplots(figsize=(7, 4))
-    ax.plot(coords, values, lw=1.2, label=label)
-    ax.set_xlabel(r"$%s$ [$c/\omega_p$]" % axis)
-    ax.set_ylabel("%s [%s]" % (fld.name, _unit(fld.name)))
-    ax.set_title("%s lineout  step %d  t = %.4g" % (fld.name, fld.step, fld.t))
+    ax.plot(coords * lu, values * fu, lw=1.2,
+            label="%s = %.4g %s" % ("y" if axis == "x" else "x", pos * lu, llab))
+    ax.set_xlabel(r"$%s$ [%s]" % (axis, llab))
+    ax.set_ylabel("%s [%s]" % (fld.name, flab))
+    ax.set_title("%s lineout  step %d  t = %.4g %s" % (fld.name, fld.step, fld.t * tu, tlab))
     ax.legend()
     ax.grid(alpha=0.3)
     fig.tight_layout()
@@ -73,26 +126,55 @@ def _hist2d(ax, a, b, w, bins):
     plt.colorbar(im, ax=ax, label="weight")
 
 
-def phase_space(p, path, bins=128):
-    """x-ux and ux-uy phase spaces of a diag.read.Particles sample."""
-    fig, axs = plt.subplots(1, 2, figsize=(11, 4.5))
-    _hist2d(axs[0], p.x, p.ux, p.w, bins)
-    axs[0].set_xlabel(r"$x$ [$c/\omega_p$]")
-    axs[0].set_ylabel(r"$u_x$ [$m c$]")
-    _hist2d(axs[1], p.ux, p.uy, p.w, bins)
-    axs[1].set_xlabel(r"$u_x$ [$m c$]")
-    axs[1].set_ylabel(r"$u_y$ [$m c$]")
-    fig.suptitle("%s  step %d  t = %.4g  (%d macro-particles)"
-                 % (p.species, p.step, p.t, len(p)))
+PHASE_AXES = ("x", "y", "ux", "uy", "uz")
+
+
+def phase_axis(p, name, units=NORMALISED):
+    """Values and label of axis `name` (x, y, ux, uy, uz) of a Particles sample; with SI
+    units momenta are p = m u c in MeV/c."""
+    if name in ("x", "y"):
+        f, lab = units.length()
+        return getattr(p, name) * f, r"$%s$ [%s]" % (name, lab)
+    if name not in PHASE_AXES:
+        raise ValueError("phase-space axis %r: expected one of %s" % (name, ", ".join(PHASE_AXES)))
+    f, lab = units.momentum()
+    if units.si:
+        return getattr(p, name) * f * p.m, r"$p_%s$ [%s]" % (name[1], lab)
+    return getattr(p, name), r"$u_%s$ [%s]" % (name[1], lab)
+
+
+def default_pairs(p):
+    """x and y against the momentum component with the largest spread (u_z for the Weibel
+    deck, u_x for a laser-driven wake)."""
+    spread = {a: float(np.std(getattr(p, a))) if len(p) else 0.0 for a in ("ux", "uy", "uz")}
+    u = max(spread, key=spread.get)
+    return [("x", u), ("y", u)]
+
+
+def phase_space(p, path, bins=128, pairs=None, units=NORMALISED):
+    """Phase spaces of a diag.read.Particles sample, one panel per (axis, axis) pair from x,
+    y, ux, uy, uz (default: default_pairs)."""
+    pairs = pairs or default_pairs(p)
+    fig, axs = plt.subplots(1, len(pairs), figsize=(5.5 * len(pairs), 4.5), squeeze=False)
+    tu, tlab = units.time()
+    for ax, (a, b) in zip(axs[0], pairs):
+        va, la = phase_axis(p, a, units)
+        vb, lb = phase_axis(p, b, units)
+        _hist2d(ax, va, vb, p.w, bins)
+        ax.set_xlabel(la)
+        ax.set_ylabel(lb)
+    fig.suptitle("%s  step %d  t = %.4g %s  (%d macro-particles)"
+                 % (p.species, p.step, p.t * tu, tlab, len(p)))
     fig.tight_layout()
     return _save(fig, path)
 
 
-def spectrum(samples, path, bins=100):
+def spectrum(samples, path, bins=100, units=NORMALISED):
     """Kinetic energy spectra dN/dE of one or more Particles samples (weighted)."""
     fig, ax = plt.subplots(figsize=(7, 4.5))
+    eu, elab = units.energy()
     for p in samples:
-        e = p.ekin
+        e = p.ekin * eu
         if len(e) == 0:
             continue
         emax = float(e.max()) or 1.0
@@ -102,7 +184,7 @@ def spectrum(samples, path, bins=100):
         ax.step(centres, np.where(h > 0, h / de, np.nan), where="mid",
                 label="%s (step %d)" % (p.species, p.step))
     ax.set_yscale("log")
-    ax.set_xlabel(r"$(\gamma-1)\,m c^2$ [$m_e c^2$]")
+    ax.set_xlabel(r"$(\gamma-1)\,m c^2$ [%s]" % elab)
     ax.set_ylabel(r"$dN/dE$ [arb.]")
     ax.set_title("energy spectrum")
     if ax.get_legend_handles_labels()[0]:
@@ -112,18 +194,42 @@ def spectrum(samples, path, bins=100):
     return _save(fig, path)
 
 
-def energy_history(en, path):
-    """Field, kinetic and total energies against t, and gauss_max on a log axis."""
+def energy_history(en, path, log=None, growth=None, units=NORMALISED):
+    """Field, kinetic and total energies against t (log axis when log, or by default when
+    the field energies span more than 3 decades), a fitted exponential growth (a
+    diag.analysis.Growth) drawn over its window, and gauss_max on a log axis."""
     fig, (ax, ag) = plt.subplots(2, 1, figsize=(8, 7), sharex=True,
                                  gridspec_kw={"height_ratios": [2, 1]})
-    t = en.get("t", en.get("step"))
-    for k, v in en.items():
-        if k in ("field_E", "field_B", "total") or k.startswith("kinetic_"):
-            ax.plot(t, v, lw=2.0 if k == "total" else 1.2,
-                    ls="--" if k == "total" else "-", label=k)
+    tu, tlab = units.time()
+    t = np.asarray(en.get("t", en.get("step")), dtype=float)
+    keys = [k for k in en if k in ("field_E", "field_B", "total") or k.startswith("kinetic_")]
+    if log is None:
+        f = np.concatenate([np.asarray(en[k], float) for k in ("field_E", "field_B") if k in en]
+                           or [np.zeros(1)])
+        f = f[f > 0]
+        log = bool(f.size and f.max() / f.min() > 1e3)
+    for k in keys:
+        v = np.asarray(en[k], dtype=float)
+        ax.plot(t * tu, np.where(v > 0, v, np.nan) if log else v,
+                lw=2.0 if k == "total" else 1.2, ls="--" if k == "total" else "-", label=k)
+    if growth is not None:
+        tt = np.linspace(growth.t0, growth.t1, 50)
+        ru, rlab = units.rate()
+        ax.plot(tt * tu, growth.line(tt), "k:", lw=2.5,
+                label=r"fit of %s over t = %.3g..%.3g: $W \propto e^{2\gamma t}$, "
+                r"$\gamma$ = %.4g %s" % (growth.column, growth.t0 * tu, growth.t1 * tu,
+                                         growth.gamma * ru, rlab))
+        for x in (growth.t0, growth.t1):
+            ax.axvline(x * tu, color="0.6", lw=0.8, ls=":")
+    if log:
+        ax.set_yscale("log")
+        top = max(float(np.nanmax(np.asarray(en[k], float))) for k in keys) if keys else 1.0
+        if top > 0:  # round-off at t = 0 (a field starting from 0) would squash the plot
+            lows = [v for k in keys for v in np.asarray(en[k], float) if v > 0]
+            ax.set_ylim(bottom=max(min(lows), 1e-12 * top), top=top * 3)
     ax.set_ylabel(r"energy [$m_e c^2 n_0 (c/\omega_p)^2$]")
     ax.legend(fontsize=8)
-    ax.grid(alpha=0.3)
+    ax.grid(alpha=0.3, which="both" if log else "major")
     if "total" in en and len(en["total"]) and en["total"][0] != 0:
         drift = (en["total"][-1] - en["total"][0]) / abs(en["total"][0])
         ax.set_title("energy history (total drift %.3g)" % drift)
@@ -131,13 +237,13 @@ def energy_history(en, path):
         g = np.asarray(en["gauss_max"], dtype=float)
         pos = g > 0
         if pos.any():
-            ag.semilogy(t[pos], g[pos], "k.-", lw=1)
+            ag.semilogy(t[pos] * tu, g[pos], "k.-", lw=1)
         else:
             ag.text(0.5, 0.5, "gauss_max = 0", ha="center", va="center",
                     transform=ag.transAxes)
             ag.set_yscale("log")
     ag.set_ylabel(r"max $|\nabla\cdot E - \rho|$")
-    ag.set_xlabel(r"$t$ [$\omega_p^{-1}$]")
+    ag.set_xlabel(r"$t$ [%s]" % tlab)
     ag.grid(alpha=0.3, which="both")
     fig.tight_layout()
     return _save(fig, path)
@@ -147,8 +253,10 @@ PHASES = ("push", "deposit", "sort", "field", "other")
 
 
 def timing_bars(tm, path):
-    """Per-phase ns per particle-step from timing.json."""
-    ns = tm.get("ns_per_particle_step", {})
+    """Per-phase ns per particle-step from timing.json; per cell-step for a particle-free
+    run (no particle-steps to divide by)."""
+    per_cell = tm.get("per") == "cell-step" or not tm.get("ns_per_particle_step")
+    ns = (tm.get("ns_per_cell_step") if per_cell else tm.get("ns_per_particle_step")) or {}
     phases = [p for p in PHASES if p in ns] + [p for p in ns if p not in PHASES + ("total",)]
     vals = [float(ns[p]) for p in phases]
     fig, ax = plt.subplots(figsize=(7, 4))
@@ -157,7 +265,7 @@ def timing_bars(tm, path):
     for b, v in zip(bars, vals):
         ax.annotate("%.3g (%.0f%%)" % (v, 100 * v / total if total else 0),
                     (b.get_x() + b.get_width() / 2, v), ha="center", va="bottom", fontsize=8)
-    ax.set_ylabel("ns / particle / step")
+    ax.set_ylabel("ns / cell / step" if per_cell else "ns / particle / step")
     title = "%s on %s: %.3g ns total" % (tm.get("backend", "?"), tm.get("device", "?"), total)
     if "bandwidth_fraction" in tm:
         title += ", %.3g%% of bandwidth" % (100 * float(tm["bandwidth_fraction"]))

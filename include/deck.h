@@ -55,8 +55,16 @@ typedef struct deck_laser {
     int boundary;                      /* enum deck_side, launching side */
 } deck_laser;
 
+/* A user constant of the deck's `constants` group, usable in every formula. */
+typedef struct {
+    char name[DECK_NAME_MAX];
+    double value;
+} deck_constant;
+
 typedef struct deck {
     char file[DECK_PATH_MAX];          /* the deck's path, for messages */
+    int nconstants;
+    deck_constant constants[DECK_MAX_CONSTANTS];
     /* simulation */
     char name[DECK_NAME_MAX];
     int backend;                       /* enum deck_backend */
@@ -114,6 +122,10 @@ void deck_free(deck *d);
 typedef struct formula formula;
 /* NULL on a parse error, with the library's message in err. */
 formula *formula_new(const char *expr, char *err, size_t errlen);
+/* Value of a constant expression (no x, y) in which the n constants k[] are known; 0, or -1
+ * with the library's message in err. */
+int formula_constant(const char *expr, const deck_constant *k, int n, double *value,
+                     char *err, size_t errlen);
 double formula_eval(formula *f, double x, double y);
 void formula_free(formula *f);
 

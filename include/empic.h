@@ -21,6 +21,17 @@
 #define EMPIC_UNROLL
 #endif
 
+/* Index i in [-n, 2n) wrapped periodically into [0, n) (cells, clusters, guard images). */
+EMPIC_HD int wrap_index(int i, int n) { return i < 0 ? i + n : (i >= n ? i - n : i); }
+
+/* Accumulate v into *p: an atomic add in a CUDA kernel (threads of a block share the target),
+ * a plain add on the CPU (each thread owns its target). */
+#ifdef __CUDA_ARCH__
+#define EMPIC_ACC(p, v) atomicAdd((p), (v))
+#else
+#define EMPIC_ACC(p, v) (*(p) += (v))
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif

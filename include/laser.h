@@ -97,4 +97,78 @@ EMPIC_HD void laser_field(const laser_beam *L, double xi, double r, double t, do
     }
 }
 
+/* A laser source: its beam enters through a total-field/scattered-field plane just inside
+ * its launching boundary (src/lasers.h). */
+typedef struct {
+    laser_beam beam;
+    int side;         /* enum deck_side */
+    int axis, sign;   /* propagation axis (0: x, 1: y); +1 from a min side, -1 from a max side */
+    int plane;        /* node index of the plane along the axis (window at its start) */
+    double edge;      /* coordinate of the launching boundary */
+} laser_src;
+
+/* Distance from the launching boundary of coordinate index a (cells, may be half-integer)
+ * along the beam's axis of cells of size h. */
+EMPIC_HD double laser_xi(const laser_src *L, double a, double h)
+{
+    return L->sign > 0 ? a * h : L->edge - a * h;
+}
+
+/* Where and what a laser adds at one Yee phase: along the line of node index `at` on the
+ * beam's axis, entry t (the transverse cell, t < the cells across) adds c1 E1 to component
+ * d1 and c2 E2 to d2 (0..2: Ex..Ez, 3..5: Bx..Bz) of the incident field at distance xi from
+ * the launching boundary and time tm, E1 at transverse position (t + shift + 1/2) h and E2
+ * at (t + shift) h (each at its Yee point). */
+typedef struct {
+    int on;           /* 0: nothing to add (a beam along x once the window has moved) */
+    int at, d1, d2;
+    float c1, c2;
+    double xi, tm, h;
+    long shift;
+} laser_line;
+
+/* The line of laser L after a half B step (e = 0; E at t = step dt: the plane's B column
+ * gets the field at the plane) or after the E step from t = step dt (e = 1: the plane gets
+ * the field at the B column, at t + dt/2); shift = cells the moving window has moved. The
+ * signs and components of the total-field/scattered-field correction are in lasers.h. */
+EMPIC_HD laser_line laser_line_of(const laser_src *L, int e, long step, double dt, double dx,
+                                  double dy, long shift)
+{
+    laser_line ln;
+    const int axis = L->axis, col = L->sign > 0 ? L->plane - 1 : L->plane;
+    const double d = axis ? dy : dx;
+    ln.on = !(axis == 0 && shift != 0);
+    ln.h = axis ? dx : dy;
+    ln.shift = axis ? shift : 0;
+    if (!e) {
+        const float hh = (float)(L->sign * 0.5 * dt / d);
+        ln.at = col;
+        ln.xi = laser_xi(L, L->plane, d);
+        ln.tm = step * dt;
+        ln.d1 = 5;
+        ln.d2 = axis ? 3 : 4;
+        ln.c1 = axis ? -hh : hh;
+        ln.c2 = axis ? hh : -hh;
+    } else {
+        ln.at = L->plane;
+        ln.xi = laser_xi(L, col + 0.5, d);
+        ln.tm = (step + 0.5) * dt;
+        ln.d1 = axis ? 0 : 1;
+        ln.d2 = 2;
+        ln.c1 = ln.c2 = (float)(dt / d);
+    }
+    return ln;
+}
+
+/* Entry t of line ln: *v1 += c1 E1, *v2 += c2 E2. */
+EMPIC_HD void laser_line_add(const laser_beam *b, const laser_line *ln, int t, float *v1,
+                             float *v2)
+{
+    double e1, e2, u;
+    laser_field(b, ln->xi, (t + ln->shift + 0.5) * ln->h, ln->tm, &e1, &u);
+    laser_field(b, ln->xi, (double)(t + ln->shift) * ln->h, ln->tm, &u, &e2);
+    *v1 += ln->c1 * (float)e1;
+    *v2 += ln->c2 * (float)e2;
+}
+
 #endif

@@ -1,24 +1,21 @@
 /* particle.h - per-particle physics shared by the CPU backend and the CUDA kernels:
- * field gather from the Yee mesh, relativistic Boris push, Kong's branch-free three-piece
- * current split and the Villasenor-Buneman deposit of each piece.
+ * field gather from the Yee mesh, relativistic Boris push, the move of a particle with Kong's
+ * branch-free three-piece current split (which pieces it deposits, its new cell and its
+ * migration between clusters) and the Villasenor-Buneman deposit of each piece.
  *
  * Positions are (cell, offset) with the offset in cell units in [0, 1). Field and current
  * arrays are addressed through a base pointer, the linear index k of the particle's cell
  * (i, j) node and the row stride s, so the same code reads a global mesh or a shared-memory
- * tile. Array entry k of each component is that component at its Yee point of cell (i, j):
- * Ex, Jx (i+1/2, j); Ey, Jy (i, j+1/2); Ez, Jz, rho (i, j); Bx (i, j+1/2); By (i+1/2, j);
- * Bz (i+1/2, j+1/2). */
+ * tile. Array entry k of each component is that component at its Yee point of cell (i, j)
+ * (yee.h's stagger table): Ex, Jx (i+1/2, j); Ey, Jy (i, j+1/2); Ez, Jz, rho (i, j);
+ * Bx (i, j+1/2); By (i+1/2, j); Bz (i+1/2, j+1/2). */
 #ifndef PARTICLE_H
 #define PARTICLE_H
 
+#include "cluster.h"
 #include "empic.h"
+#include "yee.h"
 #include <math.h>
-
-#ifdef __CUDA_ARCH__
-#define EMPIC_ACC(p, v) atomicAdd((p), (v)) /* shared-memory atomics inside one block */
-#else
-#define EMPIC_ACC(p, v) (*(p) += (v))
-#endif
 
 /* Linear weights along one axis at offset x in the cell, for a component staggered by half
  * a cell (h = 1) or not: the stencil starts at cell offset *o (-1 or 0, a select, not a
@@ -48,17 +45,41 @@ EMPIC_HD float gather_component(const float *f, int k, int s, float x, float y, 
     return gather_bilinear(f[b], f[b + 1], f[b + s], f[b + s + 1], wx, wy);
 }
 
-/* E and B at offset (x, y) of cell k (Yee staggering of the header comment). */
+/* Component m (yee.h: YEE_EX..YEE_BZ) at offset (x, y) of cell k. */
+EMPIC_HD float gather_yee(const float *f, int m, int k, int s, float x, float y)
+{
+    return gather_component(f, k, s, x, y, yee_hx(m), yee_hy(m));
+}
+
+/* E and B at offset (x, y) of cell k. */
 EMPIC_HD void gather_eb(const float *ex, const float *ey, const float *ez, const float *bx,
                         const float *by, const float *bz, int k, int s, float x, float y,
                         float e[3], float b[3])
 {
-    e[0] = gather_component(ex, k, s, x, y, 1, 0);
-    e[1] = gather_component(ey, k, s, x, y, 0, 1);
-    e[2] = gather_component(ez, k, s, x, y, 0, 0);
-    b[0] = gather_component(bx, k, s, x, y, 0, 1);
-    b[1] = gather_component(by, k, s, x, y, 1, 0);
-    b[2] = gather_component(bz, k, s, x, y, 1, 1);
+    e[0] = gather_yee(ex, YEE_EX, k, s, x, y);
+    e[1] = gather_yee(ey, YEE_EY, k, s, x, y);
+    e[2] = gather_yee(ez, YEE_EZ, k, s, x, y);
+    b[0] = gather_yee(bx, YEE_BX, k, s, x, y);
+    b[1] = gather_yee(by, YEE_BY, k, s, x, y);
+    b[2] = gather_yee(bz, YEE_BZ, k, s, x, y);
+}
+
+/* For a staged field: the stencil corner of component m relative to cell k, for a particle
+ * in the upper (qx = 1) or lower (qx = 0) half of its cell along x, likewise qy along y
+ * (gather_axis: a staggered component's stencil starts a cell lower in the lower half). */
+EMPIC_HD int gather_corner(int m, int qx, int qy, int s)
+{
+    return -(yee_hx(m) && !qx) - (yee_hy(m) && !qy) * s;
+}
+
+/* Component m at offset (x, y) from its four stencil values v[0], v[vs], v[2 vs], v[3 vs]
+ * (f[b], f[b+1], f[b+s], f[b+s+1] at gather_corner's b): gather_component's weights and
+ * operations, for a field staged per particle. */
+EMPIC_HD float gather_stencil(const float *v, int vs, int m, float x, float y)
+{
+    int ox, oy;
+    float wx = gather_axis(x, yee_hx(m), &ox), wy = gather_axis(y, yee_hy(m), &oy);
+    return gather_bilinear(v[0], v[vs], v[2 * vs], v[3 * vs], wx, wy);
 }
 
 /* Relativistic Boris step u(n-1/2) -> u(n+1/2); qdt2m = q dt / (2 m). Exact |u| for pure
@@ -81,6 +102,10 @@ EMPIC_HD void boris_step(float *ux, float *uy, float *uz, float ex, float ey, fl
     *uz = mz + az;
 }
 
+/* qdt2m of a Boris step of length h (h = dt for the push, -dt/2 for the initial step back)
+ * of a species of charge to mass ratio qm. */
+EMPIC_HD float boris_qdt2m(double h, float qm) { return (float)(0.5 * h) * qm; }
+
 /* The same step on arrays u[3], e[3], b[3]. */
 EMPIC_HD void boris_push(float u[3], const float e[3], const float b[3], float qdt2m)
 {
@@ -90,6 +115,21 @@ EMPIC_HD void boris_push(float u[3], const float e[3], const float b[3], float q
 EMPIC_HD float lorentz_gamma(float ux, float uy, float uz)
 {
     return sqrtf(1.0f + ux * ux + uy * uy + uz * uz);
+}
+
+/* A particle's share w (gamma - 1) of the kinetic energy at time n, from its momenta u0 =
+ * u(n-1/2) and u1 = u(n+1/2) (gamma of their mean). */
+EMPIC_HD double kinetic_share(float w, float u0x, float u0y, float u0z, float u1x, float u1y,
+                              float u1z)
+{
+    float gm = lorentz_gamma(0.5f * (u0x + u1x), 0.5f * (u0y + u1y), 0.5f * (u0z + u1z));
+    return (double)w * (gm - 1.0f);
+}
+
+/* The kinetic energy of a species of mass m from the sum of its kinetic_share. */
+EMPIC_HD double kinetic_total(double sum, float m, double dx, double dy)
+{
+    return sum * m * dx * dy;
 }
 
 /* Kong's split of a straight move P0 -> P1 (cell units, P0 in [0,1)^2, |P1 - P0| < 1 per
@@ -182,18 +222,15 @@ EMPIC_HD void deposit_add(float *jx, float *jy, float *jz, int k, int s, const f
     EMPIC_ACC(&jz[k + s + 1], w[7 * ws]);
 }
 
-/* Deposit the whole move of a particle starting at offset (x0,y0) of cell k and ending at
- * (x1,y1) in the same cell-local frame. The middle piece is skipped when empty (the only
- * branch); the other two are always deposited. */
-EMPIC_HD void deposit_move(float *jx, float *jy, float *jz, int k, int s, float x0, float y0,
-                           float x1, float y1, float cx, float cy, float qvz)
+/* Add the pieces of a move that `mask` selects (bit m: piece m of move_pieces' o, w, spaced
+ * ws apart) at cell k of a mesh or tile of row stride s, in piece order. */
+EMPIC_HD void deposit_pieces(float *jx, float *jy, float *jz, int k, int s, unsigned mask,
+                             const int *o, const float *w, int ws)
 {
-    int o[3];
-    float w[24];
-    int middle = move_pieces(x0, y0, x1, y1, cx, cy, qvz, s, o, w, 1);
+    EMPIC_UNROLL
     for (int m = 0; m < 3; m++)
-        if (m != 1 || middle)
-            deposit_add(jx, jy, jz, k + o[m], s, w + 8 * m, 1);
+        if (mask & (1u << m))
+            deposit_add(jx, jy, jz, k + o[m * ws], s, w + 8 * m * ws, ws);
 }
 
 /* Charge of a particle at offset (x, y) of cell k onto the four nodes (linear weights). */
@@ -249,6 +286,17 @@ EMPIC_HD void deposit_add_fixed(long long *jx, long long *jy, long long *jz, int
     EMPIC_ACC_FIXED(&jz[k + s + 1], w[7 * ws]);
 }
 
+/* deposit_pieces into fixed-point tiles. */
+EMPIC_HD void deposit_pieces_fixed(long long *jx, long long *jy, long long *jz, int k, int s,
+                                   unsigned mask, const int *o, const float *w, int ws,
+                                   float scale)
+{
+    EMPIC_UNROLL
+    for (int m = 0; m < 3; m++)
+        if (mask & (1u << m))
+            deposit_add_fixed(jx, jy, jz, k + o[m * ws], s, w + 8 * m * ws, ws, scale);
+}
+
 /* deposit_charge into a fixed-point tile. */
 EMPIC_HD void deposit_charge_fixed(long long *rho, int k, int s, float x, float y, float qw,
                                    float scale)
@@ -283,13 +331,57 @@ EMPIC_HD int offset_wrap(float *x)
     return d + fix;
 }
 
-/* 4-bit cluster migration code: bits 0-1 the x move, bits 2-3 the y move; each 0 (stay),
- * 1 (+1 cluster) or 2 (-1 cluster). */
-EMPIC_HD unsigned mig_code(int dcx, int dcy)
+/* The per-step constants of the move of a species of charge q, from the run's dt, dx, dy:
+ * cells per unit velocity (rdx = dt/dx, rdy) and current per cell-unit displacement
+ * (jxq = dx/dt, jyq). */
+typedef struct {
+    float rdx, rdy, jxq, jyq, q;
+} move_step;
+
+EMPIC_HD move_step move_step_of(double dt, double dx, double dy, float q)
 {
-    return (unsigned)((dcx < 0 ? 2 : dcx) | ((dcy < 0 ? 2 : dcy) << 2));
+    move_step m;
+    m.rdx = (float)(dt / dx);
+    m.rdy = (float)(dt / dy);
+    m.jxq = (float)(dx / dt);
+    m.jyq = (float)(dy / dt);
+    m.q = q;
+    return m;
 }
-EMPIC_HD int mig_dx(unsigned c) { return (c & 3u) == 1u ? 1 : ((c & 3u) == 2u ? -1 : 0); }
-EMPIC_HD int mig_dy(unsigned c) { return ((c >> 2) & 3u) == 1u ? 1 : (((c >> 2) & 3u) == 2u ? -1 : 0); }
+
+/* The move of a particle of cluster T to offset (x1, y1) in the frame of its cell *cell,
+ * from offset (*x, *y), with current factors cx, cy, cz (move_pieces): Kong's pieces into
+ * o and w (spacing ws, tile row stride s); the new offset into (*x, *y), the new cell
+ * (wrapped periodically in the nx x ny grid) into *cell and its move between clusters into
+ * *dcx, *dcy. Returns the pieces to deposit (deposit_pieces' mask): the first always, the
+ * middle one only after two edge crossings, the last only after a cell change; the pieces
+ * left out have zero weights, so a cold or warm plasma needs 8 adds per particle, not 24. */
+EMPIC_HD unsigned move_to(const cluster_tile *T, int nx, int ny, int s, float x1, float y1,
+                          float cx, float cy, float cz, uint32_t *cell, float *x, float *y,
+                          int *dcx, int *dcy, int *o, float *w, int ws)
+{
+    int mid = move_pieces(*x, *y, x1, y1, cx, cy, cz, s, o, w, ws);
+    int di = offset_wrap(&x1), dj = offset_wrap(&y1);
+    int i = cell_i(*cell) + di, j = cell_j(*cell) + dj;
+    *dcx = range_step(i, T->xlo, T->xhi);
+    *dcy = range_step(j, T->ylo, T->yhi);
+    *cell = cell_pack(wrap_index(i, nx), wrap_index(j, ny));
+    *x = x1;
+    *y = y1;
+    return 1u | ((di | dj) != 0 ? 4u : 0u) | (mid ? 2u : 0u);
+}
+
+/* The move of one particle of weight pw and momentum u = u(n+1/2) over one step: x(n) ->
+ * x(n+1) at v = u / gamma, its current q pw v split as move_to does. */
+EMPIC_HD unsigned particle_move(const move_step *m, const cluster_tile *T, int nx, int ny, int s,
+                                float ux, float uy, float uz, float pw, uint32_t *cell,
+                                float *x, float *y, int *dcx, int *dcy, int *o, float *w, int ws)
+{
+    float ig = 1.0f / lorentz_gamma(ux, uy, uz);
+    float x1 = *x + ux * ig * m->rdx, y1 = *y + uy * ig * m->rdy;
+    float qw = m->q * pw;
+    return move_to(T, nx, ny, s, x1, y1, qw * m->jxq, qw * m->jyq, qw * uz * ig, cell, x, y,
+                   dcx, dcy, o, w, ws);
+}
 
 #endif

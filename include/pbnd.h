@@ -8,16 +8,15 @@
  *               one flux-weighted, |u_n| = u_th sqrt(-2 ln U), pointing inward.
  * The current of the move is kept charge-conserving by folding the deposit beyond the wall
  * back as its mirror image (normal component negated), which is exactly the deposit of the
- * reflected path (design.md §5 shapes are linear). */
+ * reflected path (the shapes are linear). */
 #ifndef PBND_H
 #define PBND_H
 
+#include "cluster.h"
 #include "kinds.h"
 #include "empic.h"
 #include "rng.h"
 #include <math.h>
-
-#define PBND_DROP 15u /* migration code of a particle to remove (both fields 3: no sort pass) */
 
 /* Mirror about the low wall (node 0): raw cell -1 with offset o becomes position 1 - o;
  * returns the new cell (0, or 1 when o == 0) and sets the offset. */
@@ -99,7 +98,7 @@ EMPIC_HD int pbnd_particle(const pbnd_walls *w, int cx, int cy, const int *cx_of
 {
     const uint32_t key = pbnd_key(*cell, *x, *y, *ux, *uy, *uz);
     int d[2] = {mc % 3 - 1, mc / 3 - 1};
-    int at[2] = {(int)(*cell & 0xffffu), (int)(*cell >> 16)};
+    int at[2] = {cell_i(*cell), cell_j(*cell)};
     for (int axis = 0; axis < 2; axis++) {
         const int cc = axis ? cy : cx, ncc = axis ? w->ncy : w->ncx;
         const int lo = cc == 0 && d[axis] == -1, hi = cc == ncc - 1 && d[axis] == 1;
@@ -124,8 +123,66 @@ EMPIC_HD int pbnd_particle(const pbnd_walls *w, int cx, int cy, const int *cx_of
             *uz = u[2];
         }
     }
-    *cell = (uint32_t)at[0] | ((uint32_t)at[1] << 16);
-    return (d[0] + 1) + 3 * (d[1] + 1);
+    *cell = cell_pack(at[0], at[1]);
+    return mig_bin(d[0], d[1]);
+}
+
+/* The sides of cluster (cx, cy) that are walls of the species: xl, xh, yl, yh. */
+typedef struct {
+    int xl, xh, yl, yh;
+} pbnd_edges;
+
+EMPIC_HD pbnd_edges pbnd_edges_of(const pbnd_walls *w, int cx, int cy)
+{
+    pbnd_edges e;
+    e.xl = cx == 0 && w->bnd[SIDE_XMIN];
+    e.xh = cx == w->ncx - 1 && w->bnd[SIDE_XMAX];
+    e.yl = cy == 0 && w->bnd[SIDE_YMIN];
+    e.yh = cy == w->ncy - 1 && w->bnd[SIDE_YMAX];
+    return e;
+}
+
+/* The wall fix-up after the move of a particle of cluster (cx, cy) (edges e): if its
+ * migration code *code says it crossed a wall, the wall rule (pbnd_particle) and its code
+ * and the cluster's histogram `hist` updated (PBND_DROP, counted as staying, to remove it). */
+EMPIC_HD void pbnd_fixup(const pbnd_walls *w, const pbnd_edges *e, int cx, int cy,
+                         const int *cx_of, const int *cy_of, long step, uint8_t *code, int *hist,
+                         uint32_t *cell, float *x, float *y, float *ux, float *uy, float *uz)
+{
+    const unsigned c = *code;
+    const int dx = mig_dx(c), dy = mig_dy(c);
+    if (!((e->xl && dx < 0) || (e->xh && dx > 0) || (e->yl && dy < 0) || (e->yh && dy > 0)))
+        return;
+    const int mc = mig_bin(dx, dy);
+    const int m = pbnd_particle(w, cx, cy, cx_of, cy_of, step, mc, cell, x, y, ux, uy, uz);
+    EMPIC_ACC(&hist[mc], -1);
+    EMPIC_ACC(&hist[m < 0 ? 4 : m], 1);
+    *code = m < 0 ? (uint8_t)PBND_DROP : (uint8_t)mig_code_of_bin(m);
+}
+
+/* The sides whose edge clusters remove their PBND_DROP particles before the sort: the
+ * absorbing walls, and xmin after the window has moved (`window`). */
+typedef struct {
+    int lo_x, hi_x, lo_y, hi_y;
+} pbnd_drops;
+
+EMPIC_HD pbnd_drops pbnd_drops_of(const int bnd[4], int window)
+{
+    pbnd_drops d;
+    d.lo_x = bnd[SIDE_XMIN] == PBND_ABSORBING || window;
+    d.hi_x = bnd[SIDE_XMAX] == PBND_ABSORBING;
+    d.lo_y = bnd[SIDE_YMIN] == PBND_ABSORBING;
+    d.hi_y = bnd[SIDE_YMAX] == PBND_ABSORBING;
+    return d;
+}
+
+EMPIC_HD int pbnd_drops_any(const pbnd_drops *d) { return d->lo_x || d->hi_x || d->lo_y || d->hi_y; }
+
+/* Whether cluster (cx, cy) of an ncx x ncy partition lies on one of those sides. */
+EMPIC_HD int pbnd_drops_at(const pbnd_drops *d, int cx, int cy, int ncx, int ncy)
+{
+    return (d->lo_x && cx == 0) || (d->hi_x && cx == ncx - 1) || (d->lo_y && cy == 0) ||
+           (d->hi_y && cy == ncy - 1);
 }
 
 /* Fold line `g` (beyond the wall) of a current tile into the interior lines: the normal
@@ -148,15 +205,15 @@ EMPIC_HD void pbnd_fold_line(float *nrm, float *t1, float *t2, int axis, int len
     }
 }
 
-/* Fold (reflecting, thermal) or drop (absorbing) the current that the tile of cluster
- * (cx, cy) holds beyond the walls. The tile covers cells [i0, i0+w) x [j0, j0+h) with row
- * stride ts. Low wall at tile line 0 - i0 (= 1): normal J at line 0 -> line 1 negated (the
+/* Fold (reflecting, thermal) or drop (absorbing) the current that the tile T of cluster
+ * (cx, cy) holds beyond the walls (cluster.h: cells [i0, i0+w) x [j0, j0+h), row stride
+ * w). Low wall at tile line 0 - i0 (= 1): normal J at line 0 -> line 1 negated (the
  * half points -1/2 -> +1/2), tangential J at node -1 (line 0) -> node +1 (line 2). High wall
  * at node n, line L = n - i0: normal J at L (n+1/2) -> L-1, tangential L+1 -> L-1. */
-EMPIC_HD void pbnd_fold_tile(const pbnd_walls *wl, int cx, int cy, int i0, int j0, int w,
-                             int h, int ts, float *jx, float *jy, float *jz)
+EMPIC_HD void pbnd_fold_tile(const pbnd_walls *wl, int cx, int cy, const cluster_tile *T,
+                             float *jx, float *jy, float *jz)
 {
-    const int *bnd = wl->bnd;
+    const int *bnd = wl->bnd, i0 = T->i0, j0 = T->j0, w = T->w, h = T->h, ts = T->w;
     if (cx == 0 && bnd[SIDE_XMIN])
         pbnd_fold_line(jx, jy, jz, 0, h, ts, -i0 - 1, -i0, -i0 - 1, -i0 + 1,
                        bnd[SIDE_XMIN] != PBND_ABSORBING);

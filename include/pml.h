@@ -86,11 +86,102 @@ EMPIC_HD void pml_b_y(float *bx, float *bz, const float *ex, const float *ez, in
     bz[k] += h * pbz[q];
 }
 
+/* B's psi terms take one full-step update per E(n), at the first half B step with it (the
+ * header comment): whether the half step at E's time level `step` updates them, recording
+ * the step in *psi_step. */
+EMPIC_HD int pml_psi_due(long *psi_step, long step)
+{
+    int upd = *psi_step != step;
+    *psi_step = step;
+    return upd;
+}
+
+/* Where a layer lies: cells [first, first + n) along `axis`, all len cells along the other.
+ * Cell t < n len of the layer (rows of an x layer, depth rows of a y layer) is at depth l
+ * with mesh index k (cell (0, 0) at off, row stride s) and psi index q = t. */
+typedef struct {
+    int axis, first, n, len;
+} pml_strip;
+
+EMPIC_HD int pml_cell(const pml_strip *L, int off, int s, int t, int *l)
+{
+    if (L->axis == 0) {
+        int j = t / L->n;
+        *l = t - j * L->n;
+        return off + L->first + *l + j * s;
+    }
+    *l = t / L->len;
+    return off + (t - *l * L->len) + (L->first + *l) * s;
+}
+
+/* The E psi terms of cell t of layer L (coefficients eb, ec by depth, psi arrays p0, p1:
+ * Ey, Ez terms of an x layer, Ex, Ez of a y layer). */
+EMPIC_HD void pml_e_cell(const pml_strip *L, int off, int s, int t, float *ex, float *ey,
+                         float *ez, const float *bx, const float *by, const float *bz, float *p0,
+                         float *p1, const float *eb, const float *ec, float id, float dt)
+{
+    int l, k = pml_cell(L, off, s, t, &l);
+    if (L->axis == 0)
+        pml_e_x(ey, ez, by, bz, k, p0, p1, t, eb[l], ec[l], id, dt);
+    else
+        pml_e_y(ex, ez, bx, bz, k, s, p0, p1, t, eb[l], ec[l], id, dt);
+}
+
+/* The B psi terms of cell t of layer L (By, Bz terms of an x layer, Bx, Bz of a y layer). */
+EMPIC_HD void pml_b_cell(const pml_strip *L, int off, int s, int t, float *bx, float *by,
+                         float *bz, const float *ex, const float *ey, const float *ez, float *p0,
+                         float *p1, const float *bb, const float *bc, float id, float h, int upd)
+{
+    int l, k = pml_cell(L, off, s, t, &l);
+    if (L->axis == 0)
+        pml_b_x(by, bz, ey, ez, k, p0, p1, t, bb[l], bc[l], id, h, upd);
+    else
+        pml_b_y(bx, bz, ex, ez, k, s, p0, p1, t, bb[l], bc[l], id, h, upd);
+}
+
 /* First-order Mur at an edge node: the new edge value from the old edge value, the old and
  * new values one cell inside; m = (dt - d) / (dt + d) for cells of size d. */
 EMPIC_HD float mur_edge(float edge_old, float in_old, float in_new, float m)
 {
     return in_old + m * (in_new - edge_old);
+}
+
+/* A Mur side k (enum deck_side) of an nx x ny mesh (cell (0, 0) at off, row stride s): its
+ * tangential E components are c1 (Ey on an x side, Ex on a y side) and c2 = Ez; entry t <
+ * len of the edge node line is at ke0 + t kstep, of the line one node inside at ki0 + t
+ * kstep. The side keeps 4 lines of len old values: c1 edge, c1 inside, c2 edge, c2 inside. */
+typedef struct {
+    int axis, len, ke0, ki0, kstep;
+} mur_line;
+
+EMPIC_HD mur_line mur_line_of(int k, int nx, int ny, int off, int s)
+{
+    mur_line m;
+    const int axis = k / 2, N = axis ? ny : nx, along = axis ? s : 1;
+    m.axis = axis;
+    m.len = axis ? nx : ny;
+    m.kstep = axis ? 1 : s;
+    m.ke0 = off + ((k & 1) ? N : 0) * along;
+    m.ki0 = off + ((k & 1) ? N - 1 : 1) * along;
+    return m;
+}
+
+/* Before the E step: keep entry t's old values. */
+EMPIC_HD void mur_save(const mur_line *m, int t, const float *c1, const float *c2, float *o)
+{
+    const int ke = m->ke0 + t * m->kstep, ki = m->ki0 + t * m->kstep, n = m->len;
+    o[t] = c1[ke];
+    o[n + t] = c1[ki];
+    o[2 * n + t] = c2[ke];
+    o[3 * n + t] = c2[ki];
+}
+
+/* After it: entry t's edge values (mr = (dt - d) / (dt + d)). */
+EMPIC_HD void mur_apply(const mur_line *m, int t, float *c1, float *c2, const float *o, float mr)
+{
+    const int ke = m->ke0 + t * m->kstep, ki = m->ki0 + t * m->kstep, n = m->len;
+    c1[ke] = mur_edge(o[t], o[n + t], c1[ki], mr);
+    c2[ke] = mur_edge(o[2 * n + t], o[3 * n + t], c2[ki], mr);
 }
 
 #endif

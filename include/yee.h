@@ -5,6 +5,14 @@
 #define YEE_H
 
 #include "empic.h"
+#include <math.h>
+
+/* The six field components in the order of the gathers and the field stage (Ex, Ey, Ez,
+ * Bx, By, Bz) and their Yee stagger: component m sits half a cell up along x when
+ * yee_hx(m) (Ex, By, Bz) and along y when yee_hy(m) (Ey, Bx, Bz). */
+enum { YEE_EX = 0, YEE_EY, YEE_EZ, YEE_BX, YEE_BY, YEE_BZ };
+EMPIC_HD int yee_hx(int m) { return (0x31 >> m) & 1; }
+EMPIC_HD int yee_hy(int m) { return (0x2a >> m) & 1; }
 
 /* B -= h curl E at cell k; hx = h/dx, hy = h/dy (h = dt/2 for the two half steps). */
 EMPIC_HD void yee_b_cell(float *bx, float *by, float *bz, const float *ex, const float *ey,
@@ -31,11 +39,81 @@ EMPIC_HD float yee_div_e(const float *ex, const float *ey, int k, int s, float i
     return (ex[k] - ex[k - 1]) * idx + (ey[k] - ey[k - s]) * idy;
 }
 
+/* Guard cells: a mesh of nx x ny cells with G guard cells on each side, cell (i, j) at
+ * o[i + j s] (o: cell (0, 0)); a side is periodic along x when px, along y when py. */
+
+/* The fill of guard cell (i, j) of the frame: a copy of cell (*si, *sj), its periodic image
+ * along the periodic axes (returns 1), or left as it is (returns 0): a guard row takes its
+ * copy when y is periodic (its guard columns too, periodic in x or not), a guard column of
+ * an interior row when x is periodic. Copies read no cell that the fill writes. */
+EMPIC_HD int yee_guard_source(int i, int j, int nx, int ny, int px, int py, int *si, int *sj)
+{
+    if ((j < 0 || j >= ny) ? !py : !px)
+        return 0;
+    *si = px ? wrap_index(i, nx) : i;
+    *sj = py ? wrap_index(j, ny) : j;
+    return 1;
+}
+
+/* Row j of the fold along x: cell i plus its periodic images in the guard columns. */
+EMPIC_HD float yee_fold_x(const float *o, int i, int j, int s, int nx, int G, int px)
+{
+    float v = o[i + j * s];
+    if (i >= nx - G && px)
+        v += o[i - nx + j * s];
+    if (i < G && px)
+        v += o[i + nx + j * s];
+    return v;
+}
+
+/* The fold of the guard deposits into interior cell (i, j): its value plus its periodic
+ * images in the guard frame, the x images first, then the y images of the x-folded guard
+ * rows; a non-periodic side's deposits are dropped. Reads guard cells only, so every
+ * interior cell folds independently (only those within G of an edge change). */
+EMPIC_HD float yee_guard_fold(const float *o, int i, int j, int s, int nx, int ny, int G, int px,
+                              int py)
+{
+    float v = yee_fold_x(o, i, j, s, nx, G, px);
+    if (j >= ny - G && py)
+        v += yee_fold_x(o, i, j - ny, s, nx, G, px);
+    if (j < G && py)
+        v += yee_fold_x(o, i, j + ny, s, nx, G, px);
+    return v;
+}
+
+/* |F|^2 at entry k of a field's three components, in double: the summand of its energy. */
+EMPIC_HD double yee_square(const float *a0, const float *a1, const float *a2, int k)
+{
+    return (double)a0[k] * a0[k] + (double)a1[k] * a1[k] + (double)a2[k] * a2[k];
+}
+
+/* The field energy (1/2) sum |F|^2 dx dy of a sum of yee_square. */
+EMPIC_HD double yee_energy(double sum, double dx, double dy) { return 0.5 * sum * dx * dy; }
+
+/* The Gauss-law residual |div E - (rho - rho_bg)| at node k. */
+EMPIC_HD double yee_gauss_residual(const float *ex, const float *ey, const float *rho,
+                                   double rho_bg, int k, int s, float idx, float idy)
+{
+    return fabs((double)yee_div_e(ex, ey, k, s, idx, idy) - ((double)rho[k] - rho_bg));
+}
+
 /* Three-point smoothing a*f[-d] + b*f[0] + a*f[+d]: binomial (a=1/4, b=1/2) or the
  * compensator that restores the long-wavelength response after N binomial passes. */
 EMPIC_HD float filter_3pt(const float *f, int k, int d, float a, float b)
 {
     return a * (f[k - d] + f[k + d]) + b * f[k];
+}
+
+/* The filter plan: along x, then along y, filter_pass_count(n, compensate) three-point passes of
+ * filter_weights: n binomial passes, then (compensate) the compensator, whose response
+ * cos^(2n)(k/2) (alpha - (alpha - 1) cos k), alpha = 1 + n/2, is flat to second order in k. */
+EMPIC_HD int filter_pass_count(int n, int compensate) { return n > 0 ? n + (compensate != 0) : 0; }
+
+EMPIC_HD void filter_weights(int n, int pass, float *a, float *b)
+{
+    float alpha = 1.0f + 0.5f * (float)n;
+    *a = pass < n ? 0.25f : 0.5f * (1.0f - alpha);
+    *b = pass < n ? 0.5f : alpha;
 }
 
 #endif

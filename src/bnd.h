@@ -24,10 +24,10 @@ void bnd_walls(const species *s, const clusters *cl, const emf *f, pbnd_walls *w
  * the grid's first or last cluster), fixing cell, offset, momentum, code and histogram. */
 void bnd_cluster(species *s, const emf *f, const clusters *cl, int c);
 
-/* Fold (reflecting, thermal) or drop (absorbing) the current that cluster c's tile holds
- * beyond the walls. The tile covers cells [i0, i0+w) x [j0, j0+h) with row stride ts. */
-void bnd_tile(const species *s, const emf *f, const clusters *cl, int c, int i0, int j0,
-              int w, int h, int ts, float *jx, float *jy, float *jz);
+/* Fold (reflecting, thermal) or drop (absorbing) the current that cluster c's tile T holds
+ * beyond the walls. */
+void bnd_tile(const species *s, const emf *f, const clusters *cl, int c, const cluster_tile *T,
+              float *jx, float *jy, float *jz);
 
 /* Remove the particles marked PBND_DROP (clusters on absorbing sides, and the xmin column
  * of clusters when `window`). Returns the number removed (the caller updates np). */

@@ -13,8 +13,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static const char *const ROOT_KEYS[] = {"simulation", "grid", "time", "fields", "lasers",
-                                        "species", "diagnostics", NULL};
+static const char *const ROOT_KEYS[] = {"constants", "simulation", "grid", "time", "fields",
+                                        "lasers", "species", "diagnostics", NULL};
 static const char *const SIM_KEYS[] = {"name", "backend", "seed", "n0", NULL};
 static const char *const GRID_KEYS[] = {"cells", "dx", "cluster", "slack", NULL};
 static const char *const TIME_KEYS[] = {"dt", "steps", "tmax", NULL};
@@ -54,7 +54,8 @@ static void check_formula(dk_ctx *c, const cs *s, const char *expr, int nonneg)
     formula *f = formula_new(expr, err, sizeof err);
     if (!f) {
         dk_report(c, s, NULL, "cannot parse formula \"%.200s\": %s; expected an expression in x "
-                  "and y (constants pi, e; functions sin, exp, sqrt, min, max, ...)", expr, err);
+                  "and y (constants pi, e and those of the deck's constants group; functions "
+                  "sin, exp, sqrt, min, max, ...)", expr, err);
         return;
     }
     const deck *d = c->d;
@@ -316,8 +317,10 @@ static void parse_density(dk_ctx *c, const cs *g, deck_species *sp)
             dk_report(c, g, NULL, "profile \"piecewise\" without points; expected x = [...] and "
                       "fx = [...] and/or y = [...] and fy = [...]");
     } else if (sp->profile == PROFILE_EXPR) {
-        if (dk_str(c, g, "expr", sp->density_expr, sizeof sp->density_expr, 1) > 0)
+        if (dk_str(c, g, "expr", sp->density_expr, sizeof sp->density_expr, 1) > 0) {
+            dk_expand(c, dk_member(g, "expr"), sp->density_expr, sizeof sp->density_expr);
             check_formula(c, dk_member(g, "expr"), sp->density_expr, 1);
+        }
     }
 }
 
@@ -349,6 +352,7 @@ static void parse_momentum(dk_ctx *c, const cs *g, deck_species *sp)
         if (config_setting_type(e) == CONFIG_TYPE_STRING) {
             if (dk_str_of(c, e, sp->drift[i], DECK_EXPR_MAX))
                 continue;
+            dk_expand(c, e, sp->drift[i], DECK_EXPR_MAX);
             if (numeric_text(sp->drift[i], &v))
                 snprintf(sp->drift[i], DECK_EXPR_MAX, "%.17g", v);
             else
@@ -551,6 +555,7 @@ int deck_load(const char *path, deck *d)
     dk_ctx c = {.file = d->file, .d = d};
     const cs *root = config_root_setting(&cfg);
     dk_keys(&c, root, ROOT_KEYS);
+    dk_constants(&c, root);
     parse_simulation(&c, root);
     parse_grid(&c, root);
     parse_time(&c, root);
@@ -696,6 +701,12 @@ void deck_write(const deck *d, FILE *f)
     wstr(f, d->name);
     fprintf(f, "; backend = \"%s\"; seed = %s; n0 = %s; };\n", nm(BACKENDS, 3, d->backend),
             I((long long)d->seed).s, N(d->n0).s);
+    if (d->nconstants) { /* for reference: the formulas below hold their values */
+        fputs("constants = {", f);
+        for (int i = 0; i < d->nconstants; i++)
+            fprintf(f, " %s = %s;", d->constants[i].name, N(d->constants[i].value).s);
+        fputs(" };\n", f);
+    }
     fprintf(f, "grid = { cells = [%d, %d]; dx = [%s, %s]; cluster = [%d, %d]; slack = %s; };\n",
             d->nx, d->ny, N(d->dx).s, N(d->dy).s, d->cluster[0], d->cluster[1], N(d->slack).s);
     fprintf(f, "time = { dt = %s; steps = %s; };\nfields = {\n", N(d->dt).s, I(d->steps).s);

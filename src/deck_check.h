@@ -67,4 +67,9 @@ void deck_insitu_parse_selection(dk_ctx *c, const cs *particles);
             (dst) = t_;                                                                        \
     } while (0)
 
+/* The `constants` group into d->constants (deck_const.c). */
+void dk_constants(dk_ctx *c, const cs *root);
+/* Replace the names of the constants in formula expr (buffer of n) by their values. */
+void dk_expand(dk_ctx *c, const cs *s, char *expr, size_t n);
+
 #endif

@@ -48,42 +48,65 @@ void emf_zero(const emf *f, float *a)
     memset(a, 0, f->size * sizeof(float));
 }
 
+/* Guard cells [i0, i1) of row j filled as yee_guard_source says. */
+static void fill_cells(const emf *f, float *o, int j, int i0, int i1)
+{
+    const int px = f->bnd[SIDE_XMIN] == FBND_PERIODIC, py = f->bnd[SIDE_YMIN] == FBND_PERIODIC;
+    for (int i = i0; i < i1; i++) {
+        int si, sj;
+        if (yee_guard_source(i, j, f->nx, f->ny, px, py, &si, &sj))
+            o[i + j * f->stride] = o[si + sj * f->stride];
+    }
+}
+
 void emf_guard_fill(const emf *f, float *a)
 {
-    const int G = EMF_GUARD, nx = f->nx, ny = f->ny, s = f->stride;
+    const int G = EMF_GUARD, nx = f->nx, ny = f->ny;
+    if (f->bnd[SIDE_XMIN] != FBND_PERIODIC && f->bnd[SIDE_YMIN] != FBND_PERIODIC)
+        return;
     float *o = a + f->off;
-    if (f->bnd[SIDE_XMIN] == FBND_PERIODIC) {
 #pragma omp parallel for
-        for (int j = 0; j < ny; j++)
-            for (int g = 1; g <= G; g++) {
-                o[j * s - g] = o[j * s + nx - g];
-                o[j * s + nx + g - 1] = o[j * s + g - 1];
-            }
+    for (int j = -G; j < ny + G; j++) {
+        if (j < 0 || j >= ny) {
+            fill_cells(f, o, j, -G, nx + G);
+        } else {
+            fill_cells(f, o, j, -G, 0);
+            fill_cells(f, o, j, nx, nx + G);
+        }
     }
-    for (int g = 1; g <= G && f->bnd[SIDE_YMIN] == FBND_PERIODIC; g++) {
-        memcpy(o - g * s - G, o + (ny - g) * s - G, (size_t)s * sizeof(float));
-        memcpy(o + (ny + g - 1) * s - G, o + (g - 1) * s - G, (size_t)s * sizeof(float));
-    }
+}
+
+/* Interior cells [i0, i1) of row j folded (yee_guard_fold). */
+static void fold_cells(const emf *f, float *o, int j, int i0, int i1)
+{
+    const int px = f->bnd[SIDE_XMIN] == FBND_PERIODIC, py = f->bnd[SIDE_YMIN] == FBND_PERIODIC;
+    for (int i = i0; i < i1; i++)
+        o[i + j * f->stride] =
+            yee_guard_fold(o, i, j, f->stride, f->nx, f->ny, EMF_GUARD, px, py);
 }
 
 void emf_guard_fold(const emf *f, float *a)
 {
     const int G = EMF_GUARD, nx = f->nx, ny = f->ny, s = f->stride;
-    const float px = f->bnd[SIDE_XMIN] == FBND_PERIODIC, py = f->bnd[SIDE_YMIN] == FBND_PERIODIC;
     float *o = a + f->off;
 #pragma omp parallel for
-    for (int j = -G; j < ny + G; j++)
-        for (int g = 1; g <= G; g++) {
-            o[j * s + nx - g] += px * o[j * s - g];
-            o[j * s + g - 1] += px * o[j * s + nx + g - 1];
-            o[j * s - g] = o[j * s + nx + g - 1] = 0.0f;
+    for (int j = 0; j < ny; j++) {
+        if (j < G || j >= ny - G) {
+            fold_cells(f, o, j, 0, nx);
+        } else {
+            fold_cells(f, o, j, 0, G);
+            fold_cells(f, o, j, nx - G > G ? nx - G : G, nx);
         }
-    for (int g = 1; g <= G; g++)
-        for (int i = 0; i < nx; i++) {
-            o[(ny - g) * s + i] += py * o[-g * s + i];
-            o[(g - 1) * s + i] += py * o[(ny + g - 1) * s + i];
-            o[-g * s + i] = o[(ny + g - 1) * s + i] = 0.0f;
+    }
+#pragma omp parallel for
+    for (int j = -G; j < ny + G; j++) {
+        if (j < 0 || j >= ny) {
+            memset(o + j * s - G, 0, (size_t)s * sizeof(float));
+        } else {
+            memset(o + j * s - G, 0, (size_t)G * sizeof(float));
+            memset(o + j * s + nx, 0, (size_t)G * sizeof(float));
         }
+    }
 }
 
 void emf_b_half(emf *f)
@@ -127,21 +150,16 @@ static void filter_pass(emf *f, float *a, int d, float wa, float wb)
 
 void emf_filter(emf *f, float *a)
 {
-    const int n = f->filter_passes;
-    if (n <= 0)
+    const int np = filter_pass_count(f->filter_passes, f->filter_compensate);
+    if (np == 0)
         return;
     emf_guard_fill(f, a);
-    for (int dir = 0; dir < 2; dir++) {
-        int d = dir ? f->stride : 1;
-        for (int p = 0; p < n; p++)
-            filter_pass(f, a, d, 0.25f, 0.5f);
-        if (f->filter_compensate) {
-            /* response cos^(2n)(k/2) * (alpha - (alpha-1) cos k), alpha = 1 + n/2, is flat
-             * to second order in k */
-            float alpha = 1.0f + 0.5f * (float)n;
-            filter_pass(f, a, d, 0.5f * (1.0f - alpha), alpha);
+    for (int dir = 0; dir < 2; dir++)
+        for (int p = 0; p < np; p++) {
+            float wa, wb;
+            filter_weights(f->filter_passes, p, &wa, &wb);
+            filter_pass(f, a, dir ? f->stride : 1, wa, wb);
         }
-    }
 }
 
 void emf_current_finish(emf *f)
@@ -207,17 +225,14 @@ static double sum_squares(const emf *f, float *const a[3])
 #pragma omp parallel for
     for (int j = 0; j < f->ny; j++) {
         double r = 0.0;
-        for (int i = 0; i < f->nx; i++) {
-            int k = emf_idx(f, i, j);
-            r += (double)a[0][k] * a[0][k] + (double)a[1][k] * a[1][k] +
-                 (double)a[2][k] * a[2][k];
-        }
+        for (int i = 0; i < f->nx; i++)
+            r += yee_square(a[0], a[1], a[2], emf_idx(f, i, j));
         row[j] = r;
     }
     for (int j = 0; j < f->ny; j++)
         sum += row[j];
     free(row);
-    return 0.5 * sum * f->dx * f->dy;
+    return yee_energy(sum, f->dx, f->dy);
 }
 
 double emf_energy_e(const emf *f) { return sum_squares(f, f->e); }
@@ -230,9 +245,8 @@ double emf_gauss_max(const emf *f, const float *rho)
 #pragma omp parallel for reduction(max : m)
     for (int j = f->glo[1]; j < f->ghi[1]; j++)
         for (int i = f->glo[0]; i < f->ghi[0]; i++) {
-            int k = emf_idx(f, i, j);
-            double g = fabs((double)yee_div_e(f->e[0], f->e[1], k, f->stride, idx, idy) -
-                            ((double)rho[k] - f->rho_bg));
+            double g = yee_gauss_residual(f->e[0], f->e[1], rho, f->rho_bg, emf_idx(f, i, j),
+                                          f->stride, idx, idy);
             m = g > m ? g : m;
         }
     return m;

@@ -87,103 +87,65 @@ void fbnd_free(fbnd *b)
     free(b);
 }
 
+/* The psi terms of every layer: after a half B step (e = 0; upd as pml_psi_due) or after
+ * the E step (e = 1). */
+static void pml_terms(emf *f, int e, int upd)
+{
+    const fbnd *b = f->fb;
+    const int s = f->stride;
+    const float h = (float)(0.5 * f->dt), dt = (float)f->dt;
+    for (int n = 0; n < b->nlayers; n++) {
+        const pml_layer *L = &b->layer[n];
+        const pml_strip st = {L->axis, L->first, L->n, L->len};
+        const float id = L->axis ? (float)(1.0 / f->dy) : (float)(1.0 / f->dx);
+        float *const *ef = f->e, *const *bf = f->b;
+#pragma omp parallel for
+        for (int t = 0; t < L->n * L->len; t++) {
+            if (e)
+                pml_e_cell(&st, f->off, s, t, ef[0], ef[1], ef[2], bf[0], bf[1], bf[2], L->psi[0],
+                           L->psi[1], L->eb, L->ec, id, dt);
+            else
+                pml_b_cell(&st, f->off, s, t, bf[0], bf[1], bf[2], ef[0], ef[1], ef[2], L->psi[2],
+                           L->psi[3], L->bb, L->bc, id, h, upd);
+        }
+    }
+}
+
 void fbnd_b(emf *f)
 {
     fbnd *b = f->fb;
-    const int s = f->stride, upd = b->psi_step != f->step; /* first half step with E(n) */
-    b->psi_step = f->step;
-    const float h = (float)(0.5 * f->dt), idx = (float)(1.0 / f->dx), idy = (float)(1.0 / f->dy);
-    for (int n = 0; n < b->nlayers; n++) {
-        pml_layer *L = &b->layer[n];
-        if (L->axis == 0) {
-#pragma omp parallel for
-            for (int j = 0; j < f->ny; j++)
-                for (int l = 0; l < L->n; l++)
-                    pml_b_x(f->b[1], f->b[2], f->e[1], f->e[2], emf_idx(f, L->first + l, j),
-                            L->psi[2], L->psi[3], j * L->n + l, L->bb[l], L->bc[l], idx, h, upd);
-        } else {
-#pragma omp parallel for
-            for (int l = 0; l < L->n; l++)
-                for (int i = 0; i < f->nx; i++)
-                    pml_b_y(f->b[0], f->b[2], f->e[0], f->e[2], emf_idx(f, i, L->first + l), s,
-                            L->psi[2], L->psi[3], l * L->len + i, L->bb[l], L->bc[l], idy, h,
-                            upd);
-        }
-    }
+    pml_terms(f, 0, pml_psi_due(&b->psi_step, f->step));
     for (int l = 0; l < b->nlasers; l++)
         laser_b(&b->lasers[l], f, b->shift);
 }
 
-/* The two tangential E components of a Mur side and the node index of its edge and of the
- * node inside, along the side's axis. */
-static void mur_side(const emf *f, int k, float **c1, float **c2, int *edge, int *in)
-{
-    const int axis = k / 2, N = axis ? f->ny : f->nx;
-    *c1 = axis ? f->e[0] : f->e[1];
-    *c2 = f->e[2];
-    *edge = (k & 1) ? N : 0;
-    *in = (k & 1) ? N - 1 : 1;
-}
-
-static inline int side_idx(const emf *f, int axis, int a, int t)
-{
-    return axis ? emf_idx(f, t, a) : emf_idx(f, a, t);
-}
-
-void fbnd_e_save(emf *f)
+/* The Mur sides: their old values kept before the E step (apply = 0), their edge nodes set
+ * after it (apply = 1). */
+static void mur_sides(emf *f, int apply)
 {
     fbnd *b = f->fb;
     for (int k = 0; k < 4; k++) {
         if (!b->mur_old[k])
             continue;
-        float *c1, *c2, *o = b->mur_old[k];
-        int edge, in, axis = k / 2, len = axis ? f->nx : f->ny;
-        mur_side(f, k, &c1, &c2, &edge, &in);
-        for (int t = 0; t < len; t++) {
-            int ke = side_idx(f, axis, edge, t), ki = side_idx(f, axis, in, t);
-            o[t] = c1[ke];
-            o[len + t] = c1[ki];
-            o[2 * len + t] = c2[ke];
-            o[3 * len + t] = c2[ki];
-        }
+        float *c1 = k / 2 ? f->e[0] : f->e[1], *c2 = f->e[2];
+        const mur_line m = mur_line_of(k, f->nx, f->ny, f->off, f->stride);
+        for (int t = 0; t < m.len; t++)
+            if (apply)
+                mur_apply(&m, t, c1, c2, b->mur_old[k], b->mur_m[k / 2]);
+            else
+                mur_save(&m, t, c1, c2, b->mur_old[k]);
     }
 }
+
+void fbnd_e_save(emf *f) { mur_sides(f, 0); }
 
 void fbnd_e(emf *f)
 {
     fbnd *b = f->fb;
-    const int s = f->stride;
-    const float dt = (float)f->dt, idx = (float)(1.0 / f->dx), idy = (float)(1.0 / f->dy);
-    for (int n = 0; n < b->nlayers; n++) {
-        pml_layer *L = &b->layer[n];
-        if (L->axis == 0) {
-#pragma omp parallel for
-            for (int j = 0; j < f->ny; j++)
-                for (int l = 0; l < L->n; l++)
-                    pml_e_x(f->e[1], f->e[2], f->b[1], f->b[2], emf_idx(f, L->first + l, j),
-                            L->psi[0], L->psi[1], j * L->n + l, L->eb[l], L->ec[l], idx, dt);
-        } else {
-#pragma omp parallel for
-            for (int l = 0; l < L->n; l++)
-                for (int i = 0; i < f->nx; i++)
-                    pml_e_y(f->e[0], f->e[2], f->b[0], f->b[2], emf_idx(f, i, L->first + l), s,
-                            L->psi[0], L->psi[1], l * L->len + i, L->eb[l], L->ec[l], idy, dt);
-        }
-    }
+    pml_terms(f, 1, 0);
     for (int l = 0; l < b->nlasers; l++)
         laser_e(&b->lasers[l], f, b->shift);
-    for (int k = 0; k < 4; k++) {
-        if (!b->mur_old[k])
-            continue;
-        float *c1, *c2, *o = b->mur_old[k], m = b->mur_m[k / 2];
-        int edge, in, axis = k / 2, len = axis ? f->nx : f->ny;
-        mur_side(f, k, &c1, &c2, &edge, &in);
-        for (int t = 0; t < len; t++) {
-            int ke = side_idx(f, axis, edge, t), ki = side_idx(f, axis, in, t);
-            c1[ke] = mur_edge(o[t], o[len + t], c1[ki], m);
-            c2[ke] = mur_edge(o[2 * len + t], o[3 * len + t], c2[ki], m);
-        }
-    }
+    mur_sides(f, 1);
 }
 
 void fbnd_shift(emf *f)

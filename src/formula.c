@@ -90,3 +90,39 @@ void formula_free(formula *f)
         mupRelease(f->h);
     free(f);
 }
+
+int formula_constant(const char *expr, const deck_constant *k, int n, double *value,
+                     char *err, size_t errlen)
+{
+    muParserHandle_t h = mupCreate(muBASETYPE_FLOAT);
+    if (!h) {
+        set_err(err, errlen, "cannot create expression parser");
+        return -1;
+    }
+    mupDefineConst(h, "pi", 3.14159265358979323846);
+    mupDefineConst(h, "e", 2.71828182845904523536);
+    for (int i = 0; i < n; i++)
+        mupDefineConst(h, k[i].name, k[i].value);
+    int nres = 0;
+    if (!mupError(h)) {
+        mupSetExpr(h, expr);
+        if (!mupError(h))
+            mupEvalMulti(h, &nres);
+    }
+    int rc = 0;
+    if (mupError(h)) {
+        set_err(err, errlen, mupGetErrorMsg(h));
+        rc = -1;
+    } else if (nres != 1) {
+        set_err(err, errlen, "the expression gives several comma-separated values; expected one");
+        rc = -1;
+    } else {
+        *value = mupEval(h);
+        if (mupError(h) || !isfinite(*value)) {
+            set_err(err, errlen, mupError(h) ? mupGetErrorMsg(h) : "the value is not finite");
+            rc = -1;
+        }
+    }
+    mupRelease(h);
+    return rc;
+}

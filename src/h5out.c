@@ -1,6 +1,7 @@
 /* h5out.c - HDF5 writing helpers for the openPMD writers (see h5out.h). */
 #include "h5out.h"
 #include "empic.h"
+#include "version.h"
 
 #include <errno.h>
 #include <math.h>
@@ -170,21 +171,25 @@ hid_t h5out_dataset(h5w *w, hid_t loc, const char *name, int rank, const hsize_t
     return d;
 }
 
-void h5out_add_item(h5w *w, int particle, int stagger, int precision, long long n,
-                     const char *name, hid_t obj)
+out_item *h5out_add_item(h5w *w, int particle, int stagger, int precision, long long n,
+                         const char *name, hid_t obj)
 {
     if (w->err || w->nitems == OUT_MAX_ITEMS)
-        return;
+        return NULL;
     out_item *it = &w->items[w->nitems];
+    memset(it, 0, sizeof *it);
+    snprintf(it->ntype, sizeof it->ntype, "Float");
     it->particle = particle;
     it->stagger = stagger;
     it->precision = precision;
     it->n = n;
     snprintf(it->name, sizeof it->name, "%s", name);
-    if (H5Iget_name(obj, it->path, sizeof it->path) <= 0)
+    if (H5Iget_name(obj, it->path, sizeof it->path) <= 0) {
         h5out_fail(w, name);
-    else
-        w->nitems++;
+        return NULL;
+    }
+    w->nitems++;
+    return it;
 }
 
 int h5out_commit(const h5w *w, const char *tmp, const char *path, const char *what)
@@ -265,7 +270,6 @@ void h5out_root_attrs(h5w *w, const char *iteration_format, int meshes, int part
     struct tm tm;
     if (localtime_r(&now, &tm))
         strftime(date, sizeof date, "%Y-%m-%d %H:%M:%S %z", &tm);
-    const char *author = getenv("USER");
     hid_t r = w->file;
     h5out_attr_str(w, r, "openPMD", "1.1.0");
     h5out_attr_u32(w, r, "openPMDextension", 0);
@@ -277,9 +281,9 @@ void h5out_root_attrs(h5w *w, const char *iteration_format, int meshes, int part
     h5out_attr_str(w, r, "iterationEncoding", "fileBased");
     h5out_attr_str(w, r, "iterationFormat", iteration_format);
     h5out_attr_str(w, r, "software", "empic");
-    h5out_attr_str(w, r, "softwareVersion", OUT_SOFTWARE_VERSION);
+    h5out_attr_str(w, r, "softwareVersion", empic_version_string());
     h5out_attr_str(w, r, "date", date);
-    h5out_attr_str(w, r, "author", author && *author ? author : "unknown");
+    h5out_attr_str(w, r, "author", empic_author());
     h5out_attr_str(w, r, "comment", comment);
 }
 

@@ -10,7 +10,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define OUT_SOFTWARE_VERSION "0.1.0"
 #define OUT_MAX_ITEMS 256
 #define OUT_PATH 4096
 
@@ -36,8 +35,10 @@ typedef struct {
     int stagger;           /* mesh: ST_*; particle: species number */
     int precision;         /* bytes per value */
     long long n;           /* particles (particle items) */
-    char name[96];         /* XDMF attribute name ("geom_x"/"geom_y" for positions) */
+    char name[96];         /* XDMF attribute name ("geom_xy", "vertex" for the cloud's shape) */
     char path[160];        /* dataset path inside the file */
+    char ntype[8];         /* XDMF NumberType: "Float" (default), "UInt", "Int" */
+    char units[128];       /* the normalised unit and its SI value, for the XDMF Information */
 } out_item;
 
 typedef struct {
@@ -72,9 +73,10 @@ void h5out_attr_u64v(h5w *w, hid_t obj, const char *name, int n, const uint64_t 
 hid_t h5out_group(h5w *w, hid_t loc, const char *name);
 hid_t h5out_dataset(h5w *w, hid_t loc, const char *name, int rank, const hsize_t *dims,
                     hid_t ftype, hid_t mtype, const void *buf);
-/* Remember dataset obj for the XDMF description. */
-void h5out_add_item(h5w *w, int particle, int stagger, int precision, long long n,
-                    const char *name, hid_t obj);
+/* Remember dataset obj (floating point values) for the XDMF description; the item added, or
+ * NULL after a failure, so that its ntype and units can be set. */
+out_item *h5out_add_item(h5w *w, int particle, int stagger, int precision, long long n,
+                         const char *name, hid_t obj);
 
 /* Create file `tmp` (closing strongly) into w->file; 0, or -1 with w->err set. */
 int h5out_create(h5w *w, const char *tmp);

@@ -35,82 +35,27 @@ void laser_setup(laser_src *L, const deck_laser *c, const deck *d, int layer)
     b->ramp = c->ramp > 0 ? c->ramp : c->duration / 4;
 }
 
-/* Distance from the launching boundary of coordinate index a (in cells, may be half-integer). */
-static double xi_of(const laser_src *L, double a, double h)
-{
-    return L->sign > 0 ? a * h : L->edge - a * h;
-}
-
-double laser_xi(const laser_src *L, double a, double h) { return xi_of(L, a, h); }
-
 double laser_end_time(const laser_src *L, const deck *d)
 {
     double h = L->axis ? d->dy : d->dx;
-    return laser_length(&L->beam) + xi_of(L, L->plane, h) + h;
+    return laser_length(&L->beam) + laser_xi(L, L->plane, h) + h;
 }
 
-void laser_b(const laser_src *L, emf *f, long shift)
+/* The source line of L after a half B step (e = 0) or the E step (e = 1). */
+static void laser_add(const laser_src *L, emf *f, long shift, int e)
 {
-    if (L->axis == 0 && shift != 0)
+    const laser_line ln = laser_line_of(L, e, f->step, f->dt, f->dx, f->dy, shift);
+    if (!ln.on)
         return;
-    const double t = f->step * f->dt;
-    const int b = L->sign > 0 ? L->plane - 1 : L->plane;
-    if (L->axis == 0) {
-        const double xi = xi_of(L, L->plane, f->dx);
-        const float h = (float)(L->sign * 0.5 * f->dt / f->dx);
+    float *const a[6] = {f->e[0], f->e[1], f->e[2], f->b[0], f->b[1], f->b[2]};
+    float *d1 = a[ln.d1], *d2 = a[ln.d2];
+    const int n = L->axis ? f->nx : f->ny;
 #pragma omp parallel for
-        for (int j = 0; j < f->ny; j++) {
-            double e1, e2, u;
-            int k = emf_idx(f, b, j);
-            laser_field(&L->beam, xi, (j + 0.5) * f->dy, t, &e1, &u);
-            laser_field(&L->beam, xi, j * f->dy, t, &u, &e2);
-            f->b[2][k] += h * (float)e1;
-            f->b[1][k] -= h * (float)e2;
-        }
-    } else {
-        const double xi = xi_of(L, L->plane, f->dy);
-        const float h = (float)(L->sign * 0.5 * f->dt / f->dy);
-#pragma omp parallel for
-        for (int i = 0; i < f->nx; i++) {
-            double e1, e2, u;
-            int k = emf_idx(f, i, b);
-            laser_field(&L->beam, xi, (i + shift + 0.5) * f->dx, t, &e1, &u);
-            laser_field(&L->beam, xi, (double)(i + shift) * f->dx, t, &u, &e2);
-            f->b[2][k] -= h * (float)e1;
-            f->b[0][k] += h * (float)e2;
-        }
+    for (int t = 0; t < n; t++) {
+        int k = L->axis ? emf_idx(f, t, ln.at) : emf_idx(f, ln.at, t);
+        laser_line_add(&L->beam, &ln, t, &d1[k], &d2[k]);
     }
 }
 
-void laser_e(const laser_src *L, emf *f, long shift)
-{
-    if (L->axis == 0 && shift != 0)
-        return;
-    const double t = (f->step + 0.5) * f->dt;
-    const int b = L->sign > 0 ? L->plane - 1 : L->plane;
-    if (L->axis == 0) {
-        const double xi = xi_of(L, b + 0.5, f->dx);
-        const float c = (float)(f->dt / f->dx);
-#pragma omp parallel for
-        for (int j = 0; j < f->ny; j++) {
-            double e1, e2, u;
-            int k = emf_idx(f, L->plane, j);
-            laser_field(&L->beam, xi, (j + 0.5) * f->dy, t, &e1, &u);
-            laser_field(&L->beam, xi, j * f->dy, t, &u, &e2);
-            f->e[1][k] += c * (float)e1;
-            f->e[2][k] += c * (float)e2;
-        }
-    } else {
-        const double xi = xi_of(L, b + 0.5, f->dy);
-        const float c = (float)(f->dt / f->dy);
-#pragma omp parallel for
-        for (int i = 0; i < f->nx; i++) {
-            double e1, e2, u;
-            int k = emf_idx(f, i, L->plane);
-            laser_field(&L->beam, xi, (i + shift + 0.5) * f->dx, t, &e1, &u);
-            laser_field(&L->beam, xi, (double)(i + shift) * f->dx, t, &u, &e2);
-            f->e[0][k] += c * (float)e1;
-            f->e[2][k] += c * (float)e2;
-        }
-    }
-}
+void laser_b(const laser_src *L, emf *f, long shift) { laser_add(L, f, shift, 0); }
+void laser_e(const laser_src *L, emf *f, long shift) { laser_add(L, f, shift, 1); }

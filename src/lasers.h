@@ -19,23 +19,13 @@
 #include "emf.h"
 #include "laser.h"
 
-typedef struct {
-    laser_beam beam;
-    int side;         /* enum deck_side */
-    int axis, sign;   /* propagation axis (0: x, 1: y); +1 from a min side, -1 from a max side */
-    int plane;        /* node index of the plane along the axis (window at its start) */
-    double edge;      /* coordinate of the launching boundary */
-} laser_src;
-
 /* From the deck's laser; `layer` = cells of the PML on the launching side (0 for Mur). */
 void laser_setup(laser_src *L, const struct deck_laser *cfg, const struct deck *d, int layer);
-/* Distance from the launching boundary of coordinate index a (cells, may be half-integer)
- * along the beam's axis of cells of size h (the GPU backend's source planes). */
-double laser_xi(const laser_src *L, double a, double h);
 /* Lab time after which the laser has been fully injected. */
 double laser_end_time(const laser_src *L, const struct deck *d);
-/* Sources after a half B step and after the E step (E at t = f->step dt before the step);
- * shift = cells the moving window has moved (a beam along x stops once it moves). */
+/* Sources after a half B step and after the E step (E at t = f->step dt before the step;
+ * laser.h's laser_line_of); shift = cells the moving window has moved (a beam along x
+ * stops once it moves). */
 void laser_b(const laser_src *L, emf *f, long shift);
 void laser_e(const laser_src *L, emf *f, long shift);
 

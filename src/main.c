@@ -1,8 +1,11 @@
 /* main.c - command line: empic [options] DECK (design.md §10). */
 #include "checkpoint.h"
+#include "cli.h"
 #include "deck.h"
 #include "empic.h"
+#include "report.h"
 #include "sim.h"
+#include "version.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,8 +22,24 @@ static void usage(FILE *o)
           "  --restart DIR continue from the newest checkpoint in DIR (a run's output folder,\n"
           "                its checkpoint/ folder or one ckpt*.h5 file) with its stored deck\n"
           "  --check       validate DECK, print the resolved deck and the memory it needs\n"
-          "  --quiet       no progress line or table\n",
+          "  --quiet       no progress line or table\n"
+          "  --version     print the version and the git commit of the build\n"
+          "  --help        this text\n"
+          "Options taking a value accept --name=value too.\n",
           o);
+}
+
+/* The usage text as a string (cli.c reads the options from it); never freed. */
+static const char *usage_text(void)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&text, &len);
+    if (!m)
+        EMPIC_DIE("out of host memory");
+    usage(m);
+    fclose(m);
+    return text;
 }
 
 /* Memory the deck needs: fields plus particle slots with slack (upper bound: every cell
@@ -42,6 +61,9 @@ int main(int argc, char **argv)
     const char *deck_path = NULL, *backend = NULL, *output = NULL, *restart = NULL;
     long steps = -1;
     int check = 0, quiet = 0;
+    const char *utext = usage_text();
+    if (!(argv = cli_expand(&argc, argv, utext)))
+        return 2;
     for (int a = 1; a < argc; a++) {
         const char *o = argv[a];
         int more = a + 1 < argc;
@@ -64,11 +86,13 @@ int main(int argc, char **argv)
         else if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
             usage(stdout);
             return 0;
+        } else if (!strcmp(o, "--version")) {
+            printf("empic %s\n", empic_version_string());
+            return 0;
         } else if (!strcmp(o, "--restart") && more)
             restart = argv[++a];
         else if (o[0] == '-' || deck_path) {
-            empic_report(NULL, 0, "unexpected argument '%s'", o);
-            usage(stderr);
+            cli_reject(o, utext);
             return 2;
         } else
             deck_path = o;
@@ -108,6 +132,7 @@ int main(int argc, char **argv)
     if (check) {
         deck_write(&d, stdout);
         print_memory(&d);
+        report_scales(&d, stdout);
         deck_free(&d);
         return 0;
     }

@@ -19,8 +19,8 @@
 #include "empic.h"
 #include "h5out.h"
 #include "phasespace.h"
+#include "xdmf.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <hdf5.h>
 #include <math.h>
@@ -29,14 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
-
-/* Yee staggering classes in (y, x) order; XDMF writes one grid per class. */
-enum { ST_NODE = 0, ST_X, ST_Y, ST_XY, ST_COUNT };
-static const double ST_POS[ST_COUNT][2] = {{0, 0}, {0, 0.5}, {0.5, 0}, {0.5, 0.5}};
-static const char *const ST_NAME[ST_COUNT] = {"fields_node", "fields_xhalf", "fields_yhalf",
-                                              "fields_xyhalf"};
 
 /* File series of a frame: "data" (meshes and particle samples) or "tracks". */
 static const char *series(const output_frame *fr) { return fr->tracks ? "tracks" : "data"; }
@@ -68,6 +61,24 @@ static hid_t mesh_data(h5w *w, hid_t loc, const char *name, const emf *f, const 
     return h5out_dataset(w, loc, name, 2, dims, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, buf);
 }
 
+/* The XDMF Information of an item: its normalised unit and that unit in SI. */
+static void item_units(out_item *it, const char *norm, double si, const char *si_unit)
+{
+    if (it)
+        snprintf(it->units, sizeof it->units, "%s = %.6g %s", norm, si, si_unit);
+}
+
+/* Normalised and SI unit names of the mesh records E, B, J and rho (charge densities). */
+static void mesh_units(const char *name, const char **norm, const char **si)
+{
+    switch (name[0]) {
+    case 'E': *norm = "m_e c omega_p / e", *si = "V/m"; break;
+    case 'B': *norm = "m_e omega_p / e", *si = "T"; break;
+    case 'J': *norm = "e n0 c", *si = "A/m^2"; break;
+    default: *norm = "e n0", *si = "C/m^3"; break;
+    }
+}
+
 /* Vector record NAME with components x, y, z at staggering st[c]. */
 static void mesh_vector(h5w *w, hid_t meshes, const output_frame *fr, const out_units *u,
                         const char *name, float *const a[3], const int st[3], double unit,
@@ -79,10 +90,12 @@ static void mesh_vector(h5w *w, hid_t meshes, const output_frame *fr, const out_
     for (int c = 0; c < 3; c++) {
         hid_t d = mesh_data(w, rec, comp[c], fr->f, a[c], buf);
         h5out_attr_f64(w, d, "unitSI", unit);
-        h5out_attr_f64v(w, d, "position", 2, ST_POS[st[c]]);
+        h5out_attr_f64v(w, d, "position", 2, XDMF_ST_POS[st[c]]);
         char xname[96];
+        const char *norm, *si;
         snprintf(xname, sizeof xname, "%s%s", name, comp[c]);
-        h5out_add_item(w, 0, st[c], 4, 0, xname, d);
+        mesh_units(name, &norm, &si);
+        item_units(h5out_add_item(w, 0, st[c], 4, 0, xname, d), norm, unit, si);
         h5out_close(d, H5Dclose);
     }
     h5out_close(rec, H5Gclose);
@@ -94,8 +107,8 @@ static void mesh_scalar(h5w *w, hid_t meshes, const output_frame *fr, const out_
     hid_t d = mesh_data(w, meshes, name, fr->f, a, buf);
     mesh_record_attrs(w, d, fr, u, H5OUT_DIM_RHO, 0.0);
     h5out_attr_f64(w, d, "unitSI", u->rho);
-    h5out_attr_f64v(w, d, "position", 2, ST_POS[ST_NODE]);
-    h5out_add_item(w, 0, ST_NODE, 4, 0, name, d);
+    h5out_attr_f64v(w, d, "position", 2, XDMF_ST_POS[ST_NODE]);
+    item_units(h5out_add_item(w, 0, ST_NODE, 4, 0, name, d), "e n0", u->rho, "C/m^3");
     h5out_close(d, H5Dclose);
 }
 
@@ -221,8 +234,39 @@ static void species_patches(h5w *w, hid_t sg, const output_frame *fr, const out_
     free(v);
 }
 
-static void write_species(h5w *w, hid_t parts, const output_frame *fr, const out_units *u,
-                          int s)
+/* The cloud's shape for XDMF readers, in /xdmf/<species> (outside the openPMD base path):
+ * positions interleaved as [n][2] (Xdmf3 reads no X_Y geometry) and the vertex list of its
+ * Polyvertex topology (Xdmf3 needs one), 0 .. n-1. */
+static void write_xdmf_shape(h5w *w, hid_t xg, const output_frame *fr, int s,
+                             const size_t *idx, size_t n)
+{
+    const species *sp = &fr->sp[s];
+    const double dx = fr->f->dx, dy = fr->f->dy;
+    double *xy = empic_alloc(2 * n * sizeof(double) + 1, "output buffer");
+    for (size_t k = 0; k < n; k++) {
+        size_t p = idx[k];
+        xy[2 * k] = fr->x0 + (cell_i(sp->cell[p]) + (double)sp->x[p]) * dx;
+        xy[2 * k + 1] = fr->y0 + (cell_j(sp->cell[p]) + (double)sp->y[p]) * dy;
+    }
+    hid_t g = h5out_group(w, xg, w->species[s]);
+    hsize_t dims[2] = {(hsize_t)n, 2};
+    hid_t d = h5out_dataset(w, g, "xy", 2, dims, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, xy);
+    h5out_add_item(w, 1, s, 8, (long long)n, "geom_xy", d);
+    h5out_close(d, H5Dclose);
+    int64_t *v = (int64_t *)xy;
+    for (size_t k = 0; k < n; k++)
+        v[k] = (int64_t)k;
+    d = h5out_dataset(w, g, "vertex", 1, dims, H5T_STD_I64LE, H5T_NATIVE_INT64, v);
+    out_item *it = h5out_add_item(w, 1, s, 8, (long long)n, "vertex", d);
+    if (it)
+        snprintf(it->ntype, sizeof it->ntype, "Int");
+    h5out_close(d, H5Dclose);
+    h5out_close(g, H5Gclose);
+    free(xy);
+}
+
+static void write_species(h5w *w, hid_t parts, hid_t xg, const output_frame *fr,
+                          const out_units *u, int s)
 {
     const species *sp = &fr->sp[s];
     const clusters *cl = fr->cl;
@@ -262,7 +306,6 @@ static void write_species(h5w *w, hid_t parts, const output_frame *fr, const out
         }
         d = h5out_dataset(w, rec, c ? "y" : "x", 1, &dim, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, buf);
         h5out_attr_f64(w, d, "unitSI", u->length);
-        h5out_add_item(w, 1, s, 8, (long long)n, c ? "geom_y" : "geom_x", d);
         h5out_close(d, H5Dclose);
     }
     h5out_close(rec, H5Gclose);
@@ -282,7 +325,8 @@ static void write_species(h5w *w, hid_t parts, const output_frame *fr, const out
             fbuf[k] = (float)(m * ua[c][idx[k]]);
         d = h5out_dataset(w, rec, comp[c], 1, &dim, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, fbuf);
         h5out_attr_f64(w, d, "unitSI", u->momentum);
-        h5out_add_item(w, 1, s, 4, (long long)n, pname[c], d);
+        item_units(h5out_add_item(w, 1, s, 4, (long long)n, pname[c], d), "m_e c",
+                   u->momentum, "kg m/s");
         h5out_close(d, H5Dclose);
     }
     h5out_close(rec, H5Gclose);
@@ -293,7 +337,8 @@ static void write_species(h5w *w, hid_t parts, const output_frame *fr, const out
     d = h5out_dataset(w, sg, "weighting", 1, &dim, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, buf);
     particle_record_attrs(w, d, H5OUT_DIM_NONE, 0.0, 1, 1.0);
     h5out_attr_f64(w, d, "unitSI", 1.0);
-    h5out_add_item(w, 1, s, 8, (long long)n, "weighting", d);
+    item_units(h5out_add_item(w, 1, s, 8, (long long)n, "weighting", d),
+               "real particles per macro-particle per metre in z", 1.0, "/m");
     h5out_close(d, H5Dclose);
 
     if (sp->id) { /* tracking ids (0 = untracked) */
@@ -303,6 +348,9 @@ static void write_species(h5w *w, hid_t parts, const output_frame *fr, const out
         d = h5out_dataset(w, sg, "id", 1, &dim, H5T_STD_U64LE, H5T_NATIVE_UINT64, ids);
         particle_record_attrs(w, d, H5OUT_DIM_NONE, 0.0, 0, 0.0);
         h5out_attr_f64(w, d, "unitSI", 1.0);
+        out_item *it = h5out_add_item(w, 1, s, 8, (long long)n, "id", d);
+        if (it)
+            snprintf(it->ntype, sizeof it->ntype, "UInt");
         h5out_close(d, H5Dclose);
     }
 
@@ -315,6 +363,7 @@ static void write_species(h5w *w, hid_t parts, const output_frame *fr, const out
 
     species_patches(w, sg, fr, u, num);
     h5out_close(sg, H5Gclose);
+    write_xdmf_shape(w, xg, fr, s, idx, n);
     free(buf);
     free(idx);
     free(num);
@@ -333,10 +382,11 @@ static void write_file(h5w *w, const char *tmp, const output_frame *fr, const ou
     if (fr->fields)
         write_meshes(w, it, fr, u);
     if (fr->particles) {
-        hid_t parts = h5out_group(w, it, "particles");
+        hid_t parts = h5out_group(w, it, "particles"), xg = h5out_group(w, w->file, "xdmf");
         for (int s = 0; s < fr->nspecies && !w->err; s++)
             if (fr->tracks ? fr->sp[s].id != NULL : (fr->d->particles_species_mask >> s) & 1)
-                write_species(w, parts, fr, u, s);
+                write_species(w, parts, xg, fr, u, s);
+        h5out_close(xg, H5Gclose);
         h5out_close(parts, H5Gclose);
     }
     h5out_close(it, H5Gclose);
@@ -344,191 +394,6 @@ static void write_file(h5w *w, const char *tmp, const output_frame *fr, const ou
     if (H5Fclose(w->file) < 0)
         h5out_fail(w, "file close");
     w->file = -1;
-}
-
-/* ---- XDMF ---- */
-
-static void xdmf_data_item(FILE *x, const char *h5name, const out_item *it, const char *dims)
-{
-    fprintf(x,
-            "      <DataItem Dimensions=\"%s\" NumberType=\"Float\" Precision=\"%d\" "
-            "Format=\"HDF\">%s:%s</DataItem>\n",
-            dims, it->precision, h5name, it->path);
-}
-
-static void xdmf_attribute(FILE *x, const char *h5name, const out_item *it, const char *dims)
-{
-    fprintf(x, "    <Attribute Name=\"%s\" AttributeType=\"Scalar\" Center=\"Node\">\n", it->name);
-    xdmf_data_item(x, h5name, it, dims);
-    fprintf(x, "    </Attribute>\n");
-}
-
-/* The spatial collection of one dump: one 2DRectMesh per Yee staggering, one Polyvertex
- * cloud per species. Rectilinear VXVY geometry rather than 2DCoRectMesh: VTK's Xdmf reader
- * (ParaView) maps a 2D CoRect mesh onto the y-z plane, away from the x-y particle clouds. */
-static void xdmf_block(FILE *x, const h5w *w, const output_frame *fr, const char *h5name)
-{
-    const emf *f = fr->f;
-    char dims[64];
-    fprintf(x, "  <Grid Name=\"step_%08ld\" GridType=\"Collection\" CollectionType=\"Spatial\">\n",
-            fr->step);
-    fprintf(x, "   <Time Value=\"%.15g\"/>\n", fr->t);
-    snprintf(dims, sizeof dims, "%d %d", f->ny, f->nx);
-    for (int st = 0; st < ST_COUNT; st++) {
-        int any = 0;
-        for (int k = 0; k < w->nitems; k++)
-            any |= !w->items[k].particle && w->items[k].stagger == st;
-        if (!any)
-            continue;
-        fprintf(x, "   <Grid Name=\"%s\" GridType=\"Uniform\">\n", ST_NAME[st]);
-        fprintf(x, "    <Topology TopologyType=\"2DRectMesh\" Dimensions=\"%s\"/>\n", dims);
-        fprintf(x, "    <Geometry GeometryType=\"VXVY\">\n");
-        for (int a = 0; a < 2; a++) { /* node coordinates along x, then y */
-            const int n = a ? f->ny : f->nx;
-            const double o = a ? fr->y0 + ST_POS[st][0] * f->dy : fr->x0 + ST_POS[st][1] * f->dx;
-            fprintf(x, "     <DataItem Dimensions=\"%d\" NumberType=\"Float\" Precision=\"8\" "
-                       "Format=\"XML\">", n);
-            for (int k = 0; k < n; k++)
-                fprintf(x, k ? " %.15g" : "%.15g", o + k * (a ? f->dy : f->dx));
-            fprintf(x, "</DataItem>\n");
-        }
-        fprintf(x, "    </Geometry>\n");
-        for (const out_item *it = w->items; it < w->items + w->nitems; it++)
-            if (!it->particle && it->stagger == st)
-                xdmf_attribute(x, h5name, it, dims);
-        fprintf(x, "   </Grid>\n");
-    }
-    for (int s = 0; s < fr->nspecies; s++) {
-        const out_item *gx = NULL, *gy = NULL;
-        for (int k = 0; k < w->nitems; k++) {
-            const out_item *it = &w->items[k];
-            if (it->particle && it->stagger == s && !strcmp(it->name, "geom_x"))
-                gx = it;
-            if (it->particle && it->stagger == s && !strcmp(it->name, "geom_y"))
-                gy = it;
-        }
-        if (!gx || !gy || gx->n == 0) /* an empty cloud is left out of the description */
-            continue;
-        snprintf(dims, sizeof dims, "%lld", gx->n);
-        fprintf(x, "   <Grid Name=\"particles_%s\" GridType=\"Uniform\">\n", w->species[s]);
-        fprintf(x, "    <Topology TopologyType=\"Polyvertex\" NumberOfElements=\"%s\"/>\n", dims);
-        fprintf(x, "    <Geometry GeometryType=\"X_Y\">\n");
-        xdmf_data_item(x, h5name, gx, dims);
-        xdmf_data_item(x, h5name, gy, dims);
-        fprintf(x, "    </Geometry>\n");
-        for (const out_item *it = w->items; it < w->items + w->nitems; it++)
-            if (it->particle && it->stagger == s && strncmp(it->name, "geom_", 5))
-                xdmf_attribute(x, h5name, it, dims);
-        fprintf(x, "   </Grid>\n");
-    }
-    fprintf(x, "  </Grid>\n");
-}
-
-static const char XDMF_HEAD[] = "<?xml version=\"1.0\" ?>\n"
-                                "<!DOCTYPE Xdmf SYSTEM \"Xdmf.dtd\" []>\n"
-                                "<Xdmf Version=\"2.0\">\n <Domain>\n";
-static const char XDMF_TAIL[] = " </Domain>\n</Xdmf>\n";
-
-static char *read_text(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "r");
-    long n = f && fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
-    char *text = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    if (text && (fseek(f, 0, SEEK_SET) != 0 || fread(text, 1, (size_t)n, f) != (size_t)n)) {
-        free(text);
-        text = NULL;
-    }
-    if (f)
-        fclose(f);
-    if (text)
-        text[*len = (size_t)n] = '\0';
-    return text;
-}
-
-static int cmp_long(const void *a, const void *b)
-{
-    return (*(const long *)a > *(const long *)b) - (*(const long *)a < *(const long *)b);
-}
-
-/* data/series.xmf: a temporal collection of every dump's spatial collection found in the
- * folder (data%08ld.xmf next to its .h5), in step order. */
-static int xdmf_series(const char *dir, const char *name)
-{
-    DIR *dd = opendir(dir);
-    if (!dd) {
-        empic_report(dir, 0, "cannot list the dump folder: %s", strerror(errno));
-        return -1;
-    }
-    long *steps = NULL;
-    size_t n = 0, cap = 0;
-    struct dirent *e;
-    char path[OUT_PATH + 64];
-    while ((e = readdir(dd))) {
-        long step;
-        int end = 0;
-        size_t pre = strlen(name);
-        if (strncmp(e->d_name, name, pre) ||
-            sscanf(e->d_name + pre, "%ld.xmf%n", &step, &end) != 1 || end == 0 ||
-            e->d_name[pre + (size_t)end] != '\0' || step < 0)
-            continue;
-        snprintf(path, sizeof path, "%s/%s%08ld.h5", dir, name, step);
-        if (access(path, R_OK) != 0)
-            continue;
-        if (n == cap) {
-            cap = 2 * cap + 16;
-            steps = realloc(steps, cap * sizeof *steps);
-            if (!steps)
-                EMPIC_DIE("out of host memory listing dumps");
-        }
-        steps[n++] = step;
-    }
-    closedir(dd);
-    qsort(steps, n, sizeof *steps, cmp_long);
-    char *out = NULL;
-    size_t olen = 0;
-    FILE *x = open_memstream(&out, &olen);
-    if (!x)
-        EMPIC_DIE("out of host memory writing the XDMF series");
-    fputs(XDMF_HEAD, x);
-    fputs("  <Grid Name=\"series\" GridType=\"Collection\" CollectionType=\"Temporal\">\n", x);
-    for (size_t k = 0; k < n; k++) {
-        size_t len;
-        snprintf(path, sizeof path, "%s/%s%08ld.xmf", dir, name, steps[k]);
-        char *text = read_text(path, &len);
-        char *a = text ? strstr(text, "  <Grid ") : NULL, *b = NULL;
-        for (char *p = a; p && (p = strstr(p, "  </Grid>\n")); p++)
-            b = p;
-        if (a && b && b > a)
-            fwrite(a, 1, (size_t)(b - a) + strlen("  </Grid>\n"), x);
-        free(text);
-    }
-    fputs("  </Grid>\n", x);
-    fputs(XDMF_TAIL, x);
-    fclose(x);
-    free(steps);
-    snprintf(path, sizeof path, "%s/series.xmf", dir);
-    int rc = h5out_write_atomic(path, out, olen);
-    free(out);
-    return rc;
-}
-
-static int xdmf_dump(const char *dir, const h5w *w, const output_frame *fr)
-{
-    char h5name[64], path[OUT_PATH + 64];
-    snprintf(h5name, sizeof h5name, "%s%08ld.h5", series(fr), fr->step);
-    char *out = NULL;
-    size_t olen = 0;
-    FILE *x = open_memstream(&out, &olen);
-    if (!x)
-        EMPIC_DIE("out of host memory writing XDMF");
-    fputs(XDMF_HEAD, x);
-    xdmf_block(x, w, fr, h5name);
-    fputs(XDMF_TAIL, x);
-    fclose(x);
-    snprintf(path, sizeof path, "%s/%s%08ld.xmf", dir, series(fr), fr->step);
-    int rc = h5out_write_atomic(path, out, olen);
-    free(out);
-    return rc ? rc : xdmf_series(dir, series(fr));
 }
 
 /* ---- entry point ---- */
@@ -553,7 +418,7 @@ int output_dump(const char *outdir, const output_frame *fr)
     write_file(w, tmp, fr, &u);
     int rc = h5out_commit(w, tmp, path, "dump");
     if (rc == 0)
-        rc = xdmf_dump(dir, w, fr);
+        rc = xdmf_dump(dir, series(fr), w, fr);
     free(w);
     return rc;
 }

@@ -12,40 +12,30 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A cluster's private tile: cells [x0-1, x0+w+2) x [y0-1, y0+h+2) of the mesh. */
+/* A cluster's private tile (cluster.h: its cells and ghosts, row stride c.w). */
 typedef struct {
-    int i0, j0, w, h, s;
+    cluster_tile c;
     float *a[3];
 } tile;
 
 static void tile_open(tile *t, float *store, const clusters *cl, int c, int ncomp)
 {
-    int cx = c % cl->ncx, cy = c / cl->ncx;
-    t->i0 = cl->x0[cx] - 1;
-    t->j0 = cl->y0[cy] - 1;
-    t->w = cl->x0[cx + 1] - cl->x0[cx] + 3;
-    t->h = cl->y0[cy + 1] - cl->y0[cy] + 3;
-    t->s = t->w;
+    t->c = cluster_tile_of(cl->x0, cl->y0, cl->ncx, c);
     for (int k = 0; k < ncomp; k++) {
-        t->a[k] = store + (size_t)k * t->w * t->h;
-        memset(t->a[k], 0, (size_t)t->w * t->h * sizeof(float));
+        t->a[k] = store + (size_t)k * t->c.w * t->c.h;
+        memset(t->a[k], 0, (size_t)t->c.w * t->c.h * sizeof(float));
     }
 }
 
 static void tile_add(const tile *t, const emf *f, float *const dst[], int ncomp)
 {
     for (int k = 0; k < ncomp; k++)
-        for (int b = 0; b < t->h; b++) {
-            float *g = dst[k] + emf_idx(f, t->i0, t->j0 + b);
-            const float *l = t->a[k] + b * t->s;
-            for (int a = 0; a < t->w; a++)
+        for (int b = 0; b < t->c.h; b++) {
+            float *g = dst[k] + emf_idx(f, t->c.i0, t->c.j0 + b);
+            const float *l = t->a[k] + b * t->c.w;
+            for (int a = 0; a < t->c.w; a++)
                 g[a] += l[a];
         }
-}
-
-static inline int tile_k(const tile *t, uint32_t cell)
-{
-    return (cell_i(cell) - t->i0) + (cell_j(cell) - t->j0) * t->s;
 }
 
 static size_t tile_floats(const clusters *cl)
@@ -68,8 +58,6 @@ static size_t stage_floats(const clusters *cl)
 static void stage_fill(float *restrict rec, const emf *f, int x0, int y0, int w, int h)
 {
     const int st = f->stride;
-    /* stagger (hx, hy) of Ex, Ey, Ez, Bx, By, Bz (particle.h) */
-    static const int hx[6] = {1, 0, 0, 0, 1, 1}, hy[6] = {0, 1, 0, 1, 0, 1};
     const float *const src[6] = {f->e[0], f->e[1], f->e[2], f->b[0], f->b[1], f->b[2]};
     for (int b = 0; b < h; b++)
         for (int qy = 0; qy < 2; qy++)
@@ -78,8 +66,7 @@ static void stage_fill(float *restrict rec, const emf *f, int x0, int y0, int w,
                     float *r = rec + (size_t)REC * ((2 * b + qy) * 2 * w + 2 * a + qx);
                     int k = emf_idx(f, x0 + a, y0 + b);
                     for (int m = 0; m < 6; m++) {
-                        /* gather_component's corner: ox = -1 when x - 1/2 < 0 (staggered) */
-                        const float *g = src[m] + k - (hx[m] && !qx) - (hy[m] && !qy) * st;
+                        const float *g = src[m] + k + gather_corner(m, qx, qy, st);
                         r[4 * m + 0] = g[0];
                         r[4 * m + 1] = g[1];
                         r[4 * m + 2] = g[st];
@@ -118,8 +105,8 @@ rec_transpose8(const float *rec, const int *q, int m0, float (*fv)[PCHUNK], int 
  * of PCHUNK particles: the cluster's fields are first laid out as quarter-cell records
  * (stage_fill); a vectorised loop finds each particle's record, the records' 24 values are
  * transposed into structure-of-arrays buffers (AVX shuffles: AVX2 gathers are slow on Zen),
- * and a vectorised loop interpolates with gather_component's formulas (gather_axis,
- * gather_bilinear: same values, weights and operations) and applies boris_step. */
+ * and a vectorised loop interpolates them (gather_stencil: gather_component's values,
+ * weights and operations) and applies boris_step. */
 static inline __attribute__((always_inline)) double
 push_range(species *s, const emf *f, const clusters *cl, int c, float *restrict stage,
            const float ext_e[3], const float ext_b[3], float qdt2m, const int want_ke)
@@ -170,22 +157,18 @@ push_range(species *s, const emf *f, const clusters *cl, int c, float *restrict 
         for (int r = 0; r < n; r++) {
             const int p = base + r;
             float x = px[p], y = py[p];
-            int o;
-            float wx0 = gather_axis(x, 0, &o), wx1 = gather_axis(x, 1, &o);
-            float wy0 = gather_axis(y, 0, &o), wy1 = gather_axis(y, 1, &o);
-            float gx = gather_bilinear(fv[0][r], fv[1][r], fv[2][r], fv[3][r], wx1, wy0) + e0;
-            float gy = gather_bilinear(fv[4][r], fv[5][r], fv[6][r], fv[7][r], wx0, wy1) + e1;
-            float gz = gather_bilinear(fv[8][r], fv[9][r], fv[10][r], fv[11][r], wx0, wy0) + e2;
-            float hx = gather_bilinear(fv[12][r], fv[13][r], fv[14][r], fv[15][r], wx0, wy1) + b0;
-            float hy = gather_bilinear(fv[16][r], fv[17][r], fv[18][r], fv[19][r], wx1, wy0) + b1;
-            float hz = gather_bilinear(fv[20][r], fv[21][r], fv[22][r], fv[23][r], wx1, wy1) + b2;
+            float gx = gather_stencil(&fv[4 * YEE_EX][r], PCHUNK, YEE_EX, x, y) + e0;
+            float gy = gather_stencil(&fv[4 * YEE_EY][r], PCHUNK, YEE_EY, x, y) + e1;
+            float gz = gather_stencil(&fv[4 * YEE_EZ][r], PCHUNK, YEE_EZ, x, y) + e2;
+            float hx = gather_stencil(&fv[4 * YEE_BX][r], PCHUNK, YEE_BX, x, y) + b0;
+            float hy = gather_stencil(&fv[4 * YEE_BY][r], PCHUNK, YEE_BY, x, y) + b1;
+            float hz = gather_stencil(&fv[4 * YEE_BZ][r], PCHUNK, YEE_BZ, x, y) + b2;
             float u0x = pux[p], u0y = puy[p], u0z = puz[p], vx = u0x, vy = u0y, vz = u0z;
             boris_step(&vx, &vy, &vz, gx, gy, gz, hx, hy, hz, qdt2m);
             pux[p] = vx;
             puy[p] = vy;
             puz[p] = vz;
-            float gm = lorentz_gamma(0.5f * (u0x + vx), 0.5f * (u0y + vy), 0.5f * (u0z + vz));
-            ke += want_ke ? (double)pw[p] * (gm - 1.0f) : 0.0;
+            ke += want_ke ? kinetic_share(pw[p], u0x, u0y, u0z, vx, vy, vz) : 0.0;
         }
     }
     return ke;
@@ -206,7 +189,7 @@ void push_half_back(species *s, const emf *f, const clusters *cl, const float ex
 {
     if (s->immobile)
         return;
-    const float qdt2m = (float)(-0.25 * f->dt) * s->qm; /* a Boris step of -dt/2 */
+    const float qdt2m = boris_qdt2m(-0.5 * f->dt, s->qm);
 #pragma omp parallel
     {
         float *stage = empic_alloc(stage_floats(cl) * sizeof(float), "field stage");
@@ -218,23 +201,23 @@ void push_half_back(species *s, const emf *f, const clusters *cl, const float ex
 }
 
 /* Move one cluster's particles, deposit their current in tile t and set migration codes.
- * Chunks of CHUNK particles: a vectorised loop computes the new positions and the weights of
- * the three pieces of each move (move_pieces), then a scalar loop adds them to the tile. */
+ * Chunks of CHUNK particles: a vectorised loop moves them (particle_move: new positions,
+ * cells and the weights of the three pieces of each move), then a scalar loop adds the
+ * selected pieces to the tile. */
 #define CHUNK 32
-static void move_cluster(species *s, const emf *f, const clusters *cl, int c, tile *t)
+static void move_cluster(species *s, const emf *f, int c, tile *t)
 {
-    const float rdx = (float)(f->dt / f->dx), rdy = (float)(f->dt / f->dy);
-    const float jxq = (float)(f->dx / f->dt), jyq = (float)(f->dy / f->dt), q = s->q;
-    const int cx = c % cl->ncx, cy = c / cl->ncx, nx = f->nx, ny = f->ny, ts = t->s;
-    const int xlo = cl->x0[cx], xhi = cl->x0[cx + 1], ylo = cl->y0[cy], yhi = cl->y0[cy + 1];
-    const int i0 = t->i0, j0 = t->j0;
+    const move_step ms = move_step_of(f->dt, f->dx, f->dy, s->q);
+    const cluster_tile T = t->c;
+    const int nx = f->nx, ny = f->ny, ts = T.w;
     int *hist = s->hist + 9 * c;
     uint32_t *restrict cell = s->cell;
     float *restrict px = s->x, *restrict py = s->y;
     const float *restrict pux = s->ux, *restrict puy = s->uy, *restrict puz = s->uz,
                           *restrict pw = s->w;
     uint8_t *restrict code = s->code;
-    int kk[3][CHUNK], k0[CHUNK], mc[CHUNK], used[CHUNK];
+    int kk[3][CHUNK], k0[CHUNK], mc[CHUNK];
+    unsigned used[CHUNK];
     float ww[3][8][CHUNK];
     memset(hist, 0, 9 * sizeof(int));
     const int end = s->start[c] + s->count[c];
@@ -243,34 +226,22 @@ static void move_cluster(species *s, const emf *f, const clusters *cl, int c, ti
 #pragma omp simd
         for (int r = 0; r < n; r++) {
             const int p = base + r;
-            float ux = pux[p], uy = puy[p], uz = puz[p];
-            float ig = 1.0f / lorentz_gamma(ux, uy, uz);
-            float x0 = px[p], y0 = py[p];
-            float x1 = x0 + ux * ig * rdx, y1 = y0 + uy * ig * rdy;
-            float qw = q * pw[p];
-            int ci = cell_i(cell[p]), cj = cell_j(cell[p]);
-            int mid = move_pieces(x0, y0, x1, y1, qw * jxq, qw * jyq, qw * uz * ig, ts,
-                                  &kk[0][r], &ww[0][0][r], CHUNK);
-            k0[r] = (ci - i0) + (cj - j0) * ts;
-            int di = offset_wrap(&x1), dj = offset_wrap(&y1), i = ci + di, j = cj + dj;
-            /* pieces to add: the first always; the last only after a cell change; the middle
-             * only after two edge crossings */
-            used[r] = 1 | ((di | dj) != 0 ? 4 : 0) | (mid ? 2 : 0);
-            int dcx = i < xlo ? -1 : (i >= xhi ? 1 : 0), dcy = j < ylo ? -1 : (j >= yhi ? 1 : 0);
-            i = i < 0 ? i + nx : (i >= nx ? i - nx : i);
-            j = j < 0 ? j + ny : (j >= ny ? j - ny : j);
-            cell[p] = cell_pack(i, j);
-            px[p] = x1;
-            py[p] = y1;
-            mc[r] = (dcx + 1) + 3 * (dcy + 1);
+            uint32_t cp = cell[p];
+            float x = px[p], y = py[p];
+            int dcx, dcy;
+            k0[r] = cluster_tile_k(&T, cp);
+            used[r] = particle_move(&ms, &T, nx, ny, ts, pux[p], puy[p], puz[p], pw[p], &cp, &x,
+                                    &y, &dcx, &dcy, &kk[0][r], &ww[0][0][r], CHUNK);
+            cell[p] = cp;
+            px[p] = x;
+            py[p] = y;
+            mc[r] = mig_bin(dcx, dcy);
         }
         for (int r = 0; r < n; r++) {
-            for (int m = 0; m < 3; m++)
-                if (used[r] & (1 << m))
-                    deposit_add(t->a[0], t->a[1], t->a[2], k0[r] + kk[m][r], ts, &ww[m][0][r],
-                                CHUNK);
+            deposit_pieces(t->a[0], t->a[1], t->a[2], k0[r], ts, used[r], &kk[0][r],
+                           &ww[0][0][r], CHUNK);
             hist[mc[r]]++;
-            code[base + r] = (uint8_t)mig_code(mc[r] % 3 - 1, mc[r] / 3 - 1);
+            code[base + r] = (uint8_t)mig_code_of_bin(mc[r]);
         }
     }
 }
@@ -278,7 +249,7 @@ static void move_cluster(species *s, const emf *f, const clusters *cl, int c, ti
 void push_cpu(species *s, emf *f, const clusters *cl, const float ext_e[3],
               const float ext_b[3], int want_ke, push_stats *st)
 {
-    const float qdt2m = (float)(0.5 * f->dt) * s->qm;
+    const float qdt2m = boris_qdt2m(f->dt, s->qm);
     double ke = 0.0, tp = 0.0, td = 0.0;
     if (s->immobile) {
         memset(s->hist, 0, (size_t)cl->n * 9 * sizeof(int));
@@ -304,10 +275,10 @@ void push_cpu(species *s, emf *f, const clusters *cl, const float ext_e[3],
                 double t1 = omp_get_wtime();
                 tile t;
                 tile_open(&t, store, cl, c, 3);
-                move_cluster(s, f, cl, c, &t);
+                move_cluster(s, f, c, &t);
                 if (bnd_edge(s, cl, c)) { /* walls: particles that crossed them, their current */
                     bnd_cluster(s, f, cl, c);
-                    bnd_tile(s, f, cl, c, t.i0, t.j0, t.w, t.h, t.s, t.a[0], t.a[1], t.a[2]);
+                    bnd_tile(s, f, cl, c, &t.c, t.a[0], t.a[1], t.a[2]);
                 }
                 tile_add(&t, f, f->j, 3);
                 tp += t1 - t0;
@@ -321,7 +292,7 @@ void push_cpu(species *s, emf *f, const clusters *cl, const float ext_e[3],
         ke += kc[c];
     free(kc);
     int nt = omp_get_max_threads();
-    st->kinetic = ke * s->m * f->dx * f->dy;
+    st->kinetic = kinetic_total(ke, s->m, f->dx, f->dy);
     st->t_push = tp / nt;
     st->t_deposit = td / nt;
 }
@@ -340,8 +311,8 @@ void push_rho_cpu(const species *s, const emf *f, const clusters *cl, float *rho
                 tile t;
                 tile_open(&t, store, cl, c, 1);
                 for (int p = s->start[c]; p < s->start[c] + s->count[c]; p++)
-                    deposit_charge(t.a[0], tile_k(&t, s->cell[p]), t.s, s->x[p], s->y[p],
-                                   s->q * s->w[p]);
+                    deposit_charge(t.a[0], cluster_tile_k(&t.c, s->cell[p]), t.c.w, s->x[p],
+                                   s->y[p], s->q * s->w[p]);
                 float *dst[1] = {rho};
                 tile_add(&t, f, dst, 1);
             }

@@ -1,9 +1,12 @@
 /* report.c - run.cfg, energy.csv, progress line, timing table and timing.json. */
 #include "report.h"
 #include "empic.h"
+#include "h5out.h"
+#include "version.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,6 +114,7 @@ int report_open(sim *S, const char *resume_dir)
     char *text = NULL;
     size_t len = 0;
     FILE *m = open_memstream(&text, &len);
+    fprintf(m, "# written by empic %s\n", empic_version_string());
     deck_write(&S->d, m);
     fclose(m);
     out_path(S, path, sizeof path, "run.cfg");
@@ -118,6 +122,10 @@ int report_open(sim *S, const char *resume_dir)
     free(text);
     if (rc)
         return -1;
+    S->run0.step = S->step; /* a restart's counters carry the earlier run's */
+    S->run0.particle_steps = S->particle_steps;
+    S->run0.wall_s = S->wall_s;
+    memcpy(S->run0.phase_s, S->st.phase_s, sizeof S->st.phase_s);
     if (S->d.energy_every > 0) {
         /* a restart keeps the rows before its step: from this folder (read before the new
          * file replaces an interrupted run's energy.csv.tmp), else from the run it continues */
@@ -175,11 +183,107 @@ void report_progress(sim *S, int final)
     int tty = isatty(STDERR_FILENO);
     if (!tty && !final && S->step % (S->d.steps / 10 > 0 ? S->d.steps / 10 : 1) != 0)
         return;
-    double rate = S->wall_s > 0 ? S->particle_steps / S->wall_s : 0.0;
-    double eta = S->step > 0 ? S->wall_s / S->step * (S->d.steps - S->step) : 0.0;
-    fprintf(stderr, "%sstep %ld/%ld  t = %.3f  %.3g particle-steps/s  ETA %.0f s%s",
-            tty ? "\r" : "", S->step, S->d.steps, S->step * S->d.dt, rate, eta,
-            tty && !final ? "   " : "\n");
+    const long run = S->step - S->run0.step;
+    const long long ps = S->particle_steps - S->run0.particle_steps;
+    const double wall = S->wall_s - S->run0.wall_s;
+    const int pic = ps > 0;
+    double rate = wall > 0 ? (pic ? (double)ps : (double)run * S->d.nx * S->d.ny) / wall : 0.0;
+    double eta = run > 0 ? wall / run * (S->d.steps - S->step) : 0.0;
+    fprintf(stderr, "%sstep %ld/%ld  t = %.3f  %.3g %s-steps/s  ETA %.0f s%s",
+            tty ? "\r" : "", S->step, S->d.steps, S->step * S->d.dt, rate,
+            pic ? "particle" : "cell", eta, tty && !final ? "   " : "\n");
+}
+
+/* The run's timing, over the steps this process ran (after a restart: since the checkpoint).
+ * Per particle-step (mobile particles x steps, as OSIRIS reports it) and per cell-step; a
+ * particle-free run is reported per cell-step only. */
+typedef struct {
+    long steps;                          /* steps run by this process */
+    double wall;                         /* its wall seconds */
+    long long np;                        /* mobile particles */
+    double cell_steps;
+    int per_cell;                        /* no particle-steps: the table is per cell-step */
+    double ns_part[PH_COUNT], ns_cell[PH_COUNT], total_part, total_cell;
+    double bytes, bw, floor_ns, mem;     /* floor_ns and bytes per unit of the table */
+} timing;
+
+static void timing_measure(sim *S, timing *t)
+{
+    t->steps = S->step - S->run0.step;
+    t->wall = S->wall_s - S->run0.wall_s;
+    t->np = sim_particles(S);
+    t->cell_steps = (double)S->d.nx * S->d.ny * t->steps;
+    const double ps = (double)(S->particle_steps - S->run0.particle_steps);
+    t->per_cell = ps <= 0;
+    double known = 0.0, phase[PH_COUNT];
+    for (int p = 0; p < PH_OTHER; p++)
+        known += phase[p] = S->st.phase_s[p] - S->run0.phase_s[p];
+    phase[PH_OTHER] = t->wall > known ? t->wall - known : 0.0;
+    S->st.phase_s[PH_OTHER] = S->run0.phase_s[PH_OTHER] + phase[PH_OTHER];
+    for (int p = 0; p < PH_COUNT; p++) {
+        t->ns_part[p] = ps > 0 ? phase[p] / ps * 1e9 : 0.0;
+        t->ns_cell[p] = t->cell_steps > 0 ? phase[p] / t->cell_steps * 1e9 : 0.0;
+    }
+    t->total_part = ps > 0 ? t->wall / ps * 1e9 : 0.0;
+    t->total_cell = t->cell_steps > 0 ? t->wall / t->cell_steps * 1e9 : 0.0;
+    t->bytes = t->per_cell ? BYTES_CELL
+                           : BYTES_PARTICLE + BYTES_CELL * S->d.nx * S->d.ny /
+                                                  (t->np > 0 ? (double)t->np : 1.0);
+    t->bw = t->steps > 0 ? S->be->bandwidth(S->be_ctx) : 0.0;
+    t->mem = S->be->bytes_per_particle(S->be_ctx, &S->st);
+    t->floor_ns = t->bw > 0 ? t->bytes / t->bw * 1e9 : 0.0;
+}
+
+static void json_phases(FILE *m, const char *key, double total, const double *ns)
+{
+    fprintf(m, "  \"%s\": {\"total\": %.6g", key, total);
+    for (int p = 0; p < PH_COUNT; p++)
+        fprintf(m, ", \"%s\": %.6g", phase_name[p], ns[p]);
+    fprintf(m, "},\n");
+}
+
+static void timing_json(const sim *S, const timing *t, FILE *m)
+{
+    const double total = t->per_cell ? t->total_cell : t->total_part;
+    fprintf(m, "{\n  \"version\": \"%s\",\n  \"commit\": \"%s\",\n", EMPIC_VERSION,
+            empic_commit());
+    fprintf(m, "  \"backend\": \"%s\",\n  \"device\": \"%s\",\n  \"threads\": %d,\n",
+            S->be->name, S->device, omp_get_max_threads());
+    fprintf(m, "  \"steps\": %ld,\n  \"first_step\": %ld,\n  \"last_step\": %ld,\n", t->steps,
+            S->run0.step, S->step);
+    fprintf(m, "  \"particles\": %lld,\n  \"cells\": %d,\n  \"wall_s\": %.6f,\n", t->np,
+            S->d.nx * S->d.ny, t->wall);
+    fprintf(m, "  \"per\": \"%s\",\n", t->per_cell ? "cell-step" : "particle-step");
+    if (t->per_cell)
+        fprintf(m, "  \"ns_per_particle_step\": null,\n");
+    else
+        json_phases(m, "ns_per_particle_step", t->total_part, t->ns_part);
+    json_phases(m, "ns_per_cell_step", t->total_cell, t->ns_cell);
+    fprintf(m, "  \"bytes_per_%s\": %.2f,\n  \"bandwidth_bytes_per_s\": %.4g,\n",
+            t->per_cell ? "cell_step" : "particle_step", t->bytes, t->bw);
+    fprintf(m, "  \"bandwidth_floor_ns\": %.6g,\n  \"bandwidth_fraction\": %.4f,\n",
+            t->floor_ns, total > 0 && t->floor_ns > 0 ? t->floor_ns / total : 0.0);
+    fprintf(m, "  \"memory_bytes_per_particle\": %.2f\n}\n", t->mem);
+}
+
+static void timing_table(const sim *S, const timing *t)
+{
+    const double *ns = t->per_cell ? t->ns_cell : t->ns_part;
+    const double total = t->per_cell ? t->total_cell : t->total_part;
+    const char *unit = t->per_cell ? "cell" : "particle";
+    printf("\n%-9s %12s %8s\n", "phase", t->per_cell ? "ns/cell-step" : "ns/part-step",
+           "share");
+    for (int p = 0; p < PH_COUNT; p++)
+        printf("%-9s %12.3f %7.1f%%\n", phase_name[p], ns[p],
+               total > 0 ? 100.0 * ns[p] / total : 0.0);
+    printf("%-9s %12.3f %7.1f%%   (%.0f B/%s-step; bandwidth floor %.3f ns = %.1f%%"
+           " of the time)\n",
+           "total", total, 100.0, t->bytes, unit, t->floor_ns,
+           total > 0 ? 100 * t->floor_ns / total : 0.0);
+    printf("wall %.2f s for %ld steps", t->wall, t->steps);
+    if (S->run0.step > 0)
+        printf(" (%ld to %ld, after the restart)", S->run0.step, S->step);
+    printf(" on %s; output in %s/\n", S->device, S->d.output);
 }
 
 int report_close(sim *S)
@@ -195,49 +299,42 @@ int report_close(sim *S)
             return -1;
         }
     }
-    double ps = (double)(S->particle_steps > 0 ? S->particle_steps : 1);
-    double known = 0.0, ns[PH_COUNT];
-    for (int p = 0; p < PH_OTHER; p++)
-        known += S->st.phase_s[p];
-    S->st.phase_s[PH_OTHER] = S->wall_s > known ? S->wall_s - known : 0.0;
-    for (int p = 0; p < PH_COUNT; p++)
-        ns[p] = S->st.phase_s[p] / ps * 1e9;
-    double total = S->wall_s / ps * 1e9;
-    long long np = sim_particles(S);
-    double bytes = BYTES_PARTICLE + BYTES_CELL * S->d.nx * S->d.ny / (np > 0 ? np : 1);
-    double bw = S->step > 0 ? S->be->bandwidth(S->be_ctx) : 0.0;
-    double mem = S->be->bytes_per_particle(S->be_ctx, &S->st);
-    double floor_ns = bw > 0 ? bytes / bw * 1e9 : 0.0;
+    timing t;
+    timing_measure(S, &t);
     char *text = NULL;
     size_t len = 0;
     FILE *m = open_memstream(&text, &len);
-    fprintf(m, "{\n  \"backend\": \"%s\",\n  \"device\": \"%s\",\n  \"threads\": %d,\n",
-            S->be->name, S->device, omp_get_max_threads());
-    fprintf(m, "  \"steps\": %ld,\n  \"particles\": %lld,\n  \"cells\": %d,\n", S->step, np,
-            S->d.nx * S->d.ny);
-    fprintf(m, "  \"wall_s\": %.6f,\n  \"ns_per_particle_step\": {\"total\": %.6g", S->wall_s,
-            total);
-    for (int p = 0; p < PH_COUNT; p++)
-        fprintf(m, ", \"%s\": %.6g", phase_name[p], ns[p]);
-    fprintf(m, "},\n  \"bytes_per_particle_step\": %.2f,\n  \"bandwidth_bytes_per_s\": %.4g,\n",
-            bytes, bw);
-    fprintf(m, "  \"bandwidth_floor_ns\": %.6g,\n  \"bandwidth_fraction\": %.4f,\n", floor_ns,
-            total > 0 && floor_ns > 0 ? floor_ns / total : 0.0);
-    fprintf(m, "  \"memory_bytes_per_particle\": %.2f\n}\n", mem);
+    timing_json(S, &t, m);
     fclose(m);
     out_path(S, fin, sizeof fin, "timing.json");
     int rc = report_write_file(fin, text, len);
     free(text);
-    if (!S->quiet) {
-        printf("\n%-9s %12s %8s\n", "phase", "ns/part-step", "share");
-        for (int p = 0; p < PH_COUNT; p++)
-            printf("%-9s %12.3f %7.1f%%\n", phase_name[p], ns[p],
-                   total > 0 ? 100.0 * ns[p] / total : 0.0);
-        printf("%-9s %12.3f %7.1f%%   (%.0f B/particle-step; bandwidth floor %.3f ns = %.1f%%"
-               " of the time)\n",
-               "total", total, 100.0, bytes, floor_ns, total > 0 ? 100 * floor_ns / total : 0.0);
-        printf("wall %.2f s for %ld steps on %s; output in %s/\n", S->wall_s, S->step,
-               S->device, S->d.output);
-    }
+    if (!S->quiet)
+        timing_table(S, &t);
     return rc;
+}
+
+void report_scales(const deck *d, FILE *o)
+{
+    out_units u;
+    h5out_units(d->n0, &u);
+    const double um = u.length * 1e6, fs = u.time * 1e15;
+    fprintf(o, "# SI scales for n0 = %g cm^-3: omega_p = %.4g rad/s, 1/omega_p = %.4g fs, "
+               "c/omega_p = %.4g um,\n#   E0 = m_e c omega_p/e = %.4g V/m, "
+               "B0 = m_e omega_p/e = %.4g T\n",
+            d->n0, 1.0 / u.time, fs, um, u.e, u.b);
+    fprintf(o, "# box %.4g x %.4g um (cells %.4g x %.4g nm), dt = %.4g fs, %ld steps = %.4g fs\n",
+            d->nx * d->dx * um, d->ny * d->dy * um, d->dx * um * 1e3, d->dy * um * 1e3,
+            d->dt * fs, d->steps, d->steps * d->dt * fs);
+    for (int k = 0; k < d->nlasers; k++) {
+        const deck_laser *l = &d->lasers[k];
+        const double lambda = 2.0 * M_PI / l->omega0 * um; /* um */
+        /* I lambda^2 = 1.37e18 W cm^-2 um^2 a0^2 for linear polarisation, twice for circular */
+        const double intensity = (l->circular ? 2.0 : 1.0) * 1.37e18 * l->a0 * l->a0 /
+                                 (lambda * lambda);
+        fprintf(o, "# laser %d: lambda0 = %.4g um, critical density n_c = %.4g n0 = %.4g cm^-3, "
+                   "peak E = a0 omega0 E0 = %.4g V/m, I = %.3g W/cm^2\n",
+                k, lambda, l->omega0 * l->omega0, l->omega0 * l->omega0 * d->n0,
+                l->a0 * l->omega0 * u.e, intensity);
+    }
 }

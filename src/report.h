@@ -17,4 +17,8 @@ int report_close(sim *S);
 /* Write `text` to path atomically (temporary name, fsync, rename). 0 or -1 after reporting. */
 int report_write_file(const char *path, const char *text, size_t len);
 
+/* The SI scales of the deck's n0 as comments (ω_p, c/ω_p, E0, the box and time step, and
+ * per laser λ0, the critical density, the peak field and the intensity), for --check. */
+void report_scales(const deck *d, FILE *o);
+
 #endif

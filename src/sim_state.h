@@ -25,6 +25,12 @@ typedef struct {
     int backend;              /* BACKEND_CPU or BACKEND_CUDA once chosen */
     char device[128];         /* CPU model or GPU name */
     long step;                /* steps done */
+    struct {                  /* the counters when this process started (after a restart,
+                                 the checkpoint's): the timing report covers what it ran */
+        long step;
+        long long particle_steps;
+        double wall_s, phase_s[PH_COUNT];
+    } run0;
     window win;               /* moving window (box origin x0 = win.cells * dx) */
     double wall_s;
     long long particle_steps; /* mobile particles x steps pushed */

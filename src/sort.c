@@ -7,37 +7,19 @@
  * O(movers) plus one scan of each cluster per pass. */
 #include "sort.h"
 #include "empic.h"
-#include "particle.h"
+#include "cluster.h"
 
 #include <stdlib.h>
 
-static inline int bin(int dx, int dy) { return (dx + 1) + 3 * (dy + 1); }
-
-static inline int wrap(int c, int n) { return c < 0 ? c + n : (c >= n ? c - n : c); }
-
 void sort_prepare(species *s, const clusters *cl)
 {
-    const int nx = cl->ncx, ny = cl->ncy;
     int *need = empic_alloc((size_t)cl->n * sizeof(int), "sort table");
     int over = 0;
 #pragma omp parallel for reduction(+ : over)
     for (int c = 0; c < cl->n; c++) {
-        int cx = c % nx, cy = c / nx;
-        const int *l = s->hist + 9 * cluster_id(cl, wrap(cx - 1, nx), cy);
-        const int *r = s->hist + 9 * cluster_id(cl, wrap(cx + 1, nx), cy);
-        const int *h = s->hist + 9 * c;
-        int in_x = 0, out_x = 0, in_y = 0;
-        for (int dy = -1; dy <= 1; dy++) {
-            in_x += l[bin(1, dy)] + r[bin(-1, dy)];
-            out_x += h[bin(1, dy)] + h[bin(-1, dy)];
-        }
-        for (int dx = -1; dx <= 1; dx++) {
-            int sx = wrap(cx - dx, nx);
-            in_y += s->hist[9 * cluster_id(cl, sx, wrap(cy - 1, ny)) + bin(dx, 1)] +
-                    s->hist[9 * cluster_id(cl, sx, wrap(cy + 1, ny)) + bin(dx, -1)];
-        }
-        int peak_x = s->count[c] + in_x, peak_y = s->count[c] - out_x + in_x + in_y;
-        need[c] = peak_x > peak_y ? peak_x : peak_y;
+        int leavers[4];
+        need[c] = sort_need(s->hist, s->count[c], c % cl->ncx, c / cl->ncx, cl->ncx, cl->ncy,
+                            leavers);
         over += need[c] > s->cap[c];
     }
     if (over)

@@ -235,8 +235,22 @@ static int segment_capacity(const species *s, long long n)
     c = (c + 31) / 32 * 32;
     if (c > 0x7fffffffLL)
         EMPIC_DIE("species %s: a cluster needs %lld particle slots; use smaller clusters",
-                  s->cfg->name, c);
+                  s->name, c);
     return (int)c;
+}
+
+size_t species_segments(const species *s, int n, const int *count, const int *need, int *start,
+                        int *cap)
+{
+    size_t total = 0;
+    for (int c = 0; c < n; c++) {
+        start[c] = (int)total;
+        cap[c] = segment_capacity(s, need && need[c] > count[c] ? need[c] : count[c]);
+        total += (size_t)cap[c];
+    }
+    if (total > 0x7fffffffu)
+        EMPIC_DIE("species %s: %zu particle slots exceed the 2^31 limit", s->name, total);
+    return total;
 }
 
 void species_open(species *s, const deck *d, int index, const clusters *c)
@@ -272,16 +286,9 @@ void species_init(species *s, const deck *d, int index, const clusters *c)
             s->count[cl] = load_cluster(s, d, c, cl, &p, (size_t)-1);
         profile_close(&p);
     }
-    size_t total = 0;
-    for (int cl = 0; cl < c->n; cl++) {
-        s->start[cl] = (int)total;
-        s->cap[cl] = segment_capacity(s, s->count[cl]);
-        total += (size_t)s->cap[cl];
+    for (int cl = 0; cl < c->n; cl++)
         s->np += s->count[cl];
-    }
-    if (total > 0x7fffffffu)
-        EMPIC_DIE("species %s: %zu particle slots exceed the 2^31 limit", s->cfg->name, total);
-    species_alloc(s, total);
+    species_alloc(s, species_segments(s, c->n, s->count, NULL, s->start, s->cap));
 #pragma omp parallel
     {
         profile_eval p;
@@ -307,14 +314,7 @@ void species_relayout(species *s, const clusters *cl, const int *need)
 {
     int *start = empic_alloc((size_t)cl->n * sizeof(int), "cluster table");
     int *cap = empic_alloc((size_t)cl->n * sizeof(int), "cluster table");
-    size_t total = 0;
-    for (int c = 0; c < cl->n; c++) {
-        start[c] = (int)total;
-        cap[c] = segment_capacity(s, need[c] > s->count[c] ? need[c] : s->count[c]);
-        total += (size_t)cap[c];
-    }
-    if (total > 0x7fffffffu)
-        EMPIC_DIE("species %s: %zu particle slots exceed the 2^31 limit", s->cfg->name, total);
+    size_t total = species_segments(s, cl->n, s->count, need, start, cap);
     species old = *s;
     species_alloc(s, total > s->alloc ? total : s->alloc);
 #pragma omp parallel for schedule(dynamic)

@@ -2,6 +2,7 @@
 #ifndef SPECIES_H
 #define SPECIES_H
 
+#include "cluster.h"
 #include "kinds.h"
 #include <stdint.h>
 #include <stddef.h>
@@ -21,8 +22,8 @@ void clusters_init(clusters *c, const struct deck *d);
 void clusters_free(clusters *c);
 static inline int cluster_id(const clusters *c, int cx, int cy) { return cx + cy * c->ncx; }
 
-/* Structure of arrays. Particle p sits in cell (cell & 0xffff, cell >> 16) at offset
- * (x, y) in [0,1); u = gamma v; w = density weight n/ppc; code = 4-bit migration code. */
+/* Structure of arrays. Particle p sits in cell (cell_i(cell), cell_j(cell)) (cluster.h) at
+ * offset (x, y) in [0,1); u = gamma v; w = density weight n/ppc; code = 4-bit migration code. */
 typedef struct {
     const struct deck_species *cfg; /* the deck's entry (host code only) */
     const char *name;
@@ -46,10 +47,6 @@ typedef struct {
     long long rearrangements;
 } species;
 
-static inline uint32_t cell_pack(int i, int j) { return (uint32_t)i | ((uint32_t)j << 16); }
-static inline int cell_i(uint32_t c) { return (int)(c & 0xffffu); }
-static inline int cell_j(uint32_t c) { return (int)(c >> 16); }
-
 /* Tracking: 1 when d tracks species `index` (diagnostics.tracks). */
 int species_tracked(const struct deck *d, int index);
 /* Species `index` of d with empty cluster tables (no particles, no arrays). */
@@ -72,6 +69,11 @@ static inline void species_copy(species *s, size_t b, size_t a)
     if (s->id)
         s->id[b] = s->id[a];
 }
+/* The segment layout of n clusters with count[c] particles and room for need[c] (need may
+ * be NULL): each segment's start and capacity (slack, rounded to 32 slots so that segments
+ * start aligned); returns the slots in all. Stops the run when they exceed 2^31. */
+size_t species_segments(const species *s, int n, const int *count, const int *need, int *start,
+                        int *cap);
 /* Re-lay segments so that cluster c has room for need[c] (global rearrangement). */
 void species_relayout(species *s, const clusters *cl, const int *need);
 /* Moving window: the particles of cell column i (all rows) as the initial load would have

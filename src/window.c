@@ -33,9 +33,8 @@ static void shift_array(const emf *f, float *a)
     }
 }
 
-/* Every particle one cell toward -x: the cell decremented, the x field of the migration code
- * recomputed for the new cell (y kept), PBND_DROP for the first column; then the cluster's
- * histogram of codes (four interleaved counters, so the counts do not wait on each other). */
+/* Every particle one cell toward -x (window_shift_particle); then the cluster's histogram
+ * of codes (four interleaved counters, so the counts do not wait on each other). */
 static void shift_particles(species *s, const clusters *cl)
 {
 #pragma omp parallel for schedule(dynamic)
@@ -45,15 +44,8 @@ static void shift_particles(species *s, const clusters *cl)
         uint32_t *restrict cell = s->cell;
         uint8_t *restrict code = s->code;
 #pragma omp simd
-        for (int p = b; p < e; p++) {
-            uint32_t cv = cell[p];
-            unsigned k = code[p];
-            int i = (int)(cv & 0xffffu) - 1, drop = (k == PBND_DROP) | (i < 0);
-            int dx = cxo[i < 0 ? 0 : i] - cx;
-            cell[p] = drop ? cv : cv - 1u; /* i >= 0: no borrow into j */
-            code[p] = (uint8_t)(drop ? PBND_DROP
-                                     : ((dx < 0 ? 2u : (unsigned)dx) | (k & 0xcu)));
-        }
+        for (int p = b; p < e; p++)
+            code[p] = (uint8_t)window_shift_particle(&cell[p], code[p], cxo, cx);
         int h[4][16] = {{0}}, *hist = s->hist + 9 * c, p = b;
         for (; p + 4 <= e; p += 4) {
             h[0][code[p]]++;
@@ -67,7 +59,7 @@ static void shift_particles(species *s, const clusters *cl)
         for (unsigned k = 0; k < 16; k++) {
             int n = h[0][k] + h[1][k] + h[2][k] + h[3][k];
             if (n)
-                hist[k == PBND_DROP ? 4 : (mig_dx(k) + 1) + 3 * (mig_dy(k) + 1)] += n;
+                hist[mig_bin_of_code(k)] += n;
         }
     }
 }

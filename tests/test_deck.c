@@ -339,6 +339,51 @@ static void test_formula(void)
     formula_free(NULL);
 }
 
+/* User constants: numbers and formulas of earlier constants, usable in density and drift
+ * formulas (a whole name, not a function call or part of a longer name); the resolved deck
+ * reads back to the same values. */
+static void test_constants(void)
+{
+    static const char *text =
+        "constants = { k = 0.5; amp = 0.1; L = \"2*pi/k\"; sin2 = 3; };\n" GRID TIME
+        "species = ( { name = \"e\"; charge = -1.0; ppc = [2, 2];\n"
+        "  density = { profile = \"expr\"; expr = \"1 + amp*sin(k*x) + 0*sin2 + 0*ampx\"; };\n"
+        "  momentum = { drift = (\"amp*cos(k*x)\", 0.0, \"L\"); }; } );\n";
+    deck d;
+    CU_ASSERT_EQUAL(load_text(text, &d), -1); /* ampx is no constant */
+    CU_ASSERT_PTR_NOT_NULL(strstr(errbuf, "Unexpected token \"ampx\""));
+    char ok[2048];
+    snprintf(ok, sizeof ok, "%s", text);
+    *strstr(ok, " + 0*ampx") = '\0';
+    strcat(ok, "\"; };\n  momentum = { drift = (\"amp*cos(k*x)\", 0.0, \"L\"); }; } );\n");
+    CU_ASSERT_EQUAL_FATAL(load_text(ok, &d), 0);
+    CU_ASSERT_EQUAL(d.nconstants, 4);
+    CU_ASSERT_DOUBLE_EQUAL(d.constants[2].value, 4 * M_PI, 1e-14);
+    char err[256];
+    formula *f = formula_new(d.species[0].density_expr, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT_DOUBLE_EQUAL(formula_eval(f, M_PI, 0.0), 1 + 0.1 * sin(0.5 * M_PI), 1e-15);
+    formula_free(f);
+    CU_ASSERT_DOUBLE_EQUAL(strtod(d.species[0].drift[2] + 1, NULL), 4 * M_PI, 1e-14);
+    /* the resolved deck keeps the values */
+    char path[512];
+    snprintf(path, sizeof path, "%s/resolved.cfg", tmpdir);
+    FILE *o = fopen(path, "w");
+    deck_write(&d, o);
+    fclose(o);
+    deck r;
+    CU_ASSERT_EQUAL_FATAL(load_path(path, &r), 0);
+    assert_same(&d, &r);
+    CU_ASSERT_EQUAL(r.nconstants, 4);
+    deck_free(&r);
+    deck_free(&d);
+    expect_fail("constants = { x = 1.0; };\n" GRID TIME SPEC(""), "constants.x",
+                "invalid constant name");
+    expect_fail("constants = { a = \"b + 1\"; b = 1; };\n" GRID TIME SPEC(""), "constants.a",
+                "Unexpected token \"b\"");
+    expect_fail("constants = { a = true; };\n" GRID TIME SPEC(""), "constants.a", NULL);
+}
+
 static void test_pwl(void)
 {
     double s[] = {0.0, 1.0, 3.0}, v[] = {0.0, 2.0, 1.0};
@@ -368,6 +413,7 @@ int main(void)
     CU_add_test(s, "tmax gives steps", test_tmax);
     CU_add_test(s, "broken decks are rejected with the key path", test_broken);
     CU_add_test(s, "formulas", test_formula);
+    CU_add_test(s, "user constants in formulas", test_constants);
     CU_add_test(s, "piecewise tables and the Courant limit", test_pwl);
     unsigned failed = tu_run_tests();
     char cmd[600];

@@ -346,9 +346,9 @@ static void test_fixed_point(void)
                     if (!pass)
                         add_exact(x, 3 + 3 * S + o[m], S, w + 8 * m);
                 }
-            if (!pass)
-                deposit_move(f, f + S * S, f + 2 * S * S, 3 + 3 * S, S, x0[p], y0[p], x1[p],
-                             y1[p], cx, cy, qvz);
+            if (!pass) /* the float deposit of the same pieces */
+                deposit_pieces(f, f + S * S, f + 2 * S * S, 3 + 3 * S, S, mid ? 7u : 5u, o, w,
+                               1);
         }
     }
     double dfix = 0.0, dflt = 0.0;

@@ -1,0 +1,315 @@
+/* xdmf.c - XDMF 2 descriptions of the openPMD dumps (see xdmf.h).
+ *
+ * Layout, chosen for what ParaView 5.11's readers accept:
+ *   Domain / Grid "<run>" (Spatial) / Grid "<block>" (Temporal) / Grid "<block>" (Uniform,
+ *   with its Time), one block per Yee staggering class (fields_node, fields_xhalf,
+ *   fields_yhalf, fields_xyhalf) and per species (particles_<name>).
+ * - The legacy reader names its output blocks after the grids under the spatial collection,
+ *   here the temporal collections, so the names do not change from dump to dump (it makes
+ *   leaf names unique by appending [n]).
+ * - A spatial collection of uniform grids is read by the Xdmf3 readers as the pieces of one
+ *   dataset (the four staggerings drawn as one block); the temporal level keeps them apart.
+ * - Xdmf3 reads neither X_Y geometry nor Function data items, and needs the connectivity of a
+ *   Polyvertex topology (it crashes without): the particle clouds use XY geometry and a
+ *   connectivity, both written by output.c in the dump's /xdmf group.
+ * Fields use 2DRectMesh with VXVY node coordinates at each class's staggered positions
+ * (VTK puts a 2D CoRect mesh in the y-z plane, away from the x-y particle clouds). */
+#include "xdmf.h"
+#include "empic.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+const double XDMF_ST_POS[ST_COUNT][2] = {{0, 0}, {0, 0.5}, {0.5, 0}, {0.5, 0.5}};
+static const char *const ST_NAME[ST_COUNT] = {"fields_node", "fields_xhalf", "fields_yhalf",
+                                              "fields_xyhalf"};
+
+/* Markers the series writer relies on: a block opens with BLOCK_OPEN at three spaces of
+ * indentation and closes with the first BLOCK_CLOSE after it (its content is indented more). */
+#define BLOCK_OPEN "   <Grid Name=\""
+#define BLOCK_CLOSE "\n   </Grid>\n"
+#define BLOCK_TAIL "\" GridType=\"Collection\" CollectionType=\"Temporal\">\n"
+
+static const char XDMF_HEAD[] = "<?xml version=\"1.0\" ?>\n"
+                                "<!DOCTYPE Xdmf SYSTEM \"Xdmf.dtd\" []>\n"
+                                "<Xdmf Version=\"2.0\">\n <Domain>\n";
+
+static void data_item(FILE *x, const char *h5name, const out_item *it, const char *dims)
+{
+    fprintf(x,
+            "      <DataItem Dimensions=\"%s\" NumberType=\"%s\" Precision=\"%d\" "
+            "Format=\"HDF\">%s:%s</DataItem>\n",
+            dims, it->ntype, it->precision, h5name, it->path);
+}
+
+static void attribute(FILE *x, const char *h5name, const out_item *it, const char *dims)
+{
+    fprintf(x, "     <Attribute Name=\"%s\" AttributeType=\"Scalar\" Center=\"Node\">\n",
+            it->name);
+    if (it->units[0])
+        fprintf(x, "      <Information Name=\"units\" Value=\"%s\"/>\n", it->units);
+    data_item(x, h5name, it, dims);
+    fprintf(x, "     </Attribute>\n");
+}
+
+static void block_open(FILE *x, const char *name, double t)
+{
+    fprintf(x, BLOCK_OPEN "%s" BLOCK_TAIL, name);
+    fprintf(x, "    <Grid Name=\"%s\" GridType=\"Uniform\">\n     <Time Value=\"%.15g\"/>\n", name,
+            t);
+}
+
+static void block_close(FILE *x) { fputs("    </Grid>" BLOCK_CLOSE, x); }
+
+/* Rectilinear grid of staggering class st with the mesh items of that class. */
+static void fields_block(FILE *x, const h5w *w, const output_frame *fr, const char *h5name,
+                         int st)
+{
+    const emf *f = fr->f;
+    char dims[64];
+    snprintf(dims, sizeof dims, "%d %d", f->ny, f->nx);
+    block_open(x, ST_NAME[st], fr->t);
+    fprintf(x, "     <Topology TopologyType=\"2DRectMesh\" Dimensions=\"%s\"/>\n", dims);
+    fprintf(x, "     <Geometry GeometryType=\"VXVY\">\n");
+    for (int a = 0; a < 2; a++) { /* node coordinates along x, then y */
+        const int n = a ? f->ny : f->nx;
+        const double o = a ? fr->y0 + XDMF_ST_POS[st][0] * f->dy
+                           : fr->x0 + XDMF_ST_POS[st][1] * f->dx;
+        fprintf(x, "      <DataItem Dimensions=\"%d\" NumberType=\"Float\" Precision=\"8\" "
+                   "Format=\"XML\">", n);
+        for (int k = 0; k < n; k++)
+            fprintf(x, k ? " %.15g" : "%.15g", o + k * (a ? f->dy : f->dx));
+        fprintf(x, "</DataItem>\n");
+    }
+    fprintf(x, "     </Geometry>\n");
+    for (const out_item *it = w->items; it < w->items + w->nitems; it++)
+        if (!it->particle && it->stagger == st)
+            attribute(x, h5name, it, dims);
+    block_close(x);
+}
+
+static const out_item *particle_item(const h5w *w, int s, const char *name)
+{
+    for (const out_item *it = w->items; it < w->items + w->nitems; it++)
+        if (it->particle && it->stagger == s && !strcmp(it->name, name))
+            return it;
+    return NULL;
+}
+
+/* Polyvertex cloud of species s: XY positions, one vertex per particle, the records. */
+static void particles_block(FILE *x, const h5w *w, const output_frame *fr, const char *h5name,
+                            int s)
+{
+    const out_item *xy = particle_item(w, s, "geom_xy"), *vx = particle_item(w, s, "vertex");
+    if (!xy || !vx || xy->n == 0) /* an empty cloud is left out of the description */
+        return;
+    char name[DECK_NAME_MAX + 16], dims[64], dims2[64];
+    snprintf(name, sizeof name, "particles_%s", w->species[s]);
+    snprintf(dims, sizeof dims, "%lld", xy->n);
+    snprintf(dims2, sizeof dims2, "%lld 2", xy->n);
+    block_open(x, name, fr->t);
+    fprintf(x, "     <Topology TopologyType=\"Polyvertex\" NumberOfElements=\"%s\" "
+               "NodesPerElement=\"1\">\n", dims);
+    data_item(x, h5name, vx, dims);
+    fprintf(x, "     </Topology>\n     <Geometry GeometryType=\"XY\">\n");
+    data_item(x, h5name, xy, dims2);
+    fprintf(x, "     </Geometry>\n");
+    for (const out_item *it = w->items; it < w->items + w->nitems; it++)
+        if (it->particle && it->stagger == s && it != xy && it != vx)
+            attribute(x, h5name, it, dims);
+    block_close(x);
+}
+
+static char *read_text(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    long n = f && fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    char *text = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (text && (fseek(f, 0, SEEK_SET) != 0 || fread(text, 1, (size_t)n, f) != (size_t)n)) {
+        free(text);
+        text = NULL;
+    }
+    if (f)
+        fclose(f);
+    if (text)
+        text[n] = '\0';
+    return text;
+}
+
+static int cmp_long(const void *a, const void *b)
+{
+    return (*(const long *)a > *(const long *)b) - (*(const long *)a < *(const long *)b);
+}
+
+/* Steps of the SERIES%08ld.xmf files in dir that have their .h5, sorted; *n of them. */
+static long *list_steps(const char *dir, const char *series, size_t *n)
+{
+    DIR *dd = opendir(dir);
+    if (!dd) {
+        empic_report(dir, 0, "cannot list the dump folder: %s", strerror(errno));
+        return NULL;
+    }
+    long *steps = NULL;
+    size_t cap = 0, pre = strlen(series);
+    struct dirent *e;
+    char path[OUT_PATH + 64];
+    *n = 0;
+    while ((e = readdir(dd))) {
+        long step;
+        int end = 0;
+        if (strncmp(e->d_name, series, pre) ||
+            sscanf(e->d_name + pre, "%ld.xmf%n", &step, &end) != 1 || end == 0 ||
+            e->d_name[pre + (size_t)end] != '\0' || step < 0)
+            continue;
+        snprintf(path, sizeof path, "%s/%s%08ld.h5", dir, series, step);
+        if (access(path, R_OK) != 0)
+            continue;
+        if (*n == cap) {
+            cap = 2 * cap + 16;
+            steps = realloc(steps, cap * sizeof *steps);
+            if (!steps)
+                EMPIC_DIE("out of host memory listing dumps");
+        }
+        steps[(*n)++] = step;
+    }
+    closedir(dd);
+    if (!steps)
+        steps = malloc(sizeof *steps);
+    qsort(steps, *n, sizeof *steps, cmp_long);
+    return steps;
+}
+
+/* Blocks of the series: each block's uniform grids from every dump, in step order. */
+enum { MAX_BLOCKS = ST_COUNT + DECK_MAX_SPECIES };
+typedef struct {
+    int n;
+    char name[MAX_BLOCKS][DECK_NAME_MAX + 16];
+    char *text[MAX_BLOCKS];
+    size_t len[MAX_BLOCKS];
+    FILE *f[MAX_BLOCKS];
+} blocks;
+
+/* Append the uniform grids of every block of one dump's text. */
+static void blocks_add(blocks *b, const char *text)
+{
+    for (const char *p = strstr(text, "\n" BLOCK_OPEN); p; p = strstr(p, "\n" BLOCK_OPEN)) {
+        const char *name = p + 1 + strlen(BLOCK_OPEN), *q = strchr(name, '"');
+        const char *body = q ? strchr(q, '\n') : NULL;
+        const char *end = body ? strstr(body, BLOCK_CLOSE) : NULL;
+        if (!end || (size_t)(q - name) >= sizeof b->name[0])
+            return;
+        int k = 0;
+        while (k < b->n && (strncmp(b->name[k], name, (size_t)(q - name)) ||
+                            b->name[k][q - name] != '\0'))
+            k++;
+        if (k == b->n) {
+            if (b->n == MAX_BLOCKS)
+                return;
+            memcpy(b->name[k], name, (size_t)(q - name));
+            b->name[k][q - name] = '\0';
+            b->f[k] = open_memstream(&b->text[k], &b->len[k]);
+            if (!b->f[k])
+                EMPIC_DIE("out of host memory writing the XDMF series");
+            b->n++;
+        }
+        fwrite(body + 1, 1, (size_t)(end - body), b->f[k]); /* the uniform grid's lines */
+        p = end + 1;
+    }
+}
+
+/* DIR/series_<block>.xmf: one block's time series alone, a temporal collection of uniform
+ * grids at the top of the domain: the layout VisIt's XDMF reader reads as one mesh over
+ * time (it reads the first grid of a domain only, and a spatial collection as the domains
+ * of one mesh). */
+static int write_block_series(const char *dir, const char *name, const char *text, size_t len)
+{
+    char *out = NULL, path[OUT_PATH + 96];
+    size_t olen = 0;
+    FILE *x = open_memstream(&out, &olen);
+    if (!x)
+        EMPIC_DIE("out of host memory writing the XDMF series");
+    fprintf(x, "%s  <Grid Name=\"%s\" GridType=\"Collection\" CollectionType=\"Temporal\">\n",
+            XDMF_HEAD, name);
+    fwrite(text, 1, len, x);
+    fputs("  </Grid>\n </Domain>\n</Xdmf>\n", x);
+    fclose(x);
+    snprintf(path, sizeof path, "%s/series_%s.xmf", dir, name);
+    int rc = h5out_write_atomic(path, out, olen);
+    free(out);
+    return rc;
+}
+
+/* DIR/series.xmf: the blocks of every dump in the folder, each a temporal collection. */
+static int write_series(const char *dir, const char *series, const char *run)
+{
+    size_t n;
+    long *steps = list_steps(dir, series, &n);
+    if (!steps)
+        return -1;
+    blocks b;
+    b.n = 0;
+    char path[OUT_PATH + 64];
+    for (size_t k = 0; k < n; k++) {
+        snprintf(path, sizeof path, "%s/%s%08ld.xmf", dir, series, steps[k]);
+        char *text = read_text(path);
+        if (text)
+            blocks_add(&b, text);
+        free(text);
+    }
+    free(steps);
+    char *out = NULL;
+    size_t olen = 0;
+    FILE *x = open_memstream(&out, &olen);
+    if (!x)
+        EMPIC_DIE("out of host memory writing the XDMF series");
+    fprintf(x, "%s  <Grid Name=\"%s\" GridType=\"Collection\" CollectionType=\"Spatial\">\n",
+            XDMF_HEAD, run);
+    int rc = 0;
+    for (int k = 0; k < b.n; k++) {
+        fclose(b.f[k]);
+        fprintf(x, BLOCK_OPEN "%s" BLOCK_TAIL, b.name[k]);
+        fwrite(b.text[k], 1, b.len[k], x);
+        fputs("   </Grid>\n", x);
+        rc |= write_block_series(dir, b.name[k], b.text[k], b.len[k]);
+        free(b.text[k]);
+    }
+    fputs("  </Grid>\n </Domain>\n</Xdmf>\n", x);
+    fclose(x);
+    snprintf(path, sizeof path, "%s/series.xmf", dir);
+    rc |= h5out_write_atomic(path, out, olen);
+    free(out);
+    return rc ? -1 : 0;
+}
+
+int xdmf_dump(const char *dir, const char *series, const h5w *w, const output_frame *fr)
+{
+    char h5name[64], path[OUT_PATH + 64], run[DECK_NAME_MAX];
+    snprintf(h5name, sizeof h5name, "%s%08ld.h5", series, fr->step);
+    h5out_safe_name(run, sizeof run, fr->d->name);
+    char *out = NULL;
+    size_t olen = 0;
+    FILE *x = open_memstream(&out, &olen);
+    if (!x)
+        EMPIC_DIE("out of host memory writing XDMF");
+    fprintf(x, "%s  <Grid Name=\"%s\" GridType=\"Collection\" CollectionType=\"Spatial\">\n",
+            XDMF_HEAD, run);
+    for (int st = 0; st < ST_COUNT; st++) {
+        int any = 0;
+        for (int k = 0; k < w->nitems; k++)
+            any |= !w->items[k].particle && w->items[k].stagger == st;
+        if (any)
+            fields_block(x, w, fr, h5name, st);
+    }
+    for (int s = 0; s < fr->nspecies; s++)
+        particles_block(x, w, fr, h5name, s);
+    fputs("  </Grid>\n </Domain>\n</Xdmf>\n", x);
+    fclose(x);
+    snprintf(path, sizeof path, "%s/%s%08ld.xmf", dir, series, fr->step);
+    int rc = h5out_write_atomic(path, out, olen);
+    free(out);
+    return rc ? rc : write_series(dir, series, run);
+}

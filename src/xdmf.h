@@ -1,0 +1,21 @@
+/* xdmf.h - XDMF 2 descriptions of the openPMD dumps, for ParaView (its Xdmf3 readers and the
+ * legacy XDMF reader) and VisIt. */
+#ifndef XDMF_H
+#define XDMF_H
+
+#include "h5out.h"
+#include "output.h"
+
+/* Yee staggering classes; XDMF describes one rectilinear grid per class. */
+enum { ST_NODE = 0, ST_X, ST_Y, ST_XY, ST_COUNT };
+/* Offset of each class in cells, in (y, x) order (openPMD `position`). */
+extern const double XDMF_ST_POS[ST_COUNT][2];
+
+/* Write DIR/SERIES%08ld.xmf for the file just written (w lists its datasets) and refresh
+ * DIR/series.xmf from every SERIES%08ld.xmf found next to its .h5. Both files are one
+ * spatial collection of temporal collections, one per block (a staggering class or a
+ * species), so that every reader shows the same block names at every time; and, for VisIt,
+ * DIR/series_<block>.xmf with one block's series each. 0 or -1. */
+int xdmf_dump(const char *dir, const char *series, const h5w *w, const output_frame *fr);
+
+#endif
