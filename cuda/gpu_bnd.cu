@@ -266,8 +266,8 @@ __global__ void k_walls(kwalls a)
     const int s0 = a.start[c], n = a.count[c];
     int *hist = a.hist + 9 * c;
     for (int p = s0 + threadIdx.x; p < s0 + n; p += blockDim.x)
-        pbnd_fixup(&a.w, &e, cx, cy, a.cx_of, a.cy_of, a.step, (unsigned)p, &a.code[p], hist,
-                   &a.cell[p], &a.x[p], &a.y[p], &a.ux[p], &a.uy[p], &a.uz[p]);
+        pbnd_fixup(&a.w, &e, cx, cy, a.cx_of, a.cy_of, a.step, &a.code[p], hist, &a.cell[p],
+                   &a.x[p], &a.y[p], &a.ux[p], &a.uy[p], &a.uz[p]);
     if (threadIdx.x == 0) {
         const cluster_tile T = cluster_tile_of(a.x0, a.y0, a.w.ncx, c);
         const int tsz = T.w * T.h;

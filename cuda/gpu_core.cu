@@ -224,7 +224,7 @@ int gpu_open(pic_state *st, void **ctx)
     g->psi_step = f->fb ? f->fb->psi_step : -1;
     /* shared-memory plan of the particle kernels (fails with a message if clusters are too
      * large for this device) */
-    gpu_particles_setup(g);
+    gpu_particles_setup(g, st);
 
     size_t need = deck_bytes(st, (size_t)3 * g->tsz_max * g->ncl), fr = 0, tot = 0;
     GPU_CK(cudaMemGetInfo(&fr, &tot));

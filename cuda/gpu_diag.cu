@@ -3,31 +3,34 @@
  * and the tracking ids' part of a global rearrangement.
  *
  * Histogram: a grid of about two blocks per SM walks the clusters; each block bins its
- * particles (include/phasespace.h, the same arithmetic as the CPU) into a private float
- * copy in shared memory with shared-memory atomics when the histogram fits, then adds the
- * non-empty bins to a double histogram in global memory. Larger histograms go straight to
- * global double atomics. */
+ * particles (include/phasespace.h, the same arithmetic as the CPU) into a private copy in
+ * shared memory with shared-memory atomics when the histogram fits, then adds the non-empty
+ * bins to the histogram in global memory. Larger histograms go straight to global atomics.
+ * The bins are 64-bit fixed-point sums of the weights (particle.h's fixed_of, the species'
+ * scale as the CPU uses it): integer adds, so the histogram does not depend on the order of
+ * the adds and equals the CPU's for the same particles. */
 #include "gpu_internal.h"
 #include "cluster.h"
+#include "particle.h"
 #include "phasespace.h"
 
 #include <float.h>
 #include <string.h>
 
-#define DIAG_SMEM_BINS 12288 /* 48 KiB of float bins: the default shared-memory limit */
+#define DIAG_SMEM_BINS 6144 /* 48 KiB of 64-bit bins: the default shared-memory limit */
 
 __global__ void k_phasespace(ps_grid g, const uint32_t *__restrict__ cell,
                              const float *__restrict__ x, const float *__restrict__ y,
                              const float *__restrict__ ux, const float *__restrict__ uy,
                              const float *__restrict__ uz, const float *__restrict__ w,
                              const int *__restrict__ start, const int *__restrict__ count,
-                             int ncl, double *hist, int shared)
+                             int ncl, unsigned long long *hist, int shared, float scale)
 {
-    extern __shared__ float sh[];
+    extern __shared__ long long sh[];
     const int nb = g.n[0] * g.n[1];
     if (shared) {
         for (int b = threadIdx.x; b < nb; b += blockDim.x)
-            sh[b] = 0.0f;
+            sh[b] = 0;
         __syncthreads();
     }
     for (int c = blockIdx.x; c < ncl; c += gridDim.x) {
@@ -38,17 +41,18 @@ __global__ void k_phasespace(ps_grid g, const uint32_t *__restrict__ cell,
                            uz[p]);
             if (b < 0)
                 continue;
+            const long long v = fixed_of(w[p], scale);
             if (shared)
-                atomicAdd(&sh[b], w[p]);
+                fixed_atomic_add(&sh[b], v);
             else
-                atomicAdd(&hist[b], (double)w[p]);
+                atomicAdd(&hist[b], (unsigned long long)v);
         }
     }
     if (shared) {
         __syncthreads();
         for (int b = threadIdx.x; b < nb; b += blockDim.x)
-            if (sh[b] != 0.0f)
-                atomicAdd(&hist[b], (double)sh[b]);
+            if (sh[b] != 0)
+                atomicAdd(&hist[b], (unsigned long long)sh[b]);
     }
 }
 
@@ -98,22 +102,27 @@ static int diag_blocks(const gpu_state *g)
 void gpu_phasespace(void *ctx, pic_state *st, int s, const ps_grid *grid, double *h)
 {
     gpu_state *g = (gpu_state *)ctx;
-    (void)st;
     gpu_species *d = &g->sp[s];
     const size_t nb = (size_t)grid->n[0] * (size_t)grid->n[1];
-    double *dh = (double *)gpu_malloc(g, nb * sizeof(double), "phase-space histogram");
-    GPU_CK(cudaMemsetAsync(dh, 0, nb * sizeof(double), g->stream));
+    const float scale = fixed_scale(st->sp[s].wbound);
+    unsigned long long *dh = (unsigned long long *)gpu_malloc(g, nb * 8, "phase-space histogram");
+    GPU_CK(cudaMemsetAsync(dh, 0, nb * 8, g->stream));
     const int shared = nb <= DIAG_SMEM_BINS;
     const int nbk = diag_blocks(g);
     if (nbk > 0) {
-        k_phasespace<<<nbk, GPU_THREADS, shared ? nb * sizeof(float) : 0, g->stream>>>(
+        k_phasespace<<<nbk, GPU_THREADS, shared ? nb * 8 : 0, g->stream>>>(
             *grid, d->cell, d->x, d->y, d->ux, d->uy, d->uz, d->w, d->start, d->count, g->ncl,
-            dh, shared);
+            dh, shared, scale);
         GPU_LAUNCHED(g, "k_phasespace");
     }
-    GPU_CK(cudaMemcpyAsync(h, dh, nb * sizeof(double), cudaMemcpyDeviceToHost, g->stream));
+    GPU_CK(cudaMemcpyAsync(h, dh, nb * 8, cudaMemcpyDeviceToHost, g->stream));
     GPU_CK(cudaStreamSynchronize(g->stream));
     GPU_CK(cudaFree(dh));
+    for (size_t b = 0; b < nb; b++) { /* the fixed-point sums, in place, as doubles */
+        long long v;
+        memcpy(&v, &h[b], sizeof v);
+        h[b] = (double)v / scale;
+    }
 }
 
 int gpu_phasespace_extent(void *ctx, pic_state *st, int s, const ps_grid *grid, int axis,

@@ -77,6 +77,7 @@ struct gpu_state {
     int copies;                   /* private copies (1..GPU_MAX_COPIES) */
     int tszp, cstride;            /* padded component and copy strides in shared memory */
     size_t smem_push, smem_move, smem_rho;
+    float scale;                  /* fixed-point scale of the tiles (deposit_scale) */
     /* reductions and flags */
     double *partial, *h_partial;  /* ncl * 3 doubles (device / pinned host) */
     int *flags, *h_flags;         /* per species s, at 4 s: [0] overflowing clusters, [1] max
@@ -198,7 +199,7 @@ void gpu_filter(gpu_state *g, const pic_state *st, float *a);
  * folded, filtered once, guards filled. */
 void gpu_charge(gpu_state *g, const pic_state *st);
 /* Particles (gpu_particles.cu). */
-void gpu_particles_setup(gpu_state *g);
+void gpu_particles_setup(gpu_state *g, const pic_state *st);
 /* Charge density of species s (all when s < 0) into dst: deposit, colour write-back. */
 void gpu_rho_deposit(gpu_state *g, int s, float *dst);
 /* Right after the particle kernels (the end of gpu_particles): the sort's bookkeeping

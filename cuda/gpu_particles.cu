@@ -2,11 +2,15 @@
  * block per cluster, with the CPU's per-particle functions (particle.h, cluster.h). The push
  * kernel stages its cluster's E and B (plus ghosts) in shared memory, gathers them
  * (gather_yee) and applies boris_push; the move kernel moves the particles (particle_move:
- * pieces, new cell, migration code) and deposits the selected pieces (deposit_pieces) into a
- * shared-memory copy of the cluster's current tile (cluster_tile). Threads take 4
- * consecutive particles with 16-byte loads, so the lanes of a warp work in several cells at
- * once, and the lanes spread over up to 4 private tile copies: fewer threads meet on one
- * shared-memory word. Each block writes its reduced tile to a per-cluster buffer; four colour
+ * pieces, new cell, migration code) and deposits the selected pieces (deposit_pieces_fixed)
+ * into a shared-memory copy of the cluster's current tile (cluster_tile). The tile holds
+ * 64-bit fixed-point integers (particle.h's fixed_of, scale from the deck: deposit_scale),
+ * added with native 32-bit integer atomics: a sum that does not depend on the order of the
+ * adds, so the current is the same in every run. Threads take 4 consecutive particles with
+ * 16-byte loads, so the lanes of a warp work in several cells at once, and the lanes spread
+ * over up to 4 private tile copies (they spread the compare-and-swap loops of the earlier
+ * float tile; measured to gain nothing with integer atomics, NOTES.md). Each block writes its
+ * tile, as floats, to a per-cluster buffer; four colour
  * passes (2x2 colouring of the clusters, Kong Fig. 3) then add the tiles to the mesh current
  * without atomics. The move kernel also writes each particle's 4-bit migration code and the
  * cluster's 9-bin histogram. */
@@ -29,20 +33,24 @@ typedef struct {
     int ncx, stride, off, nx, ny;
     int tszp, cstride, copies, tile_stride;
     float qdt2m;
+    float scale;                /* fixed-point scale of the current tile */
     move_step mv;
     float ext[6];               /* external E, B */
 } kpart;
 
-/* Sum the private copies of ncomp tile components into the block's slot of the buffer. */
-__device__ __forceinline__ void tile_store(const float *sj, int copies, int cstride, int tszp,
-                                           int ncomp, int tsz, float *dst)
+/* Sum the private fixed-point copies of ncomp tile components (exact) into the block's slot
+ * of the buffer, as floats (one rounding). */
+__device__ __forceinline__ void tile_store(const long long *sj, int copies, int cstride,
+                                           int tszp, int ncomp, int tsz, float scale,
+                                           float *dst)
 {
+    const double inv = 1.0 / (double)scale; /* a power of two: exact */
     for (int idx = threadIdx.x; idx < ncomp * tsz; idx += blockDim.x) {
         int comp = idx / tsz, r = idx - comp * tsz;
-        float v = sj[comp * tszp + r];
+        long long v = sj[comp * tszp + r];
         for (int cp = 1; cp < copies; cp++)
             v += sj[cp * cstride + comp * tszp + r];
-        dst[idx] = v;
+        dst[idx] = (float)((double)v * inv);
     }
 }
 
@@ -206,15 +214,15 @@ __global__ void __launch_bounds__(GPU_THREADS, 3) k_push(kpart a)
 
 /* Move particle q of the group and deposit its current into the tile copy jc; returns its
  * migration code. */
-__device__ __forceinline__ unsigned move_one(const kpart &a, const cluster_tile &T, float *jc,
-                                             pgroup &g, int q)
+__device__ __forceinline__ unsigned move_one(const kpart &a, const cluster_tile &T,
+                                             long long *jc, pgroup &g, int q)
 {
     const int k = cluster_tile_k(&T, g.cell[q]);
     int o[3], dcx, dcy;
     float w[24];
     unsigned pieces = particle_move(&a.mv, &T, a.nx, a.ny, T.w, g.u[0][q], g.u[1][q], g.u[2][q],
                                     g.w[q], &g.cell[q], &g.x[q], &g.y[q], &dcx, &dcy, o, w, 1);
-    deposit_pieces(jc, jc + a.tszp, jc + 2 * a.tszp, k, T.w, pieces, o, w, 1);
+    deposit_pieces_fixed(jc, jc + a.tszp, jc + 2 * a.tszp, k, T.w, pieces, o, w, 1, a.scale);
     return mig_code(dcx, dcy);
 }
 
@@ -260,17 +268,17 @@ __device__ __forceinline__ void count_movers(const unsigned codes[GPU_VEC], int 
  * its slot of the tile buffer), migration codes and the cluster's histogram. */
 __global__ void __launch_bounds__(GPU_THREADS, 3) k_move(kpart a)
 {
-    extern __shared__ float sj[];
+    extern __shared__ long long sj[];
     __shared__ int shist[9];
     const int c = blockIdx.x, tid = threadIdx.x, lane = tid & 31;
     const cluster_tile T = cluster_tile_of(a.x0, a.y0, a.ncx, c);
     for (int idx = tid; idx < a.copies * a.cstride; idx += GPU_THREADS)
-        sj[idx] = 0.0f;
+        sj[idx] = 0;
     if (tid < 9)
         shist[tid] = 0;
     __syncthreads();
     const int n = a.count[c], s0 = a.start[c];
-    float *jc = sj + (lane % a.copies) * a.cstride;
+    long long *jc = sj + (lane % a.copies) * a.cstride;
     int mv[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     for (int t = 0; t < group_trips(n); t++) {
         const int base = t * GPU_VEC * GPU_THREADS + GPU_VEC * tid;
@@ -296,7 +304,8 @@ __global__ void __launch_bounds__(GPU_THREADS, 3) k_move(kpart a)
             moved += b == 4 ? 0 : shist[b];
         a.hist[9 * c + tid] = tid == 4 ? n - moved : shist[tid];
     }
-    tile_store(sj, a.copies, a.cstride, a.tszp, 3, T.w * T.h, a.tiles + (size_t)c * a.tile_stride);
+    tile_store(sj, a.copies, a.cstride, a.tszp, 3, T.w * T.h, a.scale,
+               a.tiles + (size_t)c * a.tile_stride);
 }
 
 /* Charge of one species at the current positions into the tile buffer. */
@@ -307,18 +316,18 @@ typedef struct {
     float *tiles;
     const int *x0, *y0;
     int ncx, tszp, cstride, copies, tile_stride;
-    float q;
+    float q, scale;
 } krho;
 
 __global__ void __launch_bounds__(GPU_THREADS) k_rho(krho a)
 {
-    extern __shared__ float sm[];
+    extern __shared__ long long sr[];
     const int c = blockIdx.x, tid = threadIdx.x;
     const cluster_tile T = cluster_tile_of(a.x0, a.y0, a.ncx, c);
     for (int idx = tid; idx < a.copies * a.cstride; idx += GPU_THREADS)
-        sm[idx] = 0.0f;
+        sr[idx] = 0;
     __syncthreads();
-    float *rc = sm + ((tid & 31) % a.copies) * a.cstride;
+    long long *rc = sr + ((tid & 31) % a.copies) * a.cstride;
     const int n = a.count[c], s0 = a.start[c];
     for (int base = GPU_VEC * tid; base < n; base += GPU_VEC * GPU_THREADS) {
         const int nv = min(GPU_VEC, n - base), p = s0 + base;
@@ -332,11 +341,12 @@ __global__ void __launch_bounds__(GPU_THREADS) k_rho(krho a)
         for (int q = 0; q < GPU_VEC; q++) {
             if (q >= nv)
                 continue;
-            deposit_charge(rc, cluster_tile_k(&T, cl[q]), T.w, xs[q], ys[q], a.q * ws[q]);
+            deposit_charge_fixed(rc, cluster_tile_k(&T, cl[q]), T.w, xs[q], ys[q], a.q * ws[q],
+                                 a.scale);
         }
     }
     __syncthreads();
-    tile_store(sm, a.copies, a.cstride, a.tszp, 1, T.w * T.h,
+    tile_store(sr, a.copies, a.cstride, a.tszp, 1, T.w * T.h, a.scale,
                a.tiles + (size_t)c * a.tile_stride);
 }
 
@@ -379,21 +389,35 @@ static void set_smem(const void *kernel, size_t bytes)
     GPU_CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
 }
 
-void gpu_particles_setup(gpu_state *g)
+/* The fixed-point scale of the current and charge tiles, from the deck (the same after a
+ * restart): the largest contribution one particle makes to a tile entry in a step is below
+ * max |q| w_max times max(1, dx/dt, dy/dt) (Jx, Jy: q w dx/dt times a move below one cell;
+ * Jz: q w |v_z| < q w; rho: q w). */
+static float deposit_scale(const pic_state *st)
 {
-    const size_t budget = 56 * 1024; /* keeps 4 blocks on a 228 KB multiprocessor */
+    const emf *f = st->f;
+    double r = fmax(1.0, fmax(f->dx / f->dt, f->dy / f->dt)), bound = 0.0;
+    for (int s = 0; s < st->nsp; s++)
+        bound = fmax(bound, fabs((double)st->sp[s].q) * st->sp[s].wbound * r);
+    return fixed_scale(bound);
+}
+
+void gpu_particles_setup(gpu_state *g, const pic_state *st)
+{
+    /* the move kernel's tile copies (64-bit entries) within 64 KB: 3 blocks on a 228 KB
+     * multiprocessor (the measured configuration of NOTES.md) */
+    const size_t budget = 64 * 1024;
     const size_t limit = g->smem_optin - 2048;
     g->tszp = (g->tsz_max + 3) / 4 * 4;
-    /* the copies of the tiles are chosen so that the push and the move tiles together stay
-     * in the budget (the measured configuration of NOTES.md) */
     for (g->copies = GPU_MAX_COPIES; g->copies >= 1; g->copies /= 2) {
         g->cstride = (3 * g->tszp + 31) / 32 * 32 + (g->copies > 1 ? 32 / g->copies : 0);
-        g->smem_move = (size_t)g->copies * g->cstride * sizeof(float);
+        g->smem_move = (size_t)g->copies * g->cstride * sizeof(long long);
         g->smem_push = (size_t)6 * g->tszp * sizeof(float);
-        if (g->smem_push + g->smem_move <= budget || g->copies == 1)
+        if (g->smem_move <= budget || g->copies == 1)
             break;
     }
     g->smem_rho = g->smem_move; /* 1 component fits in the room of 3 */
+    g->scale = deposit_scale(st);
     const size_t need = g->smem_push > g->smem_move ? g->smem_push : g->smem_move;
     if (need > limit) {
         empic_report(NULL, 0, "grid.cluster: clusters of up to %dx%d cells need %zu bytes "
@@ -452,6 +476,7 @@ void gpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic)
         a.tile_stride = 3 * g->tsz_max;
         a.qdt2m = boris_qdt2m(f->dt, d->qm);
         a.mv = move_step_of(f->dt, f->dx, f->dy, d->q);
+        a.scale = g->scale;
         int t = gpu_tic(g, st);
         if (want_ke)
             k_push<true><<<g->ncl, GPU_THREADS, g->smem_push, g->stream>>>(a);
@@ -486,7 +511,8 @@ void gpu_rho_deposit(gpu_state *g, int s, float *dst)
             continue;
         const gpu_species *d = &g->sp[k];
         krho a = {d->cell,  d->x,  d->y,  d->w,   d->start,  d->count,  g->tiles, g->x0,
-                  g->y0,    g->ncx, g->tszp, g->cstride, g->copies, 3 * g->tsz_max, d->q};
+                  g->y0,    g->ncx, g->tszp, g->cstride, g->copies, 3 * g->tsz_max, d->q,
+                  g->scale};
         k_rho<<<g->ncl, GPU_THREADS, g->smem_rho, g->stream>>>(a);
         GPU_LAUNCHED(g, "k_rho");
         colour_passes(g, 1, dst, NULL, NULL);

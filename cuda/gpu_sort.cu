@@ -9,8 +9,10 @@
  * cluster border and the passes are skipped). Each pass runs one block per bi-cluster; a
  * pair with no leavers returns at once. A block scans the codes of the sending cluster 16 at
  * a time, lists its leavers, the holes they leave in front of the new end and the stayers
- * behind it, copies the leavers to the end of the receiving cluster and fills the holes
- * from the tail: block-wide compaction in three barriers. */
+ * behind it, in slot order (ordered compaction: per-thread bit masks, a block-wide prefix
+ * sum of their counts), copies the leavers to the end of the receiving cluster and fills the
+ * holes from the tail in that order: the result does not depend on thread scheduling, so two
+ * runs sort identically. */
 #include "gpu_internal.h"
 #include "cluster.h"
 
@@ -43,52 +45,95 @@ typedef struct {
     int *flags;
 } ksort;
 
-__device__ __forceinline__ void push_list(int *list, int *n, int cap, int v)
+/* Block-wide exclusive prefix sum of v (three 16-bit counts packed in one word) and the
+ * block's total; every thread of the block calls it. */
+__device__ __forceinline__ unsigned long long block_scan(unsigned long long v,
+                                                         unsigned long long *warp_tot,
+                                                         unsigned long long *total)
 {
-    int r = atomicAdd(n, 1);
-    if (r < cap)
-        list[r] = v;
+    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    unsigned long long inc = v;
+    for (int o = 1; o < 32; o <<= 1) {
+        unsigned long long t = __shfl_up_sync(0xffffffffu, inc, o);
+        if (lane >= o)
+            inc += t;
+    }
+    if (lane == 31)
+        warp_tot[wid] = inc;
+    __syncthreads();
+    unsigned long long before = 0, all = 0;
+    for (int w = 0; w < nw; w++) {
+        before += w < wid ? warp_tot[w] : 0ull;
+        all += warp_tot[w];
+    }
+    __syncthreads();
+    *total = all;
+    return before + inc - v;
+}
+
+/* Write slot i + b for each set bit b of mask, in bit order, from list[at] on. */
+__device__ __forceinline__ void list_bits(int *list, int at, int cap, unsigned mask, int i)
+{
+    while (mask) {
+        const int b = __ffs(mask) - 1;
+        mask &= mask - 1u;
+        if (at < cap)
+            list[at] = i + b;
+        at++;
+    }
 }
 
 /* Move the m particles of cluster ca whose code has `dir` in the field at `shift` to the end
  * of cluster cb (their field cleared), filling each hole from ca's tail. */
 __device__ void exchange(const ksort &a, int ca, int cb, unsigned dir, int shift, int m,
-                         int *L, int *H, int *F, int *cnt)
+                         int *L, int *H, int *F,
+                         unsigned long long *wtot)
 {
     if (m == 0)
         return;
     const int as = a.start[ca], n = a.count[ca], bs = a.start[cb], nb = a.count[cb];
     const int keep = n - m, tid = threadIdx.x;
-    if (tid < 3)
-        cnt[tid] = 0;
-    __syncthreads();
     const unsigned want = dir * 0x01010101u;
-    for (int i = 16 * tid; i < n; i += 16 * blockDim.x) {
-        uint4 v = *(const uint4 *)(a.p.code + as + i); /* as and i are multiples of 16 */
-        unsigned wd[4] = {v.x, v.y, v.z, v.w};
-        const bool tail = i + 15 >= keep;
+    int nl = 0, nh = 0, nf = 0; /* list lengths so far (the same in all threads) */
+    for (int i0 = 0; i0 < n; i0 += 16 * blockDim.x) {
+        /* bit b of lm: slot i + b leaves; of hm: it leaves a hole in front of the new end;
+         * of fm: it stays but lies behind the new end (a filler) */
+        const int i = i0 + 16 * tid;
+        unsigned lm = 0, fm = 0;
+        if (i < n) {
+            uint4 v = *(const uint4 *)(a.p.code + as + i); /* as and i are multiples of 16 */
+            unsigned wd[4] = {v.x, v.y, v.z, v.w};
+            const bool tail = i + 15 >= keep;
 #pragma unroll
-        for (int q = 0; q < 4; q++) {
-            unsigned z = ((wd[q] >> shift) & 0x03030303u) ^ want; /* zero byte: a leaver */
-            if (!tail && !((z - 0x01010101u) & ~z & 0x80808080u))
-                continue;
-            for (int b = 0; b < 4; b++) {
-                int p = i + 4 * q + b;
-                if (p >= n)
-                    break;
-                unsigned cd = (wd[q] >> (8 * b)) & 0xffu;
-                if (((cd >> shift) & 3u) == dir) {
-                    push_list(L, &cnt[0], a.lcap, p);
-                    if (p < keep)
-                        push_list(H, &cnt[1], a.lcap, p);
-                } else if (p >= keep) {
-                    push_list(F, &cnt[2], a.lcap, p);
+            for (int q = 0; q < 4; q++) {
+                unsigned z = ((wd[q] >> shift) & 0x03030303u) ^ want; /* zero byte: a leaver */
+                if (!tail && !((z - 0x01010101u) & ~z & 0x80808080u))
+                    continue;
+                for (int b = 0; b < 4; b++) {
+                    int p = i + 4 * q + b;
+                    if (p >= n)
+                        break;
+                    unsigned cd = (wd[q] >> (8 * b)) & 0xffu;
+                    if (((cd >> shift) & 3u) == dir)
+                        lm |= 1u << (4 * q + b);
+                    else if (p >= keep)
+                        fm |= 1u << (4 * q + b);
                 }
             }
         }
+        const int front = keep - i; /* slots i .. keep-1 lie in front of the new end */
+        const unsigned hm = front >= 16 ? lm : (front <= 0 ? 0u : lm & ((1u << front) - 1u));
+        unsigned long long tot, pre = block_scan(
+            (unsigned long long)__popc(lm) | (unsigned long long)__popc(hm) << 16 |
+                (unsigned long long)__popc(fm) << 32, wtot, &tot);
+        list_bits(L, nl + (int)(pre & 0xffffu), a.lcap, lm, i);
+        list_bits(H, nh + (int)((pre >> 16) & 0xffffu), a.lcap, hm, i);
+        list_bits(F, nf + (int)((pre >> 32) & 0xffffu), a.lcap, fm, i);
+        nl += (int)(tot & 0xffffu);
+        nh += (int)((tot >> 16) & 0xffffu);
+        nf += (int)((tot >> 32) & 0xffffu);
     }
     __syncthreads();
-    const int nl = cnt[0], nh = cnt[1], nf = cnt[2];
     if (nl != m || nh != nf || nb + m > a.cap[cb]) {
         if (tid == 0)
             atomicOr(&a.flags[2], 1);
@@ -117,7 +162,7 @@ __global__ void __launch_bounds__(GPU_THREADS) k_sort_pass(ksort a, int axis, in
                                                              int n, int ncx, int periodic)
 {
     extern __shared__ int slist[];
-    __shared__ int cnt[3];
+    __shared__ unsigned long long wtot[GPU_THREADS / 32]; /* the compaction's warp totals */
     const int pairs = n / 2, q = blockIdx.x;
     const int lo = first + 2 * (q % pairs), other = q / pairs;
     int hi = lo + 1;
@@ -136,8 +181,8 @@ __global__ void __launch_bounds__(GPU_THREADS) k_sort_pass(ksort a, int axis, in
     int *L = a.lists ? a.lists + (size_t)blockIdx.x * 3 * a.lcap : slist;
     int *H = L + a.lcap, *F = H + a.lcap;
     const int shift = axis ? 2 : 0;
-    exchange(a, ca, cb, 1u, shift, m_ab, L, H, F, cnt);
-    exchange(a, cb, ca, 2u, shift, m_ba, L, H, F, cnt);
+    exchange(a, ca, cb, 1u, shift, m_ab, L, H, F, wtot);
+    exchange(a, cb, ca, 2u, shift, m_ba, L, H, F, wtot);
 }
 
 /* Copy each cluster's particles from the old to the new segment layout. */

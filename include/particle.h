@@ -242,6 +242,84 @@ EMPIC_HD void deposit_charge(float *rho, int k, int s, float x, float y, float q
     EMPIC_ACC(&rho[k + s + 1], qw * x * y);
 }
 
+/* Fixed-point accumulation (the GPU's shared-memory tiles): a contribution v becomes the
+ * integer nearest to v * scale (scale a power of two chosen from the deck, so the product is
+ * exact), and integer adds give the same sum in any order: a deposit whose result does not
+ * depend on which thread adds first. */
+EMPIC_HD long long fixed_of(float v, float scale)
+{
+    return llrintf(v * scale);
+}
+
+#ifdef __CUDACC__
+/* A 64-bit add as native 32-bit atomics (sm_90 runs a 64-bit shared-memory atomic as a
+ * compare-and-swap loop): the low word first, whose old value tells whether this add carried;
+ * the high word only when its part plus the carry is not zero (not for most small values of
+ * either sign). The final 64-bit sum is exact whatever the order of the adds. */
+__device__ __forceinline__ void fixed_atomic_add(long long *p, long long v)
+{
+    unsigned *w = (unsigned *)p; /* little-endian: w[0] is the low word */
+    const unsigned lo = (unsigned)v, old = atomicAdd(&w[0], lo);
+    const unsigned hi = (unsigned)((unsigned long long)v >> 32) + (old + lo < old ? 1u : 0u);
+    if (hi)
+        atomicAdd(&w[1], hi);
+}
+#endif
+
+#ifdef __CUDA_ARCH__
+#define EMPIC_ACC_FIXED(p, v) fixed_atomic_add((p), fixed_of((v), scale))
+#else
+#define EMPIC_ACC_FIXED(p, v) (*(p) += fixed_of((v), scale))
+#endif
+
+/* deposit_add into fixed-point tiles. */
+EMPIC_HD void deposit_add_fixed(long long *jx, long long *jy, long long *jz, int k, int s,
+                                const float *w, int ws, float scale)
+{
+    EMPIC_ACC_FIXED(&jx[k], w[0 * ws]);
+    EMPIC_ACC_FIXED(&jx[k + s], w[1 * ws]);
+    EMPIC_ACC_FIXED(&jy[k], w[2 * ws]);
+    EMPIC_ACC_FIXED(&jy[k + 1], w[3 * ws]);
+    EMPIC_ACC_FIXED(&jz[k], w[4 * ws]);
+    EMPIC_ACC_FIXED(&jz[k + 1], w[5 * ws]);
+    EMPIC_ACC_FIXED(&jz[k + s], w[6 * ws]);
+    EMPIC_ACC_FIXED(&jz[k + s + 1], w[7 * ws]);
+}
+
+/* deposit_pieces into fixed-point tiles. */
+EMPIC_HD void deposit_pieces_fixed(long long *jx, long long *jy, long long *jz, int k, int s,
+                                   unsigned mask, const int *o, const float *w, int ws,
+                                   float scale)
+{
+    EMPIC_UNROLL
+    for (int m = 0; m < 3; m++)
+        if (mask & (1u << m))
+            deposit_add_fixed(jx, jy, jz, k + o[m * ws], s, w + 8 * m * ws, ws, scale);
+}
+
+/* deposit_charge into a fixed-point tile. */
+EMPIC_HD void deposit_charge_fixed(long long *rho, int k, int s, float x, float y, float qw,
+                                   float scale)
+{
+    EMPIC_ACC_FIXED(&rho[k], qw * (1.0f - x) * (1.0f - y));
+    EMPIC_ACC_FIXED(&rho[k + 1], qw * x * (1.0f - y));
+    EMPIC_ACC_FIXED(&rho[k + s], qw * (1.0f - x) * y);
+    EMPIC_ACC_FIXED(&rho[k + s + 1], qw * x * y);
+}
+
+/* The fixed-point scale for contributions of at most `bound` in magnitude: the power of two
+ * that maps `bound` to between 2^29 and 2^30. A particle adds less than 3 bound to one tile
+ * entry in a step (three pieces), so a 64-bit entry holds the sum of 2^33/3 particles of the
+ * largest weight, all on one node (more than a cluster's 2^31 slots), without overflow, and
+ * the quantum, 1/scale, is 0.9e-9 to 1.9e-9 of bound: 30 to 60 times below the float
+ * rounding of the largest contribution. */
+EMPIC_HD float fixed_scale(double bound)
+{
+    int e;
+    frexp(bound > 0.0 ? bound : 1.0, &e); /* bound = m 2^e, m in [0.5, 1) */
+    return (float)ldexp(1.0, 30 - e);
+}
+
 /* Split a coordinate x in [-1, 2) into an integer cell shift and an offset in [0, 1). */
 EMPIC_HD int offset_wrap(float *x)
 {

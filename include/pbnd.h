@@ -46,13 +46,37 @@ EMPIC_HD void pbnd_thermal(rng_stream *r, const float uth[3], int axis, float in
     u[axis] = inward * uth[axis] * sqrtf(-2.0f * logf(rng_uniform(r)));
 }
 
-/* RNG stream of a thermal re-emission: keyed by the run's seed (tagged), species, step,
- * slot and axis, so a run is the same for any thread count. */
+/* What a particle is, as one 32-bit word: a hash (murmur3's mixer) of its cell, offsets and
+ * momenta as they arrive at the wall. Not its storage slot, which a parallel sort orders in
+ * its own way: both backends, and a GPU run and its restart, key a particle the same. */
+EMPIC_HD uint32_t pbnd_mix(uint32_t h, float v)
+{
+    union { float f; uint32_t u; } b;
+    b.f = v;
+    h ^= b.u * 0xcc9e2d51u;
+    h = (h << 15 | h >> 17) * 0x1b873593u;
+    return h;
+}
+
+EMPIC_HD uint32_t pbnd_key(uint32_t cell, float x, float y, float ux, float uy, float uz)
+{
+    uint32_t h = cell * 0x9e3779b9u;
+    h = pbnd_mix(pbnd_mix(pbnd_mix(pbnd_mix(pbnd_mix(h, x), y), ux), uy), uz);
+    h ^= h >> 16;
+    h *= 0x85ebca6bu;
+    h ^= h >> 13;
+    h *= 0xc2b2ae35u;
+    return h ^ (h >> 16);
+}
+
+/* RNG stream of a thermal re-emission: keyed by the run's seed (tagged), species, step, the
+ * particle's pbnd_key and the axis, so a run is the same for any thread count, sort order or
+ * backend. */
 EMPIC_HD void pbnd_rng(rng_stream *r, unsigned long long seed, unsigned species, long step,
-                       unsigned slot, int axis)
+                       uint32_t key, int axis)
 {
     rng_init(r, seed ^ 0x7468726d616c6277ULL, species + 64u * (unsigned)(axis + 1),
-             (uint32_t)step, slot);
+             (uint32_t)step, key);
 }
 
 /* The walls of one species as the per-particle and per-tile rules below see them. */
@@ -69,9 +93,10 @@ typedef struct {
  * re-emitted in place (cell, offsets, momenta); returns the new mc, or -1 to drop it.
  * cx_of / cy_of: cluster column of each cell column, row of each cell row. */
 EMPIC_HD int pbnd_particle(const pbnd_walls *w, int cx, int cy, const int *cx_of,
-                           const int *cy_of, long step, unsigned slot, int mc, uint32_t *cell,
-                           float *x, float *y, float *ux, float *uy, float *uz)
+                           const int *cy_of, long step, int mc, uint32_t *cell, float *x,
+                           float *y, float *ux, float *uy, float *uz)
 {
+    const uint32_t key = pbnd_key(*cell, *x, *y, *ux, *uy, *uz);
     int d[2] = {mc % 3 - 1, mc / 3 - 1};
     int at[2] = {cell_i(*cell), cell_j(*cell)};
     for (int axis = 0; axis < 2; axis++) {
@@ -91,7 +116,7 @@ EMPIC_HD int pbnd_particle(const pbnd_walls *w, int cx, int cy, const int *cx_of
         } else {
             float u[3];
             rng_stream r;
-            pbnd_rng(&r, w->seed, w->species, step, slot, axis);
+            pbnd_rng(&r, w->seed, w->species, step, key, axis);
             pbnd_thermal(&r, w->uth, axis, lo ? 1.0f : -1.0f, u);
             *ux = u[0];
             *uy = u[1];
@@ -117,20 +142,19 @@ EMPIC_HD pbnd_edges pbnd_edges_of(const pbnd_walls *w, int cx, int cy)
     return e;
 }
 
-/* The wall fix-up after the move of particle `slot` of cluster (cx, cy) (edges e): if its
+/* The wall fix-up after the move of a particle of cluster (cx, cy) (edges e): if its
  * migration code *code says it crossed a wall, the wall rule (pbnd_particle) and its code
  * and the cluster's histogram `hist` updated (PBND_DROP, counted as staying, to remove it). */
 EMPIC_HD void pbnd_fixup(const pbnd_walls *w, const pbnd_edges *e, int cx, int cy,
-                         const int *cx_of, const int *cy_of, long step, unsigned slot,
-                         uint8_t *code, int *hist, uint32_t *cell, float *x, float *y, float *ux,
-                         float *uy, float *uz)
+                         const int *cx_of, const int *cy_of, long step, uint8_t *code, int *hist,
+                         uint32_t *cell, float *x, float *y, float *ux, float *uy, float *uz)
 {
     const unsigned c = *code;
     const int dx = mig_dx(c), dy = mig_dy(c);
     if (!((e->xl && dx < 0) || (e->xh && dx > 0) || (e->yl && dy < 0) || (e->yh && dy > 0)))
         return;
     const int mc = mig_bin(dx, dy);
-    const int m = pbnd_particle(w, cx, cy, cx_of, cy_of, step, slot, mc, cell, x, y, ux, uy, uz);
+    const int m = pbnd_particle(w, cx, cy, cx_of, cy_of, step, mc, cell, x, y, ux, uy, uz);
     EMPIC_ACC(&hist[mc], -1);
     EMPIC_ACC(&hist[m < 0 ? 4 : m], 1);
     *code = m < 0 ? (uint8_t)PBND_DROP : (uint8_t)mig_code_of_bin(m);

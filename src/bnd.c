@@ -27,7 +27,7 @@ void bnd_cluster(species *s, const emf *f, const clusters *cl, int c)
     const pbnd_edges e = pbnd_edges_of(&w, cx, cy);
     int *hist = s->hist + 9 * c;
     for (int p = s->start[c]; p < s->start[c] + s->count[c]; p++)
-        pbnd_fixup(&w, &e, cx, cy, cl->cx_of, cl->cy_of, f->step, (unsigned)p, &s->code[p], hist,
+        pbnd_fixup(&w, &e, cx, cy, cl->cx_of, cl->cy_of, f->step, &s->code[p], hist,
                    &s->cell[p], &s->x[p], &s->y[p], &s->ux[p], &s->uy[p], &s->uz[p]);
 }
 

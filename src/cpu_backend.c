@@ -6,6 +6,7 @@
 #include "empic.h"
 #include "fbnd.h"
 #include "memory.h"
+#include "particle.h"
 #include "push.h"
 #include "sort.h"
 #include "window.h"
@@ -185,24 +186,26 @@ static void cpu_phasespace(void *ctx, pic_state *st, int s, const ps_grid *g, do
     const clusters *cl = st->cl;
     const size_t nb = (size_t)g->n[0] * (size_t)g->n[1];
     const int nt = omp_get_max_threads();
-    double *part = empic_calloc((size_t)nt * nb, sizeof(double), "phase-space histogram");
+    /* 64-bit fixed-point sums of the weights (as the GPU): the same for any thread count */
+    const float scale = fixed_scale(sp->wbound);
+    long long *part = empic_calloc((size_t)nt * nb, sizeof(long long), "phase-space histogram");
 #pragma omp parallel
     {
-        double *mine = part + (size_t)omp_get_thread_num() * nb;
+        long long *mine = part + (size_t)omp_get_thread_num() * nb;
 #pragma omp for schedule(dynamic)
         for (int c = 0; c < cl->n; c++)
             for (int p = sp->start[c]; p < sp->start[c] + sp->count[c]; p++) {
                 int b = ps_bin(g, cell_i(sp->cell[p]), cell_j(sp->cell[p]), sp->x[p], sp->y[p],
                                sp->ux[p], sp->uy[p], sp->uz[p]);
                 if (b >= 0)
-                    mine[b] += sp->w[p];
+                    mine[b] += fixed_of(sp->w[p], scale);
             }
     }
     for (size_t b = 0; b < nb; b++) {
-        double v = 0;
+        long long v = 0;
         for (int t = 0; t < nt; t++)
             v += part[(size_t)t * nb + b];
-        h[b] = v;
+        h[b] = (double)v / scale;
     }
     free(part);
 }

@@ -218,13 +218,20 @@ void emf_poisson(emf *f, const float *rho)
     fftw_free(c);
 }
 
+/* Row sums, then the rows in order: the same double for any thread count. */
 static double sum_squares(const emf *f, float *const a[3])
 {
-    double sum = 0.0;
-#pragma omp parallel for reduction(+ : sum)
-    for (int j = 0; j < f->ny; j++)
+    double sum = 0.0, *row = empic_alloc((size_t)f->ny * sizeof(double), "energy rows");
+#pragma omp parallel for
+    for (int j = 0; j < f->ny; j++) {
+        double r = 0.0;
         for (int i = 0; i < f->nx; i++)
-            sum += yee_square(a[0], a[1], a[2], emf_idx(f, i, j));
+            r += yee_square(a[0], a[1], a[2], emf_idx(f, i, j));
+        row[j] = r;
+    }
+    for (int j = 0; j < f->ny; j++)
+        sum += row[j];
+    free(row);
     return yee_energy(sum, f->dx, f->dy);
 }
 

@@ -257,7 +257,10 @@ void push_cpu(species *s, emf *f, const clusters *cl, const float ext_e[3],
             s->hist[9 * c + 4] = s->count[c];
         return;
     }
-#pragma omp parallel reduction(+ : ke, tp, td)
+    /* per-cluster kinetic energies, summed in cluster order below: the same double for any
+     * thread count and schedule */
+    double *kc = empic_calloc((size_t)cl->n, sizeof(double), "kinetic energy per cluster");
+#pragma omp parallel reduction(+ : tp, td)
     {
         float *store = empic_alloc(tile_floats(cl) * sizeof(float), "current tile");
         float *stage = empic_alloc(stage_floats(cl) * sizeof(float), "field stage");
@@ -268,7 +271,7 @@ void push_cpu(species *s, emf *f, const clusters *cl, const float ext_e[3],
                 if ((cx & 1) + 2 * (cy & 1) != color)
                     continue;
                 double t0 = omp_get_wtime();
-                ke += push_cluster(s, f, cl, c, stage, ext_e, ext_b, qdt2m, want_ke);
+                kc[c] = push_cluster(s, f, cl, c, stage, ext_e, ext_b, qdt2m, want_ke);
                 double t1 = omp_get_wtime();
                 tile t;
                 tile_open(&t, store, cl, c, 3);
@@ -285,6 +288,9 @@ void push_cpu(species *s, emf *f, const clusters *cl, const float ext_e[3],
         free(store);
         free(stage);
     }
+    for (int c = 0; c < cl->n; c++)
+        ke += kc[c];
+    free(kc);
     int nt = omp_get_max_threads();
     st->kinetic = kinetic_total(ke, s->m, f->dx, f->dy);
     st->t_push = tp / nt;

@@ -141,6 +141,34 @@ static void note_bad(species *s, double x, double y, double v)
 /* Offset in its cell of load position a of n along an axis. */
 static float load_offset(int a, int n) { return ((float)a + 0.5f) / (float)n; }
 
+/* The largest weight n(x,y)/ppc of the species' profile: exact for uniform and piecewise
+ * profiles, the largest value on a 65 x 65 lattice over the box for a formula (an estimate:
+ * the fixed-point deposit it scales has 2^30 of headroom). */
+static double weight_bound(const deck_species *c, const deck *d)
+{
+    double m = 1.0;
+    if (c->profile == PROFILE_PIECEWISE) {
+        const deck_pwl *pw[2] = {&c->px, &c->py};
+        for (int a = 0; a < 2; a++) {
+            double f = pw[a]->n ? 0.0 : 1.0;
+            for (int k = 0; k < pw[a]->n; k++)
+                f = pw[a]->f[k] > f ? pw[a]->f[k] : f;
+            m *= f;
+        }
+    } else if (c->profile == PROFILE_EXPR) {
+        profile_eval p;
+        profile_open(&p, c);
+        m = 0.0;
+        for (int b = 0; b <= 64; b++)
+            for (int a = 0; a <= 64; a++) {
+                double v = formula_eval(p.dens, a / 64.0 * d->nx * d->dx, b / 64.0 * d->ny * d->dy);
+                m = v > m ? v : m;
+            }
+        profile_close(&p);
+    }
+    return fabs(c->n) * m / ((double)c->ppc[0] * c->ppc[1]);
+}
+
 /* Visit the regular ppc positions of cell (i, j), in global column ig (i plus the cells the
  * moving window has moved: the x of the profiles and the RNG key); fill from slot `at` when
  * `fill`, else only count. The RNG is keyed by (seed, species, cell, particle in cell) with
@@ -257,6 +285,7 @@ void species_open(species *s, const deck *d, int index, const clusters *c)
     s->m = (float)s->cfg->mass;
     s->qm = (float)(s->cfg->charge / s->cfg->mass);
     s->slack = d->slack;
+    s->wbound = weight_bound(s->cfg, d);
     s->tracked = species_tracked(d, index);
     s->start = empic_calloc((size_t)c->n, sizeof(int), "cluster table");
     s->count = empic_calloc((size_t)c->n, sizeof(int), "cluster table");

@@ -39,6 +39,8 @@ typedef struct {
     int index;            /* species number (RNG key) */
     unsigned long long seed; /* the deck's seed (RNG key of loads and thermal walls) */
     float q, m, qm;       /* charge, mass, charge/mass */
+    double wbound;        /* largest weight the deck's profile gives (fixed-point deposit
+                             scale of the GPU: from the deck, so a restart gets the same) */
     size_t alloc;         /* allocated slots */
     uint32_t *cell;
     float *x, *y, *ux, *uy, *uz, *w;

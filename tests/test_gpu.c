@@ -592,14 +592,16 @@ static void test_walls(void)
     CU_ASSERT(r.gauss_gpu < 1e-5);
 }
 
-/* A thermal wall re-emits with momenta keyed by the particle's slot, and the two backends'
- * sorts order a cluster's particles differently: the same physics, not the same particles,
- * so only counts and energies to a looser bound. */
+/* A thermal wall re-emits with momenta keyed by the particle's state (pbnd_key), and the two
+ * backends' particles differ in rounding, so their keys differ: the same physics, not the
+ * same particles. Only counts (to a few particles: re-emitted electrons reach the absorbing
+ * side or not) and energies, to a looser bound. */
 static void test_thermal_wall(void)
 {
     open_cmp r = compare_open(thermal_deck, 40, "thermal");
     CU_ASSERT(r.bad == 0);
-    CU_ASSERT(r.np_gpu[0] == r.np_cpu[0] && r.counted[0] == r.np_gpu[0]);
+    CU_ASSERT(llabs(r.np_gpu[0] - r.np_cpu[0]) <= r.np_cpu[0] / 1000);
+    CU_ASSERT(r.counted[0] == r.np_gpu[0]);
     CU_ASSERT(r.energy < 2e-3);
     CU_ASSERT(r.gauss_gpu < 1e-5);
 }
