@@ -16,6 +16,7 @@
  *             (uint64 tracking ids) for a species of diagnostics.tracks
  * Slots outside the live segments hold no state: they read back as zeros. */
 #include "checkpoint.h"
+#include "ckpt_io.h"
 #include "empic.h"
 #include "fbnd.h"
 #include "fileio.h"
@@ -34,211 +35,6 @@
 #include <unistd.h>
 
 #define CK_PATH (DECK_PATH_MAX + 64)
-#define CK_CHUNK ((hsize_t)1 << 20)
-
-/* ---------------------------------------------------------------- HDF5 helpers */
-
-/* The first failure of a sequence of calls (later calls then do nothing) and the innermost
- * HDF5 message about it (e.g. the system's "No space left on device"). */
-typedef struct {
-    int err;
-    char what[96];
-    char cause[256];
-} ck_io;
-
-static herr_t ck_walk(unsigned n, const H5E_error2_t *e, void *data)
-{
-    if (n == 0 && e->desc)
-        snprintf((char *)data, 256, "%s", e->desc);
-    return 0;
-}
-
-static void ck_fail(ck_io *io, const char *what)
-{
-    if (io->err)
-        return;
-    io->err = 1;
-    snprintf(io->what, sizeof io->what, "%s", what);
-    io->cause[0] = '\0';
-    H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, ck_walk, io->cause);
-    /* keep the system's words ("..., error message = 'No space left on device', ...") */
-    char *m = strstr(io->cause, "error message = '"), *e;
-    if (m && (e = strchr(m += 17, '\''))) {
-        memmove(io->cause, m, (size_t)(e - m));
-        io->cause[e - m] = '\0';
-    }
-    io->cause[strcspn(io->cause, "\n")] = '\0';
-}
-
-/* n values as a 1-D dataset (chunked, with checksums, when n > 0). */
-static void ck_put(ck_io *io, hid_t loc, const char *name, hid_t ftype, hid_t mtype, size_t n,
-                   const void *buf)
-{
-    if (io->err)
-        return;
-    hsize_t dim = n, chunk = n < CK_CHUNK ? n : CK_CHUNK;
-    hid_t sp = H5Screate_simple(1, &dim, NULL), pl = H5Pcreate(H5P_DATASET_CREATE), ds = -1;
-    if (sp < 0 || pl < 0 ||
-        (n > 0 && (H5Pset_chunk(pl, 1, &chunk) < 0 || H5Pset_fletcher32(pl) < 0)) ||
-        (ds = H5Dcreate2(loc, name, ftype, sp, H5P_DEFAULT, pl, H5P_DEFAULT)) < 0 ||
-        (n > 0 && H5Dwrite(ds, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0))
-        ck_fail(io, name);
-    if (ds >= 0)
-        H5Dclose(ds);
-    if (pl >= 0)
-        H5Pclose(pl);
-    if (sp >= 0)
-        H5Sclose(sp);
-}
-
-/* Number of values of a 1-D dataset, or -1. */
-static long long ck_len(hid_t loc, const char *name)
-{
-    hid_t ds = H5Dopen2(loc, name, H5P_DEFAULT), sp = ds < 0 ? -1 : H5Dget_space(ds);
-    hsize_t dim = 0;
-    long long n = -1;
-    if (sp >= 0 && H5Sget_simple_extent_ndims(sp) == 1 &&
-        H5Sget_simple_extent_dims(sp, &dim, NULL) == 1)
-        n = (long long)dim;
-    if (sp >= 0)
-        H5Sclose(sp);
-    if (ds >= 0)
-        H5Dclose(ds);
-    return n;
-}
-
-/* Exactly n values of a 1-D dataset (checksums verified by HDF5). */
-static void ck_get(ck_io *io, hid_t loc, const char *name, hid_t mtype, size_t n, void *buf)
-{
-    if (io->err)
-        return;
-    if (ck_len(loc, name) != (long long)n) {
-        ck_fail(io, name);
-        return;
-    }
-    hid_t ds = H5Dopen2(loc, name, H5P_DEFAULT);
-    if (ds < 0 || (n > 0 && H5Dread(ds, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0))
-        ck_fail(io, name);
-    if (ds >= 0)
-        H5Dclose(ds);
-}
-
-static void put_i64(ck_io *io, hid_t loc, const char *name, long long v)
-{
-    int64_t x = v;
-    ck_put(io, loc, name, H5T_STD_I64LE, H5T_NATIVE_INT64, 1, &x);
-}
-
-static long long get_i64(ck_io *io, hid_t loc, const char *name)
-{
-    int64_t x = 0;
-    ck_get(io, loc, name, H5T_NATIVE_INT64, 1, &x);
-    return x;
-}
-
-static void put_f64(ck_io *io, hid_t loc, const char *name, size_t n, const double *v)
-{
-    ck_put(io, loc, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, n, v);
-}
-
-static void put_i32(ck_io *io, hid_t loc, const char *name, size_t n, const int *v)
-{
-    ck_put(io, loc, name, H5T_STD_I32LE, H5T_NATIVE_INT, n, v);
-}
-
-static void put_text(ck_io *io, hid_t loc, const char *name, const char *text, size_t len)
-{
-    ck_put(io, loc, name, H5T_STD_U8LE, H5T_NATIVE_UINT8, len, text);
-}
-
-/* A text dataset as a NUL-terminated string (malloc'd), or NULL. */
-static char *get_text(ck_io *io, hid_t loc, const char *name)
-{
-    long long n = io->err ? -1 : ck_len(loc, name);
-    if (n < 0 || n > (16LL << 20)) { /* the deck text at most */
-        ck_fail(io, name);
-        return NULL;
-    }
-    char *t = empic_alloc((size_t)n + 1, "checkpoint text");
-    ck_get(io, loc, name, H5T_NATIVE_UINT8, (size_t)n, t);
-    t[n] = '\0';
-    return t;
-}
-
-static hid_t ck_group(ck_io *io, hid_t loc, const char *name, int create)
-{
-    if (io->err)
-        return -1;
-    hid_t g = create ? H5Gcreate2(loc, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)
-                     : H5Gopen2(loc, name, H5P_DEFAULT);
-    if (g < 0)
-        ck_fail(io, name);
-    return g;
-}
-
-static void ck_close_group(hid_t g)
-{
-    if (g >= 0)
-        H5Gclose(g);
-}
-
-/* ---------------------------------------------------------------- whole-file checksum */
-
-/* HDF5 checksums the data (Fletcher-32) but not, in the format it writes by default, the
- * metadata; a damaged object header can then mislead HDF5 itself. The user block at the
- * start of the file carries a magic text and a 64-bit hash of everything after it, checked
- * before HDF5 opens the file. */
-#define CK_USERBLOCK 512
-static const char CK_MAGIC[16] = "empic-ckpt-sum1";
-
-typedef struct {
-    uint64_t h;
-} ck_hash;
-
-static void ck_hash_add(ck_hash *k, const unsigned char *p, size_t n)
-{
-    uint64_t h = k->h;
-    for (size_t i = 0; i < n; i++) /* FNV-1a */
-        h = (h ^ p[i]) * 0x100000001b3ULL;
-    k->h = h;
-}
-
-void checkpoint_seal(char *image, size_t n)
-{
-    if (n < CK_USERBLOCK)
-        return;
-    ck_hash k = {0xcbf29ce484222325ULL};
-    ck_hash_add(&k, (const unsigned char *)image + CK_USERBLOCK, n - CK_USERBLOCK);
-    memcpy(image, CK_MAGIC, sizeof CK_MAGIC);
-    for (int b = 0; b < 8; b++)
-        image[sizeof CK_MAGIC + b] = (char)(k.h >> (8 * b));
-}
-
-/* 0 when the file's hash matches its user block; else -1 with the reason in io. */
-static int ck_sum_check(const char *path, ck_io *io)
-{
-    FILE *f = fopen(path, "rb");
-    unsigned char head[CK_USERBLOCK], *buf = malloc((size_t)1 << 22);
-    ck_hash k = {0xcbf29ce484222325ULL};
-    size_t n;
-    int ok = f && buf && fread(head, 1, CK_USERBLOCK, f) == CK_USERBLOCK &&
-             !memcmp(head, CK_MAGIC, sizeof CK_MAGIC), tagged = ok;
-    while (ok && (n = fread(buf, 1, (size_t)1 << 22, f)) > 0)
-        ck_hash_add(&k, buf, n);
-    ok = ok && !ferror(f);
-    for (int b = 0; ok && b < 8; b++)
-        ok = head[sizeof CK_MAGIC + b] == (unsigned char)(k.h >> (8 * b));
-    if (f)
-        fclose(f);
-    free(buf);
-    if (!ok) {
-        io->err = 1;
-        snprintf(io->what, sizeof io->what, "%s", tagged ? "the file's checksum (damaged)"
-                                                   : "its header (not an empic checkpoint of this "
-                                                     "version, or cut short)");
-    }
-    return ok ? 0 : -1;
-}
 
 /* ---------------------------------------------------------------- file names */
 
@@ -345,14 +141,14 @@ static long long live_particles(const species *s, int ncl)
 static void write_species(ck_io *io, hid_t g, species *s, int ncl)
 {
     const long long live = live_particles(s, ncl);
-    put_text(io, g, "name", s->cfg->name, strlen(s->cfg->name));
-    put_i64(io, g, "np", s->np);
-    put_i64(io, g, "alloc", (long long)s->alloc);
-    put_i64(io, g, "rearrangements", s->rearrangements);
-    put_i32(io, g, "start", (size_t)ncl, s->start);
-    put_i32(io, g, "count", (size_t)ncl, s->count);
-    put_i32(io, g, "cap", (size_t)ncl, s->cap);
-    put_i32(io, g, "hist", (size_t)ncl * 9, s->hist);
+    ck_put_text(io, g, "name", s->cfg->name, strlen(s->cfg->name));
+    ck_put_i64(io, g, "np", s->np);
+    ck_put_i64(io, g, "alloc", (long long)s->alloc);
+    ck_put_i64(io, g, "rearrangements", s->rearrangements);
+    ck_put_i32(io, g, "start", (size_t)ncl, s->start);
+    ck_put_i32(io, g, "count", (size_t)ncl, s->count);
+    ck_put_i32(io, g, "cap", (size_t)ncl, s->cap);
+    ck_put_i32(io, g, "hist", (size_t)ncl * 9, s->hist);
     char *stage = empic_alloc((size_t)live * 8, "checkpoint staging");
     ck_array a[9];
     const int na = species_arrays(s, a);
@@ -436,12 +232,12 @@ static char *build_image(sim *S, const char *name, ck_io *io, size_t *len)
         H5Pclose(fapl);
     if (file < 0)
         return NULL;
-    put_i64(io, file, "version", CHECKPOINT_VERSION);
-    put_i64(io, file, "step", S->step);
-    put_i64(io, file, "backend", S->backend);
-    put_i64(io, file, "nspecies", S->nsp);
+    ck_put_i64(io, file, "version", CHECKPOINT_VERSION);
+    ck_put_i64(io, file, "step", S->step);
+    ck_put_i64(io, file, "backend", S->backend);
+    ck_put_i64(io, file, "nspecies", S->nsp);
     const int ncl[2] = {S->cl.ncx, S->cl.ncy};
-    put_i32(io, file, "clusters", 2, ncl);
+    ck_put_i32(io, file, "clusters", 2, ncl);
     char *text = NULL;
     size_t tlen = 0;
     FILE *m = open_memstream(&text, &tlen);
@@ -449,19 +245,19 @@ static char *build_image(sim *S, const char *name, ck_io *io, size_t *len)
         EMPIC_DIE("out of host memory writing a checkpoint");
     deck_write(&S->d, m);
     fclose(m);
-    put_text(io, file, "deck", text, tlen);
+    ck_put_text(io, file, "deck", text, tlen);
     free(text);
 
     hid_t g = ck_group(io, file, "run", 1);
-    put_i64(io, g, "particle_steps", S->particle_steps);
-    put_f64(io, g, "wall_s", 1, &S->wall_s);
-    put_f64(io, g, "phase_s", PH_COUNT, S->st.phase_s);
-    put_i64(io, g, "en_step", S->en_step);
-    put_f64(io, g, "en_e", 1, &S->en_e);
-    put_f64(io, g, "en_b", 1, &S->en_b);
-    put_f64(io, g, "en_gauss", 1, &S->en_gauss);
-    put_f64(io, g, "en_kin", (size_t)S->nsp, S->en_kin);
-    put_i64(io, g, "window_cells", S->win.cells);
+    ck_put_i64(io, g, "particle_steps", S->particle_steps);
+    ck_put_f64(io, g, "wall_s", 1, &S->wall_s);
+    ck_put_f64(io, g, "phase_s", PH_COUNT, S->st.phase_s);
+    ck_put_i64(io, g, "en_step", S->en_step);
+    ck_put_f64(io, g, "en_e", 1, &S->en_e);
+    ck_put_f64(io, g, "en_b", 1, &S->en_b);
+    ck_put_f64(io, g, "en_gauss", 1, &S->en_gauss);
+    ck_put_f64(io, g, "en_kin", (size_t)S->nsp, S->en_kin);
+    ck_put_i64(io, g, "window_cells", S->win.cells);
     ck_close_group(g);
 
     const emf *f = &S->f;
@@ -470,18 +266,18 @@ static char *build_image(sim *S, const char *name, ck_io *io, size_t *len)
                            f->b[2], f->j[0], f->j[1], f->j[2], f->rho};
     const int shape[2] = {f->rows, f->stride};
     g = ck_group(io, file, "fields", 1);
-    put_i32(io, g, "shape", 2, shape);
+    ck_put_i32(io, g, "shape", 2, shape);
     for (int k = 0; k < 10; k++)
         ck_put(io, g, fname[k], H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, f->size, fa[k]);
-    put_f64(io, g, "rho_bg", 1, &f->rho_bg);
-    put_i64(io, g, "step", f->step);
+    ck_put_f64(io, g, "rho_bg", 1, &f->rho_bg);
+    ck_put_i64(io, g, "step", f->step);
     if (f->fb) {
         char name[CK_FBND_MAX][16];
         float *data[CK_FBND_MAX];
         size_t len[CK_FBND_MAX];
         int n = fbnd_arrays(f, name, data, len);
-        put_i64(io, g, "fbnd_psi_step", f->fb->psi_step);
-        put_i64(io, g, "fbnd_shift", f->fb->shift);
+        ck_put_i64(io, g, "fbnd_psi_step", f->fb->psi_step);
+        ck_put_i64(io, g, "fbnd_shift", f->fb->shift);
         for (int k = 0; k < n; k++)
             ck_put(io, g, name[k], H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, len[k], data[k]);
     }
@@ -601,8 +397,8 @@ static int verify(const char *path, long *step, char *why, size_t len)
     if (f < 0) {
         ck_fail(&io, "opening the file");
     } else {
-        long long v = get_i64(&io, f, "version");
-        *step = (long)get_i64(&io, f, "step");
+        long long v = ck_get_i64(&io, f, "version");
+        *step = (long)ck_get_i64(&io, f, "step");
         if (!io.err && v != CHECKPOINT_VERSION)
             ck_fail(&io, "version (another version of empic)");
         if (!io.err && H5Ovisit2(f, H5_INDEX_NAME, H5_ITER_NATIVE, verify_object, &io,
@@ -690,7 +486,7 @@ int checkpoint_read_deck(const char *path, deck *d)
         empic_report(path, 0, "cannot open the checkpoint");
         return -1;
     }
-    char *text = get_text(&io, f, "deck");
+    char *text = ck_get_text(&io, f, "deck");
     H5Fclose(f);
     if (io.err) {
         free(text);
@@ -736,13 +532,13 @@ static void read_species(ck_io *io, hid_t g, sim *S, int s)
     species *sp = &S->sp[s];
     const int ncl = S->cl.n;
     species_open(sp, &S->d, s, &S->cl);
-    char *name = get_text(io, g, "name");
+    char *name = ck_get_text(io, g, "name");
     if (!io->err && strcmp(name, sp->cfg->name) != 0)
         ck_fail(io, "name (species differ from the deck's)");
     free(name);
-    sp->np = get_i64(io, g, "np");
-    long long alloc = get_i64(io, g, "alloc");
-    sp->rearrangements = get_i64(io, g, "rearrangements");
+    sp->np = ck_get_i64(io, g, "np");
+    long long alloc = ck_get_i64(io, g, "alloc");
+    sp->rearrangements = ck_get_i64(io, g, "rearrangements");
     ck_get(io, g, "start", H5T_NATIVE_INT, (size_t)ncl, sp->start);
     ck_get(io, g, "count", H5T_NATIVE_INT, (size_t)ncl, sp->count);
     ck_get(io, g, "cap", H5T_NATIVE_INT, (size_t)ncl, sp->cap);
@@ -803,8 +599,8 @@ int checkpoint_load(sim *S, const char *path)
         empic_report(path, 0, "cannot open the checkpoint");
         return -1;
     }
-    long step = (long)get_i64(&io, f, "step");
-    long long nsp = get_i64(&io, f, "nspecies"), backend = get_i64(&io, f, "backend");
+    long step = (long)ck_get_i64(&io, f, "step");
+    long long nsp = ck_get_i64(&io, f, "nspecies"), backend = ck_get_i64(&io, f, "backend");
     int ncl[2] = {0, 0}, shape[2] = {0, 0};
     ck_get(&io, f, "clusters", H5T_NATIVE_INT, 2, ncl);
     if (!io.err && (nsp != S->nsp || ncl[0] != S->cl.ncx || ncl[1] != S->cl.ncy))
@@ -817,15 +613,15 @@ int checkpoint_load(sim *S, const char *path)
     }
 
     hid_t g = ck_group(&io, f, "run", 0);
-    S->particle_steps = get_i64(&io, g, "particle_steps");
+    S->particle_steps = ck_get_i64(&io, g, "particle_steps");
     ck_get(&io, g, "wall_s", H5T_NATIVE_DOUBLE, 1, &S->wall_s);
     ck_get(&io, g, "phase_s", H5T_NATIVE_DOUBLE, PH_COUNT, S->st.phase_s);
-    S->en_step = (long)get_i64(&io, g, "en_step");
+    S->en_step = (long)ck_get_i64(&io, g, "en_step");
     ck_get(&io, g, "en_e", H5T_NATIVE_DOUBLE, 1, &S->en_e);
     ck_get(&io, g, "en_b", H5T_NATIVE_DOUBLE, 1, &S->en_b);
     ck_get(&io, g, "en_gauss", H5T_NATIVE_DOUBLE, 1, &S->en_gauss);
     ck_get(&io, g, "en_kin", H5T_NATIVE_DOUBLE, (size_t)S->nsp, S->en_kin);
-    S->win.cells = (long)get_i64(&io, g, "window_cells");
+    S->win.cells = (long)ck_get_i64(&io, g, "window_cells");
     ck_close_group(g);
 
     emf *fl = &S->f;
@@ -839,14 +635,14 @@ int checkpoint_load(sim *S, const char *path)
     for (int k = 0; k < 10; k++)
         ck_get(&io, g, fname[k], H5T_NATIVE_FLOAT, fl->size, fa[k]);
     ck_get(&io, g, "rho_bg", H5T_NATIVE_DOUBLE, 1, &fl->rho_bg);
-    fl->step = (long)get_i64(&io, g, "step");
+    fl->step = (long)ck_get_i64(&io, g, "step");
     if (fl->fb) {
         char name[CK_FBND_MAX][16];
         float *data[CK_FBND_MAX];
         size_t len[CK_FBND_MAX];
         int n = fbnd_arrays(fl, name, data, len);
-        fl->fb->psi_step = (long)get_i64(&io, g, "fbnd_psi_step");
-        fl->fb->shift = (long)get_i64(&io, g, "fbnd_shift");
+        fl->fb->psi_step = (long)ck_get_i64(&io, g, "fbnd_psi_step");
+        fl->fb->shift = (long)ck_get_i64(&io, g, "fbnd_shift");
         for (int k = 0; k < n; k++)
             ck_get(&io, g, name[k], H5T_NATIVE_FLOAT, len[k], data[k]);
     }

@@ -1,0 +1,39 @@
+/* ckpt_io.h - the HDF5 and checksum helpers of the checkpoint files (checkpoint.c): a sequence
+ * of calls that stops at the first failure and keeps HDF5's innermost message, and the hash of
+ * the whole file kept in its user block. */
+#ifndef CKPT_IO_H
+#define CKPT_IO_H
+
+#include <hdf5.h>
+#include <stddef.h>
+
+#define CK_CHUNK ((hsize_t)1 << 20)
+#define CK_USERBLOCK 512 /* bytes before the HDF5 data: magic text and the file's hash */
+
+/* The first failure of a sequence of calls (later calls then do nothing) and the innermost
+ * HDF5 message about it (e.g. the system's "No space left on device"). */
+typedef struct {
+    int err;
+    char what[96];
+    char cause[256];
+} ck_io;
+
+/* Note the first failure (what failed, HDF5's innermost message). */
+void ck_fail(ck_io *io, const char *what);
+/* Datasets: 1-D, chunked, Fletcher-32 checksums (put); read back whole (get, len). */
+void ck_put(ck_io *io, hid_t loc, const char *name, hid_t ftype, hid_t mtype, size_t n,
+            const void *buf);
+long long ck_len(hid_t loc, const char *name);
+void ck_get(ck_io *io, hid_t loc, const char *name, hid_t mtype, size_t n, void *buf);
+void ck_put_i64(ck_io *io, hid_t loc, const char *name, long long v);
+long long ck_get_i64(ck_io *io, hid_t loc, const char *name);
+void ck_put_f64(ck_io *io, hid_t loc, const char *name, size_t n, const double *v);
+void ck_put_i32(ck_io *io, hid_t loc, const char *name, size_t n, const int *v);
+void ck_put_text(ck_io *io, hid_t loc, const char *name, const char *text, size_t len);
+char *ck_get_text(ck_io *io, hid_t loc, const char *name); /* malloc'ed, NUL-terminated */
+hid_t ck_group(ck_io *io, hid_t loc, const char *name, int create);
+void ck_close_group(hid_t g);
+/* 0 when the file's hash matches its user block; else -1 with the reason in io. */
+int ck_sum_check(const char *path, ck_io *io);
+
+#endif
