@@ -127,7 +127,8 @@ FUZZ_CC    ?= clang
 FUZZ_TIME  ?= 60
 FUZZ_SMOKE ?= 20
 FUZZ_FLAGS := -g -O1 -std=c11 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -Iinclude -Isrc
-FUZZ_SRC   := src/deck.c src/deck_check.c src/deck_const.c src/deck_insitu.c src/deck_run.c src/formula.c \
+FUZZ_SRC   := src/deck.c src/deck_check.c src/deck_const.c src/deck_insitu.c src/deck_run.c \
+              src/deck_write.c src/formula.c \
               src/lasers.c src/species.c src/util.c
 FUZZ_ENV   := LSAN_OPTIONS=suppressions=$(CURDIR)/tools/lsan.supp OMP_NUM_THREADS=1 \
               EMPIC_MEMORY_LIMIT=1e9

@@ -1,5 +1,5 @@
 /* deck.c - the input deck (design.md §8): libconfig reading, validation with located messages
- * (file, line, key path, what was expected), defaults, and the resolved-deck writer. */
+ * (file, line, key path, what was expected) and defaults; deck_write.c writes it back. */
 #include "deck.h"
 #include "deck_check.h"
 #include "empic.h"
@@ -38,14 +38,6 @@ static const char *const FDIAG_KEYS[] = {"every", "quantities", NULL};
 static const char *const PDIAG_KEYS[] = {"every", "fraction", "species", "region", "energy",
                                          NULL};
 
-static const char *const SIDES[] = {"xmin", "xmax", "ymin", "ymax", NULL};
-static const char *const FBND_NAMES[] = {"periodic", "pml", "mur", NULL};
-static const char *const PBND_NAMES[] = {"periodic", "absorbing", "reflecting", "thermal", NULL};
-static const char *const PROFILES[] = {"uniform", "piecewise", "expr", NULL};
-static const char *const BACKENDS[] = {"auto", "cpu", "cuda", NULL};
-static const char *const ENVELOPES[] = {"sin2", "gaussian", "flattop", NULL};
-static const char *const FQ_NAMES[] = {"E", "B", "J", "rho", NULL};
-
 /* ---------------------------------------------------------------- sections */
 
 static void check_formula(dk_ctx *c, const cs *s, const char *expr)
@@ -64,13 +56,13 @@ static void check_formula(dk_ctx *c, const cs *s, const char *expr)
 /* Side keys xmin..ymax with names[] (index 0 = "periodic"), then the periodic-pair rule. */
 static void parse_sides(dk_ctx *c, const cs *g, const char *const names[], int out[4])
 {
-    dk_keys(c, g, SIDES);
+    dk_keys(c, g, DK_SIDES);
     for (int i = 0; i < 4; i++)
-        dk_enum(c, g, SIDES[i], names, &out[i]);
+        dk_enum(c, g, DK_SIDES[i], names, &out[i]);
     for (int a = 0; a < 2; a++)
         if ((out[2 * a] == 0) != (out[2 * a + 1] == 0))
             dk_report(c, g, NULL, "%s is \"%s\" but %s is \"%s\"; expected both \"periodic\" or "
-                      "neither", SIDES[2 * a], names[out[2 * a]], SIDES[2 * a + 1],
+                      "neither", DK_SIDES[2 * a], names[out[2 * a]], DK_SIDES[2 * a + 1],
                       names[out[2 * a + 1]]);
 }
 
@@ -90,7 +82,7 @@ static void parse_simulation(dk_ctx *c, const cs *root)
         return;
     dk_keys(c, g, SIM_KEYS);
     dk_str(c, g, "name", d->name, sizeof d->name, 0);
-    dk_enum(c, g, "backend", BACKENDS, &d->backend);
+    dk_enum(c, g, "backend", DK_BACKENDS, &d->backend);
     long long seed = 1;
     if (dk_int(c, g, "seed", &seed, 0, LLONG_MAX, 0) > 0)
         d->seed = (unsigned long long)seed;
@@ -166,7 +158,7 @@ static void parse_fields(dk_ctx *c, const cs *root)
     dk_keys(c, g, FIELD_KEYS);
     const cs *b = dk_group(c, g, "boundary", 0);
     if (b)
-        parse_sides(c, b, FBND_NAMES, d->fbnd);
+        parse_sides(c, b, DK_FBND, d->fbnd);
     if ((s = dk_group(c, g, "pml", 0))) {
         dk_keys(c, s, PML_KEYS);
         DK_INT(s, "cells", d->pml_cells, 1, 32767, 0);
@@ -210,8 +202,8 @@ static void parse_laser(dk_ctx *c, const cs *g, deck_laser *L)
     dk_num(c, g, "w0", &L->w0, DK_POS, 1);
     int okdur = dk_num(c, g, "duration", &L->duration, DK_POS, 1) > 0;
     dk_num(c, g, "phase", &L->phase, DK_ANY, 0);
-    dk_enum(c, g, "envelope", ENVELOPES, &L->envelope);
-    dk_enum(c, g, "boundary", SIDES, &L->boundary);
+    dk_enum(c, g, "envelope", DK_ENVELOPES, &L->envelope);
+    dk_enum(c, g, "boundary", DK_SIDES, &L->boundary);
     const cs *p = dk_member(g, "polarization");
     if (p && config_setting_type(p) == CONFIG_TYPE_STRING) {
         const char *v = config_setting_get_string(p);
@@ -292,14 +284,14 @@ static int get_pwl(dk_ctx *c, const cs *g, const char *skey, const char *fkey, d
 static void parse_density(dk_ctx *c, const cs *g, deck_species *sp)
 {
     dk_keys(c, g, DENS_KEYS);
-    dk_enum(c, g, "profile", PROFILES, &sp->profile);
+    dk_enum(c, g, "profile", DK_PROFILES, &sp->profile);
     dk_num(c, g, "n", &sp->n, DK_NONNEG, 0);
     for (int i = 2; DENS_KEYS[i]; i++) {
         const cs *s = dk_member(g, DENS_KEYS[i]);
         int want = i == 6 ? PROFILE_EXPR : PROFILE_PIECEWISE;
         if (s && sp->profile != want)
             dk_report(c, s, NULL, "applies only to profile = \"%s\"; this density is \"%s\"",
-                      PROFILES[want], PROFILES[sp->profile]);
+                      DK_PROFILES[want], DK_PROFILES[sp->profile]);
     }
     if (sp->profile == PROFILE_PIECEWISE) {
         int hx = get_pwl(c, g, "x", "fx", &sp->px), hy = get_pwl(c, g, "y", "fy", &sp->py);
@@ -312,20 +304,6 @@ static void parse_density(dk_ctx *c, const cs *g, deck_species *sp)
             check_formula(c, dk_member(g, "expr"), sp->density_expr);
         }
     }
-}
-
-static int numeric_text(const char *s, double *v)
-{
-    char *end;
-    double x = strtod(s, &end);
-    if (end == s)
-        return 0;
-    while (isspace((unsigned char)*end))
-        end++;
-    if (*end || !isfinite(x))
-        return 0;
-    *v = x;
-    return 1;
 }
 
 static void parse_momentum(dk_ctx *c, const cs *g, deck_species *sp)
@@ -343,7 +321,7 @@ static void parse_momentum(dk_ctx *c, const cs *g, deck_species *sp)
             if (dk_str_of(c, e, sp->drift[i], DECK_EXPR_MAX))
                 continue;
             dk_expand(c, e, sp->drift[i], DECK_EXPR_MAX);
-            if (numeric_text(sp->drift[i], &v))
+            if (dk_numeric_text(sp->drift[i], &v))
                 snprintf(sp->drift[i], DECK_EXPR_MAX, "%.17g", v);
             else
                 check_formula(c, e, sp->drift[i]);
@@ -380,12 +358,12 @@ static void parse_one_species(dk_ctx *c, const cs *g, deck_species *sp)
     if ((s = dk_group(c, g, "momentum", 0)))
         parse_momentum(c, s, sp);
     if ((s = dk_group(c, g, "boundary", 0))) {
-        parse_sides(c, s, PBND_NAMES, sp->bnd);
+        parse_sides(c, s, DK_PBND, sp->bnd);
         for (int k = 0; k < 4; k++)
             if (sp->bnd[k] == PBND_PERIODIC && d->fbnd[k] != FBND_PERIODIC)
-                dk_report(c, s, SIDES[k], "\"periodic\" with fields.boundary.%s = \"%s\"; "
+                dk_report(c, s, DK_SIDES[k], "\"periodic\" with fields.boundary.%s = \"%s\"; "
                           "expected \"absorbing\", \"reflecting\" or \"thermal\" where the "
-                          "fields are not periodic", SIDES[k], FBND_NAMES[d->fbnd[k]]);
+                          "fields are not periodic", DK_SIDES[k], DK_FBND[d->fbnd[k]]);
     }
 }
 
@@ -482,7 +460,7 @@ static void parse_diagnostics(dk_ctx *c, const cs *root)
     if ((s = dk_group(c, g, "fields", 0))) {
         dk_keys(c, s, FDIAG_KEYS);
         DK_INT(s, "every", d->fields_every, 0, LONG_MAX, 0);
-        get_name_mask(c, s, "quantities", FQ_NAMES, &d->fields_quantities);
+        get_name_mask(c, s, "quantities", DK_FQ, &d->fields_quantities);
     }
     if ((s = dk_group(c, g, "particles", 0))) {
         dk_keys(c, s, PDIAG_KEYS);
@@ -602,215 +580,6 @@ int deck_load(const char *path, deck *d)
         return -1;
     }
     return 0;
-}
-
-/* ---------------------------------------------------------------- writer */
-
-typedef struct {
-    char s[40];
-} numtxt;
-
-/* The shortest of "%.15g".."%.17g" that reads back as the same double, made to read back
- * as a libconfig float. */
-static numtxt N(double v)
-{
-    numtxt t;
-    for (int prec = 15; prec <= 17; prec++) {
-        snprintf(t.s, sizeof t.s, "%.*g", prec, v);
-        if (strtod(t.s, NULL) == v)
-            break;
-    }
-    if (!strpbrk(t.s, ".eEni"))
-        strcat(t.s, ".0");
-    return t;
-}
-
-/* An integer, with libconfig's 64-bit suffix where it does not fit in 32 bits. */
-static numtxt I(long long v)
-{
-    numtxt t;
-    snprintf(t.s, sizeof t.s, "%lld%s", v, v > INT_MAX || v < INT_MIN ? "L" : "");
-    return t;
-}
-
-static void wstr(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            fprintf(f, "\\%c", *p);
-        else if (*p == '\n')
-            fputs("\\n", f);
-        else if (*p == '\t')
-            fputs("\\t", f);
-        else if (*p < 0x20 || *p == 0x7f)
-            fprintf(f, "\\x%02x", *p);
-        else
-            fputc(*p, f);
-    }
-    fputc('"', f);
-}
-
-static const char *nm(const char *const names[], int n, int i)
-{
-    return i >= 0 && i < n ? names[i] : names[0];
-}
-
-static void wvec(FILE *f, const char *key, const double *v, int n)
-{
-    fprintf(f, "%s = [", key);
-    for (int i = 0; i < n; i++)
-        fprintf(f, "%s%s", i ? ", " : "", N(v[i]).s);
-    fputs("];", f);
-}
-
-static void wsides(FILE *f, const char *indent, const char *const names[], int nn, const int *b)
-{
-    fprintf(f, "%sboundary = { xmin = \"%s\"; xmax = \"%s\"; ymin = \"%s\"; ymax = \"%s\"; };\n",
-            indent, nm(names, nn, b[0]), nm(names, nn, b[1]), nm(names, nn, b[2]),
-            nm(names, nn, b[3]));
-}
-
-static void wspecies(FILE *f, const deck_species *sp)
-{
-    fputs("  {\n    name = ", f);
-    wstr(f, sp->name);
-    fprintf(f, ";\n    charge = %s;\n    mass = %s;\n    ppc = [%d, %d];\n    immobile = %s;\n",
-            N(sp->charge).s, N(sp->mass).s, sp->ppc[0], sp->ppc[1],
-            sp->immobile ? "true" : "false");
-    fprintf(f, "    density = { profile = \"%s\"; n = %s;", nm(PROFILES, 3, sp->profile),
-            N(sp->n).s);
-    if (sp->profile == PROFILE_PIECEWISE) {
-        const deck_pwl *p[2] = {&sp->px, &sp->py};
-        for (int a = 0; a < 2; a++)
-            if (p[a]->n > 0 && p[a]->s && p[a]->f) {
-                fputs("\n               ", f);
-                wvec(f, a ? " y" : " x", p[a]->s, p[a]->n);
-                wvec(f, a ? " fy" : " fx", p[a]->f, p[a]->n);
-            }
-    } else if (sp->profile == PROFILE_EXPR) {
-        fputs(" expr = ", f);
-        wstr(f, sp->density_expr);
-        fputc(';', f);
-    }
-    fputs(" };\n    momentum = { ", f);
-    wvec(f, "thermal", sp->uth, 3);
-    double v[3];
-    int numeric = 1;
-    for (int k = 0; k < 3; k++)
-        numeric &= numeric_text(sp->drift[k], &v[k]);
-    fputs(numeric ? " drift = [" : " drift = (", f);
-    for (int k = 0; k < 3; k++) {
-        fputs(k ? ", " : "", f);
-        if (numeric_text(sp->drift[k], &v[k]))
-            fputs(N(v[k]).s, f);
-        else
-            wstr(f, sp->drift[k]);
-    }
-    fputs(numeric ? "]; };\n" : "); };\n", f);
-    wsides(f, "    ", PBND_NAMES, 4, sp->bnd);
-    fputs("  }", f);
-}
-
-static void wmask(FILE *f, const char *key, int mask, const char *const names[], int n)
-{
-    int first = 1;
-    fprintf(f, "%s = [", key);
-    for (int i = 0; i < n; i++)
-        if (mask & (1 << i)) {
-            fputs(first ? "" : ", ", f);
-            wstr(f, names[i]);
-            first = 0;
-        }
-    fputs("];", f);
-}
-
-void deck_write(const deck *d, FILE *f)
-{
-    if (!d || !f)
-        return;
-    fputs("# empic deck, fully resolved (every default filled in)\nsimulation = { name = ", f);
-    wstr(f, d->name);
-    fprintf(f, "; backend = \"%s\"; seed = %s; n0 = %s; };\n", nm(BACKENDS, 3, d->backend),
-            I((long long)d->seed).s, N(d->n0).s);
-    if (d->nconstants) { /* for reference: the formulas below hold their values */
-        fputs("constants = {", f);
-        for (int i = 0; i < d->nconstants; i++)
-            fprintf(f, " %s = %s;", d->constants[i].name, N(d->constants[i].value).s);
-        fputs(" };\n", f);
-    }
-    fprintf(f, "grid = { cells = [%d, %d]; dx = [%s, %s]; cluster = [%d, %d]; slack = %s; };\n",
-            d->nx, d->ny, N(d->dx).s, N(d->dy).s, d->cluster[0], d->cluster[1], N(d->slack).s);
-    fprintf(f, "time = { dt = %s; steps = %s; };\nfields = {\n", N(d->dt).s, I(d->steps).s);
-    wsides(f, "  ", FBND_NAMES, 3, d->fbnd);
-    fprintf(f, "  pml = { cells = %d; };\n  filter = { passes = %d; compensate = %s; };\n  "
-            "external = { ", d->pml_cells, d->filter_passes,
-            d->filter_compensate ? "true" : "false");
-    wvec(f, "E", d->ext_E, 3);
-    fputc(' ', f);
-    wvec(f, "B", d->ext_B, 3);
-    fprintf(f, " };\n  moving_window = { enabled = %s; t_start = %s; };\n};\nlasers = (",
-            d->window_enabled ? "true" : "false", N(d->window_t_start).s);
-    for (int i = 0; i < d->nlasers && i < DECK_MAX_LASERS; i++) {
-        const deck_laser *L = &d->lasers[i];
-        fprintf(f, "%s\n  { a0 = %s; omega0 = %s; polarization = ", i ? "," : "", N(L->a0).s,
-                N(L->omega0).s);
-        fputs(L->circular ? "\"circular\"" : N(L->polarization).s, f);
-        fprintf(f, "; w0 = %s; focus = %s;\n    center = %s; duration = %s; envelope = \"%s\";",
-                N(L->w0).s, N(L->focus).s, N(L->center).s, N(L->duration).s,
-                nm(ENVELOPES, 3, L->envelope));
-        if (L->envelope == ENV_FLATTOP)
-            fprintf(f, " ramp = %s;", N(L->ramp).s);
-        fprintf(f, " boundary = \"%s\"; phase = %s; }", nm(SIDES, 4, L->boundary),
-                N(L->phase).s);
-    }
-    fputs("\n);\nspecies = (", f);
-    for (int i = 0; i < d->nspecies && i < DECK_MAX_SPECIES; i++) {
-        fputs(i ? ",\n" : "\n", f);
-        wspecies(f, &d->species[i]);
-    }
-    fputs("\n);\ndiagnostics = {\n  output = ", f);
-    wstr(f, d->output);
-    fprintf(f, ";\n  energy = { every = %s; };\n  fields = { every = %s; ", I(d->energy_every).s,
-            I(d->fields_every).s);
-    wmask(f, "quantities", d->fields_quantities, FQ_NAMES, 4);
-    fprintf(f, " };\n  particles = { every = %s; fraction = %s; ", I(d->particles_every).s,
-            N(d->particles_fraction).s);
-    const char *snames[DECK_MAX_SPECIES];
-    int ns = d->nspecies < DECK_MAX_SPECIES ? d->nspecies : DECK_MAX_SPECIES;
-    for (int i = 0; i < ns; i++)
-        snames[i] = d->species[i].name;
-    wmask(f, "species", d->particles_species_mask, snames, ns);
-    if (d->particles_region)
-        wvec(f, " region", d->particles_box, 4);
-    if (d->particles_energy)
-        wvec(f, " energy", d->particles_erange, 2);
-    fprintf(f, " };\n  checkpoint = { every = %s; };\n", I(d->checkpoint_every).s);
-    for (int i = 0; i < d->nphasespace && i < DECK_MAX_PHASESPACE; i++) {
-        const deck_phasespace *p = &d->phasespace[i];
-        fprintf(f, "%s\n    { species = ", i ? "," : "  phasespace = (");
-        wstr(f, snames[p->species < ns ? p->species : 0]);
-        fprintf(f, "; axes = [\"%s\"", nm(DECK_PS_AXES, PSA_COUNT, p->axis[0]));
-        if (p->naxes == 2)
-            fprintf(f, ", \"%s\"", nm(DECK_PS_AXES, PSA_COUNT, p->axis[1]));
-        fprintf(f, p->naxes == 2 ? "]; bins = [%d, %d];" : "]; bins = [%d];", p->bins[0],
-                p->bins[1]);
-        if (p->fixed[0] && (p->naxes == 1 || p->fixed[1])) {
-            fputs(" range = (", f);
-            for (int a = 0; a < p->naxes; a++)
-                fprintf(f, "%s[%s, %s]", a ? ", " : "", N(p->range[a][0]).s, N(p->range[a][1]).s);
-            fputs(");", f);
-        }
-        fprintf(f, " log = %s; every = %s; }", p->log ? "true" : "false", I(p->every).s);
-    }
-    fputs(d->nphasespace ? "\n  );\n" : "", f);
-    if (d->tracks_every > 0) {
-        fprintf(f, "  tracks = { every = %s; fraction = %s; ", I(d->tracks_every).s,
-                N(d->tracks_fraction).s);
-        wmask(f, "species", d->tracks_species_mask, snames, ns);
-        fputs(" };\n", f);
-    }
-    fputs("};\n", f);
 }
 
 /* ---------------------------------------------------------------- small helpers */

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---------------------------------------------------------------- messages */
@@ -385,5 +386,27 @@ int dk_ivec(dk_ctx *c, const cs *g, const char *key, int *v, int n, int lo, int 
             v[i] = (int)t;
     }
     return ok ? 1 : -1;
+}
+
+const char *const DK_SIDES[] = {"xmin", "xmax", "ymin", "ymax", NULL};
+const char *const DK_FBND[] = {"periodic", "pml", "mur", NULL};
+const char *const DK_PBND[] = {"periodic", "absorbing", "reflecting", "thermal", NULL};
+const char *const DK_PROFILES[] = {"uniform", "piecewise", "expr", NULL};
+const char *const DK_BACKENDS[] = {"auto", "cpu", "cuda", NULL};
+const char *const DK_ENVELOPES[] = {"sin2", "gaussian", "flattop", NULL};
+const char *const DK_FQ[] = {"E", "B", "J", "rho", NULL};
+
+int dk_numeric_text(const char *s, double *v)
+{
+    char *end;
+    double x = strtod(s, &end);
+    if (end == s)
+        return 0;
+    while (isspace((unsigned char)*end))
+        end++;
+    if (*end || !isfinite(x))
+        return 0;
+    *v = x;
+    return 1;
 }
 

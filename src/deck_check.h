@@ -80,4 +80,10 @@ void dk_constants(dk_ctx *c, const cs *root);
 /* Replace the names of the constants in formula expr (buffer of n) by their values. */
 void dk_expand(dk_ctx *c, const cs *s, char *expr, size_t n);
 
+/* The names of the deck's enumerations (kinds.h), NULL-terminated, in enum order. */
+extern const char *const DK_SIDES[], *const DK_FBND[], *const DK_PBND[], *const DK_PROFILES[],
+    *const DK_BACKENDS[], *const DK_ENVELOPES[], *const DK_FQ[];
+/* 1 and the value in *v when s is a whole finite number (blanks after it allowed), else 0. */
+int dk_numeric_text(const char *s, double *v);
+
 #endif
