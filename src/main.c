@@ -74,11 +74,18 @@ static int own_run(const char *ckpt, const char *dir)
     return stat(buf, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
-int main(int argc, char **argv)
+/* The command line. */
+typedef struct {
+    const char *deck, *backend, *output, *restart;
+    long steps; /* -1: the deck's */
+    int check, quiet, overwrite;
+} options;
+
+/* Fill o from argv; -1 to go on, else the exit status (0 after --help or --version). */
+static int parse_options(int argc, char **argv, options *o)
 {
-    const char *deck_path = NULL, *backend = NULL, *output = NULL, *restart = NULL;
-    long steps = -1;
-    int check = 0, quiet = 0, overwrite = 0;
+    memset(o, 0, sizeof *o);
+    o->steps = -1;
     const char *utext = usage_text();
     if (!(argv = cli_expand(&argc, argv, utext)))
         return 2;
@@ -89,80 +96,89 @@ int main(int argc, char **argv)
             return 2;
         }
     for (int a = 1; a < argc; a++) {
-        const char *o = argv[a];
+        const char *arg = argv[a];
         int more = a + 1 < argc;
-        if (!strcmp(o, "--backend") && more)
-            backend = argv[++a];
-        else if (!strcmp(o, "--steps") && more) {
+        if (!strcmp(arg, "--backend") && more)
+            o->backend = argv[++a];
+        else if (!strcmp(arg, "--steps") && more) {
             char *end;
-            steps = strtol(argv[++a], &end, 10);
-            if (*end || steps < 0) {
+            o->steps = strtol(argv[++a], &end, 10);
+            if (*end || o->steps < 0) {
                 empic_report(NULL, 0, "--steps: expected a non-negative integer, got '%s'",
                              argv[a]);
                 return 2;
             }
-        } else if (!strcmp(o, "--output") && more)
-            output = argv[++a];
-        else if (!strcmp(o, "--check"))
-            check = 1;
-        else if (!strcmp(o, "--overwrite"))
-            overwrite = 1;
-        else if (!strcmp(o, "--quiet"))
-            quiet = 1;
-        else if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
+        } else if (!strcmp(arg, "--output") && more)
+            o->output = argv[++a];
+        else if (!strcmp(arg, "--check"))
+            o->check = 1;
+        else if (!strcmp(arg, "--overwrite"))
+            o->overwrite = 1;
+        else if (!strcmp(arg, "--quiet"))
+            o->quiet = 1;
+        else if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
             usage(stdout);
             return 0;
-        } else if (!strcmp(o, "--version")) {
+        } else if (!strcmp(arg, "--version")) {
             printf("empic %s\n", empic_version_string());
             return 0;
-        } else if (!strcmp(o, "--restart") && more)
-            restart = argv[++a];
-        else if (o[0] == '-' || deck_path) {
-            cli_reject(o, utext);
+        } else if (!strcmp(arg, "--restart") && more)
+            o->restart = argv[++a];
+        else if (arg[0] == '-' || o->deck) {
+            cli_reject(arg, utext);
             return 2;
         } else
-            deck_path = o;
+            o->deck = arg;
     }
-    if (restart && deck_path) {
+    if (o->restart && o->deck) {
         empic_report(NULL, 0, "--restart continues with the deck stored in the checkpoint; "
-                              "leave out '%s'", deck_path);
+                              "leave out '%s'", o->deck);
         return 2;
     }
-    if (!deck_path && !restart) {
+    if (!o->deck && !o->restart) {
         usage(stderr);
         return 2;
     }
+    return -1;
+}
+
+int main(int argc, char **argv)
+{
+    options o;
+    int st = parse_options(argc, argv, &o);
+    if (st >= 0)
+        return st;
     deck d;
     char ckpt[DECK_PATH_MAX + 64];
     long ckpt_step = 0;
-    if (restart ? checkpoint_find(restart, ckpt, sizeof ckpt, &ckpt_step) ||
+    if (o.restart ? checkpoint_find(o.restart, ckpt, sizeof ckpt, &ckpt_step) ||
                       checkpoint_read_deck(ckpt, &d)
-                : deck_load(deck_path, &d))
+                : deck_load(o.deck, &d))
         return 1;
-    if (backend) {
-        if (!strcmp(backend, "cpu"))
+    if (o.backend) {
+        if (!strcmp(o.backend, "cpu"))
             d.backend = BACKEND_CPU;
-        else if (!strcmp(backend, "cuda"))
+        else if (!strcmp(o.backend, "cuda"))
             d.backend = BACKEND_CUDA;
-        else if (!strcmp(backend, "auto"))
+        else if (!strcmp(o.backend, "auto"))
             d.backend = BACKEND_AUTO;
         else {
-            empic_report(NULL, 0, "--backend: expected cpu, cuda or auto, got '%s'", backend);
+            empic_report(NULL, 0, "--backend: expected cpu, cuda or auto, got '%s'", o.backend);
             return 2;
         }
     }
-    if (steps >= 0 && steps != d.steps) {
-        d.steps = steps;
+    if (o.steps >= 0 && o.steps != d.steps) {
+        d.steps = o.steps;
         if (deck_recheck(&d)) { /* the moving window injects further */
             deck_free(&d);
             return 1;
         }
     }
-    if (output)
-        snprintf(d.output, sizeof d.output, "%s", output);
+    if (o.output)
+        snprintf(d.output, sizeof d.output, "%s", o.output);
     memory_need need;
     memory_estimate(&d, &need);
-    if (check) {
+    if (o.check) {
         deck_write(&d, stdout);
         print_memory(&need);
         report_scales(&d, stdout);
@@ -170,16 +186,16 @@ int main(int argc, char **argv)
         deck_free(&d);
         return rc;
     }
-    const int own = restart && own_run(ckpt, d.output);
+    const int own = o.restart && own_run(ckpt, d.output);
     int lock = -1;
-    if (memory_check(&d, &need) || (lock = fileio_lock_output(d.output, own, overwrite)) < 0) {
+    if (memory_check(&d, &need) || (lock = fileio_lock_output(d.output, own, o.overwrite)) < 0) {
         deck_free(&d);
         return 1;
     }
-    if (overwrite && !own)
+    if (o.overwrite && !own)
         fileio_clear_run(d.output);
     sim S;
-    if (sim_init_from(&S, &d, quiet, restart ? ckpt : NULL)) {
+    if (sim_init_from(&S, &d, o.quiet, o.restart ? ckpt : NULL)) {
         sim_free(&S);
         return 1;
     }
