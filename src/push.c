@@ -5,6 +5,7 @@
  * colour never overlap, so no atomics are needed. */
 #include "push.h"
 #include "bnd.h"
+#include "deposit_simd.h"
 #include "empic.h"
 #include "particle.h"
 
@@ -217,62 +218,19 @@ void push_half_back(species *s, const emf *f, const clusters *cl, const float ex
     }
 }
 
-/* Move one cluster's particles, deposit their current in tile t and set migration codes.
- * Chunks of CHUNK particles: a vectorised loop computes the new positions and the weights of
- * the three pieces of each move (move_pieces), then a scalar loop adds them to the tile. */
-#define CHUNK 32
+/* Move one cluster's particles, deposit their current in tile t and set migration codes
+ * (deposit_simd.c: vectorised move and split, SIMD or scalar scatter into the tile). */
 static void move_cluster(species *s, const emf *f, const clusters *cl, int c, tile *t)
 {
-    const float rdx = (float)(f->dt / f->dx), rdy = (float)(f->dt / f->dy);
-    const float jxq = (float)(f->dx / f->dt), jyq = (float)(f->dy / f->dt), q = s->q;
-    const int cx = c % cl->ncx, cy = c / cl->ncx, nx = f->nx, ny = f->ny, ts = t->s;
-    const int xlo = cl->x0[cx], xhi = cl->x0[cx + 1], ylo = cl->y0[cy], yhi = cl->y0[cy + 1];
-    const int i0 = t->i0, j0 = t->j0;
-    int *hist = s->hist + 9 * c;
-    uint32_t *restrict cell = s->cell;
-    float *restrict px = s->x, *restrict py = s->y;
-    const float *restrict pux = s->ux, *restrict puy = s->uy, *restrict puz = s->uz,
-                          *restrict pw = s->w;
-    uint8_t *restrict code = s->code;
-    int kk[3][CHUNK], k0[CHUNK], mc[CHUNK], used[CHUNK];
-    float ww[3][8][CHUNK];
-    memset(hist, 0, 9 * sizeof(int));
-    const int end = s->start[c] + s->count[c];
-    for (int base = s->start[c]; base < end; base += CHUNK) {
-        const int n = end - base < CHUNK ? end - base : CHUNK;
-#pragma omp simd
-        for (int r = 0; r < n; r++) {
-            const int p = base + r;
-            float ux = pux[p], uy = puy[p], uz = puz[p];
-            float ig = 1.0f / lorentz_gamma(ux, uy, uz);
-            float x0 = px[p], y0 = py[p];
-            float x1 = x0 + ux * ig * rdx, y1 = y0 + uy * ig * rdy;
-            float qw = q * pw[p];
-            int ci = cell_i(cell[p]), cj = cell_j(cell[p]);
-            int mid = move_pieces(x0, y0, x1, y1, qw * jxq, qw * jyq, qw * uz * ig, ts,
-                                  &kk[0][r], &ww[0][0][r], CHUNK);
-            k0[r] = (ci - i0) + (cj - j0) * ts;
-            int di = offset_wrap(&x1), dj = offset_wrap(&y1), i = ci + di, j = cj + dj;
-            /* pieces to add: the first always; the last only after a cell change; the middle
-             * only after two edge crossings */
-            used[r] = 1 | ((di | dj) != 0 ? 4 : 0) | (mid ? 2 : 0);
-            int dcx = i < xlo ? -1 : (i >= xhi ? 1 : 0), dcy = j < ylo ? -1 : (j >= yhi ? 1 : 0);
-            i = i < 0 ? i + nx : (i >= nx ? i - nx : i);
-            j = j < 0 ? j + ny : (j >= ny ? j - ny : j);
-            cell[p] = cell_pack(i, j);
-            px[p] = x1;
-            py[p] = y1;
-            mc[r] = (dcx + 1) + 3 * (dcy + 1);
-        }
-        for (int r = 0; r < n; r++) {
-            for (int m = 0; m < 3; m++)
-                if (used[r] & (1 << m))
-                    deposit_add(t->a[0], t->a[1], t->a[2], k0[r] + kk[m][r], ts, &ww[m][0][r],
-                                CHUNK);
-            hist[mc[r]]++;
-            code[base + r] = (uint8_t)mig_code(mc[r] % 3 - 1, mc[r] / 3 - 1);
-        }
-    }
+    const int cx = c % cl->ncx, cy = c / cl->ncx;
+    const deposit_frame fr = {
+        .rdx = (float)(f->dt / f->dx), .rdy = (float)(f->dt / f->dy),
+        .jxq = (float)(f->dx / f->dt), .jyq = (float)(f->dy / f->dt),
+        .nx = f->nx, .ny = f->ny,
+        .xlo = cl->x0[cx], .xhi = cl->x0[cx + 1], .ylo = cl->y0[cy], .yhi = cl->y0[cy + 1],
+        .i0 = t->i0, .j0 = t->j0, .tw = t->s, .th = t->h};
+    deposit_cluster(s, s->start[c], s->start[c] + s->count[c], &fr, t->a[0], t->a[1], t->a[2],
+                    s->hist + 9 * c);
 }
 
 void push_cpu(species *s, emf *f, const clusters *cl, const float ext_e[3],
