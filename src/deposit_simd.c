@@ -114,6 +114,39 @@ static void scatter_scalar(const chunk_work *cw, int n, int tw, float *jx, float
         }
 }
 
+/* scatter_scalar into the node tile: deposit_add's words, four floats per node. */
+static void scatter_nodes(const chunk_work *cw, int n, int tw, float *nt)
+{
+    const int row = 4 * tw, D = DCHUNK;
+    for (int r = 0; r < n; r++)
+        for (int m = 0; m < 3; m++) {
+            unsigned b = cw->pm[r] >> (3 * m);
+            if (!(b & 1u))
+                continue;
+            float *t = nt + cw->blk[r] + 4 * (int)(b >> 1 & 1u) + (int)(b >> 2 & 1u) * row;
+            const float *w = &cw->ww[m][0][r];
+            t[0] += w[0];               /* Jx(k) */
+            t[row] += w[D];             /* Jx(k+s) */
+            t[1] += w[2 * D];           /* Jy(k) */
+            t[5] += w[3 * D];           /* Jy(k+1) */
+            t[2] += w[4 * D];           /* Jz(k) */
+            t[6] += w[5 * D];           /* Jz(k+1) */
+            t[row + 2] += w[6 * D];     /* Jz(k+s) */
+            t[row + 6] += w[7 * D];     /* Jz(k+s+1) */
+        }
+}
+
+/* Whether the chunk's particles share blocks enough for the block scatter: it pays when the
+ * block's rows stay in registers over several particles (cold or warm plasma, still in load
+ * order); for particles in scattered cells the scalar adds are faster. */
+static int coherent(const chunk_work *cw, int n)
+{
+    int changes = 0;
+    for (int r = 1; r < n; r++)
+        changes += cw->blk[r] != cw->blk[r - 1];
+    return 4 * changes <= n;
+}
+
 #if DEPOSIT_X86
 /* Weights of 8 particles (rows src + e * DCHUNK, e = 0..7) to 8 per-particle rows dst + 24 r. */
 __attribute__((target("avx"), always_inline)) static inline void transpose8(const float *src,
@@ -193,15 +226,20 @@ __attribute__((target("avx512f"))) static void scatter_avx512(const chunk_work *
             if (three)
                 r2 = _mm512_loadu_ps(bp + 2 * row);
         }
-        for (int m = 0; m < 3; m++) {
-            const unsigned b = c >> (3 * m), dx = b >> 1 & 1u, dy = b >> 2 & 1u, u = 0u - (b & 1u);
+        /* the added pieces, in order; one masked add per row and piece */
+        for (unsigned left = c & 0x49u; left; left &= left - 1) {
+            const int m = __builtin_ctz(left) / 3;
+            const unsigned b = c >> (3 * m), dx = b >> 1 & 1u, dy = b >> 2 & 1u;
             const __m512 w = _mm512_castps256_ps512(_mm256_load_ps(cw->wt[r][m]));
             const __m512 pl = _mm512_permutexvar_ps(il[dx], w), pu = _mm512_permutexvar_ps(iu[dx], w);
-            const __mmask16 kl = (__mmask16)(MASK_LO << 4 * dx & u), ku = (__mmask16)(MASK_UP << 4 * dx & u);
-            r0 = _mm512_mask_add_ps(r0, dy ? 0 : kl, r0, pl);
-            r1 = _mm512_mask_add_ps(r1, dy ? kl : 0, r1, pl);
-            r1 = _mm512_mask_add_ps(r1, dy ? 0 : ku, r1, pu);
-            r2 = _mm512_mask_add_ps(r2, dy ? ku : 0, r2, pu);
+            const __mmask16 kl = (__mmask16)(MASK_LO << 4 * dx), ku = (__mmask16)(MASK_UP << 4 * dx);
+            if (dy) {
+                r1 = _mm512_mask_add_ps(r1, kl, r1, pl);
+                r2 = _mm512_mask_add_ps(r2, ku, r2, pu);
+            } else {
+                r0 = _mm512_mask_add_ps(r0, kl, r0, pl);
+                r1 = _mm512_mask_add_ps(r1, ku, r1, pu);
+            }
         }
     }
     if (open >= 0) {
@@ -222,45 +260,75 @@ half_row(__m256 w, const int32_t *lane, unsigned mask, int h)
     return _mm256_and_ps(v, _mm256_castsi256_ps(keep));
 }
 
+/* The rows of a block as two 8-lane halves (nodes 0-1, 2-3). */
+typedef struct {
+    __m256 a, b;
+} row2;
+
+__attribute__((target("avx2"), always_inline)) static inline row2 row_load(const float *p)
+{
+    return (row2){_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)};
+}
+
+__attribute__((target("avx2"), always_inline)) static inline void row_store(float *p, row2 v)
+{
+    _mm256_storeu_ps(p, v.a);
+    _mm256_storeu_ps(p + 8, v.b);
+}
+
+/* v + the lanes of w selected by lane / mask (+0 elsewhere) */
+__attribute__((target("avx2"), always_inline)) static inline row2
+row_add(row2 v, __m256 w, const int32_t *lane, unsigned mask)
+{
+    return (row2){_mm256_add_ps(v.a, half_row(w, lane, mask, 0)),
+                  _mm256_add_ps(v.b, half_row(w, lane, mask, 1))};
+}
+
 __attribute__((target("avx2"))) static void scatter_avx2(const chunk_work *cw, int n, float *nt,
                                                          int tw)
 {
     const int row = 4 * tw;
-    __m256 r[3][2] = {{_mm256_setzero_ps()}};
+    row2 r0 = {_mm256_setzero_ps(), _mm256_setzero_ps()}, r1 = r0, r2 = r0;
     float *bp = nt;
     int open = -1, three = 0;
-    for (int p = 0; p < n; p++) {
-        const unsigned c = cw->pm[p];
-        const int key = 2 * cw->blk[p] + (int)(c >> 9);
+    for (int r = 0; r < n; r++) {
+        const unsigned c = cw->pm[r];
+        const int key = 2 * cw->blk[r] + (int)(c >> 9);
         if (key != open) {
-            for (int k = 0; open >= 0 && k < 2 + three; k++)
-                for (int h = 0; h < 2; h++)
-                    _mm256_storeu_ps(bp + k * row + 8 * h, r[k][h]);
+            if (open >= 0) {
+                row_store(bp, r0);
+                row_store(bp + row, r1);
+                if (three)
+                    row_store(bp + 2 * row, r2);
+            }
             open = key;
             three = (int)(c >> 9);
-            bp = nt + cw->blk[p];
-            for (int k = 0; k < 2 + three; k++)
-                for (int h = 0; h < 2; h++)
-                    r[k][h] = _mm256_loadu_ps(bp + k * row + 8 * h);
+            bp = nt + cw->blk[r];
+            r0 = row_load(bp);
+            r1 = row_load(bp + row);
+            if (three)
+                r2 = row_load(bp + 2 * row);
         }
-        for (int m = 0; m < 3; m++) {
-            const unsigned b = c >> (3 * m), dx = b >> 1 & 1u, dy = b >> 2 & 1u, u = b & 1u;
-            const __m256 w = _mm256_load_ps(cw->wt[p][m]);
-            const __m256 on0 = _mm256_castsi256_ps(_mm256_set1_epi32(-(int)(u & !dy)));
-            const __m256 on1 = _mm256_castsi256_ps(_mm256_set1_epi32(-(int)(u & dy)));
-            for (int h = 0; h < 2; h++) {
-                __m256 lo = half_row(w, lane_lo[dx], MASK_LO << 4 * dx, h);
-                __m256 up = half_row(w, lane_up[dx], MASK_UP << 4 * dx, h);
-                /* row dy gets lo, row dy + 1 gets up: one of the two terms of row 1 is +0 */
-                r[0][h] = _mm256_add_ps(r[0][h], _mm256_and_ps(lo, on0));
-                r[1][h] = _mm256_add_ps(r[1][h], _mm256_or_ps(_mm256_and_ps(lo, on1), _mm256_and_ps(up, on0)));
-                r[2][h] = _mm256_add_ps(r[2][h], _mm256_and_ps(up, on1));
+        for (unsigned left = c & 0x49u; left; left &= left - 1) {
+            const int m = __builtin_ctz(left) / 3;
+            const unsigned b = c >> (3 * m), dx = b >> 1 & 1u, dy = b >> 2 & 1u;
+            const __m256 w = _mm256_load_ps(cw->wt[r][m]);
+            const unsigned kl = MASK_LO << 4 * dx, ku = MASK_UP << 4 * dx;
+            if (dy) {
+                r1 = row_add(r1, w, lane_lo[dx], kl);
+                r2 = row_add(r2, w, lane_up[dx], ku);
+            } else {
+                r0 = row_add(r0, w, lane_lo[dx], kl);
+                r1 = row_add(r1, w, lane_up[dx], ku);
             }
         }
     }
-    for (int k = 0; open >= 0 && k < 2 + three; k++)
-        for (int h = 0; h < 2; h++)
-            _mm256_storeu_ps(bp + k * row + 8 * h, r[k][h]);
+    if (open >= 0) {
+        row_store(bp, r0);
+        row_store(bp + row, r1);
+        if (three)
+            row_store(bp + 2 * row, r2);
+    }
 }
 #endif
 
@@ -323,14 +391,18 @@ void deposit_cluster(species *s, int start, int end, const deposit_frame *fr, fl
         const int n = end - base < DCHUNK ? end - base : DCHUNK;
         move_chunk(s, base, n, fr, cw, hist);
 #if DEPOSIT_X86
-        if (isa != DEPOSIT_SCALAR)
+        if (isa != DEPOSIT_SCALAR && coherent(cw, n)) {
             weights_per_particle(cw, n);
-        if (isa == DEPOSIT_AVX512)
-            scatter_avx512(cw, n, nt, tw);
-        else if (isa == DEPOSIT_AVX2)
-            scatter_avx2(cw, n, nt, tw);
-        else
+            if (isa == DEPOSIT_AVX512)
+                scatter_avx512(cw, n, nt, tw);
+            else
+                scatter_avx2(cw, n, nt, tw);
+            continue;
+        }
 #endif
+        if (nt)
+            scatter_nodes(cw, n, tw, nt);
+        else
             scatter_scalar(cw, n, tw, jx, jy, jz);
     }
     if (nt)
