@@ -2,18 +2,23 @@
  *
  * Chunks of DCHUNK particles. A vectorised loop moves them, splits each move into Kong's
  * three pieces with their Villasenor-Buneman weights (particle.h's move_pieces, structure of
- * arrays) and notes, per particle, which pieces to add and where. The scatter then adds the
- * pieces in particle order, piece order, as particle.h's deposit_add does:
- * - scalar: deposit_add into the planar tile;
+ * arrays), writes cells, migration codes and the histogram, and notes, per particle, which
+ * pieces to add and where. The scatter then adds the pieces in particle order, piece order,
+ * each piece's eight words as particle.h's deposit_add does:
+ * - scalar processors: deposit_add into the planar tile;
  * - AVX-512 / AVX2: into a node tile holding (Jx, Jy, Jz, 0) per node, so that the eight
  *   words of a piece lie in two rows of a block of 4 x 3 nodes, which covers every piece of
- *   one move (a move changes each cell index by at most one). The block's rows live in vector
- *   registers while consecutive particles share the block (clusters are loaded cell by cell)
- *   and are written back when the block changes. Each weight goes to its word by a masked
- *   (AVX-512) or zero-filled (AVX2) vector add: a tile word never holds -0 (it starts at +0,
- *   and a float sum is -0 only when both terms are), so adding +0 leaves it unchanged.
- * In all three each tile word receives the same additions in the same order: bitwise the
- * same current. The node tile is copied to the planar tile at the end. */
+ *   one move (a move changes each cell index by at most one). When the chunk's particles
+ *   share cells (cold or warm plasma, still in load order), the block's rows live in vector
+ *   registers while consecutive particles share the block and are written back when it
+ *   changes; each weight goes to its word by a masked (AVX-512) or zero-filled (AVX2) vector
+ *   add: a tile word never holds -0 (it starts at +0, and a float sum is -0 only when both
+ *   terms are), so adding +0 leaves it unchanged. Chunks whose particles are scattered over
+ *   the cluster (hot plasma after a few steps) reload the block for nearly every particle,
+ *   where eight scalar adds per piece measured faster: those chunks take them (scatter_nodes).
+ * Either way each tile word receives the same additions in the same order: bitwise the
+ * current of the scalar path (tests/test_deposit.c). The node tile is copied to the planar
+ * tile at the end. */
 #include "deposit_simd.h"
 #include "empic.h"
 #include "particle.h"
