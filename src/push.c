@@ -5,6 +5,7 @@
  * colour never overlap, so no atomics are needed. */
 #include "push.h"
 #include "bnd.h"
+#include "deposit_simd.h"
 #include "empic.h"
 #include "particle.h"
 
@@ -200,50 +201,13 @@ void push_half_back(species *s, const emf *f, const clusters *cl, const float ex
     }
 }
 
-/* Move one cluster's particles, deposit their current in tile t and set migration codes.
- * Chunks of CHUNK particles: a vectorised loop moves them (particle_move: new positions,
- * cells and the weights of the three pieces of each move), then a scalar loop adds the
- * selected pieces to the tile. */
-#define CHUNK 32
+/* Move one cluster's particles, deposit their current in tile t and set migration codes
+ * (deposit_simd.c: the vectorised move rule, then a SIMD or scalar scatter into the tile). */
 static void move_cluster(species *s, const emf *f, int c, tile *t)
 {
-    const move_step ms = move_step_of(f->dt, f->dx, f->dy, s->q);
-    const cluster_tile T = t->c;
-    const int nx = f->nx, ny = f->ny, ts = T.w;
-    int *hist = s->hist + 9 * c;
-    uint32_t *restrict cell = s->cell;
-    float *restrict px = s->x, *restrict py = s->y;
-    const float *restrict pux = s->ux, *restrict puy = s->uy, *restrict puz = s->uz,
-                          *restrict pw = s->w;
-    uint8_t *restrict code = s->code;
-    int kk[3][CHUNK], k0[CHUNK], mc[CHUNK];
-    unsigned used[CHUNK];
-    float ww[3][8][CHUNK];
-    memset(hist, 0, 9 * sizeof(int));
-    const int end = s->start[c] + s->count[c];
-    for (int base = s->start[c]; base < end; base += CHUNK) {
-        const int n = end - base < CHUNK ? end - base : CHUNK;
-#pragma omp simd
-        for (int r = 0; r < n; r++) {
-            const int p = base + r;
-            uint32_t cp = cell[p];
-            float x = px[p], y = py[p];
-            int dcx, dcy;
-            k0[r] = cluster_tile_k(&T, cp);
-            used[r] = particle_move(&ms, &T, nx, ny, ts, pux[p], puy[p], puz[p], pw[p], &cp, &x,
-                                    &y, &dcx, &dcy, &kk[0][r], &ww[0][0][r], CHUNK);
-            cell[p] = cp;
-            px[p] = x;
-            py[p] = y;
-            mc[r] = mig_bin(dcx, dcy);
-        }
-        for (int r = 0; r < n; r++) {
-            deposit_pieces(t->a[0], t->a[1], t->a[2], k0[r], ts, used[r], &kk[0][r],
-                           &ww[0][0][r], CHUNK);
-            hist[mc[r]]++;
-            code[base + r] = (uint8_t)mig_code_of_bin(mc[r]);
-        }
-    }
+    const deposit_frame fr = {move_step_of(f->dt, f->dx, f->dy, s->q), t->c, f->nx, f->ny};
+    deposit_cluster(s, s->start[c], s->start[c] + s->count[c], &fr, t->a[0], t->a[1], t->a[2],
+                    s->hist + 9 * c);
 }
 
 void push_cpu(species *s, emf *f, const clusters *cl, const float ext_e[3],

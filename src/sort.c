@@ -10,6 +10,7 @@
 #include "cluster.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 void sort_prepare(species *s, const clusters *cl)
 {
@@ -27,24 +28,41 @@ void sort_prepare(species *s, const clusters *cl)
     free(need);
 }
 
+/* The first slot in [i, end) whose code has `dir` in the field at `shift`, else end. Eight
+ * codes per 64-bit word: most particles stay, so most words hold no mover. */
+static inline int next_mover(const uint8_t *code, int i, int end, unsigned dir, int shift)
+{
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    const uint64_t ones = 0x0101010101010101ull;
+    for (; i + 8 <= end; i += 8) {
+        uint64_t v;
+        memcpy(&v, code + i, sizeof v);
+        v = ((v >> shift) & (3u * ones)) ^ (dir * ones); /* a byte is 0 where the code matches */
+        uint64_t hit = ~(v | v >> 1) & ones;
+        if (hit)
+            return i + __builtin_ctzll(hit) / 8;
+    }
+#endif
+    for (; i < end; i++)
+        if (((code[i] >> shift) & 3u) == dir)
+            return i;
+    return end;
+}
+
 /* Move the particles of cluster a whose code has `dir` in the field selected by `shift`
  * (0: x bits, 2: y bits) to the end of cluster b, filling each hole from a's end. */
 static void exchange(species *s, int a, int b, unsigned dir, int shift)
 {
     int i = s->start[a], end = s->start[a] + s->count[a];
     int dst = s->start[b] + s->count[b];
-    while (i < end) {
+    while ((i = next_mover(s->code, i, end, dir, shift)) < end) {
         unsigned c = s->code[i];
-        if (((c >> shift) & 3u) == dir) {
-            species_copy(s, (size_t)dst, (size_t)i);
-            s->code[dst] = (uint8_t)(c & ~(3u << shift));
-            dst++;
-            end--;
-            if (i != end)
-                species_copy(s, (size_t)i, (size_t)end);
-        } else {
-            i++;
-        }
+        species_copy(s, (size_t)dst, (size_t)i);
+        s->code[dst] = (uint8_t)(c & ~(3u << shift));
+        dst++;
+        end--;
+        if (i != end)
+            species_copy(s, (size_t)i, (size_t)end);
     }
     s->count[a] = end - s->start[a];
     s->count[b] = dst - s->start[b];
