@@ -1,5 +1,5 @@
 /* cpu_backend.c - the CPU backend's table (backend.h): the host arrays are the live state;
- * each phase is an OpenMP loop over clusters (push.c, sort.c, bnd.c, window.c) or over the
+ * each phase is an OpenMP loop over clusters (particles.c, sort.c, bnd.c, window.c) or over the
  * mesh (emf.c), timed here with the wall clock. */
 #include "backend.h"
 #include "bnd.h"
@@ -7,7 +7,7 @@
 #include "fbnd.h"
 #include "memory.h"
 #include "particle.h"
-#include "push.h"
+#include "particles.h"
 #include "sort.h"
 #include "window.h"
 
@@ -50,8 +50,8 @@ static void cpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic
     for (int c = 0; c < 3; c++)
         emf_zero(f, f->j[c]);
     for (int s = 0; s < st->nsp; s++) {
-        push_stats ps = {0};
-        push_cpu(&st->sp[s], f, st->cl, st->ext_e, st->ext_b, want_ke, &ps);
+        particles_stats ps = {0};
+        particles_advance(&st->sp[s], f, st->cl, st->ext_e, st->ext_b, want_ke, &ps);
         kinetic[s] = ps.kinetic;
         st->phase_s[PH_PUSH] += ps.t_push;
         st->phase_s[PH_DEPOSIT] += ps.t_deposit;
@@ -116,7 +116,7 @@ static void cpu_rho(void *ctx, pic_state *st, float *per)
         float *r = per ? per + (size_t)s * f->size : f->rho;
         if (per)
             emf_zero(f, r);
-        push_rho_cpu(&st->sp[s], f, st->cl, r);
+        particles_charge(&st->sp[s], f, st->cl, r);
         if (per) { /* each species' own density, folded and filtered like J */
             emf_guard_fold(f, r);
             emf_filter(f, r);

@@ -7,7 +7,7 @@
 #include "insitu.h"
 #include "lasers.h"
 #include "output.h"
-#include "push.h"
+#include "particles.h"
 #include "report.h"
 
 #include <math.h>
@@ -60,7 +60,7 @@ int sim_init_from(sim *S, const deck *d, int quiet, const char *checkpoint)
                             "not neutral (max |rho| = %.3g): E starts at 0, so Gauss's law "
                             "is off by that charge from the start (gauss_max)\n", q);
         for (int s = 0; s < S->nsp; s++)
-            push_half_back(&S->sp[s], &S->f, &S->cl, st->ext_e, st->ext_b);
+            particles_half_back(&S->sp[s], &S->f, &S->cl, st->ext_e, st->ext_b);
     }
     st->window_cells = S->win.cells;
     if (S->be->open(st, &S->be_ctx) || report_open(S, run[0] ? run : NULL))

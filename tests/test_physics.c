@@ -2,7 +2,7 @@
  * oscillation, Yee vacuum dispersion, two-stream growth, energy conservation, the sort under
  * a drifting non-uniform plasma, thread-independent loads. */
 #include "emf.h"
-#include "push.h"
+#include "particles.h"
 #include "sort.h"
 #include "testutil.h"
 

@@ -1,9 +1,9 @@
-/* push.c - the CPU backend's particle phases: gather + Boris push, move + charge-conserving
+/* particles.c - the CPU backend's particle phases: gather + Boris push, move + charge-conserving
  * deposit, charge density. Clusters are processed by OpenMP threads one colour at a time
  * (2x2 colouring, Kong Fig. 3): each thread accumulates its cluster's current in a private
  * tile with one ghost cell below and two above, then adds the tile to the mesh; tiles of one
  * colour never overlap, so no atomics are needed. */
-#include "push.h"
+#include "particles.h"
 #include "bnd.h"
 #include "deposit_simd.h"
 #include "empic.h"
@@ -185,7 +185,7 @@ static double push_cluster(species *s, const emf *f, const clusters *cl, int c, 
                    : push_range(s, f, cl, c, stage, ext_e, ext_b, qdt2m, 0);
 }
 
-void push_half_back(species *s, const emf *f, const clusters *cl, const float ext_e[3],
+void particles_half_back(species *s, const emf *f, const clusters *cl, const float ext_e[3],
                     const float ext_b[3])
 {
     if (s->immobile)
@@ -210,8 +210,8 @@ static void move_cluster(species *s, const emf *f, int c, tile *t)
                     s->hist + 9 * c);
 }
 
-void push_cpu(species *s, emf *f, const clusters *cl, const float ext_e[3],
-              const float ext_b[3], int want_ke, push_stats *st)
+void particles_advance(species *s, emf *f, const clusters *cl, const float ext_e[3],
+              const float ext_b[3], int want_ke, particles_stats *st)
 {
     const float qdt2m = boris_qdt2m(f->dt, s->qm);
     double ke = 0.0, tp = 0.0, td = 0.0;
@@ -261,7 +261,7 @@ void push_cpu(species *s, emf *f, const clusters *cl, const float ext_e[3],
     st->t_deposit = td / nt;
 }
 
-void push_rho_cpu(const species *s, const emf *f, const clusters *cl, float *rho)
+void particles_charge(const species *s, const emf *f, const clusters *cl, float *rho)
 {
 #pragma omp parallel
     {

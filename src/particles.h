@@ -1,6 +1,8 @@
-/* push.h - CPU backend particle phases (gather/push, move/deposit, charge). */
-#ifndef PUSH_H
-#define PUSH_H
+/* particles.h - the CPU backend's particle phases: gather and Boris push, then move and
+ * charge-conserving deposit of every cluster (particles_advance), the charge density, and the
+ * initial half push back. */
+#ifndef PARTICLES_H
+#define PARTICLES_H
 
 #include "emf.h"
 #include "species.h"
@@ -8,17 +10,17 @@
 typedef struct {
     double kinetic;            /* sum w m (gamma - 1) dx dy at the time-centred momentum */
     double t_push, t_deposit;  /* wall seconds of the two phases */
-} push_stats;
+} particles_stats;
 
 /* One step for species s: gather E, B at x(n), Boris u(n-1/2) -> u(n+1/2), move to x(n+1),
  * deposit J(n+1/2) into f->j (guards included), write migration codes and histograms;
  * the kinetic energy only when want_ke. */
-void push_cpu(species *s, emf *f, const clusters *cl, const float ext_e[3],
-              const float ext_b[3], int want_ke, push_stats *st);
+void particles_advance(species *s, emf *f, const clusters *cl, const float ext_e[3],
+              const float ext_b[3], int want_ke, particles_stats *st);
 /* Initial u(0) -> u(-1/2) with the initial fields. */
-void push_half_back(species *s, const emf *f, const clusters *cl, const float ext_e[3],
+void particles_half_back(species *s, const emf *f, const clusters *cl, const float ext_e[3],
                     const float ext_b[3]);
 /* Add the species' charge density at its current positions to rho (guards included). */
-void push_rho_cpu(const species *s, const emf *f, const clusters *cl, float *rho);
+void particles_charge(const species *s, const emf *f, const clusters *cl, float *rho);
 
 #endif
