@@ -170,9 +170,12 @@ static void inject(sim *S)
     const int i = S->d.nx - 1, stride = S->cl.ncy + 1;
     species col[DECK_MAX_SPECIES];
     int *add = empic_calloc((size_t)S->nsp * stride, sizeof(int), "injection");
-    for (int s = 0; s < S->nsp; s++)
+    for (int s = 0; s < S->nsp; s++) {
         S->sp[s].np += species_column(&S->sp[s], &S->d, &S->cl, i, i + S->win.cells, &col[s],
                                       add + s * stride);
+        if (col[s].bad.found && !S->sp[s].bad.found) /* sim_after_step stops the run */
+            S->sp[s].bad = col[s].bad;
+    }
     S->st.phase_s[PH_SORT] += omp_get_wtime() - t0;
     S->be->inject(S->be_ctx, &S->st, col, add);
     for (int s = 0; s < S->nsp; s++)
