@@ -32,8 +32,5 @@ int checkpoint_load(sim *S, const char *path);
 /* The run folder of a checkpoint file (the folder that holds its checkpoint/ folder) into
  * out. 0, or -1 when path is not inside one. */
 int checkpoint_run_dir(const char *path, char *out, size_t len);
-/* Write the checksum of a checkpoint file image of len bytes into its first 512 bytes (the
- * HDF5 user block), as the writer does; the reader refuses a file whose checksum differs. */
-void checkpoint_seal(char *image, size_t len);
 
 #endif

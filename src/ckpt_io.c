@@ -1,6 +1,5 @@
 /* ckpt_io.c - the checkpoint files' HDF5 helpers and whole-file hash (ckpt_io.h). */
 #include "ckpt_io.h"
-#include "checkpoint.h"
 #include "empic.h"
 
 #include <stdint.h>

@@ -33,6 +33,9 @@ void ck_put_text(ck_io *io, hid_t loc, const char *name, const char *text, size_
 char *ck_get_text(ck_io *io, hid_t loc, const char *name); /* malloc'ed, NUL-terminated */
 hid_t ck_group(ck_io *io, hid_t loc, const char *name, int create);
 void ck_close_group(hid_t g);
+/* Write the checksum of a checkpoint file image of len bytes into its first CK_USERBLOCK
+ * bytes, as the writer does; the reader refuses a file whose checksum differs. */
+void checkpoint_seal(char *image, size_t len);
 /* 0 when the file's hash matches its user block; else -1 with the reason in io. */
 int ck_sum_check(const char *path, ck_io *io);
 

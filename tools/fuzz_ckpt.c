@@ -8,6 +8,7 @@
  * so that the damage also reaches HDF5 and the reader behind it, inputs whose last byte is
  * odd are sealed with a fresh checksum first (checkpoint_seal). */
 #include "checkpoint.h"
+#include "ckpt_io.h"
 #include "memory.h"
 #include "sim.h"
 
