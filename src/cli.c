@@ -70,8 +70,9 @@ char **cli_expand(int *argc, char **argv, const char *usage)
             free(out);
             return NULL;
         }
-        out[n++] = o.name[k];
-        out[n++] = (char *)eq + 1;
+        argv[a][eq - arg] = '\0'; /* "--name=value" -> "--name", "value" in argv's own text */
+        out[n++] = argv[a];
+        out[n++] = argv[a] + (eq - arg) + 1;
     }
     out[n] = NULL;
     *argc = n;

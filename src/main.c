@@ -33,8 +33,8 @@ static void usage(FILE *o)
           o);
 }
 
-/* The usage text as a string (cli.c reads the options from it); never freed. */
-static const char *usage_text(void)
+/* The usage text as a string (cli.c reads the options from it). */
+static char *usage_text(void)
 {
     char *text = NULL;
     size_t len = 0;
@@ -79,6 +79,8 @@ typedef struct {
     const char *deck, *backend, *output, *restart;
     long steps; /* -1: the deck's */
     int check, quiet, overwrite;
+    char *utext;  /* the usage text and the expanded argv the strings above point into */
+    char **argv;
 } options;
 
 /* Fill o from argv; -1 to go on, else the exit status (0 after --help or --version). */
@@ -86,8 +88,8 @@ static int parse_options(int argc, char **argv, options *o)
 {
     memset(o, 0, sizeof *o);
     o->steps = -1;
-    const char *utext = usage_text();
-    if (!(argv = cli_expand(&argc, argv, utext)))
+    const char *utext = o->utext = usage_text();
+    if (!(argv = o->argv = cli_expand(&argc, argv, utext)))
         return 2;
     for (int a = 1; a < argc; a++) /* paths are kept in buffers of DECK_PATH_MAX */
         if (strlen(argv[a]) >= DECK_PATH_MAX) {
@@ -142,12 +144,23 @@ static int parse_options(int argc, char **argv, options *o)
     return -1;
 }
 
+static int run(const options *o);
+
 int main(int argc, char **argv)
 {
     options o;
     int st = parse_options(argc, argv, &o);
-    if (st >= 0)
-        return st;
+    if (st < 0)
+        st = run(&o);
+    free(o.argv);
+    free(o.utext);
+    return st;
+}
+
+/* Load (or find the checkpoint and its deck), check, lock the output folder, run. */
+static int run(const options *opt)
+{
+    const options o = *opt;
     deck d;
     char ckpt[DECK_PATH_MAX + 64];
     long ckpt_step = 0;
