@@ -21,8 +21,14 @@ CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(shell command -v $(NVCC)))
 CU_LIBS := -L$(CUDA_HOME)/lib64 -L$(CUDA_HOME)/targets/x86_64-linux/lib -lcudart
 endif
 DEPS_STAMP := build/.deps
-PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
-PKG_LIBS   = $(shell pkg-config --libs $(PKGS))
+# MPI (design.md §12) when pkg-config finds it (tools/install-deps installs OpenMPI); MPI=0
+# builds the one-rank program. Expanded when used: after install-deps on a fresh machine.
+MPI     ?= auto
+ifneq ($(MPI),0)
+MPI_PKG  = $(shell pkg-config --exists mpi-c 2>/dev/null && echo mpi-c)
+endif
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) $(MPI_PKG)) $(if $(MPI_PKG),-DEMPIC_MPI)
+PKG_LIBS   = $(shell pkg-config --libs $(PKGS) $(MPI_PKG))
 LIBS    = $(PKG_LIBS) -lfftw3 $(CU_LIBS) -lstdc++ -lm
 
 TESTS   := $(wildcard tests/test_*.c)

@@ -75,6 +75,8 @@ typedef struct deck {
     double dx, dy;
     int cluster[2];                    /* cluster (tile) size in cells, default [16, 16] */
     double slack;                      /* free fraction per cluster segment, default 0.3 */
+    int ranks[2];                      /* parallel.ranks: MPI ranks along x, y (0: chosen
+                                          for the grid, clusters_decompose) */
     /* time */
     double dt;
     long steps;                        /* from time.steps, or ceil(tmax/dt) */

@@ -41,6 +41,10 @@ extern "C" {
 void empic_report(const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* Silence empic_report (on = 1) or let it speak again: the ranks other than 0 while they
+ * read the command line and the deck, whose errors rank 0 reports for all. */
+void empic_mute(int on);
+
 /* Report and exit(1): for errors a run cannot recover from. */
 #define EMPIC_DIE(...) (empic_report(__FILE__, __LINE__, __VA_ARGS__), empic_exit(1))
 void empic_exit(int code) __attribute__((noreturn));

@@ -3,6 +3,7 @@
  * mesh (emf.c), timed here with the wall clock. */
 #include "backend.h"
 #include "bnd.h"
+#include "comm.h"
 #include "empic.h"
 #include "fbnd.h"
 #include "memory.h"
@@ -43,12 +44,19 @@ static void cpu_b_half(void *ctx, pic_state *st)
     st->phase_s[PH_FIELD] += omp_get_wtime() - t0;
 }
 
+/* The fixed-point sums of J and rho (emf.acc), made at the first use. */
+static long long *acc_of(emf *f)
+{
+    if (!f->acc)
+        f->acc = empic_calloc(4 * f->size, sizeof(long long), "current sums");
+    return f->acc;
+}
+
 static void cpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic)
 {
     (void)ctx;
     emf *f = st->f;
-    for (int c = 0; c < 3; c++)
-        emf_zero(f, f->j[c]);
+    memset(acc_of(f), 0, 3 * f->size * sizeof(long long));
     for (int s = 0; s < st->nsp; s++) {
         particles_stats ps = {0};
         particles_advance(&st->sp[s], f, st->cl, st->ext_e, st->ext_b, want_ke, &ps);
@@ -92,7 +100,7 @@ static void cpu_sort(void *ctx, pic_state *st, int window, long long *dropped)
         if (st->sp[s].immobile && !window)
             continue;
         dropped[s] = bnd_drop(&st->sp[s], st->cl, window);
-        sort_clusters(&st->sp[s], st->cl);
+        dropped[s] += sort_clusters(&st->sp[s], st->cl); /* those sent to other ranks */
     }
     st->phase_s[PH_SORT] += omp_get_wtime() - t0;
 }
@@ -111,21 +119,22 @@ static void cpu_rho(void *ctx, pic_state *st, float *per)
 {
     (void)ctx;
     emf *f = st->f;
+    long long *a = acc_of(f) + 3 * f->size;
     emf_zero(f, f->rho);
+    memset(a, 0, f->size * sizeof *a);
     for (int s = 0; s < st->nsp; s++) {
-        float *r = per ? per + (size_t)s * f->size : f->rho;
-        if (per)
-            emf_zero(f, r);
-        particles_charge(&st->sp[s], f, st->cl, r);
+        particles_charge(&st->sp[s], f, st->cl);
         if (per) { /* each species' own density, folded and filtered like J */
-            emf_guard_fold(f, r);
+            float *r = per + (size_t)s * f->size;
+            emf_acc_finish(f, a, r);
             emf_filter(f, r);
             for (size_t k = 0; k < f->size; k++)
                 f->rho[k] += r[k];
+            memset(a, 0, f->size * sizeof *a);
         }
     }
     if (!per) { /* all species deposited together: fold and filter once */
-        emf_guard_fold(f, f->rho);
+        emf_acc_finish(f, a, f->rho);
         emf_filter(f, f->rho);
     }
     emf_guard_fill(f, f->rho);
@@ -134,8 +143,8 @@ static void cpu_rho(void *ctx, pic_state *st, float *per)
 static void cpu_field_diag(void *ctx, pic_state *st, double *fe, double *fb, double *gauss)
 {
     cpu_rho(ctx, st, NULL);
-    *fe = emf_energy_e(st->f);
-    *fb = emf_energy_b(st->f);
+    *fe = emf_energy_e(st->f, st->cl);
+    *fb = emf_energy_b(st->f, st->cl);
     *gauss = emf_gauss_max(st->f, st->f->rho);
 }
 
@@ -173,12 +182,14 @@ static int cpu_phasespace_extent(void *ctx, pic_state *st, int s, const ps_grid 
             lo = v < lo ? v : lo;
             hi = v > hi ? v : hi;
         }
-    mm[0] = lo;
-    mm[1] = hi;
+    double v[2] = {-lo, hi}; /* over the ranks */
+    comm_max_double(v, 2);
+    mm[0] = lo = -v[0];
+    mm[1] = hi = v[1];
     return lo <= hi;
 }
 
-/* Per-thread histograms summed in thread order: the same sums for a given thread count. */
+/* Per-thread histograms of fixed-point sums: the same for any thread and rank count. */
 static void cpu_phasespace(void *ctx, pic_state *st, int s, const ps_grid *g, double *h)
 {
     (void)ctx;
@@ -201,12 +212,12 @@ static void cpu_phasespace(void *ctx, pic_state *st, int s, const ps_grid *g, do
                     mine[b] += fixed_of(sp->w[p], scale);
             }
     }
-    for (size_t b = 0; b < nb; b++) {
-        long long v = 0;
-        for (int t = 0; t < nt; t++)
-            v += part[(size_t)t * nb + b];
-        h[b] = (double)v / scale;
-    }
+    for (size_t b = 0; b < nb; b++)
+        for (int t = 1; t < nt; t++)
+            part[b] += part[(size_t)t * nb + b];
+    comm_sum_ll(part, nb); /* over the ranks: integer sums */
+    for (size_t b = 0; b < nb; b++)
+        h[b] = (double)part[b] / scale;
     free(part);
 }
 

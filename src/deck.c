@@ -14,9 +14,10 @@
 #include <sys/stat.h>
 
 static const char *const ROOT_KEYS[] = {"constants", "simulation", "grid", "time", "fields",
-                                        "lasers", "species", "diagnostics", NULL};
+                                        "lasers", "species", "diagnostics", "parallel", NULL};
 static const char *const SIM_KEYS[] = {"name", "backend", "seed", "n0", NULL};
 static const char *const GRID_KEYS[] = {"cells", "dx", "cluster", "slack", NULL};
+static const char *const PARALLEL_KEYS[] = {"ranks", NULL};
 static const char *const TIME_KEYS[] = {"dt", "steps", "tmax", NULL};
 static const char *const FIELD_KEYS[] = {"boundary", "pml", "filter", "external",
                                          "moving_window", NULL};
@@ -114,6 +115,17 @@ static void parse_grid(dk_ctx *c, const cs *root)
         okd = !dk_float_range(c, dk_member(g, "dx"), "dx", dx[0], 0) &
               !dk_float_range(c, dk_member(g, "dx"), "dy", dx[1], 0);
     c->box_ok = okc && okd;
+}
+
+/* parallel.ranks = [px, py]: the MPI rank array (checked against the run's ranks when it
+ * starts: clusters_decompose). */
+static void parse_parallel(dk_ctx *c, const cs *root)
+{
+    const cs *g = dk_group(c, root, "parallel", 0);
+    if (!g)
+        return;
+    dk_keys(c, g, PARALLEL_KEYS);
+    dk_ivec(c, g, "ranks", c->d->ranks, 2, 1, 32767, 0);
 }
 
 static void parse_time(dk_ctx *c, const cs *root)
@@ -566,6 +578,7 @@ int deck_load(const char *path, deck *d)
     dk_constants(&c, root);
     parse_simulation(&c, root);
     parse_grid(&c, root);
+    parse_parallel(&c, root);
     parse_time(&c, root);
     parse_fields(&c, root);
     parse_lasers(&c, root);

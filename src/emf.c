@@ -2,7 +2,9 @@
  * solve and field diagnostics on the CPU (OpenMP over rows). */
 #include "emf.h"
 #include "deck.h"
+#include "comm.h"
 #include "empic.h"
+#include "species.h"
 #include "yee.h"
 
 #include <fftw3.h>
@@ -10,15 +12,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-void emf_init(emf *f, const deck *d)
+void emf_init(emf *f, const deck *d, const int lo[2], const int hi[2], const int nb[4])
 {
+    const int G = EMF_GUARD;
     memset(f, 0, sizeof *f);
     f->nx = d->nx;
     f->ny = d->ny;
-    f->stride = d->nx + 2 * EMF_GUARD;
-    f->rows = d->ny + 2 * EMF_GUARD;
+    f->i0 = lo[0];
+    f->i1 = hi[0];
+    f->j0 = lo[1];
+    f->j1 = hi[1];
+    memcpy(f->nb, nb, sizeof f->nb);
+    f->stride = f->i1 - f->i0 + 2 * G;
+    f->rows = f->j1 - f->j0 + 2 * G;
     f->size = (size_t)f->stride * f->rows;
-    f->off = EMF_GUARD + EMF_GUARD * f->stride;
+    f->off = G - f->i0 + (G - f->j0) * f->stride;
     f->dx = d->dx;
     f->dy = d->dy;
     f->dt = d->dt;
@@ -40,6 +48,7 @@ void emf_init(emf *f, const deck *d)
 void emf_free(emf *f)
 {
     free(f->store);
+    free(f->acc);
     memset(f, 0, sizeof *f);
 }
 
@@ -48,65 +57,93 @@ void emf_zero(const emf *f, float *a)
     memset(a, 0, f->size * sizeof(float));
 }
 
-/* Guard cells [i0, i1) of row j filled as yee_guard_source says. */
-static void fill_cells(const emf *f, float *o, int j, int i0, int i1)
+/* ---------------------------------------------------------------- guards: exchanges between
+ * ranks (comm.h), copies across a periodic side of one rank. Local layout: this rank's cells
+ * are columns [G, G + w) and rows [G, G + h) of the stored array. */
+
+/* Columns [c0, c0 + G) of rows [r0, r1) of a (elements of esz bytes) to or from buf. */
+static void strip(const emf *f, char *a, size_t esz, int c0, int r0, int r1, char *buf, int out)
 {
-    const int px = f->bnd[SIDE_XMIN] == FBND_PERIODIC, py = f->bnd[SIDE_YMIN] == FBND_PERIODIC;
-    for (int i = i0; i < i1; i++) {
-        int si, sj;
-        if (yee_guard_source(i, j, f->nx, f->ny, px, py, &si, &sj))
-            o[i + j * f->stride] = o[si + sj * f->stride];
+    const size_t n = (size_t)EMF_GUARD * esz;
+    for (int r = r0; r < r1; r++) {
+        char *p = a + ((size_t)r * f->stride + c0) * esz, *q = buf + (size_t)(r - r0) * n;
+        if (out)
+            memcpy(q, p, n);
+        else
+            memcpy(p, q, n);
+    }
+}
+
+/* Send this rank's block at (send0) toward side `to` and take the block from the opposite
+ * side into (recv0): along x a strip of G columns of rows [r0, r1), along y G whole rows. */
+static void shift_block(const emf *f, char *a, size_t esz, int axis, int to, int send0,
+                        int recv0, int r0, int r1, char *buf)
+{
+    const int from = to ^ 1, G = EMF_GUARD;
+    if (axis == 0) {
+        const size_t n = (size_t)(r1 - r0) * G * esz;
+        strip(f, a, esz, send0, r0, r1, buf, 1);
+        if (comm_sendrecv(buf, n, f->nb[to], buf + n, n, f->nb[from], 10 + to))
+            strip(f, a, esz, recv0, r0, r1, buf + n, 0);
+    } else {
+        const size_t n = (size_t)G * f->stride * esz;
+        memcpy(buf, a + (size_t)send0 * f->stride * esz, n);
+        if (comm_sendrecv(buf, n, f->nb[to], buf + n, n, f->nb[from], 10 + to))
+            memcpy(a + (size_t)recv0 * f->stride * esz, buf + n, n);
     }
 }
 
 void emf_guard_fill(const emf *f, float *a)
 {
-    const int G = EMF_GUARD, nx = f->nx, ny = f->ny;
-    if (f->bnd[SIDE_XMIN] != FBND_PERIODIC && f->bnd[SIDE_YMIN] != FBND_PERIODIC)
-        return;
-    float *o = a + f->off;
-#pragma omp parallel for
-    for (int j = -G; j < ny + G; j++) {
-        if (j < 0 || j >= ny) {
-            fill_cells(f, o, j, -G, nx + G);
-        } else {
-            fill_cells(f, o, j, -G, 0);
-            fill_cells(f, o, j, nx, nx + G);
-        }
-    }
+    const int G = EMF_GUARD, w = f->i1 - f->i0, h = f->j1 - f->j0;
+    const size_t esz = sizeof(float);
+    char *buf = empic_alloc(2 * (size_t)G * (f->stride > f->rows ? f->stride : f->rows) * esz,
+                            "guard exchange");
+    /* x: this rank's rows, then y: whole rows, the x guards included (the corners) */
+    shift_block(f, (char *)a, esz, 0, SIDE_XMIN, G, G + w, G, G + h, buf);
+    shift_block(f, (char *)a, esz, 0, SIDE_XMAX, w, 0, G, G + h, buf);
+    shift_block(f, (char *)a, esz, 1, SIDE_YMIN, G, G + h, 0, 0, buf);
+    shift_block(f, (char *)a, esz, 1, SIDE_YMAX, h, 0, 0, 0, buf);
+    free(buf);
 }
 
-/* Interior cells [i0, i1) of row j folded (yee_guard_fold). */
-static void fold_cells(const emf *f, float *o, int j, int i0, int i1)
+/* The guard block that shift_block received (at recv0, in buf + n) added into this rank's
+ * cells at dst0 instead, and this rank's own guard block zeroed. */
+static void fold_block(const emf *f, long long *a, int axis, int to, int send0, int dst0,
+                       long long *buf)
 {
-    const int px = f->bnd[SIDE_XMIN] == FBND_PERIODIC, py = f->bnd[SIDE_YMIN] == FBND_PERIODIC;
-    for (int i = i0; i < i1; i++)
-        o[i + j * f->stride] =
-            yee_guard_fold(o, i, j, f->stride, f->nx, f->ny, EMF_GUARD, px, py);
+    const int from = to ^ 1, G = EMF_GUARD;
+    const size_t n = axis ? (size_t)G * f->stride : (size_t)G * f->rows;
+    const int s = f->stride;
+    for (size_t q = 0; q < n; q++) { /* pack this rank's guard block */
+        size_t k = axis ? (size_t)send0 * s + q : (q / G) * s + send0 + q % G;
+        buf[q] = a[k];
+        a[k] = 0;
+    }
+    size_t got = comm_sendrecv(buf, n * sizeof *buf, f->nb[to], buf + n, n * sizeof *buf,
+                               f->nb[from], 20 + to);
+    if (got)
+        for (size_t q = 0; q < n; q++) {
+            size_t k = axis ? (size_t)dst0 * s + q : (q / G) * s + dst0 + q % G;
+            a[k] += buf[n + q];
+        }
 }
 
-void emf_guard_fold(const emf *f, float *a)
+void emf_acc_finish(const emf *f, long long *a, float *dst)
 {
-    const int G = EMF_GUARD, nx = f->nx, ny = f->ny, s = f->stride;
-    float *o = a + f->off;
+    const int G = EMF_GUARD, w = f->i1 - f->i0, h = f->j1 - f->j0;
+    long long *buf = empic_alloc(2 * (size_t)G * (f->stride > f->rows ? f->stride : f->rows) *
+                                     sizeof *buf, "guard exchange");
+    /* x over every row (the y guards' corners travel on), then y over whole rows */
+    fold_block(f, a, 0, SIDE_XMIN, 0, w, buf);
+    fold_block(f, a, 0, SIDE_XMAX, G + w, G, buf);
+    fold_block(f, a, 1, SIDE_YMIN, 0, h, buf);
+    fold_block(f, a, 1, SIDE_YMAX, G + h, G, buf);
+    free(buf);
+    const double inv = 1.0 / (double)f->acc_scale; /* a power of two: exact */
 #pragma omp parallel for
-    for (int j = 0; j < ny; j++) {
-        if (j < G || j >= ny - G) {
-            fold_cells(f, o, j, 0, nx);
-        } else {
-            fold_cells(f, o, j, 0, G);
-            fold_cells(f, o, j, nx - G > G ? nx - G : G, nx);
-        }
-    }
-#pragma omp parallel for
-    for (int j = -G; j < ny + G; j++) {
-        if (j < 0 || j >= ny) {
-            memset(o + j * s - G, 0, (size_t)s * sizeof(float));
-        } else {
-            memset(o + j * s - G, 0, (size_t)G * sizeof(float));
-            memset(o + j * s + nx, 0, (size_t)G * sizeof(float));
-        }
-    }
+    for (size_t k = 0; k < f->size; k++)
+        dst[k] = (float)((double)a[k] * inv);
 }
 
 void emf_b_half(emf *f)
@@ -114,8 +151,8 @@ void emf_b_half(emf *f)
     const int s = f->stride;
     const float hx = (float)(0.5 * f->dt / f->dx), hy = (float)(0.5 * f->dt / f->dy);
 #pragma omp parallel for
-    for (int j = 0; j < f->ny; j++)
-        for (int i = 0; i < f->nx; i++)
+    for (int j = f->j0; j < f->j1; j++)
+        for (int i = f->i0; i < f->i1; i++)
             yee_b_cell(f->b[0], f->b[1], f->b[2], f->e[0], f->e[1], f->e[2], emf_idx(f, i, j),
                        s, hx, hy);
 }
@@ -125,8 +162,8 @@ void emf_e_advance(emf *f)
     const int s = f->stride;
     const float dt = (float)f->dt, cx = (float)(f->dt / f->dx), cy = (float)(f->dt / f->dy);
 #pragma omp parallel for
-    for (int j = 0; j < f->ny; j++)
-        for (int i = 0; i < f->nx; i++)
+    for (int j = f->j0; j < f->j1; j++)
+        for (int i = f->i0; i < f->i1; i++)
             yee_e_cell(f->e[0], f->e[1], f->e[2], f->b[0], f->b[1], f->b[2], f->j[0], f->j[1],
                        f->j[2], emf_idx(f, i, j), s, dt, cx, cy);
 }
@@ -134,17 +171,16 @@ void emf_e_advance(emf *f)
 /* One 3-point pass along x (d = 1) or y (d = stride), then refresh guards. */
 static void filter_pass(emf *f, float *a, int d, float wa, float wb)
 {
-    const int s = f->stride;
 #pragma omp parallel for
-    for (int j = 0; j < f->ny; j++)
-        for (int i = 0; i < f->nx; i++) {
+    for (int j = f->j0; j < f->j1; j++)
+        for (int i = f->i0; i < f->i1; i++) {
             int k = emf_idx(f, i, j);
             f->tmp[k] = filter_3pt(a, k, d, wa, wb);
         }
 #pragma omp parallel for
-    for (int j = 0; j < f->ny; j++)
-        memcpy(a + emf_idx(f, 0, j), f->tmp + emf_idx(f, 0, j), (size_t)f->nx * sizeof(float));
-    (void)s;
+    for (int j = f->j0; j < f->j1; j++)
+        memcpy(a + emf_idx(f, f->i0, j), f->tmp + emf_idx(f, f->i0, j),
+               (size_t)(f->i1 - f->i0) * sizeof(float));
     emf_guard_fill(f, a);
 }
 
@@ -165,7 +201,7 @@ void emf_filter(emf *f, float *a)
 void emf_current_finish(emf *f)
 {
     for (int c = 0; c < 3; c++) {
-        emf_guard_fold(f, f->j[c]);
+        emf_acc_finish(f, f->acc + c * f->size, f->j[c]);
         emf_filter(f, f->j[c]);
     }
 }
@@ -185,10 +221,15 @@ void emf_poisson(emf *f, const float *rho)
         EMPIC_DIE("out of memory for the initial Poisson solve");
     fftw_plan fwd = fftw_plan_dft_r2c_2d(ny, nx, r, c, FFTW_ESTIMATE);
     fftw_plan inv = fftw_plan_dft_c2r_2d(ny, nx, c, r, FFTW_ESTIMATE);
+    /* rho of the whole box on every rank (each fills its cells: the sums are exact) */
+    memset(r, 0, (size_t)nx * ny * sizeof *r);
+    for (int j = f->j0; j < f->j1; j++)
+        for (int i = f->i0; i < f->i1; i++)
+            r[(size_t)j * nx + i] = rho[emf_idx(f, i, j)];
+    comm_sum_double(r, (size_t)nx * ny);
     double mean = 0.0;
-    for (int j = 0; j < ny; j++)
-        for (int i = 0; i < nx; i++)
-            mean += r[(size_t)j * nx + i] = rho[emf_idx(f, i, j)];
+    for (size_t k = 0; k < (size_t)nx * ny; k++)
+        mean += r[k];
     mean /= (double)nx * ny;
     fftw_execute(fwd);
     /* eigenvalues of the 5-point Laplacian that div(-grad) forms on the Yee mesh */
@@ -202,8 +243,8 @@ void emf_poisson(emf *f, const float *rho)
         }
     }
     fftw_execute(inv); /* r = phi */
-    for (int j = 0; j < ny; j++)
-        for (int i = 0; i < nx; i++) {
+    for (int j = f->j0; j < f->j1; j++)
+        for (int i = f->i0; i < f->i1; i++) {
             int ip = (i + 1) % nx, jp = (j + 1) % ny, k = emf_idx(f, i, j);
             double p = r[(size_t)j * nx + i];
             f->e[0][k] = (float)(-(r[(size_t)j * nx + ip] - p) / f->dx);
@@ -218,36 +259,45 @@ void emf_poisson(emf *f, const float *rho)
     fftw_free(c);
 }
 
-/* Row sums, then the rows in order: the same double for any thread count. */
-static double sum_squares(const emf *f, float *const a[3])
+/* Sums of |F|^2 per cluster (its cells row by row), exchanged (each rank fills its own
+ * clusters' entries: the sums over ranks are exact), then added in cluster order. */
+static double sum_squares(const emf *f, const clusters *cl, float *const a[3])
 {
-    double sum = 0.0, *row = empic_alloc((size_t)f->ny * sizeof(double), "energy rows");
-#pragma omp parallel for
-    for (int j = 0; j < f->ny; j++) {
+    double sum = 0.0, *part = empic_calloc((size_t)cl->n, sizeof(double), "energy sums");
+#pragma omp parallel for schedule(dynamic)
+    for (int c = 0; c < cl->n; c++) {
+        if (!cl->own[c])
+            continue;
+        const int cx = c % cl->ncx, cy = c / cl->ncx;
         double r = 0.0;
-        for (int i = 0; i < f->nx; i++)
-            r += yee_square(a[0], a[1], a[2], emf_idx(f, i, j));
-        row[j] = r;
+        for (int j = cl->y0[cy]; j < cl->y0[cy + 1]; j++)
+            for (int i = cl->x0[cx]; i < cl->x0[cx + 1]; i++)
+                r += yee_square(a[0], a[1], a[2], emf_idx(f, i, j));
+        part[c] = r;
     }
-    for (int j = 0; j < f->ny; j++)
-        sum += row[j];
-    free(row);
+    comm_sum_double(part, (size_t)cl->n);
+    for (int c = 0; c < cl->n; c++)
+        sum += part[c];
+    free(part);
     return yee_energy(sum, f->dx, f->dy);
 }
 
-double emf_energy_e(const emf *f) { return sum_squares(f, f->e); }
-double emf_energy_b(const emf *f) { return sum_squares(f, f->b); }
+double emf_energy_e(const emf *f, const clusters *cl) { return sum_squares(f, cl, f->e); }
+double emf_energy_b(const emf *f, const clusters *cl) { return sum_squares(f, cl, f->b); }
 
 double emf_gauss_max(const emf *f, const float *rho)
 {
     const float idx = (float)(1.0 / f->dx), idy = (float)(1.0 / f->dy);
+    const int ilo = f->glo[0] > f->i0 ? f->glo[0] : f->i0, ihi = f->ghi[0] < f->i1 ? f->ghi[0] : f->i1;
+    const int jlo = f->glo[1] > f->j0 ? f->glo[1] : f->j0, jhi = f->ghi[1] < f->j1 ? f->ghi[1] : f->j1;
     double m = 0.0;
 #pragma omp parallel for reduction(max : m)
-    for (int j = f->glo[1]; j < f->ghi[1]; j++)
-        for (int i = f->glo[0]; i < f->ghi[0]; i++) {
+    for (int j = jlo; j < jhi; j++)
+        for (int i = ilo; i < ihi; i++) {
             double g = yee_gauss_residual(f->e[0], f->e[1], rho, f->rho_bg, emf_idx(f, i, j),
                                           f->stride, idx, idy);
             m = g > m ? g : m;
         }
+    comm_max_double(&m, 1);
     return m;
 }

@@ -1,6 +1,7 @@
 /* fbnd.c - CPML layers, Mur edges and laser sources around the Yee updates (fbnd.h). */
 #include "fbnd.h"
 #include "deck.h"
+#include "comm.h"
 #include "empic.h"
 #include "pml.h"
 
@@ -87,6 +88,14 @@ void fbnd_free(fbnd *b)
     free(b);
 }
 
+/* 1 when cell t of layer L (pml_e_cell's numbering) is this rank's. */
+static int layer_owns(const emf *f, const pml_layer *L, int t)
+{
+    if (L->axis == 0)
+        return emf_owns(f, L->first + t % L->n, t / L->n);
+    return emf_owns(f, t % L->len, L->first + t / L->len);
+}
+
 /* The psi terms of every layer: after a half B step (e = 0; upd as pml_psi_due) or after
  * the E step (e = 1). */
 static void pml_terms(emf *f, int e, int upd)
@@ -101,6 +110,8 @@ static void pml_terms(emf *f, int e, int upd)
         float *const *ef = f->e, *const *bf = f->b;
 #pragma omp parallel for
         for (int t = 0; t < L->n * L->len; t++) {
+            if (!layer_owns(f, L, t))
+                continue;
             if (e)
                 pml_e_cell(&st, f->off, s, t, ef[0], ef[1], ef[2], bf[0], bf[1], bf[2], L->psi[0],
                            L->psi[1], L->eb, L->ec, id, dt);
@@ -129,8 +140,11 @@ static void mur_sides(emf *f, int apply)
             continue;
         float *c1 = k / 2 ? f->e[0] : f->e[1], *c2 = f->e[2];
         const mur_line m = mur_line_of(k, f->nx, f->ny, f->off, f->stride);
+        const int in = k & 1 ? (k / 2 ? f->ny : f->nx) - 1 : 1; /* the node inside the edge */
         for (int t = 0; t < m.len; t++)
-            if (apply)
+            if (!(k / 2 ? emf_owns(f, t, in) : emf_owns(f, in, t)))
+                continue;
+            else if (apply)
                 mur_apply(&m, t, c1, c2, b->mur_old[k], b->mur_m[k / 2]);
             else
                 mur_save(&m, t, c1, c2, b->mur_old[k]);
@@ -148,9 +162,33 @@ void fbnd_e(emf *f)
     mur_sides(f, 1);
 }
 
+/* Entries of psi array p of layer L in cell column i, rows [j0, j1), to buf (out) or from
+ * it; returns how many. */
+static size_t layer_column(const pml_layer *L, float *p, int i, int j0, int j1, float *buf,
+                           int out)
+{
+    size_t n = 0;
+    if (L->axis == 0 && (i < L->first || i >= L->first + L->n))
+        return 0;
+    for (int j = j0; j < j1; j++) {
+        size_t k = L->axis == 0 ? (size_t)j * L->n + (size_t)(i - L->first)
+                                : (j < L->first || j >= L->first + L->n)
+                                      ? (size_t)-1
+                                      : (size_t)(j - L->first) * L->len + (size_t)i;
+        if (k == (size_t)-1)
+            continue;
+        if (out)
+            buf[n++] = p[k];
+        else
+            p[k] = buf[n++];
+    }
+    return n;
+}
+
 void fbnd_shift(emf *f)
 {
     fbnd *b = f->fb;
+    float *buf = empic_alloc(2 * (size_t)(f->ny + 1) * sizeof(float), "window exchange");
     for (int n = 0; n < b->nlayers; n++) {
         pml_layer *L = &b->layer[n];
         for (int m = 0; m < 4; m++) {
@@ -168,7 +206,18 @@ void fbnd_shift(emf *f)
                     p[(size_t)l * L->len + L->len - 1] = 0.0f;
                 }
             }
+            /* this rank's last column takes the first column of the rank on the right (that
+             * rank shifted it to column i0 - 1 of its copy) */
+            const int left = f->nb[SIDE_XMIN], right = f->nb[SIDE_XMAX];
+            size_t k = left >= 0 && f->i0 > 0
+                           ? layer_column(L, p, f->i0 - 1, f->j0, f->j1, buf, 1)
+                           : 0;
+            size_t got = comm_sendrecv(buf, k * sizeof(float), left, buf + f->ny + 1,
+                                       (size_t)(f->ny + 1) * sizeof(float), right, 30);
+            if (got)
+                layer_column(L, p, f->i1 - 1, f->j0, f->j1, buf + f->ny + 1, 0);
         }
     }
+    free(buf);
     b->shift++;
 }

@@ -18,12 +18,11 @@ int health_fields(const emf *f, health_hit *h)
                          f->b[2], f->j[0], f->j[1], f->j[2]};
     memset(h, 0, sizeof *h);
     for (int c = 0; c < 9; c++) {
-        const float *o = a[c] + f->off;
         long first = LONG_MAX;
 #pragma omp parallel for reduction(min : first)
-        for (int j = 0; j < f->ny; j++)
-            for (int i = 0; i < f->nx; i++)
-                if (!isfinite(o[(long)j * f->stride + i])) {
+        for (int j = f->j0; j < f->j1; j++)
+            for (int i = f->i0; i < f->i1; i++)
+                if (!isfinite(a[c][emf_idx(f, i, j)])) {
                     long k = (long)j * f->nx + i;
                     first = k < first ? k : first;
                     break;
@@ -33,7 +32,7 @@ int health_fields(const emf *f, health_hit *h)
             h->species = -1;
             h->i = (int)(first % f->nx);
             h->j = (int)(first / f->nx);
-            h->value = o[(long)h->j * f->stride + h->i];
+            h->value = a[c][emf_idx(f, h->i, h->j)];
             snprintf(h->what, sizeof h->what, "%s", FIELD_NAME[c]);
             return 1;
         }

@@ -8,6 +8,7 @@
  * lengths (c/w_p), momenta (m c) and energies (m_e c^2): gridUnitSI is 1 (normalised
  * units), the per-axis SI factors are in the attribute axisUnitSI (label order). */
 #include "insitu.h"
+#include "comm.h"
 #include "empic.h"
 #include "fileio.h"
 #include "h5out.h"
@@ -173,6 +174,17 @@ int insitu_phasespace(sim *S, int final)
     }
     if (!any)
         return 0;
+    if (comm_rank() != 0) { /* the histograms are sums over the ranks: rank 0 writes them */
+        for (int k = 0; k < d->nphasespace; k++)
+            if (due[k]) {
+                ps_grid g;
+                insitu_grid(S, &d->phasespace[k], &g);
+                double *h = empic_alloc((size_t)g.n[0] * g.n[1] * sizeof(double), "histogram");
+                S->be->phasespace(S->be_ctx, &S->st, d->phasespace[k].species, &g, h);
+                free(h);
+            }
+        return 0;
+    }
     char dir[OUT_PATH], path[OUT_PATH + 64];
     snprintf(dir, sizeof dir, "%s/phasespace", d->output);
     if (fileio_mkdir_p(dir, "phase-space folder"))

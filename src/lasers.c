@@ -52,6 +52,8 @@ static void laser_add(const laser_src *L, emf *f, long shift, int e)
     const int n = L->axis ? f->nx : f->ny;
 #pragma omp parallel for
     for (int t = 0; t < n; t++) {
+        if (!(L->axis ? emf_owns(f, t, ln.at) : emf_owns(f, ln.at, t)))
+            continue; /* another rank's node */
         int k = L->axis ? emf_idx(f, t, ln.at) : emf_idx(f, ln.at, t);
         laser_line_add(&L->beam, &ln, t, &d1[k], &d2[k]);
     }

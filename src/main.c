@@ -1,6 +1,7 @@
 /* main.c - command line: empic [options] DECK (design.md §10). */
 #include "checkpoint.h"
 #include "cli.h"
+#include "comm.h"
 #include "deck.h"
 #include "empic.h"
 #include "fileio.h"
@@ -149,11 +150,14 @@ static int run(const options *o);
 int main(int argc, char **argv)
 {
     options o;
+    comm_init(&argc, &argv);
+    empic_mute(comm_rank() != 0); /* command line and deck: rank 0 reports for all */
     int st = parse_options(argc, argv, &o);
     if (st < 0)
         st = run(&o);
     free(o.argv);
     free(o.utext);
+    comm_finalize();
     return st;
 }
 
@@ -189,9 +193,15 @@ static int run(const options *opt)
     }
     if (o.output)
         snprintf(d.output, sizeof d.output, "%s", o.output);
+    empic_mute(0);
+    const int root = comm_rank() == 0;
     memory_need need;
     memory_estimate(&d, &need);
     if (o.check) {
+        if (!root) {
+            deck_free(&d);
+            return 0;
+        }
         deck_write(&d, stdout);
         print_memory(&need);
         report_scales(&d, stdout);
@@ -199,13 +209,16 @@ static int run(const options *opt)
         deck_free(&d);
         return rc;
     }
+    /* rank 0 checks the memory and takes the output folder for every rank */
     const int own = o.restart && own_run(ckpt, d.output);
-    int lock = -1;
-    if (memory_check(&d, &need) || (lock = fileio_lock_output(d.output, own, o.overwrite)) < 0) {
+    int lock = -1, ok = !root || (!memory_check(&d, &need) &&
+                                  (lock = fileio_lock_output(d.output, own, o.overwrite)) >= 0);
+    comm_bcast(&ok, sizeof ok, 0);
+    if (!ok) {
         deck_free(&d);
         return 1;
     }
-    if (o.overwrite && !own)
+    if (root && o.overwrite && !own)
         fileio_clear_run(d.output);
     sim S;
     if (sim_init_from(&S, &d, o.quiet, o.restart ? ckpt : NULL)) {

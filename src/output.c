@@ -149,7 +149,8 @@ static uint64_t mix64(uint64_t z)
     return z ^ (z >> 31);
 }
 
-/* Deterministic sample: keep slot p of species s at this step with probability fraction. */
+/* Deterministic sample: keep particle number p (in cluster order) of species s at this step
+ * with probability fraction. */
 static int sample_keep(long step, int s, size_t p, double fraction)
 {
     if (fraction >= 1.0)
@@ -158,14 +159,15 @@ static int sample_keep(long step, int s, size_t p, double fraction)
     return (double)(h >> 11) * 0x1.0p-53 < fraction;
 }
 
-/* Whether slot p of species s goes into this dump: the tracked particles (id != 0) of a
- * tracks dump, else the fraction sample within the region/energy selection. */
-static int keep(const output_frame *fr, const ps_select *sel, int s, size_t p)
+/* Whether slot p of species s, its particle number `ord` in cluster order (the same
+ * whatever the storage layout or the ranks), goes into this dump: the tracked particles
+ * (id != 0) of a tracks dump, else the fraction sample within the region/energy selection. */
+static int keep(const output_frame *fr, const ps_select *sel, int s, size_t p, size_t ord)
 {
     const species *sp = &fr->sp[s];
     if (fr->tracks)
         return sp->id[p] != 0;
-    return sample_keep(fr->step, s, p, fr->d->particles_fraction) &&
+    return sample_keep(fr->step, s, ord, fr->d->particles_fraction) &&
            ps_selected(sel, cell_i(sp->cell[p]), cell_j(sp->cell[p]), sp->x[p], sp->y[p],
                        sp->ux[p], sp->uy[p], sp->uz[p]);
 }
@@ -279,16 +281,17 @@ static void write_species(h5w *w, hid_t parts, hid_t xg, const output_frame *fr,
                             dk->particles_box[3]},
                            {dk->particles_erange[0], dk->particles_erange[1]},
                            fr->x0, fr->y0, dx, dy, sp->cfg->mass};
-    size_t n = 0;
+    size_t n = 0, ord = 0;
     for (int c = 0; c < cl->n; c++)
         for (size_t p = (size_t)sp->start[c]; p < (size_t)sp->start[c] + sp->count[c]; p++)
-            if (keep(fr, &sel, s, p))
+            if (keep(fr, &sel, s, p, ord++))
                 num[c]++, n++;
     size_t *idx = empic_alloc(n * sizeof(size_t), "output buffer");
     size_t k = 0;
+    ord = 0;
     for (int c = 0; c < cl->n; c++)
         for (size_t p = (size_t)sp->start[c]; p < (size_t)sp->start[c] + sp->count[c]; p++)
-            if (keep(fr, &sel, s, p))
+            if (keep(fr, &sel, s, p, ord++))
                 idx[k++] = p;
     double *buf = empic_alloc(n * sizeof(double), "output buffer");
     float *fbuf = (float *)buf;

@@ -1,14 +1,16 @@
 /* particles.c - the CPU backend's particle phases: gather + Boris push, move + charge-conserving
  * deposit, charge density. Clusters are processed by OpenMP threads one colour at a time
  * (2x2 colouring, Kong Fig. 3): each thread accumulates its cluster's current in a private
- * tile with one ghost cell below and two above, then adds the tile to the mesh; tiles of one
- * colour never overlap, so no atomics are needed. */
+ * tile with one ghost cell below and two above, then adds the tile to the mesh's fixed-point
+ * sums (emf.acc); tiles of one colour never overlap, so no atomics are needed. */
 #include "particles.h"
 #include "bnd.h"
+#include "comm.h"
 #include "deposit_simd.h"
 #include "empic.h"
 #include "particle.h"
 
+#include <math.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,14 +30,19 @@ static void tile_open(tile *t, float *store, const clusters *cl, int c, int ncom
     }
 }
 
-static void tile_add(const tile *t, const emf *f, float *const dst[], int ncomp)
+/* The tile added to the fixed-point mesh sums (emf.acc from component `first` on): integer
+ * adds, so the sum at a node shared with tiles of other colours, threads or ranks is the
+ * same in any order. */
+static void tile_add(const tile *t, const emf *f, int first, int ncomp)
 {
+    const float scale = f->acc_scale;
     for (int k = 0; k < ncomp; k++)
         for (int b = 0; b < t->c.h; b++) {
-            float *g = dst[k] + emf_idx(f, t->c.i0, t->c.j0 + b);
+            long long *g = f->acc + (size_t)(first + k) * f->size +
+                           emf_idx(f, t->c.i0, t->c.j0 + b);
             const float *l = t->a[k] + b * t->c.w;
             for (int a = 0; a < t->c.w; a++)
-                g[a] += l[a];
+                g[a] += fixed_of(l[a], scale);
         }
 }
 
@@ -232,7 +239,7 @@ void particles_advance(species *s, emf *f, const clusters *cl, const float ext_e
 #pragma omp for schedule(dynamic)
             for (int c = 0; c < cl->n; c++) {
                 int cx = c % cl->ncx, cy = c / cl->ncx;
-                if ((cx & 1) + 2 * (cy & 1) != color)
+                if ((cx & 1) + 2 * (cy & 1) != color || !cl->own[c])
                     continue;
                 double t0 = omp_get_wtime();
                 kc[c] = push_cluster(s, f, cl, c, stage, ext_e, ext_b, qdt2m, want_ke);
@@ -244,7 +251,7 @@ void particles_advance(species *s, emf *f, const clusters *cl, const float ext_e
                     bnd_cluster(s, f, cl, c);
                     bnd_tile(s, f, cl, c, &t.c, t.a[0], t.a[1], t.a[2]);
                 }
-                tile_add(&t, f, f->j, 3);
+                tile_add(&t, f, 0, 3);
                 tp += t1 - t0;
                 td += omp_get_wtime() - t1;
             }
@@ -252,6 +259,8 @@ void particles_advance(species *s, emf *f, const clusters *cl, const float ext_e
         free(store);
         free(stage);
     }
+    if (want_ke) /* the other ranks' clusters (zero here): exact sums */
+        comm_sum_double(kc, (size_t)cl->n);
     for (int c = 0; c < cl->n; c++)
         ke += kc[c];
     free(kc);
@@ -261,7 +270,7 @@ void particles_advance(species *s, emf *f, const clusters *cl, const float ext_e
     st->t_deposit = td / nt;
 }
 
-void particles_charge(const species *s, const emf *f, const clusters *cl, float *rho)
+void particles_charge(const species *s, const emf *f, const clusters *cl)
 {
 #pragma omp parallel
     {
@@ -270,17 +279,24 @@ void particles_charge(const species *s, const emf *f, const clusters *cl, float 
 #pragma omp for schedule(dynamic)
             for (int c = 0; c < cl->n; c++) {
                 int cx = c % cl->ncx, cy = c / cl->ncx;
-                if ((cx & 1) + 2 * (cy & 1) != color)
+                if ((cx & 1) + 2 * (cy & 1) != color || !cl->own[c])
                     continue;
                 tile t;
                 tile_open(&t, store, cl, c, 1);
                 for (int p = s->start[c]; p < s->start[c] + s->count[c]; p++)
                     deposit_charge(t.a[0], cluster_tile_k(&t.c, s->cell[p]), t.c.w, s->x[p],
                                    s->y[p], s->q * s->w[p]);
-                float *dst[1] = {rho};
-                tile_add(&t, f, dst, 1);
+                tile_add(&t, f, 3, 1);
             }
         }
         free(store);
     }
+}
+
+float particles_scale(const species *sp, int nsp, const emf *f)
+{
+    double r = fmax(1.0, fmax(f->dx / f->dt, f->dy / f->dt)), bound = 0.0;
+    for (int s = 0; s < nsp; s++)
+        bound = fmax(bound, fabs((double)sp[s].q) * sp[s].wbound * r);
+    return fixed_scale(bound);
 }

@@ -1,5 +1,6 @@
 /* report.c - run.cfg, energy.csv, progress line, timing table and timing.json. */
 #include "report.h"
+#include "comm.h"
 #include "empic.h"
 #include "fileio.h"
 #include "h5out.h"
@@ -64,9 +65,20 @@ static char *energy_rows(const char *dir, long step)
     return out;
 }
 
+/* Rank 0 writes the run's files and lines; the others only join the collective counts. */
 int report_open(sim *S, const char *resume_dir)
 {
     char path[DECK_PATH_MAX + 64];
+    S->run0.step = S->step;
+    S->run0.particle_steps = S->particle_steps;
+    S->run0.wall_s = S->wall_s;
+    memcpy(S->run0.phase_s, S->st.phase_s, sizeof S->st.phase_s);
+    long long np[2] = {0, sim_particles(S)};
+    for (int s = 0; s < S->nsp; s++)
+        np[0] += S->sp[s].np;
+    comm_sum_ll(np, 2);
+    if (comm_rank() != 0)
+        return 0;
     if (fileio_mkdir_p(S->d.output, "output folder"))
         return -1;
     char *text = NULL;
@@ -80,10 +92,6 @@ int report_open(sim *S, const char *resume_dir)
     free(text);
     if (rc)
         return -1;
-    S->run0.step = S->step; /* a restart's counters carry the earlier run's */
-    S->run0.particle_steps = S->particle_steps;
-    S->run0.wall_s = S->wall_s;
-    memcpy(S->run0.phase_s, S->st.phase_s, sizeof S->st.phase_s);
     if (S->d.energy_every > 0) {
         /* a restart keeps the rows before its step: from this folder (read before the new
          * file replaces an interrupted run's energy.csv.tmp), else from the run it continues */
@@ -105,13 +113,13 @@ int report_open(sim *S, const char *resume_dir)
         fflush(S->energy);
     }
     if (!S->quiet) {
-        long long np = 0;
-        for (int s = 0; s < S->nsp; s++)
-            np += S->sp[s].np;
         printf("empic: %s  %dx%d cells, %d species, %lld particles (%lld pushed), %ld steps, "
-               "backend %s [%s]\n",
-               S->d.name, S->d.nx, S->d.ny, S->nsp, np, sim_particles(S), S->d.steps,
-               S->be->name, S->device);
+               "backend %s [%s]",
+               S->d.name, S->d.nx, S->d.ny, S->nsp, np[0], np[1], S->d.steps, S->be->name,
+               S->device);
+        if (comm_size() > 1)
+            printf(", %d x %d MPI ranks", S->cl.px, S->cl.py);
+        printf("\n");
         fflush(stdout);
     }
     return 0;
@@ -134,7 +142,7 @@ void report_energy_row(sim *S, double fe, double fb, const double *kin, double g
 void report_progress(sim *S, int final)
 {
     double now = omp_get_wtime();
-    if (S->quiet || (!final && now - S->progress_at < 0.5))
+    if (S->quiet || comm_rank() != 0 || (!final && now - S->progress_at < 0.5))
         return;
     S->progress_at = now;
     int tty = isatty(STDERR_FILENO);
@@ -162,13 +170,28 @@ typedef struct {
     int per_cell;                        /* no particle-steps: the table is per cell-step */
     double ns_part[PH_COUNT], ns_cell[PH_COUNT], total_part, total_cell;
     double bytes, bw, floor_ns, mem;     /* floor_ns and bytes per unit of the table */
+    int ranks;
+    double np_min, np_max, busy_min, busy_max; /* per rank: mobile particles, and seconds
+                                                  in the phases (waits at exchanges in) */
 } timing;
 
 static void timing_measure(sim *S, timing *t)
 {
     t->steps = S->step - S->run0.step;
     t->wall = S->wall_s - S->run0.wall_s;
-    t->np = sim_particles(S);
+    long long np = sim_particles(S);
+    double busy = 0.0;
+    for (int p = 0; p < PH_OTHER; p++)
+        busy += S->st.phase_s[p] - S->run0.phase_s[p];
+    double mm[4] = {(double)np, -(double)np, busy, -busy};
+    comm_max_double(mm, 4);
+    t->ranks = comm_size();
+    t->np_max = mm[0];
+    t->np_min = -mm[1];
+    t->busy_max = mm[2];
+    t->busy_min = -mm[3];
+    comm_sum_ll(&np, 1);
+    t->np = np;
     t->cell_steps = (double)S->d.nx * S->d.ny * t->steps;
     const double ps = (double)(S->particle_steps - S->run0.particle_steps);
     t->per_cell = ps <= 0;
@@ -220,7 +243,10 @@ static void timing_json(const sim *S, const timing *t, FILE *m)
             t->per_cell ? "cell_step" : "particle_step", t->bytes, t->bw);
     fprintf(m, "  \"bandwidth_floor_ns\": %.6g,\n  \"bandwidth_fraction\": %.4f,\n",
             t->floor_ns, total > 0 && t->floor_ns > 0 ? t->floor_ns / total : 0.0);
-    fprintf(m, "  \"memory_bytes_per_particle\": %.2f\n}\n", t->mem);
+    fprintf(m, "  \"memory_bytes_per_particle\": %.2f,\n", t->mem);
+    fprintf(m, "  \"ranks\": %d,\n  \"rank_particles\": {\"min\": %.0f, \"max\": %.0f},\n"
+               "  \"rank_phase_s\": {\"min\": %.6g, \"max\": %.6g}\n}\n",
+            t->ranks, t->np_min, t->np_max, t->busy_min, t->busy_max);
 }
 
 static void timing_table(const sim *S, const timing *t)
@@ -254,6 +280,8 @@ int report_close(sim *S)
     }
     timing t;
     timing_measure(S, &t);
+    if (comm_rank() != 0)
+        return 0;
     char *text = NULL;
     size_t len = 0;
     FILE *m = open_memstream(&text, &len);

@@ -2,7 +2,9 @@
 #include "sim.h"
 #include "checkpoint.h"
 #include "empic.h"
+#include "comm.h"
 #include "fbnd.h"
+#include "gather.h"
 #include "health.h"
 #include "insitu.h"
 #include "lasers.h"
@@ -19,17 +21,51 @@
 
 int sim_init(sim *S, const deck *d, int quiet) { return sim_init_from(S, d, quiet, NULL); }
 
+/* The checkpoint read by every rank as a whole one-rank state, then each rank's share
+ * taken (gather.h): a checkpoint of any number of ranks continues on any number. */
+static int restart(sim *S, const char *path)
+{
+    if (comm_size() == 1)
+        return checkpoint_load(S, path);
+    sim W;
+    gather_whole(S, &W);
+    int rc = checkpoint_load(&W, path);
+    if (!rc)
+        gather_scatter(&W, S);
+    gather_free(&W);
+    return rc;
+}
+
 int sim_init_from(sim *S, const deck *d, int quiet, const char *checkpoint)
 {
     char run[DECK_PATH_MAX] = ""; /* the run a checkpoint continues */
     memset(S, 0, sizeof *S);
     S->d = *d;
-    S->quiet = quiet;
+    S->quiet = quiet || comm_rank() != 0; /* rank 0 speaks for the run */
+    if (comm_size() > 1 && S->d.backend != BACKEND_CPU) {
+        if (S->d.backend == BACKEND_CUDA) {
+            empic_report(d->file, 0, "the CUDA backend runs on one rank only so far; run "
+                         "several ranks with --backend cpu");
+            return -1;
+        }
+        S->d.backend = BACKEND_CPU; /* auto over several ranks: the CPU backend */
+    }
     if (!(S->be = backend_choose(S->d.backend, d->file, S->device, sizeof S->device)))
         return -1;
     S->backend = S->be == &cpu_backend ? BACKEND_CPU : BACKEND_CUDA;
     clusters_init(&S->cl, &S->d); /* deck_load checked the split */
-    emf_init(&S->f, &S->d);
+    if (checkpoint && S->d.ranks[0] > 0 && S->d.ranks[0] * S->d.ranks[1] != comm_size()) {
+        if (!S->quiet)
+            printf("empic: the checkpoint's run had parallel.ranks = [%d, %d]; continuing on "
+                   "%d ranks split for the grid\n", S->d.ranks[0], S->d.ranks[1], comm_size());
+        S->d.ranks[0] = S->d.ranks[1] = 0;
+    }
+    if (clusters_decompose(&S->cl, &S->d, comm_size(), comm_rank()))
+        return -1;
+    const clusters *cl = &S->cl;
+    const int lo[2] = {cl->x0[cl->cx0], cl->y0[cl->cy0]};
+    const int hi[2] = {cl->x0[cl->cx1], cl->y0[cl->cy1]};
+    emf_init(&S->f, &S->d, lo, hi, cl->nb);
     S->f.fb = fbnd_new(&S->f, &S->d);
     window_init(&S->win, &S->d);
     S->nsp = S->d.nspecies;
@@ -44,12 +80,14 @@ int sim_init_from(sim *S, const deck *d, int quiet, const char *checkpoint)
         st->ext_b[a] = (float)S->d.ext_B[a];
     }
     if (checkpoint) {
-        if (checkpoint_load(S, checkpoint))
+        if (restart(S, checkpoint))
             return -1;
         checkpoint_run_dir(checkpoint, run, sizeof run);
+        S->f.acc_scale = particles_scale(S->sp, S->nsp, &S->f);
     } else {
         for (int s = 0; s < S->nsp; s++)
             species_init(&S->sp[s], &S->d, s, &S->cl);
+        S->f.acc_scale = particles_scale(S->sp, S->nsp, &S->f);
         /* E(0) from the initial charge so that div E = rho holds from the start (a box with
          * a non-periodic side starts from E = 0: see emf_poisson) */
         cpu_backend.rho(NULL, st, NULL);
@@ -103,16 +141,58 @@ void sim_fetch(sim *S)
  * what is written: all particles for a particle dump, else the tracked ones; the charge
  * densities of a field dump are deposited where the particles live. A backend with a state
  * of its own (the GPU) steps on while a background thread writes the host copies. */
+/* 1 when an output file failed on any rank (rank 0 writes them): every rank then skips the
+ * rest of the step's output alike. */
+static int failed(sim *S)
+{
+    comm_max_int(&S->io_failed, 1);
+    return S->io_failed;
+}
+
+/* Several ranks: the run gathered whole on rank 0, which writes it as one rank would. */
+static void dump_ranks(sim *S, int fields, int parts, int tracks)
+{
+    if (fields || parts) { /* the charge densities (CPU backend: exchanges) */
+        if (!S->rho_sp)
+            S->rho_sp = empic_alloc((size_t)S->nsp * S->f.size * sizeof(float), "charge dumps");
+        S->be->fetch_fields(S->be_ctx, &S->st, S->rho_sp);
+    }
+    sim W;
+    gather_sim(S, &W, parts || tracks);
+    if (comm_rank() != 0)
+        return;
+    const float *per[DECK_MAX_SPECIES];
+    for (int s = 0; s < S->nsp; s++)
+        per[s] = W.rho_sp ? W.rho_sp + (size_t)s * W.f.size : NULL;
+    output_frame fr = {.d = &S->d, .f = &W.f, .sp = W.sp, .nspecies = S->nsp, .cl = &W.cl,
+                       .step = S->step, .t = S->step * S->d.dt, .x0 = S->win.cells * S->d.dx,
+                       .particles = 1, .tracks = 1};
+    if (tracks && output_dump(S->d.output, &fr))
+        S->io_failed = 1;
+    fr.rho = W.f.rho;
+    fr.rho_species = W.rho_sp ? per : NULL;
+    fr.fields = fields;
+    fr.particles = parts;
+    fr.tracks = 0;
+    if (!S->io_failed && (fields || parts) && output_dump(S->d.output, &fr))
+        S->io_failed = 1;
+    gather_free(&W);
+}
+
 static void dump(sim *S, int fields, int parts, int tracks, int final)
 {
     const backend *be = S->be;
     sim_wait_writes(S);
-    if (S->io_failed)
-        return; /* the run stops after this step (guard_after_step) */
+    if (failed(S))
+        return; /* the run stops after this step (sim_after_step) */
     if (insitu_phasespace(S, final))
         S->io_failed = 1;
-    if (S->io_failed || (!fields && !parts && !tracks))
+    if (failed(S) || (!fields && !parts && !tracks))
         return;
+    if (comm_size() > 1) {
+        dump_ranks(S, fields, parts, tracks);
+        return;
+    }
     output_frame fr = {.d = &S->d, .f = &S->f, .sp = S->sp, .nspecies = S->nsp, .cl = &S->cl,
                        .step = S->step, .t = S->step * S->d.dt, .x0 = S->win.cells * S->d.dx,
                        .particles = 1, .tracks = 1};
@@ -227,7 +307,9 @@ void sim_step(sim *S)
         inject(S);
     if (want_e)
         energy_row(S, kin, fe, fb, gauss);
-    S->particle_steps += sim_particles(S);
+    long long pushed = sim_particles(S);
+    comm_sum_ll(&pushed, 1);
+    S->particle_steps += pushed;
     S->step++;
     S->wall_s += omp_get_wtime() - t0;
 }
@@ -274,34 +356,55 @@ void sim_signals(int on)
 
 int sim_signal_pending(void) { return sig_seen; }
 
+/* A checkpoint of the whole run (gathered on rank 0, which writes it, over several ranks). */
+static int write_checkpoint(sim *S)
+{
+    if (comm_size() == 1)
+        return checkpoint_write(S);
+    sim W;
+    int rc = 0;
+    gather_sim(S, &W, 1);
+    if (comm_rank() == 0) {
+        rc = checkpoint_write(&W);
+        memcpy(S->checkpoint_last, W.checkpoint_last, sizeof S->checkpoint_last);
+        gather_free(&W);
+    }
+    comm_bcast(&rc, sizeof rc, 0);
+    comm_bcast(S->checkpoint_last, sizeof S->checkpoint_last, 0);
+    return rc;
+}
+
 int sim_after_step(sim *S)
 {
     const deck *d = &S->d;
-    const int gpu = S->backend == BACKEND_CUDA, sig = sig_seen;
+    const int gpu = S->backend == BACKEND_CUDA;
+    int sig = sig_seen, bad;
+    comm_max_int(&sig, 1); /* a signal any rank saw stops every rank after this step */
     const int ckpt = sig || (d->checkpoint_every > 0 && S->step % d->checkpoint_every == 0);
     char what[320];
-    if (S->io_failed)
-        return -1; /* the file was named when it failed */
-    if (health_faults(S))
-        return -1;
-    const char *bad_energy = d->energy_every > 0 && S->step > 0 && S->en_step == S->step - 1
+    /* an output file that failed was named when it failed */
+    bad = S->io_failed || health_faults(S);
+    const char *bad_energy = !bad && d->energy_every > 0 && S->step > 0 &&
+                                     S->en_step == S->step - 1
                                  ? health_energy(S, what, sizeof what)
                                  : NULL;
     const long every = d->energy_every > 0 ? d->energy_every : HEALTH_EVERY;
     /* the GPU screens through the energy diagnostic and fetches only when it must */
     const int scan =
         bad_energy || ckpt || (S->step % every == 0 && (!gpu || d->energy_every <= 0));
-    if (scan) {
+    if (!bad && scan) {
         if (gpu)
             sim_fetch(S);
-        if (health_check(S, NULL))
-            return -1;
-        if (bad_energy) {
-            empic_report(NULL, 0, "step %ld: energy diagnostic %s", S->en_step, bad_energy);
-            return -1;
+        bad = health_check(S, NULL) != 0;
+        if (!bad && bad_energy) { /* the same energies on every rank: rank 0 says it */
+            if (comm_rank() == 0)
+                empic_report(NULL, 0, "step %ld: energy diagnostic %s", S->en_step,
+                             bad_energy);
+            bad = 1;
         }
     }
-    if (ckpt && checkpoint_write(S))
+    comm_max_int(&bad, 1); /* every rank stops together */
+    if (bad || (ckpt && write_checkpoint(S)))
         return -1;
     return sig ? 128 + sig : 0;
 }

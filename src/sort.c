@@ -4,10 +4,17 @@
  * of the 8 neighbours; the move wrote that as a migration code. Four passes of disjoint
  * cluster pairs exchange the movers: (0,1),(2,3).. along x, then (1,2),(3,4)..,(n-1,0),
  * then the same along y. Diagonal movers take the x passes, then the y passes. Cost is
- * O(movers) plus one scan of each cluster per pass. */
+ * O(movers) plus one scan of each cluster per pass.
+ *
+ * Over several ranks (design.md §12) each rank's share starts at an even cluster, so only
+ * the shifted passes pair clusters of two ranks: the left cluster's rank sends its movers
+ * to the right cluster's rank, which appends them and then sends back its own -1 movers
+ * (the hole filling takes from the segment's end, arrivals included): the same operations
+ * in the same order as on one rank, so the particle order in every cluster is the same. */
 #include "sort.h"
-#include "empic.h"
 #include "cluster.h"
+#include "comm.h"
+#include "empic.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -15,17 +22,27 @@
 void sort_prepare(species *s, const clusters *cl)
 {
     int *need = empic_alloc((size_t)cl->n * sizeof(int), "sort table");
-    int over = 0;
+    const int *hist = s->hist;
+    int *all = NULL, over = 0;
+    if (comm_size() > 1) { /* the neighbours' arrivals: every rank's histograms (each rank
+                              holds zeros for the clusters of the others) */
+        all = empic_alloc((size_t)cl->n * 9 * sizeof(int), "sort table");
+        memcpy(all, s->hist, (size_t)cl->n * 9 * sizeof(int));
+        comm_sum_int(all, (size_t)cl->n * 9);
+        hist = all;
+    }
 #pragma omp parallel for reduction(+ : over)
     for (int c = 0; c < cl->n; c++) {
         int leavers[4];
-        need[c] = sort_need(s->hist, s->count[c], c % cl->ncx, c / cl->ncx, cl->ncx, cl->ncy,
-                            leavers);
+        need[c] = cl->own[c] ? sort_need(hist, s->count[c], c % cl->ncx, c / cl->ncx, cl->ncx,
+                                         cl->ncy, leavers)
+                             : 0;
         over += need[c] > s->cap[c];
     }
     if (over)
         species_relayout(s, cl, need);
     free(need);
+    free(all);
 }
 
 /* The first slot in [i, end) whose code has `dir` in the field at `shift`, else end. Eight
@@ -49,51 +66,138 @@ static inline int next_mover(const uint8_t *code, int i, int end, unsigned dir, 
     return end;
 }
 
-/* Move the particles of cluster a whose code has `dir` in the field selected by `shift`
- * (0: x bits, 2: y bits) to the end of cluster b, filling each hole from a's end. */
-static void exchange(species *s, int a, int b, unsigned dir, int shift)
+/* A particle on its way to another rank. */
+typedef struct {
+    uint32_t cell, code;
+    float x, y, ux, uy, uz, w;
+    uint64_t id;
+} mover;
+
+static void mover_put(species *s, size_t p, const mover *m)
 {
-    int i = s->start[a], end = s->start[a] + s->count[a];
-    int dst = s->start[b] + s->count[b];
+    s->cell[p] = m->cell;
+    s->x[p] = m->x;
+    s->y[p] = m->y;
+    s->ux[p] = m->ux;
+    s->uy[p] = m->uy;
+    s->uz[p] = m->uz;
+    s->w[p] = m->w;
+    s->code[p] = (uint8_t)m->code;
+    if (s->id)
+        s->id[p] = m->id;
+}
+
+/* Move the particles of cluster a whose code has `dir` in the field selected by `shift`
+ * (0: x bits, 2: y bits) out, filling each hole from a's end: to the end of cluster b, or
+ * into out (b < 0); the code's field cleared. Returns how many moved. */
+static int exchange(species *s, int a, int b, unsigned dir, int shift, mover *out)
+{
+    int i = s->start[a], end = s->start[a] + s->count[a], n = 0;
+    int dst = b < 0 ? 0 : s->start[b] + s->count[b];
     while ((i = next_mover(s->code, i, end, dir, shift)) < end) {
-        unsigned c = s->code[i];
-        species_copy(s, (size_t)dst, (size_t)i);
-        s->code[dst] = (uint8_t)(c & ~(3u << shift));
-        dst++;
+        unsigned c = s->code[i] & ~(3u << shift);
+        if (out)
+            out[n] = (mover){s->cell[i], c, s->x[i], s->y[i], s->ux[i], s->uy[i], s->uz[i],
+                             s->w[i], s->id ? s->id[i] : 0};
+        else {
+            species_copy(s, (size_t)dst, (size_t)i);
+            s->code[dst++] = (uint8_t)c;
+        }
+        n++;
         end--;
         if (i != end)
             species_copy(s, (size_t)i, (size_t)end);
     }
     s->count[a] = end - s->start[a];
-    s->count[b] = dst - s->start[b];
+    if (!out)
+        s->count[b] = dst - s->start[b];
+    return n;
 }
 
-/* One pass: pairs (lo, lo+1) for lo = first, first+2, ... along x (axis 0) or y (axis 1). */
-static void pass(species *s, const clusters *cl, int axis, int first)
+/* Cluster `at` along the pass axis, `other` across it. */
+static int pair_cluster(const clusters *cl, int axis, int at, int other)
 {
-    const int n = axis ? cl->ncy : cl->ncx, m = axis ? cl->ncx : cl->ncy;
+    return axis ? cluster_id(cl, other, at) : cluster_id(cl, at, other);
+}
+
+/* Half of a shifted pass across a rank border: the `dir` movers of this rank's clusters at
+ * position `mine` along the axis (one per row or column [o0, o1) across it) go to rank
+ * `to`, and those that rank `from` sends arrive at the end of this rank's clusters at
+ * `dest`. Returns sent less received. */
+static long long border_half(species *s, const clusters *cl, int axis, int o0, int o1,
+                             int mine, int to, int dest, int from, unsigned dir)
+{
+    const int m = o1 - o0, shift = axis ? 2 : 0;
+    int *cnt = empic_calloc(2 * (size_t)m, sizeof(int), "sort exchange");
+    size_t total = 0;
+    for (int o = o0; to >= 0 && o < o1; o++)
+        total += (size_t)s->count[pair_cluster(cl, axis, mine, o)];
+    mover *out = empic_alloc((total ? total : 1) * sizeof(mover), "sort exchange");
+    size_t n = 0;
+    for (int o = o0; to >= 0 && o < o1; o++)
+        n += (size_t)(cnt[o - o0] = exchange(s, pair_cluster(cl, axis, mine, o), -1, dir,
+                                              shift, out + n));
+    comm_sendrecv(cnt, (size_t)m * sizeof(int), to, cnt + m, (size_t)m * sizeof(int), from, 1);
+    size_t in = 0;
+    for (int o = 0; from >= 0 && o < m; o++)
+        in += (size_t)cnt[m + o];
+    mover *got = empic_alloc((in ? in : 1) * sizeof(mover), "sort exchange");
+    comm_sendrecv(out, n * sizeof(mover), to, got, in * sizeof(mover), from, 2);
+    size_t k = 0;
+    for (int o = 0; from >= 0 && o < m; o++) {
+        const int c = pair_cluster(cl, axis, dest, o0 + o);
+        if (s->count[c] + cnt[m + o] > s->cap[c])
+            EMPIC_DIE("species %s: cluster %d has room for %d particles, %d arrive from rank "
+                      "%d: a bug in empic (sort_prepare), please report it", s->name, c,
+                      s->cap[c] - s->count[c], cnt[m + o], from);
+        for (int q = 0; q < cnt[m + o]; q++)
+            mover_put(s, (size_t)(s->start[c] + s->count[c]++), &got[k++]);
+    }
+    free(cnt);
+    free(out);
+    free(got);
+    return (long long)n - (long long)in;
+}
+
+/* One pass: pairs (lo, lo+1) for lo = first, first+2, ... along x (axis 0) or y (axis 1);
+ * this rank's pairs here, the pairs it shares with the ranks on either side through
+ * border_half. Returns particles sent less received. */
+static long long pass(species *s, const clusters *cl, int axis, int first)
+{
+    const int n = axis ? cl->ncy : cl->ncx, pairs = n / 2, shift = axis ? 2 : 0;
     const int periodic = axis ? cl->periodic_y : cl->periodic_x;
-    const int pairs = n / 2, shift = axis ? 2 : 0;
+    const int lo0 = axis ? cl->cy0 : cl->cx0, hi0 = axis ? cl->cy1 : cl->cx1;
+    const int o0 = axis ? cl->cx0 : cl->cy0, o1 = axis ? cl->cx1 : cl->cy1, m = o1 - o0;
 #pragma omp parallel for schedule(dynamic, 4)
     for (int q = 0; q < pairs * m; q++) {
-        int lo = first + 2 * (q % pairs), other = q / pairs, hi = lo + 1;
+        int lo = first + 2 * (q % pairs), other = o0 + q / pairs, hi = lo + 1;
         if (hi == n) {
             if (!periodic)
                 continue;
             hi = 0;
         }
-        int a = axis ? cluster_id(cl, other, lo) : cluster_id(cl, lo, other);
-        int b = axis ? cluster_id(cl, other, hi) : cluster_id(cl, hi, other);
-        exchange(s, a, b, 1u, shift); /* +1 movers: lo -> hi */
-        exchange(s, b, a, 2u, shift); /* -1 movers: hi -> lo */
+        if (lo < lo0 || lo >= hi0 || hi < lo0 || hi >= hi0)
+            continue; /* a cluster of another rank: border_half */
+        int a = pair_cluster(cl, axis, lo, other), b = pair_cluster(cl, axis, hi, other);
+        exchange(s, a, b, 1u, shift, NULL); /* +1 movers: lo -> hi */
+        exchange(s, b, a, 2u, shift, NULL); /* -1 movers: hi -> lo */
     }
+    const int span = hi0 - lo0;
+    if (!first || span == n)
+        return 0; /* the unshifted pairs never cross a share; one rank holds the axis */
+    /* the pair (hi0 - 1, hi0) with the rank above, (lo0 - 1, lo0) with the rank below */
+    const int up = cl->nb[2 * axis + 1], down = cl->nb[2 * axis];
+    long long net = border_half(s, cl, axis, o0, o1, hi0 - 1, up, lo0, down, 1u);
+    net += border_half(s, cl, axis, o0, o1, lo0, down, hi0 - 1, up, 2u);
+    return net;
 }
 
-void sort_clusters(species *s, const clusters *cl)
+long long sort_clusters(species *s, const clusters *cl)
 {
     sort_prepare(s, cl);
-    pass(s, cl, 0, 0);
-    pass(s, cl, 0, 1);
-    pass(s, cl, 1, 0);
-    pass(s, cl, 1, 1);
+    long long net = pass(s, cl, 0, 0);
+    net += pass(s, cl, 0, 1);
+    net += pass(s, cl, 1, 0);
+    net += pass(s, cl, 1, 1);
+    return net;
 }

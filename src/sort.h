@@ -8,7 +8,8 @@
  * during the four passes; relayout first if any cluster would overflow. */
 void sort_prepare(species *s, const clusters *cl);
 /* Four passes (x pairs, shifted x pairs, y pairs, shifted y pairs): afterwards every particle
- * is in its cluster's segment and every code is 0. */
-void sort_clusters(species *s, const clusters *cl);
+ * is in its cluster's segment and every code is 0. Returns the particles this rank sent to
+ * others less those it received. */
+long long sort_clusters(species *s, const clusters *cl);
 
 #endif

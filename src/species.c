@@ -32,6 +32,8 @@ static int split_axis(int n, int want, int **first, int **of)
     return k | (wmax << 16);
 }
 
+static void set_share(clusters *c, int px, int py, int rank);
+
 void clusters_init(clusters *c, const deck *d)
 {
     memset(c, 0, sizeof *c);
@@ -44,10 +46,100 @@ void clusters_init(clusters *c, const deck *d)
     c->n = c->ncx * c->ncy;
     c->periodic_x = d->fbnd[SIDE_XMIN] == FBND_PERIODIC;
     c->periodic_y = d->fbnd[SIDE_YMIN] == FBND_PERIODIC;
+    c->own = empic_alloc((size_t)c->n, "cluster table");
+    set_share(c, 1, 1, 0);
+}
+
+/* Rank r of p along an axis of n clusters: its pairs of clusters, split as evenly as the
+ * pairs allow, as the range [*lo, *hi). */
+static void rank_share(int n, int p, int r, int *lo, int *hi)
+{
+    *lo = 2 * (int)((long long)(n / 2) * r / p);
+    *hi = 2 * (int)((long long)(n / 2) * (r + 1) / p);
+}
+
+/* The rank across side k of rank (rx, ry), or -1 (periodic: wrapped; one rank: itself). */
+static int neighbour(const clusters *c, int k)
+{
+    const int axis = k / 2, step = k & 1 ? 1 : -1;
+    int x = c->rx + (axis ? 0 : step), y = c->ry + (axis ? step : 0);
+    if (axis ? (y < 0 || y >= c->py) : (x < 0 || x >= c->px)) {
+        if (!(axis ? c->periodic_y : c->periodic_x))
+            return -1;
+        x = (x + c->px) % c->px;
+        y = (y + c->py) % c->py;
+    }
+    return x + y * c->px;
+}
+
+static void set_share(clusters *c, int px, int py, int rank)
+{
+    c->px = px;
+    c->py = py;
+    c->rx = rank % px;
+    c->ry = rank / px;
+    rank_share(c->ncx, px, c->rx, &c->cx0, &c->cx1);
+    rank_share(c->ncy, py, c->ry, &c->cy0, &c->cy1);
+    for (int k = 0; k < c->n; k++) {
+        int cx = k % c->ncx, cy = k / c->ncx;
+        c->own[k] = cx >= c->cx0 && cx < c->cx1 && cy >= c->cy0 && cy < c->cy1;
+    }
+    for (int k = 0; k < 4; k++)
+        c->nb[k] = neighbour(c, k);
+}
+
+int clusters_decompose(clusters *c, const deck *d, int size, int rank)
+{
+    int px = d->ranks[0], py = d->ranks[1];
+    empic_mute(rank != 0); /* the same verdict on every rank: rank 0 gives it */
+    if (px > 0 && py > 0) {
+        if (px * py != size) {
+            empic_report(d->file, 0, "parallel.ranks = [%d, %d] needs %d MPI ranks; the run "
+                         "has %d (mpirun -np %d, or change parallel.ranks)", px, py, px * py,
+                         size, px * py);
+            empic_mute(0);
+            return -1;
+        }
+    } else { /* the split with the shortest borders between ranks */
+        long best = -1;
+        for (int a = 1; a <= size; a++)
+            if (size % a == 0 && a <= c->ncx / 2 && size / a <= c->ncy / 2) {
+                long cut = (long)(size / a - 1) * d->nx + (long)(a - 1) * d->ny;
+                if (best < 0 || cut <= best)
+                    best = cut, px = a, py = size / a;
+            }
+        if (best < 0)
+            px = size, py = 1; /* reported below */
+    }
+    if (px > c->ncx / 2 || py > c->ncy / 2) {
+        empic_report(d->file, 0, "%d x %d ranks cannot split %d x %d clusters (each rank "
+                     "needs at least 2 clusters along each axis): use fewer ranks, smaller "
+                     "clusters (grid.cluster) or another parallel.ranks", px, py, c->ncx, c->ncy);
+        empic_mute(0);
+        return -1;
+    }
+    empic_mute(0);
+    set_share(c, px, py, rank);
+    return 0;
+}
+
+/* The rank r of p whose share [lo, hi) along an axis of n clusters holds cluster k. */
+static int share_of(int n, int p, int k)
+{
+    int r = 0, lo, hi;
+    for (rank_share(n, p, r, &lo, &hi); k >= hi; rank_share(n, p, ++r, &lo, &hi))
+        ;
+    return r;
+}
+
+int clusters_rank_of(const clusters *c, int k)
+{
+    return share_of(c->ncx, c->px, k % c->ncx) + c->px * share_of(c->ncy, c->py, k / c->ncx);
 }
 
 void clusters_free(clusters *c)
 {
+    free(c->own);
     free(c->x0);
     free(c->y0);
     free(c->cx_of);
@@ -264,7 +356,9 @@ size_t species_segments(const species *s, int n, const int *count, const int *ne
     size_t total = 0;
     for (int c = 0; c < n; c++) {
         start[c] = (int)total;
-        cap[c] = segment_capacity(s, need && need[c] > count[c] ? need[c] : count[c]);
+        cap[c] = s->own && !s->own[c]
+                     ? 0
+                     : segment_capacity(s, need && need[c] > count[c] ? need[c] : count[c]);
         total += (size_t)cap[c];
     }
     if (total > 0x7fffffffu)
@@ -291,6 +385,7 @@ void species_open(species *s, const deck *d, int index, const clusters *c)
     s->count = empic_calloc((size_t)c->n, sizeof(int), "cluster table");
     s->cap = empic_calloc((size_t)c->n, sizeof(int), "cluster table");
     s->hist = empic_calloc((size_t)c->n * 9, sizeof(int), "cluster table");
+    s->own = c->own;
 }
 
 void species_init(species *s, const deck *d, int index, const clusters *c)
@@ -302,7 +397,7 @@ void species_init(species *s, const deck *d, int index, const clusters *c)
         profile_open(&p, s->cfg);
 #pragma omp for schedule(dynamic)
         for (int cl = 0; cl < c->n; cl++)
-            s->count[cl] = load_cluster(s, d, c, cl, &p, (size_t)-1);
+            s->count[cl] = c->own[cl] ? load_cluster(s, d, c, cl, &p, (size_t)-1) : 0;
         profile_close(&p);
     }
     if (s->bad.found)
@@ -311,16 +406,22 @@ void species_init(species *s, const deck *d, int index, const clusters *c)
                   s->name, s->bad.value, s->bad.x, s->bad.y);
     for (int cl = 0; cl < c->n; cl++)
         s->np += s->count[cl];
-    species_alloc(s, species_segments(s, c->n, s->count, NULL, s->start, s->cap));
+    species_layout(s, c);
 #pragma omp parallel
     {
         profile_eval p;
         profile_open(&p, s->cfg);
 #pragma omp for schedule(dynamic)
         for (int cl = 0; cl < c->n; cl++)
-            load_cluster(s, d, c, cl, &p, (size_t)s->start[cl]);
+            if (c->own[cl])
+                load_cluster(s, d, c, cl, &p, (size_t)s->start[cl]);
         profile_close(&p);
     }
+}
+
+void species_layout(species *s, const clusters *cl)
+{
+    species_alloc(s, species_segments(s, cl->n, s->count, NULL, s->start, s->cap));
 }
 
 void species_free(species *s)
@@ -408,16 +509,20 @@ long long species_column(const species *s, const deck *d, const clusters *cl, in
     profile_eval p;
     profile_open(&p, s->cfg);
     long long n = 0;
-    for (int cy = 0; cy < cl->ncy; cy++) {
+    const int cx = cl->cx_of[i];
+    for (int cy = 0; cy < cl->ncy; cy++) { /* this rank's clusters of the column */
         add[cy] = 0;
-        for (int j = cl->y0[cy]; j < cl->y0[cy + 1]; j++)
-            add[cy] += load_cell(out, d, &p, i, j, ig, 0, 0);
+        if (cl->own[cluster_id(cl, cx, cy)])
+            for (int j = cl->y0[cy]; j < cl->y0[cy + 1]; j++)
+                add[cy] += load_cell(out, d, &p, i, j, ig, 0, 0);
         n += add[cy];
     }
     species_alloc(out, n > 0 ? (size_t)n : 1);
     size_t at = 0;
-    for (int j = 0; j < d->ny; j++)
-        at += (size_t)load_cell(out, d, &p, i, j, ig, at, 1);
+    for (int cy = 0; cy < cl->ncy; cy++)
+        if (add[cy])
+            for (int j = cl->y0[cy]; j < cl->y0[cy + 1]; j++)
+                at += (size_t)load_cell(out, d, &p, i, j, ig, at, 1);
     out->np = n;
     profile_close(&p);
     return n;

@@ -10,16 +10,30 @@
 /* The cluster (tile) partition of the grid, shared by all species. Cluster counts are even
  * along each axis (the four-colour write-back and the bi-cluster pairs need it): the cells
  * are split as evenly as possible into an even number of clusters no wider than asked. */
-typedef struct {
+typedef struct clusters {
     int ncx, ncy, n;     /* clusters along x, y and in all */
     int *x0, *y0;        /* first cell of each cluster column / row (ncx+1, ncy+1 entries) */
     int *cx_of, *cy_of;  /* cluster column of each cell column, row of each cell row */
     int wmax, hmax;      /* largest cluster width / height in cells */
     int periodic_x, periodic_y;
+    /* This rank's share (design.md §12): cluster columns [cx0, cx1) and rows [cy0, cy1), an
+     * even number of each, of rank (rx, ry) in a px x py array (rank = rx + ry px); own[c] = 1
+     * for its clusters; nb[side] the rank across each side (enum deck_side), itself across
+     * a periodic side when the axis has one rank, -1 at a non-periodic edge. The tables of
+     * the other clusters stay empty. */
+    int px, py, rx, ry, cx0, cx1, cy0, cy1;
+    unsigned char *own;
+    int nb[4];
 } clusters;
 
+/* The partition of d's grid, all of it owned by one rank. */
 void clusters_init(clusters *c, const struct deck *d);
+/* This rank's share among `size` ranks: d->ranks when given, else the px x py split with
+ * the shortest borders. 0, or -1 after reporting an impossible split. */
+int clusters_decompose(clusters *c, const struct deck *d, int size, int rank);
 void clusters_free(clusters *c);
+/* The rank that holds cluster k. */
+int clusters_rank_of(const clusters *c, int k);
 static inline int cluster_id(const clusters *c, int cx, int cy) { return cx + cy * c->ncx; }
 
 /* The first load position of a profile that the run cannot use. */
@@ -48,6 +62,8 @@ typedef struct {
     uint64_t *id;         /* tracking id (0: not tracked), NULL when the species is untracked */
     int tracked;          /* diagnostics.tracks names this species: id allocated */
     int *start, *count, *cap; /* per cluster: segment start, particles, capacity */
+    const unsigned char *own; /* clusters of this rank (clusters.own): the others get no
+                                 segment */
     int *hist;            /* per cluster: 9 bins of migration codes from the last move */
     long long np;         /* particles in all */
     double slack;
@@ -64,6 +80,8 @@ void species_open(species *s, const struct deck *d, int index, const clusters *c
  * density profile, Philox thermal momenta plus relativistic drift). */
 void species_init(species *s, const struct deck *d, int index, const clusters *cl);
 void species_free(species *s);
+/* Segments for the counts in s->count (species_segments) and particle arrays behind them. */
+void species_layout(species *s, const clusters *cl);
 /* Copy particle a to slot b (all arrays); inline: the sort calls it per mover. */
 static inline void species_copy(species *s, size_t b, size_t a)
 {

@@ -1,14 +1,23 @@
 /* util.c - error reporting and checked allocation. */
+#include "comm.h"
 #include "empic.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+static int muted;
+
+void empic_mute(int on) { muted = on; }
+
 void empic_report(const char *file, int line, const char *fmt, ...)
 {
     va_list ap;
+    if (muted)
+        return;
     fputs("empic: ", stderr);
+    if (comm_size() > 1)
+        fprintf(stderr, "rank %d: ", comm_rank());
     if (file && line > 0)
         fprintf(stderr, "%s:%d: ", file, line);
     else if (file)
@@ -19,11 +28,8 @@ void empic_report(const char *file, int line, const char *fmt, ...)
     fputc('\n', stderr);
 }
 
-void empic_exit(int code)
-{
-    fflush(stdout);
-    exit(code);
-}
+/* One rank's fatal error ends every rank of the run (comm.h). */
+void empic_exit(int code) { comm_abort(code); }
 
 void *empic_alloc(size_t bytes, const char *what)
 {

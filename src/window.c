@@ -20,16 +20,17 @@ int window_due(const window *w, double t, double dx)
     return w->enabled && t - w->t_start >= (w->cells + 1) * dx * (1.0 - 1e-12);
 }
 
-/* Every row (guard rows too): columns [0, nx] take columns [1, nx+1], the last is cleared;
- * the guards below x = 0 stay as they are (zero at a non-periodic side). */
+/* Every stored row (guard rows too): this rank's columns and the guards above take the
+ * column to their right, the last is cleared; the guards below stay as they are (zero at
+ * a non-periodic side; the neighbour's refill them: window_shift). */
 static void shift_array(const emf *f, float *a)
 {
-    const int G = EMF_GUARD;
+    const int G = EMF_GUARD, w = f->i1 - f->i0;
 #pragma omp parallel for
     for (int r = 0; r < f->rows; r++) {
         float *row = a + (size_t)r * f->stride + G;
-        memmove(row, row + 1, (size_t)(f->nx + G - 1) * sizeof(float));
-        row[f->nx + G - 1] = 0.0f;
+        memmove(row, row + 1, (size_t)(w + G - 1) * sizeof(float));
+        row[w + G - 1] = 0.0f;
     }
 }
 
@@ -70,6 +71,10 @@ void window_shift(emf *f, species *sp, int nsp, const clusters *cl)
         shift_array(f, f->e[c]);
         shift_array(f, f->b[c]);
         shift_array(f, f->j[c]);
+    }
+    for (int c = 0; c < 3; c++) { /* columns that came from the rank on the right */
+        emf_guard_fill(f, f->e[c]);
+        emf_guard_fill(f, f->b[c]);
     }
     if (f->fb)
         fbnd_shift(f);

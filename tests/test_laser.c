@@ -413,7 +413,7 @@ static void test_group_velocity(void)
 /* E at t, B at t - dt/2: the same staggering at both ends of a comparison. */
 static double field_energy(const sim *S)
 {
-    return emf_energy_e(&S->f) + emf_energy_b(&S->f);
+    return emf_energy_e(&S->f, &S->cl) + emf_energy_b(&S->f, &S->cl);
 }
 
 /* A vacuum pulse rides the window for a whole box length with its energy kept. */

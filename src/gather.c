@@ -1,0 +1,296 @@
+/* gather.c - the whole run on rank 0, and a rank's share of a whole state (gather.h).
+ *
+ * Fields travel as their 32-bit patterns summed over the ranks: every entry of the whole
+ * array (guards included) has one rank that holds it (the owner of the nearest cell) and
+ * the others add zeros, so the sum is that rank's bits exactly. Particles travel cluster by
+ * cluster in cluster order, so rank 0 lays them out as one rank would hold them. */
+#include "gather.h"
+#include "comm.h"
+#include "empic.h"
+#include "fbnd.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int clamp(int v, int lo, int hi) { return v < lo ? lo : (v >= hi ? hi - 1 : v); }
+
+/* The entries of f's array a that this rank holds for the whole array w (as 32-bit
+ * patterns, zero elsewhere), summed onto every rank into dst (w's layout). */
+static void gather_array(const emf *f, const float *a, const emf *w, float *dst)
+{
+    const int G = EMF_GUARD;
+    uint32_t *bits = empic_calloc(w->size, sizeof(uint32_t), "field gather");
+#pragma omp parallel for
+    for (int lj = 0; lj < f->rows; lj++) {
+        const int j = lj - G + f->j0;
+        if (clamp(j, 0, f->ny) < f->j0 || clamp(j, 0, f->ny) >= f->j1)
+            continue;
+        for (int li = 0; li < f->stride; li++) {
+            const int i = li - G + f->i0;
+            if (clamp(i, 0, f->nx) >= f->i0 && clamp(i, 0, f->nx) < f->i1)
+                memcpy(&bits[emf_idx(w, i, j)], &a[(size_t)lj * f->stride + li], 4);
+        }
+    }
+    comm_sum_int((int *)bits, w->size); /* wraps as unsigned: one non-zero term per entry */
+    memcpy(dst, bits, w->size * sizeof(float));
+    free(bits);
+}
+
+/* The same for a boundary memory of n floats where own(k) says which entries this rank
+ * holds. */
+static void gather_memory(float *p, size_t n, const emf *f, int axis, int first, int depth,
+                          int len, int mur)
+{
+    uint32_t *bits = empic_calloc(n, sizeof(uint32_t), "boundary gather");
+    for (size_t k = 0; k < n; k++) {
+        int i, j;
+        if (mur) { /* 4 rows of len entries along the edge (pml.h: mur_save) */
+            int t = (int)(k % (size_t)len);
+            i = axis ? t : first;
+            j = axis ? first : t;
+        } else if (axis == 0) { /* psi of an x layer: [j][l] */
+            i = first + (int)(k % (size_t)depth);
+            j = (int)(k / (size_t)depth);
+        } else { /* psi of a y layer: [l][i] */
+            i = (int)(k % (size_t)len);
+            j = first + (int)(k / (size_t)len);
+        }
+        if (emf_owns(f, i, j))
+            memcpy(&bits[k], &p[k], 4);
+    }
+    comm_sum_int((int *)bits, n);
+    memcpy(p, bits, n * sizeof(float));
+    free(bits);
+}
+
+/* Every rank's copy of the CPML and Mur memories made whole (each holds its cells). */
+static void gather_fbnd(const emf *f, fbnd *b)
+{
+    for (int l = 0; l < b->nlayers; l++) {
+        const pml_layer *L = &b->layer[l];
+        for (int m = 0; m < 4; m++)
+            gather_memory(L->psi[m], (size_t)L->n * L->len, f, L->axis, L->first, L->n,
+                          L->len, 0);
+    }
+    for (int k = 0; k < 4; k++)
+        if (b->mur_old[k]) { /* the rank of the node inside the edge holds the entry */
+            const int axis = k / 2, N = axis ? f->ny : f->nx;
+            gather_memory(b->mur_old[k], 4 * (size_t)(axis ? f->nx : f->ny), f, axis,
+                          k & 1 ? N - 1 : 1, 0, axis ? f->nx : f->ny, 1);
+        }
+}
+
+void gather_whole(const sim *S, sim *W)
+{
+    *W = *S; /* the deck, counters and settings; the state below is W's own */
+    W->energy = NULL;
+    W->rho_sp = NULL;
+    memset(&W->out, 0, sizeof W->out);
+    clusters_init(&W->cl, &S->d);
+    const int lo[2] = {0, 0}, hi[2] = {S->d.nx, S->d.ny};
+    emf_init(&W->f, &S->d, lo, hi, W->cl.nb);
+    W->f.fb = fbnd_new(&W->f, &S->d);
+    W->f.step = S->f.step;
+    W->f.rho_bg = S->f.rho_bg;
+    W->f.acc_scale = S->f.acc_scale;
+    memset(W->sp, 0, sizeof W->sp);
+    W->st.f = &W->f;
+    W->st.cl = &W->cl;
+    W->st.sp = W->sp;
+}
+
+/* Species s of S whole on rank 0 (W's tables over all clusters). */
+static void gather_species(const sim *S, sim *W, int s)
+{
+    const species *sp = &S->sp[s];
+    const clusters *cl = &S->cl;
+    const int me = comm_rank(), size = comm_size();
+    int *count = empic_alloc((size_t)cl->n * sizeof(int), "particle gather");
+    memcpy(count, sp->count, (size_t)cl->n * sizeof(int));
+    comm_sum_int(count, (size_t)cl->n); /* each rank holds zeros for the others' clusters */
+    int *hist = empic_alloc((size_t)cl->n * 9 * sizeof(int), "particle gather");
+    memcpy(hist, sp->hist, (size_t)cl->n * 9 * sizeof(int));
+    comm_sum_int(hist, (size_t)cl->n * 9);
+    /* the particles of each rank's clusters in cluster order, per array */
+    size_t *per = empic_calloc((size_t)size, sizeof(size_t), "particle gather"), mine = 0;
+    int *rank_of = empic_alloc((size_t)cl->n * sizeof(int), "particle gather");
+    for (int c = 0; c < cl->n; c++) {
+        rank_of[c] = clusters_rank_of(cl, c);
+        per[rank_of[c]] += (size_t)count[c];
+    }
+    mine = per[me];
+    species *w = &W->sp[s];
+    if (me == 0) {
+        memcpy(w->count, count, (size_t)cl->n * sizeof(int));
+        memcpy(w->hist, hist, (size_t)cl->n * 9 * sizeof(int));
+        species_layout(w, &W->cl);
+        w->np = 0;
+        for (int c = 0; c < cl->n; c++)
+            w->np += count[c];
+        w->rearrangements = sp->rearrangements;
+        w->bad = sp->bad;
+    }
+    void *src[9] = {sp->cell, sp->x, sp->y, sp->ux, sp->uy, sp->uz, sp->w, sp->code, sp->id};
+    void *dst[9] = {w->cell, w->x, w->y, w->ux, w->uy, w->uz, w->w, w->code, w->id};
+    const size_t esz[9] = {4, 4, 4, 4, 4, 4, 4, 1, 8};
+    const int na = sp->id ? 9 : 8;
+    char *stage = empic_alloc((mine ? mine : 1) * 8, "particle gather");
+    char *all = me == 0 ? empic_alloc((w->np ? (size_t)w->np : 1) * 8, "particle gather") : NULL;
+    size_t *bytes = empic_alloc((size_t)size * sizeof(size_t), "particle gather");
+    for (int k = 0; k < na; k++) {
+        size_t o = 0;
+        for (int c = 0; c < cl->n; c++)
+            if (cl->own[c]) {
+                memcpy(stage + o * esz[k], (char *)src[k] + (size_t)sp->start[c] * esz[k],
+                       (size_t)sp->count[c] * esz[k]);
+                o += (size_t)sp->count[c];
+            }
+        for (int r = 0; r < size; r++)
+            bytes[r] = per[r] * esz[k];
+        comm_gather(stage, mine * esz[k], all, bytes);
+        if (me != 0)
+            continue;
+        size_t from = 0;
+        for (int r = 0; r < size; r++) /* rank r's clusters, in order, from its part */
+            for (int c = 0; c < cl->n; c++)
+                if (rank_of[c] == r) {
+                    memcpy((char *)dst[k] + (size_t)w->start[c] * esz[k], all + from * esz[k],
+                           (size_t)count[c] * esz[k]);
+                    from += (size_t)count[c];
+                }
+    }
+    free(rank_of);
+    free(bytes);
+    free(all);
+    free(stage);
+    free(per);
+    free(hist);
+    free(count);
+}
+
+void gather_sim(const sim *S, sim *W, int particles)
+{
+    const int root = comm_rank() == 0;
+    sim whole;
+    gather_whole(S, &whole);
+    const emf *f = &S->f;
+    emf *g = &whole.f;
+    float *const a[10] = {f->e[0], f->e[1], f->e[2], f->b[0], f->b[1],
+                          f->b[2], f->j[0], f->j[1], f->j[2], f->rho};
+    float *const b[10] = {g->e[0], g->e[1], g->e[2], g->b[0], g->b[1],
+                          g->b[2], g->j[0], g->j[1], g->j[2], g->rho};
+    for (int k = 0; k < 10; k++)
+        gather_array(f, a[k], g, b[k]);
+    if (S->rho_sp) {
+        whole.rho_sp = empic_alloc((size_t)S->nsp * g->size * sizeof(float), "charge dumps");
+        for (int s = 0; s < S->nsp; s++)
+            gather_array(f, S->rho_sp + (size_t)s * f->size, g, whole.rho_sp + (size_t)s * g->size);
+    }
+    if (f->fb) {
+        fbnd *mine = f->fb; /* every rank's copy made whole, then rank 0's taken */
+        gather_fbnd(f, mine);
+        fbnd *wb = g->fb;
+        wb->psi_step = mine->psi_step;
+        wb->shift = mine->shift;
+        for (int l = 0; l < wb->nlayers; l++)
+            for (int m = 0; m < 4; m++)
+                memcpy(wb->layer[l].psi[m], mine->layer[l].psi[m],
+                       (size_t)wb->layer[l].n * wb->layer[l].len * sizeof(float));
+        for (int k = 0; k < 4; k++)
+            if (wb->mur_old[k])
+                memcpy(wb->mur_old[k], mine->mur_old[k],
+                       4 * (size_t)(k / 2 ? f->nx : f->ny) * sizeof(float));
+    }
+    for (int s = 0; s < S->nsp; s++) { /* names and tables: a field dump names them too */
+        species_open(&whole.sp[s], &S->d, s, &whole.cl);
+        if (particles)
+            gather_species(S, &whole, s);
+    }
+    if (root)
+        *W = whole;
+    else
+        gather_free(&whole);
+}
+
+void gather_free(sim *W)
+{
+    for (int s = 0; s < W->nsp; s++)
+        if (W->sp[s].start)
+            species_free(&W->sp[s]);
+    fbnd_free(W->f.fb);
+    emf_free(&W->f);
+    clusters_free(&W->cl);
+    free(W->rho_sp);
+}
+
+void gather_scatter(const sim *W, sim *S)
+{
+    const int G = EMF_GUARD;
+    emf *f = &S->f;
+    const emf *g = &W->f;
+    float *const a[10] = {f->e[0], f->e[1], f->e[2], f->b[0], f->b[1],
+                          f->b[2], f->j[0], f->j[1], f->j[2], f->rho};
+    float *const b[10] = {g->e[0], g->e[1], g->e[2], g->b[0], g->b[1],
+                          g->b[2], g->j[0], g->j[1], g->j[2], g->rho};
+    for (int k = 0; k < 10; k++) /* this rank's cells and guards */
+        for (int lj = 0; lj < f->rows; lj++)
+            memcpy(a[k] + (size_t)lj * f->stride, b[k] + emf_idx(g, f->i0 - G, f->j0 - G + lj),
+                   (size_t)f->stride * sizeof(float));
+    f->step = g->step;
+    f->rho_bg = g->rho_bg;
+    if (f->fb) {
+        fbnd *mb = f->fb, *wb = g->fb;
+        mb->psi_step = wb->psi_step;
+        mb->shift = wb->shift;
+        for (int l = 0; l < mb->nlayers; l++)
+            for (int m = 0; m < 4; m++)
+                memcpy(mb->layer[l].psi[m], wb->layer[l].psi[m],
+                       (size_t)mb->layer[l].n * mb->layer[l].len * sizeof(float));
+        for (int k = 0; k < 4; k++)
+            if (mb->mur_old[k])
+                memcpy(mb->mur_old[k], wb->mur_old[k],
+                       4 * (size_t)(k / 2 ? f->nx : f->ny) * sizeof(float));
+    }
+    const clusters *cl = &S->cl;
+    for (int s = 0; s < S->nsp; s++) {
+        const species *w = &W->sp[s];
+        species *sp = &S->sp[s];
+        species_open(sp, &S->d, s, cl);
+        for (int c = 0; c < cl->n; c++)
+            if (cl->own[c]) {
+                sp->count[c] = w->count[c];
+                memcpy(sp->hist + 9 * c, w->hist + 9 * c, 9 * sizeof(int));
+                sp->np += w->count[c];
+            }
+        species_layout(sp, cl);
+        for (int c = 0; c < cl->n; c++) {
+            const size_t n = (size_t)sp->count[c], to = (size_t)sp->start[c],
+                         from = (size_t)w->start[c];
+            if (!n)
+                continue;
+            memcpy(sp->cell + to, w->cell + from, n * 4);
+            memcpy(sp->x + to, w->x + from, n * 4);
+            memcpy(sp->y + to, w->y + from, n * 4);
+            memcpy(sp->ux + to, w->ux + from, n * 4);
+            memcpy(sp->uy + to, w->uy + from, n * 4);
+            memcpy(sp->uz + to, w->uz + from, n * 4);
+            memcpy(sp->w + to, w->w + from, n * 4);
+            memcpy(sp->code + to, w->code + from, n);
+            if (sp->id)
+                memcpy(sp->id + to, w->id + from, n * 8);
+        }
+        sp->rearrangements = w->rearrangements;
+    }
+    S->step = W->step;
+    S->particle_steps = W->particle_steps;
+    S->wall_s = W->wall_s;
+    memcpy(S->st.phase_s, W->st.phase_s, sizeof S->st.phase_s);
+    S->en_step = W->en_step;
+    S->en_e = W->en_e;
+    S->en_b = W->en_b;
+    S->en_gauss = W->en_gauss;
+    memcpy(S->en_kin, W->en_kin, sizeof S->en_kin);
+    S->win.cells = W->win.cells;
+    memcpy(S->checkpoint_last, W->checkpoint_last, sizeof S->checkpoint_last);
+}

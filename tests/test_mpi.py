@@ -1,0 +1,116 @@
+"""MPI domain decomposition (docs/design.md §12): the same deck on 1, 2 and 4 CPU ranks, split
+along x, along y and both, gives bitwise-identical energy.csv and dumps (fields, particles
+with their counts per cluster, tracks, phase spaces), for a periodic warm plasma, a laser deck
+with PML, filter, walls and the moving window, and a converging flow; a checkpoint written by
+2 ranks continues on 4 ranks and on 1 exactly as the straight run. Several ranks share the two
+cores of the test machine (oversubscribed, one OpenMP thread each)."""
+
+import os
+import re
+import shutil
+import subprocess
+
+import h5py
+import numpy as np
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+EMPIC = os.path.join(ROOT, "bin", "empic")
+DECKS = os.path.join(ROOT, "tests", "mpi")
+ENV = dict(os.environ, OMP_NUM_THREADS="1", OMPI_ALLOW_RUN_AS_ROOT="1",
+           OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_rmaps_base_oversubscribe="1")
+SPLITS = [(1, 1), (2, 1), (1, 2), (2, 2), (4, 1)]
+
+
+def mpirun():
+    path = shutil.which("mpirun")
+    assert path, "mpirun is missing: tools/install-deps installs OpenMPI (make does)"
+    return path
+
+
+def run(deck, out, ranks=None, args=()):
+    """bin/empic on deck (with parallel.ranks = ranks) into out; returns the output folder."""
+    text = open(os.path.join(DECKS, deck)).read()
+    if ranks:
+        text = re.sub(r"^(simulation = .*)$", r"\1\nparallel = { ranks = [%d, %d]; };" % ranks,
+                      text, count=1, flags=re.M)
+    path = out.parent / (out.name + ".cfg")
+    path.write_text(text)
+    n = ranks[0] * ranks[1] if ranks else 1
+    cmd = ([mpirun(), "-np", str(n)] if n > 1 else []) + [EMPIC, "--quiet", "--overwrite",
+                                                         "--output", str(out), *args, str(path)]
+    res = subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=300)
+    assert res.returncode == 0, res.stdout + res.stderr
+    return out
+
+
+def contents(path):
+    """Every dataset and attribute of an HDF5 file as bytes, but the file's creation date."""
+    out = {}
+    with h5py.File(path, "r") as f:
+        def visit(name, obj):
+            for k, v in obj.attrs.items():
+                out[name + "@" + k] = np.asarray(v).tobytes()
+            if isinstance(obj, h5py.Dataset):
+                out[name] = np.asarray(obj[()]).tobytes()
+        f.visititems(visit)
+        out.update({"@" + k: np.asarray(v).tobytes() for k, v in f.attrs.items() if k != "date"})
+    return out
+
+
+def assert_same(a, b, folders=("data", "tracks", "phasespace"), more_ok=False):
+    """Run folder b holds exactly what a holds: energy.csv and every dump, bit for bit (and
+    no other dump unless more_ok: a run stopped early writes its final dumps there)."""
+    assert (a / "energy.csv").read_bytes() == (b / "energy.csv").read_bytes()
+    n = 0
+    for sub in folders:
+        if not (a / sub).is_dir():
+            continue
+        names = sorted(os.listdir(a / sub))
+        assert set(names) <= set(os.listdir(b / sub)), sub
+        assert more_ok or len(names) == len(os.listdir(b / sub)), sub
+        for name in names:
+            if not name.endswith(".h5"):  # XDMF descriptions
+                assert (a / sub / name).read_bytes() == (b / sub / name).read_bytes(), name
+                continue
+            ca, cb = contents(a / sub / name), contents(b / sub / name)
+            bad = [k for k in set(ca) | set(cb) if ca.get(k) != cb.get(k)]
+            assert not bad, "%s/%s differs in %s" % (sub, name, sorted(bad)[:6])
+            n += 1
+    assert n > 0
+
+
+@pytest.mark.parametrize("deck", ["warm.cfg", "laser.cfg", "converge.cfg"])
+def test_ranks_bitwise(tmp_path, deck):
+    one = run(deck, tmp_path / "r1")
+    for split in SPLITS[1:]:
+        assert_same(one, run(deck, tmp_path / ("r%dx%d" % split), split))
+
+
+def test_restart_on_other_rank_counts(tmp_path):
+    straight = run("laser.cfg", tmp_path / "straight")
+    for n, split in ((4, (4, 1)), (1, None)):
+        half = run("laser.cfg", tmp_path / ("half%d" % n), (2, 1), ("--steps", "150"))
+        assert (half / "checkpoint" / "ckpt00000150.h5").is_file()
+        cmd = ([mpirun(), "-np", str(n)] if n > 1 else []) + [
+            EMPIC, "--quiet", "--restart", str(half), "--steps", "300"]
+        res = subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=300)
+        assert res.returncode == 0, res.stdout + res.stderr
+        assert_same(straight, half, more_ok=True)  # + the dumps at the stop, step 150
+
+
+def test_impossible_split_is_a_deck_error(tmp_path):
+    deck = tmp_path / "bad.cfg"
+    deck.write_text(open(os.path.join(DECKS, "warm.cfg")).read().replace(
+        'simulation = {', 'parallel = { ranks = [3, 1]; };\nsimulation = {'))
+    res = subprocess.run([mpirun(), "-np", "2", EMPIC, "--quiet", "--output",
+                          str(tmp_path / "o"), str(deck)], capture_output=True, text=True,
+                         env=ENV, timeout=120)
+    assert res.returncode != 0
+    assert "parallel.ranks = [3, 1] needs 3 MPI ranks; the run has 2" in res.stderr
+    assert res.stderr.count("needs 3 MPI ranks") == 1  # said once, by rank 0
+    deck.write_text(deck.read_text().replace("ranks = [3, 1]", "ranks = [5, 1]"))
+    res = subprocess.run([mpirun(), "-np", "5", EMPIC, "--quiet", "--output",
+                          str(tmp_path / "o"), str(deck)], capture_output=True, text=True,
+                         env=ENV, timeout=120)
+    assert res.returncode != 0 and "5 x 1 ranks cannot split 8 x 6 clusters" in res.stderr
