@@ -319,6 +319,7 @@ void sim_step(sim *S)
 
 /* Signal state is process-wide by nature: the handler can only reach a static flag. */
 static volatile sig_atomic_t sig_seen;
+static int sig_speak; /* this process says so (rank 0: every rank gets mpirun's signal) */
 static struct sigaction sig_old[2];
 static int sig_installed;
 static const int SIG_HANDLED[2] = {SIGINT, SIGTERM};
@@ -328,8 +329,10 @@ static void on_signal(int sig)
     static const char msg[] = "\nempic: signal received: stopping after this step with a "
                               "checkpoint (send it again to stop at once)\n";
     sig_seen = sig;
-    ssize_t w = write(STDERR_FILENO, msg, sizeof msg - 1);
-    (void)w;
+    if (sig_speak) {
+        ssize_t w = write(STDERR_FILENO, msg, sizeof msg - 1);
+        (void)w;
+    }
 }
 
 void sim_signals(int on)
@@ -341,6 +344,7 @@ void sim_signals(int on)
         sigemptyset(&sa.sa_mask);
         sa.sa_flags = SA_RESETHAND;
         sig_seen = 0;
+        sig_speak = comm_rank() == 0;
         for (int k = 0; k < 2; k++) {
             sigaction(SIG_HANDLED[k], &sa, &sig_old[k]);
             if (sig_old[k].sa_handler == SIG_IGN) /* e.g. SIGINT of a background job */
@@ -412,6 +416,8 @@ int sim_after_step(sim *S)
 void sim_stop_message(const sim *S, int st)
 {
     fflush(stdout); /* after the timing table */
+    if (comm_rank() != 0)
+        return; /* the same on every rank */
     if (st > 0) {
         int sig = st - 128;
         empic_report(NULL, 0, "stopped by %s after step %ld of %ld; checkpoint written: %s\n"
