@@ -139,6 +139,7 @@ static void upload_species(gpu_state *g, const pic_state *st, int s)
     d->m = h->m;
     d->qm = h->qm;
     d->alloc = n;
+    d->slots = n;
     d->cell = (uint32_t *)gpu_malloc(g, n * 4, "particle cells");
     d->x = (float *)gpu_malloc(g, n * 4, "particle positions");
     d->y = (float *)gpu_malloc(g, n * 4, "particle positions");
@@ -163,6 +164,7 @@ static void upload_species(gpu_state *g, const pic_state *st, int s)
     GPU_CK(cudaMemcpy(d->code, h->code, n, cudaMemcpyHostToDevice));
     if (h->id) {
         d->id = (unsigned long long *)gpu_malloc(g, n * 8, "particle ids");
+        d->id_slots = n;
         GPU_CK(cudaMemcpy(d->id, h->id, n * 8, cudaMemcpyHostToDevice));
     }
     GPU_CK(cudaMemcpy(d->start, h->start, nc * sizeof(int), cudaMemcpyHostToDevice));
@@ -293,7 +295,11 @@ void gpu_close(void *ctx, pic_state *st)
     for (int s = 0; s < g->nsp; s++)
         free_species(&g->sp[s]);
     gpu_diag_free(g);
-    void *p[] = {g->store, g->x0, g->y0, g->tiles, g->partial, g->flags, g->lists};
+    for (int v = 0; v < 9; v++)
+        if (g->spare[v])
+            cudaFree(g->spare[v]);
+    void *p[] = {g->store, g->x0,    g->y0,   g->tiles,
+                 g->partial, g->flags, g->lists, g->spare_start};
     for (size_t k = 0; k < sizeof p / sizeof p[0]; k++)
         if (p[k])
             cudaFree(p[k]);
