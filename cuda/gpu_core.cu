@@ -275,6 +275,10 @@ int gpu_open(pic_state *st, void **ctx)
     GPU_CK(cudaMemset(g->flags, 0, 4 * DECK_MAX_SPECIES * sizeof(int)));
     GPU_CK(cudaMallocHost(&g->h_flags, 4 * DECK_MAX_SPECIES * sizeof(int)));
     GPU_CK(cudaEventCreateWithFlags(&g->flags_ready, cudaEventDisableTiming));
+    g->room = (int *)gpu_malloc(g, (size_t)DECK_MAX_SPECIES * g->ncy * sizeof(int), "flags");
+    GPU_CK(cudaMallocHost(&g->h_room, (size_t)DECK_MAX_SPECIES * g->ncy * sizeof(int)));
+    GPU_CK(cudaEventCreateWithFlags(&g->stage_done, cudaEventDisableTiming));
+    GPU_CK(cudaEventRecord(g->stage_done, g->stream));
     for (int s = 0; s < st->nsp; s++)
         upload_species(g, st, s);
     gpu_bnd_setup(g, st);
@@ -299,7 +303,7 @@ void gpu_close(void *ctx, pic_state *st)
         if (g->spare[v])
             cudaFree(g->spare[v]);
     void *p[] = {g->store, g->x0,    g->y0,   g->tiles,
-                 g->partial, g->flags, g->lists, g->spare_start};
+                 g->partial, g->flags, g->lists, g->spare_start, g->room};
     for (size_t k = 0; k < sizeof p / sizeof p[0]; k++)
         if (p[k])
             cudaFree(p[k]);
@@ -307,8 +311,12 @@ void gpu_close(void *ctx, pic_state *st)
         cudaFreeHost(g->h_partial);
     if (g->h_flags)
         cudaFreeHost(g->h_flags);
+    if (g->h_room)
+        cudaFreeHost(g->h_room);
     if (g->flags_ready)
         cudaEventDestroy(g->flags_ready);
+    if (g->stage_done)
+        cudaEventDestroy(g->stage_done);
     for (int k = 0; k < GPU_EVENTS; k++)
         if (g->ev[k])
             cudaEventDestroy(g->ev[k]);

@@ -83,8 +83,14 @@ struct gpu_state {
     double *partial, *h_partial;  /* ncl * 3 doubles (device / pinned host) */
     int *flags, *h_flags;         /* per species s, at 4 s: [0] overflowing clusters, [1] max
                                      leavers, [2] errors, [3] particles dropped */
-    cudaEvent_t flags_ready;      /* the flags of gpu_sort_prepare have reached h_flags */
+    cudaEvent_t flags_ready;      /* the flags (and room) of the last prepare are in h_flags */
     int prepared;                 /* gpu_sort_prepare ran this step */
+    int spec_lcap;                /* list capacity of the passes launched before the flags are
+                                     read (decks with drops); 0 until the first such sort */
+    int *room, *h_room;           /* per species s, at s ncy: cap - need of the clusters of the
+                                     injection column (device / pinned host) */
+    int room_valid;               /* h_room holds the last sort's room, no rearrangement since */
+    cudaEvent_t stage_done;       /* the last injection's upload has left h_stage */
     int *lists;                   /* sort lists when they do not fit in shared memory */
     size_t lists_n;
     int nsp;

@@ -3,24 +3,30 @@
  *
  * A prepare kernel reads the migration histograms of the last move and gives, per cluster,
  * the room it needs during the four passes and how many particles leave it in each pass
- * (+x, -x, +y, -y): cluster.h's sort_need. The host reads two numbers back:
- * whether a cluster would overflow (then the segments are re-laid on the device before any
- * particle moves, so none is lost) and the largest leaver count (0: nothing crossed a
- * cluster border and the passes are skipped). Each pass runs one block per bi-cluster; a
- * pair with no leavers returns at once. A block scans the codes of the sending cluster 16 at
- * a time, lists its leavers, the holes they leave in front of the new end and the stayers
- * behind it, in slot order (ordered compaction: per-thread bit masks, a block-wide prefix
- * sum of their counts), copies the leavers to the end of the receiving cluster and fills the
- * holes from the tail in that order: the result does not depend on thread scheduling, so two
- * runs sort identically. */
+ * (+x, -x, +y, -y): cluster.h's sort_need. The host reads the flags back: whether a cluster
+ * would overflow (then the segments are re-laid on the device before any particle moves, so
+ * none is lost), the largest leaver count (the size of the lists; 0: nothing crossed a
+ * cluster border) and the particles dropped before. Each pass runs one block per bi-cluster
+ * and species; a pair with no leavers returns at once. A block scans the codes of both
+ * clusters, lists their leavers and the stayers behind each new end in slot order (ordered
+ * compaction: per-thread bit masks, a block-wide prefix sum of their counts), moves the
+ * leavers to the end of the other cluster and fills the holes from the tail in that order:
+ * the result does not depend on thread scheduling, so two runs sort identically.
+ * With drops (walls, moving window) the flags are only known after the drops: the passes are
+ * launched before the host reads them, with the last step's list size, and a species whose
+ * flags ask for a rearrangement or longer lists leaves them untouched and is sorted again
+ * once the host has read them, so the GPU does not wait for the round trip. */
 #include "gpu_internal.h"
 #include "cluster.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+/* Also room[cy] = cap - need of the clusters of column `front` (the moving window's
+ * injection column): the count after the passes is at most need, so an injection of up to
+ * room[cy] particles needs no rearrangement and no read-back of the counts. */
 __global__ void k_sort_prepare(const int *hist, const int *count, const int *cap, int *need,
-                               int4 *movers, int *flags, int nx, int ny)
+                               int4 *movers, int *flags, int *room, int front, int nx, int ny)
 {
     const int c = blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= nx * ny)
@@ -29,6 +35,8 @@ __global__ void k_sort_prepare(const int *hist, const int *count, const int *cap
     need[c] = sort_need(hist, count[c], c % nx, c / nx, nx, ny, lv);
     if (need[c] > cap[c])
         atomicAdd(&flags[0], 1);
+    if (c % nx == front)
+        room[c / nx] = cap[c] - need[c];
     movers[c] = make_int4(lv[0], lv[1], lv[2], lv[3]);
     int m = max(max(lv[0], lv[1]), max(lv[2], lv[3]));
     if (m > 0)
@@ -142,9 +150,9 @@ __global__ void __launch_bounds__(GPU_THREADS) k_sort_pass(ksorts all, int axis,
     const int4 ma = a.movers[ca], mb = a.movers[cb];
     const int m_ab = axis ? ma.z : ma.x; /* +1 leavers of the low cluster */
     const int m_ba = axis ? mb.w : mb.y; /* -1 leavers of the high cluster */
-    if (m_ab == 0 && m_ba == 0)
-        return;
     const int lcap = all.lcap;
+    if ((m_ab == 0 && m_ba == 0) || a.flags[0] > 0 || a.flags[1] > lcap)
+        return; /* nothing to move, or this species waits for a rearrangement or longer lists */
     int *La = all.lists ? all.lists + ((size_t)blockIdx.y * gridDim.x + blockIdx.x) * 4 * lcap
                         : slist;
     int *Fa = La + lcap, *Lb = Fa + lcap, *Fb = Lb + lcap;
@@ -224,7 +232,7 @@ __global__ void k_relayout(arrays8 a, const int *old_start, const int *new_start
 {
     const int c = blockIdx.x, n = count[c];
     const size_t s = (size_t)old_start[c], d = (size_t)new_start[c];
-    for (int k = threadIdx.x; k < n; k += blockDim.x) {
+    for (int k = blockIdx.y * blockDim.x + threadIdx.x; k < n; k += gridDim.y * blockDim.x) {
         uint32_t v[7]; /* all loads before the stores, which might alias them */
 #pragma unroll
         for (int q = 0; q < 7; q++)
@@ -295,7 +303,13 @@ void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *need)
     }
     a.src_id = d->id;
     a.dst_id = d->id ? (unsigned long long *)g->spare[8] : NULL;
-    k_relayout<<<nc, GPU_THREADS, 0, g->stream>>>(a, d->start, g->spare_start, d->count);
+    int most = 1;
+    for (int c = 0; c < nc; c++)
+        most = count[c] > most ? count[c] : most;
+    /* blocks per cluster: about 4 slots per thread, so that many loads are in flight */
+    const unsigned per = (unsigned)((most + 4 * GPU_THREADS - 1) / (4 * GPU_THREADS));
+    k_relayout<<<dim3((unsigned)nc, per), GPU_THREADS, 0, g->stream>>>(a, d->start,
+                                                                      g->spare_start, d->count);
     GPU_LAUNCHED(g, "k_relayout");
     d->cell = (uint32_t *)a.dst[0];
     d->x = (float *)a.dst[1];
@@ -334,22 +348,29 @@ void gpu_check_flags(const gpu_state *g, const pic_state *st, int s)
                   "the particles' codes (internal error)", st->sp[s].name);
 }
 
-/* Per-cluster room and leavers of species s after its move (its flags [0] and [1]). */
-static void prepare_species(gpu_state *g, int s)
+/* Per-cluster room and leavers of species s after its move (its flags [0] and [1], and its
+ * room in the injection column). */
+static void prepare_species(gpu_state *g, const pic_state *st, int s)
 {
     gpu_species *d = &g->sp[s];
     int *fl = g->flags + 4 * s;
     GPU_CK(cudaMemsetAsync(fl, 0, 2 * sizeof(int), g->stream));
     k_sort_prepare<<<gpu_blocks((size_t)g->ncl, 128), 128, 0, g->stream>>>(
-        d->hist, d->count, d->cap, d->need, d->movers, fl, g->ncx, g->ncy);
+        d->hist, d->count, d->cap, d->need, d->movers, fl, g->room + (size_t)s * g->ncy,
+        st->cl->cx_of[st->f->nx - 1], g->ncx, g->ncy);
     GPU_LAUNCHED(g, "k_sort_prepare");
 }
 
-/* The flags of every species to the host, in one copy. */
+/* The flags of every species to the host, in one copy (and the injection room with a moving
+ * window), then flags_ready recorded. */
 static void read_flags(gpu_state *g)
 {
     GPU_CK(cudaMemcpyAsync(g->h_flags, g->flags, 4 * (size_t)g->nsp * sizeof(int),
                            cudaMemcpyDeviceToHost, g->stream));
+    if (g->window)
+        GPU_CK(cudaMemcpyAsync(g->h_room, g->room, (size_t)g->nsp * g->ncy * sizeof(int),
+                               cudaMemcpyDeviceToHost, g->stream));
+    GPU_CK(cudaEventRecord(g->flags_ready, g->stream));
 }
 
 /* Without particle drops (no absorbing side, no moving window) the sort's bookkeeping can
@@ -366,11 +387,44 @@ void gpu_sort_prepare(gpu_state *g, pic_state *st)
     int t = gpu_tic(g, st);
     for (int s = 0; s < g->nsp; s++)
         if (g->sp[s].mobile)
-            prepare_species(g, s);
+            prepare_species(g, st, s);
     read_flags(g);
-    GPU_CK(cudaEventRecord(g->flags_ready, g->stream));
     gpu_toc(g, t, PH_SORT);
     g->prepared = 1;
+}
+
+/* The four passes for the species of `all` (all.lcap set). */
+static void launch_passes(gpu_state *g, const pic_state *st, ksorts *all, int nsort)
+{
+    const int maxpairs = (g->ncx / 2) * g->ncy > (g->ncy / 2) * g->ncx ? (g->ncx / 2) * g->ncy
+                                                                       : (g->ncy / 2) * g->ncx;
+    size_t smem = (size_t)4 * all->lcap * sizeof(int);
+    all->lists = NULL;
+    if (smem > 32 * 1024) { /* lists in device memory */
+        size_t want = (size_t)4 * all->lcap * maxpairs * nsort;
+        if (want > g->lists_n) {
+            if (g->lists)
+                GPU_CK(cudaFree(g->lists));
+            g->lists = (int *)gpu_malloc(g, want * sizeof(int), "sort lists");
+            g->lists_n = want;
+        }
+        all->lists = g->lists;
+        smem = 0;
+    }
+    const int px = st->cl->periodic_x, py = st->cl->periodic_y;
+    for (int pass = 0; pass < 4; pass++) {
+        const int axis = pass / 2, first = pass % 2;
+        const int n = axis ? g->ncy : g->ncx, m = axis ? g->ncx : g->ncy;
+        k_sort_pass<<<dim3((unsigned)(n / 2 * m), (unsigned)nsort), GPU_THREADS, smem,
+                      g->stream>>>(*all, axis, first, n, g->ncx, axis ? py : px);
+        GPU_LAUNCHED(g, "k_sort_pass");
+    }
+}
+
+static ksort ksort_of(gpu_state *g, int s)
+{
+    gpu_species *d = &g->sp[s];
+    return ksort{gpu_parts_of(d), d->start, d->count, d->cap, d->movers, g->flags + 4 * s};
 }
 
 /* Every mobile species (all after a window shift: their back column is dropped): the drops
@@ -381,16 +435,19 @@ void gpu_sort(void *ctx, pic_state *st, int window, long long *dropped)
     gpu_state *g = (gpu_state *)ctx;
     const int nc = g->ncl;
     int t = gpu_tic(g, st), on[DECK_MAX_SPECIES], drops[DECK_MAX_SPECIES];
+    int spec = 0; /* passes launched before the flags were read, with this list capacity */
     for (int s = 0; s < g->nsp; s++) {
         on[s] = g->sp[s].mobile || window;
         drops[s] = 0;
         g->dropped[s] = 0;
     }
-    if (g->prepared) {
-        GPU_CK(cudaEventSynchronize(g->flags_ready));
-    } else {
+    g->room_valid = 0;
+    if (!g->prepared) {
         /* particles that left through an absorbing wall (or the back of a moving window) go
          * first; flags[3] counts them */
+        ksorts all;
+        memset(&all, 0, sizeof all);
+        int nsort = 0;
         for (int s = 0; s < g->nsp; s++) {
             if (!on[s])
                 continue;
@@ -399,14 +456,19 @@ void gpu_sort(void *ctx, pic_state *st, int window, long long *dropped)
                 GPU_CK(cudaMemsetAsync(g->flags + 4 * s + 3, 0, sizeof(int), g->stream));
                 gpu_drop(g, s, window);
             }
-            prepare_species(g, s);
+            prepare_species(g, st, s);
+            all.s[nsort++] = ksort_of(g, s);
         }
         read_flags(g);
-        GPU_CK(cudaStreamSynchronize(g->stream));
+        if (g->spec_lcap > 0) {
+            spec = all.lcap = g->spec_lcap;
+            launch_passes(g, st, &all, nsort);
+        }
     }
+    GPU_CK(cudaEventSynchronize(g->flags_ready));
     ksorts all;
     memset(&all, 0, sizeof all);
-    int nsort = 0;
+    int nsort = 0, most = 0, relaid = 0;
     for (int s = 0; s < g->nsp; s++) {
         if (!on[s])
             continue;
@@ -415,42 +477,29 @@ void gpu_sort(void *ctx, pic_state *st, int window, long long *dropped)
         if (drops[s])
             g->dropped[s] = hf[3];
         gpu_check_flags(g, st, s);
+        most = hf[1] > most ? hf[1] : most;
+        if (hf[0] == 0 && hf[1] <= spec)
+            continue; /* sorted by the passes launched already (or nothing to sort) */
         if (hf[0] > 0) { /* a cluster would overflow: global rearrangement first */
             int *need = (int *)empic_alloc((size_t)nc * sizeof(int), "sort table");
             GPU_CK(cudaMemcpy(need, d->need, (size_t)nc * sizeof(int), cudaMemcpyDeviceToHost));
             gpu_relayout(g, st, s, need);
             free(need);
+            GPU_CK(cudaMemsetAsync(g->flags + 4 * s, 0, sizeof(int), g->stream));
+            relaid = 1;
         }
         if (hf[1] == 0)
             continue; /* no particle crossed a cluster border */
-        all.s[nsort++] = ksort{gpu_parts_of(d), d->start, d->count, d->cap, d->movers,
-                               g->flags + 4 * s};
+        all.s[nsort++] = ksort_of(g, s);
         all.lcap = hf[1] > all.lcap ? hf[1] : all.lcap;
     }
-    if (nsort > 0) {
-        const int maxpairs = (g->ncx / 2) * g->ncy > (g->ncy / 2) * g->ncx
-                                 ? (g->ncx / 2) * g->ncy
-                                 : (g->ncy / 2) * g->ncx;
-        size_t smem = (size_t)4 * all.lcap * sizeof(int);
-        if (smem > 32 * 1024) { /* lists in device memory */
-            size_t want = (size_t)4 * all.lcap * maxpairs * nsort;
-            if (want > g->lists_n) {
-                if (g->lists)
-                    GPU_CK(cudaFree(g->lists));
-                g->lists = (int *)gpu_malloc(g, want * sizeof(int), "sort lists");
-                g->lists_n = want;
-            }
-            all.lists = g->lists;
-            smem = 0;
-        }
-        const int px = st->cl->periodic_x, py = st->cl->periodic_y;
-        for (int pass = 0; pass < 4; pass++) {
-            const int axis = pass / 2, first = pass % 2;
-            const int n = axis ? g->ncy : g->ncx, m = axis ? g->ncx : g->ncy;
-            k_sort_pass<<<dim3((unsigned)(n / 2 * m), (unsigned)nsort), GPU_THREADS, smem,
-                          g->stream>>>(all, axis, first, n, g->ncx, axis ? py : px);
-            GPU_LAUNCHED(g, "k_sort_pass");
-        }
+    if (nsort > 0)
+        launch_passes(g, st, &all, nsort);
+    if (!g->prepared) {
+        /* next step's lists: room for some growth, within the shared memory of one block */
+        const int want = most + most / 4 + 32;
+        g->spec_lcap = want < 2048 ? want : 2048;
+        g->room_valid = window && !relaid;
     }
     g->prepared = 0;
     gpu_toc(g, t, PH_SORT);

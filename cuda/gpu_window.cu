@@ -169,29 +169,42 @@ void gpu_inject(void *ctx, pic_state *st, species *col, const int *add)
     const clusters *cl = st->cl;
     const int i = st->f->nx - 1, cx = cl->cx_of[i], ncy = cl->ncy, nc = cl->n, nsp = g->nsp;
     long long n[DECK_MAX_SPECIES];
-    int *tab = (int *)empic_alloc((size_t)nsp * 2 * nc * sizeof(int), "injection");
     size_t total = 0;
+    /* the room the last sort left in this column takes the column: no read-back, no wait */
+    int sure = g->room_valid;
     for (int s = 0; s < nsp; s++) {
         n[s] = col[s].np;
         total += n[s] ? stage_of(n[s], ncy, col[s].id != NULL).bytes : 0;
-        if (n[s]) {
-            GPU_CK(cudaMemcpyAsync(tab + 2 * s * nc, g->sp[s].count, (size_t)nc * sizeof(int),
-                                   cudaMemcpyDeviceToHost, g->stream));
-            GPU_CK(cudaMemcpyAsync(tab + (2 * s + 1) * nc, g->sp[s].cap,
-                                   (size_t)nc * sizeof(int), cudaMemcpyDeviceToHost, g->stream));
-        }
+        for (int cy = 0; cy < ncy && n[s] && sure; cy++)
+            sure = add[s * (ncy + 1) + cy] <= g->h_room[s * ncy + cy];
     }
-    GPU_CK(cudaStreamSynchronize(g->stream)); /* also: the last upload has left h_stage */
-    for (int s = 0; s < nsp; s++) { /* a segment that would overflow: re-lay first */
-        int *count = tab + 2 * s * nc, *cap = count + nc, grow = 0;
-        const int *ad = add + s * (ncy + 1);
-        for (int cy = 0; cy < ncy && n[s]; cy++)
-            grow |= count[cx + cy * cl->ncx] + ad[cy] > cap[cx + cy * cl->ncx];
-        if (grow) {
-            for (int c = 0; c < nc; c++)
-                count[c] += c % cl->ncx == cx ? ad[c / cl->ncx] : 0;
-            gpu_relayout(g, st, s, count);
+    g->room_valid = 0;
+    if (sure) {
+        GPU_CK(cudaEventSynchronize(g->stage_done)); /* the last upload has left h_stage */
+    } else {
+        int *tab = (int *)empic_alloc((size_t)nsp * 2 * nc * sizeof(int), "injection");
+        for (int s = 0; s < nsp; s++)
+            if (n[s]) {
+                GPU_CK(cudaMemcpyAsync(tab + 2 * s * nc, g->sp[s].count,
+                                       (size_t)nc * sizeof(int), cudaMemcpyDeviceToHost,
+                                       g->stream));
+                GPU_CK(cudaMemcpyAsync(tab + (2 * s + 1) * nc, g->sp[s].cap,
+                                       (size_t)nc * sizeof(int), cudaMemcpyDeviceToHost,
+                                       g->stream));
+            }
+        GPU_CK(cudaStreamSynchronize(g->stream)); /* also: the last upload has left h_stage */
+        for (int s = 0; s < nsp; s++) { /* a segment that would overflow: re-lay first */
+            int *count = tab + 2 * s * nc, *cap = count + nc, grow = 0;
+            const int *ad = add + s * (ncy + 1);
+            for (int cy = 0; cy < ncy && n[s]; cy++)
+                grow |= count[cx + cy * cl->ncx] + ad[cy] > cap[cx + cy * cl->ncx];
+            if (grow) {
+                for (int c = 0; c < nc; c++)
+                    count[c] += c % cl->ncx == cx ? ad[c / cl->ncx] : 0;
+                gpu_relayout(g, st, s, count);
+            }
         }
+        free(tab);
     }
     if (total > g->stage_n) {
         if (g->stage) {
@@ -224,8 +237,10 @@ void gpu_inject(void *ctx, pic_state *st, species *col, const int *add)
         }
         at += L.bytes;
     }
-    if (total)
+    if (total) {
         GPU_CK(cudaMemcpyAsync(g->stage, g->h_stage, total, cudaMemcpyHostToDevice, g->stream));
+        GPU_CK(cudaEventRecord(g->stage_done, g->stream));
+    }
     at = 0;
     for (int s = 0; s < nsp; s++) {
         if (n[s]) {
@@ -247,6 +262,5 @@ void gpu_inject(void *ctx, pic_state *st, species *col, const int *add)
             at += L.bytes;
         }
     }
-    free(tab);
     st->phase_s[PH_SORT] += host_seconds() - t0;
 }
