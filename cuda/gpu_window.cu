@@ -20,16 +20,26 @@ static double host_seconds(void)
 }
 
 /* Shift row[from..len) one entry toward the front in place, the last entry becoming 0: the
- * block walks the row in chunks, each read before the chunk is written, and a chunk's writes
- * never reach the next chunk's reads. */
+ * block walks the row in spans of SHIFT_V entries per thread, all of a span read (its loads
+ * in flight together) before any of it is written, and a span's writes never reach the next
+ * span's reads. */
+#define SHIFT_V 8
 __device__ void shift_row(float *row, int from, int len)
 {
-    for (int base = from; base < len; base += blockDim.x) {
-        int c = base + threadIdx.x;
-        float v = c < len - 1 ? row[c + 1] : 0.0f;
+    for (int base = from; base < len; base += SHIFT_V * blockDim.x) {
+        float v[SHIFT_V];
+#pragma unroll
+        for (int q = 0; q < SHIFT_V; q++) {
+            const int c = base + q * blockDim.x + threadIdx.x;
+            v[q] = c < len - 1 ? row[c + 1] : 0.0f;
+        }
         __syncthreads();
-        if (c < len)
-            row[c] = v;
+#pragma unroll
+        for (int q = 0; q < SHIFT_V; q++) {
+            const int c = base + q * blockDim.x + threadIdx.x;
+            if (c < len)
+                row[c] = v[q];
+        }
         __syncthreads();
     }
 }
@@ -57,20 +67,31 @@ __global__ void k_shift_psi(arrays4 psi, int rowlen)
 }
 
 /* One block per cluster: each particle shifted (window_shift_particle), the histogram
- * rebuilt from the codes. */
+ * rebuilt from the codes, a warp's bins counted by ballots (nearly every particle lands in
+ * the same bin: one shared atomic per particle queued on one address). */
 __global__ void k_window_particles(uint32_t *cell, uint8_t *code, const int *start,
                                    const int *count, int *hist, const int *cx_of, int ncx)
 {
     __shared__ int sh[9];
-    const int c = blockIdx.x, cx = c % ncx;
+    const int c = blockIdx.x, cx = c % ncx, lane = threadIdx.x & 31;
     if (threadIdx.x < 9)
         sh[threadIdx.x] = 0;
     __syncthreads();
-    const int b = start[c], e = b + count[c];
-    for (int p = b + threadIdx.x; p < e; p += blockDim.x) {
-        unsigned nk = window_shift_particle(&cell[p], code[p], cx_of, cx);
-        code[p] = (uint8_t)nk;
-        atomicAdd(&sh[mig_bin_of_code(nk)], 1);
+    const int b = start[c], n = count[c];
+    for (int base = 0; base < n; base += blockDim.x) { /* the same trips for the whole warp */
+        const int k = base + threadIdx.x;
+        int bin = -1;
+        if (k < n) {
+            const unsigned nk = window_shift_particle(&cell[b + k], code[b + k], cx_of, cx);
+            code[b + k] = (uint8_t)nk;
+            bin = mig_bin_of_code(nk);
+        }
+#pragma unroll
+        for (int q = 0; q < 9; q++) {
+            const unsigned m = __ballot_sync(0xffffffffu, bin == q);
+            if (lane == 0 && m)
+                atomicAdd(&sh[q], __popc(m));
+        }
     }
     __syncthreads();
     if (threadIdx.x < 9)
