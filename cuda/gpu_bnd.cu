@@ -290,14 +290,19 @@ void gpu_walls(gpu_state *g, const pic_state *st, int s)
 
 /* ---- removal of dropped particles ---- */
 
-/* Exclusive rank of `flag` among the block's threads and the block's total (warp ballots;
- * every thread of the block must call it). */
-__device__ __forceinline__ int block_rank(int flag, int *warp_n, int *total)
+/* Block-wide exclusive prefix sum of v and the block's total (every thread of the block
+ * must call it). */
+__device__ __forceinline__ int block_excl_sum(int v, int *warp_n, int *total)
 {
     const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5, nw = blockDim.x >> 5;
-    unsigned bal = __ballot_sync(0xffffffffu, flag);
-    if (lane == 0)
-        warp_n[wid] = __popc(bal);
+    int inc = v;
+    for (int o = 1; o < 32; o <<= 1) {
+        const int t = __shfl_up_sync(0xffffffffu, inc, o);
+        if (lane >= o)
+            inc += t;
+    }
+    if (lane == 31)
+        warp_n[wid] = inc;
     __syncthreads();
     int before = 0, all = 0;
     for (int w = 0; w < nw; w++) {
@@ -306,7 +311,26 @@ __device__ __forceinline__ int block_rank(int flag, int *warp_n, int *total)
     }
     __syncthreads();
     *total = all;
-    return before + __popc(bal & ((1u << lane) - 1u));
+    return before + inc - v;
+}
+
+/* Bit b set when code i + b (of the 16 at i, a multiple of 16) is PBND_DROP, for slots in
+ * [lo, hi) only. */
+__device__ __forceinline__ unsigned drop_mask(const uint8_t *code, int i, int lo, int hi)
+{
+    if (i >= hi || i + 16 <= lo)
+        return 0u;
+    const uint4 v = *(const uint4 *)(code + i);
+    const unsigned wd[4] = {v.x, v.y, v.z, v.w};
+    unsigned m = 0;
+#pragma unroll
+    for (int q = 0; q < 4; q++) {
+        const unsigned e = __vcmpeq4(wd[q], PBND_DROP * 0x01010101u);
+        m |= ((e >> 7 & 1u) | (e >> 14 & 2u) | (e >> 21 & 4u) | (e >> 28 & 8u)) << (4 * q);
+    }
+    const unsigned below = hi - i >= 16 ? 0xffffu : (1u << (hi - i)) - 1u;
+    const unsigned above = lo <= i ? 0xffffu : 0xffffu & ~((1u << (lo - i)) - 1u);
+    return m & below & above;
 }
 
 typedef struct {
@@ -318,8 +342,9 @@ typedef struct {
 } kdrop;
 
 /* One block per cluster; those on a dropping side remove their PBND_DROP particles: n - nd
- * survive; the survivors behind the new end, listed in slot order, fill
- * the holes in front of it in slot order. */
+ * survive; the survivors behind the new end, listed in slot order, fill the holes in front
+ * of it in slot order. Codes are read 16 at a time (per-thread bit masks, block prefix sums
+ * of their counts: ordered, whatever the thread scheduling). */
 __global__ void __launch_bounds__(GPU_THREADS) k_drop(kdrop a)
 {
     __shared__ int warp_n[GPU_THREADS / 32];
@@ -327,30 +352,37 @@ __global__ void __launch_bounds__(GPU_THREADS) k_drop(kdrop a)
     if (!pbnd_drops_at(&a.sides, cx, cy, a.ncx, a.ncy))
         return;
     const int s0 = a.start[c], n = a.count[c];
-    int nd = 0;
-    for (int base = 0; base < n; base += blockDim.x) {
-        int p = base + tid;
-        nd += __syncthreads_count(p < n && a.p.code[s0 + p] == PBND_DROP);
+    const uint8_t *code = a.p.code + s0;
+    int nd = 0, tot;
+    for (int i0 = 0; i0 < n; i0 += 16 * blockDim.x) {
+        block_excl_sum(__popc(drop_mask(code, i0 + 16 * tid, 0, n)), warp_n, &tot);
+        nd += tot;
     }
     if (nd == 0)
         return;
-    const int keep = n - nd;
-    int done = 0, tot;
-    for (int base = keep; base < n; base += blockDim.x) {
-        int p = base + tid, f = p < n && a.p.code[s0 + p] != PBND_DROP;
-        int r = block_rank(f, warp_n, &tot);
-        if (f)
-            a.scratch[s0 + done + r] = p;
+    const int keep = n - nd, from = keep / 16 * 16;
+    int done = 0;
+    for (int i0 = from; i0 < n; i0 += 16 * blockDim.x) { /* the fillers, in slot order */
+        const int i = i0 + 16 * tid;
+        unsigned f = 0;
+        if (i < n) {
+            const unsigned valid = n - i >= 16 ? 0xffffu : (1u << (n - i)) - 1u;
+            const unsigned tail = keep <= i ? 0xffffu : 0xffffu & ~((1u << (keep - i)) - 1u);
+            f = ~drop_mask(code, i, 0, n) & valid & tail;
+        }
+        int r = done + block_excl_sum(__popc(f), warp_n, &tot);
+        for (; f; f &= f - 1u)
+            a.scratch[s0 + r++] = i + __ffs(f) - 1;
         done += tot;
     }
     __syncthreads();
     done = 0;
-    for (int base = 0; base < keep; base += blockDim.x) {
-        int p = base + tid, h = p < keep && a.p.code[s0 + p] == PBND_DROP;
-        int r = block_rank(h, warp_n, &tot);
-        if (h) {
-            gpu_parts_copy(a.p, s0 + p, s0 + a.scratch[s0 + done + r]);
-        }
+    for (int i0 = 0; i0 < keep; i0 += 16 * blockDim.x) { /* the holes, in slot order */
+        const int i = i0 + 16 * tid;
+        unsigned h = drop_mask(code, i, 0, keep);
+        int r = done + block_excl_sum(__popc(h), warp_n, &tot);
+        for (; h; h &= h - 1u, r++)
+            gpu_parts_copy(a.p, s0 + i + __ffs(h) - 1, s0 + a.scratch[s0 + r]);
         done += tot;
     }
     if (tid == 0) {

@@ -139,6 +139,7 @@ static void upload_species(gpu_state *g, const pic_state *st, int s)
     d->m = h->m;
     d->qm = h->qm;
     d->alloc = n;
+    d->slots = n;
     d->cell = (uint32_t *)gpu_malloc(g, n * 4, "particle cells");
     d->x = (float *)gpu_malloc(g, n * 4, "particle positions");
     d->y = (float *)gpu_malloc(g, n * 4, "particle positions");
@@ -163,6 +164,7 @@ static void upload_species(gpu_state *g, const pic_state *st, int s)
     GPU_CK(cudaMemcpy(d->code, h->code, n, cudaMemcpyHostToDevice));
     if (h->id) {
         d->id = (unsigned long long *)gpu_malloc(g, n * 8, "particle ids");
+        d->id_slots = n;
         GPU_CK(cudaMemcpy(d->id, h->id, n * 8, cudaMemcpyHostToDevice));
     }
     GPU_CK(cudaMemcpy(d->start, h->start, nc * sizeof(int), cudaMemcpyHostToDevice));
@@ -273,6 +275,10 @@ int gpu_open(pic_state *st, void **ctx)
     GPU_CK(cudaMemset(g->flags, 0, 4 * DECK_MAX_SPECIES * sizeof(int)));
     GPU_CK(cudaMallocHost(&g->h_flags, 4 * DECK_MAX_SPECIES * sizeof(int)));
     GPU_CK(cudaEventCreateWithFlags(&g->flags_ready, cudaEventDisableTiming));
+    g->room = (int *)gpu_malloc(g, (size_t)DECK_MAX_SPECIES * g->ncy * sizeof(int), "flags");
+    GPU_CK(cudaMallocHost(&g->h_room, (size_t)DECK_MAX_SPECIES * g->ncy * sizeof(int)));
+    GPU_CK(cudaEventCreateWithFlags(&g->stage_done, cudaEventDisableTiming));
+    GPU_CK(cudaEventRecord(g->stage_done, g->stream));
     for (int s = 0; s < st->nsp; s++)
         upload_species(g, st, s);
     gpu_bnd_setup(g, st);
@@ -293,7 +299,11 @@ void gpu_close(void *ctx, pic_state *st)
     for (int s = 0; s < g->nsp; s++)
         free_species(&g->sp[s]);
     gpu_diag_free(g);
-    void *p[] = {g->store, g->x0, g->y0, g->tiles, g->partial, g->flags, g->lists};
+    for (int v = 0; v < 9; v++)
+        if (g->spare[v])
+            cudaFree(g->spare[v]);
+    void *p[] = {g->store, g->x0,    g->y0,   g->tiles,
+                 g->partial, g->flags, g->lists, g->spare_start, g->room};
     for (size_t k = 0; k < sizeof p / sizeof p[0]; k++)
         if (p[k])
             cudaFree(p[k]);
@@ -301,8 +311,12 @@ void gpu_close(void *ctx, pic_state *st)
         cudaFreeHost(g->h_partial);
     if (g->h_flags)
         cudaFreeHost(g->h_flags);
+    if (g->h_room)
+        cudaFreeHost(g->h_room);
     if (g->flags_ready)
         cudaEventDestroy(g->flags_ready);
+    if (g->stage_done)
+        cudaEventDestroy(g->stage_done);
     for (int k = 0; k < GPU_EVENTS; k++)
         if (g->ev[k])
             cudaEventDestroy(g->ev[k]);

@@ -154,31 +154,6 @@ int gpu_phasespace_extent(void *ctx, pic_state *st, int s, const ps_grid *grid, 
     return mm[0] <= mm[1];
 }
 
-/* ---- tracking ids ---- */
-
-__global__ void k_relayout_ids(const unsigned long long *__restrict__ src,
-                               unsigned long long *__restrict__ dst, const int *old_start,
-                               const int *new_start, const int *count)
-{
-    const int c = blockIdx.x, a = old_start[c], b = new_start[c], n = count[c];
-    for (int k = threadIdx.x; k < n; k += blockDim.x)
-        dst[b + k] = src[a + k];
-}
-
-void gpu_relayout_ids(gpu_state *g, gpu_species *d, const int *new_start, size_t total)
-{
-    if (!d->id)
-        return;
-    unsigned long long *id = (unsigned long long *)gpu_malloc(
-        g, total * sizeof(unsigned long long), "particle ids (global rearrangement)");
-    k_relayout_ids<<<g->ncl, GPU_THREADS, 0, g->stream>>>(d->id, id, d->start, new_start,
-                                                           d->count);
-    GPU_LAUNCHED(g, "k_relayout_ids");
-    GPU_CK(cudaStreamSynchronize(g->stream));
-    GPU_CK(cudaFree(d->id));
-    d->id = id;
-}
-
 /* ---- tracked particles, compacted on the device ---- */
 
 /* Per cluster: the tracked particles (id != 0). One block per cluster. */

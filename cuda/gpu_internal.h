@@ -35,7 +35,8 @@ extern "C" {     /* host C code: the state backend.h hands over, the boundaries'
 typedef struct {
     int mobile;
     float q, m, qm;
-    size_t alloc;                 /* slots in the arrays below */
+    size_t alloc;                 /* slots of the segment layout (start, cap) */
+    size_t slots, id_slots;       /* slots allocated in the arrays below (>= alloc) */
     uint32_t *cell;
     float *x, *y, *ux, *uy, *uz, *w;
     uint8_t *code;
@@ -82,8 +83,14 @@ struct gpu_state {
     double *partial, *h_partial;  /* ncl * 3 doubles (device / pinned host) */
     int *flags, *h_flags;         /* per species s, at 4 s: [0] overflowing clusters, [1] max
                                      leavers, [2] errors, [3] particles dropped */
-    cudaEvent_t flags_ready;      /* the flags of gpu_sort_prepare have reached h_flags */
+    cudaEvent_t flags_ready;      /* the flags (and room) of the last prepare are in h_flags */
     int prepared;                 /* gpu_sort_prepare ran this step */
+    int spec_lcap;                /* list capacity of the passes launched before the flags are
+                                     read (decks with drops); 0 until the first such sort */
+    int *room, *h_room;           /* per species s, at s ncy: cap - need of the clusters of the
+                                     injection column (device / pinned host) */
+    int room_valid;               /* h_room holds the last sort's room, no rearrangement since */
+    cudaEvent_t stage_done;       /* the last injection's upload has left h_stage */
     int *lists;                   /* sort lists when they do not fit in shared memory */
     size_t lists_n;
     int nsp;
@@ -95,6 +102,11 @@ struct gpu_state {
     gpu_layer layer[4];
     float *mur_old[4];            /* per Mur side: its 4 lines of old values (pml.h) */
     int *cx_of, *cy_of;           /* device copies of clusters.cx_of / cy_of */
+    /* spare particle arrays (cell, x, y, ux, uy, uz, w, code, id) and segment starts that
+     * a global rearrangement copies into; the arrays it leaves become the spare */
+    void *spare[9];
+    size_t spare_n, spare_id_n;   /* slots in spare[0..7], spare[8] */
+    int *spare_start;
     int *scratch;                 /* drop lists (slots of the largest species) */
     size_t scratch_n;
     long shift;                   /* cells the window has moved (fbnd.shift): laser sources */
@@ -131,19 +143,49 @@ static inline gpu_parts gpu_parts_of(const gpu_species *d)
     return gpu_parts{d->cell, d->x, d->y, d->ux, d->uy, d->uz, d->w, d->code, d->id};
 }
 
-/* Copy the particle in slot src to slot dst (sort passes, wall drops). */
+/* One particle's fields in registers. */
+typedef struct {
+    uint32_t cell;
+    float x, y, ux, uy, uz, w;
+    unsigned code;
+    unsigned long long id;
+} gpu_part;
+
+/* Gather slot i: every load is issued before the caller stores anything (the arrays might
+ * alias as far as the compiler knows, so a field-by-field copy waits for each load in turn). */
+__device__ __forceinline__ gpu_part gpu_parts_get(const gpu_parts &a, int i)
+{
+    gpu_part q;
+    q.cell = a.cell[i];
+    q.x = a.x[i];
+    q.y = a.y[i];
+    q.ux = a.ux[i];
+    q.uy = a.uy[i];
+    q.uz = a.uz[i];
+    q.w = a.w[i];
+    q.code = a.code[i];
+    q.id = a.id ? a.id[i] : 0ull;
+    return q;
+}
+
+__device__ __forceinline__ void gpu_parts_put(const gpu_parts &a, int i, const gpu_part &q)
+{
+    a.cell[i] = q.cell;
+    a.x[i] = q.x;
+    a.y[i] = q.y;
+    a.ux[i] = q.ux;
+    a.uy[i] = q.uy;
+    a.uz[i] = q.uz;
+    a.w[i] = q.w;
+    a.code[i] = (uint8_t)q.code;
+    if (a.id)
+        a.id[i] = q.id;
+}
+
+/* Copy the particle in slot src to slot dst (wall drops). */
 __device__ __forceinline__ void gpu_parts_copy(const gpu_parts &a, int dst, int src)
 {
-    a.cell[dst] = a.cell[src];
-    a.x[dst] = a.x[src];
-    a.y[dst] = a.y[src];
-    a.ux[dst] = a.ux[src];
-    a.uy[dst] = a.uy[src];
-    a.uz[dst] = a.uz[src];
-    a.w[dst] = a.w[src];
-    a.code[dst] = a.code[src];
-    if (a.id)
-        a.id[dst] = a.id[src];
+    gpu_parts_put(a, dst, gpu_parts_get(a, src));
 }
 
 /* Error checks: report the call or kernel with file and line, then exit. */
@@ -243,9 +285,6 @@ void gpu_guard_zero(gpu_state *g, float *a0, float *a1, float *a2);
  * stop on the error flag the sort passes raise (h_flags as last read back). */
 void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *need);
 void gpu_check_flags(const gpu_state *g, const pic_state *st, int s);
-/* Diagnostics (gpu_diag.cu): the ids' part of a global rearrangement (d->start still the
- * old segment starts; nothing when untracked). */
-void gpu_relayout_ids(gpu_state *g, gpu_species *d, const int *new_start, size_t total);
 void gpu_diag_free(gpu_state *g);
 
 #endif

@@ -3,24 +3,30 @@
  *
  * A prepare kernel reads the migration histograms of the last move and gives, per cluster,
  * the room it needs during the four passes and how many particles leave it in each pass
- * (+x, -x, +y, -y): cluster.h's sort_need. The host reads two numbers back:
- * whether a cluster would overflow (then the segments are re-laid on the device before any
- * particle moves, so none is lost) and the largest leaver count (0: nothing crossed a
- * cluster border and the passes are skipped). Each pass runs one block per bi-cluster; a
- * pair with no leavers returns at once. A block scans the codes of the sending cluster 16 at
- * a time, lists its leavers, the holes they leave in front of the new end and the stayers
- * behind it, in slot order (ordered compaction: per-thread bit masks, a block-wide prefix
- * sum of their counts), copies the leavers to the end of the receiving cluster and fills the
- * holes from the tail in that order: the result does not depend on thread scheduling, so two
- * runs sort identically. */
+ * (+x, -x, +y, -y): cluster.h's sort_need. The host reads the flags back: whether a cluster
+ * would overflow (then the segments are re-laid on the device before any particle moves, so
+ * none is lost), the largest leaver count (the size of the lists; 0: nothing crossed a
+ * cluster border) and the particles dropped before. Each pass runs one block per bi-cluster
+ * and species; a pair with no leavers returns at once. A block scans the codes of both
+ * clusters, lists their leavers and the stayers behind each new end in slot order (ordered
+ * compaction: per-thread bit masks, a block-wide prefix sum of their counts), moves the
+ * leavers to the end of the other cluster and fills the holes from the tail in that order:
+ * the result does not depend on thread scheduling, so two runs sort identically.
+ * With drops (walls, moving window) the flags are only known after the drops: the passes are
+ * launched before the host reads them, with the last step's list size, and a species whose
+ * flags ask for a rearrangement or longer lists leaves them untouched and is sorted again
+ * once the host has read them, so the GPU does not wait for the round trip. */
 #include "gpu_internal.h"
 #include "cluster.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+/* Also room[cy] = cap - need of the clusters of column `front` (the moving window's
+ * injection column): the count after the passes is at most need, so an injection of up to
+ * room[cy] particles needs no rearrangement and no read-back of the counts. */
 __global__ void k_sort_prepare(const int *hist, const int *count, const int *cap, int *need,
-                               int4 *movers, int *flags, int nx, int ny)
+                               int4 *movers, int *flags, int *room, int front, int nx, int ny)
 {
     const int c = blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= nx * ny)
@@ -29,6 +35,8 @@ __global__ void k_sort_prepare(const int *hist, const int *count, const int *cap
     need[c] = sort_need(hist, count[c], c % nx, c / nx, nx, ny, lv);
     if (need[c] > cap[c])
         atomicAdd(&flags[0], 1);
+    if (c % nx == front)
+        room[c / nx] = cap[c] - need[c];
     movers[c] = make_int4(lv[0], lv[1], lv[2], lv[3]);
     int m = max(max(lv[0], lv[1]), max(lv[2], lv[3]));
     if (m > 0)
@@ -40,12 +48,18 @@ typedef struct {
     int *start, *count;
     const int *cap;
     const int4 *movers;
-    int *lists; /* NULL: lists in shared memory */
-    int lcap;   /* entries per list */
     int *flags;
 } ksort;
 
-/* Block-wide exclusive prefix sum of v (three 16-bit counts packed in one word) and the
+/* The species a pass sorts (blockIdx.y) and their lists in device memory when they do not
+ * fit in shared memory. */
+typedef struct {
+    ksort s[DECK_MAX_SPECIES];
+    int *lists; /* NULL: lists in shared memory */
+    int lcap;   /* entries per list */
+} ksorts;
+
+/* Block-wide exclusive prefix sum of v (four 16-bit counts packed in one word) and the
  * block's total; every thread of the block calls it. */
 __device__ __forceinline__ unsigned long long block_scan(unsigned long long v,
                                                          unsigned long long *warp_tot,
@@ -83,87 +97,47 @@ __device__ __forceinline__ void list_bits(int *list, int at, int cap, unsigned m
     }
 }
 
-/* Move the m particles of cluster ca whose code has `dir` in the field at `shift` to the end
- * of cluster cb (their field cleared), filling each hole from ca's tail. */
-__device__ void exchange(const ksort &a, int ca, int cb, unsigned dir, int shift, int m,
-                         int *L, int *H, int *F,
-                         unsigned long long *wtot)
+/* Codes i .. i+31 of a cluster of n (i a multiple of 16, i < n: 16-byte loads): bit b of lm
+ * is set when slot i + b leaves (its field at `shift` is dir), of fm when it stays but lies
+ * at or behind keep (a filler of the holes the leavers leave in front of keep). */
+__device__ __forceinline__ void code_masks(const uint8_t *code, int i, int n, int keep,
+                                           unsigned dir, int shift, unsigned &lm,
+                                           unsigned &fm)
 {
-    if (m == 0)
-        return;
-    const int as = a.start[ca], n = a.count[ca], bs = a.start[cb], nb = a.count[cb];
-    const int keep = n - m, tid = threadIdx.x;
+    const uint4 v0 = *(const uint4 *)(code + i);
+    const uint4 v1 = i + 16 < n ? *(const uint4 *)(code + i + 16) : make_uint4(0, 0, 0, 0);
+    const unsigned wd[8] = {v0.x, v0.y, v0.z, v0.w, v1.x, v1.y, v1.z, v1.w};
     const unsigned want = dir * 0x01010101u;
-    int nl = 0, nh = 0, nf = 0; /* list lengths so far (the same in all threads) */
-    for (int i0 = 0; i0 < n; i0 += 16 * blockDim.x) {
-        /* bit b of lm: slot i + b leaves; of hm: it leaves a hole in front of the new end;
-         * of fm: it stays but lies behind the new end (a filler) */
-        const int i = i0 + 16 * tid;
-        unsigned lm = 0, fm = 0;
-        if (i < n) {
-            uint4 v = *(const uint4 *)(a.p.code + as + i); /* as and i are multiples of 16 */
-            unsigned wd[4] = {v.x, v.y, v.z, v.w};
-            const bool tail = i + 15 >= keep;
+    unsigned m = 0;
 #pragma unroll
-            for (int q = 0; q < 4; q++) {
-                unsigned z = ((wd[q] >> shift) & 0x03030303u) ^ want; /* zero byte: a leaver */
-                if (!tail && !((z - 0x01010101u) & ~z & 0x80808080u))
-                    continue;
-                for (int b = 0; b < 4; b++) {
-                    int p = i + 4 * q + b;
-                    if (p >= n)
-                        break;
-                    unsigned cd = (wd[q] >> (8 * b)) & 0xffu;
-                    if (((cd >> shift) & 3u) == dir)
-                        lm |= 1u << (4 * q + b);
-                    else if (p >= keep)
-                        fm |= 1u << (4 * q + b);
-                }
-            }
-        }
-        const int front = keep - i; /* slots i .. keep-1 lie in front of the new end */
-        const unsigned hm = front >= 16 ? lm : (front <= 0 ? 0u : lm & ((1u << front) - 1u));
-        unsigned long long tot, pre = block_scan(
-            (unsigned long long)__popc(lm) | (unsigned long long)__popc(hm) << 16 |
-                (unsigned long long)__popc(fm) << 32, wtot, &tot);
-        list_bits(L, nl + (int)(pre & 0xffffu), a.lcap, lm, i);
-        list_bits(H, nh + (int)((pre >> 16) & 0xffffu), a.lcap, hm, i);
-        list_bits(F, nf + (int)((pre >> 32) & 0xffffu), a.lcap, fm, i);
-        nl += (int)(tot & 0xffffu);
-        nh += (int)((tot >> 16) & 0xffffu);
-        nf += (int)((tot >> 32) & 0xffffu);
+    for (int q = 0; q < 8; q++) {
+        const unsigned e = __vcmpeq4((wd[q] >> shift) & 0x03030303u, want); /* 0xff: leaver */
+        m |= ((e >> 7 & 1u) | (e >> 14 & 2u) | (e >> 21 & 4u) | (e >> 28 & 8u)) << (4 * q);
     }
-    __syncthreads();
-    if (nl != m || nh != nf || nb + m > a.cap[cb]) {
-        if (tid == 0)
-            atomicOr(&a.flags[2], 1);
-        __syncthreads();
-        return;
-    }
-    const unsigned clear = ~(3u << shift);
-    for (int r = tid; r < m; r += blockDim.x) {
-        int src = as + L[r], dst = bs + nb + r;
-        gpu_parts_copy(a.p, dst, src);
-        a.p.code[dst] = (uint8_t)(a.p.code[src] & clear);
-    }
-    __syncthreads();
-    for (int r = tid; r < nh; r += blockDim.x)
-        gpu_parts_copy(a.p, as + H[r], as + F[r]);
-    __syncthreads();
-    if (tid == 0) {
-        a.count[ca] = keep;
-        a.count[cb] = nb + m;
-    }
-    __syncthreads();
+    const int left = n - i, front = keep - i;
+    const unsigned valid = left >= 32 ? ~0u : (1u << left) - 1u;
+    const unsigned tail = front <= 0 ? ~0u : (front >= 32 ? 0u : ~((1u << front) - 1u));
+    lm = m & valid;
+    fm = ~m & valid & tail;
 }
 
-/* One pass: pairs (lo, lo+1), lo = first, first+2, ... along x (axis 0) or y (axis 1). */
-__global__ void __launch_bounds__(GPU_THREADS) k_sort_pass(ksort a, int axis, int first,
+/* One pass: pairs (lo, lo+1), lo = first, first+2, ... along x (axis 0) or y (axis 1), of
+ * species blockIdx.y. The low cluster a sends its +1 leavers to the end of the high cluster
+ * b and fills its holes from its tail; then b sends its -1 leavers to the end of a and fills
+ * its holes from its tail, which now ends with a's leavers (stayers there: their field is
+ * cleared). Both clusters' codes are scanned at once, before anything moves (b's leavers and
+ * tail stayers among its own particles do not depend on what arrives), and the leavers,
+ * holes and fillers are taken in slot order (ordered compaction: per-thread bit masks, a
+ * block-wide prefix sum of their counts; a hole is one of the first leavers), so the result
+ * does not depend on thread scheduling. Each thread then gathers a leaver and the filler of
+ * its hole before it stores either: two dependent memory round trips per pair. */
+__global__ void __launch_bounds__(GPU_THREADS) k_sort_pass(ksorts all, int axis, int first,
                                                              int n, int ncx, int periodic)
 {
     extern __shared__ int slist[];
     __shared__ unsigned long long wtot[GPU_THREADS / 32]; /* the compaction's warp totals */
-    const int pairs = n / 2, q = blockIdx.x;
+    const ksort &a = all.s[blockIdx.y];
+    const int pairs = n / 2, q = blockIdx.x, tid = threadIdx.x;
     const int lo = first + 2 * (q % pairs), other = q / pairs;
     int hi = lo + 1;
     if (hi == n) {
@@ -176,19 +150,81 @@ __global__ void __launch_bounds__(GPU_THREADS) k_sort_pass(ksort a, int axis, in
     const int4 ma = a.movers[ca], mb = a.movers[cb];
     const int m_ab = axis ? ma.z : ma.x; /* +1 leavers of the low cluster */
     const int m_ba = axis ? mb.w : mb.y; /* -1 leavers of the high cluster */
-    if (m_ab == 0 && m_ba == 0)
+    const int lcap = all.lcap;
+    if ((m_ab == 0 && m_ba == 0) || a.flags[0] > 0 || a.flags[1] > lcap)
+        return; /* nothing to move, or this species waits for a rearrangement or longer lists */
+    int *La = all.lists ? all.lists + ((size_t)blockIdx.y * gridDim.x + blockIdx.x) * 4 * lcap
+                        : slist;
+    int *Fa = La + lcap, *Lb = Fa + lcap, *Fb = Lb + lcap;
+    const int as = a.start[ca], na = a.count[ca], bs = a.start[cb], nb = a.count[cb];
+    const int keep_a = na - m_ab, keep_b = nb + m_ab - m_ba, shift = axis ? 2 : 0;
+    const int sa = m_ab ? na : 0, sb = m_ba ? nb : 0; /* codes to scan */
+    int nla = 0, nfa = 0, nlb = 0, nfb = 0; /* list lengths so far (the same in all threads) */
+    for (int i0 = 0; i0 < max(sa, sb); i0 += 32 * blockDim.x) {
+        const int i = i0 + 32 * tid;
+        unsigned la = 0, fa = 0, lb = 0, fb = 0;
+        if (i < sa)
+            code_masks(a.p.code + as, i, sa, keep_a, 1u, shift, la, fa);
+        if (i < sb)
+            code_masks(a.p.code + bs, i, sb, keep_b, 2u, shift, lb, fb);
+        unsigned long long tot, pre = block_scan(
+            (unsigned long long)__popc(la) | (unsigned long long)__popc(fa) << 16 |
+                (unsigned long long)__popc(lb) << 32 | (unsigned long long)__popc(fb) << 48,
+            wtot, &tot);
+        list_bits(La, nla + (int)(pre & 0xffffu), lcap, la, i);
+        list_bits(Fa, nfa + (int)(pre >> 16 & 0xffffu), lcap, fa, i);
+        list_bits(Lb, nlb + (int)(pre >> 32 & 0xffffu), lcap, lb, i);
+        list_bits(Fb, nfb + (int)(pre >> 48), lcap, fb, i);
+        nla += (int)(tot & 0xffffu);
+        nfa += (int)(tot >> 16 & 0xffffu);
+        nlb += (int)(tot >> 32 & 0xffffu);
+        nfb += (int)(tot >> 48);
+    }
+    __syncthreads();
+    if (nla != m_ab || nlb != m_ba || nb + m_ab > a.cap[cb] || keep_a + m_ba > a.cap[ca]) {
+        if (tid == 0)
+            atomicOr(&a.flags[2], 1);
         return;
-    int *L = a.lists ? a.lists + (size_t)blockIdx.x * 3 * a.lcap : slist;
-    int *H = L + a.lcap, *F = H + a.lcap;
-    const int shift = axis ? 2 : 0;
-    exchange(a, ca, cb, 1u, shift, m_ab, L, H, F, wtot);
-    exchange(a, cb, ca, 2u, shift, m_ba, L, H, F, wtot);
+    }
+    const unsigned clear = ~(3u << shift);
+    /* a -> b: leaver r to b's end; its slot, if in front of keep_a, is hole r (nfa holes) */
+    for (int r = tid; r < m_ab; r += blockDim.x) {
+        const int src = as + La[r];
+        gpu_part p = gpu_parts_get(a.p, src), f;
+        const bool fill = r < nfa;
+        if (fill)
+            f = gpu_parts_get(a.p, as + Fa[r]);
+        p.code &= clear;
+        gpu_parts_put(a.p, bs + nb + r, p);
+        if (fill)
+            gpu_parts_put(a.p, src, f);
+    }
+    __syncthreads();
+    /* b -> a: b's fillers are its own stayers behind keep_b, then the arrivals behind it */
+    const int arrive = max(nb, keep_b), nfill = nfb + nb + m_ab - arrive;
+    for (int r = tid; r < m_ba; r += blockDim.x) {
+        const int src = bs + Lb[r];
+        gpu_part p = gpu_parts_get(a.p, src), f;
+        const bool fill = r < nfill;
+        if (fill)
+            f = gpu_parts_get(a.p, bs + (r < nfb ? Fb[r] : arrive + r - nfb));
+        p.code &= clear;
+        gpu_parts_put(a.p, as + keep_a + r, p);
+        if (fill)
+            gpu_parts_put(a.p, src, f);
+    }
+    if (tid == 0) {
+        a.count[ca] = keep_a + m_ba;
+        a.count[cb] = keep_b;
+    }
 }
 
 /* Copy each cluster's particles from the old to the new segment layout. */
 typedef struct {
     const void *src[8];
     void *dst[8];
+    const unsigned long long *src_id; /* NULL: untracked */
+    unsigned long long *dst_id;
 } arrays8;
 
 __global__ void k_relayout(arrays8 a, const int *old_start, const int *new_start,
@@ -196,14 +232,51 @@ __global__ void k_relayout(arrays8 a, const int *old_start, const int *new_start
 {
     const int c = blockIdx.x, n = count[c];
     const size_t s = (size_t)old_start[c], d = (size_t)new_start[c];
-    for (int k = threadIdx.x; k < n; k += blockDim.x) {
+    for (int k = blockIdx.y * blockDim.x + threadIdx.x; k < n; k += gridDim.y * blockDim.x) {
+        uint32_t v[7]; /* all loads before the stores, which might alias them */
 #pragma unroll
-        for (int v = 0; v < 7; v++)
-            ((uint32_t *)a.dst[v])[d + k] = ((const uint32_t *)a.src[v])[s + k];
-        ((uint8_t *)a.dst[7])[d + k] = ((const uint8_t *)a.src[7])[s + k];
+        for (int q = 0; q < 7; q++)
+            v[q] = ((const uint32_t *)a.src[q])[s + k];
+        const uint8_t code = ((const uint8_t *)a.src[7])[s + k];
+#pragma unroll
+        for (int q = 0; q < 7; q++)
+            ((uint32_t *)a.dst[q])[d + k] = v[q];
+        ((uint8_t *)a.dst[7])[d + k] = code;
+        if (a.src_id)
+            a.dst_id[d + k] = a.src_id[s + k];
     }
 }
 
+/* Room for `total` slots (ids too when `ids`) in the spare arrays; a shortfall reallocates
+ * them with an eighth more, so that the next rearrangements of a slowly growing plasma find
+ * room. */
+static void spare_reserve(gpu_state *g, size_t total, int ids)
+{
+    static const size_t bytes[9] = {4, 4, 4, 4, 4, 4, 4, 1, 8};
+    const size_t n = total + total / 8;
+    if (g->spare_n < total) {
+        for (int v = 0; v < 8; v++) {
+            if (g->spare[v]) {
+                GPU_CK(cudaFree(g->spare[v]));
+                g->bytes -= g->spare_n * bytes[v];
+            }
+            g->spare[v] = gpu_malloc(g, n * bytes[v], "particles (global rearrangement)");
+        }
+        g->spare_n = n;
+    }
+    if (ids && g->spare_id_n < total) {
+        if (g->spare[8]) {
+            GPU_CK(cudaFree(g->spare[8]));
+            g->bytes -= g->spare_id_n * bytes[8];
+        }
+        g->spare[8] = gpu_malloc(g, n * bytes[8], "particle ids (global rearrangement)");
+        g->spare_id_n = n;
+    }
+}
+
+/* Re-lay species s into the spare arrays, which it then holds; its old arrays become the
+ * spare. Allocating and freeing the particle arrays at each rearrangement (cudaFree waits
+ * for the device) cost more than the copy: an unstable plasma re-lays every few steps. */
 void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *need)
 {
     species *h = &st->sp[s];
@@ -214,26 +287,30 @@ void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *need)
     int *cap = (int *)empic_alloc((size_t)nc * sizeof(int), "cluster table");
     GPU_CK(cudaMemcpy(count, d->count, (size_t)nc * sizeof(int), cudaMemcpyDeviceToHost));
     const size_t total = species_segments(h, nc, count, need, start, cap);
+    spare_reserve(g, total, d->id != NULL);
+    if (!g->spare_start)
+        g->spare_start = (int *)gpu_malloc(g, (size_t)nc * sizeof(int), "cluster table");
+    /* from pageable memory: staged before the calls return, so the tables can be freed */
+    GPU_CK(cudaMemcpyAsync(g->spare_start, start, (size_t)nc * sizeof(int),
+                           cudaMemcpyHostToDevice, g->stream));
+    GPU_CK(cudaMemcpyAsync(d->cap, cap, (size_t)nc * sizeof(int), cudaMemcpyHostToDevice,
+                           g->stream));
     void *old[8] = {d->cell, d->x, d->y, d->ux, d->uy, d->uz, d->w, d->code};
     arrays8 a;
     for (int v = 0; v < 8; v++) {
         a.src[v] = old[v];
-        a.dst[v] = gpu_malloc(g, total * (v < 7 ? 4 : 1), "particles (global rearrangement)");
+        a.dst[v] = g->spare[v];
     }
-    int *new_start = (int *)gpu_malloc(g, (size_t)nc * sizeof(int), "cluster table");
-    GPU_CK(cudaMemcpyAsync(new_start, start, (size_t)nc * sizeof(int), cudaMemcpyHostToDevice,
-                           g->stream));
-    k_relayout<<<nc, GPU_THREADS, 0, g->stream>>>(a, d->start, new_start, d->count);
+    a.src_id = d->id;
+    a.dst_id = d->id ? (unsigned long long *)g->spare[8] : NULL;
+    int most = 1;
+    for (int c = 0; c < nc; c++)
+        most = count[c] > most ? count[c] : most;
+    /* blocks per cluster: about 4 slots per thread, so that many loads are in flight */
+    const unsigned per = (unsigned)((most + 4 * GPU_THREADS - 1) / (4 * GPU_THREADS));
+    k_relayout<<<dim3((unsigned)nc, per), GPU_THREADS, 0, g->stream>>>(a, d->start,
+                                                                      g->spare_start, d->count);
     GPU_LAUNCHED(g, "k_relayout");
-    gpu_relayout_ids(g, d, new_start, total);
-    GPU_CK(cudaStreamSynchronize(g->stream));
-    for (int v = 0; v < 8; v++)
-        GPU_CK(cudaFree(old[v]));
-    GPU_CK(cudaFree(d->start));
-    d->start = new_start;
-    GPU_CK(cudaMemcpyAsync(d->cap, cap, (size_t)nc * sizeof(int), cudaMemcpyHostToDevice,
-                           g->stream));
-    GPU_CK(cudaStreamSynchronize(g->stream));
     d->cell = (uint32_t *)a.dst[0];
     d->x = (float *)a.dst[1];
     d->y = (float *)a.dst[2];
@@ -242,6 +319,21 @@ void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *need)
     d->uz = (float *)a.dst[5];
     d->w = (float *)a.dst[6];
     d->code = (uint8_t *)a.dst[7];
+    for (int v = 0; v < 8; v++)
+        g->spare[v] = old[v];
+    size_t t = d->slots;
+    d->slots = g->spare_n;
+    g->spare_n = t;
+    if (d->id) {
+        g->spare[8] = d->id;
+        d->id = a.dst_id;
+        t = d->id_slots;
+        d->id_slots = g->spare_id_n;
+        g->spare_id_n = t;
+    }
+    int *old_start = d->start;
+    d->start = g->spare_start;
+    g->spare_start = old_start;
     d->alloc = total;
     h->rearrangements++;
     free(count);
@@ -256,17 +348,29 @@ void gpu_check_flags(const gpu_state *g, const pic_state *st, int s)
                   "the particles' codes (internal error)", st->sp[s].name);
 }
 
-/* Per-cluster room and leavers of species s after its move, and the read-back of its flags. */
-static void prepare_species(gpu_state *g, int s, int drops)
+/* Per-cluster room and leavers of species s after its move (its flags [0] and [1], and its
+ * room in the injection column). */
+static void prepare_species(gpu_state *g, const pic_state *st, int s)
 {
     gpu_species *d = &g->sp[s];
     int *fl = g->flags + 4 * s;
     GPU_CK(cudaMemsetAsync(fl, 0, 2 * sizeof(int), g->stream));
     k_sort_prepare<<<gpu_blocks((size_t)g->ncl, 128), 128, 0, g->stream>>>(
-        d->hist, d->count, d->cap, d->need, d->movers, fl, g->ncx, g->ncy);
+        d->hist, d->count, d->cap, d->need, d->movers, fl, g->room + (size_t)s * g->ncy,
+        st->cl->cx_of[st->f->nx - 1], g->ncx, g->ncy);
     GPU_LAUNCHED(g, "k_sort_prepare");
-    GPU_CK(cudaMemcpyAsync(g->h_flags + 4 * s, fl, (drops ? 4 : 3) * sizeof(int),
+}
+
+/* The flags of every species to the host, in one copy (and the injection room with a moving
+ * window), then flags_ready recorded. */
+static void read_flags(gpu_state *g)
+{
+    GPU_CK(cudaMemcpyAsync(g->h_flags, g->flags, 4 * (size_t)g->nsp * sizeof(int),
                            cudaMemcpyDeviceToHost, g->stream));
+    if (g->window)
+        GPU_CK(cudaMemcpyAsync(g->h_room, g->room, (size_t)g->nsp * g->ncy * sizeof(int),
+                               cudaMemcpyDeviceToHost, g->stream));
+    GPU_CK(cudaEventRecord(g->flags_ready, g->stream));
 }
 
 /* Without particle drops (no absorbing side, no moving window) the sort's bookkeeping can
@@ -283,77 +387,120 @@ void gpu_sort_prepare(gpu_state *g, pic_state *st)
     int t = gpu_tic(g, st);
     for (int s = 0; s < g->nsp; s++)
         if (g->sp[s].mobile)
-            prepare_species(g, s, 0);
-    GPU_CK(cudaEventRecord(g->flags_ready, g->stream));
+            prepare_species(g, st, s);
+    read_flags(g);
     gpu_toc(g, t, PH_SORT);
     g->prepared = 1;
 }
 
-/* Sort species s; returns the particles it dropped first. */
-static long long sort_species(gpu_state *g, pic_state *st, int s, int window)
+/* The four passes for the species of `all` (all.lcap set). */
+static void launch_passes(gpu_state *g, const pic_state *st, ksorts *all, int nsort)
 {
-    gpu_species *d = &g->sp[s];
-    const int nc = g->ncl, *hf = g->h_flags + 4 * s;
-    long long dropped = 0;
-    if (g->prepared) {
-        GPU_CK(cudaEventSynchronize(g->flags_ready));
-    } else {
-        /* particles that left through an absorbing wall (or the back of a moving window) go
-         * first; flags[3] counts them */
-        const int drops = d->absorbing || window;
-        if (drops) {
-            GPU_CK(cudaMemsetAsync(g->flags + 4 * s + 3, 0, sizeof(int), g->stream));
-            gpu_drop(g, s, window);
-        }
-        prepare_species(g, s, drops);
-        GPU_CK(cudaStreamSynchronize(g->stream));
-        if (drops)
-            dropped = hf[3];
-    }
-    gpu_check_flags(g, st, s);
-    if (hf[0] > 0) { /* a cluster would overflow: global rearrangement first */
-        int *need = (int *)empic_alloc((size_t)nc * sizeof(int), "sort table");
-        GPU_CK(cudaMemcpy(need, d->need, (size_t)nc * sizeof(int), cudaMemcpyDeviceToHost));
-        gpu_relayout(g, st, s, need);
-        free(need);
-    }
-    const int lcap = hf[1];
-    if (lcap == 0)
-        return dropped; /* no particle crossed a cluster border */
-    ksort a = {gpu_parts_of(d), d->start, d->count,        d->cap,
-               d->movers,       NULL,     lcap, g->flags + 4 * s};
     const int maxpairs = (g->ncx / 2) * g->ncy > (g->ncy / 2) * g->ncx ? (g->ncx / 2) * g->ncy
                                                                        : (g->ncy / 2) * g->ncx;
-    size_t smem = (size_t)3 * lcap * sizeof(int);
+    size_t smem = (size_t)4 * all->lcap * sizeof(int);
+    all->lists = NULL;
     if (smem > 32 * 1024) { /* lists in device memory */
-        size_t want = (size_t)3 * lcap * maxpairs;
+        size_t want = (size_t)4 * all->lcap * maxpairs * nsort;
         if (want > g->lists_n) {
             if (g->lists)
                 GPU_CK(cudaFree(g->lists));
             g->lists = (int *)gpu_malloc(g, want * sizeof(int), "sort lists");
             g->lists_n = want;
         }
-        a.lists = g->lists;
+        all->lists = g->lists;
         smem = 0;
     }
     const int px = st->cl->periodic_x, py = st->cl->periodic_y;
     for (int pass = 0; pass < 4; pass++) {
         const int axis = pass / 2, first = pass % 2;
         const int n = axis ? g->ncy : g->ncx, m = axis ? g->ncx : g->ncy;
-        k_sort_pass<<<(unsigned)(n / 2 * m), GPU_THREADS, smem, g->stream>>>(
-            a, axis, first, n, g->ncx, axis ? py : px);
+        k_sort_pass<<<dim3((unsigned)(n / 2 * m), (unsigned)nsort), GPU_THREADS, smem,
+                      g->stream>>>(*all, axis, first, n, g->ncx, axis ? py : px);
         GPU_LAUNCHED(g, "k_sort_pass");
     }
-    return dropped;
 }
 
-/* Every mobile species (all after a window shift: their back column is dropped). */
+static ksort ksort_of(gpu_state *g, int s)
+{
+    gpu_species *d = &g->sp[s];
+    return ksort{gpu_parts_of(d), d->start, d->count, d->cap, d->movers, g->flags + 4 * s};
+}
+
+/* Every mobile species (all after a window shift: their back column is dropped): the drops
+ * and the bookkeeping of all species, one read-back of their flags, then each of the four
+ * passes once for all the species that have leavers. */
 void gpu_sort(void *ctx, pic_state *st, int window, long long *dropped)
 {
     gpu_state *g = (gpu_state *)ctx;
-    int t = gpu_tic(g, st);
-    for (int s = 0; s < g->nsp; s++)
-        g->dropped[s] = g->sp[s].mobile || window ? sort_species(g, st, s, window) : 0;
+    const int nc = g->ncl;
+    int t = gpu_tic(g, st), on[DECK_MAX_SPECIES], drops[DECK_MAX_SPECIES];
+    int spec = 0; /* passes launched before the flags were read, with this list capacity */
+    for (int s = 0; s < g->nsp; s++) {
+        on[s] = g->sp[s].mobile || window;
+        drops[s] = 0;
+        g->dropped[s] = 0;
+    }
+    g->room_valid = 0;
+    if (!g->prepared) {
+        /* particles that left through an absorbing wall (or the back of a moving window) go
+         * first; flags[3] counts them */
+        ksorts all;
+        memset(&all, 0, sizeof all);
+        int nsort = 0;
+        for (int s = 0; s < g->nsp; s++) {
+            if (!on[s])
+                continue;
+            drops[s] = g->sp[s].absorbing || window;
+            if (drops[s]) {
+                GPU_CK(cudaMemsetAsync(g->flags + 4 * s + 3, 0, sizeof(int), g->stream));
+                gpu_drop(g, s, window);
+            }
+            prepare_species(g, st, s);
+            all.s[nsort++] = ksort_of(g, s);
+        }
+        read_flags(g);
+        if (g->spec_lcap > 0) {
+            spec = all.lcap = g->spec_lcap;
+            launch_passes(g, st, &all, nsort);
+        }
+    }
+    GPU_CK(cudaEventSynchronize(g->flags_ready));
+    ksorts all;
+    memset(&all, 0, sizeof all);
+    int nsort = 0, most = 0, relaid = 0;
+    for (int s = 0; s < g->nsp; s++) {
+        if (!on[s])
+            continue;
+        gpu_species *d = &g->sp[s];
+        const int *hf = g->h_flags + 4 * s;
+        if (drops[s])
+            g->dropped[s] = hf[3];
+        gpu_check_flags(g, st, s);
+        most = hf[1] > most ? hf[1] : most;
+        if (hf[0] == 0 && hf[1] <= spec)
+            continue; /* sorted by the passes launched already (or nothing to sort) */
+        if (hf[0] > 0) { /* a cluster would overflow: global rearrangement first */
+            int *need = (int *)empic_alloc((size_t)nc * sizeof(int), "sort table");
+            GPU_CK(cudaMemcpy(need, d->need, (size_t)nc * sizeof(int), cudaMemcpyDeviceToHost));
+            gpu_relayout(g, st, s, need);
+            free(need);
+            GPU_CK(cudaMemsetAsync(g->flags + 4 * s, 0, sizeof(int), g->stream));
+            relaid = 1;
+        }
+        if (hf[1] == 0)
+            continue; /* no particle crossed a cluster border */
+        all.s[nsort++] = ksort_of(g, s);
+        all.lcap = hf[1] > all.lcap ? hf[1] : all.lcap;
+    }
+    if (nsort > 0)
+        launch_passes(g, st, &all, nsort);
+    if (!g->prepared) {
+        /* next step's lists: room for some growth, within the shared memory of one block */
+        const int want = most + most / 4 + 32;
+        g->spec_lcap = want < 2048 ? want : 2048;
+        g->room_valid = window && !relaid;
+    }
     g->prepared = 0;
     gpu_toc(g, t, PH_SORT);
     gpu_debug(g, st, DBG_AFTER_SORT);

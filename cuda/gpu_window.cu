@@ -20,16 +20,26 @@ static double host_seconds(void)
 }
 
 /* Shift row[from..len) one entry toward the front in place, the last entry becoming 0: the
- * block walks the row in chunks, each read before the chunk is written, and a chunk's writes
- * never reach the next chunk's reads. */
+ * block walks the row in spans of SHIFT_V entries per thread, all of a span read (its loads
+ * in flight together) before any of it is written, and a span's writes never reach the next
+ * span's reads. */
+#define SHIFT_V 8
 __device__ void shift_row(float *row, int from, int len)
 {
-    for (int base = from; base < len; base += blockDim.x) {
-        int c = base + threadIdx.x;
-        float v = c < len - 1 ? row[c + 1] : 0.0f;
+    for (int base = from; base < len; base += SHIFT_V * blockDim.x) {
+        float v[SHIFT_V];
+#pragma unroll
+        for (int q = 0; q < SHIFT_V; q++) {
+            const int c = base + q * blockDim.x + threadIdx.x;
+            v[q] = c < len - 1 ? row[c + 1] : 0.0f;
+        }
         __syncthreads();
-        if (c < len)
-            row[c] = v;
+#pragma unroll
+        for (int q = 0; q < SHIFT_V; q++) {
+            const int c = base + q * blockDim.x + threadIdx.x;
+            if (c < len)
+                row[c] = v[q];
+        }
         __syncthreads();
     }
 }
@@ -57,20 +67,31 @@ __global__ void k_shift_psi(arrays4 psi, int rowlen)
 }
 
 /* One block per cluster: each particle shifted (window_shift_particle), the histogram
- * rebuilt from the codes. */
+ * rebuilt from the codes, a warp's bins counted by ballots (nearly every particle lands in
+ * the same bin: one shared atomic per particle queued on one address). */
 __global__ void k_window_particles(uint32_t *cell, uint8_t *code, const int *start,
                                    const int *count, int *hist, const int *cx_of, int ncx)
 {
     __shared__ int sh[9];
-    const int c = blockIdx.x, cx = c % ncx;
+    const int c = blockIdx.x, cx = c % ncx, lane = threadIdx.x & 31;
     if (threadIdx.x < 9)
         sh[threadIdx.x] = 0;
     __syncthreads();
-    const int b = start[c], e = b + count[c];
-    for (int p = b + threadIdx.x; p < e; p += blockDim.x) {
-        unsigned nk = window_shift_particle(&cell[p], code[p], cx_of, cx);
-        code[p] = (uint8_t)nk;
-        atomicAdd(&sh[mig_bin_of_code(nk)], 1);
+    const int b = start[c], n = count[c];
+    for (int base = 0; base < n; base += blockDim.x) { /* the same trips for the whole warp */
+        const int k = base + threadIdx.x;
+        int bin = -1;
+        if (k < n) {
+            const unsigned nk = window_shift_particle(&cell[b + k], code[b + k], cx_of, cx);
+            code[b + k] = (uint8_t)nk;
+            bin = mig_bin_of_code(nk);
+        }
+#pragma unroll
+        for (int q = 0; q < 9; q++) {
+            const unsigned m = __ballot_sync(0xffffffffu, bin == q);
+            if (lane == 0 && m)
+                atomicAdd(&sh[q], __popc(m));
+        }
     }
     __syncthreads();
     if (threadIdx.x < 9)
@@ -169,29 +190,42 @@ void gpu_inject(void *ctx, pic_state *st, species *col, const int *add)
     const clusters *cl = st->cl;
     const int i = st->f->nx - 1, cx = cl->cx_of[i], ncy = cl->ncy, nc = cl->n, nsp = g->nsp;
     long long n[DECK_MAX_SPECIES];
-    int *tab = (int *)empic_alloc((size_t)nsp * 2 * nc * sizeof(int), "injection");
     size_t total = 0;
+    /* the room the last sort left in this column takes the column: no read-back, no wait */
+    int sure = g->room_valid;
     for (int s = 0; s < nsp; s++) {
         n[s] = col[s].np;
         total += n[s] ? stage_of(n[s], ncy, col[s].id != NULL).bytes : 0;
-        if (n[s]) {
-            GPU_CK(cudaMemcpyAsync(tab + 2 * s * nc, g->sp[s].count, (size_t)nc * sizeof(int),
-                                   cudaMemcpyDeviceToHost, g->stream));
-            GPU_CK(cudaMemcpyAsync(tab + (2 * s + 1) * nc, g->sp[s].cap,
-                                   (size_t)nc * sizeof(int), cudaMemcpyDeviceToHost, g->stream));
-        }
+        for (int cy = 0; cy < ncy && n[s] && sure; cy++)
+            sure = add[s * (ncy + 1) + cy] <= g->h_room[s * ncy + cy];
     }
-    GPU_CK(cudaStreamSynchronize(g->stream)); /* also: the last upload has left h_stage */
-    for (int s = 0; s < nsp; s++) { /* a segment that would overflow: re-lay first */
-        int *count = tab + 2 * s * nc, *cap = count + nc, grow = 0;
-        const int *ad = add + s * (ncy + 1);
-        for (int cy = 0; cy < ncy && n[s]; cy++)
-            grow |= count[cx + cy * cl->ncx] + ad[cy] > cap[cx + cy * cl->ncx];
-        if (grow) {
-            for (int c = 0; c < nc; c++)
-                count[c] += c % cl->ncx == cx ? ad[c / cl->ncx] : 0;
-            gpu_relayout(g, st, s, count);
+    g->room_valid = 0;
+    if (sure) {
+        GPU_CK(cudaEventSynchronize(g->stage_done)); /* the last upload has left h_stage */
+    } else {
+        int *tab = (int *)empic_alloc((size_t)nsp * 2 * nc * sizeof(int), "injection");
+        for (int s = 0; s < nsp; s++)
+            if (n[s]) {
+                GPU_CK(cudaMemcpyAsync(tab + 2 * s * nc, g->sp[s].count,
+                                       (size_t)nc * sizeof(int), cudaMemcpyDeviceToHost,
+                                       g->stream));
+                GPU_CK(cudaMemcpyAsync(tab + (2 * s + 1) * nc, g->sp[s].cap,
+                                       (size_t)nc * sizeof(int), cudaMemcpyDeviceToHost,
+                                       g->stream));
+            }
+        GPU_CK(cudaStreamSynchronize(g->stream)); /* also: the last upload has left h_stage */
+        for (int s = 0; s < nsp; s++) { /* a segment that would overflow: re-lay first */
+            int *count = tab + 2 * s * nc, *cap = count + nc, grow = 0;
+            const int *ad = add + s * (ncy + 1);
+            for (int cy = 0; cy < ncy && n[s]; cy++)
+                grow |= count[cx + cy * cl->ncx] + ad[cy] > cap[cx + cy * cl->ncx];
+            if (grow) {
+                for (int c = 0; c < nc; c++)
+                    count[c] += c % cl->ncx == cx ? ad[c / cl->ncx] : 0;
+                gpu_relayout(g, st, s, count);
+            }
         }
+        free(tab);
     }
     if (total > g->stage_n) {
         if (g->stage) {
@@ -224,8 +258,10 @@ void gpu_inject(void *ctx, pic_state *st, species *col, const int *add)
         }
         at += L.bytes;
     }
-    if (total)
+    if (total) {
         GPU_CK(cudaMemcpyAsync(g->stage, g->h_stage, total, cudaMemcpyHostToDevice, g->stream));
+        GPU_CK(cudaEventRecord(g->stage_done, g->stream));
+    }
     at = 0;
     for (int s = 0; s < nsp; s++) {
         if (n[s]) {
@@ -247,6 +283,5 @@ void gpu_inject(void *ctx, pic_state *st, species *col, const int *add)
             at += L.bytes;
         }
     }
-    free(tab);
     st->phase_s[PH_SORT] += host_seconds() - t0;
 }
