@@ -81,6 +81,22 @@ static void gather_fbnd(const emf *f, fbnd *b)
         }
 }
 
+/* The CPML and Mur memories and clocks of src into dst (both whole-box sized, as every
+ * rank holds them). */
+static void copy_fbnd(fbnd *dst, const fbnd *src, const emf *f)
+{
+    dst->psi_step = src->psi_step;
+    dst->shift = src->shift;
+    for (int l = 0; l < dst->nlayers; l++)
+        for (int m = 0; m < 4; m++)
+            memcpy(dst->layer[l].psi[m], src->layer[l].psi[m],
+                   (size_t)dst->layer[l].n * dst->layer[l].len * sizeof(float));
+    for (int k = 0; k < 4; k++)
+        if (dst->mur_old[k])
+            memcpy(dst->mur_old[k], src->mur_old[k],
+                   4 * (size_t)(k / 2 ? f->nx : f->ny) * sizeof(float));
+}
+
 void gather_whole(const sim *S, sim *W)
 {
     *W = *S; /* the deck, counters and settings; the state below is W's own */
@@ -100,32 +116,36 @@ void gather_whole(const sim *S, sim *W)
     W->st.sp = W->sp;
 }
 
-/* Species s of S whole on rank 0 (W's tables over all clusters). */
+/* Every cluster's count and migration histogram of species sp, on every rank. */
+static void species_tables(const species *sp, const clusters *cl, int *count, int *hist)
+{
+    memcpy(count, sp->count, (size_t)cl->n * sizeof(int));
+    comm_sum_int(count, (size_t)cl->n); /* each rank holds zeros for the others' clusters */
+    memcpy(hist, sp->hist, (size_t)cl->n * 9 * sizeof(int));
+    comm_sum_int(hist, (size_t)cl->n * 9);
+}
+
+/* Species s of S whole on rank 0 (W's tables over all clusters): the particles of each
+ * rank's clusters in cluster order, array by array, laid out there as one rank holds them. */
 static void gather_species(const sim *S, sim *W, int s)
 {
     const species *sp = &S->sp[s];
     const clusters *cl = &S->cl;
     const int me = comm_rank(), size = comm_size();
+    species *w = &W->sp[s];
     int *count = empic_alloc((size_t)cl->n * sizeof(int), "particle gather");
-    memcpy(count, sp->count, (size_t)cl->n * sizeof(int));
-    comm_sum_int(count, (size_t)cl->n); /* each rank holds zeros for the others' clusters */
     int *hist = empic_alloc((size_t)cl->n * 9 * sizeof(int), "particle gather");
-    memcpy(hist, sp->hist, (size_t)cl->n * 9 * sizeof(int));
-    comm_sum_int(hist, (size_t)cl->n * 9);
-    /* the particles of each rank's clusters in cluster order, per array */
-    size_t *per = empic_calloc((size_t)size, sizeof(size_t), "particle gather"), mine = 0;
+    species_tables(sp, cl, count, hist);
+    size_t *per = empic_calloc((size_t)size, sizeof(size_t), "particle gather");
     int *rank_of = empic_alloc((size_t)cl->n * sizeof(int), "particle gather");
     for (int c = 0; c < cl->n; c++) {
         rank_of[c] = clusters_rank_of(cl, c);
         per[rank_of[c]] += (size_t)count[c];
     }
-    mine = per[me];
-    species *w = &W->sp[s];
     if (me == 0) {
         memcpy(w->count, count, (size_t)cl->n * sizeof(int));
         memcpy(w->hist, hist, (size_t)cl->n * 9 * sizeof(int));
         species_layout(w, &W->cl);
-        w->np = 0;
         for (int c = 0; c < cl->n; c++)
             w->np += count[c];
         w->rearrangements = sp->rearrangements;
@@ -134,12 +154,11 @@ static void gather_species(const sim *S, sim *W, int s)
     void *src[9] = {sp->cell, sp->x, sp->y, sp->ux, sp->uy, sp->uz, sp->w, sp->code, sp->id};
     void *dst[9] = {w->cell, w->x, w->y, w->ux, w->uy, w->uz, w->w, w->code, w->id};
     const size_t esz[9] = {4, 4, 4, 4, 4, 4, 4, 1, 8};
-    const int na = sp->id ? 9 : 8;
-    char *stage = empic_alloc((mine ? mine : 1) * 8, "particle gather");
+    char *stage = empic_alloc((per[me] ? per[me] : 1) * 8, "particle gather");
     char *all = me == 0 ? empic_alloc((w->np ? (size_t)w->np : 1) * 8, "particle gather") : NULL;
     size_t *bytes = empic_alloc((size_t)size * sizeof(size_t), "particle gather");
-    for (int k = 0; k < na; k++) {
-        size_t o = 0;
+    for (int k = 0; k < (sp->id ? 9 : 8); k++) {
+        size_t o = 0, from = 0;
         for (int c = 0; c < cl->n; c++)
             if (cl->own[c]) {
                 memcpy(stage + o * esz[k], (char *)src[k] + (size_t)sp->start[c] * esz[k],
@@ -148,11 +167,8 @@ static void gather_species(const sim *S, sim *W, int s)
             }
         for (int r = 0; r < size; r++)
             bytes[r] = per[r] * esz[k];
-        comm_gather(stage, mine * esz[k], all, bytes);
-        if (me != 0)
-            continue;
-        size_t from = 0;
-        for (int r = 0; r < size; r++) /* rank r's clusters, in order, from its part */
+        comm_gather(stage, per[me] * esz[k], all, bytes);
+        for (int r = 0; me == 0 && r < size; r++) /* rank r's clusters, in order */
             for (int c = 0; c < cl->n; c++)
                 if (rank_of[c] == r) {
                     memcpy((char *)dst[k] + (size_t)w->start[c] * esz[k], all + from * esz[k],
@@ -160,10 +176,10 @@ static void gather_species(const sim *S, sim *W, int s)
                     from += (size_t)count[c];
                 }
     }
-    free(rank_of);
     free(bytes);
     free(all);
     free(stage);
+    free(rank_of);
     free(per);
     free(hist);
     free(count);
@@ -187,20 +203,9 @@ void gather_sim(const sim *S, sim *W, int particles)
         for (int s = 0; s < S->nsp; s++)
             gather_array(f, S->rho_sp + (size_t)s * f->size, g, whole.rho_sp + (size_t)s * g->size);
     }
-    if (f->fb) {
-        fbnd *mine = f->fb; /* every rank's copy made whole, then rank 0's taken */
-        gather_fbnd(f, mine);
-        fbnd *wb = g->fb;
-        wb->psi_step = mine->psi_step;
-        wb->shift = mine->shift;
-        for (int l = 0; l < wb->nlayers; l++)
-            for (int m = 0; m < 4; m++)
-                memcpy(wb->layer[l].psi[m], mine->layer[l].psi[m],
-                       (size_t)wb->layer[l].n * wb->layer[l].len * sizeof(float));
-        for (int k = 0; k < 4; k++)
-            if (wb->mur_old[k])
-                memcpy(wb->mur_old[k], mine->mur_old[k],
-                       4 * (size_t)(k / 2 ? f->nx : f->ny) * sizeof(float));
+    if (f->fb) { /* every rank's copy made whole, then rank 0's taken */
+        gather_fbnd(f, f->fb);
+        copy_fbnd(g->fb, f->fb, f);
     }
     for (int s = 0; s < S->nsp; s++) { /* names and tables: a field dump names them too */
         species_open(&whole.sp[s], &S->d, s, &whole.cl);
@@ -239,19 +244,8 @@ void gather_scatter(const sim *W, sim *S)
                    (size_t)f->stride * sizeof(float));
     f->step = g->step;
     f->rho_bg = g->rho_bg;
-    if (f->fb) {
-        fbnd *mb = f->fb, *wb = g->fb;
-        mb->psi_step = wb->psi_step;
-        mb->shift = wb->shift;
-        for (int l = 0; l < mb->nlayers; l++)
-            for (int m = 0; m < 4; m++)
-                memcpy(mb->layer[l].psi[m], wb->layer[l].psi[m],
-                       (size_t)mb->layer[l].n * mb->layer[l].len * sizeof(float));
-        for (int k = 0; k < 4; k++)
-            if (mb->mur_old[k])
-                memcpy(mb->mur_old[k], wb->mur_old[k],
-                       4 * (size_t)(k / 2 ? f->nx : f->ny) * sizeof(float));
-    }
+    if (f->fb)
+        copy_fbnd(f->fb, g->fb, f);
     const clusters *cl = &S->cl;
     for (int s = 0; s < S->nsp; s++) {
         const species *w = &W->sp[s];

@@ -36,36 +36,56 @@ static int restart(sim *S, const char *path)
     return rc;
 }
 
+/* The deck's backend; over several ranks the CPU's (the CUDA backend runs one rank). */
+static int choose_backend(sim *S)
+{
+    if (comm_size() > 1 && S->d.backend == BACKEND_CUDA) {
+        empic_report(S->d.file, 0, "the CUDA backend runs on one rank only so far; run "
+                     "several ranks with --backend cpu");
+        return -1;
+    }
+    if (comm_size() > 1 && S->d.backend == BACKEND_AUTO) {
+        S->d.backend = BACKEND_CPU;
+        if (!S->quiet)
+            printf("empic: note: %d MPI ranks run the CPU backend (the CUDA backend runs one "
+                   "rank so far)\n", comm_size());
+    }
+    if (!(S->be = backend_choose(S->d.backend, S->d.file, S->device, sizeof S->device)))
+        return -1;
+    S->backend = S->be == &cpu_backend ? BACKEND_CPU : BACKEND_CUDA;
+    return 0;
+}
+
+/* The clusters and this rank's share of them and of the fields (design.md §13). A restart
+ * on another number of ranks than its checkpoint's parallel.ranks gets the split for the
+ * grid. */
+static int share(sim *S, int restarting)
+{
+    deck *d = &S->d;
+    clusters_init(&S->cl, d); /* deck_load checked the split */
+    if (restarting && d->ranks[0] > 0 && d->ranks[0] * d->ranks[1] != comm_size()) {
+        if (!S->quiet)
+            printf("empic: the checkpoint's run had parallel.ranks = [%d, %d]; continuing on "
+                   "%d ranks split for the grid\n", d->ranks[0], d->ranks[1], comm_size());
+        d->ranks[0] = d->ranks[1] = 0;
+    }
+    if (clusters_decompose(&S->cl, d, comm_size(), comm_rank()))
+        return -1;
+    const clusters *cl = &S->cl;
+    const int lo[2] = {cl->x0[cl->cx0], cl->y0[cl->cy0]};
+    const int hi[2] = {cl->x0[cl->cx1], cl->y0[cl->cy1]};
+    emf_init(&S->f, d, lo, hi, cl->nb);
+    return 0;
+}
+
 int sim_init_from(sim *S, const deck *d, int quiet, const char *checkpoint)
 {
     char run[DECK_PATH_MAX] = ""; /* the run a checkpoint continues */
     memset(S, 0, sizeof *S);
     S->d = *d;
     S->quiet = quiet || comm_rank() != 0; /* rank 0 speaks for the run */
-    if (comm_size() > 1 && S->d.backend != BACKEND_CPU) {
-        if (S->d.backend == BACKEND_CUDA) {
-            empic_report(d->file, 0, "the CUDA backend runs on one rank only so far; run "
-                         "several ranks with --backend cpu");
-            return -1;
-        }
-        S->d.backend = BACKEND_CPU; /* auto over several ranks: the CPU backend */
-    }
-    if (!(S->be = backend_choose(S->d.backend, d->file, S->device, sizeof S->device)))
+    if (choose_backend(S) || share(S, checkpoint != NULL))
         return -1;
-    S->backend = S->be == &cpu_backend ? BACKEND_CPU : BACKEND_CUDA;
-    clusters_init(&S->cl, &S->d); /* deck_load checked the split */
-    if (checkpoint && S->d.ranks[0] > 0 && S->d.ranks[0] * S->d.ranks[1] != comm_size()) {
-        if (!S->quiet)
-            printf("empic: the checkpoint's run had parallel.ranks = [%d, %d]; continuing on "
-                   "%d ranks split for the grid\n", S->d.ranks[0], S->d.ranks[1], comm_size());
-        S->d.ranks[0] = S->d.ranks[1] = 0;
-    }
-    if (clusters_decompose(&S->cl, &S->d, comm_size(), comm_rank()))
-        return -1;
-    const clusters *cl = &S->cl;
-    const int lo[2] = {cl->x0[cl->cx0], cl->y0[cl->cy0]};
-    const int hi[2] = {cl->x0[cl->cx1], cl->y0[cl->cy1]};
-    emf_init(&S->f, &S->d, lo, hi, cl->nb);
     S->f.fb = fbnd_new(&S->f, &S->d);
     window_init(&S->win, &S->d);
     S->nsp = S->d.nspecies;
