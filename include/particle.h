@@ -251,6 +251,14 @@ EMPIC_HD long long fixed_of(float v, float scale)
     return llrintf(v * scale);
 }
 
+/* *p += v wrapping around (as the GPU's integer atomics do) instead of overflowing: a
+ * non-finite contribution (fixed_of gives LLONG_MIN) must not be undefined behaviour before
+ * the run's guards find it. */
+EMPIC_HD void fixed_add(long long *p, long long v)
+{
+    *p = (long long)((unsigned long long)*p + (unsigned long long)v);
+}
+
 #ifdef __CUDACC__
 /* A 64-bit add as native 32-bit atomics (sm_90 runs a 64-bit shared-memory atomic as a
  * compare-and-swap loop): the low word first, whose old value tells whether this add carried;

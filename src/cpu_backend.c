@@ -209,12 +209,12 @@ static void cpu_phasespace(void *ctx, pic_state *st, int s, const ps_grid *g, do
                 int b = ps_bin(g, cell_i(sp->cell[p]), cell_j(sp->cell[p]), sp->x[p], sp->y[p],
                                sp->ux[p], sp->uy[p], sp->uz[p]);
                 if (b >= 0)
-                    mine[b] += fixed_of(sp->w[p], scale);
+                    fixed_add(&mine[b], fixed_of(sp->w[p], scale));
             }
     }
     for (size_t b = 0; b < nb; b++)
         for (int t = 1; t < nt; t++)
-            part[b] += part[(size_t)t * nb + b];
+            fixed_add(&part[b], part[(size_t)t * nb + b]);
     comm_sum_ll(part, nb); /* over the ranks: integer sums */
     for (size_t b = 0; b < nb; b++)
         h[b] = (double)part[b] / scale;

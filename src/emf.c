@@ -5,6 +5,7 @@
 #include "comm.h"
 #include "empic.h"
 #include "species.h"
+#include "particle.h"
 #include "yee.h"
 
 #include <fftw3.h>
@@ -125,7 +126,7 @@ static void fold_block(const emf *f, long long *a, int axis, int to, int send0, 
     if (got)
         for (size_t q = 0; q < n; q++) {
             size_t k = axis ? (size_t)dst0 * s + q : (q / G) * s + dst0 + q % G;
-            a[k] += buf[n + q];
+            fixed_add(&a[k], buf[n + q]);
         }
 }
 

@@ -42,7 +42,7 @@ static void tile_add(const tile *t, const emf *f, int first, int ncomp)
                            emf_idx(f, t->c.i0, t->c.j0 + b);
             const float *l = t->a[k] + b * t->c.w;
             for (int a = 0; a < t->c.w; a++)
-                g[a] += fixed_of(l[a], scale);
+                fixed_add(&g[a], fixed_of(l[a], scale));
         }
 }
 
