@@ -1,7 +1,8 @@
 """MPI domain decomposition (docs/design.md §12): the same deck on 1, 2 and 4 CPU ranks, split
 along x, along y and both, gives bitwise-identical energy.csv and dumps (fields, particles
 with their counts per cluster, tracks, phase spaces), for a periodic warm plasma, a laser deck
-with PML, filter, walls and the moving window, and a converging flow; a checkpoint written by
+with PML, filter, walls and the moving window (also with PML layers that span two ranks, on 8
+ranks), a laser from ymin with Mur sides, and a converging flow; a checkpoint written by
 2 ranks continues on 4 ranks and on 1 exactly as the straight run. Several ranks share the two
 cores of the test machine (oversubscribed, one OpenMP thread each)."""
 
@@ -80,10 +81,12 @@ def assert_same(a, b, folders=("data", "tracks", "phasespace"), more_ok=False):
     assert n > 0
 
 
-@pytest.mark.parametrize("deck", ["warm.cfg", "laser.cfg", "converge.cfg"])
-def test_ranks_bitwise(tmp_path, deck):
+@pytest.mark.parametrize("deck,splits", [
+    ("warm.cfg", SPLITS[1:]), ("laser.cfg", SPLITS[1:]), ("converge.cfg", SPLITS[1:]),
+    ("pml-thick.cfg", [(8, 1)]), ("mur-ylaser.cfg", [(2, 2), (1, 4)])])
+def test_ranks_bitwise(tmp_path, deck, splits):
     one = run(deck, tmp_path / "r1")
-    for split in SPLITS[1:]:
+    for split in splits:
         assert_same(one, run(deck, tmp_path / ("r%dx%d" % split), split))
 
 
