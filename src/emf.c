@@ -1,5 +1,6 @@
-/* emf.c - Yee field solver, guard cells, current folding and filtering, initial Poisson
- * solve and field diagnostics on the CPU (OpenMP over rows). */
+/* emf.c - Yee field solver, guard cells (exchanged with the neighbour ranks), current
+ * folding and filtering, initial Poisson solve and field diagnostics on the CPU (OpenMP over
+ * rows of this rank's cells). */
 #include "emf.h"
 #include "deck.h"
 #include "comm.h"

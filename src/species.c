@@ -32,23 +32,6 @@ static int split_axis(int n, int want, int **first, int **of)
     return k | (wmax << 16);
 }
 
-static void set_share(clusters *c, int px, int py, int rank);
-
-void clusters_init(clusters *c, const deck *d)
-{
-    memset(c, 0, sizeof *c);
-    int rx = split_axis(d->nx, d->cluster[0], &c->x0, &c->cx_of);
-    int ry = split_axis(d->ny, d->cluster[1], &c->y0, &c->cy_of);
-    c->ncx = rx & 0xffff;
-    c->wmax = rx >> 16;
-    c->ncy = ry & 0xffff;
-    c->hmax = ry >> 16;
-    c->n = c->ncx * c->ncy;
-    c->periodic_x = d->fbnd[SIDE_XMIN] == FBND_PERIODIC;
-    c->periodic_y = d->fbnd[SIDE_YMIN] == FBND_PERIODIC;
-    c->own = empic_alloc((size_t)c->n, "cluster table");
-    set_share(c, 1, 1, 0);
-}
 
 /* Rank r of p along an axis of n clusters: its pairs of clusters, split as evenly as the
  * pairs allow, as the range [*lo, *hi). */
@@ -86,6 +69,22 @@ static void set_share(clusters *c, int px, int py, int rank)
     }
     for (int k = 0; k < 4; k++)
         c->nb[k] = neighbour(c, k);
+}
+
+void clusters_init(clusters *c, const deck *d)
+{
+    memset(c, 0, sizeof *c);
+    int rx = split_axis(d->nx, d->cluster[0], &c->x0, &c->cx_of);
+    int ry = split_axis(d->ny, d->cluster[1], &c->y0, &c->cy_of);
+    c->ncx = rx & 0xffff;
+    c->wmax = rx >> 16;
+    c->ncy = ry & 0xffff;
+    c->hmax = ry >> 16;
+    c->n = c->ncx * c->ncy;
+    c->periodic_x = d->fbnd[SIDE_XMIN] == FBND_PERIODIC;
+    c->periodic_y = d->fbnd[SIDE_YMIN] == FBND_PERIODIC;
+    c->own = empic_alloc((size_t)c->n, "cluster table");
+    set_share(c, 1, 1, 0);
 }
 
 int clusters_decompose(clusters *c, const deck *d, int size, int rank)
