@@ -49,7 +49,7 @@ void *gpu_malloc(gpu_state *g, size_t bytes, const char *what)
 
 int gpu_tic(gpu_state *g, pic_state *st)
 {
-    if (g->nev + 2 > GPU_EVENTS)
+    if (g->nev + 2 > GPU_EVENTS || g->npend + 1 > GPU_EVENTS / 2)
         gpu_harvest(g, st);
     int a = g->nev++;
     GPU_CK(cudaEventRecord(g->ev[a], g->stream));
@@ -64,6 +64,14 @@ void gpu_toc(gpu_state *g, int tic, int phase)
     g->pend_b[g->npend] = b;
     g->pend_phase[g->npend] = phase;
     g->npend++;
+}
+
+int gpu_tictoc(gpu_state *g, pic_state *st, int tic, int phase)
+{
+    gpu_toc(g, tic, phase);
+    if (g->nev + 1 > GPU_EVENTS || g->npend + 1 > GPU_EVENTS / 2)
+        return gpu_tic(g, st); /* no room for the next stop: harvest, a fresh start */
+    return g->nev - 1;
 }
 
 void gpu_harvest(gpu_state *g, pic_state *st)

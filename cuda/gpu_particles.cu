@@ -483,8 +483,7 @@ void gpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic)
         else
             k_push<false><<<g->ncl, GPU_THREADS, g->smem_push, g->stream>>>(a);
         GPU_LAUNCHED(g, "k_push");
-        gpu_toc(g, t, PH_PUSH);
-        t = gpu_tic(g, st);
+        t = gpu_tictoc(g, st, t, PH_PUSH);
         k_move<<<g->ncl, GPU_THREADS, g->smem_move, g->stream>>>(a);
         GPU_LAUNCHED(g, "k_move");
         gpu_walls(g, st, s); /* edge clusters of non-periodic sides only */
