@@ -311,14 +311,14 @@ __global__ void k_walls(kwalls a)
     }
 }
 
-void gpu_walls(gpu_state *g, const pic_state *st, int s)
+void gpu_walls(gpu_state *g, const pic_state *st, int s, float *tiles)
 {
     gpu_species *d = &g->sp[s];
     if (!d->nedge)
         return;
     kwalls a = {d->cell,  d->x,     d->y,    d->ux,  d->uy,  d->uz,    d->code,
                 d->start, d->count, d->edge, g->x0,  g->y0,  g->cx_of, g->cy_of,
-                d->hist,  g->tiles, 3 * g->tsz_max, st->f->step, d->walls};
+                d->hist,  tiles,    3 * g->tsz_max, st->f->step, d->walls};
     k_walls<<<(unsigned)d->nedge, GPU_THREADS, 0, g->stream>>>(a);
     GPU_LAUNCHED(g, "k_walls");
 }

@@ -73,7 +73,11 @@ struct gpu_state {
     int ncx, ncy, ncl, wmax, hmax;
     int *x0, *y0;                 /* device copies of clusters.x0 / y0 */
     int tsz_max;                  /* floats per component of the largest tile */
-    float *tiles;                 /* one 3-component tile per cluster (write-back buffer) */
+    float *tiles;                 /* one 3-component tile per cluster (write-back buffer) for
+                                     each mobile species, ntiles sets of tile_set floats (the
+                                     charge deposit uses the first) */
+    int ntiles;
+    size_t tile_set;
     /* current tiles in shared memory */
     int copies;                   /* private copies (1..GPU_MAX_COPIES) */
     int tszp, cstride;            /* padded component and copy strides in shared memory */
@@ -282,7 +286,7 @@ void gpu_bnd_b(gpu_state *g, const pic_state *st);
 void gpu_bnd_e_save(gpu_state *g, const pic_state *st);
 void gpu_bnd_e(gpu_state *g, const pic_state *st);
 void gpu_bnd_fetch(gpu_state *g, pic_state *st);
-void gpu_walls(gpu_state *g, const pic_state *st, int s);
+void gpu_walls(gpu_state *g, const pic_state *st, int s, float *tiles);
 void gpu_drop(gpu_state *g, int s, int window);
 /* Zero the guard frame of up to three arrays (after a fold in a non-periodic box). */
 void gpu_guard_zero(gpu_state *g, float *a0, float *a1, float *a2);
