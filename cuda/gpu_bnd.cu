@@ -3,8 +3,9 @@
  * geometry), and the particle walls (include/pbnd.h): the wall fix-up of the particles of
  * edge clusters that crossed a wall, the fold of their tile current beyond the wall before
  * the colour write-back, and the removal of dropped particles before the sort. The layers
- * and edges are thin strips: small kernels over their cells, launched in the CPU's order.
- * Nothing here runs for a periodic deck. */
+ * and edges are thin strips: small kernels over their cells, launched in the CPU's order (the
+ * two layers of one axis, whose cells are apart, in one launch). Nothing here runs for a
+ * periodic deck. */
 #include "gpu_internal.h"
 #include "laser.h"
 #include "pbnd.h"

@@ -10,10 +10,11 @@
  * 16-byte loads, so the lanes of a warp work in several cells at once, and the lanes spread
  * over up to 4 private tile copies (they spread the compare-and-swap loops of the earlier
  * float tile; measured to gain nothing with integer atomics, NOTES.md). Each block writes its
- * tile, as floats, to a per-cluster buffer; four colour
- * passes (2x2 colouring of the clusters, Kong Fig. 3) then add the tiles to the mesh current
- * without atomics. The move kernel also writes each particle's 4-bit migration code and the
- * cluster's 9-bin histogram. */
+ * tile, as floats, to a per-cluster buffer (one set per mobile species); one gather kernel
+ * then writes the mesh current, each element summing the tiles that cover it in the order of
+ * four colour passes per species (2x2 colouring of the clusters, Kong Fig. 3), without
+ * atomics (the charge deposit keeps the colour passes). The move kernel also writes each
+ * particle's 4-bit migration code and the cluster's 9-bin histogram. */
 #include "gpu_internal.h"
 #include "particle.h"
 
