@@ -3,8 +3,9 @@
  * geometry), and the particle walls (include/pbnd.h): the wall fix-up of the particles of
  * edge clusters that crossed a wall, the fold of their tile current beyond the wall before
  * the colour write-back, and the removal of dropped particles before the sort. The layers
- * and edges are thin strips: small kernels over their cells, launched in the CPU's order.
- * Nothing here runs for a periodic deck. */
+ * and edges are thin strips: small kernels over their cells, launched in the CPU's order (the
+ * two layers of one axis, whose cells are apart, in one launch). Nothing here runs for a
+ * periodic deck. */
 #include "gpu_internal.h"
 #include "laser.h"
 #include "pbnd.h"
@@ -129,25 +130,61 @@ static klayer layer_args(const gpu_state *g, const gpu_layer *L, int m0)
     return a;
 }
 
-/* B psi terms: thread t = cell t of the layer. */
-__global__ void k_pml_b(klayer a, float *b0, float *b1, float *b2, const float *e0,
-                        const float *e1, const float *e2, float id, float h, int upd)
+/* Up to two layers of one axis in one launch: layer blockIdx.y of the group. */
+typedef struct {
+    klayer l[2];
+} klayers;
+
+/* How many layers from l0 on one launch takes: two consecutive ones of the same axis, whose
+ * cells are apart (an x and a y layer share the corners, which take both updates in the
+ * order of the layers, so they stay in launches of their own). */
+static int layer_group(const gpu_state *g, int l0)
 {
+    const gpu_layer *A = &g->layer[l0], *B = &g->layer[l0 + 1];
+    if (l0 + 1 < g->nlayers && B->axis == A->axis &&
+        (A->first + A->n <= B->first || B->first + B->n <= A->first))
+        return 2;
+    return 1;
+}
+
+/* The group of layers from l0 (layer_group's count into *n), its arguments and its grid. */
+static klayers group_args(const gpu_state *g, int l0, int m0, int *n, dim3 *grid)
+{
+    klayers a;
+    memset(&a, 0, sizeof a);
+    *n = layer_group(g, l0);
+    size_t most = 0;
+    for (int k = 0; k < *n; k++) {
+        const gpu_layer *L = &g->layer[l0 + k];
+        a.l[k] = layer_args(g, L, m0);
+        most = (size_t)L->n * L->len > most ? (size_t)L->n * L->len : most;
+    }
+    *grid = dim3(gpu_blocks(most, 128), (unsigned)*n);
+    return a;
+}
+
+/* B psi terms: thread t = cell t of the layer. */
+__global__ void k_pml_b(klayers g, float *b0, float *b1, float *b2, const float *e0,
+                        const float *e1, const float *e2, float idx, float idy, float h,
+                        int upd)
+{
+    const klayer &a = g.l[blockIdx.y];
     int t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= a.st.n * a.st.len)
         return;
     pml_b_cell(&a.st, a.off, a.stride, t, b0, b1, b2, e0, e1, e2, a.psi0, a.psi1,
-               a.coef + 2 * a.st.n, a.coef + 3 * a.st.n, id, h, upd);
+               a.coef + 2 * a.st.n, a.coef + 3 * a.st.n, a.st.axis ? idy : idx, h, upd);
 }
 
-__global__ void k_pml_e(klayer a, float *e0, float *e1, float *e2, const float *b0,
-                        const float *b1, const float *b2, float id, float dt)
+__global__ void k_pml_e(klayers g, float *e0, float *e1, float *e2, const float *b0,
+                        const float *b1, const float *b2, float idx, float idy, float dt)
 {
+    const klayer &a = g.l[blockIdx.y];
     int t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= a.st.n * a.st.len)
         return;
     pml_e_cell(&a.st, a.off, a.stride, t, e0, e1, e2, b0, b1, b2, a.psi0, a.psi1, a.coef,
-               a.coef + a.st.n, id, dt);
+               a.coef + a.st.n, a.st.axis ? idy : idx, dt);
 }
 
 /* ---- lasers ---- */
@@ -189,12 +226,11 @@ void gpu_bnd_b(gpu_state *g, const pic_state *st)
     const emf *f = st->f;
     const int upd = pml_psi_due(&g->psi_step, f->step); /* the device's own psi clock */
     const float h = (float)(0.5 * f->dt), idx = (float)(1.0 / f->dx), idy = (float)(1.0 / f->dy);
-    for (int l = 0; l < g->nlayers; l++) {
-        const gpu_layer *L = &g->layer[l];
-        klayer a = layer_args(g, L, 2);
-        k_pml_b<<<gpu_blocks((size_t)L->n * L->len, 128), 128, 0, g->stream>>>(
-            a, g->b[0], g->b[1], g->b[2], g->e[0], g->e[1], g->e[2], L->axis ? idy : idx, h,
-            upd);
+    for (int l = 0, n = 1; l < g->nlayers; l += n) {
+        dim3 grid;
+        const klayers a = group_args(g, l, 2, &n, &grid);
+        k_pml_b<<<grid, 128, 0, g->stream>>>(a, g->b[0], g->b[1], g->b[2], g->e[0], g->e[1],
+                                              g->e[2], idx, idy, h, upd);
         GPU_LAUNCHED(g, "k_pml_b");
     }
     laser_lines(g, f, 0);
@@ -232,11 +268,11 @@ void gpu_bnd_e(gpu_state *g, const pic_state *st)
 {
     const emf *f = st->f;
     const float dt = (float)f->dt, idx = (float)(1.0 / f->dx), idy = (float)(1.0 / f->dy);
-    for (int l = 0; l < g->nlayers; l++) {
-        const gpu_layer *L = &g->layer[l];
-        klayer a = layer_args(g, L, 0);
-        k_pml_e<<<gpu_blocks((size_t)L->n * L->len, 128), 128, 0, g->stream>>>(
-            a, g->e[0], g->e[1], g->e[2], g->b[0], g->b[1], g->b[2], L->axis ? idy : idx, dt);
+    for (int l = 0, n = 1; l < g->nlayers; l += n) {
+        dim3 grid;
+        const klayers a = group_args(g, l, 0, &n, &grid);
+        k_pml_e<<<grid, 128, 0, g->stream>>>(a, g->e[0], g->e[1], g->e[2], g->b[0], g->b[1],
+                                              g->b[2], idx, idy, dt);
         GPU_LAUNCHED(g, "k_pml_e");
     }
     laser_lines(g, f, 1);
@@ -276,14 +312,14 @@ __global__ void k_walls(kwalls a)
     }
 }
 
-void gpu_walls(gpu_state *g, const pic_state *st, int s)
+void gpu_walls(gpu_state *g, const pic_state *st, int s, float *tiles)
 {
     gpu_species *d = &g->sp[s];
     if (!d->nedge)
         return;
     kwalls a = {d->cell,  d->x,     d->y,    d->ux,  d->uy,  d->uz,    d->code,
                 d->start, d->count, d->edge, g->x0,  g->y0,  g->cx_of, g->cy_of,
-                d->hist,  g->tiles, 3 * g->tsz_max, st->f->step, d->walls};
+                d->hist,  tiles,    3 * g->tsz_max, st->f->step, d->walls};
     k_walls<<<(unsigned)d->nedge, GPU_THREADS, 0, g->stream>>>(a);
     GPU_LAUNCHED(g, "k_walls");
 }

@@ -49,7 +49,7 @@ void *gpu_malloc(gpu_state *g, size_t bytes, const char *what)
 
 int gpu_tic(gpu_state *g, pic_state *st)
 {
-    if (g->nev + 2 > GPU_EVENTS)
+    if (g->nev + 2 > GPU_EVENTS || g->npend + 1 > GPU_EVENTS / 2)
         gpu_harvest(g, st);
     int a = g->nev++;
     GPU_CK(cudaEventRecord(g->ev[a], g->stream));
@@ -64,6 +64,14 @@ void gpu_toc(gpu_state *g, int tic, int phase)
     g->pend_b[g->npend] = b;
     g->pend_phase[g->npend] = phase;
     g->npend++;
+}
+
+int gpu_tictoc(gpu_state *g, pic_state *st, int tic, int phase)
+{
+    gpu_toc(g, tic, phase);
+    if (g->nev + 1 > GPU_EVENTS || g->npend + 1 > GPU_EVENTS / 2)
+        return gpu_tic(g, st); /* no room for the next stop: harvest, a fresh start */
+    return g->nev - 1;
 }
 
 void gpu_harvest(gpu_state *g, pic_state *st)
@@ -228,7 +236,12 @@ int gpu_open(pic_state *st, void **ctx)
      * large for this device) */
     gpu_particles_setup(g, st);
 
-    size_t need = deck_bytes(st, (size_t)3 * g->tsz_max * g->ncl), fr = 0, tot = 0;
+    g->ntiles = 0; /* a tile set per mobile species (one at least: the charge deposit's) */
+    for (int s = 0; s < st->nsp; s++)
+        g->ntiles += !st->sp[s].immobile;
+    g->ntiles = g->ntiles > 0 ? g->ntiles : 1;
+    g->tile_set = (size_t)3 * g->tsz_max * g->ncl;
+    size_t need = deck_bytes(st, g->ntiles * g->tile_set), fr = 0, tot = 0;
     GPU_CK(cudaMemGetInfo(&fr, &tot));
     if (need + ((size_t)64 << 20) > fr) {
         empic_report(NULL, 0, "backend \"cuda\": the deck needs %zu bytes (%.2f GiB) of "
@@ -267,8 +280,7 @@ int gpu_open(pic_state *st, void **ctx)
                       cudaMemcpyHostToDevice));
     GPU_CK(cudaMemcpy(g->y0, st->cl->y0, (size_t)(g->ncy + 1) * sizeof(int),
                       cudaMemcpyHostToDevice));
-    g->tiles = (float *)gpu_malloc(g, (size_t)3 * g->tsz_max * g->ncl * sizeof(float),
-                                   "current tiles");
+    g->tiles = (float *)gpu_malloc(g, g->ntiles * g->tile_set * sizeof(float), "current tiles");
     g->partial = (double *)gpu_malloc(g, (size_t)g->ncl * 3 * sizeof(double), "reductions");
     GPU_CK(cudaMallocHost(&g->h_partial, (size_t)g->ncl * 3 * sizeof(double)));
     g->flags = (int *)gpu_malloc(g, 4 * DECK_MAX_SPECIES * sizeof(int), "flags");

@@ -231,15 +231,33 @@ static void *pinned(gpu_state *g, size_t n)
     return g->pinned;
 }
 
+/* Device memory of at least n bytes for the compacted dumps (gpu_state.trk), kept between
+ * dumps: no allocation and no cudaFree (which waits for the device) per dump. */
+static char *tracked_scratch(gpu_state *g, size_t n)
+{
+    if (n > g->trk_n) {
+        if (g->trk) {
+            GPU_CK(cudaFree(g->trk));
+            g->bytes -= g->trk_n;
+        }
+        g->trk_n = n + n / 4;
+        g->trk = gpu_malloc(g, g->trk_n, "tracked particles");
+    }
+    return (char *)g->trk;
+}
+
+/* Counts of all tracked species (one wait), starts on the host, then the compaction of all
+ * of them into one device block, copied back in one piece (a second wait). */
 species *gpu_fetch_tracked(void *ctx, pic_state *st, species *out)
 {
     gpu_state *g = (gpu_state *)ctx;
-    const int nc = g->ncl;
+    const int nc = g->ncl, nsp = st->nsp;
     const size_t slot = 8 + 7 * 4; /* id, then cell, x, y, ux, uy, uz, w */
-    int *dn = (int *)gpu_malloc(g, 2 * (size_t)nc * sizeof(int), "tracked counts");
+    const size_t tab = ((size_t)nsp * nc * sizeof(int) + 255) / 256 * 256;
     size_t total[DECK_MAX_SPECIES] = {0}, sum = 0; /* sum: bytes, 256-aligned per species */
-    memset(out, 0, (size_t)st->nsp * sizeof *out);
-    for (int s = 0; s < st->nsp; s++) {
+    memset(out, 0, (size_t)nsp * sizeof *out);
+    int *dn = (int *)tracked_scratch(g, 2 * tab); /* counts, starts: nc per species */
+    for (int s = 0; s < nsp; s++) {
         species *o = &out[s];
         const species *h = &st->sp[s];
         o->cfg = h->cfg;
@@ -256,38 +274,48 @@ species *gpu_fetch_tracked(void *ctx, pic_state *st, species *out)
         if (!g->sp[s].id)
             continue;
         k_count_tracked<<<nc, GPU_THREADS, 0, g->stream>>>(g->sp[s].id, g->sp[s].start,
-                                                           g->sp[s].count, dn);
+                                                           g->sp[s].count, dn + s * nc);
         GPU_LAUNCHED(g, "k_count_tracked");
-        GPU_CK(cudaMemcpyAsync(o->count, dn, (size_t)nc * sizeof(int), cudaMemcpyDeviceToHost,
-                               g->stream));
-        GPU_CK(cudaStreamSynchronize(g->stream));
+    }
+    int *h_tab = (int *)pinned(g, 2 * tab);
+    GPU_CK(cudaMemcpyAsync(h_tab, dn, (size_t)nsp * nc * sizeof(int), cudaMemcpyDeviceToHost,
+                           g->stream));
+    GPU_CK(cudaStreamSynchronize(g->stream));
+    int *h_start = (int *)((char *)h_tab + tab);
+    for (int s = 0; s < nsp; s++) {
+        species *o = &out[s];
+        if (!g->sp[s].id)
+            continue;
         for (int c = 0; c < nc; c++) {
-            o->start[c] = (int)total[s];
+            o->count[c] = h_tab[s * nc + c];
+            o->start[c] = h_start[s * nc + c] = (int)total[s];
             total[s] += (size_t)o->count[c];
         }
         o->np = (long long)total[s];
         sum += (total[s] * slot + 255) / 256 * 256;
     }
-    /* one device staging area and one pinned host buffer for all species */
-    char *dbuf = (char *)gpu_malloc(g, sum + 256, "tracked particles");
+    /* the tables, then one staging area for all species (the counts are read: the buffer
+     * may move), and one pinned host buffer (once the starts have left the tables' one) */
+    dn = (int *)tracked_scratch(g, 2 * tab + sum + 256);
+    char *dbuf = (char *)dn + 2 * tab;
+    GPU_CK(cudaMemcpyAsync((char *)dn + tab, h_start, (size_t)nsp * nc * sizeof(int),
+                           cudaMemcpyHostToDevice, g->stream));
+    GPU_CK(cudaStreamSynchronize(g->stream));
     char *hbuf = (char *)pinned(g, sum + 256);
     size_t at = 0; /* byte offset of the species' block: ids (8-byte) first, then 4-byte */
-    for (int s = 0; s < st->nsp; s++) {
+    for (int s = 0; s < nsp; s++) {
         species *o = &out[s];
         if (!g->sp[s].id)
             continue;
         const size_t n = total[s];
         char *dp = dbuf + at, *hp = hbuf + at;
-        GPU_CK(cudaMemcpyAsync(dn + nc, o->start, (size_t)nc * sizeof(int),
-                               cudaMemcpyHostToDevice, g->stream));
         unsigned long long *id = (unsigned long long *)dp;
         uint32_t *cell = (uint32_t *)(dp + 8 * n);
         float *f = (float *)(dp + 12 * n);
         k_compact_tracked<<<nc, GPU_THREADS, 0, g->stream>>>(
-            g->sp[s], dn + nc, cell, f, f + n, f + 2 * n, f + 3 * n, f + 4 * n, f + 5 * n, id);
+            g->sp[s], (const int *)((char *)dn + tab) + s * nc, cell, f, f + n, f + 2 * n,
+            f + 3 * n, f + 4 * n, f + 5 * n, id);
         GPU_LAUNCHED(g, "k_compact_tracked");
-        GPU_CK(cudaMemcpyAsync(hp, dp, n * slot, cudaMemcpyDeviceToHost, g->stream));
-        GPU_CK(cudaStreamSynchronize(g->stream)); /* dn + nc is reused by the next species */
         o->alloc = n;
         o->id = (uint64_t *)hp;
         o->cell = (uint32_t *)(hp + 8 * n);
@@ -300,8 +328,9 @@ species *gpu_fetch_tracked(void *ctx, pic_state *st, species *out)
         o->tracked = 1;
         at += (n * slot + 255) / 256 * 256;
     }
-    GPU_CK(cudaFree(dbuf));
-    GPU_CK(cudaFree(dn));
+    if (at)
+        GPU_CK(cudaMemcpyAsync(hbuf, dbuf, at, cudaMemcpyDeviceToHost, g->stream));
+    GPU_CK(cudaStreamSynchronize(g->stream));
     return out;
 }
 
@@ -316,6 +345,10 @@ void gpu_release_tracked(void *ctx, species *out)
 
 void gpu_diag_free(gpu_state *g)
 {
+    if (g->trk)
+        cudaFree(g->trk);
+    g->trk = NULL;
+    g->trk_n = 0;
     if (g->pinned)
         cudaFreeHost(g->pinned);
     g->pinned = NULL;

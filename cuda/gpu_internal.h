@@ -73,7 +73,11 @@ struct gpu_state {
     int ncx, ncy, ncl, wmax, hmax;
     int *x0, *y0;                 /* device copies of clusters.x0 / y0 */
     int tsz_max;                  /* floats per component of the largest tile */
-    float *tiles;                 /* one 3-component tile per cluster (write-back buffer) */
+    float *tiles;                 /* one 3-component tile per cluster (write-back buffer) for
+                                     each mobile species, ntiles sets of tile_set floats (the
+                                     charge deposit uses the first) */
+    int ntiles;
+    size_t tile_set;
     /* current tiles in shared memory */
     int copies;                   /* private copies (1..GPU_MAX_COPIES) */
     int tszp, cstride;            /* padded component and copy strides in shared memory */
@@ -126,6 +130,8 @@ struct gpu_state {
     long long dropped[DECK_MAX_SPECIES]; /* particles the last sort dropped (for the check) */
     size_t bytes;                 /* device bytes allocated */
     void *pinned;                 /* pinned host buffer of the compacted dumps (gpu_diag.cu) */
+    void *trk;                    /* device buffer of the compacted dumps, kept between them */
+    size_t trk_n;
     int pinned_fields;            /* the host field arrays (emf.store) are page-locked */
     size_t pinned_n;
 };
@@ -197,10 +203,13 @@ void gpu_launched(gpu_state *g, const char *kernel, const char *file, int line);
 /* Device allocation that reports the bytes and what they are for on failure. */
 void *gpu_malloc(gpu_state *g, size_t bytes, const char *what);
 
-/* Phase timers. gpu_tic records a start event; gpu_toc the stop event of `phase`.
- * gpu_harvest synchronises the stream and adds every finished interval to st->phase_s. */
+/* Phase timers. gpu_tic records a start event; gpu_toc the stop event of `phase`; gpu_tictoc
+ * the stop event of `phase` that also starts the next phase (returned as its tic: one event
+ * less for phases that follow each other on the stream). gpu_harvest synchronises the
+ * stream and adds every finished interval to st->phase_s. */
 int gpu_tic(gpu_state *g, pic_state *st);
 void gpu_toc(gpu_state *g, int tic, int phase);
+int gpu_tictoc(gpu_state *g, pic_state *st, int tic, int phase);
 void gpu_harvest(gpu_state *g, pic_state *st);
 
 /* Launch geometry helpers. */
@@ -277,7 +286,7 @@ void gpu_bnd_b(gpu_state *g, const pic_state *st);
 void gpu_bnd_e_save(gpu_state *g, const pic_state *st);
 void gpu_bnd_e(gpu_state *g, const pic_state *st);
 void gpu_bnd_fetch(gpu_state *g, pic_state *st);
-void gpu_walls(gpu_state *g, const pic_state *st, int s);
+void gpu_walls(gpu_state *g, const pic_state *st, int s, float *tiles);
 void gpu_drop(gpu_state *g, int s, int window);
 /* Zero the guard frame of up to three arrays (after a fold in a non-periodic box). */
 void gpu_guard_zero(gpu_state *g, float *a0, float *a1, float *a2);

@@ -10,10 +10,11 @@
  * 16-byte loads, so the lanes of a warp work in several cells at once, and the lanes spread
  * over up to 4 private tile copies (they spread the compare-and-swap loops of the earlier
  * float tile; measured to gain nothing with integer atomics, NOTES.md). Each block writes its
- * tile, as floats, to a per-cluster buffer; four colour
- * passes (2x2 colouring of the clusters, Kong Fig. 3) then add the tiles to the mesh current
- * without atomics. The move kernel also writes each particle's 4-bit migration code and the
- * cluster's 9-bin histogram. */
+ * tile, as floats, to a per-cluster buffer (one set per mobile species); one gather kernel
+ * then writes the mesh current, each element summing the tiles that cover it in the order of
+ * four colour passes per species (2x2 colouring of the clusters, Kong Fig. 3), without
+ * atomics (the charge deposit keeps the colour passes). The move kernel also writes each
+ * particle's 4-bit migration code and the cluster's 9-bin histogram. */
 #include "gpu_internal.h"
 #include "particle.h"
 
@@ -373,6 +374,52 @@ __global__ void k_tile_add(int colour, int ncomp, const float *tiles, int tile_s
     }
 }
 
+/* The colour passes of every mobile species in one launch, as a gather: element e of J takes
+ * the tiles that cover it (at most two clusters along each axis, of different parities),
+ * species by species, each in colour order: the float adds of k_tile_add's four passes per
+ * species, in their order, from 0 (the same J, bit for bit; no memset first). */
+__global__ void k_tiles_gather(const float *__restrict__ tiles, int ntiles, size_t tile_set,
+                               int tile_stride, float *j0, float *j1, float *j2,
+                               const int *__restrict__ x0, const int *__restrict__ y0,
+                               const int *__restrict__ cx_of, const int *__restrict__ cy_of,
+                               int ncx, int ncy, int nx, int ny, int stride, int rows)
+{
+    const int G = EMF_GUARD;
+    const int e = blockIdx.x * blockDim.x + threadIdx.x;
+    if (e >= stride * rows)
+        return;
+    const int i = e % stride - G, j = e / stride - G;
+    int cxs[2], cys[2], nxs = 0, nys = 0; /* the clusters whose tiles cover column i, row j */
+    const int ax = cx_of[min(max(i, 0), nx - 1)], ay = cy_of[min(max(j, 0), ny - 1)];
+    for (int k = max(ax - 1, 0); k <= min(ax + 1, ncx - 1); k++)
+        if (x0[k] - 1 <= i && i < x0[k + 1] + 2)
+            cxs[nxs++] = k;
+    for (int k = max(ay - 1, 0); k <= min(ay + 1, ncy - 1); k++)
+        if (y0[k] - 1 <= j && j < y0[k + 1] + 2)
+            cys[nys++] = k;
+    float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f;
+    for (int m = 0; m < ntiles && nxs && nys; m++)
+        for (int colour = 0; colour < 4; colour++) {
+            int cx = -1, cy = -1;
+            for (int q = 0; q < nxs; q++)
+                cx = (cxs[q] & 1) == (colour & 1) ? cxs[q] : cx;
+            for (int q = 0; q < nys; q++)
+                cy = (cys[q] & 1) == (colour >> 1) ? cys[q] : cy;
+            if (cx < 0 || cy < 0)
+                continue;
+            const int c = cx + cy * ncx;
+            const cluster_tile T = cluster_tile_of(x0, y0, ncx, c);
+            const int tsz = T.w * T.h, idx = (i - T.i0) + (j - T.j0) * T.w;
+            const float *t = tiles + m * tile_set + (size_t)c * tile_stride;
+            s0 += t[idx];
+            s1 += t[tsz + idx];
+            s2 += t[2 * tsz + idx];
+        }
+    j0[e] = s0;
+    j1[e] = s1;
+    j2[e] = s2;
+}
+
 static void colour_passes(gpu_state *g, int ncomp, float *d0, float *d1, float *d2)
 {
     const unsigned blocks = (unsigned)((g->ncx / 2) * (g->ncy / 2));
@@ -436,7 +483,7 @@ void gpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic)
     gpu_state *g = (gpu_state *)ctx;
     const emf *f = st->f;
     gpu_debug(g, st, DBG_BEFORE_MOVE);
-    GPU_CK(cudaMemsetAsync(g->j[0], 0, 3 * g->size * sizeof(float), g->stream));
+    int m = 0; /* the species' tile set */
     for (int s = 0; s < g->nsp; s++) {
         gpu_species *d = &g->sp[s];
         if (kinetic)
@@ -461,7 +508,7 @@ void gpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic)
             a.ext[k] = st->ext_e[k];
             a.ext[3 + k] = st->ext_b[k];
         }
-        a.tiles = g->tiles;
+        a.tiles = g->tiles + m++ * g->tile_set;
         a.partial = g->partial;
         a.x0 = g->x0;
         a.y0 = g->y0;
@@ -483,12 +530,10 @@ void gpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic)
         else
             k_push<false><<<g->ncl, GPU_THREADS, g->smem_push, g->stream>>>(a);
         GPU_LAUNCHED(g, "k_push");
-        gpu_toc(g, t, PH_PUSH);
-        t = gpu_tic(g, st);
+        t = gpu_tictoc(g, st, t, PH_PUSH);
         k_move<<<g->ncl, GPU_THREADS, g->smem_move, g->stream>>>(a);
         GPU_LAUNCHED(g, "k_move");
-        gpu_walls(g, st, s); /* edge clusters of non-periodic sides only */
-        colour_passes(g, 3, g->j[0], g->j[1], g->j[2]);
+        gpu_walls(g, st, s, a.tiles); /* edge clusters of non-periodic sides only */
         gpu_toc(g, t, PH_DEPOSIT);
         if (want_ke) {
             GPU_CK(cudaMemcpyAsync(g->h_partial, g->partial, (size_t)g->ncl * sizeof(double),
@@ -500,6 +545,13 @@ void gpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic)
             kinetic[s] = kinetic_total(sum, d->m, f->dx, f->dy);
         }
     }
+    /* the tiles of all species to J (all of J written) */
+    int t = gpu_tic(g, st);
+    k_tiles_gather<<<gpu_blocks(g->size, 256), 256, 0, g->stream>>>(
+        g->tiles, m, g->tile_set, 3 * g->tsz_max, g->j[0], g->j[1], g->j[2], g->x0, g->y0,
+        g->cx_of, g->cy_of, g->ncx, g->ncy, g->nx, g->ny, g->stride, g->rows);
+    GPU_LAUNCHED(g, "k_tiles_gather");
+    gpu_toc(g, t, PH_DEPOSIT);
     gpu_debug(g, st, DBG_AFTER_MOVE);
     gpu_sort_prepare(g, st);
 }

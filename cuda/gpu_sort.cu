@@ -348,13 +348,29 @@ void gpu_check_flags(const gpu_state *g, const pic_state *st, int s)
                   "the particles' codes (internal error)", st->sp[s].name);
 }
 
-/* Per-cluster room and leavers of species s after its move (its flags [0] and [1], and its
- * room in the injection column). */
+/* Flags [0] and [1] of the species in mask `prep`, [3] (dropped) of those in `drop`, zeroed
+ * in one launch ([2], the error flag, stays). */
+__global__ void k_flags_clear(int *flags, unsigned prep, unsigned drop)
+{
+    const int s = threadIdx.x;
+    if ((prep >> s) & 1u)
+        flags[4 * s] = flags[4 * s + 1] = 0;
+    if ((drop >> s) & 1u)
+        flags[4 * s + 3] = 0;
+}
+
+static void flags_clear(gpu_state *g, unsigned prep, unsigned drop)
+{
+    k_flags_clear<<<1, DECK_MAX_SPECIES, 0, g->stream>>>(g->flags, prep, drop);
+    GPU_LAUNCHED(g, "k_flags_clear");
+}
+
+/* Per-cluster room and leavers of species s after its move (its flags [0] and [1], zeroed by
+ * flags_clear before, and its room in the injection column). */
 static void prepare_species(gpu_state *g, const pic_state *st, int s)
 {
     gpu_species *d = &g->sp[s];
     int *fl = g->flags + 4 * s;
-    GPU_CK(cudaMemsetAsync(fl, 0, 2 * sizeof(int), g->stream));
     k_sort_prepare<<<gpu_blocks((size_t)g->ncl, 128), 128, 0, g->stream>>>(
         d->hist, d->count, d->cap, d->need, d->movers, fl, g->room + (size_t)s * g->ncy,
         st->cl->cx_of[st->f->nx - 1], g->ncx, g->ncy);
@@ -385,6 +401,10 @@ void gpu_sort_prepare(gpu_state *g, pic_state *st)
         if (g->sp[s].absorbing)
             return;
     int t = gpu_tic(g, st);
+    unsigned prep = 0;
+    for (int s = 0; s < g->nsp; s++)
+        prep |= g->sp[s].mobile ? 1u << s : 0u;
+    flags_clear(g, prep, 0);
     for (int s = 0; s < g->nsp; s++)
         if (g->sp[s].mobile)
             prepare_species(g, st, s);
@@ -448,14 +468,18 @@ void gpu_sort(void *ctx, pic_state *st, int window, long long *dropped)
         ksorts all;
         memset(&all, 0, sizeof all);
         int nsort = 0;
+        unsigned prep = 0, drop = 0;
+        for (int s = 0; s < g->nsp; s++) {
+            drops[s] = on[s] && (g->sp[s].absorbing || window);
+            prep |= on[s] ? 1u << s : 0u;
+            drop |= drops[s] ? 1u << s : 0u;
+        }
+        flags_clear(g, prep, drop);
         for (int s = 0; s < g->nsp; s++) {
             if (!on[s])
                 continue;
-            drops[s] = g->sp[s].absorbing || window;
-            if (drops[s]) {
-                GPU_CK(cudaMemsetAsync(g->flags + 4 * s + 3, 0, sizeof(int), g->stream));
+            if (drops[s])
                 gpu_drop(g, s, window);
-            }
             prepare_species(g, st, s);
             all.s[nsort++] = ksort_of(g, s);
         }

@@ -55,23 +55,39 @@ __global__ void k_shift_rows(arrays9 arr, int stride, int G)
     shift_row(arr.a[blockIdx.y] + (size_t)blockIdx.x * stride, G, stride);
 }
 
-/* psi rows of a layer (fbnd_shift): x layer: row j of n entries; y layer: row l of len.
- * Row blockIdx.x of psi[blockIdx.y]. */
+/* psi rows of the layers (fbnd_shift): x layer: row j of n entries; y layer: row l of len.
+ * Row blockIdx.x of psi[blockIdx.y] of layer blockIdx.z (all layers in one launch: their
+ * arrays are apart). */
 typedef struct {
-    float *p[4];
-} arrays4;
+    float *p[4][4];
+    int nrows[4], rowlen[4];
+} psi_rows;
 
-__global__ void k_shift_psi(arrays4 psi, int rowlen)
+__global__ void k_shift_psi(psi_rows a)
 {
-    shift_row(psi.p[blockIdx.y] + (size_t)blockIdx.x * rowlen, 0, rowlen);
+    const int l = blockIdx.z;
+    if ((int)blockIdx.x < a.nrows[l])
+        shift_row(a.p[l][blockIdx.y] + (size_t)blockIdx.x * a.rowlen[l], 0, a.rowlen[l]);
 }
 
-/* One block per cluster: each particle shifted (window_shift_particle), the histogram
- * rebuilt from the codes, a warp's bins counted by ballots (nearly every particle lands in
- * the same bin: one shared atomic per particle queued on one address). */
-__global__ void k_window_particles(uint32_t *cell, uint8_t *code, const int *start,
-                                   const int *count, int *hist, const int *cx_of, int ncx)
+/* One block per cluster and species: each particle shifted (window_shift_particle), the
+ * histogram rebuilt from the codes, a warp's bins counted by ballots (nearly every particle
+ * lands in the same bin: one shared atomic per particle queued on one address). */
+typedef struct {
+    uint32_t *cell[DECK_MAX_SPECIES];
+    uint8_t *code[DECK_MAX_SPECIES];
+    const int *start[DECK_MAX_SPECIES], *count[DECK_MAX_SPECIES];
+    int *hist[DECK_MAX_SPECIES];
+} kwindow;
+
+/* Cluster blockIdx.x of species blockIdx.y. */
+__global__ void k_window_particles(kwindow w, const int *cx_of, int ncx)
 {
+    const int sp = blockIdx.y;
+    uint32_t *cell = w.cell[sp];
+    uint8_t *code = w.code[sp];
+    const int *start = w.start[sp], *count = w.count[sp];
+    int *hist = w.hist[sp];
     __shared__ int sh[9];
     const int c = blockIdx.x, cx = c % ncx, lane = threadIdx.x & 31;
     if (threadIdx.x < 9)
@@ -106,25 +122,35 @@ void gpu_window_shift(void *ctx, pic_state *st)
                     g->j[2]}};
     k_shift_rows<<<dim3((unsigned)g->rows, 9), 256, 0, g->stream>>>(arr, g->stride, EMF_GUARD);
     GPU_LAUNCHED(g, "k_shift_rows");
-    if (st->f->fb) {
+    if (st->f->fb && g->nlayers > 0) {
+        psi_rows a;
+        memset(&a, 0, sizeof a);
+        int most = 0;
         for (int l = 0; l < g->nlayers; l++) {
             const gpu_layer *L = &g->layer[l];
-            const int nrows = L->axis ? L->n : L->len, rowlen = L->axis ? L->len : L->n;
-            arrays4 psi = {{L->psi[0], L->psi[1], L->psi[2], L->psi[3]}};
-            k_shift_psi<<<dim3((unsigned)nrows, 4), rowlen > 64 ? 256 : 32, 0, g->stream>>>(
-                psi, rowlen);
-            GPU_LAUNCHED(g, "k_shift_psi");
+            for (int m = 0; m < 4; m++)
+                a.p[l][m] = L->psi[m];
+            a.nrows[l] = L->axis ? L->n : L->len;
+            a.rowlen[l] = L->axis ? L->len : L->n;
+            most = a.nrows[l] > most ? a.nrows[l] : most;
         }
+        k_shift_psi<<<dim3((unsigned)most, 4, (unsigned)g->nlayers), 256, 0, g->stream>>>(a);
+        GPU_LAUNCHED(g, "k_shift_psi");
     }
     g->shift++; /* the laser sources' clock (fbnd.shift, written back by gpu_fetch_fields) */
-    gpu_toc(g, t, PH_FIELD);
-    t = gpu_tic(g, st);
+    t = gpu_tictoc(g, st, t, PH_FIELD);
+    kwindow w;
     for (int s = 0; s < g->nsp; s++) {
-        gpu_species *d = &g->sp[s];
-        k_window_particles<<<(unsigned)g->ncl, GPU_THREADS, 0, g->stream>>>(
-            d->cell, d->code, d->start, d->count, d->hist, g->cx_of, g->ncx);
-        GPU_LAUNCHED(g, "k_window_particles");
+        const gpu_species *d = &g->sp[s];
+        w.cell[s] = d->cell;
+        w.code[s] = d->code;
+        w.start[s] = d->start;
+        w.count[s] = d->count;
+        w.hist[s] = d->hist;
     }
+    k_window_particles<<<dim3((unsigned)g->ncl, (unsigned)g->nsp), GPU_THREADS, 0, g->stream>>>(
+        w, g->cx_of, g->ncx);
+    GPU_LAUNCHED(g, "k_window_particles");
     gpu_toc(g, t, PH_SORT);
 }
 

@@ -199,10 +199,26 @@ static void dump_ranks(sim *S, int fields, int parts, int tracks)
     gather_free(&W);
 }
 
+/* A phase-space histogram due at this step (insitu_phasespace writes it with HDF5). */
+static int hists_due(const sim *S, int final)
+{
+    for (int k = 0; k < S->d.nphasespace; k++) {
+        const long ev = S->d.phasespace[k].every;
+        if (ev > 0 && (final || S->step % ev == 0))
+            return 1;
+    }
+    return 0;
+}
+
 static void dump(sim *S, int fields, int parts, int tracks, int final)
 {
     const backend *be = S->be;
-    sim_wait_writes(S);
+    /* a step with nothing due leaves the background writes going (they read host copies
+     * that no step changes, and only they use HDF5 meanwhile) */
+    if (fields || parts || tracks || hists_due(S, final))
+        sim_wait_writes(S);
+    else if (writer_poll(&S->out))
+        S->io_failed = 1;
     if (failed(S))
         return; /* the run stops after this step (sim_after_step) */
     if (insitu_phasespace(S, final))
@@ -213,39 +229,47 @@ static void dump(sim *S, int fields, int parts, int tracks, int final)
         dump_ranks(S, fields, parts, tracks);
         return;
     }
-    output_frame fr = {.d = &S->d, .f = &S->f, .sp = S->sp, .nspecies = S->nsp, .cl = &S->cl,
-                       .step = S->step, .t = S->step * S->d.dt, .x0 = S->win.cells * S->d.dx,
-                       .particles = 1, .tracks = 1};
-    if (parts) {
-        be->fetch_particles(S->be_ctx, &S->st);
-    } else if (tracks) {
-        species compact[DECK_MAX_SPECIES];
-        fr.sp = be->fetch_tracked(S->be_ctx, &S->st, compact);
-        int rc = output_dump(S->d.output, &fr);
-        be->release_tracked(S->be_ctx, compact);
-        if (rc)
-            S->io_failed = 1;
-        fr.sp = S->sp;
-        tracks = 0;
-    }
-    if (tracks && output_dump(S->d.output, &fr))
-        S->io_failed = 1;
-    if (S->io_failed || (!fields && !parts))
-        return;
-    if (!S->rho_sp)
-        S->rho_sp = empic_alloc((size_t)S->nsp * S->f.size * sizeof(float), "charge dumps");
-    be->fetch_fields(S->be_ctx, &S->st, S->rho_sp);
-    const float *per[DECK_MAX_SPECIES];
-    for (int s = 0; s < S->nsp; s++)
-        per[s] = S->rho_sp + (size_t)s * S->f.size;
-    fr.rho = S->f.rho;
-    fr.rho_species = per;
-    fr.fields = fields;
-    fr.particles = parts;
-    fr.tracks = 0;
     const int own = be != &cpu_backend; /* host copies untouched until the next fetch */
-    if (own ? writer_start(&S->out, S->d.output, &fr) : output_dump(S->d.output, &fr))
-        S->io_failed = 1;
+    const output_frame at = {.d = &S->d, .f = &S->f, .sp = S->sp, .nspecies = S->nsp,
+                             .cl = &S->cl, .step = S->step, .t = S->step * S->d.dt,
+                             .x0 = S->win.cells * S->d.dx, .particles = 1, .tracks = 1};
+    output_frame fr[WRITER_FRAMES];
+    const float *per[DECK_MAX_SPECIES];
+    int n = 0;
+    if (parts)
+        be->fetch_particles(S->be_ctx, &S->st);
+    if (tracks) { /* all particles when fetched, else the tracked ones alone */
+        fr[n] = at;
+        if (!parts) {
+            fr[n].sp = be->fetch_tracked(S->be_ctx, &S->st, S->out.tracked);
+            S->out.release = be->release_tracked; /* by writer_wait, once written */
+            S->out.release_ctx = S->be_ctx;
+        }
+        n++;
+    }
+    if (fields || parts) {
+        if (!S->rho_sp)
+            S->rho_sp = empic_alloc((size_t)S->nsp * S->f.size * sizeof(float), "charge dumps");
+        be->fetch_fields(S->be_ctx, &S->st, S->rho_sp);
+        for (int s = 0; s < S->nsp; s++)
+            per[s] = S->rho_sp + (size_t)s * S->f.size;
+        fr[n] = at;
+        fr[n].rho = S->f.rho;
+        fr[n].rho_species = per;
+        fr[n].fields = fields;
+        fr[n].particles = parts;
+        fr[n].tracks = 0;
+        n++;
+    }
+    if (own) {
+        if (writer_start(&S->out, S->d.output, fr, n))
+            S->io_failed = 1;
+        return;
+    }
+    for (int k = 0; k < n && !S->io_failed; k++)
+        if (output_dump(S->d.output, &fr[k]))
+            S->io_failed = 1;
+    sim_wait_writes(S); /* releases the tracked particles */
 }
 
 static int due(long every, long step) { return every > 0 && step % every == 0; }
