@@ -214,11 +214,14 @@ static void dump(sim *S, int fields, int parts, int tracks, int final)
 {
     const backend *be = S->be;
     /* a step with nothing due leaves the background writes going (they read host copies
-     * that no step changes, and only they use HDF5 meanwhile) */
-    if (fields || parts || tracks || hists_due(S, final))
-        sim_wait_writes(S);
-    else if (writer_poll(&S->out))
-        S->io_failed = 1;
+     * that no step changes, and only they use HDF5 meanwhile); a failure they report stops
+     * the run after the step (sim_after_step) */
+    if (!(fields || parts || tracks || hists_due(S, final))) {
+        if (writer_poll(&S->out))
+            S->io_failed = 1;
+        return;
+    }
+    sim_wait_writes(S);
     if (failed(S))
         return; /* the run stops after this step (sim_after_step) */
     if (insitu_phasespace(S, final))
