@@ -2,6 +2,7 @@
 #include "sim.h"
 #include "checkpoint.h"
 #include "empic.h"
+#include "column.h"
 #include "comm.h"
 #include "fbnd.h"
 #include "gather.h"
@@ -129,6 +130,7 @@ int sim_init_from(sim *S, const deck *d, int quiet, const char *checkpoint)
 void sim_free(sim *S)
 {
     writer_wait(&S->out);
+    column_free(&S->front);
     if (S->energy) /* a run that stopped before report_close */
         fclose(S->energy);
     if (S->be_ctx)
@@ -290,24 +292,28 @@ static void diagnose(sim *S, int want_e, double *fe, double *fb, double *gauss)
 }
 
 /* The moving window has shifted one cell: fresh plasma in the new last column, generated
- * on the host with the initial load's RNG keys (so identical on both backends). */
+ * on the host with the initial load's RNG keys (so identical on both backends); a device
+ * backend has the next column made on a second thread meanwhile (column.h). */
 static void inject(sim *S)
 {
     double t0 = omp_get_wtime();
-    const int i = S->d.nx - 1, stride = S->cl.ncy + 1;
-    species col[DECK_MAX_SPECIES];
-    int *add = empic_calloc((size_t)S->nsp * stride, sizeof(int), "injection");
+    const long ig = S->d.nx - 1 + S->win.cells;
+    column *c = &S->front;
+    column_wait(c);
+    if (c->ig != ig) {
+        column_free(c);
+        column_make(c, S->sp, S->nsp, &S->d, &S->cl, ig, 0);
+    }
     for (int s = 0; s < S->nsp; s++) {
-        S->sp[s].np += species_column(&S->sp[s], &S->d, &S->cl, i, i + S->win.cells, &col[s],
-                                      add + s * stride);
-        if (col[s].bad.found && !S->sp[s].bad.found) /* sim_after_step stops the run */
-            S->sp[s].bad = col[s].bad;
+        S->sp[s].np += c->n[s];
+        if (c->col[s].bad.found && !S->sp[s].bad.found) /* sim_after_step stops the run */
+            S->sp[s].bad = c->col[s].bad;
     }
     S->st.phase_s[PH_SORT] += omp_get_wtime() - t0;
-    S->be->inject(S->be_ctx, &S->st, col, add);
-    for (int s = 0; s < S->nsp; s++)
-        species_free(&col[s]);
-    free(add);
+    S->be->inject(S->be_ctx, &S->st, c->col, c->add);
+    column_free(c);
+    if (S->be != &cpu_backend) /* the CPU backend's threads would share the cores */
+        column_make(c, S->sp, S->nsp, &S->d, &S->cl, ig + 1, 1);
 }
 
 static void energy_row(sim *S, const double *kin, double fe, double fb, double gauss)

@@ -6,6 +6,7 @@
 #define SIM_STATE_H
 
 #include "backend.h"
+#include "column.h"
 #include "deck.h"
 #include "emf.h"
 #include "species.h"
@@ -40,6 +41,8 @@ typedef struct {
     FILE *energy;             /* energy.csv (under its temporary name while running) */
     float *rho_sp;            /* per-species charge scratch, allocated at first dump */
     writer out;               /* the dump being written in the background (CUDA backend) */
+    column front;             /* the moving window's next front column, made ahead on a
+                                 device backend */
     int io_failed;            /* an output file could not be written (it was reported): the
                                  run stops cleanly after the step */
     int quiet;
