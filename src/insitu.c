@@ -163,28 +163,10 @@ static void write_mesh(h5w *w, hid_t meshes, sim *S, int k, const ps_grid *g, do
     h5out_close(ds, H5Dclose);
 }
 
-int insitu_phasespace(sim *S, int final)
+/* The histograms h (NULL where not due) into OUTDIR/phasespace/ps%08T.h5. */
+static int write_file(sim *S, const ps_grid *g, double *const *h)
 {
     const deck *d = &S->d;
-    int due[DECK_MAX_PHASESPACE], any = 0;
-    for (int k = 0; k < d->nphasespace; k++) {
-        long ev = d->phasespace[k].every;
-        due[k] = ev > 0 && (final || S->step % ev == 0);
-        any |= due[k];
-    }
-    if (!any)
-        return 0;
-    if (comm_rank() != 0) { /* the histograms are sums over the ranks: rank 0 writes them */
-        for (int k = 0; k < d->nphasespace; k++)
-            if (due[k]) {
-                ps_grid g;
-                insitu_grid(S, &d->phasespace[k], &g);
-                double *h = empic_alloc((size_t)g.n[0] * g.n[1] * sizeof(double), "histogram");
-                S->be->phasespace(S->be_ctx, &S->st, d->phasespace[k].species, &g, h);
-                free(h);
-            }
-        return 0;
-    }
     char dir[OUT_PATH], path[OUT_PATH + 64];
     snprintf(dir, sizeof dir, "%s/phasespace", d->output);
     if (fileio_mkdir_p(dir, "phase-space folder"))
@@ -199,21 +181,38 @@ int insitu_phasespace(sim *S, int final)
         h5out_root_attrs(w, "ps%08T.h5", 1, 0, d->name);
         hid_t data, it = h5out_iteration(w, &data, S->step, S->step * d->dt, d->dt, u.time);
         hid_t meshes = h5out_group(w, it, "meshes");
-        for (int k = 0; k < d->nphasespace && !w->err; k++) {
-            if (!due[k])
-                continue;
-            ps_grid g;
-            insitu_grid(S, &d->phasespace[k], &g);
-            double *h = empic_alloc((size_t)g.n[0] * g.n[1] * sizeof(double), "histogram");
-            S->be->phasespace(S->be_ctx, &S->st, d->phasespace[k].species, &g, h);
-            write_mesh(w, meshes, S, k, &g, h, &u);
-            free(h);
-        }
+        for (int k = 0; k < d->nphasespace && !w->err; k++)
+            if (h[k])
+                write_mesh(w, meshes, S, k, &g[k], h[k], &u);
         h5out_close(meshes, H5Gclose);
         h5out_close(it, H5Gclose);
         h5out_close(data, H5Gclose);
     }
     int rc = h5out_commit(w, path, "phase-space file");
     free(w);
+    return rc;
+}
+
+int insitu_phasespace(sim *S, int final)
+{
+    const deck *d = &S->d;
+    int any = 0;
+    ps_grid g[DECK_MAX_PHASESPACE];
+    double *h[DECK_MAX_PHASESPACE] = {NULL};
+    /* the histograms first, on every rank (sums over the ranks); rank 0 writes them */
+    for (int k = 0; k < d->nphasespace; k++) {
+        long ev = d->phasespace[k].every;
+        if (!(ev > 0 && (final || S->step % ev == 0)))
+            continue;
+        insitu_grid(S, &d->phasespace[k], &g[k]);
+        h[k] = empic_alloc((size_t)g[k].n[0] * g[k].n[1] * sizeof(double), "histogram");
+        S->be->phasespace(S->be_ctx, &S->st, d->phasespace[k].species, &g[k], h[k]);
+        any = 1;
+    }
+    int rc = 0;
+    if (any && comm_rank() == 0)
+        rc = write_file(S, g, h);
+    for (int k = 0; k < d->nphasespace; k++)
+        free(h[k]);
     return rc;
 }

@@ -122,7 +122,10 @@ int sim_init_from(sim *S, const deck *d, int quiet, const char *checkpoint)
             particles_half_back(&S->sp[s], &S->f, &S->cl, st->ext_e, st->ext_b);
     }
     st->window_cells = S->win.cells;
-    if (S->be->open(st, &S->be_ctx) || report_open(S, run[0] ? run : NULL))
+    /* rank 0 alone creates the files: every rank learns whether it could */
+    int bad = S->be->open(st, &S->be_ctx) || report_open(S, run[0] ? run : NULL);
+    comm_max_int(&bad, 1);
+    if (bad)
         return -1;
     return 0;
 }
