@@ -55,8 +55,10 @@ typedef struct backend {
     /* The moving window is due (window.h): fields, boundary memories and particles one cell
      * toward -x (the back column's particles marked to drop); sim.c then counts the cell. */
     void (*window_shift)(void *ctx, pic_state *st);
-    /* Cycle step 7: particles marked to drop removed (dropped[s] = how many; sim.c updates
-     * np), then the incremental sort of every mobile species (of all after a window shift). */
+    /* Cycle step 7: particles marked to drop removed, then the incremental sort of every
+     * mobile species (of all after a window shift), movers into other ranks' clusters sent
+     * there; dropped[s] = the particles this rank lost (dropped, plus sent less received;
+     * sim.c updates np). */
     void (*sort)(void *ctx, pic_state *st, int window, long long *dropped);
     /* Append col[s] (species_column: add[s * (ncy + 1) + cy] particles for cluster row cy of
      * the last cell column) to species s, re-laying segments out when full; sim.c adds the

@@ -103,6 +103,7 @@ void gather_whole(const sim *S, sim *W)
     W->energy = NULL;
     W->rho_sp = NULL;
     memset(&W->out, 0, sizeof W->out);
+    memset(&W->front, 0, sizeof W->front);
     clusters_init(&W->cl, &S->d);
     const int lo[2] = {0, 0}, hi[2] = {S->d.nx, S->d.ny};
     emf_init(&W->f, &S->d, lo, hi, W->cl.nb);

@@ -355,7 +355,8 @@ void sim_step(sim *S)
         be->window_shift(bc, st);
         st->window_cells = ++S->win.cells;
     }
-    /* 7. particles that left the box dropped; x(n+1) sorted into their clusters */
+    /* 7. particles that left the box dropped; x(n+1) sorted into their clusters (those of
+     * other ranks' clusters sent there: dropped counts them out of this rank) */
     be->sort(bc, st, moved, dropped);
     for (int s = 0; s < S->nsp; s++)
         S->sp[s].np -= dropped[s];
