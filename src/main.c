@@ -120,10 +120,12 @@ static int parse_options(int argc, char **argv, options *o)
         else if (!strcmp(arg, "--quiet"))
             o->quiet = 1;
         else if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
-            usage(stdout);
+            if (comm_rank() == 0) /* once under mpirun */
+                usage(stdout);
             return 0;
         } else if (!strcmp(arg, "--version")) {
-            printf("empic %s\n", empic_version_string());
+            if (comm_rank() == 0)
+                printf("empic %s\n", empic_version_string());
             return 0;
         } else if (!strcmp(arg, "--restart") && more)
             o->restart = argv[++a];
