@@ -72,6 +72,15 @@ int comm_rank(void) { return 0; }
 
 int comm_size(void) { return ranks(); }
 
+int comm_built(void)
+{
+#ifdef EMPIC_MPI
+    return 1;
+#else
+    return 0;
+#endif
+}
+
 void comm_abort(int rc)
 {
     fflush(stdout);

@@ -6,6 +6,8 @@
 
 #include <stddef.h>
 
+/* 1 when built with MPI (EMPIC_MPI). */
+int comm_built(void);
 /* MPI started (thread level funneled: OpenMP threads never call MPI) and stopped. */
 void comm_init(int *argc, char ***argv);
 void comm_finalize(void);

@@ -125,7 +125,13 @@ static int parse_options(int argc, char **argv, options *o)
             return 0;
         } else if (!strcmp(arg, "--version")) {
             if (comm_rank() == 0)
-                printf("empic %s\n", empic_version_string());
+                printf("empic %s\nbuilt with: CPU backend, %s, %s\n", empic_version_string(),
+#ifdef EMPIC_CUDA
+                       "CUDA backend",
+#else
+                       "no CUDA backend",
+#endif
+                       comm_built() ? "MPI" : "no MPI");
             return 0;
         } else if (!strcmp(arg, "--restart") && more)
             o->restart = argv[++a];

@@ -52,7 +52,9 @@ def deck(tmp_path, text, name):
 def test_version():
     res = empic("--version")
     assert res.returncode == 0
-    assert re.match(r"empic \d+\.\d+\.\d+ \(git \S+\)$", res.stdout.strip()), res.stdout
+    first, built = res.stdout.strip().split("\n")
+    assert re.match(r"empic \d+\.\d+\.\d+ \(git \S+\)$", first), res.stdout
+    assert re.match(r"built with: CPU backend, (no )?CUDA backend, (no )?MPI$", built), built
 
 
 def test_gnu_equals_syntax(tmp_path):
@@ -134,7 +136,7 @@ def test_version_and_author_in_every_output(tmp_path):
     path, out = deck(tmp_path, VACUUM, "vac")
     res = empic("--quiet", path, env={"EMPIC_AUTHOR": "A. Physicist <ap@example.org>"})
     assert res.returncode == 0, res.stderr
-    version = empic("--version").stdout.split(" ", 1)[1].strip()
+    version = empic("--version").stdout.split("\n")[0].split(" ", 1)[1].strip()
     assert open(out / "run.cfg").readline().strip() == "# written by empic " + version
     tm = json.load(open(out / "timing.json"))
     assert version == "%s (git %s)" % (tm["version"], tm["commit"])
