@@ -105,6 +105,14 @@ typedef struct {
     int axis, first, n, len;
 } pml_strip;
 
+/* The mesh cell (i, j) of cell t of layer L (the numbering above), for host code that asks
+ * which rank holds it. */
+static inline void pml_strip_cell(const pml_strip *L, int t, int *i, int *j)
+{
+    *i = L->axis == 0 ? L->first + t % L->n : t % L->len;
+    *j = L->axis == 0 ? t / L->n : L->first + t / L->len;
+}
+
 /* The E psi terms of cell t of layer L (coefficients eb, ec by depth, psi arrays p0, p1:
  * Ey, Ez terms of an x layer, Ex, Ez of a y layer); cell (0, 0) at off, row stride s. */
 EMPIC_HD void pml_e_cell(const pml_strip *L, int off, int s, int t, float *ex, float *ey,

@@ -261,13 +261,13 @@ static char *build_image(sim *S, const char *name, ck_io *io, size_t *len)
     ck_close_group(g);
 
     const emf *f = &S->f;
-    const char *fname[10] = {"ex", "ey", "ez", "bx", "by", "bz", "jx", "jy", "jz", "rho"};
-    const float *fa[10] = {f->e[0], f->e[1], f->e[2], f->b[0], f->b[1],
-                           f->b[2], f->j[0], f->j[1], f->j[2], f->rho};
+    const char *fname[EMF_STATE] = {"ex", "ey", "ez", "bx", "by", "bz", "jx", "jy", "jz", "rho"};
+    float *fa[EMF_STATE];
+    emf_state(f, fa);
     const int shape[2] = {f->rows, f->stride};
     g = ck_group(io, file, "fields", 1);
     ck_put_i32(io, g, "shape", 2, shape);
-    for (int k = 0; k < 10; k++)
+    for (int k = 0; k < EMF_STATE; k++)
         ck_put(io, g, fname[k], H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, f->size, fa[k]);
     ck_put_f64(io, g, "rho_bg", 1, &f->rho_bg);
     ck_put_i64(io, g, "step", f->step);
@@ -625,14 +625,14 @@ int checkpoint_load(sim *S, const char *path)
     ck_close_group(g);
 
     emf *fl = &S->f;
-    const char *fname[10] = {"ex", "ey", "ez", "bx", "by", "bz", "jx", "jy", "jz", "rho"};
-    float *fa[10] = {fl->e[0], fl->e[1], fl->e[2], fl->b[0], fl->b[1],
-                     fl->b[2], fl->j[0], fl->j[1], fl->j[2], fl->rho};
+    const char *fname[EMF_STATE] = {"ex", "ey", "ez", "bx", "by", "bz", "jx", "jy", "jz", "rho"};
+    float *fa[EMF_STATE];
+    emf_state(fl, fa);
     g = ck_group(&io, f, "fields", 0);
     ck_get(&io, g, "shape", H5T_NATIVE_INT, 2, shape);
     if (!io.err && (shape[0] != fl->rows || shape[1] != fl->stride))
         ck_fail(&io, "fields/shape (not the deck's grid)");
-    for (int k = 0; k < 10; k++)
+    for (int k = 0; k < EMF_STATE; k++)
         ck_get(&io, g, fname[k], H5T_NATIVE_FLOAT, fl->size, fa[k]);
     ck_get(&io, g, "rho_bg", H5T_NATIVE_DOUBLE, 1, &fl->rho_bg);
     fl->step = (long)ck_get_i64(&io, g, "step");

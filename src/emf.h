@@ -41,6 +41,17 @@ typedef struct {
 void emf_init(emf *f, const struct deck *d, const int lo[2], const int hi[2], const int nb[4]);
 void emf_free(emf *f);
 static inline int emf_idx(const emf *f, int i, int j) { return f->off + i + j * f->stride; }
+/* The arrays that make the fields' state (checkpoints, the ranks' gather), in this order:
+ * Ex, Ey, Ez, Bx, By, Bz, Jx, Jy, Jz, rho. */
+#define EMF_STATE 10
+static inline void emf_state(const emf *f, float *a[EMF_STATE])
+{
+    float *const all[EMF_STATE] = {f->e[0], f->e[1], f->e[2], f->b[0], f->b[1],
+                                   f->b[2], f->j[0], f->j[1], f->j[2], f->rho};
+    for (int k = 0; k < EMF_STATE; k++)
+        a[k] = all[k];
+}
+
 /* 1 when cell (i, j) is this rank's. */
 static inline int emf_owns(const emf *f, int i, int j)
 {

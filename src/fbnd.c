@@ -91,9 +91,10 @@ void fbnd_free(fbnd *b)
 /* 1 when cell t of layer L (pml_e_cell's numbering) is this rank's. */
 static int layer_owns(const emf *f, const pml_layer *L, int t)
 {
-    if (L->axis == 0)
-        return emf_owns(f, L->first + t % L->n, t / L->n);
-    return emf_owns(f, t % L->len, L->first + t / L->len);
+    const pml_strip st = {L->axis, L->first, L->n, L->len};
+    int i, j;
+    pml_strip_cell(&st, t, &i, &j);
+    return emf_owns(f, i, j);
 }
 
 /* The psi terms of every layer: after a half B step (e = 0; upd as pml_psi_due) or after

@@ -8,6 +8,7 @@
 #include "comm.h"
 #include "empic.h"
 #include "fbnd.h"
+#include "pml.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -49,12 +50,9 @@ static void gather_memory(float *p, size_t n, const emf *f, int axis, int first,
             int t = (int)(k % (size_t)len);
             i = axis ? t : first;
             j = axis ? first : t;
-        } else if (axis == 0) { /* psi of an x layer: [j][l] */
-            i = first + (int)(k % (size_t)depth);
-            j = (int)(k / (size_t)depth);
-        } else { /* psi of a y layer: [l][i] */
-            i = (int)(k % (size_t)len);
-            j = first + (int)(k / (size_t)len);
+        } else {
+            const pml_strip L = {axis, first, depth, len};
+            pml_strip_cell(&L, (int)k, &i, &j);
         }
         if (emf_owns(f, i, j))
             memcpy(&bits[k], &p[k], 4);
@@ -193,11 +191,10 @@ void gather_sim(const sim *S, sim *W, int particles)
     gather_whole(S, &whole);
     const emf *f = &S->f;
     emf *g = &whole.f;
-    float *const a[10] = {f->e[0], f->e[1], f->e[2], f->b[0], f->b[1],
-                          f->b[2], f->j[0], f->j[1], f->j[2], f->rho};
-    float *const b[10] = {g->e[0], g->e[1], g->e[2], g->b[0], g->b[1],
-                          g->b[2], g->j[0], g->j[1], g->j[2], g->rho};
-    for (int k = 0; k < 10; k++)
+    float *a[EMF_STATE], *b[EMF_STATE];
+    emf_state(f, a);
+    emf_state(g, b);
+    for (int k = 0; k < EMF_STATE; k++)
         gather_array(f, a[k], g, b[k]);
     if (S->rho_sp) {
         whole.rho_sp = empic_alloc((size_t)S->nsp * g->size * sizeof(float), "charge dumps");
@@ -235,11 +232,10 @@ void gather_scatter(const sim *W, sim *S)
     const int G = EMF_GUARD;
     emf *f = &S->f;
     const emf *g = &W->f;
-    float *const a[10] = {f->e[0], f->e[1], f->e[2], f->b[0], f->b[1],
-                          f->b[2], f->j[0], f->j[1], f->j[2], f->rho};
-    float *const b[10] = {g->e[0], g->e[1], g->e[2], g->b[0], g->b[1],
-                          g->b[2], g->j[0], g->j[1], g->j[2], g->rho};
-    for (int k = 0; k < 10; k++) /* this rank's cells and guards */
+    float *a[EMF_STATE], *b[EMF_STATE];
+    emf_state(f, a);
+    emf_state(g, b);
+    for (int k = 0; k < EMF_STATE; k++) /* this rank's cells and guards */
         for (int lj = 0; lj < f->rows; lj++)
             memcpy(a[k] + (size_t)lj * f->stride, b[k] + emf_idx(g, f->i0 - G, f->j0 - G + lj),
                    (size_t)f->stride * sizeof(float));
@@ -259,22 +255,9 @@ void gather_scatter(const sim *W, sim *S)
                 sp->np += w->count[c];
             }
         species_layout(sp, cl);
-        for (int c = 0; c < cl->n; c++) {
-            const size_t n = (size_t)sp->count[c], to = (size_t)sp->start[c],
-                         from = (size_t)w->start[c];
-            if (!n)
-                continue;
-            memcpy(sp->cell + to, w->cell + from, n * 4);
-            memcpy(sp->x + to, w->x + from, n * 4);
-            memcpy(sp->y + to, w->y + from, n * 4);
-            memcpy(sp->ux + to, w->ux + from, n * 4);
-            memcpy(sp->uy + to, w->uy + from, n * 4);
-            memcpy(sp->uz + to, w->uz + from, n * 4);
-            memcpy(sp->w + to, w->w + from, n * 4);
-            memcpy(sp->code + to, w->code + from, n);
-            if (sp->id)
-                memcpy(sp->id + to, w->id + from, n * 8);
-        }
+        for (int c = 0; c < cl->n; c++)
+            species_copy_range(sp, (size_t)sp->start[c], w, (size_t)w->start[c],
+                               (size_t)sp->count[c]);
         sp->rearrangements = w->rearrangements;
     }
     S->step = W->step;

@@ -433,6 +433,20 @@ void species_free(species *s)
     memset(s, 0, sizeof *s);
 }
 
+void species_copy_range(species *d, size_t to, const species *s, size_t from, size_t n)
+{
+    memcpy(d->cell + to, s->cell + from, n * sizeof(uint32_t));
+    memcpy(d->x + to, s->x + from, n * sizeof(float));
+    memcpy(d->y + to, s->y + from, n * sizeof(float));
+    memcpy(d->ux + to, s->ux + from, n * sizeof(float));
+    memcpy(d->uy + to, s->uy + from, n * sizeof(float));
+    memcpy(d->uz + to, s->uz + from, n * sizeof(float));
+    memcpy(d->w + to, s->w + from, n * sizeof(float));
+    memcpy(d->code + to, s->code + from, n);
+    if (d->id)
+        memcpy(d->id + to, s->id + from, n * sizeof(uint64_t));
+}
+
 void species_relayout(species *s, const clusters *cl, const int *need)
 {
     int *start = empic_alloc((size_t)cl->n * sizeof(int), "cluster table");
@@ -441,19 +455,9 @@ void species_relayout(species *s, const clusters *cl, const int *need)
     species old = *s;
     species_alloc(s, total > s->alloc ? total : s->alloc);
 #pragma omp parallel for schedule(dynamic)
-    for (int c = 0; c < cl->n; c++) {
-        size_t a = (size_t)old.start[c], b = (size_t)start[c], n = (size_t)old.count[c];
-        memcpy(s->cell + b, old.cell + a, n * sizeof(uint32_t));
-        memcpy(s->x + b, old.x + a, n * sizeof(float));
-        memcpy(s->y + b, old.y + a, n * sizeof(float));
-        memcpy(s->ux + b, old.ux + a, n * sizeof(float));
-        memcpy(s->uy + b, old.uy + a, n * sizeof(float));
-        memcpy(s->uz + b, old.uz + a, n * sizeof(float));
-        memcpy(s->w + b, old.w + a, n * sizeof(float));
-        memcpy(s->code + b, old.code + a, n);
-        if (s->id)
-            memcpy(s->id + b, old.id + a, n * sizeof(uint64_t));
-    }
+    for (int c = 0; c < cl->n; c++)
+        species_copy_range(s, (size_t)start[c], &old, (size_t)old.start[c],
+                           (size_t)old.count[c]);
     species_release(&old);
     memcpy(s->start, start, (size_t)cl->n * sizeof(int));
     memcpy(s->cap, cap, (size_t)cl->n * sizeof(int));

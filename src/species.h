@@ -101,6 +101,9 @@ static inline void species_copy(species *s, size_t b, size_t a)
  * start aligned); returns the slots in all. Stops the run when they exceed 2^31. */
 size_t species_segments(const species *s, int n, const int *count, const int *need, int *start,
                         int *cap);
+/* n particles of s from slot `from` into slots of d from `to` (all arrays; the ids when d
+ * tracks: then s does too). */
+void species_copy_range(species *d, size_t to, const species *s, size_t from, size_t n);
 /* Re-lay segments so that cluster c has room for need[c] (global rearrangement). */
 void species_relayout(species *s, const clusters *cl, const int *need);
 /* Moving window: the particles of cell column i (all rows) as the initial load would have
