@@ -289,7 +289,7 @@ typedef struct {
     uint8_t *code;
     const int *start, *count, *edge, *x0, *y0, *cx_of, *cy_of;
     int *hist;
-    float *tiles;
+    long long *tiles;
     int tile_stride;
     long step;
     pbnd_walls w;
@@ -307,12 +307,12 @@ __global__ void k_walls(kwalls a)
     if (threadIdx.x == 0) {
         const cluster_tile T = cluster_tile_of(a.x0, a.y0, a.w.ncx, c);
         const int tsz = T.w * T.h;
-        float *t = a.tiles + (size_t)c * a.tile_stride;
-        pbnd_fold_tile(&a.w, cx, cy, &T, t, t + tsz, t + 2 * tsz);
+        long long *t = a.tiles + (size_t)c * a.tile_stride;
+        pbnd_fold_tile_fixed(&a.w, cx, cy, &T, t, t + tsz, t + 2 * tsz);
     }
 }
 
-void gpu_walls(gpu_state *g, const pic_state *st, int s, float *tiles)
+void gpu_walls(gpu_state *g, const pic_state *st, int s, long long *tiles)
 {
     gpu_species *d = &g->sp[s];
     if (!d->nedge)

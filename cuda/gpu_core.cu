@@ -124,12 +124,11 @@ static int gpu_available(char *name, size_t len)
     return 1;
 }
 
-/* Bytes of one particle slot on the device: cell, x, y, ux, uy, uz, w, code. */
-#define SLOT_BYTES (7 * 4 + 1)
 
-static size_t deck_bytes(const pic_state *st, size_t tile_floats)
+static size_t deck_bytes(const pic_state *st, size_t tile_entries)
 {
-    size_t b = 12 * st->f->size * sizeof(float) + tile_floats * sizeof(float) +
+    size_t b = 12 * st->f->size * sizeof(float) + 3 * st->f->size * sizeof(long long) +
+               tile_entries * sizeof(long long) +
                (size_t)st->cl->n * 3 * sizeof(double);
     for (int s = 0; s < st->nsp; s++)
         b += st->sp[s].alloc * (SLOT_BYTES + (st->sp[s].id ? 8 : 0)) +
@@ -207,9 +206,13 @@ int gpu_open(pic_state *st, void **ctx)
         return -1;
     }
     gpu_state *g = (gpu_state *)empic_calloc(1, sizeof *g, "GPU state");
-    GPU_CK(cudaSetDevice(0));
+    int ndev = 1;
+    GPU_CK(cudaGetDeviceCount(&ndev));
+    g->device = comm_local_rank() % ndev; /* one GPU per rank of the node, in turn */
+    GPU_CK(cudaSetDevice(g->device));
     cudaDeviceProp p;
-    GPU_CK(cudaGetDeviceProperties(&p, 0));
+    GPU_CK(cudaGetDeviceProperties(&p, g->device));
+    snprintf(name, sizeof name, "%.127s", p.name);
     g->nsm = p.multiProcessorCount;
     g->smem_optin = p.sharedMemPerBlockOptin;
     g->sync_each = env_flag("EMPIC_GPU_SYNC");
@@ -220,7 +223,16 @@ int gpu_open(pic_state *st, void **ctx)
     g->stride = f->stride;
     g->rows = f->rows;
     g->off = f->off;
+    g->i0 = f->i0;
+    g->i1 = f->i1;
+    g->j0 = f->j0;
+    g->j1 = f->j1;
     g->size = f->size;
+    g->rank = comm_rank();
+    g->ranks = comm_size();
+    memcpy(g->nb, f->nb, sizeof g->nb);
+    g->hf = f;
+    g->own = make_int4(st->cl->cx0, st->cl->cx1, st->cl->cy0, st->cl->cy1);
     g->ncx = st->cl->ncx;
     g->ncy = st->cl->ncy;
     g->ncl = st->cl->n;
@@ -280,7 +292,10 @@ int gpu_open(pic_state *st, void **ctx)
                       cudaMemcpyHostToDevice));
     GPU_CK(cudaMemcpy(g->y0, st->cl->y0, (size_t)(g->ncy + 1) * sizeof(int),
                       cudaMemcpyHostToDevice));
-    g->tiles = (float *)gpu_malloc(g, g->ntiles * g->tile_set * sizeof(float), "current tiles");
+    g->tiles = (long long *)gpu_malloc(g, g->ntiles * g->tile_set * sizeof(long long),
+                                       "current tiles");
+    GPU_CK(cudaMemset(g->tiles, 0, g->ntiles * g->tile_set * sizeof(long long)));
+    g->acc = (long long *)gpu_malloc(g, 3 * g->size * sizeof(long long), "current sums");
     g->partial = (double *)gpu_malloc(g, (size_t)g->ncl * 3 * sizeof(double), "reductions");
     GPU_CK(cudaMallocHost(&g->h_partial, (size_t)g->ncl * 3 * sizeof(double)));
     g->flags = (int *)gpu_malloc(g, 4 * DECK_MAX_SPECIES * sizeof(int), "flags");
@@ -293,6 +308,8 @@ int gpu_open(pic_state *st, void **ctx)
     GPU_CK(cudaEventRecord(g->stage_done, g->stream));
     for (int s = 0; s < st->nsp; s++)
         upload_species(g, st, s);
+    if (g->ranks > 1)
+        GPU_CK(cudaMallocHost(&g->h_hist, (size_t)g->nsp * g->ncl * 9 * sizeof(int)));
     gpu_bnd_setup(g, st);
     GPU_CK(cudaDeviceSynchronize());
     *ctx = g;
@@ -314,7 +331,7 @@ void gpu_close(void *ctx, pic_state *st)
     for (int v = 0; v < 9; v++)
         if (g->spare[v])
             cudaFree(g->spare[v]);
-    void *p[] = {g->store, g->x0,    g->y0,   g->tiles,
+    void *p[] = {g->store, g->x0,    g->y0,   g->tiles,       g->acc,
                  g->partial, g->flags, g->lists, g->spare_start, g->room};
     for (size_t k = 0; k < sizeof p / sizeof p[0]; k++)
         if (p[k])
@@ -325,6 +342,17 @@ void gpu_close(void *ctx, pic_state *st)
         cudaFreeHost(g->h_flags);
     if (g->h_room)
         cudaFreeHost(g->h_room);
+    if (g->h_halo)
+        cudaFreeHost(g->h_halo);
+    if (g->h_hist)
+        cudaFreeHost(g->h_hist);
+    for (int s = 0; s < g->nsp; s++) {
+        gpu_border *B = &g->border[s];
+        if (B->dev)
+            cudaFree(B->dev), cudaFreeHost(B->host);
+        if (B->table)
+            cudaFree(B->table), cudaFreeHost(B->h_table);
+    }
     if (g->flags_ready)
         cudaEventDestroy(g->flags_ready);
     if (g->stage_done)
@@ -351,11 +379,8 @@ void gpu_rho(void *ctx, pic_state *st, float *per)
         GPU_CK(cudaStreamSynchronize(g->stream));
         return;
     }
-    GPU_CK(cudaMemsetAsync(g->rho, 0, bytes, g->stream));
     for (int s = 0; s < st->nsp; s++) {
-        GPU_CK(cudaMemsetAsync(g->rho2, 0, bytes, g->stream));
         gpu_rho_deposit(g, s, g->rho2);
-        gpu_fold(g, g->rho2, NULL, NULL);
         gpu_filter(g, st, g->rho2);
         gpu_guard_fill(g, g->rho2, NULL, NULL);
         GPU_CK(cudaStreamSynchronize(g->stream));

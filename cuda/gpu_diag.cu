@@ -118,6 +118,7 @@ void gpu_phasespace(void *ctx, pic_state *st, int s, const ps_grid *grid, double
     GPU_CK(cudaMemcpyAsync(h, dh, nb * 8, cudaMemcpyDeviceToHost, g->stream));
     GPU_CK(cudaStreamSynchronize(g->stream));
     GPU_CK(cudaFree(dh));
+    comm_sum_ll((long long *)h, nb); /* over the ranks: integer sums */
     for (size_t b = 0; b < nb; b++) { /* the fixed-point sums, in place, as doubles */
         long long v;
         memcpy(&v, &h[b], sizeof v);
@@ -134,8 +135,6 @@ int gpu_phasespace_extent(void *ctx, pic_state *st, int s, const ps_grid *grid, 
     const int nbk = diag_blocks(g);
     mm[0] = DBL_MAX;
     mm[1] = -DBL_MAX;
-    if (nbk <= 0)
-        return 0;
     double *dout = (double *)gpu_malloc(g, 2 * (size_t)nbk * sizeof(double), "extent");
     double *out = (double *)empic_alloc(2 * (size_t)nbk * sizeof(double), "extent");
     k_extent<<<nbk, GPU_THREADS, 0, g->stream>>>(*grid, axis, positive, d->cell, d->x, d->y,
@@ -151,6 +150,10 @@ int gpu_phasespace_extent(void *ctx, pic_state *st, int s, const ps_grid *grid, 
     }
     GPU_CK(cudaFree(dout));
     free(out);
+    double v[2] = {-mm[0], mm[1]}; /* over the ranks */
+    comm_max_double(v, 2);
+    mm[0] = -v[0];
+    mm[1] = v[1];
     return mm[0] <= mm[1];
 }
 

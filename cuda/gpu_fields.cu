@@ -1,7 +1,9 @@
-/* gpu_fields.cu - Yee field phases on the device: half B advance, periodic guard fill, fold
- * of guard currents, the filter, E advance, and the field diagnostics (energies, Gauss-law
- * error). Cell updates, the filter plan and the diagnostics' per-cell terms are yee.h's, the
- * CPU's, in the same order of operations. */
+/* gpu_fields.cu - Yee field phases on the device: half B advance, guard fill, the current's
+ * and charge's fixed-point sums finished (guard deposits folded, one conversion), the
+ * filter, E advance, and the field diagnostics (energies, Gauss-law error). Cell updates,
+ * the filter plan and the diagnostics' per-cell terms are yee.h's, the CPU's, in the same
+ * order of operations. Over several ranks the kernels run over this rank's cells (global
+ * indices, as emf.h) and the exchanges with the neighbours go through gpu_halo.cu. */
 #include "gpu_internal.h"
 #include "yee.h"
 
@@ -12,25 +14,34 @@
 
 typedef struct {
     int nx, ny, stride, off;
-    int px, py; /* periodic along x, y: guards filled and folded across that axis */
+    int px, py;         /* periodic along x, y: guards filled across that axis (one rank) */
+    int i0, i1, j0, j1; /* this rank's cells */
 } mesh;
 
 static mesh mesh_of(const gpu_state *g)
 {
-    mesh m = {g->nx, g->ny, g->stride, g->off, g->px, g->py};
+    mesh m = {g->nx, g->ny, g->stride, g->off, g->px, g->py, g->i0, g->i1, g->j0, g->j1};
     return m;
 }
 
+/* Threads over this rank's cells: global cell (i, j) of thread (x, y) of block (bx, by). */
 static dim3 interior_grid(const gpu_state *g)
 {
-    return dim3(gpu_blocks((size_t)g->nx, FX), gpu_blocks((size_t)g->ny, FY));
+    return dim3(gpu_blocks((size_t)(g->i1 - g->i0), FX), gpu_blocks((size_t)(g->j1 - g->j0), FY));
+}
+
+__device__ __forceinline__ bool cell_of_thread(const mesh &m, int &i, int &j)
+{
+    i = m.i0 + (int)(blockIdx.x * FX + threadIdx.x);
+    j = m.j0 + (int)(blockIdx.y * FY + threadIdx.y);
+    return i < m.i1 && j < m.j1;
 }
 
 __global__ void k_b_half(mesh m, float *bx, float *by, float *bz, const float *ex,
                          const float *ey, const float *ez, float hx, float hy)
 {
-    int i = blockIdx.x * FX + threadIdx.x, j = blockIdx.y * FY + threadIdx.y;
-    if (i < m.nx && j < m.ny)
+    int i, j;
+    if (cell_of_thread(m, i, j))
         yee_b_cell(bx, by, bz, ex, ey, ez, m.off + i + j * m.stride, m.stride, hx, hy);
 }
 
@@ -38,14 +49,14 @@ __global__ void k_e_advance(mesh m, float *ex, float *ey, float *ez, const float
                             const float *by, const float *bz, const float *jx,
                             const float *jy, const float *jz, float dt, float cx, float cy)
 {
-    int i = blockIdx.x * FX + threadIdx.x, j = blockIdx.y * FY + threadIdx.y;
-    if (i < m.nx && j < m.ny)
+    int i, j;
+    if (cell_of_thread(m, i, j))
         yee_e_cell(ex, ey, ez, bx, by, bz, jx, jy, jz, m.off + i + j * m.stride, m.stride, dt,
                    cx, cy);
 }
 
-/* Guard fill of up to three arrays (yee_guard_source). Threads run over the guard frame
- * only: the guard rows, then the guard columns of the interior rows. */
+/* Guard fill of up to three arrays on one rank (yee_guard_source). Threads run over the
+ * guard frame only: the guard rows, then the guard columns of the interior rows. */
 __global__ void k_guard_fill(mesh m, float *a0, float *a1, float *a2)
 {
     const int G = EMF_GUARD, s = m.stride;
@@ -73,94 +84,135 @@ __global__ void k_guard_fill(mesh m, float *a0, float *a1, float *a2)
         a2[k] = a2[src];
 }
 
+/* Half of a guard fill across a periodic side that this rank holds alone (emf_guard_axis):
+ * along x the G columns of this rank's rows, along y G whole rows. */
+__global__ void k_guard_axis(mesh m, int axis, float *a)
+{
+    const int G = EMF_GUARD, s = m.stride, w = m.i1 - m.i0, h = m.j1 - m.j0;
+    const int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (axis == 0) {
+        if (t >= G * h)
+            return;
+        const int r = G + t / G, c = t % G; /* guard column c <- w + c, G + w + c <- G + c */
+        a[r * s + c] = a[r * s + w + c];
+        a[r * s + G + w + c] = a[r * s + G + c];
+    } else {
+        if (t >= G * s)
+            return;
+        const int r = t / s, c = t % s;
+        a[r * s + c] = a[(h + r) * s + c];
+        a[(G + h + r) * s + c] = a[(G + r) * s + c];
+    }
+}
+
+/* A periodic side held by this rank alone (1), a side toward other ranks (0), none (-1). */
+static int axis_kind(const gpu_state *g, int axis)
+{
+    const int lo = g->nb[2 * axis], hi = g->nb[2 * axis + 1];
+    if (lo == g->rank && hi == g->rank)
+        return 1;
+    return lo < 0 && hi < 0 ? -1 : 0;
+}
+
 void gpu_guard_fill(gpu_state *g, float *a0, float *a1, float *a2)
 {
-    size_t n = (size_t)2 * EMF_GUARD * g->stride + (size_t)2 * EMF_GUARD * g->ny;
-    k_guard_fill<<<gpu_blocks(n, 256), 256, 0, g->stream>>>(mesh_of(g), a0, a1, a2);
-    GPU_LAUNCHED(g, "k_guard_fill");
-}
-
-/* Fold of one array into interior cell (i, j) (yee_guard_fold; only cells within G of an
- * edge change). */
-__device__ __forceinline__ void fold_cell(float *a, int i, int j, mesh m)
-{
-    const int G = EMF_GUARD;
-    if (i >= G && i < m.nx - G && j >= G && j < m.ny - G)
+    if (g->ranks == 1) {
+        size_t n = (size_t)2 * EMF_GUARD * g->stride + (size_t)2 * EMF_GUARD * g->ny;
+        k_guard_fill<<<gpu_blocks(n, 256), 256, 0, g->stream>>>(mesh_of(g), a0, a1, a2);
+        GPU_LAUNCHED(g, "k_guard_fill");
         return;
-    float *o = a + m.off;
-    o[i + j * m.stride] = yee_guard_fold(o, i, j, m.stride, m.nx, m.ny, G, m.px, m.py);
-}
-
-__global__ void k_fold(mesh m, float *a0, float *a1, float *a2)
-{
-    int i = blockIdx.x * FX + threadIdx.x, j = blockIdx.y * FY + threadIdx.y;
-    if (i >= m.nx || j >= m.ny)
-        return;
-    fold_cell(a0, i, j, m);
-    if (a1)
-        fold_cell(a1, i, j, m);
-    if (a2)
-        fold_cell(a2, i, j, m);
-}
-
-/* Zero the guard frame (after a fold in a box with a non-periodic side). */
-__global__ void k_guard_zero(mesh m, float *a0, float *a1, float *a2)
-{
-    const int G = EMF_GUARD, s = m.stride;
-    int t = blockIdx.x * blockDim.x + threadIdx.x, k;
-    const int band = 2 * G * s;
-    if (t < band) {
-        int r = t / s;
-        k = (r < G ? r : m.ny + r) * s + t % s;
-    } else {
-        t -= band;
-        if (t >= 2 * G * m.ny)
-            return;
-        int c = t % (2 * G);
-        k = (t / (2 * G) + G) * s + (c < G ? c : m.nx + c);
     }
-    a0[k] = 0.0f;
-    if (a1)
-        a1[k] = 0.0f;
-    if (a2)
-        a2[k] = 0.0f;
+    float *const arr[3] = {a0, a1, a2};
+    for (int axis = 0; axis < 2; axis++) {
+        const int kind = axis_kind(g, axis);
+        for (int c = 0; c < 3 && arr[c]; c++)
+            if (kind == 1) {
+                const size_t n = (size_t)EMF_GUARD * (axis ? g->stride : g->j1 - g->j0);
+                k_guard_axis<<<gpu_blocks(n, 256), 256, 0, g->stream>>>(mesh_of(g), axis,
+                                                                        arr[c]);
+                GPU_LAUNCHED(g, "k_guard_axis");
+            } else if (kind == 0) {
+                gpu_halo_fill(g, arr[c], axis);
+            }
+    }
 }
 
-void gpu_guard_zero(gpu_state *g, float *a0, float *a1, float *a2)
+/* Fold across a periodic side that this rank holds alone (emf_acc_fold): along x every
+ * row's guard columns added into the cells they stand for, along y the whole guard rows;
+ * the guards zeroed. One thread per row (x) or column (y) of each component: its adds are
+ * in its own order, and integer adds give the same sums in any. */
+__global__ void k_acc_fold_axis(mesh m, int axis, long long *acc, int ncomp, size_t size)
 {
-    size_t n = (size_t)2 * EMF_GUARD * g->stride + (size_t)2 * EMF_GUARD * g->ny;
-    k_guard_zero<<<gpu_blocks(n, 256), 256, 0, g->stream>>>(mesh_of(g), a0, a1, a2);
-    GPU_LAUNCHED(g, "k_guard_zero");
+    const int G = EMF_GUARD, s = m.stride, w = m.i1 - m.i0, h = m.j1 - m.j0;
+    const int rows = h + 2 * G, lines = axis ? s : rows;
+    const int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= ncomp * lines)
+        return;
+    unsigned long long *a = (unsigned long long *)acc + (size_t)(t / lines) * size;
+    const int l = t % lines, d = axis ? s : 1;    /* the line, and the step across it */
+    unsigned long long *o = a + (axis ? l : (size_t)l * s);
+    const int n = axis ? h : w;
+    for (int c = 0; c < G; c++) {
+        const unsigned long long lo = o[c * d], hi = o[(G + n + c) * d];
+        o[(n + c) * d] += lo;   /* low guards: the last cells */
+        o[(G + c) * d] += hi;   /* high guards: the first cells */
+        o[c * d] = 0;
+        o[(G + n + c) * d] = 0;
+    }
 }
 
-/* The fold: guard deposits added across periodic sides, dropped at the others (where the
- * guards are then cleared). */
-void gpu_fold(gpu_state *g, float *a0, float *a1, float *a2)
+/* The finished sums as floats (one rounding, as emf_acc_finish); guards zero. */
+__global__ void k_acc_convert(mesh m, const long long *acc, size_t size, double inv, float *d0,
+                              float *d1, float *d2)
 {
-    k_fold<<<interior_grid(g), dim3(FX, FY), 0, g->stream>>>(mesh_of(g), a0, a1, a2);
-    GPU_LAUNCHED(g, "k_fold");
-    if (!g->px || !g->py)
-        gpu_guard_zero(g, a0, a1, a2);
+    const int G = EMF_GUARD, s = m.stride, w = m.i1 - m.i0, h = m.j1 - m.j0;
+    const size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    if (e >= size)
+        return;
+    const int c = (int)(e % s), r = (int)(e / s);
+    const bool cell = c >= G && c < G + w && r >= G && r < G + h;
+    float *const d[3] = {d0, d1, d2};
+    for (int k = 0; k < 3 && d[k]; k++)
+        d[k][e] = cell ? (float)((double)acc[k * size + e] * inv) : 0.0f;
+}
+
+void gpu_acc_finish(gpu_state *g, int ncomp, float *d0, float *d1, float *d2)
+{
+    for (int axis = 0; axis < 2; axis++) {
+        const int kind = axis_kind(g, axis);
+        if (kind == 1) {
+            const int lines = axis ? g->stride : g->rows;
+            k_acc_fold_axis<<<gpu_blocks((size_t)ncomp * lines, 128), 128, 0, g->stream>>>(
+                mesh_of(g), axis, g->acc, ncomp, g->size);
+            GPU_LAUNCHED(g, "k_acc_fold_axis");
+        } else if (kind == 0) {
+            gpu_halo_fold(g, ncomp, axis);
+        }
+    }
+    k_acc_convert<<<gpu_blocks(g->size, 256), 256, 0, g->stream>>>(
+        mesh_of(g), g->acc, g->size, 1.0 / (double)g->scale, d0, d1, d2);
+    GPU_LAUNCHED(g, "k_acc_convert");
 }
 
 __global__ void k_filter3(mesh m, const float *a, float *out, int d, float wa, float wb)
 {
-    int i = blockIdx.x * FX + threadIdx.x, j = blockIdx.y * FY + threadIdx.y;
-    if (i < m.nx && j < m.ny) {
+    int i, j;
+    if (cell_of_thread(m, i, j)) {
         int k = m.off + i + j * m.stride;
         out[k] = filter_3pt(a, k, d, wa, wb);
     }
 }
 
 /* a = tmp on the interior and the periodic image of tmp on the guards (those of a
- * non-periodic axis left as they are). */
-__global__ void k_copy_fill(mesh m, int rows, float *a, const float *tmp)
+ * non-periodic axis left as they are; over several ranks px = py = 0: the cells only). */
+__global__ void k_copy_fill(mesh m, float *a, const float *tmp)
 {
     const int G = EMF_GUARD;
-    int i = blockIdx.x * FX + threadIdx.x - G, j = blockIdx.y * FY + threadIdx.y - G;
-    if (i >= m.stride - G || j >= rows - G)
+    int i = m.i0 + (int)(blockIdx.x * FX + threadIdx.x) - G;
+    int j = m.j0 + (int)(blockIdx.y * FY + threadIdx.y) - G;
+    if (i >= m.i1 + G || j >= m.j1 + G)
         return;
-    if ((!m.px && (i < 0 || i >= m.nx)) || (!m.py && (j < 0 || j >= m.ny)))
+    if ((!m.px && (i < m.i0 || i >= m.i1)) || (!m.py && (j < m.j0 || j >= m.j1)))
         return;
     a[m.off + i + j * m.stride] = tmp[m.off + wrap_index(i, m.nx) + wrap_index(j, m.ny) * m.stride];
 }
@@ -170,9 +222,14 @@ static void filter_pass(gpu_state *g, float *a, int d, float wa, float wb)
     k_filter3<<<interior_grid(g), dim3(FX, FY), 0, g->stream>>>(mesh_of(g), a, g->tmp, d, wa,
                                                                  wb);
     GPU_LAUNCHED(g, "k_filter3");
+    mesh m = mesh_of(g);
+    if (g->ranks > 1)
+        m.px = m.py = 0; /* the guards from the neighbours below */
     dim3 grid(gpu_blocks((size_t)g->stride, FX), gpu_blocks((size_t)g->rows, FY));
-    k_copy_fill<<<grid, dim3(FX, FY), 0, g->stream>>>(mesh_of(g), g->rows, a, g->tmp);
+    k_copy_fill<<<grid, dim3(FX, FY), 0, g->stream>>>(m, a, g->tmp);
     GPU_LAUNCHED(g, "k_copy_fill");
+    if (g->ranks > 1)
+        gpu_guard_fill(g, a, NULL, NULL);
 }
 
 /* The deck's filter on one array (yee.h's filter plan). */
@@ -216,7 +273,6 @@ void gpu_fields(void *ctx, pic_state *st)
     const emf *f = st->f;
     int t = gpu_tic(g, st);
     b_half(g, st);
-    gpu_fold(g, g->j[0], g->j[1], g->j[2]);
     for (int c = 0; c < 3; c++)
         gpu_filter(g, st, g->j[c]);
     const float dt = (float)f->dt, cx = (float)(f->dt / f->dx), cy = (float)(f->dt / f->dy);
@@ -233,24 +289,27 @@ void gpu_fields(void *ctx, pic_state *st)
     gpu_debug(g, st, DBG_FIELDS);
 }
 
-/* Per block: sum E^2, sum B^2 (double) and max |div E - (rho - rho_bg)| over its cells
- * (the Gauss-law nodes in [glo, ghi) only). */
-__global__ void k_field_diag(mesh m, const float *ex, const float *ey, const float *ez,
-                             const float *bx, const float *by, const float *bz,
-                             const float *rho, double rho_bg, float idx, float idy,
-                             int2 glo, int2 ghi, double *partial)
+/* Per cluster (one block each): sum E^2, sum B^2 (double) and max |div E - (rho - rho_bg)|
+ * over its cells (the Gauss-law nodes in [glo, ghi) only), each thread's cells in a fixed
+ * order, then a fixed tree: the same sums whatever the ranks (other ranks' clusters: 0). */
+__global__ void k_field_diag(mesh m, const int *x0, const int *y0, int ncx, const float *ex,
+                             const float *ey, const float *ez, const float *bx,
+                             const float *by, const float *bz, const float *rho,
+                             double rho_bg, float idx, float idy, int2 glo, int2 ghi,
+                             double *partial)
 {
     __shared__ double se[FX * FY], sb[FX * FY], sg[FX * FY];
-    int i = blockIdx.x * FX + threadIdx.x, j = blockIdx.y * FY + threadIdx.y;
-    int t = threadIdx.x + FX * threadIdx.y;
+    const int c = blockIdx.x, t = threadIdx.x, cx = c % ncx, cy = c / ncx;
+    const int ci0 = x0[cx], cw = x0[cx + 1] - ci0, cj0 = y0[cy], ch = y0[cy + 1] - cj0;
     double ve = 0.0, vb = 0.0, vg = 0.0;
-    if (i < m.nx && j < m.ny) {
-        int k = m.off + i + j * m.stride;
-        ve = yee_square(ex, ey, ez, k);
-        vb = yee_square(bx, by, bz, k);
-        if (i >= glo.x && i < ghi.x && j >= glo.y && j < ghi.y)
-            vg = yee_gauss_residual(ex, ey, rho, rho_bg, k, m.stride, idx, idy);
-    }
+    if (ci0 >= m.i0 && ci0 < m.i1 && cj0 >= m.j0 && cj0 < m.j1)
+        for (int q = t; q < cw * ch; q += FX * FY) {
+            const int i = ci0 + q % cw, j = cj0 + q / cw, k = m.off + i + j * m.stride;
+            ve += yee_square(ex, ey, ez, k);
+            vb += yee_square(bx, by, bz, k);
+            if (i >= glo.x && i < ghi.x && j >= glo.y && j < ghi.y)
+                vg = fmax(vg, yee_gauss_residual(ex, ey, rho, rho_bg, k, m.stride, idx, idy));
+        }
     se[t] = ve;
     sb[t] = vb;
     sg[t] = vg;
@@ -264,18 +323,15 @@ __global__ void k_field_diag(mesh m, const float *ex, const float *ey, const flo
         __syncthreads();
     }
     if (t == 0) {
-        size_t b = blockIdx.x + (size_t)gridDim.x * blockIdx.y;
-        partial[3 * b] = se[0];
-        partial[3 * b + 1] = sb[0];
-        partial[3 * b + 2] = sg[0];
+        partial[3 * c] = se[0];
+        partial[3 * c + 1] = sb[0];
+        partial[3 * c + 2] = sg[0];
     }
 }
 
 void gpu_charge(gpu_state *g, const pic_state *st)
 {
-    GPU_CK(cudaMemsetAsync(g->rho, 0, g->size * sizeof(float), g->stream));
     gpu_rho_deposit(g, -1, g->rho);
-    gpu_fold(g, g->rho, NULL, NULL);
     gpu_filter(g, st, g->rho);
     gpu_guard_fill(g, g->rho, NULL, NULL);
     gpu_debug(g, st, DBG_RHO);
@@ -288,32 +344,21 @@ void gpu_field_diag(void *ctx, pic_state *st, double *energy_e, double *energy_b
     gpu_state *g = (gpu_state *)ctx;
     const emf *f = st->f;
     gpu_charge(g, st);
-    dim3 grid = interior_grid(g);
-    size_t nb = (size_t)grid.x * grid.y;
-    double *part = g->partial, *hpart = g->h_partial;
-    int own = nb > (size_t)g->ncl;
-    if (own) { /* more blocks than the per-cluster scratch holds */
-        part = (double *)gpu_malloc(g, nb * 3 * sizeof(double), "field diagnostics");
-        hpart = (double *)empic_alloc(nb * 3 * sizeof(double), "field diagnostics");
-    }
-    k_field_diag<<<grid, dim3(FX, FY), 0, g->stream>>>(
-        mesh_of(g), g->e[0], g->e[1], g->e[2], g->b[0], g->b[1], g->b[2], g->rho, f->rho_bg,
-        (float)(1.0 / f->dx), (float)(1.0 / f->dy), make_int2(f->glo[0], f->glo[1]),
-        make_int2(f->ghi[0], f->ghi[1]), part);
+    k_field_diag<<<g->ncl, FX * FY, 0, g->stream>>>(
+        mesh_of(g), g->x0, g->y0, g->ncx, g->e[0], g->e[1], g->e[2], g->b[0], g->b[1],
+        g->b[2], g->rho, f->rho_bg, (float)(1.0 / f->dx), (float)(1.0 / f->dy),
+        make_int2(f->glo[0], f->glo[1]), make_int2(f->ghi[0], f->ghi[1]), g->partial);
     GPU_LAUNCHED(g, "k_field_diag");
-    GPU_CK(cudaMemcpyAsync(hpart, part, nb * 3 * sizeof(double), cudaMemcpyDeviceToHost,
-                           g->stream));
+    const size_t n = (size_t)g->ncl * 3;
+    GPU_CK(cudaMemcpyAsync(g->h_partial, g->partial, n * sizeof(double),
+                           cudaMemcpyDeviceToHost, g->stream));
     gpu_harvest(g, st);
+    comm_sum_double(g->h_partial, n); /* each cluster's entries from its rank alone: exact */
     double se = 0.0, sb = 0.0, gm = 0.0;
-    for (size_t b = 0; b < nb; b++) {
-        se += hpart[3 * b];
-        sb += hpart[3 * b + 1];
-        gm = hpart[3 * b + 2] > gm ? hpart[3 * b + 2] : gm;
-    }
-    if (own) {
-        cudaFree(part);
-        g->bytes -= nb * 3 * sizeof(double);
-        free(hpart);
+    for (int c = 0; c < g->ncl; c++) {
+        se += g->h_partial[3 * c];
+        sb += g->h_partial[3 * c + 1];
+        gm = fmax(gm, g->h_partial[3 * c + 2]);
     }
     *energy_e = yee_energy(se, f->dx, f->dy);
     *energy_b = yee_energy(sb, f->dx, f->dy);

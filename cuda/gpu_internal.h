@@ -17,6 +17,7 @@
 #include "rng.h" /* Random123 is C++-aware: outside the C block below */
 #include "phasespace.h"
 extern "C" {     /* host C code: the state backend.h hands over, the boundaries' setup */
+#include "comm.h"
 #include "emf.h"
 #include "species.h"
 #include "bnd.h"
@@ -31,6 +32,7 @@ extern "C" {     /* host C code: the state backend.h hands over, the boundaries'
 #define GPU_VEC 4             /* particles per thread and loop trip (16-byte loads) */
 #define GPU_MAX_COPIES 4      /* private copies of a current tile in shared memory */
 #define GPU_EVENTS 256        /* event pool for the phase timers */
+#define SLOT_BYTES (7 * 4 + 1) /* one particle slot: cell, x, y, ux, uy, uz, w, code */
 
 typedef struct {
     int mobile;
@@ -59,22 +61,43 @@ typedef struct {
     float *psi[4];
 } gpu_layer;
 
+/* A species' staging for the sort across rank borders (gpu_sort.cu: border_pass): four
+ * areas (leavers going up and down, leavers come from up and down) on the device and in
+ * pinned host memory, and the table of the border clusters. */
+typedef struct {
+    char *dev, *host;
+    size_t bytes;
+    int4 *table, *h_table;
+    int tcap;
+} gpu_border;
+
 typedef struct gpu_state gpu_state;
 struct gpu_state {
     int device;
     int nsm;
     size_t smem_optin;            /* largest dynamic shared memory a block may ask for */
-    /* mesh */
+    /* mesh: this rank's cells [i0, i1) x [j0, j1) of the nx x ny box, with guards (emf.h) */
     int nx, ny, stride, rows, off;
+    int i0, i1, j0, j1;
     size_t size;
+    long long *acc;               /* fixed-point current or charge sums (3 x size) */
+    /* ranks (comm.h): this one, how many, the rank across each side (emf.nb), and the host
+     * copy of the fields (emf) and the pinned mirror the exchanges stage through */
+    int rank, ranks, nb[4];
+    const emf *hf;
+    void *h_halo;
+    int4 own;                     /* this rank's clusters: columns [x, y), rows [z, w) */
+    int *h_hist;                  /* over several ranks: the migration histograms summed over
+                                     them (pinned; nsp x ncl x 9) */
+    gpu_border border[DECK_MAX_SPECIES];
     float *store;                 /* e[3], b[3], j[3], rho, tmp, rho2 */
     float *e[3], *b[3], *j[3], *rho, *tmp, *rho2;
     /* clusters */
     int ncx, ncy, ncl, wmax, hmax;
     int *x0, *y0;                 /* device copies of clusters.x0 / y0 */
     int tsz_max;                  /* floats per component of the largest tile */
-    float *tiles;                 /* one 3-component tile per cluster (write-back buffer) for
-                                     each mobile species, ntiles sets of tile_set floats (the
+    long long *tiles;             /* one 3-component fixed-point tile per cluster for each
+                                     mobile species, ntiles sets of tile_set entries (the
                                      charge deposit uses the first) */
     int ntiles;
     size_t tile_set;
@@ -242,16 +265,23 @@ void gpu_phasespace(void *ctx, pic_state *st, int s, const ps_grid *g, double *h
 int gpu_phasespace_extent(void *ctx, pic_state *st, int s, const ps_grid *g, int axis,
                           int positive, double mm[2]);
 
-/* Fields (gpu_fields.cu). */
+/* Fields (gpu_fields.cu). Guards of up to three arrays filled (from the neighbour ranks
+ * too); the fixed-point sums g->acc (ncomp components) finished into d0.. (emf_acc_finish:
+ * guard deposits folded into their cells, here or on the neighbours, one rounding). */
 void gpu_guard_fill(gpu_state *g, float *a0, float *a1, float *a2);
-void gpu_fold(gpu_state *g, float *a0, float *a1, float *a2);
+void gpu_acc_finish(gpu_state *g, int ncomp, float *d0, float *d1, float *d2);
 void gpu_filter(gpu_state *g, const pic_state *st, float *a);
+/* Exchanges with the neighbour ranks along one axis (gpu_halo.cu), staged through the
+ * pinned host mirror with emf.c's own exchanges (emf_guard_axis, emf_acc_fold). */
+void gpu_halo_fill(gpu_state *g, float *a, int axis);
+void gpu_halo_fold(gpu_state *g, int ncomp, int axis);
 /* Charge density of all species at the current positions into g->rho: deposited together,
  * folded, filtered once, guards filled. */
 void gpu_charge(gpu_state *g, const pic_state *st);
 /* Particles (gpu_particles.cu). */
 void gpu_particles_setup(gpu_state *g, const pic_state *st);
-/* Charge density of species s (all when s < 0) into dst: deposit, colour write-back. */
+/* Charge density of species s (all when s < 0) into dst: deposit, fixed-point sums
+ * finished (gpu_acc_finish). */
 void gpu_rho_deposit(gpu_state *g, int s, float *dst);
 /* Right after the particle kernels (the end of gpu_particles): the sort's bookkeeping
  * (overflow, leavers per cluster), so that the host's wait for its result overlaps the field
@@ -286,10 +316,8 @@ void gpu_bnd_b(gpu_state *g, const pic_state *st);
 void gpu_bnd_e_save(gpu_state *g, const pic_state *st);
 void gpu_bnd_e(gpu_state *g, const pic_state *st);
 void gpu_bnd_fetch(gpu_state *g, pic_state *st);
-void gpu_walls(gpu_state *g, const pic_state *st, int s, float *tiles);
+void gpu_walls(gpu_state *g, const pic_state *st, int s, long long *tiles);
 void gpu_drop(gpu_state *g, int s, int window);
-/* Zero the guard frame of up to three arrays (after a fold in a non-periodic box). */
-void gpu_guard_zero(gpu_state *g, float *a0, float *a1, float *a2);
 /* Sort (gpu_sort.cu): re-lay species s's segments so that cluster c has room for need[c];
  * stop on the error flag the sort passes raise (h_flags as last read back). */
 void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *need);

@@ -10,11 +10,12 @@
  * 16-byte loads, so the lanes of a warp work in several cells at once, and the lanes spread
  * over up to 4 private tile copies (they spread the compare-and-swap loops of the earlier
  * float tile; measured to gain nothing with integer atomics, NOTES.md). Each block writes its
- * tile, as floats, to a per-cluster buffer (one set per mobile species); one gather kernel
- * then writes the mesh current, each element summing the tiles that cover it in the order of
- * four colour passes per species (2x2 colouring of the clusters, Kong Fig. 3), without
- * atomics (the charge deposit keeps the colour passes). The move kernel also writes each
- * particle's 4-bit migration code and the cluster's 9-bin histogram. */
+ * tile, still fixed point, to a per-cluster buffer (one set per mobile species); one gather
+ * kernel then sums, for each mesh element, the tiles that cover it (integers: exact, in any
+ * order, so the split of the box among ranks changes nothing), and gpu_acc_finish folds the
+ * guard deposits and rounds each element once to float (the CPU's emf_acc_finish). The move
+ * kernel also writes each particle's 4-bit migration code and the cluster's 9-bin
+ * histogram. */
 #include "gpu_internal.h"
 #include "particle.h"
 
@@ -28,7 +29,7 @@ typedef struct {
     const int *start, *count;
     int *hist;
     const float *f[6];          /* ex, ey, ez, bx, by, bz */
-    float *tiles;
+    long long *tiles;
     double *partial;
     const int *x0, *y0;
     int ncx, stride, off, nx, ny;
@@ -39,19 +40,17 @@ typedef struct {
     float ext[6];               /* external E, B */
 } kpart;
 
-/* Sum the private fixed-point copies of ncomp tile components (exact) into the block's slot
- * of the buffer, as floats (one rounding). */
+/* Sum the private fixed-point copies of ncomp tile components (exact, wrapping as the
+ * atomics do) into the block's slot of the buffer. */
 __device__ __forceinline__ void tile_store(const long long *sj, int copies, int cstride,
-                                           int tszp, int ncomp, int tsz, float scale,
-                                           float *dst)
+                                           int tszp, int ncomp, int tsz, long long *dst)
 {
-    const double inv = 1.0 / (double)scale; /* a power of two: exact */
     for (int idx = threadIdx.x; idx < ncomp * tsz; idx += blockDim.x) {
         int comp = idx / tsz, r = idx - comp * tsz;
-        long long v = sj[comp * tszp + r];
+        unsigned long long v = (unsigned long long)sj[comp * tszp + r];
         for (int cp = 1; cp < copies; cp++)
-            v += sj[cp * cstride + comp * tszp + r];
-        dst[idx] = (float)((double)v * inv);
+            v += (unsigned long long)sj[cp * cstride + comp * tszp + r];
+        dst[idx] = (long long)v;
     }
 }
 
@@ -181,10 +180,15 @@ __global__ void __launch_bounds__(GPU_THREADS, 3) k_push(kpart a)
     extern __shared__ float sf[];
     __shared__ double sred[GPU_THREADS / 32];
     const int c = blockIdx.x, tid = threadIdx.x;
+    const int n = a.count[c], s0 = a.start[c];
+    if (n == 0) { /* nothing to push (another rank's cluster: its fields are not here) */
+        if (KE && tid == 0)
+            a.partial[c] = 0.0;
+        return;
+    }
     const cluster_tile T = cluster_tile_of(a.x0, a.y0, a.ncx, c);
     stage_fields(a, T, sf);
     __syncthreads();
-    const int n = a.count[c], s0 = a.start[c];
     double ke = 0.0;
     for (int t = 0; t < group_trips(n); t++) {
         const int base = t * GPU_VEC * GPU_THREADS + GPU_VEC * tid;
@@ -305,7 +309,7 @@ __global__ void __launch_bounds__(GPU_THREADS, 3) k_move(kpart a)
             moved += b == 4 ? 0 : shist[b];
         a.hist[9 * c + tid] = tid == 4 ? n - moved : shist[tid];
     }
-    tile_store(sj, a.copies, a.cstride, a.tszp, 3, T.w * T.h, a.scale,
+    tile_store(sj, a.copies, a.cstride, a.tszp, 3, T.w * T.h,
                a.tiles + (size_t)c * a.tile_stride);
 }
 
@@ -314,7 +318,7 @@ typedef struct {
     const uint32_t *cell;
     const float *x, *y, *w;
     const int *start, *count;
-    float *tiles;
+    long long *tiles;
     const int *x0, *y0;
     int ncx, tszp, cstride, copies, tile_stride;
     float q, scale;
@@ -347,48 +351,24 @@ __global__ void __launch_bounds__(GPU_THREADS) k_rho(krho a)
         }
     }
     __syncthreads();
-    tile_store(sr, a.copies, a.cstride, a.tszp, 1, T.w * T.h, a.scale,
+    tile_store(sr, a.copies, a.cstride, a.tszp, 1, T.w * T.h,
                a.tiles + (size_t)c * a.tile_stride);
 }
 
-/* One colour pass: the clusters (2m + (colour & 1), 2n + (colour >> 1)) add their tiles to
- * the mesh; tiles of one colour never overlap (clusters are at least 3 cells wide). */
-__global__ void k_tile_add(int colour, int ncomp, const float *tiles, int tile_stride,
-                           float *d0, float *d1, float *d2, const int *x0, const int *y0,
-                           int ncx, int stride, int off)
-{
-    const int half = ncx / 2, b = blockIdx.x;
-    const int cx = 2 * (b % half) + (colour & 1), cy = 2 * (b / half) + (colour >> 1);
-    const int c = cx + cy * ncx;
-    const cluster_tile T = cluster_tile_of(x0, y0, ncx, c);
-    const int tsz = T.w * T.h;
-    const float *t = tiles + (size_t)c * tile_stride;
-    for (int idx = threadIdx.x; idx < tsz; idx += blockDim.x) {
-        int r = idx / T.w;
-        int gk = off + T.i0 + (idx - r * T.w) + (T.j0 + r) * stride;
-        d0[gk] += t[idx];
-        if (ncomp > 1) {
-            d1[gk] += t[tsz + idx];
-            d2[gk] += t[2 * tsz + idx];
-        }
-    }
-}
-
-/* The colour passes of every mobile species in one launch, as a gather: element e of J takes
- * the tiles that cover it (at most two clusters along each axis, of different parities),
- * species by species, each in colour order: the float adds of k_tile_add's four passes per
- * species, in their order, from 0 (the same J, bit for bit; no memset first). */
-__global__ void k_tiles_gather(const float *__restrict__ tiles, int ntiles, size_t tile_set,
-                               int tile_stride, float *j0, float *j1, float *j2,
+/* The fixed-point mesh sums (g->acc, ncomp components) of this rank's elements, guards
+ * included: element e (global cell i, j) takes every tile of the nset sets that covers it
+ * (at most two clusters along each axis), added to what it holds when `add`. */
+__global__ void k_tiles_gather(const long long *__restrict__ tiles, int nset, size_t tile_set,
+                               int tile_stride, int ncomp, int add, long long *acc, size_t size,
                                const int *__restrict__ x0, const int *__restrict__ y0,
                                const int *__restrict__ cx_of, const int *__restrict__ cy_of,
-                               int ncx, int ncy, int nx, int ny, int stride, int rows)
+                               int ncx, int ncy, int nx, int ny, int stride, int i0, int j0)
 {
     const int G = EMF_GUARD;
-    const int e = blockIdx.x * blockDim.x + threadIdx.x;
-    if (e >= stride * rows)
+    const size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    if (e >= size)
         return;
-    const int i = e % stride - G, j = e / stride - G;
+    const int i = (int)(e % stride) - G + i0, j = (int)(e / stride) - G + j0;
     int cxs[2], cys[2], nxs = 0, nys = 0; /* the clusters whose tiles cover column i, row j */
     const int ax = cx_of[min(max(i, 0), nx - 1)], ay = cy_of[min(max(j, 0), ny - 1)];
     for (int k = max(ax - 1, 0); k <= min(ax + 1, ncx - 1); k++)
@@ -397,38 +377,30 @@ __global__ void k_tiles_gather(const float *__restrict__ tiles, int ntiles, size
     for (int k = max(ay - 1, 0); k <= min(ay + 1, ncy - 1); k++)
         if (y0[k] - 1 <= j && j < y0[k + 1] + 2)
             cys[nys++] = k;
-    float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f;
-    for (int m = 0; m < ntiles && nxs && nys; m++)
-        for (int colour = 0; colour < 4; colour++) {
-            int cx = -1, cy = -1;
-            for (int q = 0; q < nxs; q++)
-                cx = (cxs[q] & 1) == (colour & 1) ? cxs[q] : cx;
-            for (int q = 0; q < nys; q++)
-                cy = (cys[q] & 1) == (colour >> 1) ? cys[q] : cy;
-            if (cx < 0 || cy < 0)
-                continue;
-            const int c = cx + cy * ncx;
-            const cluster_tile T = cluster_tile_of(x0, y0, ncx, c);
-            const int tsz = T.w * T.h, idx = (i - T.i0) + (j - T.j0) * T.w;
-            const float *t = tiles + m * tile_set + (size_t)c * tile_stride;
-            s0 += t[idx];
-            s1 += t[tsz + idx];
-            s2 += t[2 * tsz + idx];
-        }
-    j0[e] = s0;
-    j1[e] = s1;
-    j2[e] = s2;
+    unsigned long long v[3] = {0, 0, 0}; /* wrapping adds, as the atomics */
+    for (int m = 0; m < nset; m++)
+        for (int p = 0; p < nxs; p++)
+            for (int q = 0; q < nys; q++) {
+                const int c = cxs[p] + cys[q] * ncx;
+                const cluster_tile T = cluster_tile_of(x0, y0, ncx, c);
+                const int tsz = T.w * T.h, idx = (i - T.i0) + (j - T.j0) * T.w;
+                const long long *t = tiles + m * tile_set + (size_t)c * tile_stride + idx;
+                for (int k = 0; k < ncomp; k++)
+                    v[k] += (unsigned long long)t[k * tsz];
+            }
+    for (int k = 0; k < ncomp; k++) {
+        long long *d = acc + k * size + e;
+        *d = (long long)(v[k] + (add ? (unsigned long long)*d : 0ull));
+    }
 }
 
-static void colour_passes(gpu_state *g, int ncomp, float *d0, float *d1, float *d2)
+/* nset tile sets of ncomp components into g->acc (added when `add`). */
+static void tiles_gather(gpu_state *g, int nset, int ncomp, int add)
 {
-    const unsigned blocks = (unsigned)((g->ncx / 2) * (g->ncy / 2));
-    for (int colour = 0; colour < 4; colour++) {
-        k_tile_add<<<blocks, 128, 0, g->stream>>>(colour, ncomp, g->tiles, 3 * g->tsz_max, d0,
-                                                  d1, d2, g->x0, g->y0, g->ncx, g->stride,
-                                                  g->off);
-        GPU_LAUNCHED(g, "k_tile_add");
-    }
+    k_tiles_gather<<<gpu_blocks(g->size, 256), 256, 0, g->stream>>>(
+        g->tiles, nset, g->tile_set, 3 * g->tsz_max, ncomp, add, g->acc, g->size, g->x0, g->y0,
+        g->cx_of, g->cy_of, g->ncx, g->ncy, g->nx, g->ny, g->stride, g->i0, g->j0);
+    GPU_LAUNCHED(g, "k_tiles_gather");
 }
 
 static void set_smem(const void *kernel, size_t bytes)
@@ -539,18 +511,17 @@ void gpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic)
             GPU_CK(cudaMemcpyAsync(g->h_partial, g->partial, (size_t)g->ncl * sizeof(double),
                                    cudaMemcpyDeviceToHost, g->stream));
             gpu_harvest(g, st);
+            comm_sum_double(g->h_partial, (size_t)g->ncl); /* exact: one rank per cluster */
             double sum = 0.0;
             for (int c = 0; c < g->ncl; c++)
                 sum += g->h_partial[c];
             kinetic[s] = kinetic_total(sum, d->m, f->dx, f->dy);
         }
     }
-    /* the tiles of all species to J (all of J written) */
+    /* the tiles of all species to J: fixed-point sums, guard deposits folded, one rounding */
     int t = gpu_tic(g, st);
-    k_tiles_gather<<<gpu_blocks(g->size, 256), 256, 0, g->stream>>>(
-        g->tiles, m, g->tile_set, 3 * g->tsz_max, g->j[0], g->j[1], g->j[2], g->x0, g->y0,
-        g->cx_of, g->cy_of, g->ncx, g->ncy, g->nx, g->ny, g->stride, g->rows);
-    GPU_LAUNCHED(g, "k_tiles_gather");
+    tiles_gather(g, m, 3, 0);
+    gpu_acc_finish(g, 3, g->j[0], g->j[1], g->j[2]);
     gpu_toc(g, t, PH_DEPOSIT);
     gpu_debug(g, st, DBG_AFTER_MOVE);
     gpu_sort_prepare(g, st);
@@ -558,6 +529,7 @@ void gpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic)
 
 void gpu_rho_deposit(gpu_state *g, int s, float *dst)
 {
+    int first = 1;
     for (int k = 0; k < g->nsp; k++) {
         if (s >= 0 && k != s)
             continue;
@@ -567,6 +539,8 @@ void gpu_rho_deposit(gpu_state *g, int s, float *dst)
                   g->scale};
         k_rho<<<g->ncl, GPU_THREADS, g->smem_rho, g->stream>>>(a);
         GPU_LAUNCHED(g, "k_rho");
-        colour_passes(g, 1, dst, NULL, NULL);
+        tiles_gather(g, 1, 1, !first);
+        first = 0;
     }
+    gpu_acc_finish(g, 1, dst, NULL, NULL);
 }

@@ -22,15 +22,27 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Whether cluster (cx, cy) is this rank's: own = its columns [x, y), rows [z, w). */
+__device__ __forceinline__ bool owned(int4 own, int cx, int cy)
+{
+    return cx >= own.x && cx < own.y && cy >= own.z && cy < own.w;
+}
+
 /* Also room[cy] = cap - need of the clusters of column `front` (the moving window's
  * injection column): the count after the passes is at most need, so an injection of up to
  * room[cy] particles needs no rearrangement and no read-back of the counts. */
 __global__ void k_sort_prepare(const int *hist, const int *count, const int *cap, int *need,
-                               int4 *movers, int *flags, int *room, int front, int nx, int ny)
+                               int4 *movers, int *flags, int *room, int front, int nx, int ny,
+                               int4 own)
 {
     const int c = blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= nx * ny)
         return;
+    if (!owned(own, c % nx, c / nx)) { /* another rank's: empty here */
+        need[c] = 0;
+        movers[c] = make_int4(0, 0, 0, 0);
+        return;
+    }
     int lv[4];
     need[c] = sort_need(hist, count[c], c % nx, c / nx, nx, ny, lv);
     if (need[c] > cap[c])
@@ -49,6 +61,12 @@ typedef struct {
     const int *cap;
     const int4 *movers;
     int *flags;
+    /* across rank borders (gpu_border): the staging areas (0: leavers sent up, 1: sent down,
+     * 2: received from up, 3: from down) and the table of the m border clusters (extraction
+     * entries, then the received leavers' (start, count) per remote cluster) */
+    gpu_parts area[4];
+    const int4 *table;
+    int m;
 } ksort;
 
 /* The species a pass sorts (blockIdx.y) and their lists in device memory when they do not
@@ -132,7 +150,8 @@ __device__ __forceinline__ void code_masks(const uint8_t *code, int i, int n, in
  * does not depend on thread scheduling. Each thread then gathers a leaver and the filler of
  * its hole before it stores either: two dependent memory round trips per pair. */
 __global__ void __launch_bounds__(GPU_THREADS) k_sort_pass(ksorts all, int axis, int first,
-                                                             int n, int ncx, int periodic)
+                                                             int n, int ncx, int periodic,
+                                                             int4 own, int border, int hipos)
 {
     extern __shared__ int slist[];
     __shared__ unsigned long long wtot[GPU_THREADS / 32]; /* the compaction's warp totals */
@@ -147,26 +166,47 @@ __global__ void __launch_bounds__(GPU_THREADS) k_sort_pass(ksorts all, int axis,
     }
     const int ca = axis ? other + lo * ncx : lo + other * ncx;
     const int cb = axis ? other + hi * ncx : hi + other * ncx;
-    const int4 ma = a.movers[ca], mb = a.movers[cb];
-    const int m_ab = axis ? ma.z : ma.x; /* +1 leavers of the low cluster */
-    const int m_ba = axis ? mb.w : mb.y; /* -1 leavers of the high cluster */
+    /* local pairs, or (border) the pairs of a cluster here and one of a neighbour rank,
+     * whose leavers wait in a staging area (remote side: no scan, no store) */
+    const bool ra = !owned(own, ca % ncx, ca / ncx), rb = !owned(own, cb % ncx, cb / ncx);
+    if (border ? ra == rb : ra || rb)
+        return;
+    gpu_parts pa = a.p, pb = a.p;
+    int as, na, bs, nb, m_ab, m_ba;
+    if (ra || rb) {
+        const int r = (ra ? lo : hi) == hipos, at = 2 * a.m + (r ? 0 : a.m) + other -
+                                                   (axis ? own.x : own.z);
+        const int4 e = a.table[at];
+        (ra ? pa : pb) = a.area[r ? 2 : 3];
+        if (ra)
+            as = e.x, na = m_ab = e.y;
+        else
+            bs = e.x, nb = m_ba = e.y;
+    }
+    if (!ra) {
+        const int4 ma = a.movers[ca];
+        as = a.start[ca], na = a.count[ca], m_ab = axis ? ma.z : ma.x; /* +1 leavers */
+    }
+    if (!rb) {
+        const int4 mb = a.movers[cb];
+        bs = a.start[cb], nb = a.count[cb], m_ba = axis ? mb.w : mb.y; /* -1 leavers */
+    }
     const int lcap = all.lcap;
     if ((m_ab == 0 && m_ba == 0) || a.flags[0] > 0 || a.flags[1] > lcap)
         return; /* nothing to move, or this species waits for a rearrangement or longer lists */
     int *La = all.lists ? all.lists + ((size_t)blockIdx.y * gridDim.x + blockIdx.x) * 4 * lcap
                         : slist;
     int *Fa = La + lcap, *Lb = Fa + lcap, *Fb = Lb + lcap;
-    const int as = a.start[ca], na = a.count[ca], bs = a.start[cb], nb = a.count[cb];
     const int keep_a = na - m_ab, keep_b = nb + m_ab - m_ba, shift = axis ? 2 : 0;
-    const int sa = m_ab ? na : 0, sb = m_ba ? nb : 0; /* codes to scan */
+    const int sa = m_ab && !ra ? na : 0, sb = m_ba && !rb ? nb : 0; /* codes to scan */
     int nla = 0, nfa = 0, nlb = 0, nfb = 0; /* list lengths so far (the same in all threads) */
     for (int i0 = 0; i0 < max(sa, sb); i0 += 32 * blockDim.x) {
         const int i = i0 + 32 * tid;
         unsigned la = 0, fa = 0, lb = 0, fb = 0;
         if (i < sa)
-            code_masks(a.p.code + as, i, sa, keep_a, 1u, shift, la, fa);
+            code_masks(pa.code + as, i, sa, keep_a, 1u, shift, la, fa);
         if (i < sb)
-            code_masks(a.p.code + bs, i, sb, keep_b, 2u, shift, lb, fb);
+            code_masks(pb.code + bs, i, sb, keep_b, 2u, shift, lb, fb);
         unsigned long long tot, pre = block_scan(
             (unsigned long long)__popc(la) | (unsigned long long)__popc(fa) << 16 |
                 (unsigned long long)__popc(lb) << 32 | (unsigned long long)__popc(fb) << 48,
@@ -181,7 +221,12 @@ __global__ void __launch_bounds__(GPU_THREADS) k_sort_pass(ksorts all, int axis,
         nfb += (int)(tot >> 48);
     }
     __syncthreads();
-    if (nla != m_ab || nlb != m_ba || nb + m_ab > a.cap[cb] || keep_a + m_ba > a.cap[ca]) {
+    if (ra)
+        nla = m_ab; /* a staged side's particles all leave, in their order */
+    if (rb)
+        nlb = m_ba;
+    if (nla != m_ab || nlb != m_ba || (!rb && nb + m_ab > a.cap[cb]) ||
+        (!ra && keep_a + m_ba > a.cap[ca])) {
         if (tid == 0)
             atomicOr(&a.flags[2], 1);
         return;
@@ -189,34 +234,69 @@ __global__ void __launch_bounds__(GPU_THREADS) k_sort_pass(ksorts all, int axis,
     const unsigned clear = ~(3u << shift);
     /* a -> b: leaver r to b's end; its slot, if in front of keep_a, is hole r (nfa holes) */
     for (int r = tid; r < m_ab; r += blockDim.x) {
-        const int src = as + La[r];
-        gpu_part p = gpu_parts_get(a.p, src), f;
+        const int src = as + (ra ? r : La[r]);
+        gpu_part p = gpu_parts_get(pa, src), f;
         const bool fill = r < nfa;
         if (fill)
-            f = gpu_parts_get(a.p, as + Fa[r]);
+            f = gpu_parts_get(pa, as + Fa[r]);
         p.code &= clear;
-        gpu_parts_put(a.p, bs + nb + r, p);
+        if (!rb)
+            gpu_parts_put(pb, bs + nb + r, p);
         if (fill)
-            gpu_parts_put(a.p, src, f);
+            gpu_parts_put(pa, src, f);
     }
     __syncthreads();
     /* b -> a: b's fillers are its own stayers behind keep_b, then the arrivals behind it */
-    const int arrive = max(nb, keep_b), nfill = nfb + nb + m_ab - arrive;
+    const int arrive = max(nb, keep_b), nfill = rb ? 0 : nfb + nb + m_ab - arrive;
     for (int r = tid; r < m_ba; r += blockDim.x) {
-        const int src = bs + Lb[r];
-        gpu_part p = gpu_parts_get(a.p, src), f;
+        const int src = bs + (rb ? r : Lb[r]);
+        gpu_part p = gpu_parts_get(pb, src), f;
         const bool fill = r < nfill;
         if (fill)
-            f = gpu_parts_get(a.p, bs + (r < nfb ? Fb[r] : arrive + r - nfb));
+            f = gpu_parts_get(pb, bs + (r < nfb ? Fb[r] : arrive + r - nfb));
         p.code &= clear;
-        gpu_parts_put(a.p, as + keep_a + r, p);
+        if (!ra)
+            gpu_parts_put(pa, as + keep_a + r, p);
         if (fill)
-            gpu_parts_put(a.p, src, f);
+            gpu_parts_put(pb, src, f);
     }
     if (tid == 0) {
-        a.count[ca] = keep_a + m_ba;
-        a.count[cb] = keep_b;
+        if (!ra)
+            a.count[ca] = keep_a + m_ba;
+        if (!rb)
+            a.count[cb] = keep_b;
     }
+}
+
+/* The leavers that cross a rank border in a shifted pass, copied out in slot order (the
+ * order k_sort_pass takes them): entry blockIdx.x of species blockIdx.y's table is (cluster,
+ * area and code field << 8 | direction, first slot in the area, count). */
+__global__ void __launch_bounds__(GPU_THREADS) k_sort_extract(ksorts all, int shift)
+{
+    __shared__ unsigned long long wtot[GPU_THREADS / 32];
+    const ksort &a = all.s[blockIdx.y];
+    const int4 e = a.table[blockIdx.x];
+    if (e.w == 0)
+        return;
+    const unsigned dir = (unsigned)e.y & 0xffu;
+    const gpu_parts out = a.area[e.y >> 8];
+    const int s0 = a.start[e.x], n = a.count[e.x];
+    int got = 0;
+    for (int i0 = 0; i0 < n; i0 += 32 * blockDim.x) {
+        const int i = i0 + 32 * threadIdx.x;
+        unsigned lm = 0, fm = 0;
+        if (i < n)
+            code_masks(a.p.code + s0, i, n, n, dir, shift, lm, fm);
+        unsigned long long tot, pre = block_scan((unsigned long long)__popc(lm), wtot, &tot);
+        for (int k = got + (int)pre; lm && k < e.w; k++) {
+            const int b = __ffs(lm) - 1;
+            lm &= lm - 1u;
+            gpu_parts_put(out, e.z + k, gpu_parts_get(a.p, s0 + i + b));
+        }
+        got += (int)tot;
+    }
+    if (threadIdx.x == 0 && got != e.w) /* the codes do not match the histograms */
+        atomicOr(&a.flags[2], 1);
 }
 
 /* Copy each cluster's particles from the old to the new segment layout. */
@@ -371,9 +451,19 @@ static void prepare_species(gpu_state *g, const pic_state *st, int s)
 {
     gpu_species *d = &g->sp[s];
     int *fl = g->flags + 4 * s;
+    if (g->ranks > 1) { /* the neighbours' arrivals: every rank's histograms, summed (each
+                           rank holds zeros for the clusters of the others) */
+        int *h = g->h_hist + (size_t)s * g->ncl * 9;
+        GPU_CK(cudaMemcpyAsync(h, d->hist, (size_t)g->ncl * 9 * sizeof(int),
+                               cudaMemcpyDeviceToHost, g->stream));
+        GPU_CK(cudaStreamSynchronize(g->stream));
+        comm_sum_int(h, (size_t)g->ncl * 9);
+        GPU_CK(cudaMemcpyAsync(d->hist, h, (size_t)g->ncl * 9 * sizeof(int),
+                               cudaMemcpyHostToDevice, g->stream));
+    }
     k_sort_prepare<<<gpu_blocks((size_t)g->ncl, 128), 128, 0, g->stream>>>(
         d->hist, d->count, d->cap, d->need, d->movers, fl, g->room + (size_t)s * g->ncy,
-        st->cl->cx_of[st->f->nx - 1], g->ncx, g->ncy);
+        st->cl->cx_of[st->f->nx - 1], g->ncx, g->ncy, g->own);
     GPU_LAUNCHED(g, "k_sort_prepare");
 }
 
@@ -413,8 +503,124 @@ void gpu_sort_prepare(gpu_state *g, pic_state *st)
     g->prepared = 1;
 }
 
-/* The four passes for the species of `all` (all.lcap set). */
-static void launch_passes(gpu_state *g, const pic_state *st, ksorts *all, int nsort)
+/* n particles laid out from p as one staging area (and one message): ids (when tracked),
+ * cell, x, y, ux, uy, uz, w, code. */
+static gpu_parts parts_at(char *p, size_t n, int ids)
+{
+    gpu_parts q;
+    q.id = ids ? (unsigned long long *)p : NULL;
+    char *a = p + (ids ? 8 * n : 0);
+    q.cell = (uint32_t *)a;
+    q.x = (float *)(a + 4 * n);
+    q.y = (float *)(a + 8 * n);
+    q.ux = (float *)(a + 12 * n);
+    q.uy = (float *)(a + 16 * n);
+    q.uz = (float *)(a + 20 * n);
+    q.w = (float *)(a + 24 * n);
+    q.code = (uint8_t *)(a + 28 * n);
+    return q;
+}
+
+/* The shifted pass along `axis` across this rank's borders (several ranks; docs/design.md
+ * §13): the pair (hi0 - 1, hi0) of each row (column) with the rank above, (lo0 - 1, lo0)
+ * with the rank below. Every rank knows all leaver counts from the summed histograms
+ * (sort_need), so each copies its border clusters' leavers out in slot order, swaps them
+ * with its neighbours and runs k_sort_pass on the border pairs with the other side's leavers
+ * staged: each side of a pair ends as on one rank. net[s] += particles sent less received. */
+static void border_pass(gpu_state *g, const pic_state *st, ksorts *all, const int *which,
+                        int nsort, int axis, size_t smem, long long *net)
+{
+    const clusters *cl = st->cl;
+    const int n = axis ? cl->ncy : cl->ncx, lo0 = axis ? cl->cy0 : cl->cx0;
+    const int hi0 = axis ? cl->cy1 : cl->cx1, o0 = axis ? cl->cx0 : cl->cy0;
+    const int m = (axis ? cl->cx1 : cl->cy1) - o0, up = cl->nb[2 * axis + 1];
+    const int down = cl->nb[2 * axis], lvp = axis ? 2 : 0; /* sort_need's +1 leavers */
+    if (hi0 - lo0 == n)
+        return; /* the axis is this rank's alone */
+    size_t cnt[DECK_MAX_SPECIES][4], off[DECK_MAX_SPECIES][5];
+    for (int k = 0; k < nsort; k++) {
+        const int s = which[k], ids = g->sp[s].id != NULL;
+        gpu_border *B = &g->border[s];
+        const int *hist = g->h_hist + (size_t)s * g->ncl * 9;
+        if (B->tcap < 4 * m) {
+            if (B->table)
+                GPU_CK(cudaFree(B->table)), GPU_CK(cudaFreeHost(B->h_table));
+            B->table = (int4 *)gpu_malloc(g, 4 * (size_t)m * sizeof(int4), "sort exchange");
+            GPU_CK(cudaMallocHost(&B->h_table, 4 * (size_t)m * sizeof(int4)));
+            B->tcap = 4 * m;
+        }
+        size_t *c = cnt[k];
+        c[0] = c[1] = c[2] = c[3] = 0;
+        for (int o = 0; o < m; o++) {
+            int lv[4], su = 0, sd = 0, gu = 0, gd = 0;
+            const int xu = cluster_id(cl, axis ? o0 + o : hi0 - 1, axis ? hi0 - 1 : o0 + o);
+            const int ru = cluster_id(cl, axis ? o0 + o : hi0 % n, axis ? hi0 % n : o0 + o);
+            const int xd = cluster_id(cl, axis ? o0 + o : lo0, axis ? lo0 : o0 + o);
+            const int rd = cluster_id(cl, axis ? o0 + o : (lo0 + n - 1) % n,
+                                      axis ? (lo0 + n - 1) % n : o0 + o);
+            if (up >= 0) { /* my +1 leavers up, the -1 leavers of the rank above's cluster */
+                sort_need(hist, 0, xu % cl->ncx, xu / cl->ncx, cl->ncx, cl->ncy, lv);
+                su = lv[lvp];
+                sort_need(hist, 0, ru % cl->ncx, ru / cl->ncx, cl->ncx, cl->ncy, lv);
+                gu = lv[lvp + 1];
+            }
+            if (down >= 0) {
+                sort_need(hist, 0, xd % cl->ncx, xd / cl->ncx, cl->ncx, cl->ncy, lv);
+                sd = lv[lvp + 1];
+                sort_need(hist, 0, rd % cl->ncx, rd / cl->ncx, cl->ncx, cl->ncy, lv);
+                gd = lv[lvp];
+            }
+            B->h_table[o] = make_int4(xu, 0 << 8 | 1, (int)c[0], su);
+            B->h_table[m + o] = make_int4(xd, 1 << 8 | 2, (int)c[1], sd);
+            B->h_table[2 * m + o] = make_int4((int)c[2], gu, 0, 0);
+            B->h_table[3 * m + o] = make_int4((int)c[3], gd, 0, 0);
+            c[0] += su, c[1] += sd, c[2] += gu, c[3] += gd;
+        }
+        const size_t pb = SLOT_BYTES + (ids ? 8 : 0);
+        off[k][0] = 0;
+        for (int q = 0; q < 4; q++)
+            off[k][q + 1] = off[k][q] + (c[q] * pb + 15) / 16 * 16;
+        if (off[k][4] > B->bytes) {
+            const size_t want = off[k][4] + off[k][4] / 2;
+            if (B->dev)
+                GPU_CK(cudaFree(B->dev)), GPU_CK(cudaFreeHost(B->host));
+            B->dev = (char *)gpu_malloc(g, want, "sort exchange");
+            GPU_CK(cudaMallocHost(&B->host, want));
+            B->bytes = want;
+        }
+        for (int q = 0; q < 4; q++)
+            all->s[k].area[q] = parts_at(B->dev + off[k][q], c[q], ids);
+        all->s[k].table = B->table;
+        all->s[k].m = m;
+        GPU_CK(cudaMemcpyAsync(B->table, B->h_table, 4 * (size_t)m * sizeof(int4),
+                               cudaMemcpyHostToDevice, g->stream));
+    }
+    k_sort_extract<<<dim3(2 * (unsigned)m, (unsigned)nsort), GPU_THREADS, 0, g->stream>>>(
+        *all, axis ? 2 : 0);
+    GPU_LAUNCHED(g, "k_sort_extract");
+    for (int k = 0; k < nsort; k++) /* areas 0 and 1, the leavers going out */
+        GPU_CK(cudaMemcpyAsync(g->border[which[k]].host, g->border[which[k]].dev, off[k][2],
+                               cudaMemcpyDeviceToHost, g->stream));
+    GPU_CK(cudaStreamSynchronize(g->stream));
+    for (int k = 0; k < nsort; k++) {
+        const int s = which[k];
+        char *h = g->border[s].host;
+        const size_t pb = SLOT_BYTES + (g->sp[s].id ? 8 : 0), *c = cnt[k];
+        comm_sendrecv(h + off[k][0], c[0] * pb, up, h + off[k][3], c[3] * pb, down, 40 + 2 * k);
+        comm_sendrecv(h + off[k][1], c[1] * pb, down, h + off[k][2], c[2] * pb, up, 41 + 2 * k);
+        GPU_CK(cudaMemcpyAsync(g->border[s].dev + off[k][2], h + off[k][2],
+                               off[k][4] - off[k][2], cudaMemcpyHostToDevice, g->stream));
+        net[s] += (long long)(c[0] + c[1]) - (long long)(c[2] + c[3]);
+    }
+    k_sort_pass<<<dim3((unsigned)(n / 2 * m), (unsigned)nsort), GPU_THREADS, smem, g->stream>>>(
+        *all, axis, 1, n, g->ncx, axis ? cl->periodic_y : cl->periodic_x, g->own, 1, hi0 % n);
+    GPU_LAUNCHED(g, "k_sort_pass");
+}
+
+/* The four passes for the species of `all` (all.lcap set; which[k]: the species of
+ * all.s[k]); over several ranks the shifted ones also across the borders (border_pass). */
+static void launch_passes(gpu_state *g, const pic_state *st, ksorts *all, const int *which,
+                          int nsort, long long *net)
 {
     const int maxpairs = (g->ncx / 2) * g->ncy > (g->ncy / 2) * g->ncx ? (g->ncx / 2) * g->ncy
                                                                        : (g->ncy / 2) * g->ncx;
@@ -436,15 +642,25 @@ static void launch_passes(gpu_state *g, const pic_state *st, ksorts *all, int ns
         const int axis = pass / 2, first = pass % 2;
         const int n = axis ? g->ncy : g->ncx, m = axis ? g->ncx : g->ncy;
         k_sort_pass<<<dim3((unsigned)(n / 2 * m), (unsigned)nsort), GPU_THREADS, smem,
-                      g->stream>>>(*all, axis, first, n, g->ncx, axis ? py : px);
+                      g->stream>>>(*all, axis, first, n, g->ncx, axis ? py : px, g->own, 0, -1);
         GPU_LAUNCHED(g, "k_sort_pass");
+        if (first && g->ranks > 1)
+            border_pass(g, st, all, which, nsort, axis, smem, net);
     }
 }
 
 static ksort ksort_of(gpu_state *g, int s)
 {
     gpu_species *d = &g->sp[s];
-    return ksort{gpu_parts_of(d), d->start, d->count, d->cap, d->movers, g->flags + 4 * s};
+    ksort k;
+    memset(&k, 0, sizeof k);
+    k.p = gpu_parts_of(d);
+    k.start = d->start;
+    k.count = d->count;
+    k.cap = d->cap;
+    k.movers = d->movers;
+    k.flags = g->flags + 4 * s;
+    return k;
 }
 
 /* Every mobile species (all after a window shift: their back column is dropped): the drops
@@ -456,6 +672,7 @@ void gpu_sort(void *ctx, pic_state *st, int window, long long *dropped)
     const int nc = g->ncl;
     int t = gpu_tic(g, st), on[DECK_MAX_SPECIES], drops[DECK_MAX_SPECIES];
     int spec = 0; /* passes launched before the flags were read, with this list capacity */
+    long long net[DECK_MAX_SPECIES] = {0}; /* particles sent to other ranks less received */
     for (int s = 0; s < g->nsp; s++) {
         on[s] = g->sp[s].mobile || window;
         drops[s] = 0;
@@ -467,7 +684,7 @@ void gpu_sort(void *ctx, pic_state *st, int window, long long *dropped)
          * first; flags[3] counts them */
         ksorts all;
         memset(&all, 0, sizeof all);
-        int nsort = 0;
+        int nsort = 0, which[DECK_MAX_SPECIES];
         unsigned prep = 0, drop = 0;
         for (int s = 0; s < g->nsp; s++) {
             drops[s] = on[s] && (g->sp[s].absorbing || window);
@@ -481,18 +698,19 @@ void gpu_sort(void *ctx, pic_state *st, int window, long long *dropped)
             if (drops[s])
                 gpu_drop(g, s, window);
             prepare_species(g, st, s);
+            which[nsort] = s;
             all.s[nsort++] = ksort_of(g, s);
         }
         read_flags(g);
         if (g->spec_lcap > 0) {
             spec = all.lcap = g->spec_lcap;
-            launch_passes(g, st, &all, nsort);
+            launch_passes(g, st, &all, which, nsort, net);
         }
     }
     GPU_CK(cudaEventSynchronize(g->flags_ready));
     ksorts all;
     memset(&all, 0, sizeof all);
-    int nsort = 0, most = 0, relaid = 0;
+    int nsort = 0, most = 0, relaid = 0, which[DECK_MAX_SPECIES];
     for (int s = 0; s < g->nsp; s++) {
         if (!on[s])
             continue;
@@ -502,7 +720,7 @@ void gpu_sort(void *ctx, pic_state *st, int window, long long *dropped)
             g->dropped[s] = hf[3];
         gpu_check_flags(g, st, s);
         most = hf[1] > most ? hf[1] : most;
-        if (hf[0] == 0 && hf[1] <= spec)
+        if (hf[0] == 0 && hf[1] <= spec && (spec > 0 || g->ranks == 1))
             continue; /* sorted by the passes launched already (or nothing to sort) */
         if (hf[0] > 0) { /* a cluster would overflow: global rearrangement first */
             int *need = (int *)empic_alloc((size_t)nc * sizeof(int), "sort table");
@@ -512,13 +730,14 @@ void gpu_sort(void *ctx, pic_state *st, int window, long long *dropped)
             GPU_CK(cudaMemsetAsync(g->flags + 4 * s, 0, sizeof(int), g->stream));
             relaid = 1;
         }
-        if (hf[1] == 0)
-            continue; /* no particle crossed a cluster border */
+        if (hf[1] == 0 && g->ranks == 1)
+            continue; /* no particle crossed a cluster border (over ranks: some may arrive) */
+        which[nsort] = s;
         all.s[nsort++] = ksort_of(g, s);
         all.lcap = hf[1] > all.lcap ? hf[1] : all.lcap;
     }
     if (nsort > 0)
-        launch_passes(g, st, &all, nsort);
+        launch_passes(g, st, &all, which, nsort, net);
     if (!g->prepared) {
         /* next step's lists: room for some growth, within the shared memory of one block */
         const int want = most + most / 4 + 32;
@@ -529,5 +748,5 @@ void gpu_sort(void *ctx, pic_state *st, int window, long long *dropped)
     gpu_toc(g, t, PH_SORT);
     gpu_debug(g, st, DBG_AFTER_SORT);
     for (int s = 0; s < g->nsp; s++)
-        dropped[s] = g->dropped[s];
+        dropped[s] = g->dropped[s] + net[s];
 }

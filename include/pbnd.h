@@ -187,49 +187,55 @@ EMPIC_HD int pbnd_drops_at(const pbnd_drops *d, int cx, int cy, int ncx, int ncy
 
 /* Fold line `g` (beyond the wall) of a current tile into the interior lines: the normal
  * component n (stride-1 x or row y) into line `gn` negated, the tangential ones into line
- * `gt`; absorbing: just clear. Lines are columns (axis 0) or rows (axis 1). */
-EMPIC_HD void pbnd_fold_line(float *nrm, float *t1, float *t2, int axis, int len, int ts,
-                             int gn_from, int gn_to, int gt_from, int gt_to, int keep)
-{
-    for (int r = 0; r < len; r++) {
-        int a = axis ? r : r * ts, step = axis ? ts : 1;
-        float *pn = nrm + a, *p1 = t1 + a, *p2 = t2 + a;
-        if (keep) {
-            pn[gn_to * step] -= pn[gn_from * step];
-            p1[gt_to * step] += p1[gt_from * step];
-            p2[gt_to * step] += p2[gt_from * step];
-        }
-        pn[gn_from * step] = 0.0f;
-        p1[gt_from * step] = 0.0f;
-        p2[gt_from * step] = 0.0f;
-    }
-}
-
-/* Fold (reflecting, thermal) or drop (absorbing) the current that the tile T of cluster
- * (cx, cy) holds beyond the walls (cluster.h: cells [i0, i0+w) x [j0, j0+h), row stride
- * w). Low wall at tile line 0 - i0 (= 1): normal J at line 0 -> line 1 negated (the
+ * `gt`; absorbing: just clear. Lines are columns (axis 0) or rows (axis 1).
+ *
+ * Then the fold (reflecting, thermal) or drop (absorbing) of the current that the tile T of
+ * cluster (cx, cy) holds beyond the walls (cluster.h: cells [i0, i0+w) x [j0, j0+h), row
+ * stride w). Low wall at tile line 0 - i0 (= 1): normal J at line 0 -> line 1 negated (the
  * half points -1/2 -> +1/2), tangential J at node -1 (line 0) -> node +1 (line 2). High wall
- * at node n, line L = n - i0: normal J at L (n+1/2) -> L-1, tangential L+1 -> L-1. */
-EMPIC_HD void pbnd_fold_tile(const pbnd_walls *wl, int cx, int cy, const cluster_tile *T,
-                             float *jx, float *jy, float *jz)
-{
-    const int *bnd = wl->bnd, i0 = T->i0, j0 = T->j0, w = T->w, h = T->h, ts = T->w;
-    if (cx == 0 && bnd[SIDE_XMIN])
-        pbnd_fold_line(jx, jy, jz, 0, h, ts, -i0 - 1, -i0, -i0 - 1, -i0 + 1,
-                       bnd[SIDE_XMIN] != PBND_ABSORBING);
-    if (cx == wl->ncx - 1 && bnd[SIDE_XMAX]) {
-        int L = wl->nx - i0;
-        pbnd_fold_line(jx, jy, jz, 0, h, ts, L, L - 1, L + 1, L - 1,
-                       bnd[SIDE_XMAX] != PBND_ABSORBING);
+ * at node n, line L = n - i0: normal J at L (n+1/2) -> L-1, tangential L+1 -> L-1.
+ *
+ * Defined for the CPU's float tiles (pbnd_fold_tile) and the GPU's fixed-point ones
+ * (pbnd_fold_tile_fixed, exact). */
+#define PBND_FOLD_DEFINE(T, line, tile)                                                        \
+    EMPIC_HD void line(T *nrm, T *t1, T *t2, int axis, int len, int ts, int gn_from,           \
+                       int gn_to, int gt_from, int gt_to, int keep)                            \
+    {                                                                                          \
+        for (int r = 0; r < len; r++) {                                                        \
+            int a = axis ? r : r * ts, step = axis ? ts : 1;                                   \
+            T *pn = nrm + a, *p1 = t1 + a, *p2 = t2 + a;                                       \
+            if (keep) {                                                                        \
+                pn[gn_to * step] -= pn[gn_from * step];                                        \
+                p1[gt_to * step] += p1[gt_from * step];                                        \
+                p2[gt_to * step] += p2[gt_from * step];                                        \
+            }                                                                                  \
+            pn[gn_from * step] = 0;                                                            \
+            p1[gt_from * step] = 0;                                                            \
+            p2[gt_from * step] = 0;                                                            \
+        }                                                                                      \
+    }                                                                                          \
+    EMPIC_HD void tile(const pbnd_walls *wl, int cx, int cy, const cluster_tile *T_, T *jx,    \
+                       T *jy, T *jz)                                                           \
+    {                                                                                          \
+        const int *bnd = wl->bnd, i0 = T_->i0, j0 = T_->j0, w = T_->w, h = T_->h, ts = T_->w; \
+        if (cx == 0 && bnd[SIDE_XMIN])                                                         \
+            line(jx, jy, jz, 0, h, ts, -i0 - 1, -i0, -i0 - 1, -i0 + 1,                         \
+                 bnd[SIDE_XMIN] != PBND_ABSORBING);                                            \
+        if (cx == wl->ncx - 1 && bnd[SIDE_XMAX]) {                                             \
+            int L = wl->nx - i0;                                                               \
+            line(jx, jy, jz, 0, h, ts, L, L - 1, L + 1, L - 1,                                 \
+                 bnd[SIDE_XMAX] != PBND_ABSORBING);                                            \
+        }                                                                                      \
+        if (cy == 0 && bnd[SIDE_YMIN])                                                         \
+            line(jy, jx, jz, 1, w, ts, -j0 - 1, -j0, -j0 - 1, -j0 + 1,                         \
+                 bnd[SIDE_YMIN] != PBND_ABSORBING);                                            \
+        if (cy == wl->ncy - 1 && bnd[SIDE_YMAX]) {                                             \
+            int L = wl->ny - j0;                                                               \
+            line(jy, jx, jz, 1, w, ts, L, L - 1, L + 1, L - 1,                                 \
+                 bnd[SIDE_YMAX] != PBND_ABSORBING);                                            \
+        }                                                                                      \
     }
-    if (cy == 0 && bnd[SIDE_YMIN])
-        pbnd_fold_line(jy, jx, jz, 1, w, ts, -j0 - 1, -j0, -j0 - 1, -j0 + 1,
-                       bnd[SIDE_YMIN] != PBND_ABSORBING);
-    if (cy == wl->ncy - 1 && bnd[SIDE_YMAX]) {
-        int L = wl->ny - j0;
-        pbnd_fold_line(jy, jx, jz, 1, w, ts, L, L - 1, L + 1, L - 1,
-                       bnd[SIDE_YMAX] != PBND_ABSORBING);
-    }
-}
+PBND_FOLD_DEFINE(float, pbnd_fold_line, pbnd_fold_tile)
+PBND_FOLD_DEFINE(long long, pbnd_fold_line_fixed, pbnd_fold_tile_fixed)
 
 #endif

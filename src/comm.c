@@ -50,6 +50,21 @@ int comm_rank(void)
     return r;
 }
 
+int comm_local_rank(void)
+{
+    static int local = -1;
+    if (local < 0) {
+        local = 0;
+        if (ranks() > 1) {
+            MPI_Comm node;
+            MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+            MPI_Comm_rank(node, &local);
+            MPI_Comm_free(&node);
+        }
+    }
+    return local;
+}
+
 /* Messages above 2^31 bytes are not needed: a rank's border holds far fewer particles. */
 static int count_of(size_t n)
 {
@@ -68,6 +83,7 @@ static int ranks(void) { return 1; }
 void comm_init(int *argc, char ***argv) { (void)argc, (void)argv; }
 void comm_finalize(void) {}
 int comm_rank(void) { return 0; }
+int comm_local_rank(void) { return 0; }
 #endif
 
 int comm_size(void) { return ranks(); }

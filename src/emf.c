@@ -95,18 +95,26 @@ static void shift_block(const emf *f, char *a, size_t esz, int axis, int to, int
     }
 }
 
-void emf_guard_fill(const emf *f, float *a)
+void emf_guard_axis(const emf *f, float *a, int axis)
 {
     const int G = EMF_GUARD, w = f->i1 - f->i0, h = f->j1 - f->j0;
     const size_t esz = sizeof(float);
     char *buf = empic_alloc(2 * (size_t)G * (f->stride > f->rows ? f->stride : f->rows) * esz,
                             "guard exchange");
-    /* x: this rank's rows, then y: whole rows, the x guards included (the corners) */
-    shift_block(f, (char *)a, esz, 0, SIDE_XMIN, G, G + w, G, G + h, buf);
-    shift_block(f, (char *)a, esz, 0, SIDE_XMAX, w, 0, G, G + h, buf);
-    shift_block(f, (char *)a, esz, 1, SIDE_YMIN, G, G + h, 0, 0, buf);
-    shift_block(f, (char *)a, esz, 1, SIDE_YMAX, h, 0, 0, 0, buf);
+    if (axis == 0) { /* this rank's rows */
+        shift_block(f, (char *)a, esz, 0, SIDE_XMIN, G, G + w, G, G + h, buf);
+        shift_block(f, (char *)a, esz, 0, SIDE_XMAX, w, 0, G, G + h, buf);
+    } else { /* whole rows, the x guards included (the corners) */
+        shift_block(f, (char *)a, esz, 1, SIDE_YMIN, G, G + h, 0, 0, buf);
+        shift_block(f, (char *)a, esz, 1, SIDE_YMAX, h, 0, 0, 0, buf);
+    }
     free(buf);
+}
+
+void emf_guard_fill(const emf *f, float *a)
+{
+    emf_guard_axis(f, a, 0);
+    emf_guard_axis(f, a, 1);
 }
 
 /* The guard block that shift_block received (at recv0, in buf + n) added into this rank's
@@ -131,17 +139,25 @@ static void fold_block(const emf *f, long long *a, int axis, int to, int send0, 
         }
 }
 
-void emf_acc_finish(const emf *f, long long *a, float *dst)
+void emf_acc_fold(const emf *f, long long *a, int axis)
 {
     const int G = EMF_GUARD, w = f->i1 - f->i0, h = f->j1 - f->j0;
     long long *buf = empic_alloc(2 * (size_t)G * (f->stride > f->rows ? f->stride : f->rows) *
                                      sizeof *buf, "guard exchange");
-    /* x over every row (the y guards' corners travel on), then y over whole rows */
-    fold_block(f, a, 0, SIDE_XMIN, 0, w, buf);
-    fold_block(f, a, 0, SIDE_XMAX, G + w, G, buf);
-    fold_block(f, a, 1, SIDE_YMIN, 0, h, buf);
-    fold_block(f, a, 1, SIDE_YMAX, G + h, G, buf);
+    if (axis == 0) { /* every row: the y guards' corners travel on */
+        fold_block(f, a, 0, SIDE_XMIN, 0, w, buf);
+        fold_block(f, a, 0, SIDE_XMAX, G + w, G, buf);
+    } else { /* whole rows */
+        fold_block(f, a, 1, SIDE_YMIN, 0, h, buf);
+        fold_block(f, a, 1, SIDE_YMAX, G + h, G, buf);
+    }
     free(buf);
+}
+
+void emf_acc_finish(const emf *f, long long *a, float *dst)
+{
+    emf_acc_fold(f, a, 0);
+    emf_acc_fold(f, a, 1);
     const double inv = 1.0 / (double)f->acc_scale; /* a power of two: exact */
 #pragma omp parallel for
     for (size_t k = 0; k < f->size; k++)

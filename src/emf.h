@@ -63,10 +63,14 @@ void emf_e_advance(emf *f);             /* E += dt (curl B - J) in the interior 
 /* The guards filled from the cells they stand for (the neighbour rank's, or this rank's
  * across a periodic side); guards of non-periodic box edges are left as they are. */
 void emf_guard_fill(const emf *f, float *a);
+/* Half of it: along x (axis 0: this rank's rows) or y (axis 1: whole rows, after x). */
+void emf_guard_axis(const emf *f, float *a, int axis);
 /* Fixed-point deposits a (f->acc layout) finished: the guard deposits added into the cells
  * they belong to (on this rank or the neighbour's; dropped at non-periodic box edges), then
  * converted to floats into dst (guards zero). Integer sums: the same whatever the ranks. */
 void emf_acc_finish(const emf *f, long long *a, float *dst);
+/* Its fold along x (axis 0: every row) or y (axis 1: whole rows, after x), guards zeroed. */
+void emf_acc_fold(const emf *f, long long *a, int axis);
 void emf_current_finish(emf *f);        /* J from f->acc, then the deck's filter */
 void emf_filter(emf *f, float *a);      /* the deck's binomial passes (+ compensator) */
 void emf_zero(const emf *f, float *a);

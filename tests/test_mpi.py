@@ -4,7 +4,12 @@ with their counts per cluster, tracks, phase spaces), for a periodic warm plasma
 with PML, filter, walls and the moving window (also with PML layers that span two ranks, on 8
 ranks), a laser from ymin with Mur sides, and a converging flow; a checkpoint written by
 2 ranks continues on 4 ranks and on 1 exactly as the straight run. Several ranks share the two
-cores of the test machine (oversubscribed, one OpenMP thread each)."""
+cores of the test machine (oversubscribed, one OpenMP thread each).
+
+On the GPU machine (tools/gpu-test --on-device) the same tests run the CUDA backend on ranks
+that share its GPU: EMPIC_TEST_BACKEND=cuda, EMPIC_TEST_EMPIC (the command that runs the
+bundled binary) and EMPIC_TEST_MPIRUN (the bundled mpirun); the decks whose boxes are not
+periodic, which the CUDA backend does not run over several ranks yet, are skipped there."""
 
 import os
 import re
@@ -21,28 +26,35 @@ DECKS = os.path.join(ROOT, "tests", "mpi")
 ENV = dict(os.environ, OMP_NUM_THREADS="1", OMPI_ALLOW_RUN_AS_ROOT="1",
            OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_rmaps_base_oversubscribe="1")
 SPLITS = [(1, 1), (2, 1), (1, 2), (2, 2), (4, 1)]
+BACKEND = os.environ.get("EMPIC_TEST_BACKEND", "cpu")
+EMPIC_CMD = os.environ.get("EMPIC_TEST_EMPIC", EMPIC).split()
+PERIODIC = ("warm.cfg", "converge.cfg")  # the decks GPU ranks run so far
 
 
 def mpirun():
-    path = shutil.which("mpirun")
+    path = os.environ.get("EMPIC_TEST_MPIRUN") or shutil.which("mpirun")
     assert path, "mpirun is missing: tools/install-deps installs OpenMPI (make does)"
-    built = subprocess.run([EMPIC, "--version"], capture_output=True, text=True).stdout
+    built = subprocess.run(EMPIC_CMD + ["--version"], capture_output=True, text=True).stdout
     if ", no MPI" in built:
         pytest.skip("bin/empic was built with MPI=0")
     return path
 
 
-def run(deck, out, ranks=None, args=()):
-    """bin/empic on deck (with parallel.ranks = ranks) into out; returns the output folder."""
-    text = open(os.path.join(DECKS, deck)).read()
+def run(deck, out, ranks=None, args=(), more=""):
+    """bin/empic on deck (with parallel.ranks = ranks, and the deck text `more` added to its
+    diagnostics) into out; returns the output folder."""
+    if BACKEND != "cpu" and deck not in PERIODIC:
+        pytest.skip("the %s backend runs periodic boxes only over several ranks" % BACKEND)
+    text = open(os.path.join(DECKS, deck)).read().replace("diagnostics = {",
+                                                          "diagnostics = {\n" + more)
     if ranks:
         text = re.sub(r"^(simulation = .*)$", r"\1\nparallel = { ranks = [%d, %d]; };" % ranks,
                       text, count=1, flags=re.M)
     path = out.parent / (out.name + ".cfg")
     path.write_text(text)
     n = ranks[0] * ranks[1] if ranks else 1
-    cmd = ([mpirun(), "-np", str(n)] if n > 1 else []) + [EMPIC, "--quiet", "--overwrite",
-                                                         "--output", str(out), *args, str(path)]
+    cmd = ([mpirun(), "-np", str(n)] if n > 1 else []) + EMPIC_CMD + [
+        "--backend", BACKEND, "--quiet", "--overwrite", "--output", str(out), *args, str(path)]
     res = subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=300)
     assert res.returncode == 0, res.stdout + res.stderr
     return out
@@ -93,30 +105,35 @@ def test_ranks_bitwise(tmp_path, deck, splits):
         assert_same(one, run(deck, tmp_path / ("r%dx%d" % split), split))
 
 
-def test_restart_on_other_rank_counts(tmp_path):
-    straight = run("laser.cfg", tmp_path / "straight")
+@pytest.mark.parametrize("deck,steps,every", [("laser.cfg", 300, 150), ("converge.cfg", 120, 60)])
+def test_restart_on_other_rank_counts(tmp_path, deck, steps, every):
+    if BACKEND == "cpu" and deck != "laser.cfg":
+        pytest.skip("the laser deck covers the CPU")
+    more = "checkpoint = { every = %d; };" % every if "checkpoint" not in open(
+        os.path.join(DECKS, deck)).read() else ""
+    straight = run(deck, tmp_path / "straight", more=more)
     for n, split in ((4, (4, 1)), (1, None)):
-        half = run("laser.cfg", tmp_path / ("half%d" % n), (2, 1), ("--steps", "150"))
-        assert (half / "checkpoint" / "ckpt00000150.h5").is_file()
-        cmd = ([mpirun(), "-np", str(n)] if n > 1 else []) + [
-            EMPIC, "--quiet", "--restart", str(half), "--steps", "300"]
+        half = run(deck, tmp_path / ("half%d" % n), (2, 1), ("--steps", str(every)), more)
+        assert (half / "checkpoint" / ("ckpt%08d.h5" % every)).is_file()
+        cmd = ([mpirun(), "-np", str(n)] if n > 1 else []) + EMPIC_CMD + [
+            "--backend", BACKEND, "--quiet", "--restart", str(half), "--steps", str(steps)]
         res = subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=300)
         assert res.returncode == 0, res.stdout + res.stderr
-        assert_same(straight, half, more_ok=True)  # + the dumps at the stop, step 150
+        assert_same(straight, half, more_ok=True)  # + the dumps at the stop
 
 
 def test_impossible_split_is_a_deck_error(tmp_path):
     deck = tmp_path / "bad.cfg"
     deck.write_text(open(os.path.join(DECKS, "warm.cfg")).read().replace(
         'simulation = {', 'parallel = { ranks = [3, 1]; };\nsimulation = {'))
-    res = subprocess.run([mpirun(), "-np", "2", EMPIC, "--quiet", "--output",
+    res = subprocess.run([mpirun(), "-np", "2", *EMPIC_CMD, "--quiet", "--output",
                           str(tmp_path / "o"), str(deck)], capture_output=True, text=True,
                          env=ENV, timeout=120)
     assert res.returncode != 0
     assert "parallel.ranks = [3, 1] needs 3 MPI ranks; the run has 2" in res.stderr
     assert res.stderr.count("needs 3 MPI ranks") == 1  # said once, by rank 0
     deck.write_text(deck.read_text().replace("ranks = [3, 1]", "ranks = [5, 1]"))
-    res = subprocess.run([mpirun(), "-np", "5", EMPIC, "--quiet", "--output",
+    res = subprocess.run([mpirun(), "-np", "5", *EMPIC_CMD, "--quiet", "--output",
                           str(tmp_path / "o"), str(deck)], capture_output=True, text=True,
                          env=ENV, timeout=120)
     assert res.returncode != 0 and "5 x 1 ranks cannot split 8 x 6 clusters" in res.stderr
