@@ -199,6 +199,8 @@ static int failed(sim *S)
 /* Several ranks: the run gathered whole on rank 0, which writes it as one rank would. */
 static void dump_ranks(sim *S, int fields, int parts, int tracks)
 {
+    if (parts || tracks)
+        S->be->fetch_particles(S->be_ctx, &S->st);
     if (fields || parts) { /* the charge densities (CPU backend: exchanges) */
         if (!S->rho_sp)
             S->rho_sp = empic_alloc((size_t)S->nsp * S->f.size * sizeof(float), "charge dumps");
