@@ -543,6 +543,7 @@ static void border_pass(gpu_state *g, const pic_state *st, ksorts *all, const in
         gpu_border *B = &g->border[s];
         const int *hist = g->h_hist + (size_t)s * g->ncl * 9;
         if (B->tcap < 4 * m) {
+            GPU_CK(cudaStreamSynchronize(g->stream)); /* the last pass may still read them */
             if (B->table)
                 GPU_CK(cudaFree(B->table)), GPU_CK(cudaFreeHost(B->h_table));
             B->table = (int4 *)gpu_malloc(g, 4 * (size_t)m * sizeof(int4), "sort exchange");
@@ -582,6 +583,7 @@ static void border_pass(gpu_state *g, const pic_state *st, ksorts *all, const in
             off[k][q + 1] = off[k][q] + (c[q] * pb + 15) / 16 * 16;
         if (off[k][4] > B->bytes) {
             const size_t want = off[k][4] + off[k][4] / 2;
+            GPU_CK(cudaStreamSynchronize(g->stream));
             if (B->dev)
                 GPU_CK(cudaFree(B->dev)), GPU_CK(cudaFreeHost(B->host));
             B->dev = (char *)gpu_malloc(g, want, "sort exchange");
