@@ -150,7 +150,8 @@ struct gpu_state {
     /* switches from the environment */
     int sync_each;                /* EMPIC_GPU_SYNC=1: synchronise after every kernel */
     int check;                    /* EMPIC_GPU_CHECK=1: verify the state after each phase */
-    long long dropped[DECK_MAX_SPECIES]; /* particles the last sort dropped (for the check) */
+    long long dropped[DECK_MAX_SPECIES]; /* particles the last sort dropped or sent to other
+                                            ranks less received (for the check) */
     size_t bytes;                 /* device bytes allocated */
     void *pinned;                 /* pinned host buffer of the compacted dumps (gpu_diag.cu) */
     void *trk;                    /* device buffer of the compacted dumps, kept between them */

@@ -748,7 +748,7 @@ void gpu_sort(void *ctx, pic_state *st, int window, long long *dropped)
     }
     g->prepared = 0;
     gpu_toc(g, t, PH_SORT);
-    gpu_debug(g, st, DBG_AFTER_SORT);
     for (int s = 0; s < g->nsp; s++)
-        dropped[s] = g->dropped[s] + net[s];
+        dropped[s] = g->dropped[s] += net[s];
+    gpu_debug(g, st, DBG_AFTER_SORT);
 }
