@@ -614,8 +614,10 @@ static void border_pass(gpu_state *g, const pic_state *st, ksorts *all, const in
                                off[k][4] - off[k][2], cudaMemcpyHostToDevice, g->stream));
         net[s] += (long long)(c[0] + c[1]) - (long long)(c[2] + c[3]);
     }
-    k_sort_pass<<<dim3((unsigned)(n / 2 * m), (unsigned)nsort), GPU_THREADS, smem, g->stream>>>(
-        *all, axis, 1, n, g->ncx, axis ? cl->periodic_y : cl->periodic_x, g->own, 1, hi0 % n);
+    const int rows = axis ? g->ncx : g->ncy; /* the pairs' rows (columns) of the whole box */
+    k_sort_pass<<<dim3((unsigned)(n / 2 * rows), (unsigned)nsort), GPU_THREADS, smem,
+                  g->stream>>>(*all, axis, 1, n, g->ncx, axis ? cl->periodic_y : cl->periodic_x,
+                               g->own, 1, hi0 % n);
     GPU_LAUNCHED(g, "k_sort_pass");
 }
 
