@@ -23,6 +23,7 @@ extern "C" {     /* host C code: the state backend.h hands over, the boundaries'
 #include "bnd.h"
 #include "fbnd.h"
 #include "lasers.h"
+#include "particles.h"
 }
 #include "backend.h"
 
@@ -105,7 +106,7 @@ struct gpu_state {
     int copies;                   /* private copies (1..GPU_MAX_COPIES) */
     int tszp, cstride;            /* padded component and copy strides in shared memory */
     size_t smem_push, smem_move, smem_rho;
-    float scale;                  /* fixed-point scale of the tiles (deposit_scale) */
+    float scale;                  /* fixed-point scale of the tiles (particles_scale) */
     /* reductions and flags */
     double *partial, *h_partial;  /* ncl * 3 doubles (device / pinned host) */
     int *flags, *h_flags;         /* per species s, at 4 s: [0] overflowing clusters, [1] max

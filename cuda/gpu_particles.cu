@@ -4,7 +4,7 @@
  * (gather_yee) and applies boris_push; the move kernel moves the particles (particle_move:
  * pieces, new cell, migration code) and deposits the selected pieces (deposit_pieces_fixed)
  * into a shared-memory copy of the cluster's current tile (cluster_tile). The tile holds
- * 64-bit fixed-point integers (particle.h's fixed_of, scale from the deck: deposit_scale),
+ * 64-bit fixed-point integers (particle.h's fixed_of, scale from the deck: particles_scale),
  * added with native 32-bit integer atomics: a sum that does not depend on the order of the
  * adds, so the current is the same in every run. Threads take 4 consecutive particles with
  * 16-byte loads, so the lanes of a warp work in several cells at once, and the lanes spread
@@ -408,19 +408,6 @@ static void set_smem(const void *kernel, size_t bytes)
     GPU_CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
 }
 
-/* The fixed-point scale of the current and charge tiles, from the deck (the same after a
- * restart): the largest contribution one particle makes to a tile entry in a step is below
- * max |q| w_max times max(1, dx/dt, dy/dt) (Jx, Jy: q w dx/dt times a move below one cell;
- * Jz: q w |v_z| < q w; rho: q w). */
-static float deposit_scale(const pic_state *st)
-{
-    const emf *f = st->f;
-    double r = fmax(1.0, fmax(f->dx / f->dt, f->dy / f->dt)), bound = 0.0;
-    for (int s = 0; s < st->nsp; s++)
-        bound = fmax(bound, fabs((double)st->sp[s].q) * st->sp[s].wbound * r);
-    return fixed_scale(bound);
-}
-
 void gpu_particles_setup(gpu_state *g, const pic_state *st)
 {
     /* the move kernel's tile copies (64-bit entries) within 64 KB: 3 blocks on a 228 KB
@@ -436,7 +423,7 @@ void gpu_particles_setup(gpu_state *g, const pic_state *st)
             break;
     }
     g->smem_rho = g->smem_move; /* 1 component fits in the room of 3 */
-    g->scale = deposit_scale(st);
+    g->scale = particles_scale(st->sp, st->nsp, st->f); /* the CPU's emf.acc scale */
     const size_t need = g->smem_push > g->smem_move ? g->smem_push : g->smem_move;
     if (need > limit) {
         empic_report(NULL, 0, "grid.cluster: clusters of up to %dx%d cells need %zu bytes "
