@@ -355,52 +355,110 @@ __global__ void __launch_bounds__(GPU_THREADS) k_rho(krho a)
                a.tiles + (size_t)c * a.tile_stride);
 }
 
-/* The fixed-point mesh sums (g->acc, ncomp components) of this rank's elements, guards
- * included: element e (global cell i, j) takes every tile of the nset sets that covers it
- * (at most two clusters along each axis), added to what it holds when `add`. */
-__global__ void k_tiles_gather(const long long *__restrict__ tiles, int nset, size_t tile_set,
-                               int tile_stride, int ncomp, int add, long long *acc, size_t size,
-                               const int *__restrict__ x0, const int *__restrict__ y0,
-                               const int *__restrict__ cx_of, const int *__restrict__ cy_of,
-                               int ncx, int ncy, int nx, int ny, int stride, int i0, int j0)
+/* The tile sets and the cluster table the gathers read. */
+typedef struct {
+    const long long *tiles;
+    int nset, tile_stride, ncomp;
+    size_t tile_set;
+    const int *x0, *y0, *cx_of, *cy_of;
+    int ncx, ncy, nx, ny;
+} ktiles;
+
+/* Add to v every tile entry for global cell (i, j) (tiles cover [x0 - 1, x1 + 2) x
+ * [y0 - 1, y1 + 2): at most two clusters along each axis), with wrapping integer adds, as the
+ * atomics. */
+__device__ __forceinline__ void tiles_sum(const ktiles &a, int i, int j, unsigned long long v[3])
+{
+    int cxs[2], cys[2], nxs = 0, nys = 0;
+    const int ax = a.cx_of[min(max(i, 0), a.nx - 1)], ay = a.cy_of[min(max(j, 0), a.ny - 1)];
+    for (int k = max(ax - 1, 0); k <= min(ax + 1, a.ncx - 1); k++)
+        if (a.x0[k] - 1 <= i && i < a.x0[k + 1] + 2)
+            cxs[nxs++] = k;
+    for (int k = max(ay - 1, 0); k <= min(ay + 1, a.ncy - 1); k++)
+        if (a.y0[k] - 1 <= j && j < a.y0[k + 1] + 2)
+            cys[nys++] = k;
+    for (int m = 0; m < a.nset; m++)
+        for (int p = 0; p < nxs; p++)
+            for (int q = 0; q < nys; q++) {
+                const int c = cxs[p] + cys[q] * a.ncx;
+                const cluster_tile T = cluster_tile_of(a.x0, a.y0, a.ncx, c);
+                const int tsz = T.w * T.h, idx = (i - T.i0) + (j - T.j0) * T.w;
+                const long long *t = a.tiles + m * a.tile_set + (size_t)c * a.tile_stride + idx;
+                for (int k = 0; k < a.ncomp; k++)
+                    v[k] += (unsigned long long)t[k * tsz];
+            }
+}
+
+/* Several ranks: the fixed-point mesh sums (acc, ncomp components of size) of this rank's
+ * elements, guards included (element e: global cell i, j), added to what acc holds when
+ * `add`; gpu_acc_finish then folds the guards across the rank borders and rounds. */
+__global__ void k_tiles_gather(ktiles a, int add, long long *acc, size_t size, int stride,
+                               int i0, int j0)
 {
     const int G = EMF_GUARD;
     const size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
     if (e >= size)
         return;
-    const int i = (int)(e % stride) - G + i0, j = (int)(e / stride) - G + j0;
-    int cxs[2], cys[2], nxs = 0, nys = 0; /* the clusters whose tiles cover column i, row j */
-    const int ax = cx_of[min(max(i, 0), nx - 1)], ay = cy_of[min(max(j, 0), ny - 1)];
-    for (int k = max(ax - 1, 0); k <= min(ax + 1, ncx - 1); k++)
-        if (x0[k] - 1 <= i && i < x0[k + 1] + 2)
-            cxs[nxs++] = k;
-    for (int k = max(ay - 1, 0); k <= min(ay + 1, ncy - 1); k++)
-        if (y0[k] - 1 <= j && j < y0[k + 1] + 2)
-            cys[nys++] = k;
-    unsigned long long v[3] = {0, 0, 0}; /* wrapping adds, as the atomics */
-    for (int m = 0; m < nset; m++)
-        for (int p = 0; p < nxs; p++)
-            for (int q = 0; q < nys; q++) {
-                const int c = cxs[p] + cys[q] * ncx;
-                const cluster_tile T = cluster_tile_of(x0, y0, ncx, c);
-                const int tsz = T.w * T.h, idx = (i - T.i0) + (j - T.j0) * T.w;
-                const long long *t = tiles + m * tile_set + (size_t)c * tile_stride + idx;
-                for (int k = 0; k < ncomp; k++)
-                    v[k] += (unsigned long long)t[k * tsz];
-            }
-    for (int k = 0; k < ncomp; k++) {
+    unsigned long long v[3] = {0, 0, 0};
+    tiles_sum(a, (int)(e % stride) - G + i0, (int)(e / stride) - G + j0, v);
+    for (int k = 0; k < a.ncomp; k++) {
         long long *d = acc + k * size + e;
         *d = (long long)(v[k] + (add ? (unsigned long long)*d : 0ull));
     }
+}
+
+/* One rank: the finished mesh current at once (what k_tiles_gather and gpu_acc_finish give,
+ * without the round trip through acc): each cell sums its tiles and, across a periodic side,
+ * those of its images in the guard band (the fold), then rounds once; guards zero. */
+__global__ void k_tiles_mesh(ktiles a, int px, int py, size_t size, int stride, double inv,
+                             float *d0, float *d1, float *d2)
+{
+    const int G = EMF_GUARD;
+    const size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    if (e >= size)
+        return;
+    const int i = (int)(e % stride) - G, j = (int)(e / stride) - G;
+    unsigned long long v[3] = {0, 0, 0};
+    if (i >= 0 && i < a.nx && j >= 0 && j < a.ny)
+        for (int oy = -1; oy <= 1; oy++)
+            for (int ox = -1; ox <= 1; ox++) {
+                const int ii = i + ox * a.nx, jj = j + oy * a.ny; /* tiles reach [-1, n + 2) */
+                if ((ox && (!px || ii < -1 || ii >= a.nx + 2)) ||
+                    (oy && (!py || jj < -1 || jj >= a.ny + 2)))
+                    continue;
+                tiles_sum(a, ii, jj, v);
+            }
+    float *const d[3] = {d0, d1, d2};
+    for (int k = 0; k < a.ncomp; k++)
+        d[k][e] = (float)((double)(long long)v[k] * inv);
+}
+
+static ktiles ktiles_of(const gpu_state *g, int nset, int ncomp)
+{
+    return ktiles{g->tiles, nset, 3 * g->tsz_max, ncomp, g->tile_set, g->x0, g->y0, g->cx_of,
+                  g->cy_of, g->ncx, g->ncy, g->nx, g->ny};
 }
 
 /* nset tile sets of ncomp components into g->acc (added when `add`). */
 static void tiles_gather(gpu_state *g, int nset, int ncomp, int add)
 {
     k_tiles_gather<<<gpu_blocks(g->size, 256), 256, 0, g->stream>>>(
-        g->tiles, nset, g->tile_set, 3 * g->tsz_max, ncomp, add, g->acc, g->size, g->x0, g->y0,
-        g->cx_of, g->cy_of, g->ncx, g->ncy, g->nx, g->ny, g->stride, g->i0, g->j0);
+        ktiles_of(g, nset, ncomp), add, g->acc, g->size, g->stride, g->i0, g->j0);
     GPU_LAUNCHED(g, "k_tiles_gather");
+}
+
+/* The current of nset tile sets into J: at once on one rank, through acc over several. */
+static void tiles_current(gpu_state *g, int nset)
+{
+    if (g->ranks > 1) {
+        tiles_gather(g, nset, 3, 0);
+        gpu_acc_finish(g, 3, g->j[0], g->j[1], g->j[2]);
+        return;
+    }
+    k_tiles_mesh<<<gpu_blocks(g->size, 256), 256, 0, g->stream>>>(
+        ktiles_of(g, nset, 3), g->px, g->py, g->size, g->stride, 1.0 / (double)g->scale,
+        g->j[0], g->j[1], g->j[2]);
+    GPU_LAUNCHED(g, "k_tiles_mesh");
 }
 
 static void set_smem(const void *kernel, size_t bytes)
@@ -507,8 +565,7 @@ void gpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic)
     }
     /* the tiles of all species to J: fixed-point sums, guard deposits folded, one rounding */
     int t = gpu_tic(g, st);
-    tiles_gather(g, m, 3, 0);
-    gpu_acc_finish(g, 3, g->j[0], g->j[1], g->j[2]);
+    tiles_current(g, m);
     gpu_toc(g, t, PH_DEPOSIT);
     gpu_debug(g, st, DBG_AFTER_MOVE);
     gpu_sort_prepare(g, st);
