@@ -149,7 +149,8 @@ __device__ __forceinline__ void code_masks(const uint8_t *code, int i, int n, in
  * block-wide prefix sum of their counts; a hole is one of the first leavers), so the result
  * does not depend on thread scheduling. Each thread then gathers a leaver and the filler of
  * its hole before it stores either: two dependent memory round trips per pair. */
-__global__ void __launch_bounds__(GPU_THREADS) k_sort_pass(ksorts all, int axis, int first,
+__global__ void __launch_bounds__(GPU_THREADS) k_sort_pass(const __grid_constant__ ksorts all,
+                                                             int axis, int first,
                                                              int n, int ncx, int periodic,
                                                              int4 own, int border, int hipos)
 {
@@ -171,18 +172,19 @@ __global__ void __launch_bounds__(GPU_THREADS) k_sort_pass(ksorts all, int axis,
     const bool ra = !owned(own, ca % ncx, ca / ncx), rb = !owned(own, cb % ncx, cb / ncx);
     if (border ? ra == rb : ra || rb)
         return;
-    gpu_parts pa = a.p, pb = a.p;
-    int as, na, bs, nb, m_ab, m_ba;
+    int as, na, bs, nb, m_ab, m_ba, ar = 0; /* ar: the staging area of the remote side */
     if (ra || rb) {
         const int r = (ra ? lo : hi) == hipos, at = 2 * a.m + (r ? 0 : a.m) + other -
                                                    (axis ? own.x : own.z);
         const int4 e = a.table[at];
-        (ra ? pa : pb) = a.area[r ? 2 : 3];
+        ar = r ? 2 : 3;
         if (ra)
             as = e.x, na = m_ab = e.y;
         else
             bs = e.x, nb = m_ba = e.y;
     }
+    /* references into the (grid constant) parameters: no copies of the pointers */
+    const gpu_parts &pa = ra ? a.area[ar] : a.p, &pb = rb ? a.area[ar] : a.p;
     if (!ra) {
         const int4 ma = a.movers[ca];
         as = a.start[ca], na = a.count[ca], m_ab = axis ? ma.z : ma.x; /* +1 leavers */
@@ -271,7 +273,8 @@ __global__ void __launch_bounds__(GPU_THREADS) k_sort_pass(ksorts all, int axis,
 /* The leavers that cross a rank border in a shifted pass, copied out in slot order (the
  * order k_sort_pass takes them): entry blockIdx.x of species blockIdx.y's table is (cluster,
  * area and code field << 8 | direction, first slot in the area, count). */
-__global__ void __launch_bounds__(GPU_THREADS) k_sort_extract(ksorts all, int shift)
+__global__ void __launch_bounds__(GPU_THREADS) k_sort_extract(const __grid_constant__ ksorts all,
+                                                                int shift)
 {
     __shared__ unsigned long long wtot[GPU_THREADS / 32];
     const ksort &a = all.s[blockIdx.y];
