@@ -121,12 +121,21 @@ typedef struct {
     int off, stride;
     const float *coef;
     float *psi0, *psi1;
+    int4 cells;         /* this rank's cells: columns [x, y), rows [z, w) */
 } klayer;
+
+static int4 cells_of(const gpu_state *g) { return make_int4(g->i0, g->i1, g->j0, g->j1); }
+
+/* Whether cell (i, j) is this rank's (emf_owns). */
+__device__ __forceinline__ bool owns(int4 r, int i, int j)
+{
+    return i >= r.x && i < r.y && j >= r.z && j < r.w;
+}
 
 static klayer layer_args(const gpu_state *g, const gpu_layer *L, int m0)
 {
     klayer a = {{L->axis, L->first, L->n, L->len}, g->off, g->stride, L->coef, L->psi[m0],
-                L->psi[m0 + 1]};
+                L->psi[m0 + 1], cells_of(g)};
     return a;
 }
 
@@ -169,8 +178,11 @@ __global__ void k_pml_b(klayers g, float *b0, float *b1, float *b2, const float 
                         int upd)
 {
     const klayer &a = g.l[blockIdx.y];
-    int t = blockIdx.x * blockDim.x + threadIdx.x;
+    int t = blockIdx.x * blockDim.x + threadIdx.x, i, j;
     if (t >= a.st.n * a.st.len)
+        return;
+    pml_strip_cell(&a.st, t, &i, &j);
+    if (!owns(a.cells, i, j))
         return;
     pml_b_cell(&a.st, a.off, a.stride, t, b0, b1, b2, e0, e1, e2, a.psi0, a.psi1,
                a.coef + 2 * a.st.n, a.coef + 3 * a.st.n, a.st.axis ? idy : idx, h, upd);
@@ -180,8 +192,11 @@ __global__ void k_pml_e(klayers g, float *e0, float *e1, float *e2, const float 
                         const float *b1, const float *b2, float idx, float idy, float dt)
 {
     const klayer &a = g.l[blockIdx.y];
-    int t = blockIdx.x * blockDim.x + threadIdx.x;
+    int t = blockIdx.x * blockDim.x + threadIdx.x, i, j;
     if (t >= a.st.n * a.st.len)
+        return;
+    pml_strip_cell(&a.st, t, &i, &j);
+    if (!owns(a.cells, i, j))
         return;
     pml_e_cell(&a.st, a.off, a.stride, t, e0, e1, e2, b0, b1, b2, a.psi0, a.psi1, a.coef,
                a.coef + a.st.n, a.st.axis ? idy : idx, dt);
@@ -189,12 +204,13 @@ __global__ void k_pml_e(klayers g, float *e0, float *e1, float *e2, const float 
 
 /* ---- lasers ---- */
 
-/* One source line of a laser (laser_line_of): entry t (0..n-1) at k0 + t kstep. */
+/* One source line of a laser (laser_line_of): entry t (0..n-1) at k0 + t kstep, cell
+ * (at, t) of an x plane, (t, at) of a y plane, where this rank holds it. */
 __global__ void k_laser(laser_beam beam, laser_line ln, int n, int k0, int kstep, float *d1,
-                        float *d2)
+                        float *d2, int axis, int4 cells)
 {
     int t = blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= n)
+    if (t >= n || !(axis ? owns(cells, t, ln.at) : owns(cells, ln.at, t)))
         return;
     int k = k0 + t * kstep;
     laser_line_add(&beam, &ln, t, &d1[k], &d2[k]);
@@ -213,8 +229,8 @@ static void laser_lines(gpu_state *g, const emf *f, int e)
         const int n = L->axis ? g->nx : g->ny;
         const int k0 = L->axis ? g->off + ln.at * g->stride : g->off + ln.at;
         const int kstep = L->axis ? 1 : g->stride;
-        k_laser<<<gpu_blocks((size_t)n, 128), 128, 0, g->stream>>>(L->beam, ln, n, k0, kstep,
-                                                                   a[ln.d1], a[ln.d2]);
+        k_laser<<<gpu_blocks((size_t)n, 128), 128, 0, g->stream>>>(
+            L->beam, ln, n, k0, kstep, a[ln.d1], a[ln.d2], L->axis, cells_of(g));
         GPU_LAUNCHED(g, "k_laser");
     }
 }
@@ -237,11 +253,12 @@ void gpu_bnd_b(gpu_state *g, const pic_state *st)
 }
 
 /* Mur side m (mur_line_of): save entry t's old values (before the E step) or apply the
- * edge rule (after it). */
-__global__ void k_mur(int save, mur_line m, float *c1, float *c2, float *o, float mr)
+ * edge rule (after it), where this rank holds the node inside the edge, `in` across it. */
+__global__ void k_mur(int save, mur_line m, float *c1, float *c2, float *o, float mr, int in,
+                      int4 cells)
 {
     int t = blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= m.len)
+    if (t >= m.len || !(m.axis ? owns(cells, t, in) : owns(cells, in, t)))
         return;
     if (save)
         mur_save(&m, t, c1, c2, o);
@@ -256,8 +273,10 @@ static void mur_sides(gpu_state *g, const pic_state *st, int save)
         if (!g->mur_old[k])
             continue;
         const mur_line m = mur_line_of(k, g->nx, g->ny, g->off, g->stride);
+        const int in = k & 1 ? (k / 2 ? g->ny : g->nx) - 1 : 1; /* the node inside the edge */
         k_mur<<<gpu_blocks((size_t)m.len, 128), 128, 0, g->stream>>>(
-            save, m, m.axis ? g->e[0] : g->e[1], g->e[2], g->mur_old[k], b->mur_m[m.axis]);
+            save, m, m.axis ? g->e[0] : g->e[1], g->e[2], g->mur_old[k], b->mur_m[m.axis], in,
+            cells_of(g));
         GPU_LAUNCHED(g, "k_mur");
     }
 }

@@ -41,6 +41,8 @@ __global__ void k_sort_prepare(const int *hist, const int *count, const int *cap
     if (!owned(own, c % nx, c / nx)) { /* another rank's: empty here */
         need[c] = 0;
         movers[c] = make_int4(0, 0, 0, 0);
+        if (c % nx == front)
+            room[c / nx] = 0; /* nothing to inject here */
         return;
     }
     int lv[4];
@@ -709,7 +711,7 @@ void gpu_sort(void *ctx, pic_state *st, int window, long long *dropped)
             all.s[nsort++] = ksort_of(g, s);
         }
         read_flags(g);
-        if (g->spec_lcap > 0) {
+        if (g->spec_lcap > 0 && g->ranks == 1) { /* ranks: the counts first (border_pass) */
             spec = all.lcap = g->spec_lcap;
             launch_passes(g, st, &all, which, nsort, net);
         }

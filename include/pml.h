@@ -105,9 +105,8 @@ typedef struct {
     int axis, first, n, len;
 } pml_strip;
 
-/* The mesh cell (i, j) of cell t of layer L (the numbering above), for host code that asks
- * which rank holds it. */
-static inline void pml_strip_cell(const pml_strip *L, int t, int *i, int *j)
+/* The mesh cell (i, j) of cell t of layer L (the numbering above): which rank holds it. */
+EMPIC_HD void pml_strip_cell(const pml_strip *L, int t, int *i, int *j)
 {
     *i = L->axis == 0 ? L->first + t % L->n : t % L->len;
     *j = L->axis == 0 ? t / L->n : L->first + t / L->len;

@@ -189,7 +189,6 @@ static size_t layer_column(const pml_layer *L, float *p, int i, int j0, int j1, 
 void fbnd_shift(emf *f)
 {
     fbnd *b = f->fb;
-    float *buf = empic_alloc(2 * (size_t)(f->ny + 1) * sizeof(float), "window exchange");
     for (int n = 0; n < b->nlayers; n++) {
         pml_layer *L = &b->layer[n];
         for (int m = 0; m < 4; m++) {
@@ -207,9 +206,23 @@ void fbnd_shift(emf *f)
                     p[(size_t)l * L->len + L->len - 1] = 0.0f;
                 }
             }
+        }
+    }
+    fbnd_shift_exchange(f);
+    b->shift++;
+}
+
+void fbnd_shift_exchange(emf *f)
+{
+    fbnd *b = f->fb;
+    float *buf = empic_alloc(2 * (size_t)(f->ny + 1) * sizeof(float), "window exchange");
+    const int left = f->nb[SIDE_XMIN], right = f->nb[SIDE_XMAX];
+    for (int n = 0; n < b->nlayers; n++)
+        for (int m = 0; m < 4; m++) {
+            pml_layer *L = &b->layer[n];
+            float *p = L->psi[m];
             /* this rank's last column takes the first column of the rank on the right (that
              * rank shifted it to column i0 - 1 of its copy) */
-            const int left = f->nb[SIDE_XMIN], right = f->nb[SIDE_XMAX];
             size_t k = left >= 0 && f->i0 > 0
                            ? layer_column(L, p, f->i0 - 1, f->j0, f->j1, buf, 1)
                            : 0;
@@ -218,7 +231,5 @@ void fbnd_shift(emf *f)
             if (got)
                 layer_column(L, p, f->i1 - 1, f->j0, f->j1, buf + f->ny + 1, 0);
         }
-    }
     free(buf);
-    b->shift++;
 }

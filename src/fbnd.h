@@ -52,5 +52,9 @@ void fbnd_e_save(emf *f);
 void fbnd_e(emf *f);
 /* The moving window shifted the fields one cell toward -x: shift the layer state with them. */
 void fbnd_shift(emf *f);
+/* Its exchange between ranks, after the layers' memories were shifted (also the CUDA
+ * backend's, on host copies): the last column of this rank's cells from the rank on the
+ * right. */
+void fbnd_shift_exchange(emf *f);
 
 #endif

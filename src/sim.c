@@ -37,42 +37,9 @@ static int restart(sim *S, const char *path)
     return rc;
 }
 
-/* What keeps the CUDA backend from running d over several ranks (NULL: nothing): so far it
- * runs periodic boxes there (cuda/NOTES.md, "Several ranks"). */
-static const char *cuda_ranks_lack(const deck *d)
-{
-    if (d->window_enabled)
-        return "a moving window";
-    if (d->nlasers > 0)
-        return "lasers";
-    for (int k = 0; k < 4; k++)
-        if (d->fbnd[k] != FBND_PERIODIC)
-            return "non-periodic field boundaries";
-    for (int s = 0; s < d->nspecies; s++)
-        for (int k = 0; k < 4; k++)
-            if (d->species[s].bnd[k] != PBND_PERIODIC)
-                return "particle walls";
-    return NULL;
-}
-
-/* The deck's backend; over several ranks the CPU's where the CUDA backend cannot run the
- * deck there. */
+/* The deck's backend. */
 static int choose_backend(sim *S)
 {
-    const char *lack = comm_size() > 1 ? cuda_ranks_lack(&S->d) : NULL;
-    if (lack && S->d.backend == BACKEND_CUDA) {
-        empic_report(S->d.file, 0, "the CUDA backend runs several ranks for periodic boxes "
-                     "only so far, and this deck has %s; run it on one rank, or with "
-                     "--backend cpu", lack);
-        return -1;
-    }
-    if (lack && S->d.backend == BACKEND_AUTO) {
-        S->d.backend = BACKEND_CPU;
-        if (!S->quiet)
-            printf("empic: note: %d MPI ranks run the CPU backend (the CUDA backend runs "
-                   "several ranks for periodic boxes only so far; this deck has %s)\n",
-                   comm_size(), lack);
-    }
     if (!(S->be = backend_choose(S->d.backend, S->d.file, S->device, sizeof S->device)))
         return -1;
     S->backend = S->be == &cpu_backend ? BACKEND_CPU : BACKEND_CUDA;

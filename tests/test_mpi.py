@@ -8,8 +8,7 @@ cores of the test machine (oversubscribed, one OpenMP thread each).
 
 On the GPU machine (tools/gpu-test --on-device) the same tests run the CUDA backend on ranks
 that share its GPU: EMPIC_TEST_BACKEND=cuda, EMPIC_TEST_EMPIC (the command that runs the
-bundled binary) and EMPIC_TEST_MPIRUN (the bundled mpirun); the decks whose boxes are not
-periodic, which the CUDA backend does not run over several ranks yet, are skipped there."""
+bundled binary) and EMPIC_TEST_MPIRUN (the bundled mpirun)."""
 
 import os
 import re
@@ -28,7 +27,6 @@ ENV = dict(os.environ, OMP_NUM_THREADS="1", OMPI_ALLOW_RUN_AS_ROOT="1",
 SPLITS = [(1, 1), (2, 1), (1, 2), (2, 2), (4, 1)]
 BACKEND = os.environ.get("EMPIC_TEST_BACKEND", "cpu")
 EMPIC_CMD = os.environ.get("EMPIC_TEST_EMPIC", EMPIC).split()
-PERIODIC = ("warm.cfg", "converge.cfg")  # the decks GPU ranks run so far
 
 
 def mpirun():
@@ -43,8 +41,6 @@ def mpirun():
 def run(deck, out, ranks=None, args=(), more=""):
     """bin/empic on deck (with parallel.ranks = ranks, and the deck text `more` added to its
     diagnostics) into out; returns the output folder."""
-    if BACKEND != "cpu" and deck not in PERIODIC:
-        pytest.skip("the %s backend runs periodic boxes only over several ranks" % BACKEND)
     text = open(os.path.join(DECKS, deck)).read().replace("diagnostics = {",
                                                           "diagnostics = {\n" + more)
     if ranks:
@@ -108,7 +104,7 @@ def test_ranks_bitwise(tmp_path, deck, splits):
 @pytest.mark.parametrize("deck,steps,every", [("laser.cfg", 300, 150), ("converge.cfg", 120, 60)])
 def test_restart_on_other_rank_counts(tmp_path, deck, steps, every):
     if BACKEND == "cpu" and deck != "laser.cfg":
-        pytest.skip("the laser deck covers the CPU")
+        pytest.skip("the laser deck covers the CPU (the converging flow: GPU ranks)")
     more = "checkpoint = { every = %d; };" % every if "checkpoint" not in open(
         os.path.join(DECKS, deck)).read() else ""
     straight = run(deck, tmp_path / "straight", more=more)
