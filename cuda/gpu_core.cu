@@ -381,7 +381,7 @@ void gpu_rho(void *ctx, pic_state *st, float *per)
     }
     for (int s = 0; s < st->nsp; s++) {
         gpu_rho_deposit(g, s, g->rho2);
-        gpu_filter(g, st, g->rho2);
+        gpu_filter(g, st, g->rho2, NULL, NULL);
         gpu_guard_fill(g, g->rho2, NULL, NULL);
         GPU_CK(cudaStreamSynchronize(g->stream));
         GPU_CK(cudaMemcpy(per + (size_t)s * g->size, g->rho2, bytes, cudaMemcpyDeviceToHost));

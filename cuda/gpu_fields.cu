@@ -105,13 +105,14 @@ __global__ void k_guard_axis(mesh m, int axis, float *a)
     }
 }
 
-/* A periodic side held by this rank alone (1), a side toward other ranks (0), none (-1). */
-static int axis_kind(const gpu_state *g, int axis)
+/* gpu_halo's device half for an axis this rank holds alone: guard fills. */
+static void guard_self(gpu_state *g, void *const a[3], int ncomp, int axis)
 {
-    const int lo = g->nb[2 * axis], hi = g->nb[2 * axis + 1];
-    if (lo == g->rank && hi == g->rank)
-        return 1;
-    return lo < 0 && hi < 0 ? -1 : 0;
+    const size_t n = (size_t)EMF_GUARD * (axis ? g->stride : g->j1 - g->j0);
+    for (int c = 0; c < ncomp; c++) {
+        k_guard_axis<<<gpu_blocks(n, 256), 256, 0, g->stream>>>(mesh_of(g), axis, (float *)a[c]);
+        GPU_LAUNCHED(g, "k_guard_axis");
+    }
 }
 
 void gpu_guard_fill(gpu_state *g, float *a0, float *a1, float *a2)
@@ -122,19 +123,8 @@ void gpu_guard_fill(gpu_state *g, float *a0, float *a1, float *a2)
         GPU_LAUNCHED(g, "k_guard_fill");
         return;
     }
-    float *const arr[3] = {a0, a1, a2};
-    for (int axis = 0; axis < 2; axis++) {
-        const int kind = axis_kind(g, axis);
-        for (int c = 0; c < 3 && arr[c]; c++)
-            if (kind == 1) {
-                const size_t n = (size_t)EMF_GUARD * (axis ? g->stride : g->j1 - g->j0);
-                k_guard_axis<<<gpu_blocks(n, 256), 256, 0, g->stream>>>(mesh_of(g), axis,
-                                                                        arr[c]);
-                GPU_LAUNCHED(g, "k_guard_axis");
-            } else if (kind == 0) {
-                gpu_halo_fill(g, arr[c], axis);
-            }
-    }
+    void *const arr[3] = {a0, a1, a2};
+    gpu_halo(g, arr, a2 ? 3 : a1 ? 2 : 1, 0, guard_self);
 }
 
 /* Fold across a periodic side that this rank holds alone (emf_acc_fold): along x every
@@ -176,19 +166,20 @@ __global__ void k_acc_convert(mesh m, const long long *acc, size_t size, double 
         d[k][e] = cell ? (float)((double)acc[k * size + e] * inv) : 0.0f;
 }
 
+/* gpu_halo's device half for an axis this rank holds alone: the fold. */
+static void fold_self(gpu_state *g, void *const a[3], int ncomp, int axis)
+{
+    (void)a; /* g->acc's components */
+    const int lines = axis ? g->stride : g->rows;
+    k_acc_fold_axis<<<gpu_blocks((size_t)ncomp * lines, 128), 128, 0, g->stream>>>(
+        mesh_of(g), axis, g->acc, ncomp, g->size);
+    GPU_LAUNCHED(g, "k_acc_fold_axis");
+}
+
 void gpu_acc_finish(gpu_state *g, int ncomp, float *d0, float *d1, float *d2)
 {
-    for (int axis = 0; axis < 2; axis++) {
-        const int kind = axis_kind(g, axis);
-        if (kind == 1) {
-            const int lines = axis ? g->stride : g->rows;
-            k_acc_fold_axis<<<gpu_blocks((size_t)ncomp * lines, 128), 128, 0, g->stream>>>(
-                mesh_of(g), axis, g->acc, ncomp, g->size);
-            GPU_LAUNCHED(g, "k_acc_fold_axis");
-        } else if (kind == 0) {
-            gpu_halo_fold(g, ncomp, axis);
-        }
-    }
+    void *const acc[3] = {g->acc, g->acc + g->size, g->acc + 2 * g->size};
+    gpu_halo(g, acc, ncomp, 1, fold_self);
     k_acc_convert<<<gpu_blocks(g->size, 256), 256, 0, g->stream>>>(
         mesh_of(g), g->acc, g->size, 1.0 / (double)g->scale, d0, d1, d2);
     GPU_LAUNCHED(g, "k_acc_convert");
@@ -217,33 +208,39 @@ __global__ void k_copy_fill(mesh m, float *a, const float *tmp)
     a[m.off + i + j * m.stride] = tmp[m.off + wrap_index(i, m.nx) + wrap_index(j, m.ny) * m.stride];
 }
 
-static void filter_pass(gpu_state *g, float *a, int d, float wa, float wb)
+/* One pass along x (d = 1) or y (d = stride) over the arrays a[0..n), then their guards. */
+static void filter_pass(gpu_state *g, float *const a[3], int n, int d, float wa, float wb)
 {
-    k_filter3<<<interior_grid(g), dim3(FX, FY), 0, g->stream>>>(mesh_of(g), a, g->tmp, d, wa,
-                                                                 wb);
-    GPU_LAUNCHED(g, "k_filter3");
     mesh m = mesh_of(g);
     if (g->ranks > 1)
         m.px = m.py = 0; /* the guards from the neighbours below */
     dim3 grid(gpu_blocks((size_t)g->stride, FX), gpu_blocks((size_t)g->rows, FY));
-    k_copy_fill<<<grid, dim3(FX, FY), 0, g->stream>>>(m, a, g->tmp);
-    GPU_LAUNCHED(g, "k_copy_fill");
+    for (int c = 0; c < n; c++) {
+        k_filter3<<<interior_grid(g), dim3(FX, FY), 0, g->stream>>>(mesh_of(g), a[c], g->tmp,
+                                                                     d, wa, wb);
+        GPU_LAUNCHED(g, "k_filter3");
+        k_copy_fill<<<grid, dim3(FX, FY), 0, g->stream>>>(m, a[c], g->tmp);
+        GPU_LAUNCHED(g, "k_copy_fill");
+    }
     if (g->ranks > 1)
-        gpu_guard_fill(g, a, NULL, NULL);
+        gpu_guard_fill(g, a[0], n > 1 ? a[1] : NULL, n > 2 ? a[2] : NULL);
 }
 
-/* The deck's filter on one array (yee.h's filter plan). */
-void gpu_filter(gpu_state *g, const pic_state *st, float *a)
+/* The deck's filter on up to three arrays (yee.h's filter plan, each array on its own; their
+ * exchanges between ranks together). */
+void gpu_filter(gpu_state *g, const pic_state *st, float *a0, float *a1, float *a2)
 {
     const int np = filter_pass_count(st->f->filter_passes, st->f->filter_compensate);
     if (np == 0)
         return;
-    gpu_guard_fill(g, a, NULL, NULL);
+    float *const a[3] = {a0, a1, a2};
+    const int n = a2 ? 3 : a1 ? 2 : 1;
+    gpu_guard_fill(g, a0, a1, a2);
     for (int dir = 0; dir < 2; dir++)
         for (int p = 0; p < np; p++) {
             float wa, wb;
             filter_weights(st->f->filter_passes, p, &wa, &wb);
-            filter_pass(g, a, dir ? g->stride : 1, wa, wb);
+            filter_pass(g, a, n, dir ? g->stride : 1, wa, wb);
         }
 }
 
@@ -273,8 +270,7 @@ void gpu_fields(void *ctx, pic_state *st)
     const emf *f = st->f;
     int t = gpu_tic(g, st);
     b_half(g, st);
-    for (int c = 0; c < 3; c++)
-        gpu_filter(g, st, g->j[c]);
+    gpu_filter(g, st, g->j[0], g->j[1], g->j[2]);
     const float dt = (float)f->dt, cx = (float)(f->dt / f->dx), cy = (float)(f->dt / f->dy);
     if (f->fb)
         gpu_bnd_e_save(g, st);
@@ -332,7 +328,7 @@ __global__ void k_field_diag(mesh m, const int *x0, const int *y0, int ncx, cons
 void gpu_charge(gpu_state *g, const pic_state *st)
 {
     gpu_rho_deposit(g, -1, g->rho);
-    gpu_filter(g, st, g->rho);
+    gpu_filter(g, st, g->rho, NULL, NULL);
     gpu_guard_fill(g, g->rho, NULL, NULL);
     gpu_debug(g, st, DBG_RHO);
 }

@@ -1,11 +1,23 @@
-/* gpu_halo.cu - exchanges of device arrays with the neighbour ranks along one axis (several
- * ranks only), staged through a pinned host mirror laid out as the array: the bands the
- * exchange reads are copied down, emf.c's own exchange (emf_guard_axis, emf_acc_fold: the
- * CPU ranks' code, comm.h) runs on the mirror, and the bands it wrote go back up. Along x a
- * band is G columns of a range of rows (one strided copy), along y G whole rows. */
+/* gpu_halo.cu - the exchanges of device arrays with the neighbour ranks (several ranks
+ * only), staged through a pinned host mirror laid out as the arrays: the bands an exchange
+ * reads are copied down, emf.c's own exchange (emf_guard_axis, emf_acc_fold: the CPU ranks'
+ * code, comm.h) runs on the mirror, and the bands it wrote go back up. Along x a band is G or
+ * 2G columns of a range of rows (one strided copy), along y G or 2G whole rows. Both axes of
+ * all components go down, through the host and up in one round (one wait for the device): x
+ * first, then y with the corners the x exchange brought, as on the CPU. */
 #include "gpu_internal.h"
 
-/* The mirror: room for the three fixed-point components of g->acc (the largest user). */
+/* A periodic side held by this rank alone (1: a device kernel), sides toward other ranks
+ * or a box edge on one side (0: staged), box edges on both sides (-1: nothing to do). */
+int gpu_axis_kind(const gpu_state *g, int axis)
+{
+    const int lo = g->nb[2 * axis], hi = g->nb[2 * axis + 1];
+    if (lo == g->rank && hi == g->rank)
+        return 1;
+    return lo < 0 && hi < 0 ? -1 : 0;
+}
+
+/* The mirror: room for three components of 8-byte entries (the current's sums). */
 static char *mirror(gpu_state *g)
 {
     if (!g->h_halo)
@@ -13,63 +25,73 @@ static char *mirror(gpu_state *g)
     return (char *)g->h_halo;
 }
 
-/* Copy a band of ncomp components (of `size` elements of esz bytes each, one after the other)
- * between the device array dev and the mirror: along x (axis 0) columns [first, first + n)
- * of rows [r0, r1), along y rows [first, first + n). */
-static void band(gpu_state *g, char *dev, char *host, size_t esz, int ncomp, int axis,
-                 int first, int n, int r0, int r1, cudaMemcpyKind kind)
+/* Copy a band of array dev (entries of esz bytes) from or to its place in the mirror copy m:
+ * along x (axis 0) columns [first, first + n) of rows [r0, r1), along y rows [first,
+ * first + n). */
+static void band(gpu_state *g, char *dev, char *m, size_t esz, int axis, int first, int n,
+                 int r0, int r1, int down)
 {
-    const size_t row = (size_t)g->stride * esz, comp = g->size * esz;
-    char *d, *h;
-    if (axis == 0) {
-        for (int k = 0; k < ncomp; k++) {
-            const size_t at = k * comp + (size_t)r0 * row + (size_t)first * esz;
-            d = dev + at;
-            h = host + at;
-            GPU_CK(cudaMemcpy2DAsync(kind == cudaMemcpyDeviceToHost ? h : d, row,
-                                     kind == cudaMemcpyDeviceToHost ? d : h, row,
-                                     (size_t)n * esz, (size_t)(r1 - r0), kind, g->stream));
+    const size_t row = (size_t)g->stride * esz;
+    const size_t at = axis ? (size_t)first * row : (size_t)r0 * row + (size_t)first * esz;
+    const size_t width = axis ? (size_t)n * row : (size_t)n * esz;
+    const size_t height = axis ? 1 : (size_t)(r1 - r0);
+    char *d = dev + at, *h = m + at;
+    GPU_CK(cudaMemcpy2DAsync(down ? h : d, row, down ? d : h, row, width, height,
+                             down ? cudaMemcpyDeviceToHost : cudaMemcpyHostToDevice,
+                             g->stream));
+}
+
+/* The bands of one axis of every component, down (what the exchange reads) or up (what it
+ * wrote): a guard fill reads the first and last G cells and writes the guards that have a
+ * neighbour (x: this rank's rows); a fold reads and writes the guards and the cells they
+ * fold into (x: every row). */
+static void bands(gpu_state *g, void *const a[3], int ncomp, size_t esz, int fold, int axis,
+                  int down)
+{
+    const int G = EMF_GUARD, h = g->j1 - g->j0, n = axis ? h : g->i1 - g->i0;
+    const int r0 = axis || fold ? 0 : G, r1 = axis ? 0 : fold ? g->rows : G + h;
+    const int lo = g->nb[2 * axis] >= 0, hi = g->nb[2 * axis + 1] >= 0;
+    for (int c = 0; c < ncomp; c++) {
+        char *d = (char *)a[c], *m = mirror(g) + (size_t)c * g->size * esz;
+        if (fold) {
+            band(g, d, m, esz, axis, 0, 2 * G, r0, r1, down);
+            band(g, d, m, esz, axis, n, 2 * G, r0, r1, down);
+        } else if (down) {
+            band(g, d, m, esz, axis, G, G, r0, r1, 1);
+            band(g, d, m, esz, axis, n, G, r0, r1, 1);
+        } else {
+            if (lo)
+                band(g, d, m, esz, axis, 0, G, r0, r1, 0);
+            if (hi)
+                band(g, d, m, esz, axis, G + n, G, r0, r1, 0);
         }
-    } else {
-        const size_t at = (size_t)first * row;
-        d = dev + at;
-        h = host + at;
-        GPU_CK(cudaMemcpy2DAsync(kind == cudaMemcpyDeviceToHost ? h : d, comp,
-                                 kind == cudaMemcpyDeviceToHost ? d : h, comp, (size_t)n * row,
-                                 (size_t)ncomp, kind, g->stream));
     }
 }
 
-void gpu_halo_fill(gpu_state *g, float *a, int axis)
+void gpu_halo(gpu_state *g, void *const a[3], int ncomp, int fold,
+              void (*self)(gpu_state *, void *const[3], int, int))
 {
-    const int G = EMF_GUARD, w = g->i1 - g->i0, h = g->j1 - g->j0;
-    const int lo = g->nb[2 * axis], hi = g->nb[2 * axis + 1], n = axis ? h : w;
-    const int r0 = axis ? 0 : G, r1 = axis ? 0 : G + h; /* x: this rank's rows */
-    char *m = mirror(g), *d = (char *)a;
-    const size_t esz = sizeof(float);
-    /* what the neighbours get: the first and last G cells */
-    band(g, d, m, esz, 1, axis, G, G, r0, r1, cudaMemcpyDeviceToHost);
-    band(g, d, m, esz, 1, axis, n, G, r0, r1, cudaMemcpyDeviceToHost);
-    GPU_CK(cudaStreamSynchronize(g->stream));
-    emf_guard_axis(g->hf, (float *)m, axis);
-    /* the guards that came from a neighbour (a box edge's are left as they are) */
-    if (lo >= 0)
-        band(g, d, m, esz, 1, axis, 0, G, r0, r1, cudaMemcpyHostToDevice);
-    if (hi >= 0)
-        band(g, d, m, esz, 1, axis, G + n, G, r0, r1, cudaMemcpyHostToDevice);
-}
-
-void gpu_halo_fold(gpu_state *g, int ncomp, int axis)
-{
-    const int G = EMF_GUARD, n = axis ? g->j1 - g->j0 : g->i1 - g->i0;
-    char *m = mirror(g), *d = (char *)g->acc;
-    const size_t esz = sizeof(long long);
-    /* the guards and the cells they fold into: [0, 2G) and [n, n + 2G), every row along x */
-    band(g, d, m, esz, ncomp, axis, 0, 2 * G, 0, g->rows, cudaMemcpyDeviceToHost);
-    band(g, d, m, esz, ncomp, axis, n, 2 * G, 0, g->rows, cudaMemcpyDeviceToHost);
-    GPU_CK(cudaStreamSynchronize(g->stream));
-    for (int k = 0; k < ncomp; k++)
-        emf_acc_fold(g->hf, (long long *)m + k * g->size, axis);
-    band(g, d, m, esz, ncomp, axis, 0, 2 * G, 0, g->rows, cudaMemcpyHostToDevice);
-    band(g, d, m, esz, ncomp, axis, n, 2 * G, 0, g->rows, cudaMemcpyHostToDevice);
+    const int kx = gpu_axis_kind(g, 0), ky = gpu_axis_kind(g, 1);
+    const size_t esz = fold ? sizeof(long long) : sizeof(float);
+    if (kx == 1)
+        self(g, a, ncomp, 0);
+    if (kx == 0 || ky == 0) {
+        for (int axis = 0; axis < 2; axis++)
+            if ((axis ? ky : kx) == 0)
+                bands(g, a, ncomp, esz, fold, axis, 1);
+        GPU_CK(cudaStreamSynchronize(g->stream));
+        for (int axis = 0; axis < 2; axis++)
+            for (int c = 0; c < ncomp && (axis ? ky : kx) == 0; c++) {
+                char *m = mirror(g) + (size_t)c * g->size * esz;
+                if (fold)
+                    emf_acc_fold(g->hf, (long long *)m, axis);
+                else
+                    emf_guard_axis(g->hf, (float *)m, axis);
+            }
+        for (int axis = 0; axis < 2; axis++)
+            if ((axis ? ky : kx) == 0)
+                bands(g, a, ncomp, esz, fold, axis, 0);
+    }
+    if (ky == 1)
+        self(g, a, ncomp, 1);
 }

@@ -272,11 +272,15 @@ int gpu_phasespace_extent(void *ctx, pic_state *st, int s, const ps_grid *g, int
  * guard deposits folded into their cells, here or on the neighbours, one rounding). */
 void gpu_guard_fill(gpu_state *g, float *a0, float *a1, float *a2);
 void gpu_acc_finish(gpu_state *g, int ncomp, float *d0, float *d1, float *d2);
-void gpu_filter(gpu_state *g, const pic_state *st, float *a);
-/* Exchanges with the neighbour ranks along one axis (gpu_halo.cu), staged through the
- * pinned host mirror with emf.c's own exchanges (emf_guard_axis, emf_acc_fold). */
-void gpu_halo_fill(gpu_state *g, float *a, int axis);
-void gpu_halo_fold(gpu_state *g, int ncomp, int axis);
+void gpu_filter(gpu_state *g, const pic_state *st, float *a0, float *a1, float *a2);
+/* Several ranks (gpu_halo.cu): the guard fill (fold = 0: float arrays) or the fold of the
+ * fixed-point sums (fold = 1) of ncomp arrays a[] with the neighbour ranks, staged through
+ * the pinned host mirror with emf.c's own exchanges, x then y; an axis this rank holds alone
+ * is done by self(g, a, ncomp, axis) on the device, in its turn. gpu_axis_kind: 1 for such
+ * an axis, 0 for one with other ranks (or one box edge), -1 for box edges on both sides. */
+int gpu_axis_kind(const gpu_state *g, int axis);
+void gpu_halo(gpu_state *g, void *const a[3], int ncomp, int fold,
+              void (*self)(gpu_state *, void *const[3], int, int));
 /* Charge density of all species at the current positions into g->rho: deposited together,
  * folded, filtered once, guards filled. */
 void gpu_charge(gpu_state *g, const pic_state *st);

@@ -456,20 +456,32 @@ static void prepare_species(gpu_state *g, const pic_state *st, int s)
 {
     gpu_species *d = &g->sp[s];
     int *fl = g->flags + 4 * s;
-    if (g->ranks > 1) { /* the neighbours' arrivals: every rank's histograms, summed (each
-                           rank holds zeros for the clusters of the others) */
-        int *h = g->h_hist + (size_t)s * g->ncl * 9;
-        GPU_CK(cudaMemcpyAsync(h, d->hist, (size_t)g->ncl * 9 * sizeof(int),
-                               cudaMemcpyDeviceToHost, g->stream));
-        GPU_CK(cudaStreamSynchronize(g->stream));
-        comm_sum_int(h, (size_t)g->ncl * 9);
-        GPU_CK(cudaMemcpyAsync(d->hist, h, (size_t)g->ncl * 9 * sizeof(int),
-                               cudaMemcpyHostToDevice, g->stream));
-    }
     k_sort_prepare<<<gpu_blocks((size_t)g->ncl, 128), 128, 0, g->stream>>>(
         d->hist, d->count, d->cap, d->need, d->movers, fl, g->room + (size_t)s * g->ncy,
         st->cl->cx_of[st->f->nx - 1], g->ncx, g->ncy, g->own);
     GPU_LAUNCHED(g, "k_sort_prepare");
+}
+
+/* Several ranks: the neighbours' arrivals for sort_need, every rank's histograms of the
+ * species in `mask` summed (each rank holds zeros for the clusters of the others), in one
+ * round for all of them; they stay in h_hist for border_pass. */
+static void hist_exchange(gpu_state *g, unsigned mask)
+{
+    if (g->ranks == 1)
+        return;
+    const size_t n = (size_t)g->ncl * 9;
+    for (int s = 0; s < g->nsp; s++)
+        if ((mask >> s) & 1u)
+            GPU_CK(cudaMemcpyAsync(g->h_hist + s * n, g->sp[s].hist, n * sizeof(int),
+                                   cudaMemcpyDeviceToHost, g->stream));
+        else
+            memset(g->h_hist + s * n, 0, n * sizeof(int));
+    GPU_CK(cudaStreamSynchronize(g->stream));
+    comm_sum_int(g->h_hist, g->nsp * n);
+    for (int s = 0; s < g->nsp; s++)
+        if ((mask >> s) & 1u)
+            GPU_CK(cudaMemcpyAsync(g->sp[s].hist, g->h_hist + s * n, n * sizeof(int),
+                                   cudaMemcpyHostToDevice, g->stream));
 }
 
 /* The flags of every species to the host, in one copy (and the injection room with a moving
@@ -500,6 +512,7 @@ void gpu_sort_prepare(gpu_state *g, pic_state *st)
     for (int s = 0; s < g->nsp; s++)
         prep |= g->sp[s].mobile ? 1u << s : 0u;
     flags_clear(g, prep, 0);
+    hist_exchange(g, prep);
     for (int s = 0; s < g->nsp; s++)
         if (g->sp[s].mobile)
             prepare_species(g, st, s);
@@ -701,11 +714,13 @@ void gpu_sort(void *ctx, pic_state *st, int window, long long *dropped)
             drop |= drops[s] ? 1u << s : 0u;
         }
         flags_clear(g, prep, drop);
+        for (int s = 0; s < g->nsp; s++)
+            if (drops[s])
+                gpu_drop(g, s, window);
+        hist_exchange(g, prep);
         for (int s = 0; s < g->nsp; s++) {
             if (!on[s])
                 continue;
-            if (drops[s])
-                gpu_drop(g, s, window);
             prepare_species(g, st, s);
             which[nsort] = s;
             all.s[nsort++] = ksort_of(g, s);
