@@ -34,9 +34,9 @@ static void band(gpu_state *g, char *dev, char *m, size_t esz, int axis, int fir
     const size_t row = (size_t)g->stride * esz;
     const size_t at = axis ? (size_t)first * row : (size_t)r0 * row + (size_t)first * esz;
     const size_t width = axis ? (size_t)n * row : (size_t)n * esz;
-    const size_t height = axis ? 1 : (size_t)(r1 - r0);
+    const size_t height = axis ? 1 : (size_t)(r1 - r0), pitch = axis ? width : row;
     char *d = dev + at, *h = m + at;
-    GPU_CK(cudaMemcpy2DAsync(down ? h : d, row, down ? d : h, row, width, height,
+    GPU_CK(cudaMemcpy2DAsync(down ? h : d, pitch, down ? d : h, pitch, width, height,
                              down ? cudaMemcpyDeviceToHost : cudaMemcpyHostToDevice,
                              g->stream));
 }
