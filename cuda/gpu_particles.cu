@@ -518,7 +518,7 @@ void gpu_particles_setup(gpu_state *g, const pic_state *st)
     /* the charge kernel's tile copies (64-bit entries) within 64 KB: 3 blocks of GPU_THREADS
      * on a 228 KB multiprocessor (the measured configuration of NOTES.md); the move kernel's
      * one split tile: 3 components of 32-bit low and high words (2 blocks of GPU_MOVE_THREADS
-     * per multiprocessor while it stays under ~113 KB: clusters up to ~68x68 cells) */
+     * per multiprocessor while it stays under ~113 KB: clusters up to ~66x66 cells) */
     const size_t budget = 64 * 1024;
     const size_t limit = g->smem_optin - 2048;
     g->tszp = (g->tsz_max + 3) / 4 * 4;
