@@ -3,13 +3,17 @@
  * kernel stages its cluster's E and B (plus ghosts) in shared memory, gathers them
  * (gather_yee) and applies boris_push; the move kernel moves the particles (particle_move:
  * pieces, new cell, migration code) and deposits the selected pieces (deposit_pieces_fixed)
- * into a shared-memory copy of the cluster's current tile (cluster_tile). The tile holds
- * 64-bit fixed-point integers (particle.h's fixed_of, scale from the deck: particles_scale),
- * added with native 32-bit integer atomics: a sum that does not depend on the order of the
- * adds, so the current is the same in every run. Threads take 4 consecutive particles with
- * 16-byte loads, so the lanes of a warp work in several cells at once, and the lanes spread
- * over up to 4 private tile copies (they spread the compare-and-swap loops of the earlier
- * float tile; measured to gain nothing with integer atomics, NOTES.md). Each block writes its
+ * into a shared-memory tile of the cluster's current (cluster_tile). The tile holds 64-bit
+ * fixed-point integers (particle.h's fixed_of, scale from the deck: particles_scale), added
+ * with native 32-bit integer atomics: a sum that does not depend on the order of the adds, so
+ * the current is the same in every run. Threads take 4 consecutive particles with 16-byte
+ * loads, so the lanes of a warp work in several cells at once. The move kernel runs
+ * GPU_MOVE_THREADS (512) threads per block, 2 blocks per multiprocessor, and keeps each entry
+ * of its one tile as two 32-bit words in separate arrays (low words of neighbouring entries
+ * in neighbouring banks), joined into 64-bit entries as the tile is stored (NOTES.md, "Deposit
+ * on many particles per cell"); the charge kernel spreads its lanes over up to 4 private 64-bit
+ * tile copies (they spread the compare-and-swap loops of the earlier float tile; measured to
+ * gain nothing with integer atomics). Each block writes its
  * tile, still fixed point, to a per-cluster buffer (one set per mobile species); one gather
  * kernel then sums, for each mesh element, the tiles that cover it (integers: exact, in any
  * order, so the split of the box among ranks changes nothing), and gpu_acc_finish folds the
@@ -20,6 +24,8 @@
 #include "particle.h"
 
 #define FULL 0xffffffffu
+/* threads per block of the move kernel (k_move; the push and charge kernels run GPU_THREADS) */
+#define GPU_MOVE_THREADS 512
 
 typedef struct {
     uint32_t *cell;
@@ -33,7 +39,7 @@ typedef struct {
     double *partial;
     const int *x0, *y0;
     int ncx, stride, off, nx, ny;
-    int tszp, cstride, copies, tile_stride;
+    int tszp, tile_stride;
     float qdt2m;
     float scale;                /* fixed-point scale of the current tile */
     move_step mv;
@@ -84,10 +90,10 @@ typedef struct {
     float x[GPU_VEC], y[GPU_VEC], u[3][GPU_VEC], w[GPU_VEC];
 } pgroup;
 
-/* Trips of a block over a cluster of n particles, GPU_VEC per thread and trip. */
-__device__ __forceinline__ int group_trips(int n)
+/* Trips of a block of nt threads over a cluster of n particles, GPU_VEC per thread and trip. */
+__device__ __forceinline__ int group_trips(int n, int nt)
 {
-    return (n + GPU_VEC * GPU_THREADS - 1) / (GPU_VEC * GPU_THREADS);
+    return (n + GPU_VEC * nt - 1) / (GPU_VEC * nt);
 }
 
 /* The group at slot p (nv of its GPU_VEC particles in the cluster; none when nv <= 0: then
@@ -190,7 +196,7 @@ __global__ void __launch_bounds__(GPU_THREADS, 3) k_push(kpart a)
     stage_fields(a, T, sf);
     __syncthreads();
     double ke = 0.0;
-    for (int t = 0; t < group_trips(n); t++) {
+    for (int t = 0; t < group_trips(n, GPU_THREADS); t++) {
         const int base = t * GPU_VEC * GPU_THREADS + GPU_VEC * tid;
         const int nv = min(GPU_VEC, n - base), p = s0 + base;
         pgroup g;
@@ -217,18 +223,59 @@ __global__ void __launch_bounds__(GPU_THREADS, 3) k_push(kpart a)
         block_sum(ke, sred, a.partial + c);
 }
 
-/* Move particle q of the group and deposit its current into the tile copy jc; returns its
- * migration code. */
-__device__ __forceinline__ unsigned move_one(const kpart &a, const cluster_tile &T,
-                                             long long *jc, pgroup &g, int q)
+/* fixed_atomic_add on a tile entry kept as two 32-bit words in separate arrays, lo[i] and
+ * hi[i]: the low words of neighbouring entries then lie in neighbouring banks (in a 64-bit
+ * entry every low word lies in one of the 16 even banks, so the low-word atomics of lanes in
+ * different cells met twice the bank conflicts). The same exact sum modulo 2^64. */
+__device__ __forceinline__ void fixed_atomic_add_split(unsigned *lo, unsigned *hi, int i,
+                                                       long long v)
 {
-    const int k = cluster_tile_k(&T, g.cell[q]);
+    const unsigned l = (unsigned)v, old = atomicAdd(&lo[i], l);
+    const unsigned h = (unsigned)((unsigned long long)v >> 32) + (old + l < old ? 1u : 0u);
+    if (h)
+        atomicAdd(&hi[i], h);
+}
+
+/* Move particle q of the group and deposit its current into the split tile (the low words of
+ * the three components, tszp apart, then their high words, 3 tszp further; the pieces, their
+ * order and their fixed_of values are deposit_pieces_fixed's); returns its migration code. */
+__device__ __forceinline__ unsigned move_one(const kpart &a, const cluster_tile &T,
+                                             unsigned *lo, pgroup &g, int q)
+{
+    const int k = cluster_tile_k(&T, g.cell[q]), s = T.w, tp = a.tszp;
     int o[3], dcx, dcy;
     float w[24];
     unsigned pieces = particle_move(&a.mv, &T, a.nx, a.ny, T.w, g.u[0][q], g.u[1][q], g.u[2][q],
                                     g.w[q], &g.cell[q], &g.x[q], &g.y[q], &dcx, &dcy, o, w, 1);
-    deposit_pieces_fixed(jc, jc + a.tszp, jc + 2 * a.tszp, k, T.w, pieces, o, w, 1, a.scale);
+    unsigned *hi = lo + 3 * tp;
+    const float scale = a.scale;
+#pragma unroll
+    for (int m = 0; m < 3; m++)
+        if (pieces & (1u << m)) {
+            const int kk = k + o[m];
+            const float *wm = w + 8 * m;
+            fixed_atomic_add_split(lo, hi, kk, fixed_of(wm[0], scale));
+            fixed_atomic_add_split(lo, hi, kk + s, fixed_of(wm[1], scale));
+            fixed_atomic_add_split(lo, hi, tp + kk, fixed_of(wm[2], scale));
+            fixed_atomic_add_split(lo, hi, tp + kk + 1, fixed_of(wm[3], scale));
+            fixed_atomic_add_split(lo, hi, 2 * tp + kk, fixed_of(wm[4], scale));
+            fixed_atomic_add_split(lo, hi, 2 * tp + kk + 1, fixed_of(wm[5], scale));
+            fixed_atomic_add_split(lo, hi, 2 * tp + kk + s, fixed_of(wm[6], scale));
+            fixed_atomic_add_split(lo, hi, 2 * tp + kk + s + 1, fixed_of(wm[7], scale));
+        }
     return mig_code(dcx, dcy);
+}
+
+/* The split tile's 3 components (low words lo, high words 3 tszp further) joined into 64-bit
+ * entries in the block's slot of the buffer (tile_store's layout). */
+__device__ __forceinline__ void tile_store_split(const unsigned *lo, int tszp, int tsz,
+                                                 long long *dst)
+{
+    const unsigned *hi = lo + 3 * tszp;
+    for (int idx = threadIdx.x; idx < 3 * tsz; idx += GPU_MOVE_THREADS) {
+        const int comp = idx / tsz, r = comp * tszp + idx - comp * tsz;
+        dst[idx] = (long long)(((unsigned long long)hi[r] << 32) | lo[r]);
+    }
 }
 
 /* The 8 migration codes of movers, in histogram-bin order of their (dx, dy). */
@@ -269,24 +316,25 @@ __device__ __forceinline__ void count_movers(const unsigned codes[GPU_VEC], int 
     }
 }
 
-/* Move x(n) -> x(n+1) with u(n+1/2), deposit J(n+1/2) into the cluster's tile (written to
- * its slot of the tile buffer), migration codes and the cluster's histogram. */
-__global__ void __launch_bounds__(GPU_THREADS, 3) k_move(kpart a)
+/* Move x(n) -> x(n+1) with u(n+1/2), deposit J(n+1/2) into the cluster's split tile (joined
+ * into its slot of the tile buffer), migration codes and the cluster's histogram. 512 threads,
+ * 2 blocks per multiprocessor (64 registers): the heaviest clusters, which decide the
+ * kernel's tail, get twice the threads of the other kernels' blocks (NOTES.md). */
+__global__ void __launch_bounds__(GPU_MOVE_THREADS, 2) k_move(kpart a)
 {
-    extern __shared__ long long sj[];
+    extern __shared__ unsigned sw[]; /* 3 tszp low words, then 3 tszp high words */
     __shared__ int shist[9];
     const int c = blockIdx.x, tid = threadIdx.x, lane = tid & 31;
     const cluster_tile T = cluster_tile_of(a.x0, a.y0, a.ncx, c);
-    for (int idx = tid; idx < a.copies * a.cstride; idx += GPU_THREADS)
-        sj[idx] = 0;
+    for (int idx = tid; idx < 3 * a.tszp; idx += GPU_MOVE_THREADS) /* tszp: a multiple of 4 */
+        ((unsigned long long *)sw)[idx] = 0;
     if (tid < 9)
         shist[tid] = 0;
     __syncthreads();
     const int n = a.count[c], s0 = a.start[c];
-    long long *jc = sj + (lane % a.copies) * a.cstride;
     int mv[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    for (int t = 0; t < group_trips(n); t++) {
-        const int base = t * GPU_VEC * GPU_THREADS + GPU_VEC * tid;
+    for (int t = 0; t < group_trips(n, GPU_MOVE_THREADS); t++) {
+        const int base = t * GPU_VEC * GPU_MOVE_THREADS + GPU_VEC * tid;
         const int nv = min(GPU_VEC, n - base), p = s0 + base;
         pgroup g;
         group_load(g, a, p, nv, true);
@@ -294,7 +342,7 @@ __global__ void __launch_bounds__(GPU_THREADS, 3) k_move(kpart a)
 #pragma unroll
         for (int q = 0; q < GPU_VEC; q++)
             if (q < nv)
-                codes[q] = move_one(a, T, jc, g, q);
+                codes[q] = move_one(a, T, sw, g, q);
         group_store_move(a, g, codes, p, nv);
         count_movers(codes, mv);
     }
@@ -309,8 +357,7 @@ __global__ void __launch_bounds__(GPU_THREADS, 3) k_move(kpart a)
             moved += b == 4 ? 0 : shist[b];
         a.hist[9 * c + tid] = tid == 4 ? n - moved : shist[tid];
     }
-    tile_store(sj, a.copies, a.cstride, a.tszp, 3, T.w * T.h,
-               a.tiles + (size_t)c * a.tile_stride);
+    tile_store_split(sw, a.tszp, T.w * T.h, a.tiles + (size_t)c * a.tile_stride);
 }
 
 /* Charge of one species at the current positions into the tile buffer. */
@@ -468,21 +515,24 @@ static void set_smem(const void *kernel, size_t bytes)
 
 void gpu_particles_setup(gpu_state *g, const pic_state *st)
 {
-    /* the move kernel's tile copies (64-bit entries) within 64 KB: 3 blocks on a 228 KB
-     * multiprocessor (the measured configuration of NOTES.md) */
+    /* the charge kernel's tile copies (64-bit entries) within 64 KB: 3 blocks of GPU_THREADS
+     * on a 228 KB multiprocessor (the measured configuration of NOTES.md); the move kernel's
+     * one split tile: 3 components of 32-bit low and high words (2 blocks of GPU_MOVE_THREADS
+     * per multiprocessor while it stays under ~113 KB: clusters up to ~66x66 cells) */
     const size_t budget = 64 * 1024;
     const size_t limit = g->smem_optin - 2048;
     g->tszp = (g->tsz_max + 3) / 4 * 4;
     for (g->copies = GPU_MAX_COPIES; g->copies >= 1; g->copies /= 2) {
         g->cstride = (3 * g->tszp + 31) / 32 * 32 + (g->copies > 1 ? 32 / g->copies : 0);
-        g->smem_move = (size_t)g->copies * g->cstride * sizeof(long long);
-        g->smem_push = (size_t)6 * g->tszp * sizeof(float);
-        if (g->smem_move <= budget || g->copies == 1)
+        g->smem_rho = (size_t)g->copies * g->cstride * sizeof(long long);
+        if (g->smem_rho <= budget || g->copies == 1)
             break;
     }
-    g->smem_rho = g->smem_move; /* 1 component fits in the room of 3 */
+    g->smem_move = (size_t)3 * g->tszp * 2 * sizeof(unsigned);
+    g->smem_push = (size_t)6 * g->tszp * sizeof(float);
     g->scale = particles_scale(st->sp, st->nsp, st->f); /* the CPU's emf.acc scale */
-    const size_t need = g->smem_push > g->smem_move ? g->smem_push : g->smem_move;
+    size_t need = g->smem_push > g->smem_move ? g->smem_push : g->smem_move;
+    need = need > g->smem_rho ? need : g->smem_rho;
     if (need > limit) {
         empic_report(NULL, 0, "grid.cluster: clusters of up to %dx%d cells need %zu bytes "
                      "of shared memory per block, the GPU allows %zu; use smaller clusters",
@@ -535,8 +585,6 @@ void gpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic)
         a.nx = g->nx;
         a.ny = g->ny;
         a.tszp = g->tszp;
-        a.cstride = g->cstride;
-        a.copies = g->copies;
         a.tile_stride = 3 * g->tsz_max;
         a.qdt2m = boris_qdt2m(f->dt, d->qm);
         a.mv = move_step_of(f->dt, f->dx, f->dy, d->q);
@@ -548,7 +596,7 @@ void gpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic)
             k_push<false><<<g->ncl, GPU_THREADS, g->smem_push, g->stream>>>(a);
         GPU_LAUNCHED(g, "k_push");
         t = gpu_tictoc(g, st, t, PH_PUSH);
-        k_move<<<g->ncl, GPU_THREADS, g->smem_move, g->stream>>>(a);
+        k_move<<<g->ncl, GPU_MOVE_THREADS, g->smem_move, g->stream>>>(a);
         GPU_LAUNCHED(g, "k_move");
         gpu_walls(g, st, s, a.tiles); /* edge clusters of non-periodic sides only */
         gpu_toc(g, t, PH_DEPOSIT);
