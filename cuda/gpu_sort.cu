@@ -15,7 +15,9 @@
  * With drops (walls, moving window) the flags are only known after the drops: the passes are
  * launched before the host reads them, with the last step's list size, and a species whose
  * flags ask for a rearrangement or longer lists leaves them untouched and is sorted again
- * once the host has read them, so the GPU does not wait for the round trip. */
+ * once the host has read them, so the GPU does not wait for the round trip. Over several
+ * ranks the histograms are summed over them first, and each shifted pass along a split axis
+ * also runs across the rank borders (border_pass; cuda/NOTES.md, "Several ranks"). */
 #include "gpu_internal.h"
 #include "cluster.h"
 
