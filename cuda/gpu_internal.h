@@ -24,6 +24,7 @@ extern "C" {     /* host C code: the state backend.h hands over, the boundaries'
 #include "fbnd.h"
 #include "lasers.h"
 #include "particles.h"
+#include "sort.h"
 }
 #include "backend.h"
 
@@ -88,8 +89,8 @@ struct gpu_state {
     const emf *hf;
     void *h_halo;
     int4 own;                     /* this rank's clusters: columns [x, y), rows [z, w) */
-    int *h_hist;                  /* over several ranks: the migration histograms summed over
-                                     them (pinned; nsp x ncl x 9) */
+    int *h_hist;                  /* over several ranks: the migration histograms, with those
+                                     around this rank's share (pinned; nsp x ncl x 9) */
     gpu_border border[DECK_MAX_SPECIES];
     float *store;                 /* e[3], b[3], j[3], rho, tmp, rho2 */
     float *e[3], *b[3], *j[3], *rho, *tmp, *rho2;

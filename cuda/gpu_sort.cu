@@ -16,8 +16,9 @@
  * launched before the host reads them, with the last step's list size, and a species whose
  * flags ask for a rearrangement or longer lists leaves them untouched and is sorted again
  * once the host has read them, so the GPU does not wait for the round trip. Over several
- * ranks the histograms are summed over them first, and each shifted pass along a split axis
- * also runs across the rank borders (border_pass; cuda/NOTES.md, "Several ranks"). */
+ * ranks the histograms around each rank's share come from its neighbours first, and each
+ * shifted pass along a split axis also runs across the rank borders (border_pass;
+ * cuda/NOTES.md, "Several ranks"). */
 #include "gpu_internal.h"
 #include "cluster.h"
 
@@ -464,10 +465,10 @@ static void prepare_species(gpu_state *g, const pic_state *st, int s)
     GPU_LAUNCHED(g, "k_sort_prepare");
 }
 
-/* Several ranks: the neighbours' arrivals for sort_need, every rank's histograms of the
- * species in `mask` summed (each rank holds zeros for the clusters of the others), in one
- * round for all of them; they stay in h_hist for border_pass. */
-static void hist_exchange(gpu_state *g, unsigned mask)
+/* Several ranks: the neighbours' arrivals for sort_need, the histograms of the clusters
+ * around this rank's share (sort_hist_halo) for the species in `mask`, in one round trip
+ * for all of them; they stay in h_hist for border_pass. */
+static void hist_exchange(gpu_state *g, const pic_state *st, unsigned mask)
 {
     if (g->ranks == 1)
         return;
@@ -476,14 +477,13 @@ static void hist_exchange(gpu_state *g, unsigned mask)
         if ((mask >> s) & 1u)
             GPU_CK(cudaMemcpyAsync(g->h_hist + s * n, g->sp[s].hist, n * sizeof(int),
                                    cudaMemcpyDeviceToHost, g->stream));
-        else
-            memset(g->h_hist + s * n, 0, n * sizeof(int));
     GPU_CK(cudaStreamSynchronize(g->stream));
-    comm_sum_int(g->h_hist, g->nsp * n);
     for (int s = 0; s < g->nsp; s++)
-        if ((mask >> s) & 1u)
+        if ((mask >> s) & 1u) {
+            sort_hist_halo(st->cl, g->h_hist + s * n);
             GPU_CK(cudaMemcpyAsync(g->sp[s].hist, g->h_hist + s * n, n * sizeof(int),
                                    cudaMemcpyHostToDevice, g->stream));
+        }
 }
 
 /* The flags of every species to the host, in one copy (and the injection room with a moving
@@ -514,7 +514,7 @@ void gpu_sort_prepare(gpu_state *g, pic_state *st)
     for (int s = 0; s < g->nsp; s++)
         prep |= g->sp[s].mobile ? 1u << s : 0u;
     flags_clear(g, prep, 0);
-    hist_exchange(g, prep);
+    hist_exchange(g, st, prep);
     for (int s = 0; s < g->nsp; s++)
         if (g->sp[s].mobile)
             prepare_species(g, st, s);
@@ -719,7 +719,7 @@ void gpu_sort(void *ctx, pic_state *st, int window, long long *dropped)
         for (int s = 0; s < g->nsp; s++)
             if (drops[s])
                 gpu_drop(g, s, window);
-        hist_exchange(g, prep);
+        hist_exchange(g, st, prep);
         for (int s = 0; s < g->nsp; s++) {
             if (!on[s])
                 continue;
