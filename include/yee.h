@@ -55,32 +55,6 @@ EMPIC_HD int yee_guard_source(int i, int j, int nx, int ny, int px, int py, int 
     return 1;
 }
 
-/* Row j of the fold along x: cell i plus its periodic images in the guard columns. */
-EMPIC_HD float yee_fold_x(const float *o, int i, int j, int s, int nx, int G, int px)
-{
-    float v = o[i + j * s];
-    if (i >= nx - G && px)
-        v += o[i - nx + j * s];
-    if (i < G && px)
-        v += o[i + nx + j * s];
-    return v;
-}
-
-/* The fold of the guard deposits into interior cell (i, j): its value plus its periodic
- * images in the guard frame, the x images first, then the y images of the x-folded guard
- * rows; a non-periodic side's deposits are dropped. Reads guard cells only, so every
- * interior cell folds independently (only those within G of an edge change). */
-EMPIC_HD float yee_guard_fold(const float *o, int i, int j, int s, int nx, int ny, int G, int px,
-                              int py)
-{
-    float v = yee_fold_x(o, i, j, s, nx, G, px);
-    if (j >= ny - G && py)
-        v += yee_fold_x(o, i, j - ny, s, nx, G, px);
-    if (j < G && py)
-        v += yee_fold_x(o, i, j + ny, s, nx, G, px);
-    return v;
-}
-
 /* |F|^2 at entry k of a field's three components, in double: the summand of its energy. */
 EMPIC_HD double yee_square(const float *a0, const float *a1, const float *a2, int k)
 {
