@@ -106,7 +106,7 @@ struct gpu_state {
     /* current tiles in shared memory */
     int copies;                   /* private copies (1..GPU_MAX_COPIES) */
     int tszp, cstride;            /* padded component and copy strides in shared memory */
-    size_t smem_push, smem_move, smem_rho;
+    size_t smem_move, smem_rho;    /* dynamic shared memory of k_push_move and k_rho */
     float scale;                  /* fixed-point scale of the tiles (particles_scale) */
     /* reductions and flags */
     double *partial, *h_partial;  /* ncl * 3 doubles (device / pinned host) */

@@ -1,30 +1,30 @@
 /* gpu_particles.cu - push, move and charge-conserving deposit on the device, one thread
- * block per cluster, with the CPU's per-particle functions (particle.h, cluster.h). The push
- * kernel stages its cluster's E and B (plus ghosts) in shared memory, gathers them
- * (gather_yee) and applies boris_push; the move kernel moves the particles (particle_move:
+ * block per cluster and one pass over its particles, with the CPU's per-particle functions
+ * (particle.h, cluster.h): the kernel stages its cluster's E and B (plus ghosts) in shared
+ * memory, gathers them (gather_yee), applies boris_push, moves the particle (particle_move:
  * pieces, new cell, migration code) and deposits the selected pieces (deposit_pieces_fixed)
  * into a shared-memory tile of the cluster's current (cluster_tile). The tile holds 64-bit
  * fixed-point integers (particle.h's fixed_of, scale from the deck: particles_scale), added
  * with native 32-bit integer atomics: a sum that does not depend on the order of the adds, so
  * the current is the same in every run. Threads take 4 consecutive particles with 16-byte
- * loads, so the lanes of a warp work in several cells at once. The move kernel runs
+ * loads, so the lanes of a warp work in several cells at once. The kernel runs
  * GPU_MOVE_THREADS (512) threads per block, 2 blocks per multiprocessor, and keeps each entry
- * of its one tile as two 32-bit words in separate arrays (low words of neighbouring entries
- * in neighbouring banks), joined into 64-bit entries as the tile is stored (NOTES.md, "Deposit
+ * of its tile as two 32-bit words in separate arrays (low words of neighbouring entries in
+ * neighbouring banks), joined into 64-bit entries as the tile is stored (NOTES.md, "Deposit
  * on many particles per cell"); the charge kernel spreads its lanes over up to 4 private 64-bit
  * tile copies (they spread the compare-and-swap loops of the earlier float tile; measured to
  * gain nothing with integer atomics). Each block writes its
  * tile, still fixed point, to a per-cluster buffer (one set per mobile species); one gather
  * kernel then sums, for each mesh element, the tiles that cover it (integers: exact, in any
  * order, so the split of the box among ranks changes nothing), and gpu_acc_finish folds the
- * guard deposits and rounds each element once to float (the CPU's emf_acc_finish). The move
- * kernel also writes each particle's 4-bit migration code and the cluster's 9-bin
+ * guard deposits and rounds each element once to float (the CPU's emf_acc_finish). The
+ * particle kernel also writes each particle's 4-bit migration code and the cluster's 9-bin
  * histogram. */
 #include "gpu_internal.h"
 #include "particle.h"
 
 #define FULL 0xffffffffu
-/* threads per block of the move kernel (k_move; the push and charge kernels run GPU_THREADS) */
+/* threads per block of the particle kernel (k_push_move; the charge kernel runs GPU_THREADS) */
 #define GPU_MOVE_THREADS 512
 
 typedef struct {
@@ -132,7 +132,7 @@ __device__ __forceinline__ void group_load(pgroup &g, const kpart &a, int p, int
 __device__ __forceinline__ void stage_fields(const kpart &a, const cluster_tile &T, float *sf)
 {
     const int tsz = T.w * T.h;
-    for (int idx = threadIdx.x; idx < tsz; idx += GPU_THREADS) {
+    for (int idx = threadIdx.x; idx < tsz; idx += blockDim.x) {
         int r = idx / T.w;
         int gk = a.off + T.i0 + (idx - r * T.w) + (T.j0 + r) * a.stride;
 #pragma unroll
@@ -172,55 +172,10 @@ __device__ __forceinline__ void block_sum(double v, double *red, double *out)
     __syncthreads();
     if (threadIdx.x == 0) {
         double s = 0.0;
-        for (int w = 0; w < GPU_THREADS / 32; w++)
+        for (int w = 0; w < (int)blockDim.x / 32; w++)
             s += red[w];
         *out = s;
     }
-}
-
-/* Push: gather E(n), B(n) at x(n), u(n-1/2) -> u(n+1/2); with KE the cluster's sum of
- * w (gamma - 1) at time n into partial[c]. */
-template <bool KE>
-__global__ void __launch_bounds__(GPU_THREADS, 3) k_push(kpart a)
-{
-    extern __shared__ float sf[];
-    __shared__ double sred[GPU_THREADS / 32];
-    const int c = blockIdx.x, tid = threadIdx.x;
-    const int n = a.count[c], s0 = a.start[c];
-    if (n == 0) { /* nothing to push (another rank's cluster: its fields are not here) */
-        if (KE && tid == 0)
-            a.partial[c] = 0.0;
-        return;
-    }
-    const cluster_tile T = cluster_tile_of(a.x0, a.y0, a.ncx, c);
-    stage_fields(a, T, sf);
-    __syncthreads();
-    double ke = 0.0;
-    for (int t = 0; t < group_trips(n, GPU_THREADS); t++) {
-        const int base = t * GPU_VEC * GPU_THREADS + GPU_VEC * tid;
-        const int nv = min(GPU_VEC, n - base), p = s0 + base;
-        pgroup g;
-        group_load(g, a, p, nv, KE);
-#pragma unroll
-        for (int q = 0; q < GPU_VEC; q++)
-            if (q < nv)
-                ke += push_one<KE>(a, T, sf, g, q);
-        if (nv == GPU_VEC) {
-            *(float4 *)(a.ux + p) = make_float4(g.u[0][0], g.u[0][1], g.u[0][2], g.u[0][3]);
-            *(float4 *)(a.uy + p) = make_float4(g.u[1][0], g.u[1][1], g.u[1][2], g.u[1][3]);
-            *(float4 *)(a.uz + p) = make_float4(g.u[2][0], g.u[2][1], g.u[2][2], g.u[2][3]);
-        } else {
-#pragma unroll
-            for (int q = 0; q < GPU_VEC; q++)
-                if (q < nv) {
-                    a.ux[p + q] = g.u[0][q];
-                    a.uy[p + q] = g.u[1][q];
-                    a.uz[p + q] = g.u[2][q];
-                }
-        }
-    }
-    if (KE)
-        block_sum(ke, sred, a.partial + c);
 }
 
 /* fixed_atomic_add on a tile entry kept as two 32-bit words in separate arrays, lo[i] and
@@ -272,7 +227,7 @@ __device__ __forceinline__ void tile_store_split(const unsigned *lo, int tszp, i
                                                  long long *dst)
 {
     const unsigned *hi = lo + 3 * tszp;
-    for (int idx = threadIdx.x; idx < 3 * tsz; idx += GPU_MOVE_THREADS) {
+    for (int idx = threadIdx.x; idx < 3 * tsz; idx += blockDim.x) {
         const int comp = idx / tsz, r = comp * tszp + idx - comp * tsz;
         dst[idx] = (long long)(((unsigned long long)hi[r] << 32) | lo[r]);
     }
@@ -316,23 +271,33 @@ __device__ __forceinline__ void count_movers(const unsigned codes[GPU_VEC], int 
     }
 }
 
-/* Move x(n) -> x(n+1) with u(n+1/2), deposit J(n+1/2) into the cluster's split tile (joined
- * into its slot of the tile buffer), migration codes and the cluster's histogram. 512 threads,
- * 2 blocks per multiprocessor (64 registers): the heaviest clusters, which decide the
- * kernel's tail, get twice the threads of the other kernels' blocks (NOTES.md). */
-__global__ void __launch_bounds__(GPU_MOVE_THREADS, 2) k_move(kpart a)
+/* One block per cluster, each particle read and written once: gather E(n), B(n) at x(n) from
+ * the staged fields, Boris u(n-1/2) -> u(n+1/2) (with KE the cluster's sum of w (gamma - 1)
+ * at time n into partial[c]), move x(n) -> x(n+1), deposit J(n+1/2) into the cluster's split
+ * tile (joined into its slot of the tile buffer), migration codes and the cluster's
+ * histogram. 512 threads, 2 blocks per multiprocessor (64 registers): the heaviest clusters,
+ * which decide the kernel's tail, get 512 threads (NOTES.md, "Deposit on many particles per
+ * cell"; one kernel instead of a push and a move kernel: "Push and move in one kernel"). */
+template <bool KE>
+__global__ void __launch_bounds__(GPU_MOVE_THREADS, 2) k_push_move(kpart a)
 {
-    extern __shared__ unsigned sw[]; /* 3 tszp low words, then 3 tszp high words */
+    extern __shared__ float sf[]; /* 6 tszp field values, then the split tile (6 tszp words:
+                                     3 tszp low words, 3 tszp high words) */
+    unsigned *sw = (unsigned *)(sf + 6 * a.tszp);
     __shared__ int shist[9];
+    __shared__ double sred[GPU_MOVE_THREADS / 32];
     const int c = blockIdx.x, tid = threadIdx.x, lane = tid & 31;
     const cluster_tile T = cluster_tile_of(a.x0, a.y0, a.ncx, c);
-    for (int idx = tid; idx < 3 * a.tszp; idx += GPU_MOVE_THREADS) /* tszp: a multiple of 4 */
+    const int n = a.count[c], s0 = a.start[c];
+    for (int idx = tid; idx < 3 * a.tszp; idx += GPU_MOVE_THREADS)
         ((unsigned long long *)sw)[idx] = 0;
     if (tid < 9)
         shist[tid] = 0;
+    if (n > 0) /* another rank's cluster: no fields here, an empty tile */
+        stage_fields(a, T, sf);
     __syncthreads();
-    const int n = a.count[c], s0 = a.start[c];
     int mv[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    double ke = 0.0;
     for (int t = 0; t < group_trips(n, GPU_MOVE_THREADS); t++) {
         const int base = t * GPU_VEC * GPU_MOVE_THREADS + GPU_VEC * tid;
         const int nv = min(GPU_VEC, n - base), p = s0 + base;
@@ -341,8 +306,23 @@ __global__ void __launch_bounds__(GPU_MOVE_THREADS, 2) k_move(kpart a)
         unsigned codes[GPU_VEC] = {0, 0, 0, 0};
 #pragma unroll
         for (int q = 0; q < GPU_VEC; q++)
-            if (q < nv)
+            if (q < nv) {
+                ke += push_one<KE>(a, T, sf, g, q);
                 codes[q] = move_one(a, T, sw, g, q);
+            }
+        if (nv == GPU_VEC) {
+            *(float4 *)(a.ux + p) = make_float4(g.u[0][0], g.u[0][1], g.u[0][2], g.u[0][3]);
+            *(float4 *)(a.uy + p) = make_float4(g.u[1][0], g.u[1][1], g.u[1][2], g.u[1][3]);
+            *(float4 *)(a.uz + p) = make_float4(g.u[2][0], g.u[2][1], g.u[2][2], g.u[2][3]);
+        } else {
+#pragma unroll
+            for (int q = 0; q < GPU_VEC; q++)
+                if (q < nv) {
+                    a.ux[p + q] = g.u[0][q];
+                    a.uy[p + q] = g.u[1][q];
+                    a.uz[p + q] = g.u[2][q];
+                }
+        }
         group_store_move(a, g, codes, p, nv);
         count_movers(codes, mv);
     }
@@ -350,7 +330,10 @@ __global__ void __launch_bounds__(GPU_MOVE_THREADS, 2) k_move(kpart a)
         for (int b = 0; b < 8; b++)
             if (mv[b])
                 atomicAdd(&shist[mover_bin[b]], mv[b]);
-    __syncthreads();
+    if (KE)
+        block_sum(ke, sred, a.partial + c); /* synchronises the block */
+    else
+        __syncthreads();
     if (tid < 9) {
         int moved = 0;
         for (int b = 0; b < 9; b++)
@@ -516,9 +499,10 @@ static void set_smem(const void *kernel, size_t bytes)
 void gpu_particles_setup(gpu_state *g, const pic_state *st)
 {
     /* the charge kernel's tile copies (64-bit entries) within 64 KB: 3 blocks of GPU_THREADS
-     * on a 228 KB multiprocessor (the measured configuration of NOTES.md); the move kernel's
-     * one split tile: 3 components of 32-bit low and high words (2 blocks of GPU_MOVE_THREADS
-     * per multiprocessor while it stays under ~113 KB: clusters up to ~66x66 cells) */
+     * on a 228 KB multiprocessor (the measured configuration of NOTES.md); the particle
+     * kernel's six staged field components and one split tile (3 components of 32-bit low
+     * and high words): 2 blocks of GPU_MOVE_THREADS per multiprocessor while they stay under
+     * ~113 KB (clusters up to ~48x48 cells) */
     const size_t budget = 64 * 1024;
     const size_t limit = g->smem_optin - 2048;
     g->tszp = (g->tsz_max + 3) / 4 * 4;
@@ -528,20 +512,17 @@ void gpu_particles_setup(gpu_state *g, const pic_state *st)
         if (g->smem_rho <= budget || g->copies == 1)
             break;
     }
-    g->smem_move = (size_t)3 * g->tszp * 2 * sizeof(unsigned);
-    g->smem_push = (size_t)6 * g->tszp * sizeof(float);
+    g->smem_move = (size_t)6 * g->tszp * (sizeof(float) + sizeof(unsigned));
     g->scale = particles_scale(st->sp, st->nsp, st->f); /* the CPU's emf.acc scale */
-    size_t need = g->smem_push > g->smem_move ? g->smem_push : g->smem_move;
-    need = need > g->smem_rho ? need : g->smem_rho;
+    const size_t need = g->smem_move > g->smem_rho ? g->smem_move : g->smem_rho;
     if (need > limit) {
         empic_report(NULL, 0, "grid.cluster: clusters of up to %dx%d cells need %zu bytes "
                      "of shared memory per block, the GPU allows %zu; use smaller clusters",
                      g->wmax, g->hmax, need, limit);
         empic_exit(1);
     }
-    set_smem((const void *)k_push<false>, g->smem_push);
-    set_smem((const void *)k_push<true>, g->smem_push);
-    set_smem((const void *)k_move, g->smem_move);
+    set_smem((const void *)k_push_move<false>, g->smem_move);
+    set_smem((const void *)k_push_move<true>, g->smem_move);
     set_smem((const void *)k_rho, g->smem_rho);
 }
 
@@ -591,13 +572,10 @@ void gpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic)
         a.scale = g->scale;
         int t = gpu_tic(g, st);
         if (want_ke)
-            k_push<true><<<g->ncl, GPU_THREADS, g->smem_push, g->stream>>>(a);
+            k_push_move<true><<<g->ncl, GPU_MOVE_THREADS, g->smem_move, g->stream>>>(a);
         else
-            k_push<false><<<g->ncl, GPU_THREADS, g->smem_push, g->stream>>>(a);
-        GPU_LAUNCHED(g, "k_push");
-        t = gpu_tictoc(g, st, t, PH_PUSH);
-        k_move<<<g->ncl, GPU_MOVE_THREADS, g->smem_move, g->stream>>>(a);
-        GPU_LAUNCHED(g, "k_move");
+            k_push_move<false><<<g->ncl, GPU_MOVE_THREADS, g->smem_move, g->stream>>>(a);
+        GPU_LAUNCHED(g, "k_push_move");
         gpu_walls(g, st, s, a.tiles); /* edge clusters of non-periodic sides only */
         gpu_toc(g, t, PH_DEPOSIT);
         if (want_ke) {
