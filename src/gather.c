@@ -1,9 +1,11 @@
 /* gather.c - the whole run on rank 0, and a rank's share of a whole state (gather.h).
  *
- * Fields travel as their 32-bit patterns summed over the ranks: every entry of the whole
- * array (guards included) has one rank that holds it (the owner of the nearest cell) and
- * the others add zeros, so the sum is that rank's bits exactly. Particles travel cluster by
- * cluster in cluster order, so rank 0 lays them out as one rank would hold them. */
+ * Fields travel as each rank's rectangle of the whole array: its cells, and the guards of
+ * the box edges next to them (every entry of the whole array, guards included, belongs to
+ * the rank holding the nearest cell), so rank 0 alone holds the whole box. Particles travel
+ * cluster by cluster in cluster order, so rank 0 lays them out as one rank would hold them.
+ * The boundary memories (thin whole-box strips on every rank) are summed as 32-bit patterns
+ * over the ranks, each entry non-zero on one rank only. */
 #include "gather.h"
 #include "comm.h"
 #include "empic.h"
@@ -14,28 +16,58 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int clamp(int v, int lo, int hi) { return v < lo ? lo : (v >= hi ? hi - 1 : v); }
-
-/* The entries of f's array a that this rank holds for the whole array w (as 32-bit
- * patterns, zero elsewhere), summed onto every rank into dst (w's layout). */
-static void gather_array(const emf *f, const float *a, const emf *w, float *dst)
+/* The rectangle of the whole array (guards included) that rank r holds: columns
+ * [b[0], b[1]), rows [b[2], b[3]) (global indices), at 4 r in the table of every rank. */
+static int *rank_boxes(const clusters *cl, const emf *f, int size)
 {
     const int G = EMF_GUARD;
-    uint32_t *bits = empic_calloc(w->size, sizeof(uint32_t), "field gather");
-#pragma omp parallel for
-    for (int lj = 0; lj < f->rows; lj++) {
-        const int j = lj - G + f->j0;
-        if (clamp(j, 0, f->ny) < f->j0 || clamp(j, 0, f->ny) >= f->j1)
-            continue;
-        for (int li = 0; li < f->stride; li++) {
-            const int i = li - G + f->i0;
-            if (clamp(i, 0, f->nx) >= f->i0 && clamp(i, 0, f->nx) < f->i1)
-                memcpy(&bits[emf_idx(w, i, j)], &a[(size_t)lj * f->stride + li], 4);
-        }
+    int *b = empic_alloc(4 * (size_t)size * sizeof(int), "field gather");
+    for (int r = 0; r < size; r++)
+        b[4 * r] = b[4 * r + 2] = 1 << 30, b[4 * r + 1] = b[4 * r + 3] = -(1 << 30);
+    for (int c = 0; c < cl->n; c++) {
+        int *q = b + 4 * clusters_rank_of(cl, c);
+        const int cx = c % cl->ncx, cy = c / cl->ncx;
+        q[0] = cl->x0[cx] < q[0] ? cl->x0[cx] : q[0];
+        q[1] = cl->x0[cx + 1] > q[1] ? cl->x0[cx + 1] : q[1];
+        q[2] = cl->y0[cy] < q[2] ? cl->y0[cy] : q[2];
+        q[3] = cl->y0[cy + 1] > q[3] ? cl->y0[cy + 1] : q[3];
     }
-    comm_sum_int((int *)bits, w->size); /* wraps as unsigned: one non-zero term per entry */
-    memcpy(dst, bits, w->size * sizeof(float));
-    free(bits);
+    for (int r = 0; r < size; r++) { /* the box edges' guards go with the cells beside them */
+        int *q = b + 4 * r;
+        q[0] -= q[0] == 0 ? G : 0;
+        q[1] += q[1] == f->nx ? G : 0;
+        q[2] -= q[2] == 0 ? G : 0;
+        q[3] += q[3] == f->ny ? G : 0;
+    }
+    return b;
+}
+
+/* This rank's rectangle (box) of its array a gathered into the whole array dst of w on
+ * rank 0 (w and dst unused elsewhere). */
+static void gather_array(const emf *f, const float *a, const emf *w, float *dst,
+                         const int *box)
+{
+    const int me = comm_rank(), size = comm_size();
+    const int *m = box + 4 * me, cols = m[1] - m[0];
+    size_t *bytes = empic_alloc((size_t)size * sizeof(size_t), "field gather"), total = 0;
+    for (int r = 0; r < size; r++)
+        total += bytes[r] = (size_t)(box[4 * r + 1] - box[4 * r]) *
+                            (size_t)(box[4 * r + 3] - box[4 * r + 2]) * sizeof(float);
+    float *mine = empic_alloc(bytes[me] ? bytes[me] : 1, "field gather");
+    for (int j = m[2]; j < m[3]; j++)
+        memcpy(mine + (size_t)(j - m[2]) * cols, a + emf_idx(f, m[0], j),
+               (size_t)cols * sizeof(float));
+    float *all = me == 0 ? empic_alloc(total ? total : 1, "field gather") : NULL;
+    comm_gather(mine, bytes[me], all, bytes);
+    const float *p = all;
+    for (int r = 0; me == 0 && r < size; r++) {
+        const int *q = box + 4 * r, n = q[1] - q[0];
+        for (int j = q[2]; j < q[3]; j++, p += n)
+            memcpy(dst + emf_idx(w, q[0], j), p, (size_t)n * sizeof(float));
+    }
+    free(all);
+    free(mine);
+    free(bytes);
 }
 
 /* The same for a boundary memory of n floats where own(k) says which entries this rank
@@ -188,32 +220,38 @@ void gather_sim(const sim *S, sim *W, int particles)
 {
     const int root = comm_rank() == 0;
     sim whole;
-    gather_whole(S, &whole);
+    memset(&whole, 0, sizeof whole);
+    if (root)
+        gather_whole(S, &whole);
     const emf *f = &S->f;
     emf *g = &whole.f;
+    int *box = rank_boxes(&S->cl, f, comm_size());
     float *a[EMF_STATE], *b[EMF_STATE];
     emf_state(f, a);
     emf_state(g, b);
     for (int k = 0; k < EMF_STATE; k++)
-        gather_array(f, a[k], g, b[k]);
+        gather_array(f, a[k], g, b[k], box);
     if (S->rho_sp) {
-        whole.rho_sp = empic_alloc((size_t)S->nsp * g->size * sizeof(float), "charge dumps");
+        if (root)
+            whole.rho_sp = empic_alloc((size_t)S->nsp * g->size * sizeof(float), "charge dumps");
         for (int s = 0; s < S->nsp; s++)
-            gather_array(f, S->rho_sp + (size_t)s * f->size, g, whole.rho_sp + (size_t)s * g->size);
+            gather_array(f, S->rho_sp + (size_t)s * f->size, g,
+                         root ? whole.rho_sp + (size_t)s * g->size : NULL, box);
     }
+    free(box);
     if (f->fb) { /* every rank's copy made whole, then rank 0's taken */
         gather_fbnd(f, f->fb);
-        copy_fbnd(g->fb, f->fb, f);
+        if (root)
+            copy_fbnd(g->fb, f->fb, f);
     }
     for (int s = 0; s < S->nsp; s++) { /* names and tables: a field dump names them too */
-        species_open(&whole.sp[s], &S->d, s, &whole.cl);
+        if (root)
+            species_open(&whole.sp[s], &S->d, s, &whole.cl);
         if (particles)
             gather_species(S, &whole, s);
     }
     if (root)
         *W = whole;
-    else
-        gather_free(&whole);
 }
 
 void gather_free(sim *W)
