@@ -22,18 +22,9 @@ static int *rank_boxes(const clusters *cl, const emf *f, int size)
 {
     const int G = EMF_GUARD;
     int *b = empic_alloc(4 * (size_t)size * sizeof(int), "field gather");
-    for (int r = 0; r < size; r++)
-        b[4 * r] = b[4 * r + 2] = 1 << 30, b[4 * r + 1] = b[4 * r + 3] = -(1 << 30);
-    for (int c = 0; c < cl->n; c++) {
-        int *q = b + 4 * clusters_rank_of(cl, c);
-        const int cx = c % cl->ncx, cy = c / cl->ncx;
-        q[0] = cl->x0[cx] < q[0] ? cl->x0[cx] : q[0];
-        q[1] = cl->x0[cx + 1] > q[1] ? cl->x0[cx + 1] : q[1];
-        q[2] = cl->y0[cy] < q[2] ? cl->y0[cy] : q[2];
-        q[3] = cl->y0[cy + 1] > q[3] ? cl->y0[cy + 1] : q[3];
-    }
     for (int r = 0; r < size; r++) { /* the box edges' guards go with the cells beside them */
         int *q = b + 4 * r;
+        clusters_cells_of(cl, r, q);
         q[0] -= q[0] == 0 ? G : 0;
         q[1] += q[1] == f->nx ? G : 0;
         q[2] -= q[2] == 0 ? G : 0;

@@ -21,17 +21,15 @@
 
 /* Histograms of the clusters c = cluster_id(lo..hi along the axis, at `at` across it)
  * between h and buf (9 ints each; `at` and lo..hi wrapped around the box). */
-static size_t hist_line(const clusters *cl, int *h, int axis, int at, int lo, int hi,
-                        int *buf, int out)
+static void hist_line(const clusters *cl, int *h, int axis, int at, int lo, int hi, int *buf,
+                      int out)
 {
     const int n = axis ? cl->ncx : cl->ncy, across = axis ? cl->ncy : cl->ncx;
-    size_t k = 0;
-    for (int o = lo; o < hi; o++, k += 9) {
+    for (int o = lo; o < hi; o++, buf += 9) {
         const int a = (at + across) % across, b = (o + n) % n;
         int *e = h + 9 * (size_t)(axis ? cluster_id(cl, b, a) : cluster_id(cl, a, b));
-        memcpy(out ? buf + k : e, out ? e : buf + k, 9 * sizeof(int));
+        memcpy(out ? buf : e, out ? e : buf, 9 * sizeof(int));
     }
-    return k;
 }
 
 void sort_hist_halo(const clusters *cl, int *h)

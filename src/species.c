@@ -136,6 +136,17 @@ int clusters_rank_of(const clusters *c, int k)
     return share_of(c->ncx, c->px, k % c->ncx) + c->px * share_of(c->ncy, c->py, k / c->ncx);
 }
 
+void clusters_cells_of(const clusters *c, int r, int cells[4])
+{
+    int lo, hi;
+    rank_share(c->ncx, c->px, r % c->px, &lo, &hi);
+    cells[0] = c->x0[lo];
+    cells[1] = c->x0[hi];
+    rank_share(c->ncy, c->py, r / c->px, &lo, &hi);
+    cells[2] = c->y0[lo];
+    cells[3] = c->y0[hi];
+}
+
 void clusters_free(clusters *c)
 {
     free(c->own);
@@ -483,16 +494,7 @@ void species_append(species *s, const clusters *cl, int i, const species *col, c
     for (int cy = 0; cy < cl->ncy; cy++) {
         int c = cluster_id(cl, cx, cy);
         size_t at = (size_t)s->start[c] + (size_t)s->count[c], n = (size_t)add[cy];
-        memcpy(s->cell + at, col->cell + from, n * sizeof(uint32_t));
-        memcpy(s->x + at, col->x + from, n * sizeof(float));
-        memcpy(s->y + at, col->y + from, n * sizeof(float));
-        memcpy(s->ux + at, col->ux + from, n * sizeof(float));
-        memcpy(s->uy + at, col->uy + from, n * sizeof(float));
-        memcpy(s->uz + at, col->uz + from, n * sizeof(float));
-        memcpy(s->w + at, col->w + from, n * sizeof(float));
-        memset(s->code + at, 0, n);
-        if (s->id)
-            memcpy(s->id + at, col->id + from, n * sizeof(uint64_t));
+        species_copy_range(s, at, col, from, n); /* a loaded column's codes are 0 */
         s->count[c] += add[cy];
         from += n;
     }
