@@ -126,12 +126,6 @@ typedef struct {
 
 static int4 cells_of(const gpu_state *g) { return make_int4(g->i0, g->i1, g->j0, g->j1); }
 
-/* Whether cell (i, j) is this rank's (emf_owns). */
-__device__ __forceinline__ bool owns(int4 r, int i, int j)
-{
-    return i >= r.x && i < r.y && j >= r.z && j < r.w;
-}
-
 static klayer layer_args(const gpu_state *g, const gpu_layer *L, int m0)
 {
     klayer a = {{L->axis, L->first, L->n, L->len}, g->off, g->stride, L->coef, L->psi[m0],
@@ -182,7 +176,7 @@ __global__ void k_pml_b(klayers g, float *b0, float *b1, float *b2, const float 
     if (t >= a.st.n * a.st.len)
         return;
     pml_strip_cell(&a.st, t, &i, &j);
-    if (!owns(a.cells, i, j))
+    if (!in_box(a.cells, i, j))
         return;
     pml_b_cell(&a.st, a.off, a.stride, t, b0, b1, b2, e0, e1, e2, a.psi0, a.psi1,
                a.coef + 2 * a.st.n, a.coef + 3 * a.st.n, a.st.axis ? idy : idx, h, upd);
@@ -196,7 +190,7 @@ __global__ void k_pml_e(klayers g, float *e0, float *e1, float *e2, const float 
     if (t >= a.st.n * a.st.len)
         return;
     pml_strip_cell(&a.st, t, &i, &j);
-    if (!owns(a.cells, i, j))
+    if (!in_box(a.cells, i, j))
         return;
     pml_e_cell(&a.st, a.off, a.stride, t, e0, e1, e2, b0, b1, b2, a.psi0, a.psi1, a.coef,
                a.coef + a.st.n, a.st.axis ? idy : idx, dt);
@@ -210,7 +204,7 @@ __global__ void k_laser(laser_beam beam, laser_line ln, int n, int k0, int kstep
                         float *d2, int axis, int4 cells)
 {
     int t = blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= n || !(axis ? owns(cells, t, ln.at) : owns(cells, ln.at, t)))
+    if (t >= n || !(axis ? in_box(cells, t, ln.at) : in_box(cells, ln.at, t)))
         return;
     int k = k0 + t * kstep;
     laser_line_add(&beam, &ln, t, &d1[k], &d2[k]);
@@ -258,7 +252,7 @@ __global__ void k_mur(int save, mur_line m, float *c1, float *c2, float *o, floa
                       int4 cells)
 {
     int t = blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= m.len || !(m.axis ? owns(cells, t, in) : owns(cells, in, t)))
+    if (t >= m.len || !(m.axis ? in_box(cells, t, in) : in_box(cells, in, t)))
         return;
     if (save)
         mur_save(&m, t, c1, c2, o);

@@ -220,6 +220,13 @@ __device__ __forceinline__ void gpu_parts_copy(const gpu_parts &a, int dst, int 
     gpu_parts_put(a, dst, gpu_parts_get(a, src));
 }
 
+/* Whether (x, y) lies in box b: x in [b.x, b.y), y in [b.z, b.w) (this rank's clusters or
+ * cells, as the int4 boxes of gpu_state). */
+__device__ __forceinline__ bool in_box(int4 b, int x, int y)
+{
+    return x >= b.x && x < b.y && y >= b.z && y < b.w;
+}
+
 /* Error checks: report the call or kernel with file and line, then exit. */
 void gpu_check(cudaError_t e, const char *what, const char *file, int line);
 void gpu_launched(gpu_state *g, const char *kernel, const char *file, int line);

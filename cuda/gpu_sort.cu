@@ -25,12 +25,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Whether cluster (cx, cy) is this rank's: own = its columns [x, y), rows [z, w). */
-__device__ __forceinline__ bool owned(int4 own, int cx, int cy)
-{
-    return cx >= own.x && cx < own.y && cy >= own.z && cy < own.w;
-}
-
 /* Also room[cy] = cap - need of the clusters of column `front` (the moving window's
  * injection column): the count after the passes is at most need, so an injection of up to
  * room[cy] particles needs no rearrangement and no read-back of the counts. */
@@ -41,7 +35,7 @@ __global__ void k_sort_prepare(const int *hist, const int *count, const int *cap
     const int c = blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= nx * ny)
         return;
-    if (!owned(own, c % nx, c / nx)) { /* another rank's: empty here */
+    if (!in_box(own, c % nx, c / nx)) { /* another rank's: empty here */
         need[c] = 0;
         movers[c] = make_int4(0, 0, 0, 0);
         if (c % nx == front)
@@ -174,7 +168,7 @@ __global__ void __launch_bounds__(GPU_THREADS) k_sort_pass(const __grid_constant
     const int cb = axis ? other + hi * ncx : hi + other * ncx;
     /* local pairs, or (border) the pairs of a cluster here and one of a neighbour rank,
      * whose leavers wait in a staging area (remote side: no scan, no store) */
-    const bool ra = !owned(own, ca % ncx, ca / ncx), rb = !owned(own, cb % ncx, cb / ncx);
+    const bool ra = !in_box(own, ca % ncx, ca / ncx), rb = !in_box(own, cb % ncx, cb / ncx);
     if (border ? ra == rb : ra || rb)
         return;
     int as, na, bs, nb, m_ab, m_ba, ar = 0; /* ar: the staging area of the remote side */
