@@ -140,25 +140,19 @@ void gpu_window_shift(void *ctx, pic_state *st)
         }
         k_shift_psi<<<dim3((unsigned)most, 4, (unsigned)g->nlayers), 256, 0, g->stream>>>(a);
         GPU_LAUNCHED(g, "k_shift_psi");
-        if (g->ranks > 1) /* the layers' last column from the rank on the right: the host's
-                             exchange on host copies (the memories are thin strips) */
-            for (int dir = 0; dir < 2; dir++) {
-                fbnd *b = st->f->fb;
-                for (int l = 0; l < g->nlayers; l++)
-                    for (int m = 0; m < 4; m++) {
-                        const size_t n = (size_t)g->layer[l].n * g->layer[l].len * sizeof(float);
-                        if (dir == 0)
-                            GPU_CK(cudaMemcpyAsync(b->layer[l].psi[m], g->layer[l].psi[m], n,
-                                                   cudaMemcpyDeviceToHost, g->stream));
-                        else
-                            GPU_CK(cudaMemcpy(g->layer[l].psi[m], b->layer[l].psi[m], n,
-                                              cudaMemcpyHostToDevice));
-                    }
-                if (dir == 0) {
-                    GPU_CK(cudaStreamSynchronize(g->stream));
-                    fbnd_shift_exchange(st->f);
-                }
-            }
+        if (g->ranks > 1) { /* the layers' last column from the rank on the right: the
+                               host's exchange on host copies (the memories are thin strips) */
+            GPU_CK(cudaStreamSynchronize(g->stream));
+            gpu_bnd_fetch(g, st);
+            fbnd_shift_exchange(st->f);
+            const fbnd *b = st->f->fb;
+            for (int l = 0; l < g->nlayers; l++)
+                for (int m = 0; m < 4; m++)
+                    GPU_CK(cudaMemcpyAsync(g->layer[l].psi[m], b->layer[l].psi[m],
+                                           (size_t)g->layer[l].n * g->layer[l].len *
+                                               sizeof(float),
+                                           cudaMemcpyHostToDevice, g->stream));
+        }
     }
     g->shift++; /* the laser sources' clock (fbnd.shift, written back by gpu_fetch_fields) */
     t = gpu_tictoc(g, st, t, PH_FIELD);
