@@ -244,6 +244,10 @@ static void timing_json(const sim *S, const timing *t, FILE *m)
     fprintf(m, "  \"bandwidth_floor_ns\": %.6g,\n  \"bandwidth_fraction\": %.4f,\n",
             t->floor_ns, total > 0 && t->floor_ns > 0 ? t->floor_ns / total : 0.0);
     fprintf(m, "  \"memory_bytes_per_particle\": %.2f,\n", t->mem);
+    long long relaid = 0; /* segment re-layouts after a cluster overflowed (this rank) */
+    for (int s = 0; s < S->nsp; s++)
+        relaid += S->sp[s].rearrangements;
+    fprintf(m, "  \"rearrangements\": %lld,\n", relaid);
     fprintf(m, "  \"ranks\": %d,\n  \"rank_particles\": {\"min\": %.0f, \"max\": %.0f},\n"
                "  \"rank_phase_s\": {\"min\": %.6g, \"max\": %.6g}\n}\n",
             t->ranks, t->np_min, t->np_max, t->busy_min, t->busy_max);
