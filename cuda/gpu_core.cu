@@ -296,8 +296,11 @@ int gpu_open(pic_state *st, void **ctx)
                                        "current tiles");
     GPU_CK(cudaMemset(g->tiles, 0, g->ntiles * g->tile_set * sizeof(long long)));
     g->acc = (long long *)gpu_malloc(g, 3 * g->size * sizeof(long long), "current sums");
-    g->partial = (double *)gpu_malloc(g, (size_t)g->ncl * 3 * sizeof(double), "reductions");
-    GPU_CK(cudaMallocHost(&g->h_partial, (size_t)g->ncl * 3 * sizeof(double)));
+    /* per cluster: 3 field sums, or the kinetic energy of each species */
+    const size_t np = (size_t)g->ncl * (g->nsp > 3 ? g->nsp : 3);
+    g->partial = (double *)gpu_malloc(g, np * sizeof(double), "reductions");
+    GPU_CK(cudaMallocHost(&g->h_partial, np * sizeof(double)));
+    g->order = (int *)gpu_malloc(g, (size_t)g->ncl * g->nsp * sizeof(int), "cluster order");
     g->flags = (int *)gpu_malloc(g, 4 * DECK_MAX_SPECIES * sizeof(int), "flags");
     GPU_CK(cudaMemset(g->flags, 0, 4 * DECK_MAX_SPECIES * sizeof(int)));
     GPU_CK(cudaMallocHost(&g->h_flags, 4 * DECK_MAX_SPECIES * sizeof(int)));
@@ -332,7 +335,7 @@ void gpu_close(void *ctx, pic_state *st)
         if (g->spare[v])
             cudaFree(g->spare[v]);
     void *p[] = {g->store, g->x0,    g->y0,   g->tiles,       g->acc,
-                 g->partial, g->flags, g->lists, g->spare_start, g->room};
+                 g->partial, g->flags, g->lists, g->spare_start, g->room, g->order};
     for (size_t k = 0; k < sizeof p / sizeof p[0]; k++)
         if (p[k])
             cudaFree(p[k]);

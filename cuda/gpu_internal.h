@@ -109,7 +109,8 @@ struct gpu_state {
     size_t smem_move, smem_rho;    /* dynamic shared memory of k_push_move and k_rho */
     float scale;                  /* fixed-point scale of the tiles (particles_scale) */
     /* reductions and flags */
-    double *partial, *h_partial;  /* ncl * 3 doubles (device / pinned host) */
+    double *partial, *h_partial;  /* ncl * max(3, nsp) doubles (device / pinned host) */
+    int *order;                   /* the particle kernel's blocks (k_cluster_order) */
     int *flags, *h_flags;         /* per species s, at 4 s: [0] overflowing clusters, [1] max
                                      leavers, [2] errors, [3] particles dropped */
     cudaEvent_t flags_ready;      /* the flags (and room) of the last prepare are in h_flags */

@@ -1,5 +1,6 @@
 /* gpu_particles.cu - push, move and charge-conserving deposit on the device, one thread
- * block per cluster and one pass over its particles, with the CPU's per-particle functions
+ * block per cluster of every mobile species in one launch (heaviest clusters first:
+ * k_cluster_order) and one pass over its particles, with the CPU's per-particle functions
  * (particle.h, cluster.h): the kernel stages its cluster's E and B (plus ghosts) in shared
  * memory, gathers them (gather_yee), applies boris_push, moves the particle (particle_move:
  * pieces, new cell, migration code) and deposits the selected pieces (deposit_pieces_fixed)
@@ -23,10 +24,14 @@
 #include "gpu_internal.h"
 #include "particle.h"
 
+#include <string.h>
+
 #define FULL 0xffffffffu
 /* threads per block of the particle kernel (k_push_move; the charge kernel runs GPU_THREADS) */
 #define GPU_MOVE_THREADS 512
 
+/* One mobile species of the particle kernel: its arrays, cluster table, tile set and slot
+ * of the kinetic-energy sums. */
 typedef struct {
     uint32_t *cell;
     float *x, *y, *ux, *uy, *uz;
@@ -34,15 +39,22 @@ typedef struct {
     uint8_t *code;
     const int *start, *count;
     int *hist;
-    const float *f[6];          /* ex, ey, ez, bx, by, bz */
     long long *tiles;
     double *partial;
-    const int *x0, *y0;
-    int ncx, stride, off, nx, ny;
-    int tszp, tile_stride;
     float qdt2m;
-    float scale;                /* fixed-point scale of the current tile */
     move_step mv;
+} kspecies;
+
+/* The particle kernel's launch: every mobile species at once, block b running cluster
+ * order[b] % ncl of species order[b] / ncl (heaviest clusters first, k_cluster_order). */
+typedef struct {
+    kspecies sp[DECK_MAX_SPECIES];
+    const int *order;
+    const float *f[6];          /* ex, ey, ez, bx, by, bz */
+    const int *x0, *y0;
+    int ncl, ncx, stride, off, nx, ny;
+    int tszp, tile_stride;
+    float scale;                /* fixed-point scale of the current tile */
     float ext[6];               /* external E, B */
 } kpart;
 
@@ -98,7 +110,8 @@ __device__ __forceinline__ int group_trips(int n, int nt)
 
 /* The group at slot p (nv of its GPU_VEC particles in the cluster; none when nv <= 0: then
  * zeros). Segments start on 32-slot multiples, so slots up to 4 ceil(n/4) exist. */
-__device__ __forceinline__ void group_load(pgroup &g, const kpart &a, int p, int nv, bool want_w)
+__device__ __forceinline__ void group_load(pgroup &g, const kspecies &a, int p, int nv,
+                                           bool want_w)
 {
     uint4 c4 = make_uint4(0, 0, 0, 0);
     float4 x4 = make_float4(0, 0, 0, 0), y4 = x4, ux4 = x4, uy4 = x4, uz4 = x4, w4 = x4;
@@ -143,8 +156,9 @@ __device__ __forceinline__ void stage_fields(const kpart &a, const cluster_tile 
 
 /* Push particle q of the group: u(n-1/2) -> u(n+1/2); returns w (gamma - 1) at time n when KE. */
 template <bool KE>
-__device__ __forceinline__ double push_one(const kpart &a, const cluster_tile &T, const float *sf,
-                                           pgroup &g, int q)
+__device__ __forceinline__ double push_one(const kpart &a, const kspecies &sp,
+                                           const cluster_tile &T, const float *sf, pgroup &g,
+                                           int q)
 {
     float e[3], b[3], u[3] = {g.u[0][q], g.u[1][q], g.u[2][q]};
     gather_tile(sf, a.tszp, cluster_tile_k(&T, g.cell[q]), T.w, g.x[q], g.y[q], e, b);
@@ -153,7 +167,7 @@ __device__ __forceinline__ double push_one(const kpart &a, const cluster_tile &T
         b[d] += a.ext[3 + d];
     }
     const float u0[3] = {u[0], u[1], u[2]};
-    boris_push(u, e, b, a.qdt2m);
+    boris_push(u, e, b, sp.qdt2m);
     g.u[0][q] = u[0];
     g.u[1][q] = u[1];
     g.u[2][q] = u[2];
@@ -194,13 +208,14 @@ __device__ __forceinline__ void fixed_atomic_add_split(unsigned *lo, unsigned *h
 /* Move particle q of the group and deposit its current into the split tile (the low words of
  * the three components, tszp apart, then their high words, 3 tszp further; the pieces, their
  * order and their fixed_of values are deposit_pieces_fixed's); returns its migration code. */
-__device__ __forceinline__ unsigned move_one(const kpart &a, const cluster_tile &T,
-                                             unsigned *lo, pgroup &g, int q)
+__device__ __forceinline__ unsigned move_one(const kpart &a, const kspecies &sp,
+                                             const cluster_tile &T, unsigned *lo, pgroup &g,
+                                             int q)
 {
     const int k = cluster_tile_k(&T, g.cell[q]), s = T.w, tp = a.tszp;
     int o[3], dcx, dcy;
     float w[24];
-    unsigned pieces = particle_move(&a.mv, &T, a.nx, a.ny, T.w, g.u[0][q], g.u[1][q], g.u[2][q],
+    unsigned pieces = particle_move(&sp.mv, &T, a.nx, a.ny, T.w, g.u[0][q], g.u[1][q], g.u[2][q],
                                     g.w[q], &g.cell[q], &g.x[q], &g.y[q], &dcx, &dcy, o, w, 1);
     unsigned *hi = lo + 3 * tp;
     const float scale = a.scale;
@@ -238,7 +253,7 @@ __constant__ unsigned char mover_code[8] = {10, 8, 9, 2, 1, 6, 4, 5};
 __constant__ unsigned char mover_bin[8] = {0, 1, 2, 3, 5, 6, 7, 8};
 
 /* Store the group's new cells, offsets and codes. */
-__device__ __forceinline__ void group_store_move(const kpart &a, const pgroup &g,
+__device__ __forceinline__ void group_store_move(const kspecies &a, const pgroup &g,
                                                  const unsigned codes[GPU_VEC], int p, int nv)
 {
     if (nv == GPU_VEC) {
@@ -271,24 +286,27 @@ __device__ __forceinline__ void count_movers(const unsigned codes[GPU_VEC], int 
     }
 }
 
-/* One block per cluster, each particle read and written once: gather E(n), B(n) at x(n) from
- * the staged fields, Boris u(n-1/2) -> u(n+1/2) (with KE the cluster's sum of w (gamma - 1)
- * at time n into partial[c]), move x(n) -> x(n+1), deposit J(n+1/2) into the cluster's split
- * tile (joined into its slot of the tile buffer), migration codes and the cluster's
- * histogram. 512 threads, 2 blocks per multiprocessor (64 registers): the heaviest clusters,
- * which decide the kernel's tail, get 512 threads (NOTES.md, "Deposit on many particles per
- * cell"; one kernel instead of a push and a move kernel: "Push and move in one kernel"). */
+/* One block per cluster of every mobile species, each particle read and written once:
+ * gather E(n), B(n) at x(n) from the staged fields, Boris u(n-1/2) -> u(n+1/2) (with KE the
+ * cluster's sum of w (gamma - 1) at time n into the species' partial[c]), move x(n) ->
+ * x(n+1), deposit J(n+1/2) into the cluster's split tile (joined into its slot of the
+ * species' tile set), migration codes and the cluster's histogram. 512 threads, 2 blocks per
+ * multiprocessor (64 registers): the heaviest clusters, which decide the kernel's tail, get
+ * 512 threads and start first (NOTES.md, "Deposit on many particles per cell", "Push and
+ * move in one kernel", "One launch for all species"). */
 template <bool KE>
-__global__ void __launch_bounds__(GPU_MOVE_THREADS, 2) k_push_move(kpart a)
+__global__ void __launch_bounds__(GPU_MOVE_THREADS, 2) k_push_move(const __grid_constant__ kpart a)
 {
     extern __shared__ float sf[]; /* 6 tszp field values, then the split tile (6 tszp words:
                                      3 tszp low words, 3 tszp high words) */
     unsigned *sw = (unsigned *)(sf + 6 * a.tszp);
     __shared__ int shist[9];
     __shared__ double sred[GPU_MOVE_THREADS / 32];
-    const int c = blockIdx.x, tid = threadIdx.x, lane = tid & 31;
+    const int oc = a.order[blockIdx.x], tid = threadIdx.x, lane = tid & 31;
+    const kspecies &sp = a.sp[oc / a.ncl];
+    const int c = oc % a.ncl;
     const cluster_tile T = cluster_tile_of(a.x0, a.y0, a.ncx, c);
-    const int n = a.count[c], s0 = a.start[c];
+    const int n = sp.count[c], s0 = sp.start[c];
     for (int idx = tid; idx < 3 * a.tszp; idx += GPU_MOVE_THREADS)
         ((unsigned long long *)sw)[idx] = 0;
     if (tid < 9)
@@ -302,28 +320,28 @@ __global__ void __launch_bounds__(GPU_MOVE_THREADS, 2) k_push_move(kpart a)
         const int base = t * GPU_VEC * GPU_MOVE_THREADS + GPU_VEC * tid;
         const int nv = min(GPU_VEC, n - base), p = s0 + base;
         pgroup g;
-        group_load(g, a, p, nv, true);
+        group_load(g, sp, p, nv, true);
         unsigned codes[GPU_VEC] = {0, 0, 0, 0};
 #pragma unroll
         for (int q = 0; q < GPU_VEC; q++)
             if (q < nv) {
-                ke += push_one<KE>(a, T, sf, g, q);
-                codes[q] = move_one(a, T, sw, g, q);
+                ke += push_one<KE>(a, sp, T, sf, g, q);
+                codes[q] = move_one(a, sp, T, sw, g, q);
             }
         if (nv == GPU_VEC) {
-            *(float4 *)(a.ux + p) = make_float4(g.u[0][0], g.u[0][1], g.u[0][2], g.u[0][3]);
-            *(float4 *)(a.uy + p) = make_float4(g.u[1][0], g.u[1][1], g.u[1][2], g.u[1][3]);
-            *(float4 *)(a.uz + p) = make_float4(g.u[2][0], g.u[2][1], g.u[2][2], g.u[2][3]);
+            *(float4 *)(sp.ux + p) = make_float4(g.u[0][0], g.u[0][1], g.u[0][2], g.u[0][3]);
+            *(float4 *)(sp.uy + p) = make_float4(g.u[1][0], g.u[1][1], g.u[1][2], g.u[1][3]);
+            *(float4 *)(sp.uz + p) = make_float4(g.u[2][0], g.u[2][1], g.u[2][2], g.u[2][3]);
         } else {
 #pragma unroll
             for (int q = 0; q < GPU_VEC; q++)
                 if (q < nv) {
-                    a.ux[p + q] = g.u[0][q];
-                    a.uy[p + q] = g.u[1][q];
-                    a.uz[p + q] = g.u[2][q];
+                    sp.ux[p + q] = g.u[0][q];
+                    sp.uy[p + q] = g.u[1][q];
+                    sp.uz[p + q] = g.u[2][q];
                 }
         }
-        group_store_move(a, g, codes, p, nv);
+        group_store_move(sp, g, codes, p, nv);
         count_movers(codes, mv);
     }
     if (lane == 0)
@@ -331,16 +349,16 @@ __global__ void __launch_bounds__(GPU_MOVE_THREADS, 2) k_push_move(kpart a)
             if (mv[b])
                 atomicAdd(&shist[mover_bin[b]], mv[b]);
     if (KE)
-        block_sum(ke, sred, a.partial + c); /* synchronises the block */
+        block_sum(ke, sred, sp.partial + c); /* synchronises the block */
     else
         __syncthreads();
     if (tid < 9) {
         int moved = 0;
         for (int b = 0; b < 9; b++)
             moved += b == 4 ? 0 : shist[b];
-        a.hist[9 * c + tid] = tid == 4 ? n - moved : shist[tid];
+        sp.hist[9 * c + tid] = tid == 4 ? n - moved : shist[tid];
     }
-    tile_store_split(sw, a.tszp, T.w * T.h, a.tiles + (size_t)c * a.tile_stride);
+    tile_store_split(sw, a.tszp, T.w * T.h, sp.tiles + (size_t)c * a.tile_stride);
 }
 
 /* Charge of one species at the current positions into the tile buffer. */
@@ -526,73 +544,123 @@ void gpu_particles_setup(gpu_state *g, const pic_state *st)
     set_smem((const void *)k_rho, g->smem_rho);
 }
 
+/* The particle kernel's block order: entry m ncl + c (cluster c of the m-th mobile species)
+ * by decreasing particle count, in ORDER_CLASSES classes of the largest count, so that the
+ * heaviest clusters start first and the light ones fill the kernel's tail. Only the speed
+ * depends on it (each block writes its cluster's own outputs), so the atomics' order within a
+ * class does not matter. One block. */
+#define ORDER_CLASSES 64
+typedef struct {
+    const int *count[DECK_MAX_SPECIES];
+} kcounts;
+
+__device__ __forceinline__ int order_class(int n, int most)
+{
+    return most > 0 ? (int)((long long)(most - n) * (ORDER_CLASSES - 1) / most) : 0;
+}
+
+__global__ void __launch_bounds__(1024) k_cluster_order(const __grid_constant__ kcounts a,
+                                                        int nsp, int ncl, int *order)
+{
+    __shared__ int cls[ORDER_CLASSES], wmax[32];
+    const int tid = threadIdx.x, n = nsp * ncl;
+    int most = 0;
+    for (int k = tid; k < n; k += blockDim.x)
+        most = max(most, a.count[k / ncl][k % ncl]);
+    for (int o = 16; o > 0; o >>= 1)
+        most = max(most, __shfl_down_sync(FULL, most, o));
+    if ((tid & 31) == 0)
+        wmax[tid >> 5] = most;
+    if (tid < ORDER_CLASSES)
+        cls[tid] = 0;
+    __syncthreads();
+    most = 0;
+    for (int w = 0; w < (int)blockDim.x / 32; w++)
+        most = max(most, wmax[w]);
+    for (int k = tid; k < n; k += blockDim.x)
+        atomicAdd(&cls[order_class(a.count[k / ncl][k % ncl], most)], 1);
+    __syncthreads();
+    if (tid == 0)
+        for (int b = 0, at = 0; b < ORDER_CLASSES; b++) {
+            const int m = cls[b];
+            cls[b] = at;
+            at += m;
+        }
+    __syncthreads();
+    for (int k = tid; k < n; k += blockDim.x)
+        order[atomicAdd(&cls[order_class(a.count[k / ncl][k % ncl], most)], 1)] = k;
+}
+
 void gpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic)
 {
     gpu_state *g = (gpu_state *)ctx;
     const emf *f = st->f;
     gpu_debug(g, st, DBG_BEFORE_MOVE);
-    int m = 0; /* the species' tile set */
+    kpart a;
+    kcounts kc;
+    memset(&a, 0, sizeof a);
+    int m = 0, mob[DECK_MAX_SPECIES]; /* the mobile species; m-th: tile set m */
     for (int s = 0; s < g->nsp; s++) {
-        gpu_species *d = &g->sp[s];
+        const gpu_species *d = &g->sp[s];
         if (kinetic)
             kinetic[s] = 0.0;
         if (!d->mobile)
             continue;
-        kpart a;
-        a.cell = d->cell;
-        a.x = d->x;
-        a.y = d->y;
-        a.ux = d->ux;
-        a.uy = d->uy;
-        a.uz = d->uz;
-        a.w = d->w;
-        a.code = d->code;
-        a.start = d->start;
-        a.count = d->count;
-        a.hist = d->hist;
-        for (int k = 0; k < 3; k++) {
-            a.f[k] = g->e[k];
-            a.f[3 + k] = g->b[k];
-            a.ext[k] = st->ext_e[k];
-            a.ext[3 + k] = st->ext_b[k];
-        }
-        a.tiles = g->tiles + m++ * g->tile_set;
-        a.partial = g->partial;
-        a.x0 = g->x0;
-        a.y0 = g->y0;
-        a.ncx = g->ncx;
-        a.stride = g->stride;
-        a.off = g->off;
-        a.nx = g->nx;
-        a.ny = g->ny;
-        a.tszp = g->tszp;
-        a.tile_stride = 3 * g->tsz_max;
-        a.qdt2m = boris_qdt2m(f->dt, d->qm);
-        a.mv = move_step_of(f->dt, f->dx, f->dy, d->q);
-        a.scale = g->scale;
-        int t = gpu_tic(g, st);
+        kc.count[m] = d->count;
+        a.sp[m] = kspecies{d->cell,  d->x,     d->y,    d->ux,
+                           d->uy,    d->uz,    d->w,    d->code,
+                           d->start, d->count, d->hist, g->tiles + m * g->tile_set,
+                           g->partial + (size_t)m * g->ncl, boris_qdt2m(f->dt, d->qm),
+                           move_step_of(f->dt, f->dx, f->dy, d->q)};
+        mob[m++] = s;
+    }
+    for (int k = 0; k < 3; k++) {
+        a.f[k] = g->e[k];
+        a.f[3 + k] = g->b[k];
+        a.ext[k] = st->ext_e[k];
+        a.ext[3 + k] = st->ext_b[k];
+    }
+    a.order = g->order;
+    a.x0 = g->x0;
+    a.y0 = g->y0;
+    a.ncl = g->ncl;
+    a.ncx = g->ncx;
+    a.stride = g->stride;
+    a.off = g->off;
+    a.nx = g->nx;
+    a.ny = g->ny;
+    a.tszp = g->tszp;
+    a.tile_stride = 3 * g->tsz_max;
+    a.scale = g->scale;
+    int t = gpu_tic(g, st);
+    if (m > 0) {
+        k_cluster_order<<<1, 1024, 0, g->stream>>>(kc, m, g->ncl, g->order);
+        GPU_LAUNCHED(g, "k_cluster_order");
+        const unsigned blocks = (unsigned)(m * g->ncl);
         if (want_ke)
-            k_push_move<true><<<g->ncl, GPU_MOVE_THREADS, g->smem_move, g->stream>>>(a);
+            k_push_move<true><<<blocks, GPU_MOVE_THREADS, g->smem_move, g->stream>>>(a);
         else
-            k_push_move<false><<<g->ncl, GPU_MOVE_THREADS, g->smem_move, g->stream>>>(a);
+            k_push_move<false><<<blocks, GPU_MOVE_THREADS, g->smem_move, g->stream>>>(a);
         GPU_LAUNCHED(g, "k_push_move");
-        gpu_walls(g, st, s, a.tiles); /* edge clusters of non-periodic sides only */
-        gpu_toc(g, t, PH_DEPOSIT);
-        if (want_ke) {
-            GPU_CK(cudaMemcpyAsync(g->h_partial, g->partial, (size_t)g->ncl * sizeof(double),
-                                   cudaMemcpyDeviceToHost, g->stream));
-            gpu_harvest(g, st);
-            comm_sum_double(g->h_partial, (size_t)g->ncl); /* exact: one rank per cluster */
-            double sum = 0.0;
-            for (int c = 0; c < g->ncl; c++)
-                sum += g->h_partial[c];
-            kinetic[s] = kinetic_total(sum, d->m, f->dx, f->dy);
-        }
+        for (int k = 0; k < m; k++)
+            gpu_walls(g, st, mob[k], a.sp[k].tiles); /* edge clusters of non-periodic sides */
     }
     /* the tiles of all species to J: fixed-point sums, guard deposits folded, one rounding */
-    int t = gpu_tic(g, st);
     tiles_current(g, m);
     gpu_toc(g, t, PH_DEPOSIT);
+    if (want_ke && m > 0) {
+        const size_t n = (size_t)m * g->ncl;
+        GPU_CK(cudaMemcpyAsync(g->h_partial, g->partial, n * sizeof(double),
+                               cudaMemcpyDeviceToHost, g->stream));
+        gpu_harvest(g, st);
+        comm_sum_double(g->h_partial, n); /* exact: one rank per cluster */
+        for (int k = 0; k < m; k++) {
+            double sum = 0.0;
+            for (int c = 0; c < g->ncl; c++)
+                sum += g->h_partial[(size_t)k * g->ncl + c];
+            kinetic[mob[k]] = kinetic_total(sum, g->sp[mob[k]].m, f->dx, f->dy);
+        }
+    }
     gpu_debug(g, st, DBG_AFTER_MOVE);
     gpu_sort_prepare(g, st);
 }
