@@ -330,8 +330,12 @@ int checkpoint_write(sim *S)
     else if (!(image = build_image(S, path, &io, &len)))
         empic_report(path, 0, "cannot build the checkpoint: HDF5 failed at %s%s%s", io.what,
                      io.cause[0] ? ": " : "", io.cause);
-    else /* temporary name, fsync, rename; the temporary file is removed on failure */
+    else { /* the dumps before it to disk first (fileio_write_replace); then temporary name,
+              fsync, rename; the temporary file is removed on failure */
+        if (fileio_sync_all(S->d.output))
+            S->io_failed = 1;
         bad = fileio_write_atomic(path, image, len) != 0;
+    }
     free(image);
     if (bad) {
         empic_report(path, 0, "checkpoint not written; %s%s",

@@ -67,21 +67,23 @@ static int tmp_name(const char *path, char *tmp, size_t len)
     return -1;
 }
 
-/* rename tmp to path and sync the folder; reports and removes tmp on failure. */
-static int commit(const char *tmp, const char *path)
+/* rename tmp to path and (sync) sync the folder; reports and removes tmp on failure. */
+static int commit(const char *tmp, const char *path, int sync)
 {
     if (rename(tmp, path)) {
         empic_report(path, 0, "cannot rename the finished file into place: %s", strerror(errno));
         unlink(tmp);
         return -1;
     }
+    if (!sync)
+        return 0;
     char dir[PATH_MAX];
     dir_of(path, dir, sizeof dir);
     fileio_sync_dir(dir);
     return 0;
 }
 
-int fileio_write_atomic(const char *path, const void *data, size_t len)
+static int write_whole(const char *path, const void *data, size_t len, int sync)
 {
     char tmp[PATH_MAX];
     if (tmp_name(path, tmp, sizeof tmp))
@@ -105,13 +107,36 @@ int fileio_write_atomic(const char *path, const void *data, size_t len)
         }
         done += (size_t)w;
     }
-    if (fsync(fd) || close(fd)) {
+    if ((sync && fsync(fd)) || close(fd)) {
         empic_report(path, 0, "cannot complete the file: %s; the file is not written",
                      strerror(errno));
         unlink(tmp);
         return -1;
     }
-    return commit(tmp, path);
+    return commit(tmp, path, sync);
+}
+
+int fileio_write_atomic(const char *path, const void *data, size_t len)
+{
+    return write_whole(path, data, len, 1);
+}
+
+int fileio_write_replace(const char *path, const void *data, size_t len)
+{
+    return write_whole(path, data, len, 0);
+}
+
+int fileio_sync_all(const char *dir)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0 || syncfs(fd)) {
+        empic_report(dir, 0, "cannot flush the output to disk: %s", strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    close(fd);
+    return 0;
 }
 
 FILE *fileio_open_tmp(const char *path)
@@ -147,7 +172,7 @@ int fileio_finish(FILE *f, const char *path)
                      err ? strerror(err) : "write error", tmp);
         return -1;
     }
-    return commit(tmp, path);
+    return commit(tmp, path, 1);
 }
 
 int fileio_lock_output(const char *dir, int own, int overwrite)

@@ -1,6 +1,7 @@
 /* fileio.h - the one way empic puts files on disk: folders made with their parents, files
- * written whole under a temporary name, fsynced and renamed (a reader never sees a partial
- * file, a failure never replaces a good one), and the lock that keeps two runs out of one
+ * written whole under a temporary name and renamed (a reader never sees a partial file, a
+ * failure never replaces a good one; checkpoints and run files fsynced, dumps flushed at
+ * checkpoints and at the end), and the lock that keeps two runs out of one
  * output folder. Every function reports its failure (naming the file) through empic_report. */
 #ifndef FILEIO_H
 #define FILEIO_H
@@ -13,6 +14,14 @@ int fileio_mkdir_p(const char *dir, const char *what);
 /* Write len bytes to path atomically: PATH.tmp, fsync, rename, fsync of the folder. The
  * temporary file is removed on failure. 0, or -1 after reporting. */
 int fileio_write_atomic(const char *path, const void *data, size_t len);
+/* The same without the two fsyncs, for the dumps (written every few steps: an fsync each made
+ * the run wait for the disk): a reader still never sees a partial file; fileio_sync_all puts
+ * them on disk at the next checkpoint and at the end of the run. */
+int fileio_write_replace(const char *path, const void *data, size_t len);
+/* Flush everything written to the file system that holds dir to disk (syncfs), so that the
+ * dumps written before a checkpoint or the end of a run survive a crash of the machine. 0, or
+ * -1 after reporting (a write that failed on its way to the disk). */
+int fileio_sync_all(const char *dir);
 /* Open PATH.tmp for a file written as a stream (energy.csv); NULL after reporting. */
 FILE *fileio_open_tmp(const char *path);
 /* Finish a stream from fileio_open_tmp: flush, fsync, close, rename to path. A stream that

@@ -212,7 +212,7 @@ int h5out_commit(h5w *w, const char *path, const char *what)
         free(image);
         return -1;
     }
-    int rc = fileio_write_atomic(path, image, (size_t)n);
+    int rc = fileio_write_replace(path, image, (size_t)n);
     free(image);
     if (rc)
         empic_report(path, 0, "%s not written", what);

@@ -292,6 +292,7 @@ int report_close(sim *S)
     timing_json(S, &t, m);
     fclose(m);
     out_path(S, fin, sizeof fin, "timing.json");
+    bad |= fileio_sync_all(S->d.output); /* the dumps (fileio_write_replace) to disk */
     int rc = fileio_write_atomic(fin, text, len) | bad;
     free(text);
     if (!S->quiet)

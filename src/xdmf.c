@@ -239,7 +239,7 @@ static int write_block_series(const char *dir, const char *name, const char *tex
     fputs("  </Grid>\n </Domain>\n</Xdmf>\n", x);
     fclose(x);
     snprintf(path, sizeof path, "%s/series_%s.xmf", dir, name);
-    int rc = fileio_write_atomic(path, out, olen);
+    int rc = fileio_write_replace(path, out, olen);
     free(out);
     return rc;
 }
@@ -281,7 +281,7 @@ static int write_series(const char *dir, const char *series, const char *run)
     fputs("  </Grid>\n </Domain>\n</Xdmf>\n", x);
     fclose(x);
     snprintf(path, sizeof path, "%s/series.xmf", dir);
-    rc |= fileio_write_atomic(path, out, olen);
+    rc |= fileio_write_replace(path, out, olen);
     free(out);
     return rc ? -1 : 0;
 }
@@ -310,7 +310,7 @@ int xdmf_dump(const char *dir, const char *series, const h5w *w, const output_fr
     fputs("  </Grid>\n </Domain>\n</Xdmf>\n", x);
     fclose(x);
     snprintf(path, sizeof path, "%s/%s%08ld.xmf", dir, series, fr->step);
-    int rc = fileio_write_atomic(path, out, olen);
+    int rc = fileio_write_replace(path, out, olen);
     free(out);
     return rc ? rc : write_series(dir, series, run);
 }
