@@ -456,29 +456,75 @@ __global__ void k_tiles_gather(ktiles a, int add, long long *acc, size_t size, i
 }
 
 /* One rank: the finished mesh current at once (what k_tiles_gather and gpu_acc_finish give,
- * without the round trip through acc): each cell sums its tiles and, across a periodic side,
- * those of its images in the guard band (the fold), then rounds once; guards zero. */
-__global__ void k_tiles_mesh(ktiles a, int px, int py, size_t size, int stride, double inv,
-                             float *d0, float *d1, float *d2)
+ * without the round trip through acc). Block c < ncl takes cluster c's cells: each sums the
+ * entries of the tiles that cover it, its cluster's and, near the cluster's sides, those of
+ * its 8 neighbours (tiles reach [x0 - 1, x1 + 2)), across a periodic side the neighbour's
+ * image (the fold of the guard deposits), and rounds once; the blocks after them zero the
+ * guards (3 components: the current). The neighbours' tiles are found once per block, and
+ * a cell reads only the tiles that hold it (NOTES.md, "The current's gather per cluster"). */
+__global__ void __launch_bounds__(256) k_tiles_mesh(ktiles a, int px, int py, int rows,
+                                                      int stride, double inv, float *d0,
+                                                      float *d1, float *d2)
 {
-    const int G = EMF_GUARD;
-    const size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
-    if (e >= size)
+    const int G = EMF_GUARD, ncl = a.ncx * a.ncy;
+    if ((int)blockIdx.x >= ncl) { /* the guard frame */
+        const size_t nt = (size_t)(gridDim.x - ncl) * blockDim.x, size = (size_t)rows * stride;
+        for (size_t e = (blockIdx.x - ncl) * (size_t)blockDim.x + threadIdx.x; e < size;
+             e += nt) {
+            const int i = (int)(e % stride) - G, j = (int)(e / stride) - G;
+            if (i < 0 || i >= a.nx || j < 0 || j >= a.ny)
+                d0[e] = d1[e] = d2[e] = 0.0f;
+        }
         return;
-    const int i = (int)(e % stride) - G, j = (int)(e / stride) - G;
-    unsigned long long v[3] = {0, 0, 0};
-    if (i >= 0 && i < a.nx && j >= 0 && j < a.ny)
-        for (int oy = -1; oy <= 1; oy++)
-            for (int ox = -1; ox <= 1; ox++) {
-                const int ii = i + ox * a.nx, jj = j + oy * a.ny; /* tiles reach [-1, n + 2) */
-                if ((ox && (!px || ii < -1 || ii >= a.nx + 2)) ||
-                    (oy && (!py || jj < -1 || jj >= a.ny + 2)))
-                    continue;
-                tiles_sum(a, ii, jj, v);
+    }
+    /* neighbour q = (dx + 1) + 3 (dy + 1): its id (-1: none) and its tile's origin and size
+     * in this cluster's frame (shifted by the box across a periodic side) */
+    __shared__ int nb_c[9], nb_i0[9], nb_j0[9], nb_w[9], nb_h[9];
+    const int c = blockIdx.x, cx = c % a.ncx, cy = c / a.ncx;
+    if (threadIdx.x < 9) {
+        const int q = threadIdx.x;
+        int nx = cx + q % 3 - 1, ny = cy + q / 3 - 1, sx = 0, sy = 0, ok = 1;
+        if (nx < 0 || nx >= a.ncx) {
+            ok &= px;
+            sx = nx < 0 ? a.nx : -a.nx;
+            nx = (nx + a.ncx) % a.ncx;
+        }
+        if (ny < 0 || ny >= a.ncy) {
+            ok &= py;
+            sy = ny < 0 ? a.ny : -a.ny;
+            ny = (ny + a.ncy) % a.ncy;
+        }
+        const int n = nx + ny * a.ncx;
+        const cluster_tile T = cluster_tile_of(a.x0, a.y0, a.ncx, n);
+        nb_c[q] = ok ? n : -1;
+        nb_i0[q] = T.i0 - sx;
+        nb_j0[q] = T.j0 - sy;
+        nb_w[q] = T.w;
+        nb_h[q] = T.h;
+    }
+    __syncthreads();
+    const int xlo = a.x0[cx], w = a.x0[cx + 1] - xlo, ylo = a.y0[cy], h = a.y0[cy + 1] - ylo;
+    for (int idx = threadIdx.x; idx < w * h; idx += blockDim.x) {
+        const int i = xlo + idx % w, j = ylo + idx / w;
+        unsigned long long v[3] = {0, 0, 0};
+        for (int q = 0; q < 9; q++) {
+            const int n = nb_c[q], li = i - nb_i0[q], lj = j - nb_j0[q];
+            if (n < 0 || li < 0 || li >= nb_w[q] || lj < 0 || lj >= nb_h[q])
+                continue;
+            const int tsz = nb_w[q] * nb_h[q];
+            for (int m = 0; m < a.nset; m++) {
+                const long long *t = a.tiles + m * a.tile_set + (size_t)n * a.tile_stride +
+                                     li + lj * nb_w[q];
+#pragma unroll
+                for (int k = 0; k < 3; k++)
+                    v[k] += (unsigned long long)t[k * tsz];
             }
-    float *const d[3] = {d0, d1, d2};
-    for (int k = 0; k < a.ncomp; k++)
-        d[k][e] = (float)((double)(long long)v[k] * inv);
+        }
+        const size_t e = (size_t)(j + G) * stride + (i + G);
+        d0[e] = (float)((double)(long long)v[0] * inv);
+        d1[e] = (float)((double)(long long)v[1] * inv);
+        d2[e] = (float)((double)(long long)v[2] * inv);
+    }
 }
 
 static ktiles ktiles_of(const gpu_state *g, int nset, int ncomp)
@@ -503,8 +549,8 @@ static void tiles_current(gpu_state *g, int nset)
         gpu_acc_finish(g, 3, g->j[0], g->j[1], g->j[2]);
         return;
     }
-    k_tiles_mesh<<<gpu_blocks(g->size, 256), 256, 0, g->stream>>>(
-        ktiles_of(g, nset, 3), g->px, g->py, g->size, g->stride, 1.0 / (double)g->scale,
+    k_tiles_mesh<<<(unsigned)g->ncl + 32, 256, 0, g->stream>>>(
+        ktiles_of(g, nset, 3), g->px, g->py, g->rows, g->stride, 1.0 / (double)g->scale,
         g->j[0], g->j[1], g->j[2]);
     GPU_LAUNCHED(g, "k_tiles_mesh");
 }
