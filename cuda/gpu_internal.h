@@ -40,7 +40,7 @@ typedef struct {
     int mobile;
     float q, m, qm;
     size_t alloc;                 /* slots of the segment layout (start, cap) */
-    size_t slots, id_slots;       /* slots allocated in the arrays below (>= alloc) */
+    size_t slots, id_slots;       /* slots every array below has at least (>= alloc) */
     uint32_t *cell;
     float *x, *y, *ux, *uy, *uz, *w;
     uint8_t *code;
@@ -132,10 +132,11 @@ struct gpu_state {
     gpu_layer layer[4];
     float *mur_old[4];            /* per Mur side: its 4 lines of old values (pml.h) */
     int *cx_of, *cy_of;           /* device copies of clusters.cx_of / cy_of */
-    /* spare particle arrays (cell, x, y, ux, uy, uz, w, code, id) and segment starts that
-     * a global rearrangement copies into; the arrays it leaves become the spare */
-    void *spare[9];
-    size_t spare_n, spare_id_n;   /* slots in spare[0..7], spare[8] */
+    /* the spare arrays a global rearrangement copies each particle array into (4-byte
+     * elements; ids: 8) and the segment starts; the arrays it leaves become the spare */
+    uint32_t *spare4;
+    unsigned long long *spare_id;
+    size_t spare_n, spare_id_n;   /* their slots */
     int *spare_start;
     int *scratch;                 /* drop lists (slots of the largest species) */
     size_t scratch_n;

@@ -301,64 +301,36 @@ __global__ void __launch_bounds__(GPU_THREADS) k_sort_extract(const __grid_const
         atomicOr(&a.flags[2], 1);
 }
 
-/* Copy each cluster's particles from the old to the new segment layout. */
-typedef struct {
-    const void *src[8];
-    void *dst[8];
-    const unsigned long long *src_id; /* NULL: untracked */
-    unsigned long long *dst_id;
-} arrays8;
-
-__global__ void k_relayout(arrays8 a, const int *old_start, const int *new_start,
+/* Copy each cluster's entries of one particle array (elements of T) from the old to the new
+ * segment layout. */
+template <typename T>
+__global__ void k_relayout(const T *src, T *dst, const int *old_start, const int *new_start,
                            const int *count)
 {
     const int c = blockIdx.x, n = count[c];
     const size_t s = (size_t)old_start[c], d = (size_t)new_start[c];
-    for (int k = blockIdx.y * blockDim.x + threadIdx.x; k < n; k += gridDim.y * blockDim.x) {
-        uint32_t v[7]; /* all loads before the stores, which might alias them */
-#pragma unroll
-        for (int q = 0; q < 7; q++)
-            v[q] = ((const uint32_t *)a.src[q])[s + k];
-        const uint8_t code = ((const uint8_t *)a.src[7])[s + k];
-#pragma unroll
-        for (int q = 0; q < 7; q++)
-            ((uint32_t *)a.dst[q])[d + k] = v[q];
-        ((uint8_t *)a.dst[7])[d + k] = code;
-        if (a.src_id)
-            a.dst_id[d + k] = a.src_id[s + k];
-    }
+    for (int k = blockIdx.y * blockDim.x + threadIdx.x; k < n; k += gridDim.y * blockDim.x)
+        dst[d + k] = src[s + k];
 }
 
-/* Room for `total` slots (ids too when `ids`) in the spare arrays; a shortfall reallocates
- * them with an eighth more, so that the next rearrangements of a slowly growing plasma find
- * room. */
-static void spare_reserve(gpu_state *g, size_t total, int ids)
-{
-    static const size_t bytes[9] = {4, 4, 4, 4, 4, 4, 4, 1, 8};
-    const size_t n = total + total / 8;
-    if (g->spare_n < total) {
-        for (int v = 0; v < 8; v++) {
-            if (g->spare[v]) {
-                GPU_CK(cudaFree(g->spare[v]));
-                g->bytes -= g->spare_n * bytes[v];
-            }
-            g->spare[v] = gpu_malloc(g, n * bytes[v], "particles (global rearrangement)");
-        }
-        g->spare_n = n;
+/* A device array of n elements of `bytes` each, replacing *p (freed). */
+static void *realloc_array(gpu_state *g, void *p, size_t old_n, size_t n, size_t bytes,
+                           const char *what)
+{ /* the caller's stream work that uses p is done (cudaFree waits for the device) */
+    if (p) {
+        GPU_CK(cudaFree(p));
+        g->bytes -= old_n * bytes;
     }
-    if (ids && g->spare_id_n < total) {
-        if (g->spare[8]) {
-            GPU_CK(cudaFree(g->spare[8]));
-            g->bytes -= g->spare_id_n * bytes[8];
-        }
-        g->spare[8] = gpu_malloc(g, n * bytes[8], "particle ids (global rearrangement)");
-        g->spare_id_n = n;
-    }
+    return gpu_malloc(g, n * bytes, what);
 }
 
-/* Re-lay species s into the spare arrays, which it then holds; its old arrays become the
- * spare. Allocating and freeing the particle arrays at each rearrangement (cudaFree waits
- * for the device) cost more than the copy: an unstable plasma re-lays every few steps. */
+/* Re-lay species s to the segments that `need` asks for, one array at a time through one
+ * spare array of 4-byte elements: array v is copied into the spare, which then becomes
+ * array v, and the old array v the spare of the next one (the codes are copied into the
+ * spare and back). The device then holds one 4-byte array beyond the species' own (ids: an
+ * 8-byte spare, tracked species only), where a copy of the whole species would hold 29 bytes
+ * a slot more for the rest of the run. When the new layout outgrows the arrays, every array
+ * is re-allocated with 1/32 more room instead. */
 void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *need)
 {
     species *h = &st->sp[s];
@@ -369,7 +341,6 @@ void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *need)
     int *cap = (int *)empic_alloc((size_t)nc * sizeof(int), "cluster table");
     GPU_CK(cudaMemcpy(count, d->count, (size_t)nc * sizeof(int), cudaMemcpyDeviceToHost));
     const size_t total = species_segments(h, nc, count, need, start, cap);
-    spare_reserve(g, total, d->id != NULL);
     if (!g->spare_start)
         g->spare_start = (int *)gpu_malloc(g, (size_t)nc * sizeof(int), "cluster table");
     /* from pageable memory: staged before the calls return, so the tables can be freed */
@@ -377,41 +348,72 @@ void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *need)
                            cudaMemcpyHostToDevice, g->stream));
     GPU_CK(cudaMemcpyAsync(d->cap, cap, (size_t)nc * sizeof(int), cudaMemcpyHostToDevice,
                            g->stream));
-    void *old[8] = {d->cell, d->x, d->y, d->ux, d->uy, d->uz, d->w, d->code};
-    arrays8 a;
-    for (int v = 0; v < 8; v++) {
-        a.src[v] = old[v];
-        a.dst[v] = g->spare[v];
-    }
-    a.src_id = d->id;
-    a.dst_id = d->id ? (unsigned long long *)g->spare[8] : NULL;
     int most = 1;
     for (int c = 0; c < nc; c++)
         most = count[c] > most ? count[c] : most;
     /* blocks per cluster: about 4 slots per thread, so that many loads are in flight */
-    const unsigned per = (unsigned)((most + 4 * GPU_THREADS - 1) / (4 * GPU_THREADS));
-    k_relayout<<<dim3((unsigned)nc, per), GPU_THREADS, 0, g->stream>>>(a, d->start,
-                                                                      g->spare_start, d->count);
-    GPU_LAUNCHED(g, "k_relayout");
-    d->cell = (uint32_t *)a.dst[0];
-    d->x = (float *)a.dst[1];
-    d->y = (float *)a.dst[2];
-    d->ux = (float *)a.dst[3];
-    d->uy = (float *)a.dst[4];
-    d->uz = (float *)a.dst[5];
-    d->w = (float *)a.dst[6];
-    d->code = (uint8_t *)a.dst[7];
-    for (int v = 0; v < 8; v++)
-        g->spare[v] = old[v];
-    size_t t = d->slots;
-    d->slots = g->spare_n;
-    g->spare_n = t;
-    if (d->id) {
-        g->spare[8] = d->id;
-        d->id = a.dst_id;
-        t = d->id_slots;
+    const dim3 grid((unsigned)nc, (unsigned)((most + 4 * GPU_THREADS - 1) / (4 * GPU_THREADS)));
+    const int *from = d->start, *to = g->spare_start;
+    const size_t room = total + total / 32; /* a little room for growth */
+    uint32_t **arr[7] = {&d->cell, (uint32_t **)&d->x,  (uint32_t **)&d->y, (uint32_t **)&d->ux,
+                         (uint32_t **)&d->uy, (uint32_t **)&d->uz, (uint32_t **)&d->w};
+    if (total > d->slots) { /* new arrays with room to grow, the old ones freed */
+        void *old[8];
+        for (int v = 0; v < 7; v++) {
+            uint32_t *n = (uint32_t *)gpu_malloc(g, room * 4, "particles (rearrangement)");
+            k_relayout<uint32_t><<<grid, GPU_THREADS, 0, g->stream>>>(*arr[v], n, from, to,
+                                                                     d->count);
+            GPU_LAUNCHED(g, "k_relayout");
+            old[v] = *arr[v];
+            *arr[v] = n;
+        }
+        uint8_t *code = (uint8_t *)gpu_malloc(g, room, "migration codes");
+        k_relayout<uint8_t><<<grid, GPU_THREADS, 0, g->stream>>>(d->code, code, from, to,
+                                                                d->count);
+        GPU_LAUNCHED(g, "k_relayout");
+        old[7] = d->code;
+        d->code = code;
+        for (int v = 0; v < 8; v++) /* cudaFree waits for the copies */
+            GPU_CK(cudaFree(old[v]));
+        g->bytes -= d->slots * SLOT_BYTES;
+        d->slots = room;
+    } else { /* rotate the arrays through the 4-byte spare */
+        if (g->spare_n < total) {
+            g->spare4 = (uint32_t *)realloc_array(g, g->spare4, g->spare_n, room, 4,
+                                                  "particles (rearrangement)");
+            g->spare_n = room;
+        }
+        const size_t least = g->spare_n < d->slots ? g->spare_n : d->slots; /* all keep */
+        for (int v = 0; v < 7; v++) {
+            k_relayout<uint32_t><<<grid, GPU_THREADS, 0, g->stream>>>(*arr[v], g->spare4, from,
+                                                                     to, d->count);
+            GPU_LAUNCHED(g, "k_relayout");
+            uint32_t *t = *arr[v];
+            *arr[v] = g->spare4;
+            g->spare4 = t;
+        }
+        g->spare_n = d->slots; /* the spare is now an old array of the species */
+        d->slots = least;
+        k_relayout<uint8_t><<<grid, GPU_THREADS, 0, g->stream>>>(
+            d->code, (uint8_t *)g->spare4, from, to, d->count);
+        GPU_LAUNCHED(g, "k_relayout");
+        GPU_CK(cudaMemcpyAsync(d->code, g->spare4, total, cudaMemcpyDeviceToDevice, g->stream));
+    }
+    if (d->id) { /* ids: through an 8-byte spare */
+        if (g->spare_id_n < total) {
+            g->spare_id = (unsigned long long *)realloc_array(
+                g, g->spare_id, g->spare_id_n, room, 8, "particle ids (rearrangement)");
+            g->spare_id_n = room;
+        }
+        k_relayout<unsigned long long><<<grid, GPU_THREADS, 0, g->stream>>>(d->id, g->spare_id,
+                                                                          from, to, d->count);
+        GPU_LAUNCHED(g, "k_relayout");
+        unsigned long long *t = d->id;
+        d->id = g->spare_id;
+        g->spare_id = t;
+        size_t n = d->id_slots;
         d->id_slots = g->spare_id_n;
-        g->spare_id_n = t;
+        g->spare_id_n = n;
     }
     int *old_start = d->start;
     d->start = g->spare_start;
