@@ -331,9 +331,8 @@ void gpu_close(void *ctx, pic_state *st)
     for (int s = 0; s < g->nsp; s++)
         free_species(&g->sp[s]);
     gpu_diag_free(g);
-    void *p[] = {g->store,   g->x0,    g->y0,    g->tiles,       g->acc,  g->partial,
-                 g->flags,   g->lists, g->spare4, g->spare_id, g->spare_start, g->room,
-                 g->order};
+    void *p[] = {g->store, g->x0,    g->y0,          g->tiles, g->acc,  g->partial,
+                 g->flags, g->lists, g->spare_start, g->room,  g->order};
     for (size_t k = 0; k < sizeof p / sizeof p[0]; k++)
         if (p[k])
             cudaFree(p[k]);
@@ -493,14 +492,13 @@ double gpu_bandwidth(void *ctx)
 }
 
 /* Device bytes of particle storage per particle: every species' arrays as allocated (their
- * segments' slack and the arrays' room to grow included), ids, and the spare arrays a
- * global rearrangement keeps. */
+ * segments' slack and the arrays' room to grow included) and ids. */
 double gpu_bytes_per_particle(void *ctx, const pic_state *st)
 {
     const gpu_state *g = (const gpu_state *)ctx;
     if (!g)
         return 0.0;
-    double bytes = 4.0 * (double)g->spare_n + 8.0 * (double)g->spare_id_n, np = 0.0;
+    double bytes = 0.0, np = 0.0;
     for (int s = 0; s < g->nsp; s++) {
         bytes += SLOT_BYTES * (double)g->sp[s].slots + 8.0 * (double)g->sp[s].id_slots;
         np += (double)st->sp[s].np;

@@ -132,12 +132,7 @@ struct gpu_state {
     gpu_layer layer[4];
     float *mur_old[4];            /* per Mur side: its 4 lines of old values (pml.h) */
     int *cx_of, *cy_of;           /* device copies of clusters.cx_of / cy_of */
-    /* the spare arrays a global rearrangement copies each particle array into (4-byte
-     * elements; ids: 8) and the segment starts; the arrays it leaves become the spare */
-    uint32_t *spare4;
-    unsigned long long *spare_id;
-    size_t spare_n, spare_id_n;   /* their slots */
-    int *spare_start;
+    int *spare_start;             /* the segment starts a global rearrangement makes */
     int *scratch;                 /* drop lists (slots of the largest species) */
     size_t scratch_n;
     long shift;                   /* cells the window has moved (fbnd.shift): laser sources */

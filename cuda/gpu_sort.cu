@@ -313,24 +313,14 @@ __global__ void k_relayout(const T *src, T *dst, const int *old_start, const int
         dst[d + k] = src[s + k];
 }
 
-/* A device array of n elements of `bytes` each, replacing *p (freed). */
-static void *realloc_array(gpu_state *g, void *p, size_t old_n, size_t n, size_t bytes,
-                           const char *what)
-{ /* the caller's stream work that uses p is done (cudaFree waits for the device) */
-    if (p) {
-        GPU_CK(cudaFree(p));
-        g->bytes -= old_n * bytes;
-    }
-    return gpu_malloc(g, n * bytes, what);
-}
-
 /* Re-lay species s to the segments that `need` asks for, one array at a time through one
- * spare array of 4-byte elements: array v is copied into the spare, which then becomes
- * array v, and the old array v the spare of the next one (the codes are copied into the
- * spare and back). The device then holds one 4-byte array beyond the species' own (ids: an
- * 8-byte spare, tracked species only), where a copy of the whole species would hold 29 bytes
- * a slot more for the rest of the run. When the new layout outgrows the arrays, every array
- * is re-allocated with 1/32 more room instead. */
+ * spare array of 4-byte elements allocated for the re-layout: array v is copied into the
+ * spare, which then becomes array v, and the old array v the spare of the next one; the last
+ * one left is freed (the codes are copied into the spare and back, ids through an 8-byte
+ * array). A re-layout thus borrows 4 bytes a slot (12 with ids) for its duration, where a
+ * copy of the whole species would hold 29 more; the frees wait for the copies (~0.3 ms for
+ * 17 M particles, about what the device spends on them). When the new layout outgrows the
+ * arrays, every array is re-allocated with 1/128 more room instead. */
 void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *need)
 {
     species *h = &st->sp[s];
@@ -339,7 +329,17 @@ void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *need)
     int *count = (int *)empic_alloc((size_t)nc * sizeof(int), "cluster table");
     int *start = (int *)empic_alloc((size_t)nc * sizeof(int), "cluster table");
     int *cap = (int *)empic_alloc((size_t)nc * sizeof(int), "cluster table");
+    int *want = (int *)empic_alloc((size_t)nc * sizeof(int), "cluster table");
     GPU_CK(cudaMemcpy(count, d->count, (size_t)nc * sizeof(int), cudaMemcpyDeviceToHost));
+    if (g->window) { /* the plasma drifts one cell left per shift, so a cluster soon holds what
+                        its right neighbour holds: room for that too (a filling cluster would
+                        otherwise overflow again every few shifts) */
+        for (int c = 0; c < nc; c++) {
+            const int r = (c + 1) % g->ncx ? count[c + 1] : 0;
+            want[c] = need[c] > r ? need[c] : r;
+        }
+        need = want;
+    }
     const size_t total = species_segments(h, nc, count, need, start, cap);
     if (!g->spare_start)
         g->spare_start = (int *)gpu_malloc(g, (size_t)nc * sizeof(int), "cluster table");
@@ -354,66 +354,51 @@ void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *need)
     /* blocks per cluster: about 4 slots per thread, so that many loads are in flight */
     const dim3 grid((unsigned)nc, (unsigned)((most + 4 * GPU_THREADS - 1) / (4 * GPU_THREADS)));
     const int *from = d->start, *to = g->spare_start;
-    const size_t room = total + total / 32; /* a little room for growth */
+    const int grow = total > d->slots; /* new arrays with room to grow, the old ones freed */
+    const size_t room = grow ? total + total / 128 : d->slots;
     uint32_t **arr[7] = {&d->cell, (uint32_t **)&d->x,  (uint32_t **)&d->y, (uint32_t **)&d->ux,
                          (uint32_t **)&d->uy, (uint32_t **)&d->uz, (uint32_t **)&d->w};
-    if (total > d->slots) { /* new arrays with room to grow, the old ones freed */
-        void *old[8];
-        for (int v = 0; v < 7; v++) {
-            uint32_t *n = (uint32_t *)gpu_malloc(g, room * 4, "particles (rearrangement)");
-            k_relayout<uint32_t><<<grid, GPU_THREADS, 0, g->stream>>>(*arr[v], n, from, to,
-                                                                     d->count);
-            GPU_LAUNCHED(g, "k_relayout");
-            old[v] = *arr[v];
-            *arr[v] = n;
-        }
-        uint8_t *code = (uint8_t *)gpu_malloc(g, room, "migration codes");
-        k_relayout<uint8_t><<<grid, GPU_THREADS, 0, g->stream>>>(d->code, code, from, to,
-                                                                d->count);
+    uint32_t *spare = (uint32_t *)gpu_malloc(g, room * 4, "particles (rearrangement)");
+    uint8_t *code = grow ? (uint8_t *)gpu_malloc(g, room, "migration codes") : d->code;
+    k_relayout<uint8_t><<<grid, GPU_THREADS, 0, g->stream>>>(d->code, (uint8_t *)spare, from,
+                                                            to, d->count);
+    GPU_LAUNCHED(g, "k_relayout");
+    GPU_CK(cudaMemcpyAsync(code, spare, total, cudaMemcpyDeviceToDevice, g->stream));
+    void *old[8] = {NULL};
+    for (int v = 0; v < 7; v++) {
+        k_relayout<uint32_t><<<grid, GPU_THREADS, 0, g->stream>>>(*arr[v], spare, from, to,
+                                                                 d->count);
         GPU_LAUNCHED(g, "k_relayout");
+        uint32_t *t = *arr[v];
+        *arr[v] = spare;
+        if (grow) { /* every array new */
+            old[v] = t;
+            spare = v < 6 ? (uint32_t *)gpu_malloc(g, room * 4, "particles (rearrangement)")
+                          : NULL;
+        } else {
+            spare = t;
+        }
+    }
+    if (grow) {
         old[7] = d->code;
         d->code = code;
         for (int v = 0; v < 8; v++) /* cudaFree waits for the copies */
             GPU_CK(cudaFree(old[v]));
         g->bytes -= d->slots * SLOT_BYTES;
         d->slots = room;
-    } else { /* rotate the arrays through the 4-byte spare */
-        if (g->spare_n < total) {
-            g->spare4 = (uint32_t *)realloc_array(g, g->spare4, g->spare_n, room, 4,
-                                                  "particles (rearrangement)");
-            g->spare_n = room;
-        }
-        const size_t least = g->spare_n < d->slots ? g->spare_n : d->slots; /* all keep */
-        for (int v = 0; v < 7; v++) {
-            k_relayout<uint32_t><<<grid, GPU_THREADS, 0, g->stream>>>(*arr[v], g->spare4, from,
-                                                                     to, d->count);
-            GPU_LAUNCHED(g, "k_relayout");
-            uint32_t *t = *arr[v];
-            *arr[v] = g->spare4;
-            g->spare4 = t;
-        }
-        g->spare_n = d->slots; /* the spare is now an old array of the species */
-        d->slots = least;
-        k_relayout<uint8_t><<<grid, GPU_THREADS, 0, g->stream>>>(
-            d->code, (uint8_t *)g->spare4, from, to, d->count);
-        GPU_LAUNCHED(g, "k_relayout");
-        GPU_CK(cudaMemcpyAsync(d->code, g->spare4, total, cudaMemcpyDeviceToDevice, g->stream));
+    } else {
+        GPU_CK(cudaFree(spare)); /* the old array of w */
+        g->bytes -= room * 4;
     }
-    if (d->id) { /* ids: through an 8-byte spare */
-        if (g->spare_id_n < total) {
-            g->spare_id = (unsigned long long *)realloc_array(
-                g, g->spare_id, g->spare_id_n, room, 8, "particle ids (rearrangement)");
-            g->spare_id_n = room;
-        }
-        k_relayout<unsigned long long><<<grid, GPU_THREADS, 0, g->stream>>>(d->id, g->spare_id,
-                                                                          from, to, d->count);
+    if (d->id) { /* ids: through an 8-byte array, the old one freed */
+        unsigned long long *id = (unsigned long long *)gpu_malloc(g, room * 8, "particle ids");
+        k_relayout<unsigned long long><<<grid, GPU_THREADS, 0, g->stream>>>(d->id, id, from,
+                                                                          to, d->count);
         GPU_LAUNCHED(g, "k_relayout");
-        unsigned long long *t = d->id;
-        d->id = g->spare_id;
-        g->spare_id = t;
-        size_t n = d->id_slots;
-        d->id_slots = g->spare_id_n;
-        g->spare_id_n = n;
+        GPU_CK(cudaFree(d->id));
+        g->bytes -= d->id_slots * 8;
+        d->id = id;
+        d->id_slots = room;
     }
     int *old_start = d->start;
     d->start = g->spare_start;
@@ -423,6 +408,7 @@ void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *need)
     free(count);
     free(start);
     free(cap);
+    free(want);
 }
 
 void gpu_check_flags(const gpu_state *g, const pic_state *st, int s)
