@@ -294,8 +294,8 @@ void gpu_bnd_e(gpu_state *g, const pic_state *st)
 
 /* ---- particle walls ---- */
 
-/* One block per edge cluster of the species: its particles get the wall fix-up, its tile
- * the fold of the current beyond the wall. */
+/* One block per edge cluster of a species: its particles get the wall fix-up, its tile the
+ * fold of the current beyond the wall. */
 typedef struct {
     uint32_t *cell;
     float *x, *y, *ux, *uy, *uz;
@@ -308,8 +308,17 @@ typedef struct {
     pbnd_walls w;
 } kwalls;
 
-__global__ void k_walls(kwalls a)
+/* The species with walls, in one launch (blockIdx.y: the species' entry). */
+typedef struct {
+    kwalls s[DECK_MAX_SPECIES];
+    int nedge[DECK_MAX_SPECIES];
+} kwalls_all;
+
+__global__ void k_walls(const __grid_constant__ kwalls_all all)
 {
+    if ((int)blockIdx.x >= all.nedge[blockIdx.y])
+        return;
+    const kwalls &a = all.s[blockIdx.y];
     const int c = a.edge[blockIdx.x], cx = c % a.w.ncx, cy = c / a.w.ncx;
     const pbnd_edges e = pbnd_edges_of(&a.w, cx, cy);
     const int s0 = a.start[c], n = a.count[c];
@@ -325,15 +334,24 @@ __global__ void k_walls(kwalls a)
     }
 }
 
-void gpu_walls(gpu_state *g, const pic_state *st, int s, long long *tiles)
+void gpu_walls(gpu_state *g, const pic_state *st, int n, const int *which,
+               long long *const *tiles)
 {
-    gpu_species *d = &g->sp[s];
-    if (!d->nedge)
+    kwalls_all all;
+    int m = 0, most = 0;
+    for (int k = 0; k < n; k++) {
+        const gpu_species *d = &g->sp[which[k]];
+        if (!d->nedge)
+            continue;
+        all.s[m] = kwalls{d->cell,  d->x,     d->y,    d->ux,  d->uy,  d->uz,    d->code,
+                          d->start, d->count, d->edge, g->x0,  g->y0,  g->cx_of, g->cy_of,
+                          d->hist,  tiles[k], 3 * g->tsz_max, st->f->step, d->walls};
+        all.nedge[m++] = d->nedge;
+        most = d->nedge > most ? d->nedge : most;
+    }
+    if (!m)
         return;
-    kwalls a = {d->cell,  d->x,     d->y,    d->ux,  d->uy,  d->uz,    d->code,
-                d->start, d->count, d->edge, g->x0,  g->y0,  g->cx_of, g->cy_of,
-                d->hist,  tiles,    3 * g->tsz_max, st->f->step, d->walls};
-    k_walls<<<(unsigned)d->nedge, GPU_THREADS, 0, g->stream>>>(a);
+    k_walls<<<dim3((unsigned)most, (unsigned)m), GPU_THREADS, 0, g->stream>>>(all);
     GPU_LAUNCHED(g, "k_walls");
 }
 

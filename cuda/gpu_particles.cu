@@ -688,8 +688,10 @@ void gpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic)
         else
             k_push_move<false><<<blocks, GPU_MOVE_THREADS, g->smem_move, g->stream>>>(a);
         GPU_LAUNCHED(g, "k_push_move");
+        long long *tiles[DECK_MAX_SPECIES];
         for (int k = 0; k < m; k++)
-            gpu_walls(g, st, mob[k], a.sp[k].tiles); /* edge clusters of non-periodic sides */
+            tiles[k] = a.sp[k].tiles;
+        gpu_walls(g, st, m, mob, tiles); /* edge clusters of non-periodic sides */
     }
     /* the tiles of all species to J: fixed-point sums, guard deposits folded, one rounding */
     tiles_current(g, m);

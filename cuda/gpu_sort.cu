@@ -27,14 +27,29 @@
 
 /* Also room[cy] = cap - need of the clusters of column `front` (the moving window's
  * injection column): the count after the passes is at most need, so an injection of up to
- * room[cy] particles needs no rearrangement and no read-back of the counts. */
-__global__ void k_sort_prepare(const int *hist, const int *count, const int *cap, int *need,
-                               int4 *movers, int *flags, int *room, int front, int nx, int ny,
-                               int4 own)
+ * room[cy] particles needs no rearrangement and no read-back of the counts. The species
+ * (blockIdx.y) in one launch. */
+typedef struct {
+    const int *hist, *count, *cap;
+    int *need;
+    int4 *movers;
+    int *flags, *room;
+} kprep;
+
+typedef struct {
+    kprep s[DECK_MAX_SPECIES];
+} kprep_all;
+
+__global__ void k_sort_prepare(const __grid_constant__ kprep_all all, int front, int nx,
+                               int ny, int4 own)
 {
     const int c = blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= nx * ny)
         return;
+    const kprep &a = all.s[blockIdx.y];
+    const int *hist = a.hist, *count = a.count, *cap = a.cap;
+    int *need = a.need, *flags = a.flags, *room = a.room;
+    int4 *movers = a.movers;
     if (!in_box(own, c % nx, c / nx)) { /* another rank's: empty here */
         need[c] = 0;
         movers[c] = make_int4(0, 0, 0, 0);
@@ -435,15 +450,24 @@ static void flags_clear(gpu_state *g, unsigned prep, unsigned drop)
     GPU_LAUNCHED(g, "k_flags_clear");
 }
 
-/* Per-cluster room and leavers of species s after its move (its flags [0] and [1], zeroed by
- * flags_clear before, and its room in the injection column). */
-static void prepare_species(gpu_state *g, const pic_state *st, int s)
+/* Per-cluster room and leavers of the species in mask `prep` after their move (their flags
+ * [0] and [1], zeroed by flags_clear before, and their room in the injection column), one
+ * launch. */
+static void prepare_species(gpu_state *g, const pic_state *st, unsigned prep)
 {
-    gpu_species *d = &g->sp[s];
-    int *fl = g->flags + 4 * s;
-    k_sort_prepare<<<gpu_blocks((size_t)g->ncl, 128), 128, 0, g->stream>>>(
-        d->hist, d->count, d->cap, d->need, d->movers, fl, g->room + (size_t)s * g->ncy,
-        st->cl->cx_of[st->f->nx - 1], g->ncx, g->ncy, g->own);
+    kprep_all all;
+    unsigned n = 0;
+    for (int s = 0; s < g->nsp; s++)
+        if ((prep >> s) & 1u) {
+            gpu_species *d = &g->sp[s];
+            all.s[n++] = kprep{d->hist,   d->count,         d->cap,
+                               d->need,   d->movers,        g->flags + 4 * s,
+                               g->room + (size_t)s * g->ncy};
+        }
+    if (!n)
+        return;
+    k_sort_prepare<<<dim3(gpu_blocks((size_t)g->ncl, 128), n), 128, 0, g->stream>>>(
+        all, st->cl->cx_of[st->f->nx - 1], g->ncx, g->ncy, g->own);
     GPU_LAUNCHED(g, "k_sort_prepare");
 }
 
@@ -497,9 +521,7 @@ void gpu_sort_prepare(gpu_state *g, pic_state *st)
         prep |= g->sp[s].mobile ? 1u << s : 0u;
     flags_clear(g, prep, 0);
     hist_exchange(g, st, prep);
-    for (int s = 0; s < g->nsp; s++)
-        if (g->sp[s].mobile)
-            prepare_species(g, st, s);
+    prepare_species(g, st, prep);
     read_flags(g);
     gpu_toc(g, t, PH_SORT);
     g->prepared = 1;
@@ -702,10 +724,10 @@ void gpu_sort(void *ctx, pic_state *st, int window, long long *dropped)
             if (drops[s])
                 gpu_drop(g, s, window);
         hist_exchange(g, st, prep);
+        prepare_species(g, st, prep);
         for (int s = 0; s < g->nsp; s++) {
             if (!on[s])
                 continue;
-            prepare_species(g, st, s);
             which[nsort] = s;
             all.s[nsort++] = ksort_of(g, s);
         }

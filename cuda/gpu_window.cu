@@ -181,11 +181,33 @@ typedef struct {
     const int *from;          /* first staged particle of cluster row cy (ncy + 1) */
 } kstage;
 
-/* One block per cluster row cy: append its staged particles to cluster (cx, cy). */
-__global__ void k_inject(kstage a, uint32_t *cell, float *x, float *y, float *ux, float *uy,
-                         float *uz, float *w, uint8_t *code, unsigned long long *id,
-                         const int *start, int *count, int cx, int ncx)
+/* A species' staged column and where it goes. */
+typedef struct {
+    kstage a;
+    uint32_t *cell;
+    float *x, *y, *ux, *uy, *uz, *w;
+    uint8_t *code;
+    unsigned long long *id;
+    const int *start;
+    int *count;
+} kinject;
+
+typedef struct {
+    kinject s[DECK_MAX_SPECIES];
+} kinject_all;
+
+/* One block per cluster row cy and species (blockIdx.y): append its staged particles to
+ * cluster (cx, cy). */
+__global__ void k_inject(const __grid_constant__ kinject_all all, int cx, int ncx)
 {
+    const kinject &d = all.s[blockIdx.y];
+    const kstage &a = d.a;
+    uint32_t *cell = d.cell;
+    float *x = d.x, *y = d.y, *ux = d.ux, *uy = d.uy, *uz = d.uz, *w = d.w;
+    uint8_t *code = d.code;
+    unsigned long long *id = d.id;
+    const int *start = d.start;
+    int *count = d.count;
     const int cy = blockIdx.x, c = cx + cy * ncx;
     const int f0 = a.from[cy], n = a.from[cy + 1] - f0;
     const int at = start[c] + count[c];
@@ -306,6 +328,8 @@ void gpu_inject(void *ctx, pic_state *st, species *col, const int *add)
         GPU_CK(cudaEventRecord(g->stage_done, g->stream));
     }
     at = 0;
+    kinject_all all;
+    unsigned ninj = 0;
     for (int s = 0; s < nsp; s++) {
         if (n[s]) {
             gpu_species *d = &g->sp[s];
@@ -319,12 +343,14 @@ void gpu_inject(void *ctx, pic_state *st, species *col, const int *add)
                         (const float *)(b + 4 * n4), (const float *)(b + 5 * n4),
                         (const float *)(b + 6 * n4), (const uint8_t *)(base + L.code),
                         (const int *)(base + L.from)};
-            k_inject<<<(unsigned)ncy, GPU_THREADS, 0, g->stream>>>(
-                a, d->cell, d->x, d->y, d->ux, d->uy, d->uz, d->w, d->code,
-                col[s].id ? d->id : NULL, d->start, d->count, cx, cl->ncx);
-            GPU_LAUNCHED(g, "k_inject");
+            all.s[ninj++] = kinject{a,     d->cell, d->x, d->y, d->ux, d->uy, d->uz, d->w,
+                                    d->code, col[s].id ? d->id : NULL, d->start, d->count};
             at += L.bytes;
         }
+    }
+    if (ninj) {
+        k_inject<<<dim3((unsigned)ncy, ninj), GPU_THREADS, 0, g->stream>>>(all, cx, cl->ncx);
+        GPU_LAUNCHED(g, "k_inject");
     }
     st->phase_s[PH_SORT] += host_seconds() - t0;
 }
