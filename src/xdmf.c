@@ -20,6 +20,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -244,24 +245,90 @@ static int write_block_series(const char *dir, const char *name, const char *tex
     return rc;
 }
 
-/* DIR/series.xmf: the blocks of every dump in the folder, each a temporal collection. */
-static int write_series(const char *dir, const char *series, const char *run)
+/* The .xmf texts of a dump folder's dumps, in step order, kept between dumps: the series
+ * files hold every dump, and reading every earlier .xmf again at each dump made a run with
+ * many dumps quadratic in their number. The folder is read when a dump comes at or before
+ * the last one kept (the first dump of this process there, or a restart's rewrite). */
+typedef struct {
+    char dir[OUT_PATH];
+    size_t n, cap;
+    long *step;
+    char **text;
+} series_texts;
+
+enum { SERIES_FOLDERS = 8 }; /* data/ and tracks/ of an output folder, a few such folders */
+static series_texts kept[SERIES_FOLDERS];
+static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void texts_push(series_texts *c, long step, char *text)
 {
-    size_t n;
-    long *steps = list_steps(dir, series, &n);
-    if (!steps)
-        return -1;
+    if (c->n == c->cap) {
+        c->cap = 2 * c->cap + 16;
+        c->step = realloc(c->step, c->cap * sizeof *c->step);
+        c->text = realloc(c->text, c->cap * sizeof *c->text);
+        if (!c->step || !c->text)
+            EMPIC_DIE("out of host memory writing the XDMF series");
+    }
+    c->step[c->n] = step;
+    c->text[c->n++] = text;
+}
+
+/* The kept texts of dir with the dump of `step` (its text) added; NULL after reporting. */
+static series_texts *texts_with(const char *dir, const char *series, long step,
+                                const char *text)
+{
+    series_texts *c = NULL;
+    for (int k = 0; k < SERIES_FOLDERS && !c; k++)
+        if (!strcmp(kept[k].dir, dir))
+            c = &kept[k];
+    for (int k = 0; k < SERIES_FOLDERS && !c; k++)
+        if (!kept[k].dir[0])
+            c = &kept[k];
+    if (!c)
+        c = &kept[0]; /* a ninth folder: forget the first */
+    if (strcmp(c->dir, dir) || c->n == 0 || step <= c->step[c->n - 1]) {
+        for (size_t k = 0; k < c->n; k++)
+            free(c->text[k]);
+        c->n = 0;
+        snprintf(c->dir, sizeof c->dir, "%s", dir);
+        size_t n;
+        long *steps = list_steps(dir, series, &n);
+        if (!steps) {
+            c->dir[0] = '\0';
+            return NULL;
+        }
+        char path[OUT_PATH + 64];
+        for (size_t k = 0; k < n; k++) {
+            snprintf(path, sizeof path, "%s/%s%08ld.xmf", dir, series, steps[k]);
+            char *t = read_text(path);
+            if (t)
+                texts_push(c, steps[k], t);
+        }
+        free(steps);
+        return c;
+    }
+    char *t = strdup(text);
+    if (!t)
+        EMPIC_DIE("out of host memory writing the XDMF series");
+    texts_push(c, step, t);
+    return c;
+}
+
+/* DIR/series.xmf: the blocks of every dump in the folder (the dump of `step`, whose text is
+ * `text`, the newest), each a temporal collection. */
+static int write_series(const char *dir, const char *series, const char *run, long step,
+                        const char *text)
+{
     blocks b;
     b.n = 0;
+    pthread_mutex_lock(&kept_lock);
+    const series_texts *c = texts_with(dir, series, step, text);
+    for (size_t k = 0; c && k < c->n; k++)
+        blocks_add(&b, c->text[k]);
+    pthread_mutex_unlock(&kept_lock);
+    if (!c)
+        return -1;
     char path[OUT_PATH + 64];
-    for (size_t k = 0; k < n; k++) {
-        snprintf(path, sizeof path, "%s/%s%08ld.xmf", dir, series, steps[k]);
-        char *text = read_text(path);
-        if (text)
-            blocks_add(&b, text);
-        free(text);
-    }
-    free(steps);
     char *out = NULL;
     size_t olen = 0;
     FILE *x = open_memstream(&out, &olen);
@@ -311,6 +378,8 @@ int xdmf_dump(const char *dir, const char *series, const h5w *w, const output_fr
     fclose(x);
     snprintf(path, sizeof path, "%s/%s%08ld.xmf", dir, series, fr->step);
     int rc = fileio_write_replace(path, out, olen);
+    if (!rc)
+        rc = write_series(dir, series, run, fr->step, out);
     free(out);
-    return rc ? rc : write_series(dir, series, run);
+    return rc;
 }
