@@ -333,9 +333,10 @@ __global__ void k_relayout(const T *src, T *dst, const int *old_start, const int
  * spare, which then becomes array v, and the old array v the spare of the next one; the last
  * one left is freed (the codes are copied into the spare and back, ids through an 8-byte
  * array). A re-layout thus borrows 4 bytes a slot (12 with ids) for its duration, where a
- * copy of the whole species would hold 29 more; the frees wait for the copies (~0.3 ms for
- * 17 M particles, about what the device spends on them). When the new layout outgrows the
- * arrays, every array is re-allocated with 1/128 more room instead. */
+ * kept copy of the whole species held 29 more for the rest of the run; the allocation and
+ * the free, which waits for the copies, cost ~0.36 ms more per re-layout of 17 M particles
+ * (NOTES.md). When the new layout outgrows the arrays, every array is re-allocated with
+ * 1/128 more room instead. */
 void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *need)
 {
     species *h = &st->sp[s];
