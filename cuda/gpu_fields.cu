@@ -118,6 +118,8 @@ static void guard_self(gpu_state *g, void *const a[3], int ncomp, int axis)
 void gpu_guard_fill(gpu_state *g, float *a0, float *a1, float *a2)
 {
     if (g->ranks == 1) {
+        if (!g->px && !g->py)
+            return; /* no periodic side: no guard has a source (yee_guard_source) */
         size_t n = (size_t)2 * EMF_GUARD * g->stride + (size_t)2 * EMF_GUARD * g->ny;
         k_guard_fill<<<gpu_blocks(n, 256), 256, 0, g->stream>>>(mesh_of(g), a0, a1, a2);
         GPU_LAUNCHED(g, "k_guard_fill");
