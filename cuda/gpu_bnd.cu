@@ -334,8 +334,7 @@ __global__ void k_walls(const __grid_constant__ kwalls_all all)
     }
 }
 
-void gpu_walls(gpu_state *g, const pic_state *st, int n, const int *which,
-               long long *const *tiles)
+void gpu_walls(gpu_state *g, const pic_state *st, int n, const int *which)
 {
     kwalls_all all;
     int m = 0, most = 0;
@@ -343,9 +342,10 @@ void gpu_walls(gpu_state *g, const pic_state *st, int n, const int *which,
         const gpu_species *d = &g->sp[which[k]];
         if (!d->nedge)
             continue;
+        long long *tiles = g->tiles + k * g->tile_set;
         all.s[m] = kwalls{d->cell,  d->x,     d->y,    d->ux,  d->uy,  d->uz,    d->code,
                           d->start, d->count, d->edge, g->x0,  g->y0,  g->cx_of, g->cy_of,
-                          d->hist,  tiles[k], 3 * g->tsz_max, st->f->step, d->walls};
+                          d->hist,  tiles,    3 * g->tsz_max, st->f->step, d->walls};
         all.nedge[m++] = d->nedge;
         most = d->nedge > most ? d->nedge : most;
     }

@@ -327,10 +327,9 @@ void gpu_bnd_b(gpu_state *g, const pic_state *st);
 void gpu_bnd_e_save(gpu_state *g, const pic_state *st);
 void gpu_bnd_e(gpu_state *g, const pic_state *st);
 void gpu_bnd_fetch(gpu_state *g, pic_state *st);
-/* The wall fix-ups of species which[0 .. n) after their move (tile set tiles[k] of
- * which[k]), one launch. */
-void gpu_walls(gpu_state *g, const pic_state *st, int n, const int *which,
-               long long *const *tiles);
+/* The wall fix-ups of species which[0 .. n) after their move (which[k]'s current in tile
+ * set k: the mobile species in order), one launch. */
+void gpu_walls(gpu_state *g, const pic_state *st, int n, const int *which);
 void gpu_drop(gpu_state *g, int s, int window);
 /* Sort (gpu_sort.cu): re-lay species s's segments so that cluster c has room for need[c];
  * stop on the error flag the sort passes raise (h_flags as last read back). */

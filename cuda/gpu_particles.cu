@@ -596,23 +596,21 @@ void gpu_particles_setup(gpu_state *g, const pic_state *st)
  * depends on it (each block writes its cluster's own outputs), so the atomics' order within a
  * class does not matter. One block. */
 #define ORDER_CLASSES 64
-typedef struct {
-    const int *count[DECK_MAX_SPECIES];
-} kcounts;
 
 __device__ __forceinline__ int order_class(int n, int most)
 {
     return most > 0 ? (int)((long long)(most - n) * (ORDER_CLASSES - 1) / most) : 0;
 }
 
-__global__ void __launch_bounds__(1024) k_cluster_order(const __grid_constant__ kcounts a,
-                                                        int nsp, int ncl, int *order)
+__global__ void __launch_bounds__(1024) k_cluster_order(const __grid_constant__ kpart a,
+                                                        int nsp, int *order)
 {
+    const int ncl = a.ncl;
     __shared__ int cls[ORDER_CLASSES], wmax[32];
     const int tid = threadIdx.x, n = nsp * ncl;
     int most = 0;
     for (int k = tid; k < n; k += blockDim.x)
-        most = max(most, a.count[k / ncl][k % ncl]);
+        most = max(most, a.sp[k / ncl].count[k % ncl]);
     for (int o = 16; o > 0; o >>= 1)
         most = max(most, __shfl_down_sync(FULL, most, o));
     if ((tid & 31) == 0)
@@ -624,7 +622,7 @@ __global__ void __launch_bounds__(1024) k_cluster_order(const __grid_constant__ 
     for (int w = 0; w < (int)blockDim.x / 32; w++)
         most = max(most, wmax[w]);
     for (int k = tid; k < n; k += blockDim.x)
-        atomicAdd(&cls[order_class(a.count[k / ncl][k % ncl], most)], 1);
+        atomicAdd(&cls[order_class(a.sp[k / ncl].count[k % ncl], most)], 1);
     __syncthreads();
     if (tid == 0)
         for (int b = 0, at = 0; b < ORDER_CLASSES; b++) {
@@ -634,7 +632,7 @@ __global__ void __launch_bounds__(1024) k_cluster_order(const __grid_constant__ 
         }
     __syncthreads();
     for (int k = tid; k < n; k += blockDim.x)
-        order[atomicAdd(&cls[order_class(a.count[k / ncl][k % ncl], most)], 1)] = k;
+        order[atomicAdd(&cls[order_class(a.sp[k / ncl].count[k % ncl], most)], 1)] = k;
 }
 
 void gpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic)
@@ -643,7 +641,6 @@ void gpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic)
     const emf *f = st->f;
     gpu_debug(g, st, DBG_BEFORE_MOVE);
     kpart a;
-    kcounts kc;
     memset(&a, 0, sizeof a);
     int m = 0, mob[DECK_MAX_SPECIES]; /* the mobile species; m-th: tile set m */
     for (int s = 0; s < g->nsp; s++) {
@@ -652,7 +649,6 @@ void gpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic)
             kinetic[s] = 0.0;
         if (!d->mobile)
             continue;
-        kc.count[m] = d->count;
         a.sp[m] = kspecies{d->cell,  d->x,     d->y,    d->ux,
                            d->uy,    d->uz,    d->w,    d->code,
                            d->start, d->count, d->hist, g->tiles + m * g->tile_set,
@@ -680,7 +676,7 @@ void gpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic)
     a.scale = g->scale;
     int t = gpu_tic(g, st);
     if (m > 0) {
-        k_cluster_order<<<1, 1024, 0, g->stream>>>(kc, m, g->ncl, g->order);
+        k_cluster_order<<<1, 1024, 0, g->stream>>>(a, m, g->order);
         GPU_LAUNCHED(g, "k_cluster_order");
         const unsigned blocks = (unsigned)(m * g->ncl);
         if (want_ke)
@@ -688,10 +684,7 @@ void gpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic)
         else
             k_push_move<false><<<blocks, GPU_MOVE_THREADS, g->smem_move, g->stream>>>(a);
         GPU_LAUNCHED(g, "k_push_move");
-        long long *tiles[DECK_MAX_SPECIES];
-        for (int k = 0; k < m; k++)
-            tiles[k] = a.sp[k].tiles;
-        gpu_walls(g, st, m, mob, tiles); /* edge clusters of non-periodic sides */
+        gpu_walls(g, st, m, mob); /* edge clusters of non-periodic sides */
     }
     /* the tiles of all species to J: fixed-point sums, guard deposits folded, one rounding */
     tiles_current(g, m);

@@ -345,7 +345,8 @@ void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *need)
     int *count = (int *)empic_alloc((size_t)nc * sizeof(int), "cluster table");
     int *start = (int *)empic_alloc((size_t)nc * sizeof(int), "cluster table");
     int *cap = (int *)empic_alloc((size_t)nc * sizeof(int), "cluster table");
-    int *want = (int *)empic_alloc((size_t)nc * sizeof(int), "cluster table");
+    int *want = g->window ? (int *)empic_alloc((size_t)nc * sizeof(int), "cluster table")
+                          : NULL;
     GPU_CK(cudaMemcpy(count, d->count, (size_t)nc * sizeof(int), cudaMemcpyDeviceToHost));
     if (g->window) { /* the plasma drifts one cell left per shift, so a cluster soon holds what
                         its right neighbour holds: room for that too (a filling cluster would
