@@ -2,8 +2,8 @@
  * block per cluster of every mobile species in one launch (heaviest clusters first:
  * k_cluster_order) and one pass over its particles, with the CPU's per-particle functions
  * (particle.h, cluster.h): the kernel stages its cluster's E and B (plus ghosts) in shared
- * memory, gathers them (gather_yee), applies boris_push, moves the particle (particle_move:
- * pieces, new cell, migration code) and deposits the selected pieces (deposit_pieces_fixed)
+ * memory, gathers them (gather_yee), applies boris_push, moves the particle (particle_move's
+ * rule: move_end, kong_split3, move_cell, then move_piece for each piece it deposits)
  * into a shared-memory tile of the cluster's current (cluster_tile). The tile holds 64-bit
  * fixed-point integers (particle.h's fixed_of, scale from the deck: particles_scale), added
  * with native 32-bit integer atomics: a sum that does not depend on the order of the adds, so
@@ -72,28 +72,40 @@ __device__ __forceinline__ void tile_store(const long long *sj, int copies, int 
     }
 }
 
-/* A value the compiler must treat as unknown (an empty asm that may change it). */
-__device__ __forceinline__ float opaque(float v)
+/* An index the compiler must treat as unknown (an empty asm that may change it). */
+__device__ __forceinline__ int opaque(int v)
 {
-    asm volatile("" : "+f"(v));
+    asm volatile("" : "+r"(v));
     return v;
 }
 
-/* E and B at offset (x, y) of tile cell k: gather_eb on the staged components, but with the
- * offsets passed through opaque() per component. nvcc 13.0 (-O3, sm_90) miscompiles
- * gather_eb's six inlined gathers: it derives the Ez address from the Ex address with the
- * cell shift of the x < 0.5 half-cell select taken with the wrong sign (PTX: xor.pred of the
- * two selects, then -4 bytes instead of +4), so Ez was read one cell to the left for x < 0.5.
- * Keeping each component's offsets opaque stops that rewrite. See cuda/NOTES.md. */
+/* E and B at offset (x, y) of tile cell k: gather_eb's weights and operations on the staged
+ * components, each axis' weights worked out once for the unstaggered (offset x, stencil at
+ * the cell) and the staggered components (gather_axis), and each component's stencil index
+ * passed through opaque(). nvcc 13.0 (-O3, sm_90) miscompiles gather_eb's six inlined
+ * gathers: it derives the Ez address from the Ex address with the cell shift of the x < 0.5
+ * half-cell select taken with the wrong sign (PTX: xor.pred of the two selects, then -4
+ * bytes instead of +4), so Ez was read one cell to the left for x < 0.5; opaque indices stop
+ * that rewrite. See cuda/NOTES.md. */
 __device__ __forceinline__ void gather_tile(const float *sf, int tszp, int k, int tw, float x,
                                             float y, float e[3], float b[3])
 {
-    e[0] = gather_yee(sf + YEE_EX * tszp, YEE_EX, k, tw, opaque(x), opaque(y));
-    e[1] = gather_yee(sf + YEE_EY * tszp, YEE_EY, k, tw, opaque(x), opaque(y));
-    e[2] = gather_yee(sf + YEE_EZ * tszp, YEE_EZ, k, tw, opaque(x), opaque(y));
-    b[0] = gather_yee(sf + YEE_BX * tszp, YEE_BX, k, tw, opaque(x), opaque(y));
-    b[1] = gather_yee(sf + YEE_BY * tszp, YEE_BY, k, tw, opaque(x), opaque(y));
-    b[2] = gather_yee(sf + YEE_BZ * tszp, YEE_BZ, k, tw, opaque(x), opaque(y));
+    int ox, oy;
+    const float sx = gather_axis(x, 1, &ox), sy = gather_axis(y, 1, &oy);
+    float v[6];
+#pragma unroll
+    for (int m = 0; m < 6; m++) {
+        const int hx = yee_hx(m), hy = yee_hy(m);
+        const int i = opaque(k + (hx ? ox : 0) + (hy ? oy : 0) * tw);
+        const float *f = sf + m * tszp + i;
+        v[m] = gather_bilinear(f[0], f[1], f[tw], f[tw + 1], hx ? sx : x, hy ? sy : y);
+    }
+    e[0] = v[YEE_EX];
+    e[1] = v[YEE_EY];
+    e[2] = v[YEE_EZ];
+    b[0] = v[YEE_BX];
+    b[1] = v[YEE_BY];
+    b[2] = v[YEE_BZ];
 }
 
 /* A thread's GPU_VEC consecutive particles in registers. */
@@ -207,31 +219,38 @@ __device__ __forceinline__ void fixed_atomic_add_split(unsigned *lo, unsigned *h
 
 /* Move particle q of the group and deposit its current into the split tile (the low words of
  * the three components, tszp apart, then their high words, 3 tszp further; the pieces, their
- * order and their fixed_of values are deposit_pieces_fixed's); returns its migration code. */
+ * order and their fixed_of values are deposit_pieces_fixed's); returns its migration code.
+ * Only the pieces deposited are worked out (move_to's rule, piece by piece): a particle that
+ * stays in its cell, most of them, needs one of the three. */
 __device__ __forceinline__ unsigned move_one(const kpart &a, const kspecies &sp,
                                              const cluster_tile &T, unsigned *lo, pgroup &g,
                                              int q)
 {
     const int k = cluster_tile_k(&T, g.cell[q]), s = T.w, tp = a.tszp;
-    int o[3], dcx, dcy;
-    float w[24];
-    unsigned pieces = particle_move(&sp.mv, &T, a.nx, a.ny, T.w, g.u[0][q], g.u[1][q], g.u[2][q],
-                                    g.w[q], &g.cell[q], &g.x[q], &g.y[q], &dcx, &dcy, o, w, 1);
+    float x1, y1, c[3];
+    move_end(&sp.mv, g.u[0][q], g.u[1][q], g.u[2][q], g.w[q], g.x[q], g.y[q], &x1, &y1, c);
+    kong_split path;
+    kong_split3(g.x[q], g.y[q], x1, y1, &path);
+    int dcx, dcy;
+    const unsigned pieces = move_cell(&T, a.nx, a.ny, x1, y1, &g.cell[q], &g.x[q], &g.y[q],
+                                      &dcx, &dcy, path.t[2] != path.t[1]);
     unsigned *hi = lo + 3 * tp;
     const float scale = a.scale;
 #pragma unroll
     for (int m = 0; m < 3; m++)
         if (pieces & (1u << m)) {
-            const int kk = k + o[m];
-            const float *wm = w + 8 * m;
-            fixed_atomic_add_split(lo, hi, kk, fixed_of(wm[0], scale));
-            fixed_atomic_add_split(lo, hi, kk + s, fixed_of(wm[1], scale));
-            fixed_atomic_add_split(lo, hi, tp + kk, fixed_of(wm[2], scale));
-            fixed_atomic_add_split(lo, hi, tp + kk + 1, fixed_of(wm[3], scale));
-            fixed_atomic_add_split(lo, hi, 2 * tp + kk, fixed_of(wm[4], scale));
-            fixed_atomic_add_split(lo, hi, 2 * tp + kk + 1, fixed_of(wm[5], scale));
-            fixed_atomic_add_split(lo, hi, 2 * tp + kk + s, fixed_of(wm[6], scale));
-            fixed_atomic_add_split(lo, hi, 2 * tp + kk + s + 1, fixed_of(wm[7], scale));
+            int o;
+            float w[8];
+            move_piece(&path, m, c[0], c[1], c[2], s, &o, w, 1);
+            const int kk = k + o;
+            fixed_atomic_add_split(lo, hi, kk, fixed_of(w[0], scale));
+            fixed_atomic_add_split(lo, hi, kk + s, fixed_of(w[1], scale));
+            fixed_atomic_add_split(lo, hi, tp + kk, fixed_of(w[2], scale));
+            fixed_atomic_add_split(lo, hi, tp + kk + 1, fixed_of(w[3], scale));
+            fixed_atomic_add_split(lo, hi, 2 * tp + kk, fixed_of(w[4], scale));
+            fixed_atomic_add_split(lo, hi, 2 * tp + kk + 1, fixed_of(w[5], scale));
+            fixed_atomic_add_split(lo, hi, 2 * tp + kk + s, fixed_of(w[6], scale));
+            fixed_atomic_add_split(lo, hi, 2 * tp + kk + s + 1, fixed_of(w[7], scale));
         }
     return mig_code(dcx, dcy);
 }
@@ -504,22 +523,30 @@ __global__ void __launch_bounds__(256) k_tiles_mesh(ktiles a, int px, int py, in
     }
     __syncthreads();
     const int xlo = a.x0[cx], w = a.x0[cx + 1] - xlo, ylo = a.y0[cy], h = a.y0[cy + 1] - ylo;
+    /* the cells the side neighbours' tiles reach: x < left, x >= right, y < below, y >= above
+     * (the own tile covers every cell: its neighbours only those next to its sides) */
+    const int left = nb_i0[3] + nb_w[3], right = nb_i0[5], below = nb_j0[1] + nb_h[1],
+              above = nb_j0[7];
     for (int idx = threadIdx.x; idx < w * h; idx += blockDim.x) {
         const int i = xlo + idx % w, j = ylo + idx / w;
+        const int qx0 = i < left ? 0 : 1, qx1 = i >= right ? 2 : 1;
+        const int qy0 = j < below ? 0 : 1, qy1 = j >= above ? 2 : 1;
         unsigned long long v[3] = {0, 0, 0};
-        for (int q = 0; q < 9; q++) {
-            const int n = nb_c[q], li = i - nb_i0[q], lj = j - nb_j0[q];
-            if (n < 0 || li < 0 || li >= nb_w[q] || lj < 0 || lj >= nb_h[q])
-                continue;
-            const int tsz = nb_w[q] * nb_h[q];
-            for (int m = 0; m < a.nset; m++) {
-                const long long *t = a.tiles + m * a.tile_set + (size_t)n * a.tile_stride +
-                                     li + lj * nb_w[q];
+        for (int qy = qy0; qy <= qy1; qy++)
+            for (int qx = qx0; qx <= qx1; qx++) {
+                const int q = qx + 3 * qy;
+                const int n = nb_c[q], li = i - nb_i0[q], lj = j - nb_j0[q];
+                if (n < 0 || li < 0 || li >= nb_w[q] || lj < 0 || lj >= nb_h[q])
+                    continue;
+                const int tsz = nb_w[q] * nb_h[q];
+                for (int m = 0; m < a.nset; m++) {
+                    const long long *t = a.tiles + m * a.tile_set + (size_t)n * a.tile_stride +
+                                         li + lj * nb_w[q];
 #pragma unroll
-                for (int k = 0; k < 3; k++)
-                    v[k] += (unsigned long long)t[k * tsz];
+                    for (int k = 0; k < 3; k++)
+                        v[k] += (unsigned long long)t[k * tsz];
+                }
             }
-        }
         const size_t e = (size_t)(j + G) * stride + (i + G);
         d0[e] = (float)((double)(long long)v[0] * inv);
         d1[e] = (float)((double)(long long)v[1] * inv);

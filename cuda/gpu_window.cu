@@ -72,7 +72,9 @@ __global__ void k_shift_psi(psi_rows a)
 
 /* One block per cluster and species: each particle shifted (window_shift_particle), the
  * histogram rebuilt from the codes, a warp's bins counted by ballots (nearly every particle
- * lands in the same bin: one shared atomic per particle queued on one address). */
+ * lands in the same bin: one shared atomic per particle queued on one address). A thread
+ * takes GPU_VEC consecutive particles with one 16-byte load of their cells and one 4-byte
+ * load of their codes (segments start on 32-slot multiples). */
 typedef struct {
     uint32_t *cell[DECK_MAX_SPECIES];
     uint8_t *code[DECK_MAX_SPECIES];
@@ -94,19 +96,41 @@ __global__ void k_window_particles(kwindow w, const int *cx_of, int ncx)
         sh[threadIdx.x] = 0;
     __syncthreads();
     const int b = start[c], n = count[c];
-    for (int base = 0; base < n; base += blockDim.x) { /* the same trips for the whole warp */
-        const int k = base + threadIdx.x;
-        int bin = -1;
-        if (k < n) {
-            const unsigned nk = window_shift_particle(&cell[b + k], code[b + k], cx_of, cx);
-            code[b + k] = (uint8_t)nk;
-            bin = mig_bin_of_code(nk);
+    for (int base = 0; base < n; base += GPU_VEC * blockDim.x) { /* the same trips for the whole warp */
+        const int k = base + GPU_VEC * threadIdx.x;
+        int bin[GPU_VEC];
+        if (k + GPU_VEC <= n) {
+            uint4 c4 = *(uint4 *)(cell + b + k);
+            uchar4 k4 = *(uchar4 *)(code + b + k);
+            uint32_t cv[GPU_VEC] = {c4.x, c4.y, c4.z, c4.w};
+            unsigned kv[GPU_VEC] = {k4.x, k4.y, k4.z, k4.w};
+#pragma unroll
+            for (int q = 0; q < GPU_VEC; q++) {
+                kv[q] = window_shift_particle(&cv[q], kv[q], cx_of, cx);
+                bin[q] = mig_bin_of_code(kv[q]);
+            }
+            *(uint4 *)(cell + b + k) = make_uint4(cv[0], cv[1], cv[2], cv[3]);
+            *(uchar4 *)(code + b + k) = make_uchar4(kv[0], kv[1], kv[2], kv[3]);
+        } else {
+#pragma unroll
+            for (int q = 0; q < GPU_VEC; q++) {
+                bin[q] = -1;
+                if (k + q < n) {
+                    const unsigned nk = window_shift_particle(&cell[b + k + q], code[b + k + q],
+                                                              cx_of, cx);
+                    code[b + k + q] = (uint8_t)nk;
+                    bin[q] = mig_bin_of_code(nk);
+                }
+            }
         }
 #pragma unroll
         for (int q = 0; q < 9; q++) {
-            const unsigned m = __ballot_sync(0xffffffffu, bin == q);
-            if (lane == 0 && m)
-                atomicAdd(&sh[q], __popc(m));
+            int nq = 0;
+#pragma unroll
+            for (int v = 0; v < GPU_VEC; v++)
+                nq += __popc(__ballot_sync(0xffffffffu, bin[v] == q));
+            if (lane == 0 && nq)
+                atomicAdd(&sh[q], nq);
         }
     }
     __syncthreads();

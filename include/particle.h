@@ -91,7 +91,10 @@ EMPIC_HD void boris_step(float *ux, float *uy, float *uz, float ex, float ey, fl
     float ax = qdt2m * ex, ay = qdt2m * ey, az = qdt2m * ez;
     float mx = *ux + ax, my = *uy + ay, mz = *uz + az;
     float g = sqrtf(1.0f + mx * mx + my * my + mz * mz);
-    float tx = qdt2m * bx / g, ty = qdt2m * by / g, tz = qdt2m * bz / g;
+    /* one division: q dt b / (2 m g) as three divisions took the GPU's slow division path
+     * whenever b is tiny (a cold plasma: 17 % of its particle kernel, NOTES.md) */
+    float r = qdt2m / g;
+    float tx = r * bx, ty = r * by, tz = r * bz;
     float f = 2.0f / (1.0f + tx * tx + ty * ty + tz * tz);
     float px = mx + my * tz - mz * ty, py = my + mz * tx - mx * tz, pz = mz + mx * ty - my * tx;
     mx += f * (py * tz - pz * ty);
@@ -186,6 +189,20 @@ EMPIC_HD void piece_weights(float xa, float ya, float xb, float yb, float cx, fl
     w[7 * ws] = cz * xm * ym;
 }
 
+/* Piece m of Kong's split p (current factors cx, cy and qvz as move_pieces'): the shift of
+ * its cell from the start cell (row stride s) into *o and its weights into w (spacing ws). */
+EMPIC_HD void move_piece(const kong_split *p, int m, float cx, float cy, float qvz, int s,
+                         int *o, float *w, int ws)
+{
+    /* the cell of the piece holds its midpoint */
+    float mx = 0.5f * (p->x[m] + p->x[m + 1]), my = 0.5f * (p->y[m] + p->y[m + 1]);
+    int sx = mx < 0.0f ? -1 : (mx >= 1.0f ? 1 : 0);
+    int sy = my < 0.0f ? -1 : (my >= 1.0f ? 1 : 0);
+    *o = sx + sy * s;
+    piece_weights(p->x[m] - (float)sx, p->y[m] - (float)sy, p->x[m + 1] - (float)sx,
+                  p->y[m + 1] - (float)sy, cx, cy, qvz * (p->t[m + 1] - p->t[m]), w, ws);
+}
+
 /* Split a move from offset (x0,y0) to (x1,y1) (same cell-local frame) into Kong's three
  * pieces: for piece m, o[m * ws] = its cell's shift from the start cell (row stride s) and
  * w[(8 m + e) * ws] its weights. An empty middle piece gets zero weights; returns whether it
@@ -196,16 +213,8 @@ EMPIC_HD int move_pieces(float x0, float y0, float x1, float y1, float cx, float
     kong_split p;
     kong_split3(x0, y0, x1, y1, &p);
     EMPIC_UNROLL
-    for (int m = 0; m < 3; m++) {
-        /* the cell of the piece holds its midpoint */
-        float mx = 0.5f * (p.x[m] + p.x[m + 1]), my = 0.5f * (p.y[m] + p.y[m + 1]);
-        int sx = mx < 0.0f ? -1 : (mx >= 1.0f ? 1 : 0);
-        int sy = my < 0.0f ? -1 : (my >= 1.0f ? 1 : 0);
-        o[m * ws] = sx + sy * s;
-        piece_weights(p.x[m] - (float)sx, p.y[m] - (float)sy, p.x[m + 1] - (float)sx,
-                      p.y[m + 1] - (float)sy, cx, cy, qvz * (p.t[m + 1] - p.t[m]),
-                      w + 8 * m * ws, ws);
-    }
+    for (int m = 0; m < 3; m++)
+        move_piece(&p, m, cx, cy, qvz, s, &o[m * ws], w + 8 * m * ws, ws);
     return p.t[2] != p.t[1];
 }
 
@@ -357,6 +366,23 @@ EMPIC_HD move_step move_step_of(double dt, double dx, double dy, float q)
     return m;
 }
 
+/* The new cell and offset of a particle of cluster T that moved to offset (x1, y1) in the
+ * frame of its cell *cell (into *cell, *x, *y; wrapped periodically in the nx x ny grid) and
+ * its move between clusters (*dcx, *dcy); returns the pieces to deposit (deposit_pieces'
+ * mask), mid telling whether Kong's middle piece is non-empty. */
+EMPIC_HD unsigned move_cell(const cluster_tile *T, int nx, int ny, float x1, float y1,
+                            uint32_t *cell, float *x, float *y, int *dcx, int *dcy, int mid)
+{
+    int di = offset_wrap(&x1), dj = offset_wrap(&y1);
+    int i = cell_i(*cell) + di, j = cell_j(*cell) + dj;
+    *dcx = range_step(i, T->xlo, T->xhi);
+    *dcy = range_step(j, T->ylo, T->yhi);
+    *cell = cell_pack(wrap_index(i, nx), wrap_index(j, ny));
+    *x = x1;
+    *y = y1;
+    return 1u | ((di | dj) != 0 ? 4u : 0u) | (mid ? 2u : 0u);
+}
+
 /* The move of a particle of cluster T to offset (x1, y1) in the frame of its cell *cell,
  * from offset (*x, *y), with current factors cx, cy, cz (move_pieces): Kong's pieces into
  * o and w (spacing ws, tile row stride s); the new offset into (*x, *y), the new cell
@@ -369,14 +395,22 @@ EMPIC_HD unsigned move_to(const cluster_tile *T, int nx, int ny, int s, float x1
                           int *dcx, int *dcy, int *o, float *w, int ws)
 {
     int mid = move_pieces(*x, *y, x1, y1, cx, cy, cz, s, o, w, ws);
-    int di = offset_wrap(&x1), dj = offset_wrap(&y1);
-    int i = cell_i(*cell) + di, j = cell_j(*cell) + dj;
-    *dcx = range_step(i, T->xlo, T->xhi);
-    *dcy = range_step(j, T->ylo, T->yhi);
-    *cell = cell_pack(wrap_index(i, nx), wrap_index(j, ny));
-    *x = x1;
-    *y = y1;
-    return 1u | ((di | dj) != 0 ? 4u : 0u) | (mid ? 2u : 0u);
+    return move_cell(T, nx, ny, x1, y1, cell, x, y, dcx, dcy, mid);
+}
+
+/* The end point (*x1, *y1) of the move of a particle of weight pw and momentum u = u(n+1/2)
+ * from offset (x, y) over one step, at v = u / gamma, and the current factors of its pieces
+ * (move_pieces' cx, cy, qvz) for its current q pw v. */
+EMPIC_HD void move_end(const move_step *m, float ux, float uy, float uz, float pw, float x,
+                       float y, float *x1, float *y1, float c[3])
+{
+    float ig = 1.0f / lorentz_gamma(ux, uy, uz);
+    *x1 = x + ux * ig * m->rdx;
+    *y1 = y + uy * ig * m->rdy;
+    float qw = m->q * pw;
+    c[0] = qw * m->jxq;
+    c[1] = qw * m->jyq;
+    c[2] = qw * uz * ig;
 }
 
 /* The move of one particle of weight pw and momentum u = u(n+1/2) over one step: x(n) ->
@@ -385,11 +419,9 @@ EMPIC_HD unsigned particle_move(const move_step *m, const cluster_tile *T, int n
                                 float ux, float uy, float uz, float pw, uint32_t *cell,
                                 float *x, float *y, int *dcx, int *dcy, int *o, float *w, int ws)
 {
-    float ig = 1.0f / lorentz_gamma(ux, uy, uz);
-    float x1 = *x + ux * ig * m->rdx, y1 = *y + uy * ig * m->rdy;
-    float qw = m->q * pw;
-    return move_to(T, nx, ny, s, x1, y1, qw * m->jxq, qw * m->jyq, qw * uz * ig, cell, x, y,
-                   dcx, dcy, o, w, ws);
+    float x1, y1, c[3];
+    move_end(m, ux, uy, uz, pw, *x, *y, &x1, &y1, c);
+    return move_to(T, nx, ny, s, x1, y1, c[0], c[1], c[2], cell, x, y, dcx, dcy, o, w, ws);
 }
 
 #endif
