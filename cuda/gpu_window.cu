@@ -96,7 +96,8 @@ __global__ void k_window_particles(kwindow w, const int *cx_of, int ncx)
         sh[threadIdx.x] = 0;
     __syncthreads();
     const int b = start[c], n = count[c];
-    for (int base = 0; base < n; base += GPU_VEC * blockDim.x) { /* the same trips for the whole warp */
+    /* the same trips for the whole warp */
+    for (int base = 0; base < n; base += GPU_VEC * blockDim.x) {
         const int k = base + GPU_VEC * threadIdx.x;
         int bin[GPU_VEC];
         if (k + GPU_VEC <= n) {
