@@ -297,8 +297,8 @@ void gpu_bnd_e(gpu_state *g, const pic_state *st)
 /* One block per edge cluster of a species: its particles get the wall fix-up, its tile the
  * fold of the current beyond the wall. */
 typedef struct {
+    float2 *xy, *uxy, *uzw;
     uint32_t *cell;
-    float *x, *y, *ux, *uy, *uz;
     uint8_t *code;
     const int *start, *count, *edge, *x0, *y0, *cx_of, *cy_of;
     int *hist;
@@ -325,7 +325,7 @@ __global__ void k_walls(const __grid_constant__ kwalls_all all)
     int *hist = a.hist + 9 * c;
     for (int p = s0 + threadIdx.x; p < s0 + n; p += blockDim.x)
         pbnd_fixup(&a.w, &e, cx, cy, a.cx_of, a.cy_of, a.step, &a.code[p], hist, &a.cell[p],
-                   &a.x[p], &a.y[p], &a.ux[p], &a.uy[p], &a.uz[p]);
+                   &a.xy[p].x, &a.xy[p].y, &a.uxy[p].x, &a.uxy[p].y, &a.uzw[p].x);
     if (threadIdx.x == 0) {
         const cluster_tile T = cluster_tile_of(a.x0, a.y0, a.w.ncx, c);
         const int tsz = T.w * T.h;
@@ -343,9 +343,9 @@ void gpu_walls(gpu_state *g, const pic_state *st, int n, const int *which)
         if (!d->nedge)
             continue;
         long long *tiles = g->tiles + k * g->tile_set;
-        all.s[m] = kwalls{d->cell,  d->x,     d->y,    d->ux,  d->uy,  d->uz,    d->code,
-                          d->start, d->count, d->edge, g->x0,  g->y0,  g->cx_of, g->cy_of,
-                          d->hist,  tiles,    3 * g->tsz_max, st->f->step, d->walls};
+        all.s[m] = kwalls{d->xy,    d->uxy,   d->uzw,  d->cell, d->code, d->start, d->count,
+                          d->edge,  g->x0,    g->y0,   g->cx_of, g->cy_of, d->hist, tiles,
+                          3 * g->tsz_max, st->f->step, d->walls};
         all.nedge[m++] = d->nedge;
         most = d->nedge > most ? d->nedge : most;
     }

@@ -18,6 +18,14 @@ static void *fetch(const void *d, size_t bytes)
     return h;
 }
 
+/* Host copies of the n pairs at d: *a the first values, *b the second. */
+static void fetch_pairs(const float2 *d, size_t n, float **a, float **b)
+{
+    *a = (float *)empic_alloc(n ? n * 4 : 1, "check copy");
+    *b = (float *)empic_alloc(n ? n * 4 : 1, "check copy");
+    gpu_get_pairs(*a, *b, d, n);
+}
+
 /* less: particles the sort just dropped (np is updated by the caller after the sort). */
 static void debug_check(gpu_state *g, const pic_state *st, int after_sort,
                         const long long *less)
@@ -33,8 +41,10 @@ static void debug_check(gpu_state *g, const pic_state *st, int after_sort,
         const size_t n = d->alloc, nc = (size_t)g->ncl;
         uint32_t *cell = (uint32_t *)fetch(d->cell, n * 4);
         uint8_t *code = (uint8_t *)fetch(d->code, n);
-        float *x = (float *)fetch(d->x, n * 4), *y = (float *)fetch(d->y, n * 4);
-        float *u = (float *)fetch(d->ux, n * 4);
+        float *x, *y, *u, *uy;
+        fetch_pairs(d->xy, n, &x, &y);
+        fetch_pairs(d->uxy, n, &u, &uy);
+        free(uy);
         int *start = (int *)fetch(d->start, nc * 4), *count = (int *)fetch(d->count, nc * 4);
         int *cap = (int *)fetch(d->cap, nc * 4), *hist = (int *)fetch(d->hist, nc * 36);
         long long total = 0, movers = 0;
@@ -144,11 +154,11 @@ static void debug_snapshot(gpu_state *g)
         snapshot *p = &snap[s];
         p->n = d->alloc;
         p->cell = (uint32_t *)fetch(d->cell, p->n * 4);
-        p->x = (float *)fetch(d->x, p->n * 4);
-        p->y = (float *)fetch(d->y, p->n * 4);
-        p->u[0] = (float *)fetch(d->ux, p->n * 4);
-        p->u[1] = (float *)fetch(d->uy, p->n * 4);
-        p->u[2] = (float *)fetch(d->uz, p->n * 4);
+        float *w;
+        fetch_pairs(d->xy, p->n, &p->x, &p->y);
+        fetch_pairs(d->uxy, p->n, &p->u[0], &p->u[1]);
+        fetch_pairs(d->uzw, p->n, &p->u[2], &w);
+        free(w);
         p->start = (int *)fetch(d->start, (size_t)g->ncl * 4);
         p->count = (int *)fetch(d->count, (size_t)g->ncl * 4);
         for (int c = 0; c < 3; c++) {
@@ -167,9 +177,12 @@ static void debug_verify(gpu_state *g, const pic_state *st)
         const gpu_species *d = &g->sp[s];
         snapshot *p = &snap[s];
         if (d->mobile) {
-            float *u[3] = {(float *)fetch(d->ux, p->n * 4), (float *)fetch(d->uy, p->n * 4),
-                           (float *)fetch(d->uz, p->n * 4)};
-            float *x = (float *)fetch(d->x, p->n * 4);
+            float *u[3], *x, *y, *w;
+            fetch_pairs(d->uxy, p->n, &u[0], &u[1]);
+            fetch_pairs(d->uzw, p->n, &u[2], &w);
+            fetch_pairs(d->xy, p->n, &x, &y);
+            free(w);
+            free(y);
             const float qdt2m = boris_qdt2m(f->dt, d->qm);
             const move_step ms = move_step_of(f->dt, f->dx, f->dy, d->q);
             long long bad = 0;

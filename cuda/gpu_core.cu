@@ -45,6 +45,26 @@ void *gpu_malloc(gpu_state *g, size_t bytes, const char *what)
     return p;
 }
 
+void gpu_put_pairs(float2 *p, const float *a, const float *b, size_t n)
+{
+    float2 *t = (float2 *)empic_alloc((n ? n : 1) * sizeof(float2), "particle copy");
+    for (size_t k = 0; k < n; k++)
+        t[k] = make_float2(a[k], b[k]);
+    GPU_CK(cudaMemcpy(p, t, n * sizeof(float2), cudaMemcpyHostToDevice));
+    free(t);
+}
+
+void gpu_get_pairs(float *a, float *b, const float2 *p, size_t n)
+{
+    float2 *t = (float2 *)empic_alloc((n ? n : 1) * sizeof(float2), "particle copy");
+    GPU_CK(cudaMemcpy(t, p, n * sizeof(float2), cudaMemcpyDeviceToHost));
+    for (size_t k = 0; k < n; k++) {
+        a[k] = t[k].x;
+        b[k] = t[k].y;
+    }
+    free(t);
+}
+
 /* ---- phase timers ---- */
 
 int gpu_tic(gpu_state *g, pic_state *st)
@@ -147,13 +167,10 @@ static void upload_species(gpu_state *g, const pic_state *st, int s)
     d->qm = h->qm;
     d->alloc = n;
     d->slots = n;
+    d->xy = (float2 *)gpu_malloc(g, n * 8, "particle positions");
+    d->uxy = (float2 *)gpu_malloc(g, n * 8, "particle momenta");
+    d->uzw = (float2 *)gpu_malloc(g, n * 8, "particle momenta and weights");
     d->cell = (uint32_t *)gpu_malloc(g, n * 4, "particle cells");
-    d->x = (float *)gpu_malloc(g, n * 4, "particle positions");
-    d->y = (float *)gpu_malloc(g, n * 4, "particle positions");
-    d->ux = (float *)gpu_malloc(g, n * 4, "particle momenta");
-    d->uy = (float *)gpu_malloc(g, n * 4, "particle momenta");
-    d->uz = (float *)gpu_malloc(g, n * 4, "particle momenta");
-    d->w = (float *)gpu_malloc(g, n * 4, "particle weights");
     d->code = (uint8_t *)gpu_malloc(g, n, "migration codes");
     d->start = (int *)gpu_malloc(g, nc * sizeof(int), "cluster table");
     d->count = (int *)gpu_malloc(g, nc * sizeof(int), "cluster table");
@@ -161,17 +178,13 @@ static void upload_species(gpu_state *g, const pic_state *st, int s)
     d->need = (int *)gpu_malloc(g, nc * sizeof(int), "cluster table");
     d->hist = (int *)gpu_malloc(g, nc * 9 * sizeof(int), "cluster table");
     d->movers = (int4 *)gpu_malloc(g, nc * sizeof(int4), "cluster table");
+    gpu_put_pairs(d->xy, h->x, h->y, n);
+    gpu_put_pairs(d->uxy, h->ux, h->uy, n);
+    gpu_put_pairs(d->uzw, h->uz, h->w, n);
     GPU_CK(cudaMemcpy(d->cell, h->cell, n * 4, cudaMemcpyHostToDevice));
-    GPU_CK(cudaMemcpy(d->x, h->x, n * 4, cudaMemcpyHostToDevice));
-    GPU_CK(cudaMemcpy(d->y, h->y, n * 4, cudaMemcpyHostToDevice));
-    GPU_CK(cudaMemcpy(d->ux, h->ux, n * 4, cudaMemcpyHostToDevice));
-    GPU_CK(cudaMemcpy(d->uy, h->uy, n * 4, cudaMemcpyHostToDevice));
-    GPU_CK(cudaMemcpy(d->uz, h->uz, n * 4, cudaMemcpyHostToDevice));
-    GPU_CK(cudaMemcpy(d->w, h->w, n * 4, cudaMemcpyHostToDevice));
     GPU_CK(cudaMemcpy(d->code, h->code, n, cudaMemcpyHostToDevice));
     if (h->id) {
         d->id = (unsigned long long *)gpu_malloc(g, n * 8, "particle ids");
-        d->id_slots = n;
         GPU_CK(cudaMemcpy(d->id, h->id, n * 8, cudaMemcpyHostToDevice));
     }
     GPU_CK(cudaMemcpy(d->start, h->start, nc * sizeof(int), cudaMemcpyHostToDevice));
@@ -182,9 +195,8 @@ static void upload_species(gpu_state *g, const pic_state *st, int s)
 
 static void free_species(gpu_species *d)
 {
-    void *p[] = {d->cell, d->x,     d->y,   d->ux,   d->uy,  d->uz,
-                 d->w,    d->code, d->start, d->count, d->cap, d->need,
-                 d->hist, d->movers, d->id};
+    void *p[] = {d->xy,    d->uxy,   d->uzw,  d->cell, d->code,   d->start,
+                 d->count, d->cap,   d->need, d->hist, d->movers, d->id};
     for (size_t k = 0; k < sizeof p / sizeof p[0]; k++)
         if (p[k])
             cudaFree(p[k]);
@@ -439,13 +451,10 @@ void gpu_fetch_particles(void *ctx, pic_state *st)
         gpu_species *d = &g->sp[s];
         host_grow(h, d->alloc);
         const size_t n = d->alloc;
+        gpu_get_pairs(h->x, h->y, d->xy, n);
+        gpu_get_pairs(h->ux, h->uy, d->uxy, n);
+        gpu_get_pairs(h->uz, h->w, d->uzw, n);
         GPU_CK(cudaMemcpy(h->cell, d->cell, n * 4, cudaMemcpyDeviceToHost));
-        GPU_CK(cudaMemcpy(h->x, d->x, n * 4, cudaMemcpyDeviceToHost));
-        GPU_CK(cudaMemcpy(h->y, d->y, n * 4, cudaMemcpyDeviceToHost));
-        GPU_CK(cudaMemcpy(h->ux, d->ux, n * 4, cudaMemcpyDeviceToHost));
-        GPU_CK(cudaMemcpy(h->uy, d->uy, n * 4, cudaMemcpyDeviceToHost));
-        GPU_CK(cudaMemcpy(h->uz, d->uz, n * 4, cudaMemcpyDeviceToHost));
-        GPU_CK(cudaMemcpy(h->w, d->w, n * 4, cudaMemcpyDeviceToHost));
         GPU_CK(cudaMemcpy(h->code, d->code, n, cudaMemcpyDeviceToHost));
         if (d->id)
             GPU_CK(cudaMemcpy(h->id, d->id, n * 8, cudaMemcpyDeviceToHost));
@@ -500,7 +509,7 @@ double gpu_bytes_per_particle(void *ctx, const pic_state *st)
         return 0.0;
     double bytes = 0.0, np = 0.0;
     for (int s = 0; s < g->nsp; s++) {
-        bytes += SLOT_BYTES * (double)g->sp[s].slots + 8.0 * (double)g->sp[s].id_slots;
+        bytes += (SLOT_BYTES + (g->sp[s].id ? 8.0 : 0.0)) * (double)g->sp[s].slots;
         np += (double)st->sp[s].np;
     }
     return np > 0 ? bytes / np : SLOT_BYTES;

@@ -19,12 +19,8 @@
 
 #define DIAG_SMEM_BINS 6144 /* 48 KiB of 64-bit bins: the default shared-memory limit */
 
-__global__ void k_phasespace(ps_grid g, const uint32_t *__restrict__ cell,
-                             const float *__restrict__ x, const float *__restrict__ y,
-                             const float *__restrict__ ux, const float *__restrict__ uy,
-                             const float *__restrict__ uz, const float *__restrict__ w,
-                             const int *__restrict__ start, const int *__restrict__ count,
-                             int ncl, unsigned long long *hist, int shared, float scale)
+__global__ void k_phasespace(ps_grid g, const gpu_species d, int ncl, unsigned long long *hist,
+                             int shared, float scale)
 {
     extern __shared__ long long sh[];
     const int nb = g.n[0] * g.n[1];
@@ -34,14 +30,14 @@ __global__ void k_phasespace(ps_grid g, const uint32_t *__restrict__ cell,
         __syncthreads();
     }
     for (int c = blockIdx.x; c < ncl; c += gridDim.x) {
-        const int p0 = start[c], p1 = p0 + count[c];
+        const int p0 = d.start[c], p1 = p0 + d.count[c];
         for (int p = p0 + (int)threadIdx.x; p < p1; p += blockDim.x) {
-            const uint32_t k = cell[p];
-            int b = ps_bin(&g, cell_i(k), cell_j(k), x[p], y[p], ux[p], uy[p],
-                           uz[p]);
+            const uint32_t k = d.cell[p];
+            const float2 xy = d.xy[p], uxy = d.uxy[p], uzw = d.uzw[p];
+            int b = ps_bin(&g, cell_i(k), cell_j(k), xy.x, xy.y, uxy.x, uxy.y, uzw.x);
             if (b < 0)
                 continue;
-            const long long v = fixed_of(w[p], scale);
+            const long long v = fixed_of(uzw.y, scale);
             if (shared)
                 fixed_atomic_add(&sh[b], v);
             else
@@ -57,20 +53,18 @@ __global__ void k_phasespace(ps_grid g, const uint32_t *__restrict__ cell,
 }
 
 /* Per block: smallest and largest value of `axis` (positive ones only when `positive`). */
-__global__ void k_extent(ps_grid g, int axis, int positive, const uint32_t *__restrict__ cell,
-                         const float *__restrict__ x, const float *__restrict__ y,
-                         const float *__restrict__ ux, const float *__restrict__ uy,
-                         const float *__restrict__ uz, const int *__restrict__ start,
-                         const int *__restrict__ count, int ncl, double *out)
+__global__ void k_extent(ps_grid g, int axis, int positive, const gpu_species d, int ncl,
+                         double *out)
 {
     __shared__ double lo[GPU_THREADS], hi[GPU_THREADS];
     double l = DBL_MAX, h = -DBL_MAX;
     for (int c = blockIdx.x; c < ncl; c += gridDim.x) {
-        const int p0 = start[c], p1 = p0 + count[c];
+        const int p0 = d.start[c], p1 = p0 + d.count[c];
         for (int p = p0 + (int)threadIdx.x; p < p1; p += blockDim.x) {
-            const uint32_t k = cell[p];
-            double v = ps_value(&g, axis, cell_i(k), cell_j(k), x[p], y[p], ux[p],
-                                uy[p], uz[p]);
+            const uint32_t k = d.cell[p];
+            const float2 xy = d.xy[p], uxy = d.uxy[p];
+            double v = ps_value(&g, axis, cell_i(k), cell_j(k), xy.x, xy.y, uxy.x, uxy.y,
+                                d.uzw[p].x);
             if (positive && !(v > 0.0))
                 continue;
             l = fmin(l, v);
@@ -111,8 +105,7 @@ void gpu_phasespace(void *ctx, pic_state *st, int s, const ps_grid *grid, double
     const int nbk = diag_blocks(g);
     if (nbk > 0) {
         k_phasespace<<<nbk, GPU_THREADS, shared ? nb * 8 : 0, g->stream>>>(
-            *grid, d->cell, d->x, d->y, d->ux, d->uy, d->uz, d->w, d->start, d->count, g->ncl,
-            dh, shared, scale);
+            *grid, *d, g->ncl, dh, shared, scale);
         GPU_LAUNCHED(g, "k_phasespace");
     }
     GPU_CK(cudaMemcpyAsync(h, dh, nb * 8, cudaMemcpyDeviceToHost, g->stream));
@@ -137,9 +130,7 @@ int gpu_phasespace_extent(void *ctx, pic_state *st, int s, const ps_grid *grid, 
     mm[1] = -DBL_MAX;
     double *dout = (double *)gpu_malloc(g, 2 * (size_t)nbk * sizeof(double), "extent");
     double *out = (double *)empic_alloc(2 * (size_t)nbk * sizeof(double), "extent");
-    k_extent<<<nbk, GPU_THREADS, 0, g->stream>>>(*grid, axis, positive, d->cell, d->x, d->y,
-                                                  d->ux, d->uy, d->uz, d->start, d->count,
-                                                  g->ncl, dout);
+    k_extent<<<nbk, GPU_THREADS, 0, g->stream>>>(*grid, axis, positive, *d, g->ncl, dout);
     GPU_LAUNCHED(g, "k_extent");
     GPU_CK(cudaMemcpyAsync(out, dout, 2 * (size_t)nbk * sizeof(double), cudaMemcpyDeviceToHost,
                            g->stream));
@@ -205,13 +196,14 @@ __global__ void k_compact_tracked(gpu_species d, const int *__restrict__ dst_sta
         }
         if (flag) {
             const int o = base + before + __popc(ballot & ((1u << lane) - 1u));
+            const float2 xy = d.xy[p], uxy = d.uxy[p], uzw = d.uzw[p];
             cell[o] = d.cell[p];
-            x[o] = d.x[p];
-            y[o] = d.y[p];
-            ux[o] = d.ux[p];
-            uy[o] = d.uy[p];
-            uz[o] = d.uz[p];
-            w[o] = d.w[p];
+            x[o] = xy.x;
+            y[o] = xy.y;
+            ux[o] = uxy.x;
+            uy[o] = uxy.y;
+            uz[o] = uzw.x;
+            w[o] = uzw.y;
             id[o] = d.id[p];
         }
         __syncthreads();

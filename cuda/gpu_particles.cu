@@ -7,8 +7,9 @@
  * into a shared-memory tile of the cluster's current (cluster_tile). The tile holds 64-bit
  * fixed-point integers (particle.h's fixed_of, scale from the deck: particles_scale), added
  * with native 32-bit integer atomics: a sum that does not depend on the order of the adds, so
- * the current is the same in every run. Threads take 4 consecutive particles with 16-byte
- * loads, so the lanes of a warp work in several cells at once. The kernel runs
+ * the current is the same in every run. Threads take 4 particles, two pairs of neighbouring
+ * slots read with 16-byte loads (group_off), so the lanes of a warp work in several cells at
+ * once. The kernel runs
  * GPU_MOVE_THREADS (512) threads per block, 2 blocks per multiprocessor, and keeps each entry
  * of its tile as two 32-bit words in separate arrays (low words of neighbouring entries in
  * neighbouring banks), joined into 64-bit entries as the tile is stored (NOTES.md, "Deposit
@@ -33,9 +34,8 @@
 /* One mobile species of the particle kernel: its arrays, cluster table, tile set and slot
  * of the kinetic-energy sums. */
 typedef struct {
+    float2 *xy, *uxy, *uzw;
     uint32_t *cell;
-    float *x, *y, *ux, *uy, *uz;
-    const float *w;
     uint8_t *code;
     const int *start, *count;
     int *hist;
@@ -108,7 +108,7 @@ __device__ __forceinline__ void gather_tile(const float *sf, int tszp, int k, in
     b[2] = v[YEE_BZ];
 }
 
-/* A thread's GPU_VEC consecutive particles in registers. */
+/* A thread's GPU_VEC particles in registers. */
 typedef struct {
     uint32_t cell[GPU_VEC];
     float x[GPU_VEC], y[GPU_VEC], u[3][GPU_VEC], w[GPU_VEC];
@@ -120,36 +120,33 @@ __device__ __forceinline__ int group_trips(int n, int nt)
     return (n + GPU_VEC * nt - 1) / (GPU_VEC * nt);
 }
 
-/* The group at slot p (nv of its GPU_VEC particles in the cluster; none when nv <= 0: then
- * zeros). Segments start on 32-slot multiples, so slots up to 4 ceil(n/4) exist. */
-__device__ __forceinline__ void group_load(pgroup &g, const kspecies &a, int p, int nv,
-                                           bool want_w)
+/* Slot of particle q of lane's group among its warp's 32 GPU_VEC slots: two pairs of
+ * neighbouring slots (q = 2h, 2h + 1), pair h at 16-byte chunk (lane & 7) + 8 h + 16 (lane >> 3)
+ * of a pair array. Eight lanes then read or write 128 contiguous bytes (whole sectors) with
+ * one 16-byte access; and in each q the warp's lanes lie in four runs of 16 slots, 32 apart,
+ * so that they work in several cells at once (neighbouring slots often share a cell: their
+ * atomics on one tile entry wait for each other). */
+__device__ __forceinline__ int group_off(int lane, int q)
 {
-    uint4 c4 = make_uint4(0, 0, 0, 0);
-    float4 x4 = make_float4(0, 0, 0, 0), y4 = x4, ux4 = x4, uy4 = x4, uz4 = x4, w4 = x4;
-    if (nv > 0) {
-        c4 = *(const uint4 *)(a.cell + p);
-        x4 = *(const float4 *)(a.x + p);
-        y4 = *(const float4 *)(a.y + p);
-        ux4 = *(const float4 *)(a.ux + p);
-        uy4 = *(const float4 *)(a.uy + p);
-        uz4 = *(const float4 *)(a.uz + p);
-        if (want_w)
-            w4 = *(const float4 *)(a.w + p);
-    }
-    const uint32_t cl[4] = {c4.x, c4.y, c4.z, c4.w};
-    const float xs[4] = {x4.x, x4.y, x4.z, x4.w}, ys[4] = {y4.x, y4.y, y4.z, y4.w};
-    const float u0[4] = {ux4.x, ux4.y, ux4.z, ux4.w}, u1[4] = {uy4.x, uy4.y, uy4.z, uy4.w};
-    const float u2[4] = {uz4.x, uz4.y, uz4.z, uz4.w}, ws[4] = {w4.x, w4.y, w4.z, w4.w};
+    return 2 * ((lane & 7) + 8 * (q >> 1) + 16 * (lane >> 3)) + (q & 1);
+}
+
+/* Lane's group of the warp's slots from p, of which `left` are in the cluster (none when
+ * left <= 0; a pair is read whole: segments start on 32-slot multiples, so slots up to
+ * 4 ceil(n/4) exist). Particles beyond the cluster are not read, and the caller uses none. */
+__device__ __forceinline__ void group_load(pgroup &g, const kspecies &a, int p, int lane,
+                                           int left)
+{
 #pragma unroll
-    for (int q = 0; q < GPU_VEC; q++) {
-        g.cell[q] = cl[q];
-        g.x[q] = xs[q];
-        g.y[q] = ys[q];
-        g.u[0][q] = u0[q];
-        g.u[1][q] = u1[q];
-        g.u[2][q] = u2[q];
-        g.w[q] = ws[q];
+    for (int q = 0; q < GPU_VEC; q += 2) {
+        const int o = group_off(lane, q);
+        if (o >= left)
+            continue;
+        const uint2 c = *(const uint2 *)(a.cell + p + o);
+        g.cell[q] = c.x, g.cell[q + 1] = c.y;
+        pairs_load2(a.xy, p + o, g.x[q], g.y[q], g.x[q + 1], g.y[q + 1]);
+        pairs_load2(a.uxy, p + o, g.u[0][q], g.u[1][q], g.u[0][q + 1], g.u[1][q + 1]);
+        pairs_load2(a.uzw, p + o, g.u[2][q], g.w[q], g.u[2][q + 1], g.w[q + 1]);
     }
 }
 
@@ -271,25 +268,28 @@ __device__ __forceinline__ void tile_store_split(const unsigned *lo, int tszp, i
 __constant__ unsigned char mover_code[8] = {10, 8, 9, 2, 1, 6, 4, 5};
 __constant__ unsigned char mover_bin[8] = {0, 1, 2, 3, 5, 6, 7, 8};
 
-/* Store the group's new cells, offsets and codes. */
-__device__ __forceinline__ void group_store_move(const kspecies &a, const pgroup &g,
-                                                 const unsigned codes[GPU_VEC], int p, int nv)
+/* Store lane's group (w unchanged) and its codes (group_load's slots). */
+__device__ __forceinline__ void group_store(const kspecies &a, const pgroup &g,
+                                            const unsigned codes[GPU_VEC], int p, int lane,
+                                            int left)
 {
-    if (nv == GPU_VEC) {
-        *(uint4 *)(a.cell + p) = make_uint4(g.cell[0], g.cell[1], g.cell[2], g.cell[3]);
-        *(float4 *)(a.x + p) = make_float4(g.x[0], g.x[1], g.x[2], g.x[3]);
-        *(float4 *)(a.y + p) = make_float4(g.y[0], g.y[1], g.y[2], g.y[3]);
-        *(uchar4 *)(a.code + p) = make_uchar4(codes[0], codes[1], codes[2], codes[3]);
-        return;
-    }
 #pragma unroll
-    for (int q = 0; q < GPU_VEC; q++)
-        if (q < nv) {
-            a.cell[p + q] = g.cell[q];
-            a.x[p + q] = g.x[q];
-            a.y[p + q] = g.y[q];
-            a.code[p + q] = (uint8_t)codes[q];
+    for (int q = 0; q < GPU_VEC; q += 2) {
+        const int o = group_off(lane, q), k = p + o;
+        if (o + 1 < left) {
+            pairs_store2(a.xy, k, g.x[q], g.y[q], g.x[q + 1], g.y[q + 1]);
+            pairs_store2(a.uxy, k, g.u[0][q], g.u[1][q], g.u[0][q + 1], g.u[1][q + 1]);
+            pairs_store2(a.uzw, k, g.u[2][q], g.w[q], g.u[2][q + 1], g.w[q + 1]);
+            *(uint2 *)(a.cell + k) = make_uint2(g.cell[q], g.cell[q + 1]);
+            *(uchar2 *)(a.code + k) = make_uchar2(codes[q], codes[q + 1]);
+        } else if (o < left) {
+            a.xy[k] = make_float2(g.x[q], g.y[q]);
+            a.uxy[k] = make_float2(g.u[0][q], g.u[1][q]);
+            a.uzw[k] = make_float2(g.u[2][q], g.w[q]);
+            a.cell[k] = g.cell[q];
+            a.code[k] = (uint8_t)codes[q];
         }
+    }
 }
 
 /* Count the movers per code (mv[b], the same in all lanes) by warp votes; a warp whose
@@ -336,31 +336,19 @@ __global__ void __launch_bounds__(GPU_MOVE_THREADS, 2) k_push_move(const __grid_
     int mv[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     double ke = 0.0;
     for (int t = 0; t < group_trips(n, GPU_MOVE_THREADS); t++) {
-        const int base = t * GPU_VEC * GPU_MOVE_THREADS + GPU_VEC * tid;
-        const int nv = min(GPU_VEC, n - base), p = s0 + base;
+        /* the warp's 32 GPU_VEC slots from base */
+        const int base = GPU_VEC * (t * GPU_MOVE_THREADS + 32 * (tid >> 5));
+        const int left = n - base, p = s0 + base;
         pgroup g;
-        group_load(g, sp, p, nv, true);
+        group_load(g, sp, p, lane, left);
         unsigned codes[GPU_VEC] = {0, 0, 0, 0};
 #pragma unroll
         for (int q = 0; q < GPU_VEC; q++)
-            if (q < nv) {
+            if (group_off(lane, q) < left) {
                 ke += push_one<KE>(a, sp, T, sf, g, q);
                 codes[q] = move_one(a, sp, T, sw, g, q);
             }
-        if (nv == GPU_VEC) {
-            *(float4 *)(sp.ux + p) = make_float4(g.u[0][0], g.u[0][1], g.u[0][2], g.u[0][3]);
-            *(float4 *)(sp.uy + p) = make_float4(g.u[1][0], g.u[1][1], g.u[1][2], g.u[1][3]);
-            *(float4 *)(sp.uz + p) = make_float4(g.u[2][0], g.u[2][1], g.u[2][2], g.u[2][3]);
-        } else {
-#pragma unroll
-            for (int q = 0; q < GPU_VEC; q++)
-                if (q < nv) {
-                    sp.ux[p + q] = g.u[0][q];
-                    sp.uy[p + q] = g.u[1][q];
-                    sp.uz[p + q] = g.u[2][q];
-                }
-        }
-        group_store_move(sp, g, codes, p, nv);
+        group_store(sp, g, codes, p, lane, left);
         count_movers(codes, mv);
     }
     if (lane == 0)
@@ -382,8 +370,8 @@ __global__ void __launch_bounds__(GPU_MOVE_THREADS, 2) k_push_move(const __grid_
 
 /* Charge of one species at the current positions into the tile buffer. */
 typedef struct {
+    const float2 *xy, *uzw;
     const uint32_t *cell;
-    const float *x, *y, *w;
     const int *start, *count;
     long long *tiles;
     const int *x0, *y0;
@@ -403,12 +391,13 @@ __global__ void __launch_bounds__(GPU_THREADS) k_rho(krho a)
     const int n = a.count[c], s0 = a.start[c];
     for (int base = GPU_VEC * tid; base < n; base += GPU_VEC * GPU_THREADS) {
         const int nv = min(GPU_VEC, n - base), p = s0 + base;
-        uint4 c4 = *(const uint4 *)(a.cell + p);
-        float4 x4 = *(const float4 *)(a.x + p), y4 = *(const float4 *)(a.y + p),
-               w4 = *(const float4 *)(a.w + p);
-        uint32_t cl[4] = {c4.x, c4.y, c4.z, c4.w};
-        float xs[4] = {x4.x, x4.y, x4.z, x4.w}, ys[4] = {y4.x, y4.y, y4.z, y4.w};
-        float ws[4] = {w4.x, w4.y, w4.z, w4.w};
+        const uint4 c4 = *(const uint4 *)(a.cell + p);
+        const uint32_t cl[4] = {c4.x, c4.y, c4.z, c4.w};
+        float xs[4], ys[4], uz[4], ws[4];
+        pairs_load2(a.xy, p, xs[0], ys[0], xs[1], ys[1]);
+        pairs_load2(a.xy, p + 2, xs[2], ys[2], xs[3], ys[3]);
+        pairs_load2(a.uzw, p, uz[0], ws[0], uz[1], ws[1]);
+        pairs_load2(a.uzw, p + 2, uz[2], ws[2], uz[3], ws[3]);
 #pragma unroll
         for (int q = 0; q < GPU_VEC; q++) {
             if (q >= nv)
@@ -676,9 +665,8 @@ void gpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic)
             kinetic[s] = 0.0;
         if (!d->mobile)
             continue;
-        a.sp[m] = kspecies{d->cell,  d->x,     d->y,    d->ux,
-                           d->uy,    d->uz,    d->w,    d->code,
-                           d->start, d->count, d->hist, g->tiles + m * g->tile_set,
+        a.sp[m] = kspecies{d->xy,    d->uxy,   d->uzw,  d->cell,
+                           d->code,  d->start, d->count, d->hist, g->tiles + m * g->tile_set,
                            g->partial + (size_t)m * g->ncl, boris_qdt2m(f->dt, d->qm),
                            move_step_of(f->dt, f->dx, f->dy, d->q)};
         mob[m++] = s;
@@ -740,7 +728,7 @@ void gpu_rho_deposit(gpu_state *g, int s, float *dst)
         if (s >= 0 && k != s)
             continue;
         const gpu_species *d = &g->sp[k];
-        krho a = {d->cell,  d->x,  d->y,  d->w,   d->start,  d->count,  g->tiles, g->x0,
+        krho a = {d->xy,    d->uzw, d->cell, d->start, d->count,  g->tiles, g->x0,
                   g->y0,    g->ncx, g->tszp, g->cstride, g->copies, 3 * g->tsz_max, d->q,
                   g->scale};
         k_rho<<<g->ncl, GPU_THREADS, g->smem_rho, g->stream>>>(a);

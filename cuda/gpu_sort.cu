@@ -329,14 +329,14 @@ __global__ void k_relayout(const T *src, T *dst, const int *old_start, const int
 }
 
 /* Re-lay species s to the segments that `need` asks for, one array at a time through one
- * spare array of 4-byte elements allocated for the re-layout: array v is copied into the
- * spare, which then becomes array v, and the old array v the spare of the next one; the last
- * one left is freed (the codes are copied into the spare and back, ids through an 8-byte
- * array). A re-layout thus borrows 4 bytes a slot (12 with ids) for its duration, where a
- * kept copy of the whole species held 29 more for the rest of the run; the allocation and
- * the free, which waits for the copies, cost ~0.36 ms more per re-layout of 17 M particles
- * (NOTES.md). When the new layout outgrows the arrays, every array is re-allocated with
- * 1/128 more room instead. */
+ * spare array of 8-byte elements allocated for the re-layout: a pair array (or the ids) is
+ * copied into the spare, which then becomes that array, and the old array the spare of the
+ * next one; the last one left is freed (the cells and codes are copied into the spare and
+ * back). A re-layout thus borrows 8 bytes a slot for its duration, where a kept copy of the
+ * whole species held 29 more for the rest of the run; the allocation and the free, which
+ * waits for the copies, cost ~0.36 ms more per re-layout of 17 M particles (NOTES.md). When
+ * the new layout outgrows the arrays, every array is re-allocated with 1/128 more room
+ * instead. */
 void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *need)
 {
     species *h = &st->sp[s];
@@ -373,49 +373,55 @@ void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *need)
     const int *from = d->start, *to = g->spare_start;
     const int grow = total > d->slots; /* new arrays with room to grow, the old ones freed */
     const size_t room = grow ? total + total / 128 : d->slots;
-    uint32_t **arr[7] = {&d->cell, (uint32_t **)&d->x,  (uint32_t **)&d->y, (uint32_t **)&d->ux,
-                         (uint32_t **)&d->uy, (uint32_t **)&d->uz, (uint32_t **)&d->w};
-    uint32_t *spare = (uint32_t *)gpu_malloc(g, room * 4, "particles (rearrangement)");
-    uint8_t *code = grow ? (uint8_t *)gpu_malloc(g, room, "migration codes") : d->code;
-    k_relayout<uint8_t><<<grid, GPU_THREADS, 0, g->stream>>>(d->code, (uint8_t *)spare, from,
-                                                            to, d->count);
-    GPU_LAUNCHED(g, "k_relayout");
-    GPU_CK(cudaMemcpyAsync(code, spare, total, cudaMemcpyDeviceToDevice, g->stream));
-    void *old[8] = {NULL};
-    for (int v = 0; v < 7; v++) {
-        k_relayout<uint32_t><<<grid, GPU_THREADS, 0, g->stream>>>(*arr[v], spare, from, to,
+    typedef unsigned long long u64; /* the pairs and the ids: 8-byte elements */
+    u64 **arr[4] = {(u64 **)&d->xy, (u64 **)&d->uxy, (u64 **)&d->uzw, d->id ? &d->id : NULL};
+    if (grow) { /* every array new, each old one freed once copied (cudaFree waits) */
+        for (int v = 0; v < 4; v++)
+            if (arr[v]) {
+                u64 *t = (u64 *)gpu_malloc(g, room * 8, "particles (rearrangement)");
+                k_relayout<u64><<<grid, GPU_THREADS, 0, g->stream>>>(*arr[v], t, from, to,
+                                                                     d->count);
+                GPU_LAUNCHED(g, "k_relayout");
+                GPU_CK(cudaFree(*arr[v]));
+                *arr[v] = t;
+            }
+        uint32_t *cell = (uint32_t *)gpu_malloc(g, room * 4, "particle cells");
+        uint8_t *code = (uint8_t *)gpu_malloc(g, room, "migration codes");
+        k_relayout<uint32_t><<<grid, GPU_THREADS, 0, g->stream>>>(d->cell, cell, from, to,
                                                                  d->count);
         GPU_LAUNCHED(g, "k_relayout");
-        uint32_t *t = *arr[v];
-        *arr[v] = spare;
-        if (grow) { /* every array new */
-            old[v] = t;
-            spare = v < 6 ? (uint32_t *)gpu_malloc(g, room * 4, "particles (rearrangement)")
-                          : NULL;
-        } else {
-            spare = t;
-        }
-    }
-    if (grow) {
-        old[7] = d->code;
-        d->code = code;
-        for (int v = 0; v < 8; v++) /* cudaFree waits for the copies */
-            GPU_CK(cudaFree(old[v]));
-        g->bytes -= d->slots * SLOT_BYTES;
-        d->slots = room;
-    } else {
-        GPU_CK(cudaFree(spare)); /* the old array of w */
-        g->bytes -= room * 4;
-    }
-    if (d->id) { /* ids: through an 8-byte array, the old one freed */
-        unsigned long long *id = (unsigned long long *)gpu_malloc(g, room * 8, "particle ids");
-        k_relayout<unsigned long long><<<grid, GPU_THREADS, 0, g->stream>>>(d->id, id, from,
-                                                                          to, d->count);
+        k_relayout<uint8_t><<<grid, GPU_THREADS, 0, g->stream>>>(d->code, code, from, to,
+                                                                d->count);
         GPU_LAUNCHED(g, "k_relayout");
-        GPU_CK(cudaFree(d->id));
-        g->bytes -= d->id_slots * 8;
-        d->id = id;
-        d->id_slots = room;
+        GPU_CK(cudaFree(d->cell));
+        GPU_CK(cudaFree(d->code));
+        d->cell = cell;
+        d->code = code;
+        g->bytes -= d->slots * (SLOT_BYTES + (d->id ? 8 : 0));
+        d->slots = room;
+    } else { /* through one spare 8-byte array: the cells and codes into it and back, each
+                8-byte array into it (the spare becomes the array, the old array the spare) */
+        u64 *spare = (u64 *)gpu_malloc(g, room * 8, "particles (rearrangement)");
+        k_relayout<uint8_t><<<grid, GPU_THREADS, 0, g->stream>>>(d->code, (uint8_t *)spare,
+                                                                from, to, d->count);
+        GPU_LAUNCHED(g, "k_relayout");
+        GPU_CK(cudaMemcpyAsync(d->code, spare, total, cudaMemcpyDeviceToDevice, g->stream));
+        k_relayout<uint32_t><<<grid, GPU_THREADS, 0, g->stream>>>(d->cell, (uint32_t *)spare,
+                                                                 from, to, d->count);
+        GPU_LAUNCHED(g, "k_relayout");
+        GPU_CK(cudaMemcpyAsync(d->cell, spare, total * 4, cudaMemcpyDeviceToDevice,
+                               g->stream));
+        for (int v = 0; v < 4; v++)
+            if (arr[v]) {
+                k_relayout<u64><<<grid, GPU_THREADS, 0, g->stream>>>(*arr[v], spare, from, to,
+                                                                     d->count);
+                GPU_LAUNCHED(g, "k_relayout");
+                u64 *t = *arr[v];
+                *arr[v] = spare;
+                spare = t;
+            }
+        GPU_CK(cudaFree(spare));
+        g->bytes -= room * 8;
     }
     int *old_start = d->start;
     d->start = g->spare_start;
@@ -529,20 +535,17 @@ void gpu_sort_prepare(gpu_state *g, pic_state *st)
     g->prepared = 1;
 }
 
-/* n particles laid out from p as one staging area (and one message): ids (when tracked),
- * cell, x, y, ux, uy, uz, w, code. */
+/* n particles laid out from p (16-byte aligned) as one staging area (and one message): ids
+ * (when tracked), (x, y), (ux, uy), (uz, w), cell, code. */
 static gpu_parts parts_at(char *p, size_t n, int ids)
 {
     gpu_parts q;
     q.id = ids ? (unsigned long long *)p : NULL;
     char *a = p + (ids ? 8 * n : 0);
-    q.cell = (uint32_t *)a;
-    q.x = (float *)(a + 4 * n);
-    q.y = (float *)(a + 8 * n);
-    q.ux = (float *)(a + 12 * n);
-    q.uy = (float *)(a + 16 * n);
-    q.uz = (float *)(a + 20 * n);
-    q.w = (float *)(a + 24 * n);
+    q.xy = (float2 *)a;
+    q.uxy = (float2 *)(a + 8 * n);
+    q.uzw = (float2 *)(a + 16 * n);
+    q.cell = (uint32_t *)(a + 24 * n);
     q.code = (uint8_t *)(a + 28 * n);
     return q;
 }

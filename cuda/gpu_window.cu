@@ -209,10 +209,7 @@ typedef struct {
 /* A species' staged column and where it goes. */
 typedef struct {
     kstage a;
-    uint32_t *cell;
-    float *x, *y, *ux, *uy, *uz, *w;
-    uint8_t *code;
-    unsigned long long *id;
+    gpu_parts p;
     const int *start;
     int *count;
 } kinject;
@@ -227,10 +224,7 @@ __global__ void k_inject(const __grid_constant__ kinject_all all, int cx, int nc
 {
     const kinject &d = all.s[blockIdx.y];
     const kstage &a = d.a;
-    uint32_t *cell = d.cell;
-    float *x = d.x, *y = d.y, *ux = d.ux, *uy = d.uy, *uz = d.uz, *w = d.w;
-    uint8_t *code = d.code;
-    unsigned long long *id = d.id;
+    const gpu_parts &o = d.p;
     const int *start = d.start;
     int *count = d.count;
     const int cy = blockIdx.x, c = cx + cy * ncx;
@@ -238,16 +232,13 @@ __global__ void k_inject(const __grid_constant__ kinject_all all, int cx, int nc
     const int at = start[c] + count[c];
     for (int k = threadIdx.x; k < n; k += blockDim.x) {
         int q = f0 + k, p = at + k;
-        cell[p] = a.cell[q];
-        x[p] = a.x[q];
-        y[p] = a.y[q];
-        ux[p] = a.ux[q];
-        uy[p] = a.uy[q];
-        uz[p] = a.uz[q];
-        w[p] = a.w[q];
-        code[p] = a.code[q];
-        if (id)
-            id[p] = a.id[q];
+        o.xy[p] = make_float2(a.x[q], a.y[q]);
+        o.uxy[p] = make_float2(a.ux[q], a.uy[q]);
+        o.uzw[p] = make_float2(a.uz[q], a.w[q]);
+        o.cell[p] = a.cell[q];
+        o.code[p] = a.code[q];
+        if (o.id)
+            o.id[p] = a.id[q];
     }
     __syncthreads();
     if (threadIdx.x == 0)
@@ -368,8 +359,9 @@ void gpu_inject(void *ctx, pic_state *st, species *col, const int *add)
                         (const float *)(b + 4 * n4), (const float *)(b + 5 * n4),
                         (const float *)(b + 6 * n4), (const uint8_t *)(base + L.code),
                         (const int *)(base + L.from)};
-            all.s[ninj++] = kinject{a,     d->cell, d->x, d->y, d->ux, d->uy, d->uz, d->w,
-                                    d->code, col[s].id ? d->id : NULL, d->start, d->count};
+            gpu_parts o = gpu_parts_of(d);
+            o.id = col[s].id ? d->id : NULL;
+            all.s[ninj++] = kinject{a, o, d->start, d->count};
             at += L.bytes;
         }
     }
