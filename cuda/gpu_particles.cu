@@ -393,7 +393,7 @@ __global__ void __launch_bounds__(GPU_THREADS) k_rho(krho a)
         const int nv = min(GPU_VEC, n - base), p = s0 + base;
         const uint4 c4 = *(const uint4 *)(a.cell + p);
         const uint32_t cl[4] = {c4.x, c4.y, c4.z, c4.w};
-        float xs[4], ys[4], uz[4], ws[4];
+        float xs[4], ys[4], uz[4], ws[4]; /* uz comes with w, unused */
         pairs_load2(a.xy, p, xs[0], ys[0], xs[1], ys[1]);
         pairs_load2(a.xy, p + 2, xs[2], ys[2], xs[3], ys[3]);
         pairs_load2(a.uzw, p, uz[0], ws[0], uz[1], ws[1]);
