@@ -164,7 +164,7 @@ __device__ __forceinline__ void code_masks(const uint8_t *code, int i, int n, in
  * does not depend on thread scheduling. Each thread then gathers a leaver and the filler of
  * its hole before it stores either: two dependent memory round trips per pair. 4 blocks per
  * multiprocessor (64 registers, a few bytes spilled, instead of 80 and 3 blocks): more
- * gathers in flight, the hot decks' sort 4-9 % shorter (cuda/NOTES.md). */
+ * gathers in flight, the hot decks' sort 3-9 % shorter (cuda/NOTES.md). */
 __global__ void __launch_bounds__(GPU_THREADS, 4) k_sort_pass(const __grid_constant__ ksorts all,
                                                              int axis, int first,
                                                              int n, int ncx, int periodic,
