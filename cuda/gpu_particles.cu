@@ -224,12 +224,12 @@ __device__ __forceinline__ unsigned move_one(const kpart &a, const kspecies &sp,
                                              int q)
 {
     const int k = cluster_tile_k(&T, g.cell[q]), s = T.w, tp = a.tszp;
-    float x1, y1, c[3];
-    move_end(&sp.mv, g.u[0][q], g.u[1][q], g.u[2][q], g.w[q], g.x[q], g.y[q], &x1, &y1, c);
+    const move_endpoint e =
+        move_end(&sp.mv, g.u[0][q], g.u[1][q], g.u[2][q], g.w[q], g.x[q], g.y[q]);
     kong_split path;
-    kong_split3(g.x[q], g.y[q], x1, y1, &path);
+    kong_split3(g.x[q], g.y[q], e.x1, e.y1, &path);
     int dcx, dcy;
-    const unsigned pieces = move_cell(&T, a.nx, a.ny, x1, y1, &g.cell[q], &g.x[q], &g.y[q],
+    const unsigned pieces = move_cell(&T, a.nx, a.ny, e.x1, e.y1, &g.cell[q], &g.x[q], &g.y[q],
                                       &dcx, &dcy, path.t[2] != path.t[1]);
     unsigned *hi = lo + 3 * tp;
     const float scale = a.scale;
@@ -238,7 +238,7 @@ __device__ __forceinline__ unsigned move_one(const kpart &a, const kspecies &sp,
         if (pieces & (1u << m)) {
             int o;
             float w[8];
-            move_piece(&path, m, c[0], c[1], c[2], s, &o, w, 1);
+            move_piece(&path, m, e.cx, e.cy, e.cz, s, &o, w, 1);
             const int kk = k + o;
             fixed_atomic_add_split(lo, hi, kk, fixed_of(w[0], scale));
             fixed_atomic_add_split(lo, hi, kk + s, fixed_of(w[1], scale));

@@ -61,17 +61,14 @@ static void move_chunk(species *s, int base, int n, const deposit_frame *fr, chu
 #pragma omp simd reduction(+ : h0, h1, h2, h3, h4, h5, h6, h7, h8)
     for (int r = 0; r < n; r++) {
         const int p = base + r;
-        float ux = pux[p], uy = puy[p], uz = puz[p];
-        float ig = 1.0f / lorentz_gamma(ux, uy, uz);
         float x0 = px[p], y0 = py[p], x = x0, y = y0;
-        /* the end point as particle_move computes it, kept for the block origin below */
-        float x1 = x0 + ux * ig * ms->rdx, y1 = y0 + uy * ig * ms->rdy;
-        float qw = ms->q * pw[p];
+        /* particle_move's end point (kept for the block origin below) and current factors */
+        const move_endpoint e = move_end(ms, pux[p], puy[p], puz[p], pw[p], x0, y0);
+        const float x1 = e.x1, y1 = e.y1;
         uint32_t c0 = cell[p], c1 = c0;
         int dcx, dcy;
-        unsigned used = move_to(T, nx, ny, 4, x1, y1, qw * ms->jxq, qw * ms->jyq, qw * uz * ig,
-                                &c1, &x, &y, &dcx, &dcy, &cw->kk[0][r], &cw->ww[0][0][r],
-                                DCHUNK);
+        unsigned used = move_to(T, nx, ny, 4, x1, y1, e.cx, e.cy, e.cz, &c1, &x, &y, &dcx, &dcy,
+                                &cw->kk[0][r], &cw->ww[0][0][r], DCHUNK);
         /* the block: the start cell and the cell before it along each axis moved backwards */
         int ox = x1 < x0 ? -1 : 0, oy = y1 < y0 ? -1 : 0;
         unsigned pm = 0u, tall = 0u;
