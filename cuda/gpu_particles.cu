@@ -12,8 +12,10 @@
  * once. The kernel runs
  * GPU_MOVE_THREADS (512) threads per block, 2 blocks per multiprocessor, and keeps each entry
  * of its tile as two 32-bit words in separate arrays (low words of neighbouring entries in
- * neighbouring banks), joined into 64-bit entries as the tile is stored (NOTES.md, "Deposit
- * on many particles per cell"); the charge kernel spreads its lanes over up to 4 private 64-bit
+ * neighbouring banks), each entry starting at 2^31 so that its high word seldom changes,
+ * joined into 64-bit entries as the tile is stored (NOTES.md, "Deposit on many particles per
+ * cell", "Carries and empty components"); a particle with no vz adds nothing to Jz (cold
+ * plasmas, and 2D runs with an in-plane polarised laser, where uz stays 0). The charge kernel spreads its lanes over up to 4 private 64-bit
  * tile copies (they spread the compare-and-swap loops of the earlier float tile; measured to
  * gain nothing with integer atomics). Each block writes its
  * tile, still fixed point, to a per-cluster buffer (one set per mobile species); one gather
@@ -21,7 +23,8 @@
  * order, so the split of the box among ranks changes nothing), and gpu_acc_finish folds the
  * guard deposits and rounds each element once to float (the CPU's emf_acc_finish). The
  * particle kernel also writes each particle's 4-bit migration code and the cluster's 9-bin
- * histogram. */
+ * histogram; a warp stores its cells only when one changed, its codes only when one is not
+ * 0 (the sort leaves every code 0). */
 #include "gpu_internal.h"
 #include "particle.h"
 
@@ -201,17 +204,21 @@ __device__ __forceinline__ void block_sum(double v, double *red, double *out)
     }
 }
 
-/* fixed_atomic_add on a tile entry kept as two 32-bit words in separate arrays, lo[i] and
- * hi[i]: the low words of neighbouring entries then lie in neighbouring banks (in a 64-bit
- * entry every low word lies in one of the 16 even banks, so the low-word atomics of lanes in
- * different cells met twice the bank conflicts). The same exact sum modulo 2^64. */
-__device__ __forceinline__ void fixed_atomic_add_split(unsigned *lo, unsigned *hi, int i,
-                                                       long long v)
+/* Each tile entry starts at 2^31 (its low word half way round) and the bias is taken off as
+ * the tile is stored: a sum of small contributions of either sign then seldom carries into
+ * the high word, which an entry starting at 0 did at every change of sign of its sum. */
+#define TILE_BIAS 0x80000000ull
+
+/* The low-word half of fixed_atomic_add on a tile entry kept as two 32-bit words in separate
+ * arrays, lo[i] and hi[i] (the low words of neighbouring entries then lie in neighbouring
+ * banks: in a 64-bit entry every low word lies in one of the 16 even banks, so the low-word
+ * atomics of lanes in different cells met twice the bank conflicts): returns what the high
+ * word still needs, the high part plus the carry, for the caller to add when not zero. The
+ * same exact sum modulo 2^64. */
+__device__ __forceinline__ unsigned fixed_add_low(unsigned *lo, int i, long long v)
 {
     const unsigned l = (unsigned)v, old = atomicAdd(&lo[i], l);
-    const unsigned h = (unsigned)((unsigned long long)v >> 32) + (old + l < old ? 1u : 0u);
-    if (h)
-        atomicAdd(&hi[i], h);
+    return (unsigned)((unsigned long long)v >> 32) + (old + l < old ? 1u : 0u);
 }
 
 /* Move particle q of the group and deposit its current into the split tile (the low words of
@@ -221,16 +228,20 @@ __device__ __forceinline__ void fixed_atomic_add_split(unsigned *lo, unsigned *h
  * stays in its cell, most of them, needs one of the three. */
 __device__ __forceinline__ unsigned move_one(const kpart &a, const kspecies &sp,
                                              const cluster_tile &T, unsigned *lo, pgroup &g,
-                                             int q)
+                                             int q, unsigned &cells)
 {
     const int k = cluster_tile_k(&T, g.cell[q]), s = T.w, tp = a.tszp;
     const move_endpoint e =
         move_end(&sp.mv, g.u[0][q], g.u[1][q], g.u[2][q], g.w[q], g.x[q], g.y[q]);
+    /* no vz, no Jz (uz = 0 in a cold plasma, or with Ez = Bx = By = 0: an in-plane
+       polarised laser in 2D) */
+    const bool jz = e.cz != 0.0f;
     kong_split path;
     kong_split3(g.x[q], g.y[q], e.x1, e.y1, &path);
     int dcx, dcy;
     const unsigned pieces = move_cell(&T, a.nx, a.ny, e.x1, e.y1, &g.cell[q], &g.x[q], &g.y[q],
                                       &dcx, &dcy, path.t[2] != path.t[1]);
+    cells |= pieces & 4u; /* a new cell */
     unsigned *hi = lo + 3 * tp;
     const float scale = a.scale;
 #pragma unroll
@@ -240,14 +251,25 @@ __device__ __forceinline__ unsigned move_one(const kpart &a, const kspecies &sp,
             float w[8];
             move_piece(&path, m, e.cx, e.cy, e.cz, s, &o, w, 1);
             const int kk = k + o;
-            fixed_atomic_add_split(lo, hi, kk, fixed_of(w[0], scale));
-            fixed_atomic_add_split(lo, hi, kk + s, fixed_of(w[1], scale));
-            fixed_atomic_add_split(lo, hi, tp + kk, fixed_of(w[2], scale));
-            fixed_atomic_add_split(lo, hi, tp + kk + 1, fixed_of(w[3], scale));
-            fixed_atomic_add_split(lo, hi, 2 * tp + kk, fixed_of(w[4], scale));
-            fixed_atomic_add_split(lo, hi, 2 * tp + kk + 1, fixed_of(w[5], scale));
-            fixed_atomic_add_split(lo, hi, 2 * tp + kk + s, fixed_of(w[6], scale));
-            fixed_atomic_add_split(lo, hi, 2 * tp + kk + s + 1, fixed_of(w[7], scale));
+            const int at[8] = {kk,          kk + s,          tp + kk,
+                               tp + kk + 1, 2 * tp + kk,     2 * tp + kk + 1,
+                               2 * tp + kk + s, 2 * tp + kk + s + 1};
+            unsigned h[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                h[e] = fixed_add_low(lo, at[e], fixed_of(w[e], scale));
+            if (jz)
+#pragma unroll
+                for (int e = 4; e < 8; e++)
+                    h[e] = fixed_add_low(lo, at[e], fixed_of(w[e], scale));
+            /* one test for the eight (TILE_BIAS: a high word seldom needs anything), not a
+               branch per add, which kept each add from being issued before the last one's
+               atomic had returned */
+            if (h[0] | h[1] | h[2] | h[3] | h[4] | h[5] | h[6] | h[7])
+#pragma unroll
+                for (int e = 0; e < 8; e++)
+                    if (h[e])
+                        atomicAdd(&hi[at[e]], h[e]);
         }
     return mig_code(dcx, dcy);
 }
@@ -260,7 +282,7 @@ __device__ __forceinline__ void tile_store_split(const unsigned *lo, int tszp, i
     const unsigned *hi = lo + 3 * tszp;
     for (int idx = threadIdx.x; idx < 3 * tsz; idx += blockDim.x) {
         const int comp = idx / tsz, r = comp * tszp + idx - comp * tsz;
-        dst[idx] = (long long)(((unsigned long long)hi[r] << 32) | lo[r]);
+        dst[idx] = (long long)((((unsigned long long)hi[r] << 32) | lo[r]) - TILE_BIAS);
     }
 }
 
@@ -268,10 +290,12 @@ __device__ __forceinline__ void tile_store_split(const unsigned *lo, int tszp, i
 __constant__ unsigned char mover_code[8] = {10, 8, 9, 2, 1, 6, 4, 5};
 __constant__ unsigned char mover_bin[8] = {0, 1, 2, 3, 5, 6, 7, 8};
 
-/* Store lane's group (w unchanged) and its codes (group_load's slots). */
+/* Store lane's group (w unchanged) and its codes (group_load's slots); the cells only when
+ * one of the warp's changed, the codes only when the warp has a mover (the sort leaves every
+ * code 0: gpu_check's after-sort rule). */
 __device__ __forceinline__ void group_store(const kspecies &a, const pgroup &g,
                                             const unsigned codes[GPU_VEC], int p, int lane,
-                                            int left)
+                                            int left, bool cells, bool movers)
 {
 #pragma unroll
     for (int q = 0; q < GPU_VEC; q += 2) {
@@ -280,29 +304,30 @@ __device__ __forceinline__ void group_store(const kspecies &a, const pgroup &g,
             pairs_store2(a.xy, k, g.x[q], g.y[q], g.x[q + 1], g.y[q + 1]);
             pairs_store2(a.uxy, k, g.u[0][q], g.u[1][q], g.u[0][q + 1], g.u[1][q + 1]);
             pairs_store2(a.uzw, k, g.u[2][q], g.w[q], g.u[2][q + 1], g.w[q + 1]);
-            *(uint2 *)(a.cell + k) = make_uint2(g.cell[q], g.cell[q + 1]);
-            *(uchar2 *)(a.code + k) = make_uchar2(codes[q], codes[q + 1]);
+            if (cells)
+                *(uint2 *)(a.cell + k) = make_uint2(g.cell[q], g.cell[q + 1]);
+            if (movers)
+                *(uchar2 *)(a.code + k) = make_uchar2(codes[q], codes[q + 1]);
         } else if (o < left) {
             a.xy[k] = make_float2(g.x[q], g.y[q]);
             a.uxy[k] = make_float2(g.u[0][q], g.u[1][q]);
             a.uzw[k] = make_float2(g.u[2][q], g.w[q]);
-            a.cell[k] = g.cell[q];
-            a.code[k] = (uint8_t)codes[q];
+            if (cells)
+                a.cell[k] = g.cell[q];
+            if (movers)
+                a.code[k] = (uint8_t)codes[q];
         }
     }
 }
 
-/* Count the movers per code (mv[b], the same in all lanes) by warp votes; a warp whose
- * particles all stay skips them. */
+/* Count the movers per code (mv[b], the same in all lanes) by warp votes. */
 __device__ __forceinline__ void count_movers(const unsigned codes[GPU_VEC], int mv[8])
 {
-    if (__ballot_sync(FULL, (codes[0] | codes[1] | codes[2] | codes[3]) != 0u)) {
 #pragma unroll
-        for (int q = 0; q < GPU_VEC; q++)
+    for (int q = 0; q < GPU_VEC; q++)
 #pragma unroll
-            for (int b = 0; b < 8; b++)
-                mv[b] += __popc(__ballot_sync(FULL, codes[q] == mover_code[b]));
-    }
+        for (int b = 0; b < 8; b++)
+            mv[b] += __popc(__ballot_sync(FULL, codes[q] == mover_code[b]));
 }
 
 /* One block per cluster of every mobile species, each particle read and written once:
@@ -326,8 +351,8 @@ __global__ void __launch_bounds__(GPU_MOVE_THREADS, 2) k_push_move(const __grid_
     const int c = oc % a.ncl;
     const cluster_tile T = cluster_tile_of(a.x0, a.y0, a.ncx, c);
     const int n = sp.count[c], s0 = sp.start[c];
-    for (int idx = tid; idx < 3 * a.tszp; idx += GPU_MOVE_THREADS)
-        ((unsigned long long *)sw)[idx] = 0;
+    for (int idx = tid; idx < 6 * a.tszp; idx += GPU_MOVE_THREADS)
+        sw[idx] = idx < 3 * a.tszp ? (unsigned)TILE_BIAS : 0u;
     if (tid < 9)
         shist[tid] = 0;
     if (n > 0) /* another rank's cluster: no fields here, an empty tile */
@@ -341,15 +366,17 @@ __global__ void __launch_bounds__(GPU_MOVE_THREADS, 2) k_push_move(const __grid_
         const int left = n - base, p = s0 + base;
         pgroup g;
         group_load(g, sp, p, lane, left);
-        unsigned codes[GPU_VEC] = {0, 0, 0, 0};
+        unsigned codes[GPU_VEC] = {0, 0, 0, 0}, cells = 0;
 #pragma unroll
         for (int q = 0; q < GPU_VEC; q++)
             if (group_off(lane, q) < left) {
                 ke += push_one<KE>(a, sp, T, sf, g, q);
-                codes[q] = move_one(a, sp, T, sw, g, q);
+                codes[q] = move_one(a, sp, T, sw, g, q, cells);
             }
-        group_store(sp, g, codes, p, lane, left);
-        count_movers(codes, mv);
+        const bool movers = __any_sync(FULL, (codes[0] | codes[1] | codes[2] | codes[3]) != 0u);
+        group_store(sp, g, codes, p, lane, left, __any_sync(FULL, cells != 0u), movers);
+        if (movers)
+            count_movers(codes, mv);
     }
     if (lane == 0)
         for (int b = 0; b < 8; b++)
