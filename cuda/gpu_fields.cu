@@ -16,12 +16,47 @@ typedef struct {
     int nx, ny, stride, off;
     int px, py;         /* periodic along x, y: guards filled across that axis (one rank) */
     int i0, i1, j0, j1; /* this rank's cells */
+    int images;         /* the updates write the guards (guard_images) */
 } mesh;
 
 static mesh mesh_of(const gpu_state *g)
 {
-    mesh m = {g->nx, g->ny, g->stride, g->off, g->px, g->py, g->i0, g->i1, g->j0, g->j1};
+    mesh m = {g->nx, g->ny, g->stride, g->off, g->px, g->py, g->i0, g->i1, g->j0, g->j1, 0};
     return m;
+}
+
+/* Whether the B and E updates write the guard cells themselves: a box periodic along both
+ * axes on one rank, with no field boundary to apply after the update. Each guard cell is
+ * then the periodic image of one cell (yee_guard_source), written by the thread that
+ * updates that cell: the guard fill's values without its launch (3 a step). */
+static mesh update_mesh(const gpu_state *g, const pic_state *st)
+{
+    mesh m = mesh_of(g);
+    m.images = g->ranks == 1 && g->px && g->py && !st->f->fb && g->nx >= EMF_GUARD &&
+               g->ny >= EMF_GUARD;
+    return m;
+}
+
+/* The guard copies of updated cell (i, j) (entry k) of a box periodic along both axes. */
+__device__ __forceinline__ void guard_images(const mesh &m, int i, int j, int k, float *a0,
+                                             float *a1, float *a2)
+{
+    const int G = EMF_GUARD;
+    if (i >= G && i < m.nx - G && j >= G && j < m.ny - G)
+        return;
+    for (int b = -1; b <= 1; b++) {
+        const int gj = j + b * m.ny;
+        if (gj < -G || gj >= m.ny + G)
+            continue;
+        for (int a = -1; a <= 1; a++) {
+            const int gi = i + a * m.nx, d = a * m.nx + b * m.ny * m.stride;
+            if ((a == 0 && b == 0) || gi < -G || gi >= m.nx + G)
+                continue;
+            a0[k + d] = a0[k];
+            a1[k + d] = a1[k];
+            a2[k + d] = a2[k];
+        }
+    }
 }
 
 /* Threads over this rank's cells: global cell (i, j) of thread (x, y) of block (bx, by). */
@@ -41,8 +76,12 @@ __global__ void k_b_half(mesh m, float *bx, float *by, float *bz, const float *e
                          const float *ey, const float *ez, float hx, float hy)
 {
     int i, j;
-    if (cell_of_thread(m, i, j))
-        yee_b_cell(bx, by, bz, ex, ey, ez, m.off + i + j * m.stride, m.stride, hx, hy);
+    if (cell_of_thread(m, i, j)) {
+        const int k = m.off + i + j * m.stride;
+        yee_b_cell(bx, by, bz, ex, ey, ez, k, m.stride, hx, hy);
+        if (m.images)
+            guard_images(m, i, j, k, bx, by, bz);
+    }
 }
 
 __global__ void k_e_advance(mesh m, float *ex, float *ey, float *ez, const float *bx,
@@ -50,9 +89,12 @@ __global__ void k_e_advance(mesh m, float *ex, float *ey, float *ez, const float
                             const float *jy, const float *jz, float dt, float cx, float cy)
 {
     int i, j;
-    if (cell_of_thread(m, i, j))
-        yee_e_cell(ex, ey, ez, bx, by, bz, jx, jy, jz, m.off + i + j * m.stride, m.stride, dt,
-                   cx, cy);
+    if (cell_of_thread(m, i, j)) {
+        const int k = m.off + i + j * m.stride;
+        yee_e_cell(ex, ey, ez, bx, by, bz, jx, jy, jz, k, m.stride, dt, cx, cy);
+        if (m.images)
+            guard_images(m, i, j, k, ex, ey, ez);
+    }
 }
 
 /* Guard fill of up to three arrays on one rank (yee_guard_source). Threads run over the
@@ -249,12 +291,14 @@ void gpu_filter(gpu_state *g, const pic_state *st, float *a0, float *a1, float *
 static void b_half(gpu_state *g, const pic_state *st)
 {
     const float hx = (float)(0.5 * st->f->dt / st->f->dx), hy = (float)(0.5 * st->f->dt / st->f->dy);
+    const mesh m = update_mesh(g, st);
     k_b_half<<<interior_grid(g), dim3(FX, FY), 0, g->stream>>>(
-        mesh_of(g), g->b[0], g->b[1], g->b[2], g->e[0], g->e[1], g->e[2], hx, hy);
+        m, g->b[0], g->b[1], g->b[2], g->e[0], g->e[1], g->e[2], hx, hy);
     GPU_LAUNCHED(g, "k_b_half");
     if (st->f->fb)
         gpu_bnd_b(g, st);
-    gpu_guard_fill(g, g->b[0], g->b[1], g->b[2]);
+    if (!m.images)
+        gpu_guard_fill(g, g->b[0], g->b[1], g->b[2]);
 }
 
 void gpu_b_half(void *ctx, pic_state *st)
@@ -276,13 +320,15 @@ void gpu_fields(void *ctx, pic_state *st)
     const float dt = (float)f->dt, cx = (float)(f->dt / f->dx), cy = (float)(f->dt / f->dy);
     if (f->fb)
         gpu_bnd_e_save(g, st);
+    const mesh m = update_mesh(g, st);
     k_e_advance<<<interior_grid(g), dim3(FX, FY), 0, g->stream>>>(
-        mesh_of(g), g->e[0], g->e[1], g->e[2], g->b[0], g->b[1], g->b[2], g->j[0], g->j[1],
-        g->j[2], dt, cx, cy);
+        m, g->e[0], g->e[1], g->e[2], g->b[0], g->b[1], g->b[2], g->j[0], g->j[1], g->j[2], dt,
+        cx, cy);
     GPU_LAUNCHED(g, "k_e_advance");
     if (f->fb)
         gpu_bnd_e(g, st);
-    gpu_guard_fill(g, g->e[0], g->e[1], g->e[2]);
+    if (!m.images)
+        gpu_guard_fill(g, g->e[0], g->e[1], g->e[2]);
     gpu_toc(g, t, PH_FIELD);
     gpu_debug(g, st, DBG_FIELDS);
 }

@@ -115,6 +115,7 @@ struct gpu_state {
     /* reductions and flags */
     double *partial, *h_partial;  /* ncl * max(3, nsp) doubles (device / pinned host) */
     int *order;                   /* the particle kernel's blocks (k_cluster_order) */
+    long order_age;               /* particle steps so far (k_cluster_order: ORDER_EVERY) */
     int *flags, *h_flags;         /* per species s, at 4 s: [0] overflowing clusters, [1] max
                                      leavers, [2] errors, [3] particles dropped */
     cudaEvent_t flags_ready;      /* the flags (and room) of the last prepare are in h_flags */

@@ -637,8 +637,11 @@ void gpu_particles_setup(gpu_state *g, const pic_state *st)
  * by decreasing particle count, in ORDER_CLASSES classes of the largest count, so that the
  * heaviest clusters start first and the light ones fill the kernel's tail. Only the speed
  * depends on it (each block writes its cluster's own outputs), so the atomics' order within a
- * class does not matter. One block. */
+ * class does not matter. One block, every ORDER_EVERY steps. */
 #define ORDER_CLASSES 64
+/* steps between two orderings: counts change little from one step to the next, and the
+ * one-block kernel holds the GPU for ~5 us */
+#define ORDER_EVERY 8
 
 __device__ __forceinline__ int order_class(int n, int most)
 {
@@ -718,8 +721,10 @@ void gpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic)
     a.scale = g->scale;
     int t = gpu_tic(g, st);
     if (m > 0) {
-        k_cluster_order<<<1, 1024, 0, g->stream>>>(a, m, g->order);
-        GPU_LAUNCHED(g, "k_cluster_order");
+        if (g->order_age++ % ORDER_EVERY == 0) {
+            k_cluster_order<<<1, 1024, 0, g->stream>>>(a, m, g->order);
+            GPU_LAUNCHED(g, "k_cluster_order");
+        }
         const unsigned blocks = (unsigned)(m * g->ncl);
         if (want_ke)
             k_push_move<true><<<blocks, GPU_MOVE_THREADS, g->smem_move, g->stream>>>(a);
