@@ -69,7 +69,8 @@ void memory_estimate(const deck *d, memory_need *m)
     for (int s = 0; s < d->nspecies; s++) {
         const double n = d->load_particles[s];
         const int track = d->tracks_every > 0 && ((d->tracks_species_mask >> s) & 1);
-        /* segments of n (1 + slack) + 32 slots rounded up to 32, per cluster */
+        /* segments of n (1 + slack) + 32 slots rounded up to 32, per cluster (a cluster
+           that the plasma emptied keeps more: species_segments; not counted here) */
         const double slots = n * (1.0 + d->slack) + 48.0 * ncl;
         const double bytes = slots * (SLOT_BYTES + (track ? 8.0 : 0.0)) + 13.0 * 4.0 * ncl;
         m->slots += bytes;

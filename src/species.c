@@ -348,11 +348,14 @@ static int load_cluster(species *s, const deck *d, const clusters *c, int cl, pr
     return n;
 }
 
-/* Segment capacity for `n` particles: the slack fraction plus a little for empty clusters,
- * rounded to 32 slots so segments start aligned. */
-static int segment_capacity(const species *s, long long n)
+/* Segment capacity for `n` particles: n plus the slack fraction of n, or of `least` when n
+ * is smaller, plus a little for empty clusters, rounded to 32 slots so segments start
+ * aligned. */
+static int segment_capacity(const species *s, long long n, double least)
 {
-    long long c = (long long)ceil((double)n * (1.0 + s->slack)) + 32;
+    const double room = (double)n >= least ? (double)n * (1.0 + s->slack)
+                                           : (double)n + least * s->slack;
+    long long c = (long long)ceil(room) + 32;
     c = (c + 31) / 32 * 32;
     if (c > 0x7fffffffLL)
         EMPIC_DIE("species %s: a cluster needs %lld particle slots; use smaller clusters",
@@ -360,15 +363,37 @@ static int segment_capacity(const species *s, long long n)
     return (int)c;
 }
 
-size_t species_segments(const species *s, int n, const int *count, const int *need, int *start,
+/* A cluster's count for the layout: its count, or what it needs during a sort if more. */
+static int segment_want(const int *count, const int *need, int c)
+{
+    return need && need[c] > count[c] ? need[c] : count[c];
+}
+
+/* A cluster that held more particles in an earlier layout (s->peak) keeps the slack of that
+ * count, up to half the mean count of this rank's clusters: a cluster that the plasma
+ * emptied refills by amounts of its neighbours' size, not of its own (in the pair decks'
+ * Weibel cavities, 30 % of a few hundred particles overflowed every few steps, and each
+ * overflow re-lays the whole species); clusters that never held much (vacuum) get nothing
+ * more. */
+size_t species_segments(species *s, int n, const int *count, const int *need, int *start,
                         int *cap)
 {
+    double sum = 0.0;
+    int owned = 0;
+    for (int c = 0; c < n; c++)
+        if (!s->own || s->own[c]) {
+            sum += segment_want(count, need, c);
+            owned++;
+        }
+    const double half = owned > 0 ? 0.5 * sum / owned : 0.0;
     size_t total = 0;
     for (int c = 0; c < n; c++) {
+        const int want = segment_want(count, need, c);
+        s->peak[c] = want > s->peak[c] ? want : s->peak[c];
         start[c] = (int)total;
         cap[c] = s->own && !s->own[c]
                      ? 0
-                     : segment_capacity(s, need && need[c] > count[c] ? need[c] : count[c]);
+                     : segment_capacity(s, want, s->peak[c] < half ? s->peak[c] : half);
         total += (size_t)cap[c];
     }
     if (total > 0x7fffffffu)
@@ -395,6 +420,7 @@ void species_open(species *s, const deck *d, int index, const clusters *c)
     s->count = empic_calloc((size_t)c->n, sizeof(int), "cluster table");
     s->cap = empic_calloc((size_t)c->n, sizeof(int), "cluster table");
     s->hist = empic_calloc((size_t)c->n * 9, sizeof(int), "cluster table");
+    s->peak = empic_calloc((size_t)c->n, sizeof(int), "cluster table");
     s->own = c->own;
 }
 
@@ -441,6 +467,7 @@ void species_free(species *s)
     free(s->count);
     free(s->cap);
     free(s->hist);
+    free(s->peak);
     memset(s, 0, sizeof *s);
 }
 

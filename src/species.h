@@ -67,6 +67,7 @@ typedef struct {
     const unsigned char *own; /* clusters of this rank (clusters.own): the others get no
                                  segment */
     int *hist;            /* per cluster: 9 bins of migration codes from the last move */
+    int *peak;            /* per cluster: the largest count a layout was made for */
     long long np;         /* particles in all */
     double slack;
     long long rearrangements;
@@ -101,7 +102,7 @@ static inline void species_copy(species *s, size_t b, size_t a)
 /* The segment layout of n clusters with count[c] particles and room for need[c] (need may
  * be NULL): each segment's start and capacity (slack, rounded to 32 slots so that segments
  * start aligned); returns the slots in all. Stops the run when they exceed 2^31. */
-size_t species_segments(const species *s, int n, const int *count, const int *need, int *start,
+size_t species_segments(species *s, int n, const int *count, const int *need, int *start,
                         int *cap);
 /* n particles of s from slot `from` into slots of d from `to` (all arrays; the ids when d
  * tracks: then s does too). */
