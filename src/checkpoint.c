@@ -11,7 +11,7 @@
  *             with non-periodic sides or lasers: fbnd_psi_step fbnd_shift, psi<layer>_<m>
  *             (CPML memories), mur<side> (Mur edge memories); coefficients and laser
  *             geometry come from the deck
- *   /species/<s>/ name np alloc rearrangements start count cap hist[9 n]
+ *   /species/<s>/ name np alloc rearrangements start count cap peak hist[9 n]
  *             cell x y ux uy uz w code (the live particles, cluster after cluster), and id
  *             (uint64 tracking ids) for a species of diagnostics.tracks
  * Slots outside the live segments hold no state: they read back as zeros. */
@@ -148,6 +148,7 @@ static void write_species(ck_io *io, hid_t g, species *s, int ncl)
     ck_put_i32(io, g, "start", (size_t)ncl, s->start);
     ck_put_i32(io, g, "count", (size_t)ncl, s->count);
     ck_put_i32(io, g, "cap", (size_t)ncl, s->cap);
+    ck_put_i32(io, g, "peak", (size_t)ncl, s->peak);
     ck_put_i32(io, g, "hist", (size_t)ncl * 9, s->hist);
     char *stage = empic_alloc((size_t)live * 8, "checkpoint staging");
     ck_array a[9];
@@ -546,6 +547,10 @@ static void read_species(ck_io *io, hid_t g, sim *S, int s)
     ck_get(io, g, "start", H5T_NATIVE_INT, (size_t)ncl, sp->start);
     ck_get(io, g, "count", H5T_NATIVE_INT, (size_t)ncl, sp->count);
     ck_get(io, g, "cap", H5T_NATIVE_INT, (size_t)ncl, sp->cap);
+    if (ck_len(g, "peak") == ncl) /* the layout's memory (species_segments) */
+        ck_get(io, g, "peak", H5T_NATIVE_INT, (size_t)ncl, sp->peak);
+    else /* a checkpoint from before it was kept */
+        memcpy(sp->peak, sp->count, (size_t)ncl * sizeof(int));
     ck_get(io, g, "hist", H5T_NATIVE_INT, (size_t)ncl * 9, sp->hist);
     if (io->err)
         return;
