@@ -290,12 +290,11 @@ __device__ __forceinline__ void tile_store_split(const unsigned *lo, int tszp, i
 __constant__ unsigned char mover_code[8] = {10, 8, 9, 2, 1, 6, 4, 5};
 __constant__ unsigned char mover_bin[8] = {0, 1, 2, 3, 5, 6, 7, 8};
 
-/* Store lane's group (w unchanged) and its codes (group_load's slots); the cells only when
- * one of the warp's changed, the codes only when the warp has a mover (the sort leaves every
- * code 0: gpu_check's after-sort rule). */
-__device__ __forceinline__ void group_store(const kspecies &a, const pgroup &g,
-                                            const unsigned codes[GPU_VEC], int p, int lane,
-                                            int left, bool cells, bool movers)
+/* Store lane's group (w unchanged) and its codes (byte q of `codes`, group_load's slots);
+ * the cells only when one of the warp's changed, the codes only when the warp has a mover
+ * (the sort leaves every code 0: gpu_check's after-sort rule). */
+__device__ __forceinline__ void group_store(const kspecies &a, const pgroup &g, unsigned codes,
+                                            int p, int lane, int left, bool cells, bool movers)
 {
 #pragma unroll
     for (int q = 0; q < GPU_VEC; q += 2) {
@@ -307,7 +306,7 @@ __device__ __forceinline__ void group_store(const kspecies &a, const pgroup &g,
             if (cells)
                 *(uint2 *)(a.cell + k) = make_uint2(g.cell[q], g.cell[q + 1]);
             if (movers)
-                *(uchar2 *)(a.code + k) = make_uchar2(codes[q], codes[q + 1]);
+                *(unsigned short *)(a.code + k) = (unsigned short)(codes >> (8 * q));
         } else if (o < left) {
             a.xy[k] = make_float2(g.x[q], g.y[q]);
             a.uxy[k] = make_float2(g.u[0][q], g.u[1][q]);
@@ -315,19 +314,19 @@ __device__ __forceinline__ void group_store(const kspecies &a, const pgroup &g,
             if (cells)
                 a.cell[k] = g.cell[q];
             if (movers)
-                a.code[k] = (uint8_t)codes[q];
+                a.code[k] = (uint8_t)(codes >> (8 * q));
         }
     }
 }
 
 /* Count the movers per code (mv[b], the same in all lanes) by warp votes. */
-__device__ __forceinline__ void count_movers(const unsigned codes[GPU_VEC], int mv[8])
+__device__ __forceinline__ void count_movers(unsigned codes, int mv[8])
 {
 #pragma unroll
     for (int q = 0; q < GPU_VEC; q++)
 #pragma unroll
         for (int b = 0; b < 8; b++)
-            mv[b] += __popc(__ballot_sync(FULL, codes[q] == mover_code[b]));
+            mv[b] += __popc(__ballot_sync(FULL, ((codes >> (8 * q)) & 0xffu) == mover_code[b]));
 }
 
 /* One block per cluster of every mobile species, each particle read and written once:
@@ -366,14 +365,14 @@ __global__ void __launch_bounds__(GPU_MOVE_THREADS, 2) k_push_move(const __grid_
         const int left = n - base, p = s0 + base;
         pgroup g;
         group_load(g, sp, p, lane, left);
-        unsigned codes[GPU_VEC] = {0, 0, 0, 0}, cells = 0;
+        unsigned codes = 0, cells = 0; /* byte q: particle q's code */
 #pragma unroll
         for (int q = 0; q < GPU_VEC; q++)
             if (group_off(lane, q) < left) {
                 ke += push_one<KE>(a, sp, T, sf, g, q);
-                codes[q] = move_one(a, sp, T, sw, g, q, cells);
+                codes |= move_one(a, sp, T, sw, g, q, cells) << (8 * q);
             }
-        const bool movers = __any_sync(FULL, (codes[0] | codes[1] | codes[2] | codes[3]) != 0u);
+        const bool movers = __any_sync(FULL, codes != 0u);
         group_store(sp, g, codes, p, lane, left, __any_sync(FULL, cells != 0u), movers);
         if (movers)
             count_movers(codes, mv);
