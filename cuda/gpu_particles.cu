@@ -9,16 +9,16 @@
  * with native 32-bit integer atomics: a sum that does not depend on the order of the adds, so
  * the current is the same in every run. Threads take 4 particles, two pairs of neighbouring
  * slots read with 16-byte loads (group_off), so the lanes of a warp work in several cells at
- * once. The kernel runs
- * GPU_MOVE_THREADS (512) threads per block, 2 blocks per multiprocessor, and keeps each entry
- * of its tile as two 32-bit words in separate arrays (low words of neighbouring entries in
- * neighbouring banks), each entry starting at 2^31 so that its high word seldom changes,
- * joined into 64-bit entries as the tile is stored (NOTES.md, "Deposit on many particles per
- * cell", "Carries and empty components"); a particle with no vz adds nothing to Jz (cold
- * plasmas, and 2D runs with an in-plane polarised laser, where uz stays 0). The charge kernel spreads its lanes over up to 4 private 64-bit
- * tile copies (they spread the compare-and-swap loops of the earlier float tile; measured to
- * gain nothing with integer atomics). Each block writes its
- * tile, still fixed point, to a per-cluster buffer (one set per mobile species); one gather
+ * once. The kernel runs GPU_MOVE_THREADS (512) threads per block, 2 blocks per
+ * multiprocessor, and keeps each entry of its tile as two 32-bit words in separate arrays
+ * (low words of neighbouring entries in neighbouring banks), each entry starting at 2^31 so
+ * that its high word seldom changes, joined into 64-bit entries as the tile is stored
+ * (NOTES.md, "Deposit on many particles per cell", "Carries and empty components"); a
+ * particle with no vz adds nothing to Jz (cold plasmas, and 2D runs with an in-plane
+ * polarised laser, where uz stays 0). The charge kernel spreads its lanes over up to 4
+ * private 64-bit tile copies (they spread the compare-and-swap loops of the earlier float
+ * tile; measured to gain nothing with integer atomics). Each block writes its tile, still
+ * fixed point, to a per-cluster buffer (one set per mobile species); one gather
  * kernel then sums, for each mesh element, the tiles that cover it (integers: exact, in any
  * order, so the split of the box among ranks changes nothing), and gpu_acc_finish folds the
  * guard deposits and rounds each element once to float (the CPU's emf_acc_finish). The
