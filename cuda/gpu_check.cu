@@ -18,12 +18,14 @@ static void *fetch(const void *d, size_t bytes)
     return h;
 }
 
-/* Host copies of the n pairs at d: *a the first values, *b the second. */
+/* Host copies of the n pairs at d: *a the first values, *b the second (b NULL: only the
+ * first). */
 static void fetch_pairs(const float2 *d, size_t n, float **a, float **b)
 {
     *a = (float *)empic_alloc(n ? n * 4 : 1, "check copy");
-    *b = (float *)empic_alloc(n ? n * 4 : 1, "check copy");
-    gpu_get_pairs(*a, *b, d, n);
+    if (b)
+        *b = (float *)empic_alloc(n ? n * 4 : 1, "check copy");
+    gpu_get_pairs(*a, b ? *b : NULL, d, n);
 }
 
 /* less: particles the sort just dropped (np is updated by the caller after the sort). */
@@ -41,10 +43,9 @@ static void debug_check(gpu_state *g, const pic_state *st, int after_sort,
         const size_t n = d->alloc, nc = (size_t)g->ncl;
         uint32_t *cell = (uint32_t *)fetch(d->cell, n * 4);
         uint8_t *code = (uint8_t *)fetch(d->code, n);
-        float *x, *y, *u, *uy;
+        float *x, *y, *u;
         fetch_pairs(d->xy, n, &x, &y);
-        fetch_pairs(d->uxy, n, &u, &uy);
-        free(uy);
+        fetch_pairs(d->uxy, n, &u, NULL);
         int *start = (int *)fetch(d->start, nc * 4), *count = (int *)fetch(d->count, nc * 4);
         int *cap = (int *)fetch(d->cap, nc * 4), *hist = (int *)fetch(d->hist, nc * 36);
         long long total = 0, movers = 0;
@@ -154,11 +155,9 @@ static void debug_snapshot(gpu_state *g)
         snapshot *p = &snap[s];
         p->n = d->alloc;
         p->cell = (uint32_t *)fetch(d->cell, p->n * 4);
-        float *w;
         fetch_pairs(d->xy, p->n, &p->x, &p->y);
         fetch_pairs(d->uxy, p->n, &p->u[0], &p->u[1]);
-        fetch_pairs(d->uzw, p->n, &p->u[2], &w);
-        free(w);
+        fetch_pairs(d->uzw, p->n, &p->u[2], NULL);
         p->start = (int *)fetch(d->start, (size_t)g->ncl * 4);
         p->count = (int *)fetch(d->count, (size_t)g->ncl * 4);
         for (int c = 0; c < 3; c++) {
@@ -177,12 +176,10 @@ static void debug_verify(gpu_state *g, const pic_state *st)
         const gpu_species *d = &g->sp[s];
         snapshot *p = &snap[s];
         if (d->mobile) {
-            float *u[3], *x, *y, *w;
+            float *u[3], *x;
             fetch_pairs(d->uxy, p->n, &u[0], &u[1]);
-            fetch_pairs(d->uzw, p->n, &u[2], &w);
-            fetch_pairs(d->xy, p->n, &x, &y);
-            free(w);
-            free(y);
+            fetch_pairs(d->uzw, p->n, &u[2], NULL);
+            fetch_pairs(d->xy, p->n, &x, NULL);
             const float qdt2m = boris_qdt2m(f->dt, d->qm);
             const move_step ms = move_step_of(f->dt, f->dx, f->dy, d->q);
             long long bad = 0;

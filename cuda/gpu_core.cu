@@ -59,8 +59,10 @@ void gpu_get_pairs(float *a, float *b, const float2 *p, size_t n)
     float2 *t = (float2 *)empic_alloc((n ? n : 1) * sizeof(float2), "particle copy");
     GPU_CK(cudaMemcpy(t, p, n * sizeof(float2), cudaMemcpyDeviceToHost));
     for (size_t k = 0; k < n; k++) {
-        a[k] = t[k].x;
-        b[k] = t[k].y;
+        if (a)
+            a[k] = t[k].x;
+        if (b)
+            b[k] = t[k].y;
     }
     free(t);
 }

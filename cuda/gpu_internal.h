@@ -250,7 +250,7 @@ void *gpu_malloc(gpu_state *g, size_t bytes, const char *what);
 /* Host arrays a, b of n values to and from the device's pairs p[k] = (a[k], b[k]) (through
  * a host buffer: the initial upload, fetches for checkpoints and checks). */
 void gpu_put_pairs(float2 *p, const float *a, const float *b, size_t n);
-void gpu_get_pairs(float *a, float *b, const float2 *p, size_t n);
+void gpu_get_pairs(float *a, float *b, const float2 *p, size_t n); /* a or b NULL: not kept */
 
 /* Phase timers. gpu_tic records a start event; gpu_toc the stop event of `phase`; gpu_tictoc
  * the stop event of `phase` that also starts the next phase (returned as its tic: one event
