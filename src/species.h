@@ -100,8 +100,10 @@ static inline void species_copy(species *s, size_t b, size_t a)
         s->id[b] = s->id[a];
 }
 /* The segment layout of n clusters with count[c] particles and room for need[c] (need may
- * be NULL): each segment's start and capacity (slack, rounded to 32 slots so that segments
- * start aligned); returns the slots in all. Stops the run when they exceed 2^31. */
+ * be NULL): each segment's start and capacity (slack of its count, or of s->peak[c] up to
+ * half the mean count when that is more; rounded to 32 slots so that segments start
+ * aligned), s->peak raised to the counts laid out; returns the slots in all. Stops the run
+ * when they exceed 2^31. */
 size_t species_segments(species *s, int n, const int *count, const int *need, int *start,
                         int *cap);
 /* n particles of s from slot `from` into slots of d from `to` (all arrays; the ids when d
