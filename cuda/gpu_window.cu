@@ -99,30 +99,37 @@ __global__ void k_window_particles(kwindow w, const int *cx_of, int ncx)
     /* the same trips for the whole warp */
     for (int base = 0; base < n; base += GPU_VEC * blockDim.x) {
         const int k = base + GPU_VEC * threadIdx.x;
+        const bool whole = k + GPU_VEC <= n; /* 16- and 4-byte accesses, else one by one */
+        uint32_t cv[GPU_VEC] = {0, 0, 0, 0};
+        unsigned kv[GPU_VEC] = {0, 0, 0, 0};
         int bin[GPU_VEC];
-        if (k + GPU_VEC <= n) {
-            uint4 c4 = *(uint4 *)(cell + b + k);
-            uchar4 k4 = *(uchar4 *)(code + b + k);
-            uint32_t cv[GPU_VEC] = {c4.x, c4.y, c4.z, c4.w};
-            unsigned kv[GPU_VEC] = {k4.x, k4.y, k4.z, k4.w};
+        if (whole) {
+            const uint4 c4 = *(const uint4 *)(cell + b + k);
+            const uchar4 k4 = *(const uchar4 *)(code + b + k);
+            cv[0] = c4.x, cv[1] = c4.y, cv[2] = c4.z, cv[3] = c4.w;
+            kv[0] = k4.x, kv[1] = k4.y, kv[2] = k4.z, kv[3] = k4.w;
+        } else {
 #pragma unroll
-            for (int q = 0; q < GPU_VEC; q++) {
+            for (int q = 0; q < GPU_VEC; q++)
+                if (k + q < n)
+                    cv[q] = cell[b + k + q], kv[q] = code[b + k + q];
+        }
+#pragma unroll
+        for (int q = 0; q < GPU_VEC; q++) {
+            bin[q] = -1;
+            if (whole || k + q < n) {
                 kv[q] = window_shift_particle(&cv[q], kv[q], cx_of, cx);
                 bin[q] = mig_bin_of_code(kv[q]);
             }
+        }
+        if (whole) {
             *(uint4 *)(cell + b + k) = make_uint4(cv[0], cv[1], cv[2], cv[3]);
             *(uchar4 *)(code + b + k) = make_uchar4(kv[0], kv[1], kv[2], kv[3]);
         } else {
 #pragma unroll
-            for (int q = 0; q < GPU_VEC; q++) {
-                bin[q] = -1;
-                if (k + q < n) {
-                    const unsigned nk = window_shift_particle(&cell[b + k + q], code[b + k + q],
-                                                              cx_of, cx);
-                    code[b + k + q] = (uint8_t)nk;
-                    bin[q] = mig_bin_of_code(nk);
-                }
-            }
+            for (int q = 0; q < GPU_VEC; q++)
+                if (k + q < n)
+                    cell[b + k + q] = cv[q], code[b + k + q] = (uint8_t)kv[q];
         }
 #pragma unroll
         for (int q = 0; q < 9; q++) {
