@@ -339,7 +339,7 @@ __global__ void k_relayout(const T *src, T *dst, const int *old_start, const int
  * waits for the copies, cost ~0.36 ms more per re-layout of 17 M particles (NOTES.md). When
  * the new layout outgrows the arrays, every array is re-allocated with 1/128 more room
  * instead. */
-void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *need)
+void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *settle, const int *need)
 {
     species *h = &st->sp[s];
     gpu_species *d = &g->sp[s];
@@ -347,19 +347,8 @@ void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *need)
     int *count = (int *)empic_alloc((size_t)nc * sizeof(int), "cluster table");
     int *start = (int *)empic_alloc((size_t)nc * sizeof(int), "cluster table");
     int *cap = (int *)empic_alloc((size_t)nc * sizeof(int), "cluster table");
-    int *want = g->window ? (int *)empic_alloc((size_t)nc * sizeof(int), "cluster table")
-                          : NULL;
     GPU_CK(cudaMemcpy(count, d->count, (size_t)nc * sizeof(int), cudaMemcpyDeviceToHost));
-    if (g->window) { /* the plasma drifts one cell left per shift, so a cluster soon holds what
-                        its right neighbour holds: room for that too (a filling cluster would
-                        otherwise overflow again every few shifts) */
-        for (int c = 0; c < nc; c++) {
-            const int r = (c + 1) % g->ncx ? count[c + 1] : 0;
-            want[c] = need[c] > r ? need[c] : r;
-        }
-        need = want;
-    }
-    const size_t total = species_segments(h, nc, count, need, start, cap);
+    const size_t total = species_segments(h, nc, settle ? settle : count, need, start, cap);
     if (!g->spare_start)
         g->spare_start = (int *)gpu_malloc(g, (size_t)nc * sizeof(int), "cluster table");
     /* from pageable memory: staged before the calls return, so the tables can be freed */
@@ -433,7 +422,6 @@ void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *need)
     free(count);
     free(start);
     free(cap);
-    free(want);
 }
 
 void gpu_check_flags(const gpu_state *g, const pic_state *st, int s)
@@ -762,7 +750,7 @@ void gpu_sort(void *ctx, pic_state *st, int window, long long *dropped)
         if (hf[0] > 0) { /* a cluster would overflow: global rearrangement first */
             int *need = (int *)empic_alloc((size_t)nc * sizeof(int), "sort table");
             GPU_CK(cudaMemcpy(need, d->need, (size_t)nc * sizeof(int), cudaMemcpyDeviceToHost));
-            gpu_relayout(g, st, s, need);
+            gpu_relayout(g, st, s, NULL, need);
             free(need);
             GPU_CK(cudaMemsetAsync(g->flags + 4 * s, 0, sizeof(int), g->stream));
             relaid = 1;

@@ -310,7 +310,7 @@ void gpu_inject(void *ctx, pic_state *st, species *col, const int *add)
             if (grow) {
                 for (int c = 0; c < nc; c++)
                     count[c] += c % cl->ncx == cx ? ad[c / cl->ncx] : 0;
-                gpu_relayout(g, st, s, count);
+                gpu_relayout(g, st, s, count, count);
             }
         }
         free(tab);

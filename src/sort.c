@@ -81,7 +81,7 @@ void sort_prepare(species *s, const clusters *cl)
         over += need[c] > s->cap[c];
     }
     if (over)
-        species_relayout(s, cl, need);
+        species_relayout(s, cl, s->count, need);
     free(need);
     free(all);
 }

@@ -363,18 +363,14 @@ static int segment_capacity(const species *s, long long n, double least)
     return (int)c;
 }
 
-/* A cluster's count for the layout: its count, or what it needs during a sort if more. */
-static int segment_want(const int *count, const int *need, int c)
-{
-    return need && need[c] > count[c] ? need[c] : count[c];
-}
-
 /* A cluster that held more particles in an earlier layout (s->peak) keeps the slack of that
  * count, up to half the mean count of this rank's clusters: a cluster that the plasma
  * emptied refills by amounts of its neighbours' size, not of its own (in the pair decks'
  * Weibel cavities, 30 % of a few hundred particles overflowed every few steps, and each
  * overflow re-lays the whole species); clusters that never held much (vacuum) get nothing
- * more. */
+ * more. The slack is of the count a cluster settles to; what a sort needs on the way (a
+ * cluster holds its arrivals from one side before its leavers go to the other: after a
+ * window shift, 1/16 more in every cluster) is only a floor, with no slack of its own. */
 size_t species_segments(species *s, int n, const int *count, const int *need, int *start,
                         int *cap)
 {
@@ -382,18 +378,25 @@ size_t species_segments(species *s, int n, const int *count, const int *need, in
     int owned = 0;
     for (int c = 0; c < n; c++)
         if (!s->own || s->own[c]) {
-            sum += segment_want(count, need, c);
+            sum += count[c];
             owned++;
         }
     const double half = owned > 0 ? 0.5 * sum / owned : 0.0;
+    const int nx = s->window_ncx;
     size_t total = 0;
     for (int c = 0; c < n; c++) {
-        const int want = segment_want(count, need, c);
+        /* in a moving window the plasma drifts one cell left per shift, so a cluster soon
+           holds what its right neighbour holds: room for that too (a filling cluster would
+           otherwise overflow again every few shifts) */
+        const int r = nx && (c + 1) % nx ? count[c + 1] : 0, want = count[c] > r ? count[c] : r;
         s->peak[c] = want > s->peak[c] ? want : s->peak[c];
         start[c] = (int)total;
-        cap[c] = s->own && !s->own[c]
-                     ? 0
-                     : segment_capacity(s, want, s->peak[c] < half ? s->peak[c] : half);
+        cap[c] = 0;
+        if (!s->own || s->own[c]) {
+            cap[c] = segment_capacity(s, want, s->peak[c] < half ? s->peak[c] : half);
+            const int floor = need ? (need[c] + 31) / 32 * 32 : 0;
+            cap[c] = floor > cap[c] ? floor : cap[c];
+        }
         total += (size_t)cap[c];
     }
     if (total > 0x7fffffffu)
@@ -416,6 +419,7 @@ void species_open(species *s, const deck *d, int index, const clusters *c)
     s->slack = d->slack;
     s->wbound = weight_bound(s->cfg, d);
     s->tracked = species_tracked(d, index);
+    s->window_ncx = d->window_enabled ? c->ncx : 0;
     s->start = empic_calloc((size_t)c->n, sizeof(int), "cluster table");
     s->count = empic_calloc((size_t)c->n, sizeof(int), "cluster table");
     s->cap = empic_calloc((size_t)c->n, sizeof(int), "cluster table");
@@ -485,11 +489,11 @@ void species_copy_range(species *d, size_t to, const species *s, size_t from, si
         memcpy(d->id + to, s->id + from, n * sizeof(uint64_t));
 }
 
-void species_relayout(species *s, const clusters *cl, const int *need)
+void species_relayout(species *s, const clusters *cl, const int *count, const int *need)
 {
     int *start = empic_alloc((size_t)cl->n * sizeof(int), "cluster table");
     int *cap = empic_alloc((size_t)cl->n * sizeof(int), "cluster table");
-    size_t total = species_segments(s, cl->n, s->count, need, start, cap);
+    size_t total = species_segments(s, cl->n, count, need, start, cap);
     species old = *s;
     species_alloc(s, total > s->alloc ? total : s->alloc);
 #pragma omp parallel for schedule(dynamic)
@@ -514,7 +518,7 @@ void species_append(species *s, const clusters *cl, int i, const species *col, c
         int *need = empic_alloc((size_t)cl->n * sizeof(int), "injection");
         for (int c = 0; c < cl->n; c++)
             need[c] = s->count[c] + (c % cl->ncx == cx ? add[c / cl->ncx] : 0);
-        species_relayout(s, cl, need);
+        species_relayout(s, cl, need, need);
         free(need);
     }
     size_t from = 0;
