@@ -502,19 +502,16 @@ double gpu_bandwidth(void *ctx)
     return best > 0.0f ? 2.0 * (double)n / (1e-3 * best) : 0.0;
 }
 
-/* Device bytes of particle storage per particle: every species' arrays as allocated (their
- * segments' slack and the arrays' room to grow included) and ids. */
-double gpu_bytes_per_particle(void *ctx, const pic_state *st)
+/* Device bytes of particle storage: every species' arrays as allocated (their segments'
+ * slack and the arrays' room to grow included) and ids. */
+double gpu_particle_bytes(void *ctx, const pic_state *st)
 {
     const gpu_state *g = (const gpu_state *)ctx;
-    if (!g)
-        return 0.0;
-    double bytes = 0.0, np = 0.0;
-    for (int s = 0; s < g->nsp; s++) {
+    (void)st;
+    double bytes = 0.0;
+    for (int s = 0; g && s < g->nsp; s++)
         bytes += (SLOT_BYTES + (g->sp[s].id ? 8.0 : 0.0)) * (double)g->sp[s].slots;
-        np += (double)st->sp[s].np;
-    }
-    return np > 0 ? bytes / np : SLOT_BYTES;
+    return bytes;
 }
 
 /* The sort flags of the last step checked and the phase timers settled. */
@@ -552,6 +549,6 @@ const backend *cuda_backend(char *name, size_t len)
     b.phasespace_extent = gpu_phasespace_extent;
     b.finish = gpu_finish;
     b.bandwidth = gpu_bandwidth;
-    b.bytes_per_particle = gpu_bytes_per_particle;
+    b.particle_bytes = gpu_particle_bytes;
     return &b;
 }

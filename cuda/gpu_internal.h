@@ -276,7 +276,7 @@ void gpu_fetch_fields(void *ctx, pic_state *st, float *per);
 void gpu_fetch_particles(void *ctx, pic_state *st);
 void gpu_finish(void *ctx, pic_state *st);
 double gpu_bandwidth(void *ctx);
-double gpu_bytes_per_particle(void *ctx, const pic_state *st);
+double gpu_particle_bytes(void *ctx, const pic_state *st);
 void gpu_b_half(void *ctx, pic_state *st);                                /* gpu_fields.cu */
 void gpu_fields(void *ctx, pic_state *st);
 void gpu_field_diag(void *ctx, pic_state *st, double *energy_e, double *energy_b,

@@ -90,10 +90,11 @@ typedef struct backend {
     /* Wait for the work queued so far and settle the phase timers (before the timing table
      * or a checkpoint). */
     void (*finish)(void *ctx, pic_state *st);
-    /* Memory bandwidth in bytes/s (read + written) and bytes of storage per particle, for
-     * the timing table's floor. */
+    /* Memory bandwidth in bytes/s (read + written), for the timing table's floor; bytes of
+     * particle storage of all species (slots as allocated: they never shrink, so this is
+     * the run's largest). */
     double (*bandwidth)(void *ctx);
-    double (*bytes_per_particle)(void *ctx, const pic_state *st);
+    double (*particle_bytes)(void *ctx, const pic_state *st);
 } backend;
 
 extern const backend cpu_backend;

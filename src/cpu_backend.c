@@ -248,14 +248,13 @@ static double cpu_bandwidth(void *ctx)
     return best;
 }
 
-static double cpu_bytes_per_particle(void *ctx, const pic_state *st)
+static double cpu_particle_bytes(void *ctx, const pic_state *st)
 {
     (void)ctx;
-    double mem = 0.0;
+    double bytes = 0.0;
     for (int s = 0; s < st->nsp; s++)
-        if (!st->sp[s].immobile)
-            mem = species_bytes_per_particle(&st->sp[s]);
-    return mem;
+        bytes += species_bytes(&st->sp[s]);
+    return bytes;
 }
 
 const backend cpu_backend = {
@@ -278,5 +277,5 @@ const backend cpu_backend = {
     .phasespace_extent = cpu_phasespace_extent,
     .finish = cpu_finish,
     .bandwidth = cpu_bandwidth,
-    .bytes_per_particle = cpu_bytes_per_particle,
+    .particle_bytes = cpu_particle_bytes,
 };

@@ -210,7 +210,8 @@ static void timing_measure(sim *S, timing *t)
                            : BYTES_PARTICLE + BYTES_CELL * S->d.nx * S->d.ny /
                                                   (t->np > 0 ? (double)t->np : 1.0);
     t->bw = t->steps > 0 ? S->be->bandwidth(S->be_ctx) : 0.0;
-    t->mem = S->be->bytes_per_particle(S->be_ctx, &S->st);
+    t->mem = S->be->particle_bytes(S->be_ctx, &S->st) /
+             (double)(S->np_peak > 0 ? S->np_peak : 1); /* at the run's largest count */
     t->floor_ns = t->bw > 0 ? t->bytes / t->bw * 1e9 : 0.0;
 }
 

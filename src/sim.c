@@ -111,6 +111,7 @@ int sim_init_from(sim *S, const deck *d, int quiet, const char *checkpoint)
             particles_half_back(&S->sp[s], &S->f, &S->cl, st->ext_e, st->ext_b);
     }
     st->window_cells = S->win.cells;
+    sim_note_peak(S);
     /* rank 0 alone creates the files: every rank learns whether it could */
     int bad = S->be->open(st, &S->be_ctx) || report_open(S, run[0] ? run : NULL);
     comm_max_int(&bad, 1);
@@ -355,6 +356,7 @@ void sim_step(sim *S)
         inject(S);
     if (want_e)
         energy_row(S, kin, fe, fb, gauss);
+    sim_note_peak(S);
     long long pushed = sim_particles(S);
     comm_sum_ll(&pushed, 1);
     S->particle_steps += pushed;

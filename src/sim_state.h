@@ -35,6 +35,8 @@ typedef struct {
     window win;               /* moving window (box origin x0 = win.cells * dx) */
     double wall_s;
     long long particle_steps; /* mobile particles x steps pushed */
+    long long np_peak;        /* this rank's largest particle count (all species) since this
+                                 process started: the storage per particle is taken there */
     /* the last energy diagnostic (step en_step): fields at n dt, kinetic time-centred */
     long en_step;
     double en_e, en_b, en_kin[DECK_MAX_SPECIES], en_gauss;
@@ -58,6 +60,15 @@ static inline long long sim_particles(const sim *S)
         if (!S->sp[s].immobile)
             n += S->sp[s].np;
     return n;
+}
+
+/* Raise np_peak to this rank's particles now (all species). */
+static inline void sim_note_peak(sim *S)
+{
+    long long n = 0;
+    for (int s = 0; s < S->nsp; s++)
+        n += S->sp[s].np;
+    S->np_peak = n > S->np_peak ? n : S->np_peak;
 }
 
 #endif

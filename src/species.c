@@ -591,10 +591,10 @@ int species_tracked(const deck *d, int index)
     return d->tracks_every > 0 && ((d->tracks_species_mask >> index) & 1);
 }
 
-double species_bytes_per_particle(const species *s)
+double species_bytes(const species *s)
 {
     const double per = 4 * 7 + 1 + (s->id ? 8 : 0); /* cell, x, y, ux, uy, uz, w, code, id */
-    return s->np ? per * (double)s->alloc / (double)s->np : per;
+    return per * (double)s->alloc;
 }
 
 /* The profile of cell (ig, j) at its load positions, as load_cell evaluates it: adds the

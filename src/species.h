@@ -137,7 +137,7 @@ long long species_check(const species *s, const clusters *cl);
  * cells whose index (ig - ig0) ny + j is a multiple of stride are visited (stride 1: all). */
 void species_scan(const struct deck *d, int s, long ig0, long ig1, long long stride,
                   long long *per_column, species_fault *bad);
-/* Bytes of particle storage per particle, slack included. */
-double species_bytes_per_particle(const species *s);
+/* Bytes of particle storage as allocated (slack included). */
+double species_bytes(const species *s);
 
 #endif
