@@ -147,13 +147,19 @@ static int gpu_available(char *name, size_t len)
 }
 
 
+/* Device bytes of one tracking id of host species h (gpu_species.id, id32). */
+static int id_bytes(const species *h)
+{
+    return h->id ? (h->id_max <= 0xffffffffu ? 4 : 8) : 0;
+}
+
 static size_t deck_bytes(const pic_state *st, size_t tile_entries)
 {
     size_t b = 12 * st->f->size * sizeof(float) + 3 * st->f->size * sizeof(long long) +
                tile_entries * sizeof(long long) +
                (size_t)st->cl->n * 3 * sizeof(double);
     for (int s = 0; s < st->nsp; s++)
-        b += st->sp[s].alloc * (SLOT_BYTES + (st->sp[s].id ? 8 : 0)) +
+        b += st->sp[s].alloc * (SLOT_BYTES + id_bytes(&st->sp[s])) +
              (size_t)st->cl->n * (4 + 9 + 1 + 4) * sizeof(int);
     return b;
 }
@@ -185,9 +191,16 @@ static void upload_species(gpu_state *g, const pic_state *st, int s)
     gpu_put_pairs(d->uzw, h->uz, h->w, n);
     GPU_CK(cudaMemcpy(d->cell, h->cell, n * 4, cudaMemcpyHostToDevice));
     GPU_CK(cudaMemcpy(d->code, h->code, n, cudaMemcpyHostToDevice));
-    if (h->id) {
+    if (id_bytes(h) == 8) {
         d->id = (unsigned long long *)gpu_malloc(g, n * 8, "particle ids");
         GPU_CK(cudaMemcpy(d->id, h->id, n * 8, cudaMemcpyHostToDevice));
+    } else if (id_bytes(h) == 4) {
+        uint32_t *t = (uint32_t *)empic_alloc((n ? n : 1) * 4, "particle ids");
+        for (size_t p = 0; p < n; p++)
+            t[p] = (uint32_t)h->id[p]; /* <= id_max: every slot's id fits */
+        d->id32 = (uint32_t *)gpu_malloc(g, n * 4, "particle ids");
+        GPU_CK(cudaMemcpy(d->id32, t, n * 4, cudaMemcpyHostToDevice));
+        free(t);
     }
     GPU_CK(cudaMemcpy(d->start, h->start, nc * sizeof(int), cudaMemcpyHostToDevice));
     GPU_CK(cudaMemcpy(d->count, h->count, nc * sizeof(int), cudaMemcpyHostToDevice));
@@ -198,7 +211,7 @@ static void upload_species(gpu_state *g, const pic_state *st, int s)
 static void free_species(gpu_species *d)
 {
     void *p[] = {d->xy,    d->uxy,   d->uzw,  d->cell, d->code,   d->start,
-                 d->count, d->cap,   d->need, d->hist, d->movers, d->id};
+                 d->count, d->cap,   d->need, d->hist, d->movers, d->id, d->id32};
     for (size_t k = 0; k < sizeof p / sizeof p[0]; k++)
         if (p[k])
             cudaFree(p[k]);
@@ -460,6 +473,13 @@ void gpu_fetch_particles(void *ctx, pic_state *st)
         GPU_CK(cudaMemcpy(h->code, d->code, n, cudaMemcpyDeviceToHost));
         if (d->id)
             GPU_CK(cudaMemcpy(h->id, d->id, n * 8, cudaMemcpyDeviceToHost));
+        if (d->id32) {
+            uint32_t *t = (uint32_t *)empic_alloc((n ? n : 1) * 4, "particle ids");
+            GPU_CK(cudaMemcpy(t, d->id32, n * 4, cudaMemcpyDeviceToHost));
+            for (size_t p = 0; p < n; p++)
+                h->id[p] = t[p];
+            free(t);
+        }
         GPU_CK(cudaMemcpy(h->start, d->start, nc * sizeof(int), cudaMemcpyDeviceToHost));
         GPU_CK(cudaMemcpy(h->count, d->count, nc * sizeof(int), cudaMemcpyDeviceToHost));
         GPU_CK(cudaMemcpy(h->cap, d->cap, nc * sizeof(int), cudaMemcpyDeviceToHost));
@@ -510,7 +530,7 @@ double gpu_particle_bytes(void *ctx, const pic_state *st)
     (void)st;
     double bytes = 0.0;
     for (int s = 0; g && s < g->nsp; s++)
-        bytes += (SLOT_BYTES + (g->sp[s].id ? 8.0 : 0.0)) * (double)g->sp[s].slots;
+        bytes += (double)(SLOT_BYTES + gpu_id_bytes(&g->sp[s])) * (double)g->sp[s].slots;
     return bytes;
 }
 

@@ -152,6 +152,7 @@ int gpu_phasespace_extent(void *ctx, pic_state *st, int s, const ps_grid *grid, 
 
 /* Per cluster: the tracked particles (id != 0). One block per cluster. */
 __global__ void k_count_tracked(const unsigned long long *__restrict__ id,
+                                const uint32_t *__restrict__ id32,
                                 const int *__restrict__ start, const int *__restrict__ count,
                                 int *tracked)
 {
@@ -162,7 +163,7 @@ __global__ void k_count_tracked(const unsigned long long *__restrict__ id,
     __syncthreads();
     int mine = 0;
     for (int p = p0 + (int)threadIdx.x; p < p1; p += blockDim.x)
-        mine += id[p] != 0;
+        mine += gpu_id_at(id, id32, p) != 0;
     atomicAdd(&n, mine);
     __syncthreads();
     if (threadIdx.x == 0)
@@ -184,7 +185,8 @@ __global__ void k_compact_tracked(gpu_species d, const int *__restrict__ dst_sta
     __syncthreads();
     for (int q = p0; q < p1; q += blockDim.x) {
         const int p = q + (int)threadIdx.x;
-        const int flag = p < p1 && d.id[p] != 0;
+        const unsigned long long v = p < p1 ? gpu_id_at(d.id, d.id32, p) : 0ull;
+        const int flag = v != 0;
         const unsigned ballot = __ballot_sync(0xffffffffu, flag);
         if (lane == 0)
             warp_sum[wid] = __popc(ballot);
@@ -204,7 +206,7 @@ __global__ void k_compact_tracked(gpu_species d, const int *__restrict__ dst_sta
             uy[o] = uxy.y;
             uz[o] = uzw.x;
             w[o] = uzw.y;
-            id[o] = d.id[p];
+            id[o] = v;
         }
         __syncthreads();
         if (threadIdx.x == 0)
@@ -266,10 +268,11 @@ species *gpu_fetch_tracked(void *ctx, pic_state *st, species *out)
         o->qm = h->qm;
         o->start = (int *)empic_calloc((size_t)nc, sizeof(int), "tracked particles");
         o->count = (int *)empic_calloc((size_t)nc, sizeof(int), "tracked particles");
-        if (!g->sp[s].id)
+        if (!gpu_id_bytes(&g->sp[s]))
             continue;
-        k_count_tracked<<<nc, GPU_THREADS, 0, g->stream>>>(g->sp[s].id, g->sp[s].start,
-                                                           g->sp[s].count, dn + s * nc);
+        k_count_tracked<<<nc, GPU_THREADS, 0, g->stream>>>(g->sp[s].id, g->sp[s].id32,
+                                                           g->sp[s].start, g->sp[s].count,
+                                                           dn + s * nc);
         GPU_LAUNCHED(g, "k_count_tracked");
     }
     int *h_tab = (int *)pinned(g, 2 * tab);
@@ -279,7 +282,7 @@ species *gpu_fetch_tracked(void *ctx, pic_state *st, species *out)
     int *h_start = (int *)((char *)h_tab + tab);
     for (int s = 0; s < nsp; s++) {
         species *o = &out[s];
-        if (!g->sp[s].id)
+        if (!gpu_id_bytes(&g->sp[s]))
             continue;
         for (int c = 0; c < nc; c++) {
             o->count[c] = h_tab[s * nc + c];
@@ -300,7 +303,7 @@ species *gpu_fetch_tracked(void *ctx, pic_state *st, species *out)
     size_t at = 0; /* byte offset of the species' block: ids (8-byte) first, then 4-byte */
     for (int s = 0; s < nsp; s++) {
         species *o = &out[s];
-        if (!g->sp[s].id)
+        if (!gpu_id_bytes(&g->sp[s]))
             continue;
         const size_t n = total[s];
         char *dp = dbuf + at, *hp = hbuf + at;

@@ -48,7 +48,10 @@ typedef struct {
     float2 *xy, *uxy, *uzw;       /* offsets in the cell, momenta, weight */
     uint32_t *cell;
     uint8_t *code;
-    unsigned long long *id;       /* tracking ids, NULL when the species is untracked */
+    /* tracking ids, when the species is tracked: 4 bytes each when every id of the run fits
+       (species.id_max), else 8; the other pointer NULL */
+    unsigned long long *id;
+    uint32_t *id32;
     int *start, *count, *cap;     /* per cluster */
     int *hist;                    /* 9 migration bins per cluster */
     int *need;                    /* per cluster: room needed during the sort */
@@ -169,12 +172,26 @@ typedef struct {
     float2 *xy, *uxy, *uzw;
     uint32_t *cell;
     uint8_t *code;
-    unsigned long long *id;       /* tracking ids, or NULL */
+    unsigned long long *id;       /* tracking ids (gpu_species), or NULL */
+    uint32_t *id32;
 } gpu_parts;
 
 static inline gpu_parts gpu_parts_of(const gpu_species *d)
 {
-    return gpu_parts{d->xy, d->uxy, d->uzw, d->cell, d->code, d->id};
+    return gpu_parts{d->xy, d->uxy, d->uzw, d->cell, d->code, d->id, d->id32};
+}
+
+/* Bytes of one tracking id of the species: 8, 4, or 0 when untracked. */
+static inline int gpu_id_bytes(const gpu_species *d)
+{
+    return d->id ? 8 : d->id32 ? 4 : 0;
+}
+
+/* The tracking id of slot i (0: not tracked). */
+__device__ __forceinline__ unsigned long long gpu_id_at(const unsigned long long *id,
+                                                        const uint32_t *id32, int i)
+{
+    return id ? id[i] : id32 ? (unsigned long long)id32[i] : 0ull;
 }
 
 /* One particle's fields in registers. */
@@ -195,7 +212,7 @@ __device__ __forceinline__ gpu_part gpu_parts_get(const gpu_parts &a, int i)
     q.uzw = a.uzw[i];
     q.cell = a.cell[i];
     q.code = a.code[i];
-    q.id = a.id ? a.id[i] : 0ull;
+    q.id = gpu_id_at(a.id, a.id32, i);
     return q;
 }
 
@@ -208,6 +225,8 @@ __device__ __forceinline__ void gpu_parts_put(const gpu_parts &a, int i, const g
     a.code[i] = (uint8_t)q.code;
     if (a.id)
         a.id[i] = q.id;
+    if (a.id32)
+        a.id32[i] = (uint32_t)q.id;
 }
 
 /* The pairs of slots p and p + 1 (p even): (a0, b0), (a1, b1), in one 16-byte load or

@@ -331,10 +331,10 @@ __global__ void k_relayout(const T *src, T *dst, const int *old_start, const int
 }
 
 /* Re-lay species s to the segments that `need` asks for, one array at a time through one
- * spare array of 8-byte elements allocated for the re-layout: a pair array (or the ids) is
- * copied into the spare, which then becomes that array, and the old array the spare of the
- * next one; the last one left is freed (the cells and codes are copied into the spare and
- * back). A re-layout thus borrows 8 bytes a slot for its duration, where a kept copy of the
+ * spare array of 8-byte elements allocated for the re-layout: a pair array (or 8-byte ids)
+ * is copied into the spare, which then becomes that array, and the old array the spare of
+ * the next one; the last one left is freed (the cells, 4-byte ids and codes are copied into
+ * the spare and back). A re-layout thus borrows 8 bytes a slot for its duration, where a kept copy of the
  * whole species held 29 more for the rest of the run; the allocation and the free, which
  * waits for the copies, cost ~0.36 ms more per re-layout of 17 M particles (NOTES.md). When
  * the new layout outgrows the arrays, every array is re-allocated with 1/128 more room
@@ -376,19 +376,23 @@ void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *settle, const i
                 GPU_CK(cudaFree(*arr[v]));
                 *arr[v] = t;
             }
-        uint32_t *cell = (uint32_t *)gpu_malloc(g, room * 4, "particle cells");
+        uint32_t **arr4[2] = {&d->cell, d->id32 ? &d->id32 : NULL};
+        for (int v = 0; v < 2; v++)
+            if (arr4[v]) {
+                uint32_t *t = (uint32_t *)gpu_malloc(g, room * 4, "particle cells and ids");
+                k_relayout<uint32_t><<<grid, GPU_THREADS, 0, g->stream>>>(*arr4[v], t, from,
+                                                                         to, d->count);
+                GPU_LAUNCHED(g, "k_relayout");
+                GPU_CK(cudaFree(*arr4[v]));
+                *arr4[v] = t;
+            }
         uint8_t *code = (uint8_t *)gpu_malloc(g, room, "migration codes");
-        k_relayout<uint32_t><<<grid, GPU_THREADS, 0, g->stream>>>(d->cell, cell, from, to,
-                                                                 d->count);
-        GPU_LAUNCHED(g, "k_relayout");
         k_relayout<uint8_t><<<grid, GPU_THREADS, 0, g->stream>>>(d->code, code, from, to,
                                                                 d->count);
         GPU_LAUNCHED(g, "k_relayout");
-        GPU_CK(cudaFree(d->cell));
         GPU_CK(cudaFree(d->code));
-        d->cell = cell;
         d->code = code;
-        g->bytes -= d->slots * (SLOT_BYTES + (d->id ? 8 : 0));
+        g->bytes -= d->slots * (SLOT_BYTES + gpu_id_bytes(d));
         d->slots = room;
     } else { /* through one spare 8-byte array: the cells and codes into it and back, each
                 8-byte array into it (the spare becomes the array, the old array the spare) */
@@ -397,11 +401,15 @@ void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *settle, const i
                                                                 from, to, d->count);
         GPU_LAUNCHED(g, "k_relayout");
         GPU_CK(cudaMemcpyAsync(d->code, spare, total, cudaMemcpyDeviceToDevice, g->stream));
-        k_relayout<uint32_t><<<grid, GPU_THREADS, 0, g->stream>>>(d->cell, (uint32_t *)spare,
-                                                                 from, to, d->count);
-        GPU_LAUNCHED(g, "k_relayout");
-        GPU_CK(cudaMemcpyAsync(d->cell, spare, total * 4, cudaMemcpyDeviceToDevice,
-                               g->stream));
+        uint32_t *arr4[2] = {d->cell, d->id32};
+        for (int v = 0; v < 2; v++)
+            if (arr4[v]) {
+                k_relayout<uint32_t><<<grid, GPU_THREADS, 0, g->stream>>>(
+                    arr4[v], (uint32_t *)spare, from, to, d->count);
+                GPU_LAUNCHED(g, "k_relayout");
+                GPU_CK(cudaMemcpyAsync(arr4[v], spare, total * 4, cudaMemcpyDeviceToDevice,
+                                       g->stream));
+            }
         for (int v = 0; v < 4; v++)
             if (arr[v]) {
                 k_relayout<u64><<<grid, GPU_THREADS, 0, g->stream>>>(*arr[v], spare, from, to,
@@ -526,12 +534,19 @@ void gpu_sort_prepare(gpu_state *g, pic_state *st)
 }
 
 /* n particles laid out from p (16-byte aligned) as one staging area (and one message): ids
- * (when tracked), (x, y), (ux, uy), (uz, w), cell, code. */
-static gpu_parts parts_at(char *p, size_t n, int ids)
+ * (idw bytes each, when tracked) to a 16-byte boundary, (x, y), (ux, uy), (uz, w), cell,
+ * code: parts_bytes in all. */
+static size_t parts_bytes(size_t n, int idw)
+{
+    return (idw * n + 15) / 16 * 16 + SLOT_BYTES * n;
+}
+
+static gpu_parts parts_at(char *p, size_t n, int idw)
 {
     gpu_parts q;
-    q.id = ids ? (unsigned long long *)p : NULL;
-    char *a = p + (ids ? 8 * n : 0);
+    q.id = idw == 8 ? (unsigned long long *)p : NULL;
+    q.id32 = idw == 4 ? (uint32_t *)p : NULL;
+    char *a = p + (idw * n + 15) / 16 * 16;
     q.xy = (float2 *)a;
     q.uxy = (float2 *)(a + 8 * n);
     q.uzw = (float2 *)(a + 16 * n);
@@ -558,7 +573,7 @@ static void border_pass(gpu_state *g, const pic_state *st, ksorts *all, const in
         return; /* the axis is this rank's alone */
     size_t cnt[DECK_MAX_SPECIES][4], off[DECK_MAX_SPECIES][5];
     for (int k = 0; k < nsort; k++) {
-        const int s = which[k], ids = g->sp[s].id != NULL;
+        const int s = which[k], idw = gpu_id_bytes(&g->sp[s]);
         gpu_border *B = &g->border[s];
         const int *hist = g->h_hist + (size_t)s * g->ncl * 9;
         if (B->tcap < 4 * m) {
@@ -596,10 +611,9 @@ static void border_pass(gpu_state *g, const pic_state *st, ksorts *all, const in
             B->h_table[3 * m + o] = make_int4((int)c[3], gd, 0, 0);
             c[0] += su, c[1] += sd, c[2] += gu, c[3] += gd;
         }
-        const size_t pb = SLOT_BYTES + (ids ? 8 : 0);
         off[k][0] = 0;
         for (int q = 0; q < 4; q++)
-            off[k][q + 1] = off[k][q] + (c[q] * pb + 15) / 16 * 16;
+            off[k][q + 1] = off[k][q] + (parts_bytes(c[q], idw) + 15) / 16 * 16;
         if (off[k][4] > B->bytes) {
             const size_t want = off[k][4] + off[k][4] / 2;
             GPU_CK(cudaStreamSynchronize(g->stream));
@@ -610,7 +624,7 @@ static void border_pass(gpu_state *g, const pic_state *st, ksorts *all, const in
             B->bytes = want;
         }
         for (int q = 0; q < 4; q++)
-            all->s[k].area[q] = parts_at(B->dev + off[k][q], c[q], ids);
+            all->s[k].area[q] = parts_at(B->dev + off[k][q], c[q], idw);
         all->s[k].table = B->table;
         all->s[k].m = m;
         GPU_CK(cudaMemcpyAsync(B->table, B->h_table, 4 * (size_t)m * sizeof(int4),
@@ -626,9 +640,12 @@ static void border_pass(gpu_state *g, const pic_state *st, ksorts *all, const in
     for (int k = 0; k < nsort; k++) {
         const int s = which[k];
         char *h = g->border[s].host;
-        const size_t pb = SLOT_BYTES + (g->sp[s].id ? 8 : 0), *c = cnt[k];
-        comm_sendrecv(h + off[k][0], c[0] * pb, up, h + off[k][3], c[3] * pb, down, 40 + 2 * k);
-        comm_sendrecv(h + off[k][1], c[1] * pb, down, h + off[k][2], c[2] * pb, up, 41 + 2 * k);
+        const int idw = gpu_id_bytes(&g->sp[s]);
+        const size_t *c = cnt[k];
+        comm_sendrecv(h + off[k][0], parts_bytes(c[0], idw), up, h + off[k][3],
+                      parts_bytes(c[3], idw), down, 40 + 2 * k);
+        comm_sendrecv(h + off[k][1], parts_bytes(c[1], idw), down, h + off[k][2],
+                      parts_bytes(c[2], idw), up, 41 + 2 * k);
         GPU_CK(cudaMemcpyAsync(g->border[s].dev + off[k][2], h + off[k][2],
                                off[k][4] - off[k][2], cudaMemcpyHostToDevice, g->stream));
         net[s] += (long long)(c[0] + c[1]) - (long long)(c[2] + c[3]);

@@ -246,6 +246,8 @@ __global__ void k_inject(const __grid_constant__ kinject_all all, int cx, int nc
         o.code[p] = a.code[q];
         if (o.id)
             o.id[p] = a.id[q];
+        if (o.id32)
+            o.id32[p] = (uint32_t)a.id[q]; /* <= species.id_max */
     }
     __syncthreads();
     if (threadIdx.x == 0)
@@ -367,7 +369,8 @@ void gpu_inject(void *ctx, pic_state *st, species *col, const int *add)
                         (const float *)(b + 6 * n4), (const uint8_t *)(base + L.code),
                         (const int *)(base + L.from)};
             gpu_parts o = gpu_parts_of(d);
-            o.id = col[s].id ? d->id : NULL;
+            if (!col[s].id)
+                o.id = NULL, o.id32 = NULL;
             all.s[ninj++] = kinject{a, o, d->start, d->count};
             at += L.bytes;
         }

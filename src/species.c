@@ -420,6 +420,9 @@ void species_open(species *s, const deck *d, int index, const clusters *c)
     s->wbound = weight_bound(s->cfg, d);
     s->tracked = species_tracked(d, index);
     s->window_ncx = d->window_enabled ? c->ncx : 0;
+    if (s->tracked) /* ids: 1 + (column x ny + row) x ppc + the particle's place in its cell */
+        s->id_max = (uint64_t)(d->nx + deck_window_moves(d)) * (uint64_t)d->ny *
+                    (uint64_t)(s->cfg->ppc[0] * s->cfg->ppc[1]);
     s->start = empic_calloc((size_t)c->n, sizeof(int), "cluster table");
     s->count = empic_calloc((size_t)c->n, sizeof(int), "cluster table");
     s->cap = empic_calloc((size_t)c->n, sizeof(int), "cluster table");

@@ -63,6 +63,8 @@ typedef struct {
     uint8_t *code;
     uint64_t *id;         /* tracking id (0: not tracked), NULL when the species is untracked */
     int tracked;          /* diagnostics.tracks names this species: id allocated */
+    uint64_t id_max;      /* tracked: the largest id this run can give (the load and every
+                             column the window brings), which sets the GPU's id width */
     int *start, *count, *cap; /* per cluster: segment start, particles, capacity */
     const unsigned char *own; /* clusters of this rank (clusters.own): the others get no
                                  segment */

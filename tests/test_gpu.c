@@ -259,7 +259,9 @@ static size_t tracked_list(const species *s, const clusters *cl, tracked **out)
     return n;
 }
 
-static void test_rearrangement(void)
+/* wide: the GPU keeps 8-byte ids (a run whose ids could pass 2^32: its steps raised for the
+ * setup, then set back), else 4-byte ones */
+static void rearrangement_case(int wide)
 {
     deck d;
     sim C, G;
@@ -272,7 +274,18 @@ static void test_rearrangement(void)
     d.tracks_every = 100000;
     d.tracks_fraction = 0.25;
     d.tracks_species_mask = 3;
+    const long steps = d.steps;
+    if (wide)
+        d.steps = 1000000000L;
     CU_ASSERT_FATAL(sim_init(&G, &d, 1) == 0);
+    G.d.steps = steps;
+    CU_ASSERT((G.sp[0].id_max > 0xffffffffu) == wide);
+    double slots = 0.0;
+    for (int s = 0; s < G.nsp; s++)
+        slots += (double)G.sp[s].alloc;
+    const double per = G.be->particle_bytes(G.be_ctx, &G.st) / slots; /* 29 + the id's */
+    printf(" [%s ids: %.2f B per slot] ", wide ? "8-byte" : "4-byte", per);
+    CU_ASSERT(wide ? per >= 37.0 : per >= 33.0 && per < 35.0);
     const long long np = G.sp[0].np;
     CU_ASSERT(sim_run(&C) == 0);
     CU_ASSERT(sim_run(&G) == 0);
@@ -336,6 +349,12 @@ static void test_rearrangement(void)
     remove_output(&G);
     sim_free(&C);
     sim_free(&G);
+}
+
+static void test_rearrangement(void)
+{
+    rearrangement_case(0);
+    rearrangement_case(1);
 }
 
 /* In-situ histograms: the device's binning of the GPU's particles equals the CPU binning of
