@@ -259,8 +259,8 @@ static size_t tracked_list(const species *s, const clusters *cl, tracked **out)
     return n;
 }
 
-/* wide: the GPU keeps 8-byte ids (a run whose ids could pass 2^32: its steps raised for the
- * setup, then set back), else 4-byte ones */
+/* wide: the GPU keeps 8-byte ids (a run whose ids could pass 2^32: a moving window that
+ * starts after the run, and steps raised for the setup, then set back), else 4-byte ones */
 static void rearrangement_case(int wide)
 {
     deck d;
@@ -275,8 +275,11 @@ static void rearrangement_case(int wide)
     d.tracks_fraction = 0.25;
     d.tracks_species_mask = 3;
     const long steps = d.steps;
-    if (wide)
+    if (wide) {
+        d.window_enabled = 1;
+        d.window_t_start = 1e6;
         d.steps = 1000000000L;
+    }
     CU_ASSERT_FATAL(sim_init(&G, &d, 1) == 0);
     G.d.steps = steps;
     CU_ASSERT((G.sp[0].id_max > 0xffffffffu) == wide);
