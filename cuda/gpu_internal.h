@@ -149,7 +149,6 @@ struct gpu_state {
     void *stage, *h_stage;        /* injected particles before they join their clusters
                                      (device, pinned host) */
     size_t stage_n;
-    int staged;                   /* gpu_stage sent the column gpu_inject appends next */
     cudaStream_t stream;
     /* phase timers: events recorded in the stream, read once the stream has passed them */
     cudaEvent_t ev[GPU_EVENTS];
@@ -304,7 +303,6 @@ void gpu_field_diag(void *ctx, pic_state *st, double *energy_e, double *energy_b
 void gpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic); /* gpu_particles.cu */
 void gpu_sort(void *ctx, pic_state *st, int window, long long *dropped);   /* gpu_sort.cu */
 void gpu_window_shift(void *ctx, pic_state *st);                          /* gpu_window.cu */
-void gpu_stage(void *ctx, pic_state *st, const species *col, const int *add);
 void gpu_inject(void *ctx, pic_state *st, species *col, const int *add);
 species *gpu_fetch_tracked(void *ctx, pic_state *st, species *out);       /* gpu_diag.cu */
 void gpu_release_tracked(void *ctx, species *out);

@@ -271,65 +271,8 @@ static stage_layout stage_of(long long n, int ncy, int tracked)
     return L;
 }
 
-/* The column's particles of all species packed into the pinned buffer and sent up in one
- * copy (the previous copy waited for first: it read the same buffer). */
-static void stage_column(gpu_state *g, const pic_state *st, const species *col, const int *add)
-{
-    const int ncy = st->cl->ncy, nsp = g->nsp;
-    size_t total = 0;
-    for (int s = 0; s < nsp; s++)
-        total += col[s].np ? stage_of(col[s].np, ncy, col[s].id != NULL).bytes : 0;
-    GPU_CK(cudaEventSynchronize(g->stage_done));
-    if (total > g->stage_n) {
-        if (g->stage) {
-            GPU_CK(cudaFree(g->stage));
-            GPU_CK(cudaFreeHost(g->h_stage));
-            g->bytes -= g->stage_n;
-        }
-        g->stage_n = 2 * total;
-        g->stage = gpu_malloc(g, g->stage_n, "injected particles");
-        GPU_CK(cudaMallocHost(&g->h_stage, g->stage_n));
-    }
-    size_t at = 0;
-    for (int s = 0; s < nsp; s++) { /* pack: arrays, codes, row offsets */
-        const long long n = col[s].np;
-        if (!n)
-            continue;
-        char *h = (char *)g->h_stage + at;
-        const size_t n4 = (size_t)n * 4;
-        const stage_layout L = stage_of(n, ncy, col[s].id != NULL);
-        const void *src[7] = {col[s].cell, col[s].x, col[s].y, col[s].ux,
-                              col[s].uy,   col[s].uz, col[s].w};
-        if (col[s].id)
-            memcpy(h, col[s].id, (size_t)n * 8);
-        for (int v = 0; v < 7; v++)
-            memcpy(h + L.arrays + v * n4, src[v], n4);
-        memcpy(h + L.code, col[s].code, (size_t)n);
-        int *from = (int *)(h + L.from), run = 0;
-        for (int cy = 0; cy <= ncy; cy++) {
-            from[cy] = run;
-            run += cy < ncy ? add[s * (ncy + 1) + cy] : 0;
-        }
-        at += L.bytes;
-    }
-    if (total) {
-        GPU_CK(cudaMemcpyAsync(g->stage, g->h_stage, total, cudaMemcpyHostToDevice, g->stream));
-        GPU_CK(cudaEventRecord(g->stage_done, g->stream));
-    }
-    g->staged = 1;
-}
-
-/* Host time counted as sort time. */
-void gpu_stage(void *ctx, pic_state *st, const species *col, const int *add)
-{
-    gpu_state *g = (gpu_state *)ctx;
-    double t0 = host_seconds();
-    stage_column(g, st, col, add);
-    st->phase_s[PH_SORT] += host_seconds() - t0;
-}
-
-/* Host time (the capacity check, the upload unless gpu_stage sent it) counted as sort
- * time. */
+/* Host time (the capacity check, the upload) counted as sort time. All species' columns go
+ * up in one copy from a pinned buffer. */
 void gpu_inject(void *ctx, pic_state *st, species *col, const int *add)
 {
     gpu_state *g = (gpu_state *)ctx;
@@ -337,15 +280,19 @@ void gpu_inject(void *ctx, pic_state *st, species *col, const int *add)
     const clusters *cl = st->cl;
     const int i = st->f->nx - 1, cx = cl->cx_of[i], ncy = cl->ncy, nc = cl->n, nsp = g->nsp;
     long long n[DECK_MAX_SPECIES];
+    size_t total = 0;
     /* the room the last sort left in this column takes the column: no read-back, no wait */
     int sure = g->room_valid;
     for (int s = 0; s < nsp; s++) {
         n[s] = col[s].np;
+        total += n[s] ? stage_of(n[s], ncy, col[s].id != NULL).bytes : 0;
         for (int cy = 0; cy < ncy && n[s] && sure; cy++)
             sure = add[s * (ncy + 1) + cy] <= g->h_room[s * ncy + cy];
     }
     g->room_valid = 0;
-    if (!sure) {
+    if (sure) {
+        GPU_CK(cudaEventSynchronize(g->stage_done)); /* the last upload has left h_stage */
+    } else {
         int *tab = (int *)empic_alloc((size_t)nsp * 2 * nc * sizeof(int), "injection");
         for (int s = 0; s < nsp; s++)
             if (n[s]) {
@@ -356,7 +303,7 @@ void gpu_inject(void *ctx, pic_state *st, species *col, const int *add)
                                        (size_t)nc * sizeof(int), cudaMemcpyDeviceToHost,
                                        g->stream));
             }
-        GPU_CK(cudaStreamSynchronize(g->stream));
+        GPU_CK(cudaStreamSynchronize(g->stream)); /* also: the last upload has left h_stage */
         for (int s = 0; s < nsp; s++) { /* a segment that would overflow: re-lay first */
             int *count = tab + 2 * s * nc, *cap = count + nc, grow = 0;
             const int *ad = add + s * (ncy + 1);
@@ -370,10 +317,42 @@ void gpu_inject(void *ctx, pic_state *st, species *col, const int *add)
         }
         free(tab);
     }
-    if (!g->staged)
-        stage_column(g, st, col, add);
-    g->staged = 0;
+    if (total > g->stage_n) {
+        if (g->stage) {
+            GPU_CK(cudaFree(g->stage));
+            GPU_CK(cudaFreeHost(g->h_stage));
+            g->bytes -= g->stage_n;
+        }
+        g->stage_n = 2 * total;
+        g->stage = gpu_malloc(g, g->stage_n, "injected particles");
+        GPU_CK(cudaMallocHost(&g->h_stage, g->stage_n));
+    }
     size_t at = 0;
+    for (int s = 0; s < nsp; s++) { /* pack: arrays, codes, row offsets */
+        if (!n[s])
+            continue;
+        char *h = (char *)g->h_stage + at;
+        const size_t n4 = (size_t)n[s] * 4;
+        const stage_layout L = stage_of(n[s], ncy, col[s].id != NULL);
+        const void *src[7] = {col[s].cell, col[s].x, col[s].y, col[s].ux,
+                              col[s].uy,   col[s].uz, col[s].w};
+        if (col[s].id)
+            memcpy(h, col[s].id, (size_t)n[s] * 8);
+        for (int v = 0; v < 7; v++)
+            memcpy(h + L.arrays + v * n4, src[v], n4);
+        memcpy(h + L.code, col[s].code, (size_t)n[s]);
+        int *from = (int *)(h + L.from), run = 0;
+        for (int cy = 0; cy <= ncy; cy++) {
+            from[cy] = run;
+            run += cy < ncy ? add[s * (ncy + 1) + cy] : 0;
+        }
+        at += L.bytes;
+    }
+    if (total) {
+        GPU_CK(cudaMemcpyAsync(g->stage, g->h_stage, total, cudaMemcpyHostToDevice, g->stream));
+        GPU_CK(cudaEventRecord(g->stage_done, g->stream));
+    }
+    at = 0;
     kinject_all all;
     unsigned ninj = 0;
     for (int s = 0; s < nsp; s++) {

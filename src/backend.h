@@ -64,9 +64,6 @@ typedef struct backend {
      * the last cell column) to species s, re-laying segments out when full; sim.c adds the
      * counts to np. */
     void (*inject)(void *ctx, pic_state *st, species *col, const int *add);
-    /* Optional (NULL: none): send the column that `inject` appends next to the device now,
-     * right after the window's shift, so that the upload does not wait for the sort. */
-    void (*stage)(void *ctx, pic_state *st, const species *col, const int *add);
     /* Charge density of all species at the current positions into f->rho, and of each into
      * per + s * f->size when per != NULL; guards folded and filtered like J. */
     void (*rho)(void *ctx, pic_state *st, float *per);

@@ -289,9 +289,9 @@ static void diagnose(sim *S, int want_e, double *fe, double *fb, double *gauss)
 /* The moving window has shifted one cell: fresh plasma in the new last column, generated
  * on the host with the initial load's RNG keys (so identical on both backends); a device
  * backend has the next column made on a second thread meanwhile (column.h). */
-/* The front column of global index ig, made now if the one made ahead is another. */
-static column *front_column(sim *S)
+static void inject(sim *S)
 {
+    double t0 = omp_get_wtime();
     const long ig = S->d.nx - 1 + S->win.cells;
     column *c = &S->front;
     column_wait(c);
@@ -299,23 +299,6 @@ static column *front_column(sim *S)
         column_free(c);
         column_make(c, S->sp, S->nsp, &S->d, &S->cl, ig, 0);
     }
-    return c;
-}
-
-/* A device backend's upload of the column, before the sort waits for the device. */
-static void stage(sim *S)
-{
-    double t0 = omp_get_wtime();
-    column *c = front_column(S);
-    S->st.phase_s[PH_SORT] += omp_get_wtime() - t0;
-    S->be->stage(S->be_ctx, &S->st, c->col, c->add);
-}
-
-static void inject(sim *S)
-{
-    double t0 = omp_get_wtime();
-    const long ig = S->d.nx - 1 + S->win.cells;
-    column *c = front_column(S);
     for (int s = 0; s < S->nsp; s++) {
         S->sp[s].np += c->n[s];
         if (c->col[s].bad.found && !S->sp[s].bad.found) /* sim_after_step stops the run */
@@ -363,8 +346,6 @@ void sim_step(sim *S)
     if (moved) {
         be->window_shift(bc, st);
         st->window_cells = ++S->win.cells;
-        if (be->stage)
-            stage(S);
     }
     /* 7. particles that left the box dropped; x(n+1) sorted into their clusters (those of
      * other ranks' clusters sent there: dropped counts them out of this rank) */
