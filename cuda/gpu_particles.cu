@@ -250,10 +250,10 @@ __device__ __forceinline__ unsigned move_one(const kpart &a, const kspecies &sp,
             int o;
             float w[8];
             move_piece(&path, m, e.cx, e.cy, e.cz, s, &o, w, 1);
-            const int kk = k + o;
-            const int at[8] = {kk,          kk + s,          tp + kk,
-                               tp + kk + 1, 2 * tp + kk,     2 * tp + kk + 1,
-                               2 * tp + kk + s, 2 * tp + kk + s + 1};
+            int at[8];
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                at[e] = piece_entry(e, k + o, s, tp);
             unsigned h[8] = {0, 0, 0, 0, 0, 0, 0, 0};
 #pragma unroll
             for (int e = 0; e < 4; e++)

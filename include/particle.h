@@ -231,6 +231,16 @@ EMPIC_HD void deposit_add(float *jx, float *jy, float *jz, int k, int s, const f
     EMPIC_ACC(&jz[k + s + 1], w[7 * ws]);
 }
 
+/* Where weight e (0-7, deposit_add's order) of a piece at cell k goes in a tile of row
+ * stride s whose jx, jy, jz lie tp apart (the GPU's fixed-point tile): component times tp
+ * plus the cell. test_deposit checks it against deposit_add. */
+EMPIC_HD int piece_entry(int e, int k, int s, int tp)
+{
+    const int comp = e < 2 ? 0 : e < 4 ? 1 : 2;
+    const int off = e == 1 || e == 6 ? s : e == 3 || e == 5 ? 1 : e == 7 ? s + 1 : 0;
+    return comp * tp + k + off;
+}
+
 /* Add the pieces of a move that `mask` selects (bit m: piece m of move_pieces' o, w, spaced
  * ws apart) at cell k of a mesh or tile of row stride s, in piece order. */
 EMPIC_HD void deposit_pieces(float *jx, float *jy, float *jz, int k, int s, unsigned mask,

@@ -127,6 +127,20 @@ static void test_cases_covered(void)
         CU_ASSERT(kinds[k] >= 1);
 }
 
+/* piece_entry (the GPU tile's entries) lists deposit_add's eight weights in its order. */
+static void test_piece_entry(void)
+{
+    enum { S = 7, TP = 64, K = 9 };
+    float j[3 * TP] = {0}, w[8];
+    for (int e = 0; e < 8; e++)
+        w[e] = (float)(e + 1);
+    deposit_add(j, j + TP, j + 2 * TP, K, S, w, 1);
+    int bad = 0;
+    for (int e = 0; e < 8; e++)
+        bad += j[piece_entry(e, K, S, TP)] != w[e];
+    CU_ASSERT(bad == 0);
+}
+
 static void test_scatters_bitwise(void)
 {
     static parts p0, p;
@@ -171,6 +185,7 @@ int main(void)
     CU_initialize_registry();
     CU_pSuite s = CU_add_suite("deposit", NULL, NULL);
     CU_add_test(s, "every crossing case is covered", test_cases_covered);
+    CU_add_test(s, "piece_entry follows deposit_add", test_piece_entry);
     CU_add_test(s, "scalar, AVX2, AVX-512 scatter = particle_move + deposit_pieces, bitwise", test_scatters_bitwise);
     return tu_run_tests() ? 1 : 0;
 }
