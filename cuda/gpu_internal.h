@@ -172,13 +172,14 @@ typedef struct {
     float2 *xy, *uxy, *uzw;
     uint32_t *cell;
     uint8_t *code;
-    unsigned long long *id;       /* tracking ids (gpu_species), or NULL */
-    uint32_t *id32;
+    void *id;                     /* tracking ids (gpu_species.id or id32), or NULL */
+    int idb;                      /* their bytes: 8, 4 (0: none) */
 } gpu_parts;
 
 static inline gpu_parts gpu_parts_of(const gpu_species *d)
 {
-    return gpu_parts{d->xy, d->uxy, d->uzw, d->cell, d->code, d->id, d->id32};
+    return gpu_parts{d->xy,   d->uxy, d->uzw, d->cell, d->code,
+                     d->id ? (void *)d->id : (void *)d->id32, d->id ? 8 : d->id32 ? 4 : 0};
 }
 
 /* Bytes of one tracking id of the species: 8, 4, or 0 when untracked. */
@@ -212,7 +213,9 @@ __device__ __forceinline__ gpu_part gpu_parts_get(const gpu_parts &a, int i)
     q.uzw = a.uzw[i];
     q.cell = a.cell[i];
     q.code = a.code[i];
-    q.id = gpu_id_at(a.id, a.id32, i);
+    q.id = a.idb == 8   ? ((const unsigned long long *)a.id)[i]
+           : a.idb == 4 ? (unsigned long long)((const uint32_t *)a.id)[i]
+                        : 0ull;
     return q;
 }
 
@@ -223,10 +226,10 @@ __device__ __forceinline__ void gpu_parts_put(const gpu_parts &a, int i, const g
     a.uzw[i] = q.uzw;
     a.cell[i] = q.cell;
     a.code[i] = (uint8_t)q.code;
-    if (a.id)
-        a.id[i] = q.id;
-    if (a.id32)
-        a.id32[i] = (uint32_t)q.id;
+    if (a.idb == 8)
+        ((unsigned long long *)a.id)[i] = q.id;
+    else if (a.idb == 4)
+        ((uint32_t *)a.id)[i] = (uint32_t)q.id;
 }
 
 /* The pairs of slots p and p + 1 (p even): (a0, b0), (a1, b1), in one 16-byte load or
@@ -369,8 +372,9 @@ void gpu_bnd_fetch(gpu_state *g, pic_state *st);
  * set k: the mobile species in order), one launch. */
 void gpu_walls(gpu_state *g, const pic_state *st, int n, const int *which);
 void gpu_drop(gpu_state *g, int s, int window);
-/* Sort (gpu_sort.cu): re-lay species s's segments for clusters that settle to settle[c]
- * particles (NULL: their counts now) and need room for need[c] meanwhile (species_segments);
+/* Sort (gpu_sort.cu): re-lay species s's segments for clusters that hold settle[c]
+ * particles (NULL: their counts now) and need room for need[c] during a sort
+ * (species_segments);
  * stop on the error flag the sort passes raise (h_flags as last read back). */
 void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *settle, const int *need);
 void gpu_check_flags(const gpu_state *g, const pic_state *st, int s);

@@ -544,8 +544,8 @@ static size_t parts_bytes(size_t n, int idw)
 static gpu_parts parts_at(char *p, size_t n, int idw)
 {
     gpu_parts q;
-    q.id = idw == 8 ? (unsigned long long *)p : NULL;
-    q.id32 = idw == 4 ? (uint32_t *)p : NULL;
+    q.id = idw ? (void *)p : NULL;
+    q.idb = idw;
     char *a = p + (idw * n + 15) / 16 * 16;
     q.xy = (float2 *)a;
     q.uxy = (float2 *)(a + 8 * n);

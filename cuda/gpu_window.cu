@@ -244,10 +244,10 @@ __global__ void k_inject(const __grid_constant__ kinject_all all, int cx, int nc
         o.uzw[p] = make_float2(a.uz[q], a.w[q]);
         o.cell[p] = a.cell[q];
         o.code[p] = a.code[q];
-        if (o.id)
-            o.id[p] = a.id[q];
-        if (o.id32)
-            o.id32[p] = (uint32_t)a.id[q]; /* <= species.id_max */
+        if (o.idb == 8)
+            ((unsigned long long *)o.id)[p] = a.id[q];
+        else if (o.idb == 4)
+            ((uint32_t *)o.id)[p] = (uint32_t)a.id[q]; /* <= species.id_max */
     }
     __syncthreads();
     if (threadIdx.x == 0)
@@ -370,7 +370,7 @@ void gpu_inject(void *ctx, pic_state *st, species *col, const int *add)
                         (const int *)(base + L.from)};
             gpu_parts o = gpu_parts_of(d);
             if (!col[s].id)
-                o.id = NULL, o.id32 = NULL;
+                o.id = NULL, o.idb = 0;
             all.s[ninj++] = kinject{a, o, d->start, d->count};
             at += L.bytes;
         }

@@ -363,14 +363,26 @@ static int segment_capacity(const species *s, long long n, double least)
     return (int)c;
 }
 
+/* The count cluster c is laid out for: its count, or more when a sort needs more on the way
+ * (it holds its arrivals from one side before its leavers go to the other), which marks a
+ * filling cluster. In a moving window that need is the shift's column from the right
+ * neighbour, steady traffic rather than growth (slack on it cost 5 % of decks/lwfa.cfg's
+ * memory; species_segments keeps it as a floor): there the plasma drifts one cell left per
+ * shift, so the cluster soon holds what its right neighbour holds, and gets room for that
+ * (a filling cluster would otherwise overflow again every few shifts). */
+static int layout_want(const species *s, int c, const int *count, const int *need)
+{
+    const int nx = s->window_ncx;
+    const int more = nx ? ((c + 1) % nx ? count[c + 1] : 0) : need ? need[c] : 0;
+    return count[c] > more ? count[c] : more;
+}
+
 /* A cluster that held more particles in an earlier layout (s->peak) keeps the slack of that
  * count, up to half the mean count of this rank's clusters: a cluster that the plasma
  * emptied refills by amounts of its neighbours' size, not of its own (in the pair decks'
  * Weibel cavities, 30 % of a few hundred particles overflowed every few steps, and each
  * overflow re-lays the whole species); clusters that never held much (vacuum) get nothing
- * more. The slack is of the count a cluster settles to; what a sort needs on the way (a
- * cluster holds its arrivals from one side before its leavers go to the other: after a
- * window shift, 1/16 more in every cluster) is only a floor, with no slack of its own. */
+ * more. */
 size_t species_segments(species *s, int n, const int *count, const int *need, int *start,
                         int *cap)
 {
@@ -378,17 +390,13 @@ size_t species_segments(species *s, int n, const int *count, const int *need, in
     int owned = 0;
     for (int c = 0; c < n; c++)
         if (!s->own || s->own[c]) {
-            sum += count[c];
+            sum += layout_want(s, c, count, need);
             owned++;
         }
     const double half = owned > 0 ? 0.5 * sum / owned : 0.0;
-    const int nx = s->window_ncx;
     size_t total = 0;
     for (int c = 0; c < n; c++) {
-        /* in a moving window the plasma drifts one cell left per shift, so a cluster soon
-           holds what its right neighbour holds: room for that too (a filling cluster would
-           otherwise overflow again every few shifts) */
-        const int r = nx && (c + 1) % nx ? count[c + 1] : 0, want = count[c] > r ? count[c] : r;
+        const int want = layout_want(s, c, count, need);
         s->peak[c] = want > s->peak[c] ? want : s->peak[c];
         start[c] = (int)total;
         cap[c] = 0;
