@@ -372,11 +372,11 @@ void gpu_bnd_fetch(gpu_state *g, pic_state *st);
  * set k: the mobile species in order), one launch. */
 void gpu_walls(gpu_state *g, const pic_state *st, int n, const int *which);
 void gpu_drop(gpu_state *g, int s, int window);
-/* Sort (gpu_sort.cu): re-lay species s's segments for clusters that hold settle[c]
+/* Sort (gpu_sort.cu): re-lay species s's segments for clusters that hold counts[c]
  * particles (NULL: their counts now) and need room for need[c] during a sort
- * (species_segments);
- * stop on the error flag the sort passes raise (h_flags as last read back). */
-void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *settle, const int *need);
+ * (species_segments); stop on the error flag the sort passes raise (h_flags as last read
+ * back). */
+void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *counts, const int *need);
 void gpu_check_flags(const gpu_state *g, const pic_state *st, int s);
 void gpu_diag_free(gpu_state *g);
 

@@ -330,16 +330,16 @@ __global__ void k_relayout(const T *src, T *dst, const int *old_start, const int
         dst[d + k] = src[s + k];
 }
 
-/* Re-lay species s to the segments that `need` asks for, one array at a time through one
- * spare array of 8-byte elements allocated for the re-layout: a pair array (or 8-byte ids)
- * is copied into the spare, which then becomes that array, and the old array the spare of
- * the next one; the last one left is freed (the cells, 4-byte ids and codes are copied into
- * the spare and back). A re-layout thus borrows 8 bytes a slot for its duration, where a kept copy of the
- * whole species held 29 more for the rest of the run; the allocation and the free, which
- * waits for the copies, cost ~0.36 ms more per re-layout of 17 M particles (NOTES.md). When
- * the new layout outgrows the arrays, every array is re-allocated with 1/128 more room
- * instead. */
-void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *settle, const int *need)
+/* Re-lay species s to the segments species_segments gives for counts (NULL: the device's
+ * counts now) and need, one array at a time through one spare array of 8-byte elements
+ * allocated for the re-layout: a pair array (or 8-byte ids) is copied into the spare, which
+ * then becomes that array, and the old array the spare of the next one; the last one left
+ * is freed (the cells, 4-byte ids and codes are copied into the spare and back). A re-layout
+ * thus borrows 8 bytes a slot for its duration, where a kept copy of the whole species held
+ * 29 more for the rest of the run; the allocation and the free, which waits for the copies,
+ * cost ~0.36 ms more per re-layout of 17 M particles (NOTES.md). When the new layout
+ * outgrows the arrays, every array is re-allocated with 1/128 more room instead. */
+void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *counts, const int *need)
 {
     species *h = &st->sp[s];
     gpu_species *d = &g->sp[s];
@@ -348,7 +348,7 @@ void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *settle, const i
     int *start = (int *)empic_alloc((size_t)nc * sizeof(int), "cluster table");
     int *cap = (int *)empic_alloc((size_t)nc * sizeof(int), "cluster table");
     GPU_CK(cudaMemcpy(count, d->count, (size_t)nc * sizeof(int), cudaMemcpyDeviceToHost));
-    const size_t total = species_segments(h, nc, settle ? settle : count, need, start, cap);
+    const size_t total = species_segments(h, nc, counts ? counts : count, need, start, cap);
     if (!g->spare_start)
         g->spare_start = (int *)gpu_malloc(g, (size_t)nc * sizeof(int), "cluster table");
     /* from pageable memory: staged before the calls return, so the tables can be freed */
