@@ -271,6 +271,13 @@ static double weight_bound(const deck_species *c, const deck *d)
     return fabs(c->n) * m / ((double)c->ppc[0] * c->ppc[1]);
 }
 
+/* The tracking id of particle k (a + b px) of the ppc in cell (ig, j) of a grid of ny rows:
+ * 1 + its place in the load order of the box and every column the window brings in. */
+static uint64_t track_id(long ig, int j, int k, int ny, int ppc)
+{
+    return 1 + ((uint64_t)ig * (uint64_t)ny + (uint64_t)j) * (uint64_t)ppc + (uint64_t)k;
+}
+
 /* Visit the regular ppc positions of cell (i, j), in global column ig (i plus the cells the
  * moving window has moved: the x of the profiles and the RNG key); fill from slot `at` when
  * `fill`, else only count. The RNG is keyed by (seed, species, cell, particle in cell) with
@@ -325,8 +332,7 @@ static int load_cell(species *s, const deck *d, profile_eval *p, int i, int j, l
                              (uint32_t)(a + b * px) | wrap);
                     r.ctr.v[3] = 0x80000000u;
                     s->id[q] = rng_uniform(&r) <= d->tracks_fraction
-                                   ? 1 + ((uint64_t)ig * (uint64_t)d->ny + (uint64_t)j) *
-                                             (uint64_t)(px * py) + (uint64_t)(a + b * px)
+                                   ? track_id(ig, j, a + b * px, d->ny, px * py)
                                    : 0;
                 }
             }
@@ -428,9 +434,10 @@ void species_open(species *s, const deck *d, int index, const clusters *c)
     s->wbound = weight_bound(s->cfg, d);
     s->tracked = species_tracked(d, index);
     s->window_ncx = d->window_enabled ? c->ncx : 0;
-    if (s->tracked) /* ids: 1 + (column x ny + row) x ppc + the particle's place in its cell */
-        s->id_max = (uint64_t)(d->nx + deck_window_moves(d)) * (uint64_t)d->ny *
-                    (uint64_t)(s->cfg->ppc[0] * s->cfg->ppc[1]);
+    if (s->tracked) { /* the last particle of the last column the run can load */
+        const int ppc = s->cfg->ppc[0] * s->cfg->ppc[1];
+        s->id_max = track_id(d->nx - 1 + deck_window_moves(d), d->ny - 1, ppc - 1, d->ny, ppc);
+    }
     s->start = empic_calloc((size_t)c->n, sizeof(int), "cluster table");
     s->count = empic_calloc((size_t)c->n, sizeof(int), "cluster table");
     s->cap = empic_calloc((size_t)c->n, sizeof(int), "cluster table");
