@@ -209,17 +209,11 @@ __device__ __forceinline__ void block_sum(double v, double *red, double *out)
  * the high word, which an entry starting at 0 did at every change of sign of its sum. */
 #define TILE_BIAS 0x80000000ull
 
-/* The low-word half of fixed_atomic_add on a tile entry kept as two 32-bit words in separate
- * arrays, lo[i] and hi[i] (the low words of neighbouring entries then lie in neighbouring
- * banks: in a 64-bit entry every low word lies in one of the 16 even banks, so the low-word
- * atomics of lanes in different cells met twice the bank conflicts): returns what the high
- * word still needs, the high part plus the carry, for the caller to add when not zero. The
- * same exact sum modulo 2^64. */
-__device__ __forceinline__ unsigned fixed_add_low(unsigned *lo, int i, long long v)
-{
-    const unsigned l = (unsigned)v, old = atomicAdd(&lo[i], l);
-    return (unsigned)((unsigned long long)v >> 32) + (old + l < old ? 1u : 0u);
-}
+/* The split tile keeps each entry as two 32-bit words in separate arrays, lo[i] and hi[i]:
+ * the low words of neighbouring entries then lie in neighbouring banks (in a 64-bit entry
+ * every low word lies in one of the 16 even banks, so the low-word atomics of lanes in
+ * different cells met twice the bank conflicts). fixed_atomic_add_low adds the low words;
+ * the same exact sum modulo 2^64. */
 
 /* Move particle q of the group and deposit its current into the split tile (the low words of
  * the three components, tszp apart, then their high words, 3 tszp further; the pieces, their
@@ -257,11 +251,11 @@ __device__ __forceinline__ unsigned move_one(const kpart &a, const kspecies &sp,
             unsigned h[8] = {0, 0, 0, 0, 0, 0, 0, 0};
 #pragma unroll
             for (int e = 0; e < 4; e++)
-                h[e] = fixed_add_low(lo, at[e], fixed_of(w[e], scale));
+                h[e] = fixed_atomic_add_low(&lo[at[e]], fixed_of(w[e], scale));
             if (jz)
 #pragma unroll
                 for (int e = 4; e < 8; e++)
-                    h[e] = fixed_add_low(lo, at[e], fixed_of(w[e], scale));
+                    h[e] = fixed_atomic_add_low(&lo[at[e]], fixed_of(w[e], scale));
             /* one test for the eight (TILE_BIAS: a high word seldom needs anything), not a
                branch per add, which kept each add from being issued before the last one's
                atomic had returned */

@@ -279,6 +279,15 @@ EMPIC_HD void fixed_add(long long *p, long long v)
 }
 
 #ifdef __CUDACC__
+/* The low-word half of fixed_atomic_add, also for entries whose two words lie apart (the
+ * GPU's split tile): v's low word added at *lo; returns what the high word still needs, v's
+ * high part plus the carry. */
+__device__ __forceinline__ unsigned fixed_atomic_add_low(unsigned *lo, long long v)
+{
+    const unsigned l = (unsigned)v, old = atomicAdd(lo, l);
+    return (unsigned)((unsigned long long)v >> 32) + (old + l < old ? 1u : 0u);
+}
+
 /* A 64-bit add as native 32-bit atomics (sm_90 runs a 64-bit shared-memory atomic as a
  * compare-and-swap loop): the low word first, whose old value tells whether this add carried;
  * the high word only when its part plus the carry is not zero (not for most small values of
@@ -286,8 +295,7 @@ EMPIC_HD void fixed_add(long long *p, long long v)
 __device__ __forceinline__ void fixed_atomic_add(long long *p, long long v)
 {
     unsigned *w = (unsigned *)p; /* little-endian: w[0] is the low word */
-    const unsigned lo = (unsigned)v, old = atomicAdd(&w[0], lo);
-    const unsigned hi = (unsigned)((unsigned long long)v >> 32) + (old + lo < old ? 1u : 0u);
+    const unsigned hi = fixed_atomic_add_low(&w[0], v);
     if (hi)
         atomicAdd(&w[1], hi);
 }
