@@ -147,7 +147,7 @@ static int gpu_available(char *name, size_t len)
 }
 
 
-/* Device bytes of one tracking id of host species h (gpu_species.id, id32). */
+/* Device bytes of one tracking id of host species h (gpu_species.idb). */
 static int id_bytes(const species *h)
 {
     return h->id ? (h->id_max <= 0xffffffffu ? 4 : 8) : 0;
@@ -191,15 +191,16 @@ static void upload_species(gpu_state *g, const pic_state *st, int s)
     gpu_put_pairs(d->uzw, h->uz, h->w, n);
     GPU_CK(cudaMemcpy(d->cell, h->cell, n * 4, cudaMemcpyHostToDevice));
     GPU_CK(cudaMemcpy(d->code, h->code, n, cudaMemcpyHostToDevice));
-    if (id_bytes(h) == 8) {
-        d->id = (unsigned long long *)gpu_malloc(g, n * 8, "particle ids");
+    d->idb = id_bytes(h);
+    if (d->idb == 8) {
+        d->id = gpu_malloc(g, n * 8, "particle ids");
         GPU_CK(cudaMemcpy(d->id, h->id, n * 8, cudaMemcpyHostToDevice));
-    } else if (id_bytes(h) == 4) {
+    } else if (d->idb == 4) {
         uint32_t *t = (uint32_t *)empic_alloc((n ? n : 1) * 4, "particle ids");
         for (size_t p = 0; p < n; p++)
             t[p] = (uint32_t)h->id[p]; /* <= id_max: every slot's id fits */
-        d->id32 = (uint32_t *)gpu_malloc(g, n * 4, "particle ids");
-        GPU_CK(cudaMemcpy(d->id32, t, n * 4, cudaMemcpyHostToDevice));
+        d->id = gpu_malloc(g, n * 4, "particle ids");
+        GPU_CK(cudaMemcpy(d->id, t, n * 4, cudaMemcpyHostToDevice));
         free(t);
     }
     GPU_CK(cudaMemcpy(d->start, h->start, nc * sizeof(int), cudaMemcpyHostToDevice));
@@ -211,7 +212,7 @@ static void upload_species(gpu_state *g, const pic_state *st, int s)
 static void free_species(gpu_species *d)
 {
     void *p[] = {d->xy,    d->uxy,   d->uzw,  d->cell, d->code,   d->start,
-                 d->count, d->cap,   d->need, d->hist, d->movers, d->id, d->id32};
+                 d->count, d->cap,   d->need, d->hist, d->movers, d->id};
     for (size_t k = 0; k < sizeof p / sizeof p[0]; k++)
         if (p[k])
             cudaFree(p[k]);
@@ -471,11 +472,11 @@ void gpu_fetch_particles(void *ctx, pic_state *st)
         gpu_get_pairs(h->uz, h->w, d->uzw, n);
         GPU_CK(cudaMemcpy(h->cell, d->cell, n * 4, cudaMemcpyDeviceToHost));
         GPU_CK(cudaMemcpy(h->code, d->code, n, cudaMemcpyDeviceToHost));
-        if (d->id)
+        if (d->idb == 8)
             GPU_CK(cudaMemcpy(h->id, d->id, n * 8, cudaMemcpyDeviceToHost));
-        if (d->id32) {
+        if (d->idb == 4) {
             uint32_t *t = (uint32_t *)empic_alloc((n ? n : 1) * 4, "particle ids");
-            GPU_CK(cudaMemcpy(t, d->id32, n * 4, cudaMemcpyDeviceToHost));
+            GPU_CK(cudaMemcpy(t, d->id, n * 4, cudaMemcpyDeviceToHost));
             for (size_t p = 0; p < n; p++)
                 h->id[p] = t[p];
             free(t);
@@ -530,7 +531,7 @@ double gpu_particle_bytes(void *ctx, const pic_state *st)
     (void)st;
     double bytes = 0.0;
     for (int s = 0; g && s < g->nsp; s++)
-        bytes += (double)(SLOT_BYTES + gpu_id_bytes(&g->sp[s])) * (double)g->sp[s].slots;
+        bytes += (double)(SLOT_BYTES + g->sp[s].idb) * (double)g->sp[s].slots;
     return bytes;
 }
 

@@ -151,10 +151,8 @@ int gpu_phasespace_extent(void *ctx, pic_state *st, int s, const ps_grid *grid, 
 /* ---- tracked particles, compacted on the device ---- */
 
 /* Per cluster: the tracked particles (id != 0). One block per cluster. */
-__global__ void k_count_tracked(const unsigned long long *__restrict__ id,
-                                const uint32_t *__restrict__ id32,
-                                const int *__restrict__ start, const int *__restrict__ count,
-                                int *tracked)
+__global__ void k_count_tracked(const gpu_parts ids, const int *__restrict__ start,
+                                const int *__restrict__ count, int *tracked)
 {
     __shared__ int n;
     const int c = blockIdx.x, p0 = start[c], p1 = p0 + count[c];
@@ -163,7 +161,7 @@ __global__ void k_count_tracked(const unsigned long long *__restrict__ id,
     __syncthreads();
     int mine = 0;
     for (int p = p0 + (int)threadIdx.x; p < p1; p += blockDim.x)
-        mine += gpu_id_at(id, id32, p) != 0;
+        mine += gpu_parts_id(ids, p) != 0;
     atomicAdd(&n, mine);
     __syncthreads();
     if (threadIdx.x == 0)
@@ -185,7 +183,7 @@ __global__ void k_compact_tracked(gpu_species d, const int *__restrict__ dst_sta
     __syncthreads();
     for (int q = p0; q < p1; q += blockDim.x) {
         const int p = q + (int)threadIdx.x;
-        const unsigned long long v = p < p1 ? gpu_id_at(d.id, d.id32, p) : 0ull;
+        const unsigned long long v = p < p1 ? gpu_parts_id(gpu_parts_of(&d), p) : 0ull;
         const int flag = v != 0;
         const unsigned ballot = __ballot_sync(0xffffffffu, flag);
         if (lane == 0)
@@ -268,11 +266,10 @@ species *gpu_fetch_tracked(void *ctx, pic_state *st, species *out)
         o->qm = h->qm;
         o->start = (int *)empic_calloc((size_t)nc, sizeof(int), "tracked particles");
         o->count = (int *)empic_calloc((size_t)nc, sizeof(int), "tracked particles");
-        if (!gpu_id_bytes(&g->sp[s]))
+        if (!g->sp[s].idb)
             continue;
-        k_count_tracked<<<nc, GPU_THREADS, 0, g->stream>>>(g->sp[s].id, g->sp[s].id32,
-                                                           g->sp[s].start, g->sp[s].count,
-                                                           dn + s * nc);
+        k_count_tracked<<<nc, GPU_THREADS, 0, g->stream>>>(
+            gpu_parts_of(&g->sp[s]), g->sp[s].start, g->sp[s].count, dn + s * nc);
         GPU_LAUNCHED(g, "k_count_tracked");
     }
     int *h_tab = (int *)pinned(g, 2 * tab);
@@ -282,7 +279,7 @@ species *gpu_fetch_tracked(void *ctx, pic_state *st, species *out)
     int *h_start = (int *)((char *)h_tab + tab);
     for (int s = 0; s < nsp; s++) {
         species *o = &out[s];
-        if (!gpu_id_bytes(&g->sp[s]))
+        if (!g->sp[s].idb)
             continue;
         for (int c = 0; c < nc; c++) {
             o->count[c] = h_tab[s * nc + c];
@@ -303,7 +300,7 @@ species *gpu_fetch_tracked(void *ctx, pic_state *st, species *out)
     size_t at = 0; /* byte offset of the species' block: ids (8-byte) first, then 4-byte */
     for (int s = 0; s < nsp; s++) {
         species *o = &out[s];
-        if (!gpu_id_bytes(&g->sp[s]))
+        if (!g->sp[s].idb)
             continue;
         const size_t n = total[s];
         char *dp = dbuf + at, *hp = hbuf + at;

@@ -48,10 +48,9 @@ typedef struct {
     float2 *xy, *uxy, *uzw;       /* offsets in the cell, momenta, weight */
     uint32_t *cell;
     uint8_t *code;
-    /* tracking ids, when the species is tracked: 4 bytes each when every id of the run fits
-       (species.id_max), else 8; the other pointer NULL */
-    unsigned long long *id;
-    uint32_t *id32;
+    void *id;                     /* tracking ids, NULL when the species is untracked */
+    int idb;                      /* their bytes: 4 when every id of the run fits
+                                     (species.id_max), else 8 (0: untracked) */
     int *start, *count, *cap;     /* per cluster */
     int *hist;                    /* 9 migration bins per cluster */
     int *need;                    /* per cluster: room needed during the sort */
@@ -172,27 +171,21 @@ typedef struct {
     float2 *xy, *uxy, *uzw;
     uint32_t *cell;
     uint8_t *code;
-    void *id;                     /* tracking ids (gpu_species.id or id32), or NULL */
-    int idb;                      /* their bytes: 8, 4 (0: none) */
+    void *id;                     /* tracking ids (gpu_species.id, idb), or NULL */
+    int idb;
 } gpu_parts;
 
-static inline gpu_parts gpu_parts_of(const gpu_species *d)
+__host__ __device__ static inline gpu_parts gpu_parts_of(const gpu_species *d)
 {
-    return gpu_parts{d->xy,   d->uxy, d->uzw, d->cell, d->code,
-                     d->id ? (void *)d->id : (void *)d->id32, d->id ? 8 : d->id32 ? 4 : 0};
+    return gpu_parts{d->xy, d->uxy, d->uzw, d->cell, d->code, d->id, d->idb};
 }
 
-/* Bytes of one tracking id of the species: 8, 4, or 0 when untracked. */
-static inline int gpu_id_bytes(const gpu_species *d)
+/* The tracking id of slot i (0: not tracked, or an untracked species). */
+__device__ __forceinline__ unsigned long long gpu_parts_id(const gpu_parts &a, int i)
 {
-    return d->id ? 8 : d->id32 ? 4 : 0;
-}
-
-/* The tracking id of slot i (0: not tracked). */
-__device__ __forceinline__ unsigned long long gpu_id_at(const unsigned long long *id,
-                                                        const uint32_t *id32, int i)
-{
-    return id ? id[i] : id32 ? (unsigned long long)id32[i] : 0ull;
+    return a.idb == 8   ? ((const unsigned long long *)a.id)[i]
+           : a.idb == 4 ? (unsigned long long)((const uint32_t *)a.id)[i]
+                        : 0ull;
 }
 
 /* One particle's fields in registers. */
@@ -213,9 +206,7 @@ __device__ __forceinline__ gpu_part gpu_parts_get(const gpu_parts &a, int i)
     q.uzw = a.uzw[i];
     q.cell = a.cell[i];
     q.code = a.code[i];
-    q.id = a.idb == 8   ? ((const unsigned long long *)a.id)[i]
-           : a.idb == 4 ? (unsigned long long)((const uint32_t *)a.id)[i]
-                        : 0ull;
+    q.id = gpu_parts_id(a, i);
     return q;
 }
 

@@ -365,7 +365,7 @@ void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *counts, const i
     const int grow = total > d->slots; /* new arrays with room to grow, the old ones freed */
     const size_t room = grow ? total + total / 128 : d->slots;
     typedef unsigned long long u64; /* the pairs and the ids: 8-byte elements */
-    u64 **arr[4] = {(u64 **)&d->xy, (u64 **)&d->uxy, (u64 **)&d->uzw, d->id ? &d->id : NULL};
+    u64 **arr[4] = {(u64 **)&d->xy, (u64 **)&d->uxy, (u64 **)&d->uzw, d->idb == 8 ? (u64 **)&d->id : NULL};
     if (grow) { /* every array new, each old one freed once copied (cudaFree waits) */
         for (int v = 0; v < 4; v++)
             if (arr[v]) {
@@ -376,7 +376,7 @@ void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *counts, const i
                 GPU_CK(cudaFree(*arr[v]));
                 *arr[v] = t;
             }
-        uint32_t **arr4[2] = {&d->cell, d->id32 ? &d->id32 : NULL};
+        uint32_t **arr4[2] = {&d->cell, d->idb == 4 ? (uint32_t **)&d->id : NULL};
         for (int v = 0; v < 2; v++)
             if (arr4[v]) {
                 uint32_t *t = (uint32_t *)gpu_malloc(g, room * 4, "particle cells and ids");
@@ -392,7 +392,7 @@ void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *counts, const i
         GPU_LAUNCHED(g, "k_relayout");
         GPU_CK(cudaFree(d->code));
         d->code = code;
-        g->bytes -= d->slots * (SLOT_BYTES + gpu_id_bytes(d));
+        g->bytes -= d->slots * (SLOT_BYTES + d->idb);
         d->slots = room;
     } else { /* through one spare 8-byte array: the cells and codes into it and back, each
                 8-byte array into it (the spare becomes the array, the old array the spare) */
@@ -401,7 +401,7 @@ void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *counts, const i
                                                                 from, to, d->count);
         GPU_LAUNCHED(g, "k_relayout");
         GPU_CK(cudaMemcpyAsync(d->code, spare, total, cudaMemcpyDeviceToDevice, g->stream));
-        uint32_t *arr4[2] = {d->cell, d->id32};
+        uint32_t *arr4[2] = {d->cell, d->idb == 4 ? (uint32_t *)d->id : NULL};
         for (int v = 0; v < 2; v++)
             if (arr4[v]) {
                 k_relayout<uint32_t><<<grid, GPU_THREADS, 0, g->stream>>>(
@@ -573,7 +573,7 @@ static void border_pass(gpu_state *g, const pic_state *st, ksorts *all, const in
         return; /* the axis is this rank's alone */
     size_t cnt[DECK_MAX_SPECIES][4], off[DECK_MAX_SPECIES][5];
     for (int k = 0; k < nsort; k++) {
-        const int s = which[k], idw = gpu_id_bytes(&g->sp[s]);
+        const int s = which[k], idw = g->sp[s].idb;
         gpu_border *B = &g->border[s];
         const int *hist = g->h_hist + (size_t)s * g->ncl * 9;
         if (B->tcap < 4 * m) {
@@ -640,7 +640,7 @@ static void border_pass(gpu_state *g, const pic_state *st, ksorts *all, const in
     for (int k = 0; k < nsort; k++) {
         const int s = which[k];
         char *h = g->border[s].host;
-        const int idw = gpu_id_bytes(&g->sp[s]);
+        const int idw = g->sp[s].idb;
         const size_t *c = cnt[k];
         comm_sendrecv(h + off[k][0], parts_bytes(c[0], idw), up, h + off[k][3],
                       parts_bytes(c[3], idw), down, 40 + 2 * k);

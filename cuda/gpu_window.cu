@@ -238,16 +238,11 @@ __global__ void k_inject(const __grid_constant__ kinject_all all, int cx, int nc
     const int f0 = a.from[cy], n = a.from[cy + 1] - f0;
     const int at = start[c] + count[c];
     for (int k = threadIdx.x; k < n; k += blockDim.x) {
-        int q = f0 + k, p = at + k;
-        o.xy[p] = make_float2(a.x[q], a.y[q]);
-        o.uxy[p] = make_float2(a.ux[q], a.uy[q]);
-        o.uzw[p] = make_float2(a.uz[q], a.w[q]);
-        o.cell[p] = a.cell[q];
-        o.code[p] = a.code[q];
-        if (o.idb == 8)
-            ((unsigned long long *)o.id)[p] = a.id[q];
-        else if (o.idb == 4)
-            ((uint32_t *)o.id)[p] = (uint32_t)a.id[q]; /* <= species.id_max */
+        const int q = f0 + k;
+        const gpu_part v = {make_float2(a.x[q], a.y[q]),   make_float2(a.ux[q], a.uy[q]),
+                            make_float2(a.uz[q], a.w[q]), a.cell[q],
+                            a.code[q],                     a.id ? a.id[q] : 0ull};
+        gpu_parts_put(o, at + k, v); /* ids in 4 bytes: <= species.id_max */
     }
     __syncthreads();
     if (threadIdx.x == 0)
@@ -368,10 +363,7 @@ void gpu_inject(void *ctx, pic_state *st, species *col, const int *add)
                         (const float *)(b + 4 * n4), (const float *)(b + 5 * n4),
                         (const float *)(b + 6 * n4), (const uint8_t *)(base + L.code),
                         (const int *)(base + L.from)};
-            gpu_parts o = gpu_parts_of(d);
-            if (!col[s].id)
-                o.id = NULL, o.idb = 0;
-            all.s[ninj++] = kinject{a, o, d->start, d->count};
+            all.s[ninj++] = kinject{a, gpu_parts_of(d), d->start, d->count};
             at += L.bytes;
         }
     }
