@@ -5,13 +5,19 @@
 CC      ?= gcc
 MARCH   ?= native
 CFLAGS  ?= -O3 -g
-CFLAGS  += -fno-math-errno -fno-trapping-math -std=c11 -march=$(MARCH) -Wall -Wextra -fopenmp -Iinclude -D_GNU_SOURCE
+CFLAGS  += -fno-math-errno -fno-trapping-math -std=c11 -march=$(MARCH) -Wall -Wextra -fopenmp -D_GNU_SOURCE
 PKGS    := hdf5 libconfig muparser
 NVCC    ?= nvcc
 CUDA    ?= $(if $(shell command -v $(NVCC) 2>/dev/null),1,0)
 CUDA_ARCH ?= sm_90
 
-SRC     := $(filter-out src/main.c,$(wildcard src/*.c))
+# src/ holds the program (main, cli, util, version) and one folder per group: sim/ (the run and
+# its time loop), deck/ (reading and checking the deck), state/ (what the backends advance),
+# io/ (files), mpi/ (ranks), cpu/ (the CPU backend; its twin is cuda/).
+SRC_DIRS := src src/sim src/deck src/state src/io src/mpi src/cpu
+SRC     := $(filter-out src/main.c,$(wildcard $(SRC_DIRS:%=%/*.c)))
+HDRS    := $(wildcard include/*.h $(SRC_DIRS:%=%/*.h))
+INC     := -Iinclude $(SRC_DIRS:%=-I%)
 OBJ     := $(SRC:src/%.c=build/%.o)
 CU_SRC  := $(wildcard cuda/*.cu)
 ifeq ($(CUDA),1)
@@ -51,9 +57,9 @@ $(DEPS_STAMP): tools/install-deps
 	@touch $@
 deps: $(DEPS_STAMP)
 
-build/%.o: src/%.c $(wildcard include/*.h) src/*.h | $(DEPS_STAMP)
-	@mkdir -p build
-	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Isrc -c $< -o $@
+build/%.o: src/%.c $(HDRS) | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) $(INC) -c $< -o $@
 
 # The commit goes into version.o only; build/.commit changes when the commit does.
 GIT_COMMIT := $(shell git describe --always --dirty --abbrev=12 2>/dev/null || echo unknown)
@@ -61,12 +67,12 @@ build/.commit: FORCE
 	@mkdir -p build
 	@echo '$(GIT_COMMIT)' | cmp -s - $@ || echo '$(GIT_COMMIT)' > $@
 build/version.o: src/version.c src/version.h build/.commit | $(DEPS_STAMP)
-	$(CC) $(CFLAGS) -DEMPIC_COMMIT='"$(GIT_COMMIT)"' -Isrc -c $< -o $@
+	$(CC) $(CFLAGS) -DEMPIC_COMMIT='"$(GIT_COMMIT)"' $(INC) -c $< -o $@
 FORCE:
 
-build/cuda_%.o: cuda/%.cu $(wildcard include/*.h cuda/*.h) src/*.h | $(DEPS_STAMP)
+build/cuda_%.o: cuda/%.cu $(HDRS) $(wildcard cuda/*.h) | $(DEPS_STAMP)
 	@mkdir -p build
-	$(NVCC) -O3 -std=c++17 -arch=$(CUDA_ARCH) -lineinfo -Iinclude -Isrc -Xcompiler -Wall,-Wextra -c $< -o $@
+	$(NVCC) -O3 -std=c++17 -arch=$(CUDA_ARCH) -lineinfo $(INC) -Xcompiler -Wall,-Wextra -c $< -o $@
 
 build/libempic.a: $(OBJ) $(CU_OBJ)
 	ar rcs $@ $^
@@ -77,7 +83,7 @@ bin/empic: build/main.o build/libempic.a
 
 bin/test_%: tests/test_%.c tests/testutil.h build/libempic.a
 	@mkdir -p bin
-	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Isrc -Itests $< build/libempic.a -o $@ $(LIBS) -lcunit
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) $(INC) -Itests $< build/libempic.a -o $@ $(LIBS) -lcunit
 
 run: bin/empic diag-install
 	bin/empic --overwrite decks/default.cfg
@@ -103,9 +109,9 @@ SAN_TESTS  := $(filter-out tests/test_gpu%.c,$(TESTS))
 SAN_ENV    := OMP_NUM_THREADS=2 UBSAN_OPTIONS=print_stacktrace=1 \
               LSAN_OPTIONS=suppressions=$(CURDIR)/tools/lsan.supp
 
-build-san/%.o: src/%.c $(wildcard include/*.h) src/*.h | $(DEPS_STAMP)
-	@mkdir -p build-san
-	$(CC) $(SAN_CFLAGS) $(PKG_CFLAGS) -Isrc -c $< -o $@
+build-san/%.o: src/%.c $(HDRS) | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN_CFLAGS) $(PKG_CFLAGS) $(INC) -c $< -o $@
 
 build-san/libempic.a: $(SRC:src/%.c=build-san/%.o)
 	ar rcs $@ $^
@@ -116,7 +122,7 @@ bin-san/empic: build-san/main.o build-san/libempic.a
 
 bin-san/test_%: tests/test_%.c tests/testutil.h build-san/libempic.a
 	@mkdir -p bin-san
-	$(CC) $(SAN_CFLAGS) $(PKG_CFLAGS) -Isrc -Itests $< build-san/libempic.a -o $@ $(SAN_LIBS) -lcunit
+	$(CC) $(SAN_CFLAGS) $(PKG_CFLAGS) $(INC) -Itests $< build-san/libempic.a -o $@ $(SAN_LIBS) -lcunit
 
 sanitize: bin-san/empic $(SAN_TESTS:tests/%.c=bin-san/%)
 	@set -e; for t in $(SAN_TESTS:tests/%.c=bin-san/%); do echo "== $$t"; $(SAN_ENV) $$t; done
@@ -132,22 +138,21 @@ sanitize: bin-san/empic $(SAN_TESTS:tests/%.c=bin-san/%)
 FUZZ_CC    ?= clang
 FUZZ_TIME  ?= 60
 FUZZ_SMOKE ?= 20
-FUZZ_FLAGS := -g -O1 -std=c11 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -Iinclude -Isrc
-FUZZ_SRC   := src/deck.c src/deck_check.c src/deck_const.c src/deck_insitu.c src/deck_run.c \
-              src/deck_write.c src/formula.c \
-              src/lasers.c src/species.c src/util.c
+FUZZ_FLAGS := -g -O1 -std=c11 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined $(INC)
+FUZZ_SRC   := $(wildcard src/deck/*.c) src/state/formula.c src/state/profile.c \
+              src/state/lasers.c src/util.c
 FUZZ_ENV   := LSAN_OPTIONS=suppressions=$(CURDIR)/tools/lsan.supp OMP_NUM_THREADS=1 \
               EMPIC_MEMORY_LIMIT=1e9
 FUZZ_RUN   := -timeout=30 -close_fd_mask=3 -print_final_stats=1 -artifact_prefix=build-fuzz/
 
-bin-fuzz/fuzz_deck: tools/fuzz_deck.c $(FUZZ_SRC) $(wildcard include/*.h) src/*.h | $(DEPS_STAMP)
+bin-fuzz/fuzz_deck: tools/fuzz_deck.c $(FUZZ_SRC) $(HDRS) | $(DEPS_STAMP)
 	@command -v $(FUZZ_CC) >/dev/null 2>&1 || tools/install-deps clang
 	@mkdir -p bin-fuzz
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fopenmp $(shell pkg-config --cflags libconfig muparser) \
 	  tools/fuzz_deck.c $(FUZZ_SRC) -o $@ $(shell pkg-config --libs libconfig muparser) \
 	  -lstdc++ -lm
 
-bin-fuzz/fuzz_ckpt: tools/fuzz_ckpt.c $(SRC) $(wildcard include/*.h) src/*.h | $(DEPS_STAMP)
+bin-fuzz/fuzz_ckpt: tools/fuzz_ckpt.c $(SRC) $(HDRS) | $(DEPS_STAMP)
 	@command -v $(FUZZ_CC) >/dev/null 2>&1 || tools/install-deps clang
 	@mkdir -p bin-fuzz
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fopenmp $(PKG_CFLAGS) tools/fuzz_ckpt.c $(SRC) -o $@ $(SAN_LIBS)

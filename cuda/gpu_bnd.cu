@@ -56,10 +56,10 @@ void gpu_bnd_setup(gpu_state *g, const pic_state *st)
     for (int s = 0; s < st->nsp; s++) {
         const species *h = &st->sp[s];
         gpu_species *d = &g->sp[s];
-        bnd_walls(h, cl, f, &d->walls);
+        species_walls(h, cl, f->nx, f->ny, &d->walls);
         int *list = (int *)empic_alloc((size_t)cl->n * sizeof(int), "wall clusters"), n = 0;
         for (int c = 0; c < cl->n; c++)
-            if (bnd_edge(h, cl, c))
+            if (species_on_wall(h, cl, c))
                 list[n++] = c;
         d->nedge = h->immobile ? 0 : n;
         d->absorbing = 0;

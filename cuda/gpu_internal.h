@@ -24,11 +24,11 @@ extern "C" {     /* host C code: the state backend.h hands over, the boundaries'
 #include "comm.h"
 #include "emf.h"
 #include "species.h"
-#include "bnd.h"
+#include "cpu_walls.h"
 #include "fbnd.h"
 #include "lasers.h"
-#include "particles.h"
-#include "sort.h"
+#include "cpu_particles.h"
+#include "cpu_sort.h"
 }
 #include "backend.h"
 

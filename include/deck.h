@@ -122,8 +122,6 @@ int deck_recheck(deck *d);
 /* Profile values the checks of one deck evaluate at most (default 2^26; the fuzzers lower
  * it); beyond it they visit an even subset of the load positions. */
 void deck_set_scan_budget(long long points);
-/* Cells the moving window moves in d->steps steps (0 without a window). */
-long deck_window_moves(const deck *d);
 /* The name of a species in output files and datasets: [^A-Za-z0-9] replaced by '_'. */
 void deck_output_name(char *dst, size_t len, const char *src);
 /* Courant limit of the 2D Yee scheme: 1/sqrt(1/dx^2 + 1/dy^2). */
@@ -143,8 +141,5 @@ int formula_constant(const char *expr, const deck_constant *k, int n, double *va
                      char *err, size_t errlen);
 double formula_eval(formula *f, double x, double y);
 void formula_free(formula *f);
-
-/* Piecewise-linear evaluation (deck_pwl with n == 0 gives 1). */
-double deck_pwl_eval(const deck_pwl *p, double s);
 
 #endif

@@ -45,6 +45,10 @@ void empic_report(const char *file, int line, const char *fmt, ...)
  * read the command line and the deck, whose errors rank 0 reports for all. */
 void empic_mute(int on);
 
+/* Set by comm_init: this rank r of n (messages name it when n > 1) and the function that ends
+ * every rank of the run on a fatal error (empic_exit calls it; exit() without it). */
+void empic_ranks(int r, int n, void (*end_all)(int));
+
 /* Report and exit(1): for errors a run cannot recover from. */
 #define EMPIC_DIE(...) (empic_report(__FILE__, __LINE__, __VA_ARGS__), empic_exit(1))
 void empic_exit(int code) __attribute__((noreturn));

@@ -1,5 +1,4 @@
 /* util.c - error reporting and checked allocation. */
-#include "comm.h"
 #include "empic.h"
 
 #include <stdarg.h>
@@ -7,8 +6,16 @@
 #include <stdlib.h>
 
 static int muted;
+static int rank = -1; /* this rank in a run of several, shown in every message */
+static void (*fatal_exit)(int);
 
 void empic_mute(int on) { muted = on; }
+
+void empic_ranks(int r, int n, void (*end_all)(int))
+{
+    rank = n > 1 ? r : -1;
+    fatal_exit = end_all;
+}
 
 void empic_report(const char *file, int line, const char *fmt, ...)
 {
@@ -16,8 +23,8 @@ void empic_report(const char *file, int line, const char *fmt, ...)
     if (muted)
         return;
     fputs("empic: ", stderr);
-    if (comm_size() > 1)
-        fprintf(stderr, "rank %d: ", comm_rank());
+    if (rank >= 0)
+        fprintf(stderr, "rank %d: ", rank);
     if (file && line > 0)
         fprintf(stderr, "%s:%d: ", file, line);
     else if (file)
@@ -28,8 +35,14 @@ void empic_report(const char *file, int line, const char *fmt, ...)
     fputc('\n', stderr);
 }
 
-/* One rank's fatal error ends every rank of the run (comm.h). */
-void empic_exit(int code) { comm_abort(code); }
+/* One rank's fatal error ends every rank of the run (the hook comm.c sets). */
+void empic_exit(int code)
+{
+    if (fatal_exit)
+        fatal_exit(code);
+    fflush(stdout);
+    exit(code);
+}
 
 void *empic_alloc(size_t bytes, const char *what)
 {

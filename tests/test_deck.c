@@ -391,13 +391,13 @@ static void test_pwl(void)
 {
     double s[] = {0.0, 1.0, 3.0}, v[] = {0.0, 2.0, 1.0};
     deck_pwl p = {3, s, v}, none = {0, NULL, NULL};
-    CU_ASSERT_DOUBLE_EQUAL(deck_pwl_eval(&p, -5.0), 0.0, 0);
-    CU_ASSERT_DOUBLE_EQUAL(deck_pwl_eval(&p, 0.5), 1.0, 1e-15);
-    CU_ASSERT_DOUBLE_EQUAL(deck_pwl_eval(&p, 1.0), 2.0, 1e-15);
-    CU_ASSERT_DOUBLE_EQUAL(deck_pwl_eval(&p, 2.0), 1.5, 1e-15);
-    CU_ASSERT_DOUBLE_EQUAL(deck_pwl_eval(&p, 3.0), 1.0, 0);
-    CU_ASSERT_DOUBLE_EQUAL(deck_pwl_eval(&p, 99.0), 1.0, 0);
-    CU_ASSERT_DOUBLE_EQUAL(deck_pwl_eval(&none, 0.3), 1.0, 0);
+    CU_ASSERT_DOUBLE_EQUAL(profile_pwl(&p, -5.0), 0.0, 0);
+    CU_ASSERT_DOUBLE_EQUAL(profile_pwl(&p, 0.5), 1.0, 1e-15);
+    CU_ASSERT_DOUBLE_EQUAL(profile_pwl(&p, 1.0), 2.0, 1e-15);
+    CU_ASSERT_DOUBLE_EQUAL(profile_pwl(&p, 2.0), 1.5, 1e-15);
+    CU_ASSERT_DOUBLE_EQUAL(profile_pwl(&p, 3.0), 1.0, 0);
+    CU_ASSERT_DOUBLE_EQUAL(profile_pwl(&p, 99.0), 1.0, 0);
+    CU_ASSERT_DOUBLE_EQUAL(profile_pwl(&none, 0.3), 1.0, 0);
     CU_ASSERT_DOUBLE_EQUAL(deck_courant_dt(0.1, 0.1), 0.1 / sqrt(2.0), 1e-15);
     CU_ASSERT_DOUBLE_EQUAL(deck_courant_dt(1.0, 2.0), 2.0 / sqrt(5.0), 1e-15);
 }

@@ -2,7 +2,7 @@
  * scatter the processor runs (scalar, AVX2, AVX-512) gives bitwise the current of
  * particle_move + deposit_pieces added particle by particle, on every crossing case of Kong's split, for
  * particles sharing cells (block scatter) and scattered over the cluster (scalar scatter). */
-#include "deposit_simd.h"
+#include "cpu_deposit.h"
 #include "particle.h"
 #include "testutil.h"
 

@@ -509,7 +509,7 @@ static void test_window_plasma(void)
     species col;
     int add[8];
     b.np += species_column(&b, &d2, &cl, 5, 5, &col, add);
-    species_append(&b, &cl, 5, &col, add);
+    species_inject(&b, &cl, 5, &col, add);
     species_free(&col);
     int same = 0, n = 0;
     for (int c = 0; c < cl.n; c++)

@@ -2,8 +2,8 @@
  * oscillation, Yee vacuum dispersion, two-stream growth, energy conservation, the sort under
  * a drifting non-uniform plasma, thread-independent loads. */
 #include "emf.h"
-#include "particles.h"
-#include "sort.h"
+#include "cpu_particles.h"
+#include "cpu_sort.h"
 #include "testutil.h"
 
 #include <omp.h>

@@ -1,29 +1,15 @@
-/* bnd.c - particle walls on the CPU (bnd.h, include/pbnd.h). */
-#include "bnd.h"
+/* cpu_walls.c - particle walls on the CPU (cpu_walls.h, include/pbnd.h). */
+#include "cpu_walls.h"
 #include "deck.h"
 #include "empic.h"
 #include "particle.h"
 #include "pbnd.h"
 
-void bnd_walls(const species *s, const clusters *cl, const emf *f, pbnd_walls *w)
-{
-    for (int k = 0; k < 4; k++)
-        w->bnd[k] = s->bnd[k];
-    w->ncx = cl->ncx;
-    w->ncy = cl->ncy;
-    w->nx = f->nx;
-    w->ny = f->ny;
-    for (int k = 0; k < 3; k++)
-        w->uth[k] = (float)s->cfg->uth[k];
-    w->seed = s->seed;
-    w->species = (unsigned)s->index;
-}
-
-void bnd_cluster(species *s, const emf *f, const clusters *cl, int c)
+void walls_cluster(species *s, const emf *f, const clusters *cl, int c)
 {
     const int cx = c % cl->ncx, cy = c / cl->ncx;
     pbnd_walls w;
-    bnd_walls(s, cl, f, &w);
+    species_walls(s, cl, f->nx, f->ny, &w);
     const pbnd_edges e = pbnd_edges_of(&w, cx, cy);
     int *hist = s->hist + 9 * c;
     for (int p = s->start[c]; p < s->start[c] + s->count[c]; p++)
@@ -31,11 +17,11 @@ void bnd_cluster(species *s, const emf *f, const clusters *cl, int c)
                    &s->cell[p], &s->x[p], &s->y[p], &s->ux[p], &s->uy[p], &s->uz[p]);
 }
 
-void bnd_tile(const species *s, const emf *f, const clusters *cl, int c, const cluster_tile *T,
+void walls_tile(const species *s, const emf *f, const clusters *cl, int c, const cluster_tile *T,
               float *jx, float *jy, float *jz)
 {
     pbnd_walls wl;
-    bnd_walls(s, cl, f, &wl);
+    species_walls(s, cl, f->nx, f->ny, &wl);
     pbnd_fold_tile(&wl, c % cl->ncx, c / cl->ncx, T, jx, jy, jz);
 }
 
@@ -57,7 +43,7 @@ static int drop_cluster(species *s, int c)
     return n;
 }
 
-long long bnd_drop(species *s, const clusters *cl, int window)
+long long walls_drop(species *s, const clusters *cl, int window)
 {
     const pbnd_drops d = pbnd_drops_of(s->bnd, window);
     if (!pbnd_drops_any(&d))

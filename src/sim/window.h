@@ -7,8 +7,6 @@
 #define WINDOW_H
 
 #include "kinds.h"
-#include "emf.h"
-#include "species.h"
 
 typedef struct {
     int enabled;
@@ -19,11 +17,5 @@ typedef struct {
 void window_init(window *w, const struct deck *d);
 /* Whether the window is due to move one cell now that E is at t (window at c (t - t_start)). */
 int window_due(const window *w, double t, double dx);
-/* The CPU backend's shift of the fields (with the PML state) and the particles' cells one
- * cell toward -x, after the E update and before the sort: a particle's migration code and its
- * cluster's histogram are updated so that the sort puts it into its new cluster; particles
- * leaving the back get PBND_DROP (bnd_drop with window = 1 removes them). The caller counts
- * the cell (window.cells). */
-void window_shift(emf *f, species *sp, int nsp, const clusters *cl);
 
 #endif

@@ -1,4 +1,6 @@
-/* emf.h - the electromagnetic fields on the Yee mesh (CPU side), with guard cells. */
+/* emf.h - the electromagnetic fields on the Yee mesh as the host holds them, with guard cells:
+ * their arrays, guard fills and current folds (with the neighbour ranks), the initial Poisson
+ * solve and the field diagnostics. The CPU backend's updates are cpu_fields.h's. */
 #ifndef EMF_H
 #define EMF_H
 
@@ -58,8 +60,6 @@ static inline int emf_owns(const emf *f, int i, int j)
     return i >= f->i0 && i < f->i1 && j >= f->j0 && j < f->j1;
 }
 
-void emf_b_half(emf *f);                /* B -= dt/2 curl E in the interior */
-void emf_e_advance(emf *f);             /* E += dt (curl B - J) in the interior */
 /* The guards filled from the cells they stand for (the neighbour rank's, or this rank's
  * across a periodic side); guards of non-periodic box edges are left as they are. */
 void emf_guard_fill(const emf *f, float *a);
@@ -71,8 +71,6 @@ void emf_guard_axis(const emf *f, float *a, int axis);
 void emf_acc_finish(const emf *f, long long *a, float *dst);
 /* Its fold along x (axis 0: every row) or y (axis 1: whole rows, after x), guards zeroed. */
 void emf_acc_fold(const emf *f, long long *a, int axis);
-void emf_current_finish(emf *f);        /* J from f->acc, then the deck's filter */
-void emf_filter(emf *f, float *a);      /* the deck's binomial passes (+ compensator) */
 void emf_zero(const emf *f, float *a);
 /* Solve the periodic discrete Poisson problem so that div E = rho - mean(rho) exactly;
  * the mean is kept as rho_bg (a uniform neutralising background). A box with a non-periodic

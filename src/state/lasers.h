@@ -1,4 +1,4 @@
-/* lasers.h - laser sources of a run on the CPU: each deck laser enters through a
+/* lasers.h - the laser sources of a run: each deck laser enters through a
  * total-field/scattered-field plane just inside its launching boundary (beyond the PML or
  * Mur edge). The incident field (include/laser.h) is added where the Yee curls cross the
  * plane, so the beam goes only forward and what comes back from the plasma leaves through
@@ -23,10 +23,5 @@
 void laser_setup(laser_src *L, const struct deck_laser *cfg, const struct deck *d, int layer);
 /* Lab time after which the laser has been fully injected. */
 double laser_end_time(const laser_src *L, const struct deck *d);
-/* Sources after a half B step and after the E step (E at t = f->step dt before the step;
- * laser.h's laser_line_of); shift = cells the moving window has moved (a beam along x
- * stops once it moves). */
-void laser_b(const laser_src *L, emf *f, long shift);
-void laser_e(const laser_src *L, emf *f, long shift);
 
 #endif

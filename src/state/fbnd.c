@@ -88,81 +88,6 @@ void fbnd_free(fbnd *b)
     free(b);
 }
 
-/* 1 when cell t of layer L (pml_e_cell's numbering) is this rank's. */
-static int layer_owns(const emf *f, const pml_layer *L, int t)
-{
-    const pml_strip st = {L->axis, L->first, L->n, L->len};
-    int i, j;
-    pml_strip_cell(&st, t, &i, &j);
-    return emf_owns(f, i, j);
-}
-
-/* The psi terms of every layer: after a half B step (e = 0; upd as pml_psi_due) or after
- * the E step (e = 1). */
-static void pml_terms(emf *f, int e, int upd)
-{
-    const fbnd *b = f->fb;
-    const int s = f->stride;
-    const float h = (float)(0.5 * f->dt), dt = (float)f->dt;
-    for (int n = 0; n < b->nlayers; n++) {
-        const pml_layer *L = &b->layer[n];
-        const pml_strip st = {L->axis, L->first, L->n, L->len};
-        const float id = L->axis ? (float)(1.0 / f->dy) : (float)(1.0 / f->dx);
-        float *const *ef = f->e, *const *bf = f->b;
-#pragma omp parallel for
-        for (int t = 0; t < L->n * L->len; t++) {
-            if (!layer_owns(f, L, t))
-                continue;
-            if (e)
-                pml_e_cell(&st, f->off, s, t, ef[0], ef[1], ef[2], bf[0], bf[1], bf[2], L->psi[0],
-                           L->psi[1], L->eb, L->ec, id, dt);
-            else
-                pml_b_cell(&st, f->off, s, t, bf[0], bf[1], bf[2], ef[0], ef[1], ef[2], L->psi[2],
-                           L->psi[3], L->bb, L->bc, id, h, upd);
-        }
-    }
-}
-
-void fbnd_b(emf *f)
-{
-    fbnd *b = f->fb;
-    pml_terms(f, 0, pml_psi_due(&b->psi_step, f->step));
-    for (int l = 0; l < b->nlasers; l++)
-        laser_b(&b->lasers[l], f, b->shift);
-}
-
-/* The Mur sides: their old values kept before the E step (apply = 0), their edge nodes set
- * after it (apply = 1). */
-static void mur_sides(emf *f, int apply)
-{
-    fbnd *b = f->fb;
-    for (int k = 0; k < 4; k++) {
-        if (!b->mur_old[k])
-            continue;
-        float *c1 = k / 2 ? f->e[0] : f->e[1], *c2 = f->e[2];
-        const mur_line m = mur_line_of(k, f->nx, f->ny, f->off, f->stride);
-        const int in = k & 1 ? (k / 2 ? f->ny : f->nx) - 1 : 1; /* the node inside the edge */
-        for (int t = 0; t < m.len; t++)
-            if (!(k / 2 ? emf_owns(f, t, in) : emf_owns(f, in, t)))
-                continue;
-            else if (apply)
-                mur_apply(&m, t, c1, c2, b->mur_old[k], b->mur_m[k / 2]);
-            else
-                mur_save(&m, t, c1, c2, b->mur_old[k]);
-    }
-}
-
-void fbnd_e_save(emf *f) { mur_sides(f, 0); }
-
-void fbnd_e(emf *f)
-{
-    fbnd *b = f->fb;
-    pml_terms(f, 1, 0);
-    for (int l = 0; l < b->nlasers; l++)
-        laser_e(&b->lasers[l], f, b->shift);
-    mur_sides(f, 1);
-}
-
 /* Entries of psi array p of layer L in cell column i, rows [j0, j1), to buf (out) or from
  * it; returns how many. */
 static size_t layer_column(const pml_layer *L, float *p, int i, int j0, int j1, float *buf,
@@ -184,32 +109,6 @@ static size_t layer_column(const pml_layer *L, float *p, int i, int j0, int j1, 
             p[k] = buf[n++];
     }
     return n;
-}
-
-void fbnd_shift(emf *f)
-{
-    fbnd *b = f->fb;
-    for (int n = 0; n < b->nlayers; n++) {
-        pml_layer *L = &b->layer[n];
-        for (int m = 0; m < 4; m++) {
-            float *p = L->psi[m];
-            if (L->axis == 0) {
-                for (int j = 0; j < L->len; j++) {
-                    memmove(p + (size_t)j * L->n, p + (size_t)j * L->n + 1,
-                            (size_t)(L->n - 1) * sizeof(float));
-                    p[(size_t)j * L->n + L->n - 1] = 0.0f;
-                }
-            } else {
-                for (int l = 0; l < L->n; l++) {
-                    memmove(p + (size_t)l * L->len, p + (size_t)l * L->len + 1,
-                            (size_t)(L->len - 1) * sizeof(float));
-                    p[(size_t)l * L->len + L->len - 1] = 0.0f;
-                }
-            }
-        }
-    }
-    fbnd_shift_exchange(f);
-    b->shift++;
 }
 
 void fbnd_shift_exchange(emf *f)

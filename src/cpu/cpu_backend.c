@@ -1,16 +1,18 @@
 /* cpu_backend.c - the CPU backend's table (backend.h): the host arrays are the live state;
- * each phase is an OpenMP loop over clusters (particles.c, sort.c, bnd.c, window.c) or over the
- * mesh (emf.c), timed here with the wall clock. */
+ * each phase is an OpenMP loop over clusters (cpu_particles.c, cpu_sort.c, cpu_walls.c,
+ * cpu_window.c) or over the mesh (cpu_fields.c, cpu_fbnd.c), timed here with the wall clock. */
 #include "backend.h"
-#include "bnd.h"
+#include "cpu_walls.h"
 #include "comm.h"
 #include "empic.h"
 #include "fbnd.h"
 #include "memory.h"
 #include "particle.h"
-#include "particles.h"
-#include "sort.h"
-#include "window.h"
+#include "cpu_particles.h"
+#include "cpu_sort.h"
+#include "cpu_window.h"
+#include "cpu_fields.h"
+#include "cpu_fbnd.h"
 
 #include <float.h>
 #include <omp.h>
@@ -29,7 +31,7 @@ static void cpu_close(void *ctx, pic_state *st) { (void)ctx, (void)st; }
 /* B -= dt/2 curl E, the boundary terms (PML, laser B sources), guards refreshed. */
 static void b_half(emf *f)
 {
-    emf_b_half(f);
+    fields_b_half(f);
     if (f->fb)
         fbnd_b(f);
     for (int c = 0; c < 3; c++)
@@ -72,10 +74,10 @@ static void cpu_fields(void *ctx, pic_state *st)
     emf *f = st->f;
     double t0 = omp_get_wtime();
     b_half(f);
-    emf_current_finish(f);
+    fields_current_finish(f);
     if (f->fb)
         fbnd_e_save(f); /* what Mur needs of E(n) */
-    emf_e_advance(f);
+    fields_e_advance(f);
     if (f->fb)
         fbnd_e(f);      /* PML terms, laser E sources, Mur edges at E's time level n */
     for (int c = 0; c < 3; c++)
@@ -99,7 +101,7 @@ static void cpu_sort(void *ctx, pic_state *st, int window, long long *dropped)
         dropped[s] = 0;
         if (st->sp[s].immobile && !window)
             continue;
-        dropped[s] = bnd_drop(&st->sp[s], st->cl, window);
+        dropped[s] = walls_drop(&st->sp[s], st->cl, window);
         dropped[s] += sort_clusters(&st->sp[s], st->cl); /* those sent to other ranks */
     }
     st->phase_s[PH_SORT] += omp_get_wtime() - t0;
@@ -111,7 +113,7 @@ static void cpu_inject(void *ctx, pic_state *st, species *col, const int *add)
     double t0 = omp_get_wtime();
     const int i = st->f->nx - 1, stride = st->cl->ncy + 1;
     for (int s = 0; s < st->nsp; s++)
-        species_append(&st->sp[s], st->cl, i, &col[s], add + s * stride);
+        species_inject(&st->sp[s], st->cl, i, &col[s], add + s * stride);
     st->phase_s[PH_SORT] += omp_get_wtime() - t0;
 }
 
@@ -123,11 +125,11 @@ static void cpu_rho(void *ctx, pic_state *st, float *per)
     emf_zero(f, f->rho);
     memset(a, 0, f->size * sizeof *a);
     for (int s = 0; s < st->nsp; s++) {
-        particles_charge(&st->sp[s], f, st->cl);
+        particles_rho(&st->sp[s], f, st->cl);
         if (per) { /* each species' own density, folded and filtered like J */
             float *r = per + (size_t)s * f->size;
             emf_acc_finish(f, a, r);
-            emf_filter(f, r);
+            fields_filter(f, r);
             for (size_t k = 0; k < f->size; k++)
                 f->rho[k] += r[k];
             memset(a, 0, f->size * sizeof *a);
@@ -135,7 +137,7 @@ static void cpu_rho(void *ctx, pic_state *st, float *per)
     }
     if (!per) { /* all species deposited together: fold and filter once */
         emf_acc_finish(f, a, f->rho);
-        emf_filter(f, f->rho);
+        fields_filter(f, f->rho);
     }
     emf_guard_fill(f, f->rho);
 }

@@ -4,6 +4,8 @@
 
 #include "cluster.h"
 #include "kinds.h"
+#include "pbnd.h"
+#include "profile.h"
 #include <stdint.h>
 #include <stddef.h>
 
@@ -38,13 +40,6 @@ int clusters_rank_of(const clusters *c, int k);
 void clusters_cells_of(const clusters *c, int r, int cells[4]);
 static inline int cluster_id(const clusters *c, int cx, int cy) { return cx + cy * c->ncx; }
 
-/* The first load position of a profile that the run cannot use. */
-typedef struct {
-    int found;
-    const char *what;     /* "density", "drift[1]", ... */
-    double x, y, value;   /* lab position and the value there */
-} species_fault;
-
 /* Structure of arrays. Particle p sits in cell (cell_i(cell), cell_j(cell)) (cluster.h) at
  * offset (x, y) in [0,1); u = gamma v; w = density weight n/ppc; code = 4-bit migration code. */
 typedef struct {
@@ -74,7 +69,7 @@ typedef struct {
     long long np;         /* particles in all */
     double slack;
     long long rearrangements;
-    species_fault bad;    /* a bad density met by the load or an injection (reported by
+    profile_fault bad;    /* a bad density met by the load or an injection (reported by
                              species_init, or by the guards after an injection) */
 } species;
 
@@ -124,22 +119,20 @@ long long species_column(const species *s, const struct deck *d, const clusters 
                          long ig, species *out, int *add);
 /* Append col (species_column's particles of cell column i) to the clusters of that column,
  * relaying segments out when full; np is the caller's to update. */
-void species_append(species *s, const clusters *cl, int i, const species *col, const int *add);
+void species_inject(species *s, const clusters *cl, int i, const species *col, const int *add);
 /* Particle count check: every cluster's particles inside it, sum = np. Returns the number of
  * misplaced particles (0 when sound). */
 long long species_check(const species *s, const clusters *cl);
-/* Largest value a particle quantity (weight, drift) may take in single precision with room
- * for the arithmetic of a step. */
-#define SPECIES_FLOAT_MAX 1e30
-
-/* Evaluate the profile of species s of d at every load position of the lab columns
- * [ig0, ig1) (0..nx-1: the initial load; nx and beyond: the moving window's injection),
- * where load and injection evaluate it: the particles of each column into per_column[ig -
- * ig0], and the first position (in column, row order) where the density is not finite or
- * negative, a weight overflows single precision or a drift is not finite into *bad. Only
- * cells whose index (ig - ig0) ny + j is a multiple of stride are visited (stride 1: all). */
-void species_scan(const struct deck *d, int s, long ig0, long ig1, long long stride,
-                  long long *per_column, species_fault *bad);
+/* Whether cluster c lies on a side where species s has a non-periodic boundary. */
+static inline int species_on_wall(const species *s, const clusters *cl, int c)
+{
+    const int cx = c % cl->ncx, cy = c / cl->ncx, *b = s->bnd;
+    return (cx == 0 && b[0]) || (cx == cl->ncx - 1 && b[1]) || (cy == 0 && b[2]) ||
+           (cy == cl->ncy - 1 && b[3]);
+}
+/* The walls of species s in a box of nx x ny cells in the form of include/pbnd.h's rules
+ * (both backends). */
+void species_walls(const species *s, const clusters *cl, int nx, int ny, pbnd_walls *w);
 /* Bytes of particle storage as allocated (slack included). */
 double species_bytes(const species *s);
 

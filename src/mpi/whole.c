@@ -6,7 +6,7 @@
  * cluster by cluster in cluster order, so rank 0 lays them out as one rank would hold them.
  * The boundary memories (thin whole-box strips on every rank) are summed as 32-bit patterns
  * over the ranks, each entry non-zero on one rank only. */
-#include "gather.h"
+#include "whole.h"
 #include "comm.h"
 #include "empic.h"
 #include "fbnd.h"

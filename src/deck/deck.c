@@ -616,24 +616,3 @@ double deck_courant_dt(double dx, double dy)
 {
     return 1.0 / sqrt(1.0 / (dx * dx) + 1.0 / (dy * dy));
 }
-
-double deck_pwl_eval(const deck_pwl *p, double s)
-{
-    if (!p || p->n <= 0 || !p->s || !p->f)
-        return 1.0;
-    int n = p->n;
-    if (n == 1 || s <= p->s[0])
-        return p->f[0];
-    if (s >= p->s[n - 1])
-        return p->f[n - 1];
-    int lo = 0, hi = n - 1;                 /* invariant: s[lo] < s < s[hi] ... or equal lo */
-    while (hi - lo > 1) {
-        int mid = lo + (hi - lo) / 2;
-        if (p->s[mid] <= s)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    double t = (s - p->s[lo]) / (p->s[hi] - p->s[lo]);
-    return p->f[lo] + t * (p->f[hi] - p->f[lo]);
-}

@@ -1,6 +1,6 @@
-/* emf.c - Yee field solver, guard cells (exchanged with the neighbour ranks), current
- * folding and filtering, initial Poisson solve and field diagnostics on the CPU (OpenMP over
- * rows of this rank's cells). */
+/* emf.c - the fields' arrays, guard cells (exchanged with the neighbour ranks), current
+ * folding, the initial Poisson solve and the field diagnostics (OpenMP over rows of this
+ * rank's cells). */
 #include "emf.h"
 #include "deck.h"
 #include "comm.h"
@@ -162,66 +162,6 @@ void emf_acc_finish(const emf *f, long long *a, float *dst)
 #pragma omp parallel for
     for (size_t k = 0; k < f->size; k++)
         dst[k] = (float)((double)a[k] * inv);
-}
-
-void emf_b_half(emf *f)
-{
-    const int s = f->stride;
-    const float hx = (float)(0.5 * f->dt / f->dx), hy = (float)(0.5 * f->dt / f->dy);
-#pragma omp parallel for
-    for (int j = f->j0; j < f->j1; j++)
-        for (int i = f->i0; i < f->i1; i++)
-            yee_b_cell(f->b[0], f->b[1], f->b[2], f->e[0], f->e[1], f->e[2], emf_idx(f, i, j),
-                       s, hx, hy);
-}
-
-void emf_e_advance(emf *f)
-{
-    const int s = f->stride;
-    const float dt = (float)f->dt, cx = (float)(f->dt / f->dx), cy = (float)(f->dt / f->dy);
-#pragma omp parallel for
-    for (int j = f->j0; j < f->j1; j++)
-        for (int i = f->i0; i < f->i1; i++)
-            yee_e_cell(f->e[0], f->e[1], f->e[2], f->b[0], f->b[1], f->b[2], f->j[0], f->j[1],
-                       f->j[2], emf_idx(f, i, j), s, dt, cx, cy);
-}
-
-/* One 3-point pass along x (d = 1) or y (d = stride), then refresh guards. */
-static void filter_pass(emf *f, float *a, int d, float wa, float wb)
-{
-#pragma omp parallel for
-    for (int j = f->j0; j < f->j1; j++)
-        for (int i = f->i0; i < f->i1; i++) {
-            int k = emf_idx(f, i, j);
-            f->tmp[k] = filter_3pt(a, k, d, wa, wb);
-        }
-#pragma omp parallel for
-    for (int j = f->j0; j < f->j1; j++)
-        memcpy(a + emf_idx(f, f->i0, j), f->tmp + emf_idx(f, f->i0, j),
-               (size_t)(f->i1 - f->i0) * sizeof(float));
-    emf_guard_fill(f, a);
-}
-
-void emf_filter(emf *f, float *a)
-{
-    const int np = filter_pass_count(f->filter_passes, f->filter_compensate);
-    if (np == 0)
-        return;
-    emf_guard_fill(f, a);
-    for (int dir = 0; dir < 2; dir++)
-        for (int p = 0; p < np; p++) {
-            float wa, wb;
-            filter_weights(f->filter_passes, p, &wa, &wb);
-            filter_pass(f, a, dir ? f->stride : 1, wa, wb);
-        }
-}
-
-void emf_current_finish(emf *f)
-{
-    for (int c = 0; c < 3; c++) {
-        emf_acc_finish(f, f->acc + c * f->size, f->j[c]);
-        emf_filter(f, f->j[c]);
-    }
 }
 
 void emf_poisson(emf *f, const float *rho)

@@ -1,9 +1,10 @@
 /* fbnd.h - non-periodic field boundaries on the CPU: CPML absorbing layers of d.pml_cells
  * cells inside the box edge (include/pml.h), first-order Mur edges, and the laser sources
- * (lasers.h), hooked into the Yee updates of emf.c.
+ * (lasers.h): their state, made and freed here; the CPU backend's updates are cpu_fbnd.h's,
+ * the device's cuda/gpu_fbnd.cu.
  *
  * Edges: at a non-periodic side the guards are never filled by copy and currents deposited in
- * them are dropped (emf.c), so nothing wraps. The boundary nodes are node 0 (interior storage)
+ * them are dropped (emf.c's fold), so nothing wraps. The boundary nodes are node 0 (interior storage)
  * and node nx (guard storage) along x, likewise along y. A PML side leaves the guards at zero
  * (the layer ends on a conducting wall, reached by 1e-5 of the wave after a round trip); a Mur
  * side sets the tangential E at the boundary node from the node inside. */
@@ -43,15 +44,6 @@ typedef struct fbnd {
  * planes excluded). */
 fbnd *fbnd_new(emf *f, const struct deck *d);
 void fbnd_free(fbnd *b);
-/* After each half step B -= dt/2 curl E (E at t = f->step dt): PML terms (the B psi are
- * updated at the first of the half steps with a given E), laser B sources. */
-void fbnd_b(emf *f);
-/* Before E += dt (curl B - J): keep what Mur needs. */
-void fbnd_e_save(emf *f);
-/* After it (before f->step advances): PML terms, laser E sources, Mur edges. */
-void fbnd_e(emf *f);
-/* The moving window shifted the fields one cell toward -x: shift the layer state with them. */
-void fbnd_shift(emf *f);
 /* Its exchange between ranks, after the layers' memories were shifted (also the CUDA
  * backend's, on host copies): the last column of this rank's cells from the rank on the
  * right. */

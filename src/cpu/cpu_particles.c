@@ -3,10 +3,10 @@
  * (2x2 colouring, Kong Fig. 3): each thread accumulates its cluster's current in a private
  * tile with one ghost cell below and two above, then adds the tile to the mesh's fixed-point
  * sums (emf.acc); tiles of one colour never overlap, so no atomics are needed. */
-#include "particles.h"
-#include "bnd.h"
+#include "cpu_particles.h"
+#include "cpu_walls.h"
 #include "comm.h"
-#include "deposit_simd.h"
+#include "cpu_deposit.h"
 #include "empic.h"
 #include "particle.h"
 
@@ -247,9 +247,9 @@ void particles_advance(species *s, emf *f, const clusters *cl, const float ext_e
                 tile t;
                 tile_open(&t, store, cl, c, 3);
                 move_cluster(s, f, c, &t);
-                if (bnd_edge(s, cl, c)) { /* walls: particles that crossed them, their current */
-                    bnd_cluster(s, f, cl, c);
-                    bnd_tile(s, f, cl, c, &t.c, t.a[0], t.a[1], t.a[2]);
+                if (species_on_wall(s, cl, c)) { /* walls: particles that crossed them, their current */
+                    walls_cluster(s, f, cl, c);
+                    walls_tile(s, f, cl, c, &t.c, t.a[0], t.a[1], t.a[2]);
                 }
                 tile_add(&t, f, 0, 3);
                 tp += t1 - t0;
@@ -270,7 +270,7 @@ void particles_advance(species *s, emf *f, const clusters *cl, const float ext_e
     st->t_deposit = td / nt;
 }
 
-void particles_charge(const species *s, const emf *f, const clusters *cl)
+void particles_rho(const species *s, const emf *f, const clusters *cl)
 {
 #pragma omp parallel
     {

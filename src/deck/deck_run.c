@@ -6,7 +6,7 @@
 #include "deck_check.h"
 #include "empic.h"
 #include "lasers.h"
-#include "species.h"
+#include "profile.h"
 
 #include <float.h>
 #include <math.h>
@@ -162,16 +162,6 @@ static void check_names(dk_ctx *c, const cs *root)
         }
 }
 
-long deck_window_moves(const deck *d)
-{
-    if (!d->window_enabled)
-        return 0;
-    /* dt < dx (Courant): the window, moving at c, never falls behind by a whole cell, so it
-     * moves once at each step n with n dt - t_start >= (moves + 1) dx */
-    double m = floor((d->steps * d->dt - d->window_t_start) / (d->dx * (1.0 - 1e-12)));
-    return m > 0 ? (m < 1e12 ? (long)m : 1000000000000L) : 0;
-}
-
 /* The particle slots of one species are indexed by int (species.c). */
 static void check_slots(dk_ctx *c, const cs *root, int s)
 {
@@ -193,7 +183,7 @@ static void check_profile(dk_ctx *c, const cs *root, int s)
 {
     deck *d = c->d;
     const deck_species *sp = &d->species[s];
-    const long moves = deck_window_moves(d), ncol = d->nx + moves;
+    const long moves = profile_window_moves(d), ncol = d->nx + moves;
     const long limit = WINDOW_COLUMNS_MAX < 65535L * d->nx ? WINDOW_COLUMNS_MAX : 65535L * d->nx;
     if (ncol > limit) {
         if (s == 0)
@@ -226,8 +216,8 @@ static void check_profile(dk_ctx *c, const cs *root, int s)
                   "profile over %ld columns", ncol);
         return;
     }
-    species_fault bad;
-    species_scan(d, s, 0, ncol, stride, col, &bad);
+    profile_fault bad;
+    profile_scan(d, s, 0, ncol, stride, col, &bad);
     if (bad.found) {
         const cs *g = elem(root, "species", s, NULL), *at = dk_member(g, "density");
         if (at && dk_member(at, sp->profile == PROFILE_EXPR ? "expr" : "n"))

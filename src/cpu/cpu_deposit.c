@@ -19,7 +19,7 @@
  * Either way each tile word receives the same additions in the same order: bitwise the
  * current of the scalar path (tests/test_deposit.c). The node tile is copied to the planar
  * tile at the end. */
-#include "deposit_simd.h"
+#include "cpu_deposit.h"
 #include "empic.h"
 #include "particle.h"
 

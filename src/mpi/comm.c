@@ -20,6 +20,7 @@ void comm_init(int *argc, char ***argv)
         any |= getenv(launched[k]) != NULL;
     if (any && MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &have) != MPI_SUCCESS)
         EMPIC_DIE("MPI_Init_thread failed");
+    empic_ranks(comm_rank(), comm_size(), comm_abort);
 }
 
 void comm_finalize(void)
@@ -80,7 +81,11 @@ static void allreduce(void *v, size_t n, MPI_Datatype t, MPI_Op op)
 }
 #else
 static int ranks(void) { return 1; }
-void comm_init(int *argc, char ***argv) { (void)argc, (void)argv; }
+void comm_init(int *argc, char ***argv)
+{
+    (void)argc, (void)argv;
+    empic_ranks(0, 1, comm_abort);
+}
 void comm_finalize(void) {}
 int comm_rank(void) { return 0; }
 int comm_local_rank(void) { return 0; }

@@ -11,7 +11,7 @@
  * to the right cluster's rank, which appends them and then sends back its own -1 movers
  * (the hole filling takes from the segment's end, arrivals included): the same operations
  * in the same order as on one rank, so the particle order in every cluster is the same. */
-#include "sort.h"
+#include "cpu_sort.h"
 #include "cluster.h"
 #include "comm.h"
 #include "empic.h"

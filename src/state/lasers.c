@@ -1,4 +1,4 @@
-/* lasers.c - total-field/scattered-field laser sources (lasers.h) on the CPU. */
+/* lasers.c - the laser sources of a deck set up for a run (lasers.h). */
 #include "lasers.h"
 #include "deck.h"
 #include "empic.h"
@@ -41,23 +41,3 @@ double laser_end_time(const laser_src *L, const deck *d)
     return laser_length(&L->beam) + laser_xi(L, L->plane, h) + h;
 }
 
-/* The source line of L after a half B step (e = 0) or the E step (e = 1). */
-static void laser_add(const laser_src *L, emf *f, long shift, int e)
-{
-    const laser_line ln = laser_line_of(L, e, f->step, f->dt, f->dx, f->dy, shift);
-    if (!ln.on)
-        return;
-    float *const a[6] = {f->e[0], f->e[1], f->e[2], f->b[0], f->b[1], f->b[2]};
-    float *d1 = a[ln.d1], *d2 = a[ln.d2];
-    const int n = L->axis ? f->nx : f->ny;
-#pragma omp parallel for
-    for (int t = 0; t < n; t++) {
-        if (!(L->axis ? emf_owns(f, t, ln.at) : emf_owns(f, ln.at, t)))
-            continue; /* another rank's node */
-        int k = L->axis ? emf_idx(f, t, ln.at) : emf_idx(f, ln.at, t);
-        laser_line_add(&L->beam, &ln, t, &d1[k], &d2[k]);
-    }
-}
-
-void laser_b(const laser_src *L, emf *f, long shift) { laser_add(L, f, shift, 0); }
-void laser_e(const laser_src *L, emf *f, long shift) { laser_add(L, f, shift, 1); }

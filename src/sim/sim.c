@@ -5,12 +5,12 @@
 #include "column.h"
 #include "comm.h"
 #include "fbnd.h"
-#include "gather.h"
+#include "whole.h"
 #include "health.h"
 #include "insitu.h"
 #include "lasers.h"
 #include "output.h"
-#include "particles.h"
+#include "cpu_particles.h"
 #include "report.h"
 
 #include <math.h>

@@ -184,49 +184,6 @@ static void species_release(species *s)
     free(s->id);
 }
 
-/* Per-thread evaluators of the species' formulas (NULL where a plain number will do). */
-typedef struct {
-    formula *dens, *drift[3];
-    double drift_const[3];
-} profile_eval;
-
-static void profile_open(profile_eval *p, const deck_species *c)
-{
-    char err[256];
-    memset(p, 0, sizeof *p);
-    if (c->profile == PROFILE_EXPR && !(p->dens = formula_new(c->density_expr, err, sizeof err)))
-        EMPIC_DIE("species %s: density formula: %s", c->name, err);
-    for (int a = 0; a < 3; a++) {
-        char *end;
-        p->drift_const[a] = strtod(c->drift[a], &end);
-        if (end != c->drift[a] && *end == '\0')
-            continue;
-        if (!(p->drift[a] = formula_new(c->drift[a], err, sizeof err)))
-            EMPIC_DIE("species %s: drift formula: %s", c->name, err);
-    }
-}
-
-static void profile_close(profile_eval *p)
-{
-    if (p->dens)
-        formula_free(p->dens);
-    for (int a = 0; a < 3; a++)
-        if (p->drift[a])
-            formula_free(p->drift[a]);
-}
-
-static double profile_density(const deck_species *c, profile_eval *p, double x, double y)
-{
-    switch (c->profile) {
-    case PROFILE_PIECEWISE:
-        return c->n * deck_pwl_eval(&c->px, x) * deck_pwl_eval(&c->py, y);
-    case PROFILE_EXPR:
-        return c->n * formula_eval(p->dens, x, y);
-    default:
-        return c->n;
-    }
-}
-
 /* The first bad density of a load or injection: kept for the caller to report. */
 static void note_bad(species *s, double x, double y, double v)
 {
@@ -239,9 +196,6 @@ static void note_bad(species *s, double x, double y, double v)
         s->bad.value = v;
     }
 }
-
-/* Offset in its cell of load position a of n along an axis. */
-static float load_offset(int a, int n) { return ((float)a + 0.5f) / (float)n; }
 
 /* The largest weight n(x,y)/ppc of the species' profile: exact for uniform and piecewise
  * profiles, the largest value on a 65 x 65 lattice over the box for a formula (an estimate:
@@ -295,7 +249,7 @@ static int load_cell(species *s, const deck *d, profile_eval *p, int i, int j, l
     int n = 0;
     for (int b = 0; b < py; b++)
         for (int a = 0; a < px; a++) {
-            float ox = load_offset(a, px), oy = load_offset(b, py);
+            float ox = profile_offset(a, px), oy = profile_offset(b, py);
             double xp = (ig + (double)ox) * d->dx, yp = (j + (double)oy) * d->dy;
             double dens = profile_density(cfg, p, xp, yp);
             if (!(dens >= 0.0) && !fill) /* beyond what deck_load checked: stop, not skip */
@@ -436,7 +390,7 @@ void species_open(species *s, const deck *d, int index, const clusters *c)
     s->window_ncx = d->window_enabled ? c->ncx : 0;
     if (s->tracked) { /* the last particle of the last column the run can load */
         const int ppc = s->cfg->ppc[0] * s->cfg->ppc[1];
-        s->id_max = track_id(d->nx - 1 + deck_window_moves(d), d->ny - 1, ppc - 1, d->ny, ppc);
+        s->id_max = track_id(d->nx - 1 + profile_window_moves(d), d->ny - 1, ppc - 1, d->ny, ppc);
     }
     s->start = empic_calloc((size_t)c->n, sizeof(int), "cluster table");
     s->count = empic_calloc((size_t)c->n, sizeof(int), "cluster table");
@@ -526,7 +480,7 @@ void species_relayout(species *s, const clusters *cl, const int *count, const in
     s->rearrangements++;
 }
 
-void species_append(species *s, const clusters *cl, int i, const species *col, const int *add)
+void species_inject(species *s, const clusters *cl, int i, const species *col, const int *add)
 {
     const int cx = cl->cx_of[i];
     int grow = 0;
@@ -615,69 +569,16 @@ double species_bytes(const species *s)
     return per * (double)s->alloc;
 }
 
-/* The profile of cell (ig, j) at its load positions, as load_cell evaluates it: adds the
- * particles to *count; on the first position whose density is not finite or negative, whose
- * weight overflows single precision, or whose drift is not finite, fills *bad and returns 1. */
-static int scan_cell(const deck *d, const deck_species *c, profile_eval *p, long ig, int j,
-                     long long *count, species_fault *bad)
+void species_walls(const species *s, const clusters *cl, int nx, int ny, pbnd_walls *w)
 {
-    for (int b = 0; b < c->ppc[1]; b++)
-        for (int a = 0; a < c->ppc[0]; a++) {
-            double xp = (ig + (double)load_offset(a, c->ppc[0])) * d->dx;
-            double yp = (j + (double)load_offset(b, c->ppc[1])) * d->dy;
-            double v = profile_density(c, p, xp, yp);
-            const char *what = NULL;
-            if (!isfinite(v) || v < 0)
-                what = "density";
-            else if (v / (c->ppc[0] * c->ppc[1]) > SPECIES_FLOAT_MAX)
-                what = "density (the weight overflows single precision)";
-            for (int k = 0; v > 0 && !what && k < 3; k++) {
-                double u = p->drift[k] ? formula_eval(p->drift[k], xp, yp) : p->drift_const[k];
-                if (!isfinite(u) || fabs(u) > SPECIES_FLOAT_MAX) {
-                    what = k == 0 ? "drift[0]" : k == 1 ? "drift[1]" : "drift[2]";
-                    v = u;
-                }
-            }
-            if (what) {
-                bad->found = 1;
-                bad->what = what;
-                bad->x = xp;
-                bad->y = yp;
-                bad->value = v;
-                return 1;
-            }
-            *count += v > 0;
-        }
-    return 0;
-}
-
-void species_scan(const deck *d, int s, long ig0, long ig1, long long stride,
-                  long long *per_column, species_fault *bad)
-{
-    const deck_species *c = &d->species[s];
-    const long long cells = (long long)(ig1 - ig0) * d->ny, visits = (cells + stride - 1) / stride;
-    long long first = LLONG_MAX; /* first bad visit, in column then row order */
-    memset(bad, 0, sizeof *bad);
-    memset(per_column, 0, (size_t)(ig1 - ig0) * sizeof *per_column);
-#pragma omp parallel
-    {
-        profile_eval p;
-        profile_open(&p, c);
-        species_fault mine = {0};
-        long long at = LLONG_MAX;
-#pragma omp for schedule(dynamic, 64)
-        for (long long m = 0; m < visits; m++) {
-            long long n = 0, k = m * stride / d->ny;
-            if (m < at && scan_cell(d, c, &p, ig0 + (long)k, (int)(m * stride % d->ny), &n, &mine))
-                at = m;
-#pragma omp atomic
-            per_column[k] += n;
-        }
-        profile_close(&p);
-#pragma omp critical
-        if (at < first) {
-            first = at;
-            *bad = mine;
-        }
-    }
+    for (int k = 0; k < 4; k++)
+        w->bnd[k] = s->bnd[k];
+    w->ncx = cl->ncx;
+    w->ncy = cl->ncy;
+    w->nx = nx;
+    w->ny = ny;
+    for (int k = 0; k < 3; k++)
+        w->uth[k] = (float)s->cfg->uth[k];
+    w->seed = s->seed;
+    w->species = (unsigned)s->index;
 }

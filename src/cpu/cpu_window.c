@@ -1,24 +1,12 @@
-/* window.c - the moving window (window.h) on the CPU. */
-#include "window.h"
+/* cpu_window.c - the moving window's shift on the CPU (cpu_window.h). */
+#include "cpu_window.h"
 #include "deck.h"
 #include "empic.h"
-#include "fbnd.h"
+#include "cpu_fbnd.h"
 #include "particle.h"
 #include "pbnd.h"
 
 #include <string.h>
-
-void window_init(window *w, const deck *d)
-{
-    memset(w, 0, sizeof *w);
-    w->enabled = d->window_enabled;
-    w->t_start = d->window_t_start;
-}
-
-int window_due(const window *w, double t, double dx)
-{
-    return w->enabled && t - w->t_start >= (w->cells + 1) * dx * (1.0 - 1e-12);
-}
 
 /* Every stored row (guard rows too): this rank's columns and the guards above take the
  * column to their right, the last is cleared; the guards below stay as they are (zero at

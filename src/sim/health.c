@@ -182,7 +182,7 @@ int health_faults(const sim *S)
 {
     for (int s = 0; s < S->nsp; s++)
         if (S->sp[s].bad.found) { /* beyond what deck_load checked (--steps, large decks) */
-            const species_fault *b = &S->sp[s].bad;
+            const profile_fault *b = &S->sp[s].bad;
             empic_report(NULL, 0, "step %ld: species %s: the moving window's injection met %s "
                          "= %g at (x, y) = (%.9g, %.9g) (lab frame); expected a finite value "
                          ">= 0", S->step, S->sp[s].name, b->what, b->value, b->x, b->y);
