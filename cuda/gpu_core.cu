@@ -552,6 +552,8 @@ const backend *cuda_backend(char *name, size_t len)
     if (!gpu_available(name, len))
         return NULL;
     b.name = "cuda";
+    b.kind = BACKEND_CUDA;
+    b.on_host = 0;
     b.open = gpu_open;
     b.close = gpu_close;
     b.b_half = gpu_b_half;

@@ -38,7 +38,7 @@ typedef struct deck_species {
     int immobile;
     int profile;                       /* enum deck_profile */
     double n;                          /* density scale: uniform value, or factor for the others */
-    deck_pwl px, py;                   /* piecewise: n(x,y) = n * fx(x) * fy(y) */
+    deck_pwl pwl_x, pwl_y;             /* piecewise: n(x,y) = n * fx(x) * fy(y) */
     char density_expr[DECK_EXPR_MAX];  /* expr: n(x,y) = n * expr(x,y) ("n" defaults to 1) */
     double uth[3];                     /* per-axis thermal momentum u_th */
     char drift[3][DECK_EXPR_MAX];      /* drift components as formulas in x, y; numbers are

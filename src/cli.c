@@ -1,6 +1,6 @@
 /* cli.c - GNU-style options from the usage text (see cli.h). */
 #include "cli.h"
-#include "deck_check.h"
+#include "deck_read.h"
 #include "empic.h"
 
 #include <stdio.h>

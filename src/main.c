@@ -160,13 +160,13 @@ int main(int argc, char **argv)
     options o;
     comm_init(&argc, &argv);
     empic_mute(comm_rank() != 0); /* command line and deck: rank 0 reports for all */
-    int st = parse_options(argc, argv, &o);
-    if (st < 0)
-        st = run(&o);
+    int status = parse_options(argc, argv, &o);
+    if (status < 0)
+        status = run(&o);
     free(o.argv);
     free(o.utext);
     comm_finalize();
-    return st;
+    return status;
 }
 
 /* Load (or find the checkpoint and its deck), check, lock the output folder, run. */

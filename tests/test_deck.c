@@ -148,7 +148,7 @@ static void assert_same(deck *a, deck *b)
         CU_ASSERT(p->charge == q->charge && p->mass == q->mass && p->immobile == q->immobile);
         CU_ASSERT(p->ppc[0] == q->ppc[0] && p->ppc[1] == q->ppc[1]);
         CU_ASSERT(p->profile == q->profile && p->n == q->n);
-        CU_ASSERT(pwl_equal(&p->px, &q->px) && pwl_equal(&p->py, &q->py));
+        CU_ASSERT(pwl_equal(&p->pwl_x, &q->pwl_x) && pwl_equal(&p->pwl_y, &q->pwl_y));
         CU_ASSERT_STRING_EQUAL(p->density_expr, q->density_expr);
         CU_ASSERT(memcmp(p->uth, q->uth, sizeof p->uth) == 0);
         for (int k = 0; k < 3; k++)
@@ -182,7 +182,7 @@ static void test_roundtrip(void)
     CU_ASSERT(a.species[0].bnd[SIDE_YMIN] == PBND_PERIODIC);
     CU_ASSERT(a.species[1].bnd[SIDE_XMAX] == PBND_ABSORBING);   /* follows the fields */
     CU_ASSERT_STRING_EQUAL(a.species[0].drift[2], "0.001");
-    CU_ASSERT(a.species[1].px.n == 3 && a.species[1].py.n == 2);
+    CU_ASSERT(a.species[1].pwl_x.n == 3 && a.species[1].pwl_y.n == 2);
     CU_ASSERT(a.fields_quantities == (FQ_E | FQ_RHO) && a.particles_species_mask == 2);
 
     snprintf(path, sizeof path, "%s/resolved.cfg", tmpdir);

@@ -61,10 +61,10 @@ static part *cluster_parts(const species *s, int c)
     return p;
 }
 
-/* species_check, printing the first violations. */
+/* species_misplaced, printing the first violations. */
 static long long check_species(const species *s, const clusters *cl)
 {
-    long long bad = species_check(s, cl), shown = 0, n = 0;
+    long long bad = species_misplaced(s, cl), shown = 0, n = 0;
     for (int c = 0; c < cl->n && bad && shown < 3; c++) {
         int cx = c % cl->ncx, cy = c / cl->ncx;
         n += s->count[c];
@@ -221,12 +221,12 @@ static void front_deck(deck *d, int backend, const char *tag)
                                       s ? 1836.0 : 1.0, 3, 0.0);
         sp->immobile = s;
         sp->profile = PROFILE_PIECEWISE;
-        sp->px.n = 4;
-        sp->px.s = malloc(4 * sizeof(double));
-        sp->px.f = malloc(4 * sizeof(double));
+        sp->pwl_x.n = 4;
+        sp->pwl_x.s = malloc(4 * sizeof(double));
+        sp->pwl_x.f = malloc(4 * sizeof(double));
         const double xs[4] = {0.0, 2.0, 2.05, 4.8}, fs[4] = {1.0, 1.0, 0.0, 0.0};
-        memcpy(sp->px.s, xs, sizeof xs);
-        memcpy(sp->px.f, fs, sizeof fs);
+        memcpy(sp->pwl_x.s, xs, sizeof xs);
+        memcpy(sp->pwl_x.f, fs, sizeof fs);
     }
     snprintf(d->species[0].drift[0], sizeof d->species[0].drift[0], "2.0");
     d->energy_every = 0;
@@ -643,12 +643,12 @@ static void window_deck(deck *d, int backend, const char *tag)
                                       s ? 1836.0 : 1.0, 2, 0.0);
         sp->bnd[SIDE_XMIN] = sp->bnd[SIDE_XMAX] = PBND_ABSORBING;
         sp->profile = PROFILE_PIECEWISE;
-        sp->px.n = 3;
-        sp->px.s = malloc(3 * sizeof(double));
-        sp->px.f = malloc(3 * sizeof(double));
+        sp->pwl_x.n = 3;
+        sp->pwl_x.s = malloc(3 * sizeof(double));
+        sp->pwl_x.f = malloc(3 * sizeof(double));
         const double xs[3] = {0.0, 10.0, 12.0}, fs[3] = {0.5, 0.5, 2.0};
-        memcpy(sp->px.s, xs, sizeof xs);
-        memcpy(sp->px.f, fs, sizeof fs);
+        memcpy(sp->pwl_x.s, xs, sizeof xs);
+        memcpy(sp->pwl_x.f, fs, sizeof fs);
     }
     snprintf(d->species[0].drift[1], sizeof d->species[0].drift[1], "0.1");
     out_dir(d, backend, tag);

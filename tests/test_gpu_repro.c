@@ -66,12 +66,12 @@ static void open_deck(deck *d)
         sp->bnd[SIDE_YMIN] = s ? PBND_REFLECTING : PBND_THERMAL;
         sp->bnd[SIDE_YMAX] = PBND_REFLECTING;
         sp->profile = PROFILE_PIECEWISE;
-        sp->px.n = 3;
-        sp->px.s = malloc(3 * sizeof(double));
-        sp->px.f = malloc(3 * sizeof(double));
+        sp->pwl_x.n = 3;
+        sp->pwl_x.s = malloc(3 * sizeof(double));
+        sp->pwl_x.f = malloc(3 * sizeof(double));
         const double xs[3] = {2.0, 5.0, 12.0}, fs[3] = {0.0, 1.0, 2.0};
-        memcpy(sp->px.s, xs, sizeof xs);
-        memcpy(sp->px.f, fs, sizeof fs);
+        memcpy(sp->pwl_x.s, xs, sizeof xs);
+        memcpy(sp->pwl_x.f, fs, sizeof fs);
     }
 }
 

@@ -371,7 +371,7 @@ static double group_velocity(double omega0, int plasma, double *theory_yee)
             sp->immobile = s;
             sp->ppc[1] = 1;
             sp->profile = PROFILE_PIECEWISE;
-            set_ramp(&sp->px, 3.0, 3.5);
+            set_ramp(&sp->pwl_x, 3.0, 3.5);
             sp->bnd[SIDE_XMIN] = sp->bnd[SIDE_XMAX] = PBND_ABSORBING;
         }
     sim S;
@@ -465,7 +465,7 @@ static void test_window_plasma(void)
     long long np0 = S.sp[0].np + S.sp[1].np;
     while (S.win.cells < 2 * nx) {
         sim_step(&S);
-        CU_ASSERT_FATAL(species_check(&S.sp[0], &S.cl) == 0 && species_check(&S.sp[1], &S.cl) == 0);
+        CU_ASSERT_FATAL(species_misplaced(&S.sp[0], &S.cl) == 0 && species_misplaced(&S.sp[1], &S.cl) == 0);
     }
     int *per = calloc((size_t)nx * ny, sizeof(int)), bad = 0;
     for (int s = 0; s < 2; s++) {
@@ -597,7 +597,7 @@ static void test_wall_absorbing(void)
     CU_ASSERT(r.n >= sure && r.n <= sure + maybe && r.n == S.sp[0].np);
     CU_ASSERT(fabs(r.ke - ke_sure) <= ke_maybe + 1e-6 * ke_sure);
     CU_ASSERT(r.n < n0 - 1000);
-    CU_ASSERT(species_check(&S.sp[0], &S.cl) == 0);
+    CU_ASSERT(species_misplaced(&S.sp[0], &S.cl) == 0);
     sim_free(&S);
 }
 
@@ -697,7 +697,7 @@ static void test_linear_wake(void)
         sp->ppc[0] = 4;
         sp->ppc[1] = 1;
         sp->profile = PROFILE_PIECEWISE;
-        set_ramp(&sp->px, 2.0, 2.5);
+        set_ramp(&sp->pwl_x, 2.0, 2.5);
         sp->bnd[SIDE_XMIN] = sp->bnd[SIDE_XMAX] = PBND_ABSORBING;
     }
     sim S;

@@ -58,7 +58,7 @@ static void test_charge_conservation(void)
            worst_gauss / rho_e, rho_e);
     CU_ASSERT(worst_cont < 1e-5 * rho_e);
     CU_ASSERT(worst_gauss < 1e-5 * rho_e);
-    CU_ASSERT(species_check(&S.sp[0], &S.cl) == 0);
+    CU_ASSERT(species_misplaced(&S.sp[0], &S.cl) == 0);
     free(r0);
     sim_free(&S);
 }
@@ -250,7 +250,7 @@ static void test_sort_nonuniform(void)
             wsum0 += S.sp[0].w[p];
     for (int s = 0; s < 300; s++) {
         sim_step(&S);
-        CU_ASSERT_FATAL(species_check(&S.sp[0], &S.cl) == 0);
+        CU_ASSERT_FATAL(species_misplaced(&S.sp[0], &S.cl) == 0);
     }
     long long n = 0;
     double wsum = 0;

@@ -261,6 +261,8 @@ static double cpu_particle_bytes(void *ctx, const pic_state *st)
 
 const backend cpu_backend = {
     .name = "cpu",
+    .kind = BACKEND_CPU,
+    .on_host = 1,
     .open = cpu_open,
     .close = cpu_close,
     .b_half = cpu_b_half,

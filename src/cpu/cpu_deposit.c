@@ -53,7 +53,7 @@ static void move_chunk(species *s, int base, int n, const deposit_frame *fr, chu
     const cluster_tile *T = &fr->T;
     const int nx = fr->nx, ny = fr->ny, i0 = T->i0, j0 = T->j0, tw = T->w;
     uint32_t *restrict cell = s->cell;
-    float *restrict px = s->x, *restrict py = s->y;
+    float *restrict xs = s->x, *restrict ys = s->y;
     const float *restrict pux = s->ux, *restrict puy = s->uy, *restrict puz = s->uz,
                           *restrict pw = s->w;
     uint8_t *restrict code = s->code;
@@ -61,7 +61,7 @@ static void move_chunk(species *s, int base, int n, const deposit_frame *fr, chu
 #pragma omp simd reduction(+ : h0, h1, h2, h3, h4, h5, h6, h7, h8)
     for (int r = 0; r < n; r++) {
         const int p = base + r;
-        float x0 = px[p], y0 = py[p], x = x0, y = y0;
+        float x0 = xs[p], y0 = ys[p], x = x0, y = y0;
         /* particle_move's end point (kept for the block origin below) and current factors */
         const move_endpoint e = move_end(ms, pux[p], puy[p], puz[p], pw[p], x0, y0);
         const float x1 = e.x1, y1 = e.y1;
@@ -83,8 +83,8 @@ static void move_chunk(species *s, int base, int n, const deposit_frame *fr, chu
         cw->pm[r] = pm | tall << 9;
         cw->blk[r] = 4 * ((cell_i(c0) + ox - i0) + (cell_j(c0) + oy - j0) * tw);
         cell[p] = c1;
-        px[p] = x;
-        py[p] = y;
+        xs[p] = x;
+        ys[p] = y;
         int mc = mig_bin(dcx, dcy);
         code[p] = (uint8_t)mig_code_of_bin(mc);
         h0 += mc == 0;

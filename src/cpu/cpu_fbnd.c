@@ -32,9 +32,9 @@ static void laser_e(const laser_src *L, emf *f, long shift) { laser_add(L, f, sh
 /* 1 when cell t of layer L (pml_e_cell's numbering) is this rank's. */
 static int layer_owns(const emf *f, const pml_layer *L, int t)
 {
-    const pml_strip st = {L->axis, L->first, L->n, L->len};
+    const pml_strip strip = {L->axis, L->first, L->n, L->len};
     int i, j;
-    pml_strip_cell(&st, t, &i, &j);
+    pml_strip_cell(&strip, t, &i, &j);
     return emf_owns(f, i, j);
 }
 
@@ -47,7 +47,7 @@ static void pml_terms(emf *f, int e, int upd)
     const float h = (float)(0.5 * f->dt), dt = (float)f->dt;
     for (int n = 0; n < b->nlayers; n++) {
         const pml_layer *L = &b->layer[n];
-        const pml_strip st = {L->axis, L->first, L->n, L->len};
+        const pml_strip strip = {L->axis, L->first, L->n, L->len};
         const float id = L->axis ? (float)(1.0 / f->dy) : (float)(1.0 / f->dx);
         float *const *ef = f->e, *const *bf = f->b;
 #pragma omp parallel for
@@ -55,10 +55,10 @@ static void pml_terms(emf *f, int e, int upd)
             if (!layer_owns(f, L, t))
                 continue;
             if (e)
-                pml_e_cell(&st, f->off, s, t, ef[0], ef[1], ef[2], bf[0], bf[1], bf[2], L->psi[0],
+                pml_e_cell(&strip, f->off, s, t, ef[0], ef[1], ef[2], bf[0], bf[1], bf[2], L->psi[0],
                            L->psi[1], L->eb, L->ec, id, dt);
             else
-                pml_b_cell(&st, f->off, s, t, bf[0], bf[1], bf[2], ef[0], ef[1], ef[2], L->psi[2],
+                pml_b_cell(&strip, f->off, s, t, bf[0], bf[1], bf[2], ef[0], ef[1], ef[2], L->psi[2],
                            L->psi[3], L->bb, L->bc, id, h, upd);
         }
     }

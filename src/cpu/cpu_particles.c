@@ -65,7 +65,7 @@ static size_t stage_floats(const clusters *cl)
 
 static void stage_fill(float *restrict rec, const emf *f, int x0, int y0, int w, int h)
 {
-    const int st = f->stride;
+    const int stride = f->stride;
     const float *const src[6] = {f->e[0], f->e[1], f->e[2], f->b[0], f->b[1], f->b[2]};
     for (int b = 0; b < h; b++)
         for (int qy = 0; qy < 2; qy++)
@@ -74,11 +74,11 @@ static void stage_fill(float *restrict rec, const emf *f, int x0, int y0, int w,
                     float *r = rec + (size_t)REC * ((2 * b + qy) * 2 * w + 2 * a + qx);
                     int k = emf_idx(f, x0 + a, y0 + b);
                     for (int m = 0; m < 6; m++) {
-                        const float *g = src[m] + k + gather_corner(m, qx, qy, st);
+                        const float *g = src[m] + k + gather_corner(m, qx, qy, stride);
                         r[4 * m + 0] = g[0];
                         r[4 * m + 1] = g[1];
-                        r[4 * m + 2] = g[st];
-                        r[4 * m + 3] = g[st + 1];
+                        r[4 * m + 2] = g[stride];
+                        r[4 * m + 3] = g[stride + 1];
                     }
                     for (int m = 24; m < REC; m++)
                         r[m] = 0.0f;
@@ -218,7 +218,7 @@ static void move_cluster(species *s, const emf *f, int c, tile *t)
 }
 
 void particles_advance(species *s, emf *f, const clusters *cl, const float ext_e[3],
-              const float ext_b[3], int want_ke, particles_stats *st)
+              const float ext_b[3], int want_ke, particles_stats *out)
 {
     const float qdt2m = boris_qdt2m(f->dt, s->qm);
     double ke = 0.0, tp = 0.0, td = 0.0;
@@ -265,9 +265,9 @@ void particles_advance(species *s, emf *f, const clusters *cl, const float ext_e
         ke += kc[c];
     free(kc);
     int nt = omp_get_max_threads();
-    st->kinetic = kinetic_total(ke, s->m, f->dx, f->dy);
-    st->t_push = tp / nt;
-    st->t_deposit = td / nt;
+    out->kinetic = kinetic_total(ke, s->m, f->dx, f->dy);
+    out->t_push = tp / nt;
+    out->t_deposit = td / nt;
 }
 
 void particles_rho(const species *s, const emf *f, const clusters *cl)

@@ -16,7 +16,7 @@ typedef struct {
  * deposit J(n+1/2) into f->j (guards included), write migration codes and histograms;
  * the kinetic energy only when want_ke. */
 void particles_advance(species *s, emf *f, const clusters *cl, const float ext_e[3],
-              const float ext_b[3], int want_ke, particles_stats *st);
+              const float ext_b[3], int want_ke, particles_stats *out);
 /* Initial u(0) -> u(-1/2) with the initial fields. */
 void particles_half_back(species *s, const emf *f, const clusters *cl, const float ext_e[3],
                     const float ext_b[3]);

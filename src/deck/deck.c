@@ -1,7 +1,7 @@
 /* deck.c - the input deck (design.md §8): libconfig reading, validation with located messages
  * (file, line, key path, what was expected) and defaults; deck_write.c writes it back. */
 #include "deck.h"
-#include "deck_check.h"
+#include "deck_read.h"
 #include "empic.h"
 
 #include <ctype.h>
@@ -306,7 +306,7 @@ static void parse_density(dk_ctx *c, const cs *g, deck_species *sp)
                       DK_PROFILES[want], DK_PROFILES[sp->profile]);
     }
     if (sp->profile == PROFILE_PIECEWISE) {
-        int hx = get_pwl(c, g, "x", "fx", &sp->px), hy = get_pwl(c, g, "y", "fy", &sp->py);
+        int hx = get_pwl(c, g, "x", "fx", &sp->pwl_x), hy = get_pwl(c, g, "y", "fy", &sp->pwl_y);
         if (!hx && !hy)
             dk_report(c, g, NULL, "profile \"piecewise\" without points; expected x = [...] and "
                       "fx = [...] and/or y = [...] and fy = [...]");
@@ -585,7 +585,7 @@ int deck_load(const char *path, deck *d)
     parse_species(&c, root);
     parse_diagnostics(&c, root);
     if (!c.nerr)
-        deck_check_run(&c, root);
+        deck_check(&c, root);
     config_destroy(&cfg);
     if (c.nerr) {
         empic_report(d->file, 0, "deck rejected: %d error%s", c.nerr, c.nerr > 1 ? "s" : "");
@@ -602,7 +602,7 @@ void deck_free(deck *d)
     if (!d)
         return;
     for (int i = 0; i < DECK_MAX_SPECIES; i++) {
-        deck_pwl *p[2] = {&d->species[i].px, &d->species[i].py};
+        deck_pwl *p[2] = {&d->species[i].pwl_x, &d->species[i].pwl_y};
         for (int a = 0; a < 2; a++) {
             free(p[a]->s);
             free(p[a]->f);

@@ -7,7 +7,7 @@
  * constant (a whole identifier, not a function call) is replaced by its value, so that the
  * resolved deck (run.cfg, checkpoints) holds formulas that read on their own; the constants
  * are written there too. */
-#include "deck_check.h"
+#include "deck_read.h"
 #include "empic.h"
 
 #include <ctype.h>

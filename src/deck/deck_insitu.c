@@ -2,7 +2,7 @@
  * reference"): diagnostics.phasespace (histograms), diagnostics.tracks (particle tracking by
  * id) and the region/energy selection of diagnostics.particles. Part of the deck module:
  * deck.c calls these while it parses diagnostics and writes them back in deck_write. */
-#include "deck_check.h"
+#include "deck_read.h"
 #include "empic.h"
 
 #include <limits.h>

@@ -2,8 +2,8 @@
  * `--check` refuses what the run would refuse or compute wrongly: the cluster split, values
  * that under- or overflow single precision, lasers on open sides only and in before the
  * window moves, distinct names in the output files, and every density and drift value that
- * the load and the moving window's injection will evaluate (deck_check.h). */
-#include "deck_check.h"
+ * the load and the moving window's injection will evaluate (deck_read.h). */
+#include "deck_read.h"
 #include "empic.h"
 #include "lasers.h"
 #include "profile.h"
@@ -245,7 +245,7 @@ static void check_profile(dk_ctx *c, const cs *root, int s)
     check_slots(c, root, s);
 }
 
-void deck_check_run(dk_ctx *c, const cs *root)
+void deck_check(dk_ctx *c, const cs *root)
 {
     if (!c->box_ok)
         return;

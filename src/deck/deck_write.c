@@ -1,7 +1,7 @@
 /* deck_write.c - the resolved deck written back as a libconfig file that deck_load accepts
  * (run.cfg, --check, checkpoints): every key with its value, defaults filled in. */
 #include "deck.h"
-#include "deck_check.h"
+#include "deck_read.h"
 #include "empic.h"
 
 #include <limits.h>
@@ -85,7 +85,7 @@ static void wspecies(FILE *f, const deck_species *sp)
     fprintf(f, "    density = { profile = \"%s\"; n = %s;", nm(DK_PROFILES, 3, sp->profile),
             N(sp->n).s);
     if (sp->profile == PROFILE_PIECEWISE) {
-        const deck_pwl *p[2] = {&sp->px, &sp->py};
+        const deck_pwl *p[2] = {&sp->pwl_x, &sp->pwl_y};
         for (int a = 0; a < 2; a++)
             if (p[a]->n > 0 && p[a]->s && p[a]->f) {
                 fputs("\n               ", f);

@@ -596,7 +596,7 @@ static void read_species(ck_io *io, hid_t g, sim *S, int s)
         }
     }
     free(stage);
-    if (!io->err && species_check(sp, &S->cl) != 0)
+    if (!io->err && species_misplaced(sp, &S->cl) != 0)
         ck_fail(io, "particles (some outside their clusters)");
 }
 

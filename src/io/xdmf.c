@@ -67,20 +67,20 @@ static void block_open(FILE *x, const char *name, double t)
 
 static void block_close(FILE *x) { fputs("    </Grid>" BLOCK_CLOSE, x); }
 
-/* Rectilinear grid of staggering class st with the mesh items of that class. */
+/* Rectilinear grid of staggering class sc with the mesh items of that class. */
 static void fields_block(FILE *x, const h5w *w, const output_frame *fr, const char *h5name,
-                         int st)
+                         int sc)
 {
     const emf *f = fr->f;
     char dims[64];
     snprintf(dims, sizeof dims, "%d %d", f->ny, f->nx);
-    block_open(x, ST_NAME[st], fr->t);
+    block_open(x, ST_NAME[sc], fr->t);
     fprintf(x, "     <Topology TopologyType=\"2DRectMesh\" Dimensions=\"%s\"/>\n", dims);
     fprintf(x, "     <Geometry GeometryType=\"VXVY\">\n");
     for (int a = 0; a < 2; a++) { /* node coordinates along x, then y */
         const int n = a ? f->ny : f->nx;
-        const double o = a ? fr->y0 + XDMF_ST_POS[st][0] * f->dy
-                           : fr->x0 + XDMF_ST_POS[st][1] * f->dx;
+        const double o = a ? fr->y0 + XDMF_ST_POS[sc][0] * f->dy
+                           : fr->x0 + XDMF_ST_POS[sc][1] * f->dx;
         fprintf(x, "      <DataItem Dimensions=\"%d\" NumberType=\"Float\" Precision=\"8\" "
                    "Format=\"XML\">", n);
         for (int k = 0; k < n; k++)
@@ -89,7 +89,7 @@ static void fields_block(FILE *x, const h5w *w, const output_frame *fr, const ch
     }
     fprintf(x, "     </Geometry>\n");
     for (const out_item *it = w->items; it < w->items + w->nitems; it++)
-        if (!it->particle && it->stagger == st)
+        if (!it->particle && it->stagger == sc)
             attribute(x, h5name, it, dims);
     block_close(x);
 }
@@ -365,12 +365,12 @@ int xdmf_dump(const char *dir, const char *series, const h5w *w, const output_fr
         EMPIC_DIE("out of host memory writing XDMF");
     fprintf(x, "%s  <Grid Name=\"%s\" GridType=\"Collection\" CollectionType=\"Spatial\">\n",
             XDMF_HEAD, run);
-    for (int st = 0; st < ST_COUNT; st++) {
+    for (int sc = 0; sc < ST_COUNT; sc++) {
         int any = 0;
         for (int k = 0; k < w->nitems; k++)
-            any |= !w->items[k].particle && w->items[k].stagger == st;
+            any |= !w->items[k].particle && w->items[k].stagger == sc;
         if (any)
-            fields_block(x, w, fr, h5name, st);
+            fields_block(x, w, fr, h5name, sc);
     }
     for (int s = 0; s < fr->nspecies; s++)
         particles_block(x, w, fr, h5name, s);

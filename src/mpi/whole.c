@@ -1,4 +1,4 @@
-/* gather.c - the whole run on rank 0, and a rank's share of a whole state (gather.h).
+/* whole.c - the whole run on rank 0, and a rank's share of a whole state (whole.h).
  *
  * Fields travel as each rank's rectangle of the whole array: its cells, and the guards of
  * the box edges next to them (every entry of the whole array, guards included, belongs to
@@ -21,7 +21,7 @@
 static int *rank_boxes(const clusters *cl, const emf *f, int size)
 {
     const int G = EMF_GUARD;
-    int *b = empic_alloc(4 * (size_t)size * sizeof(int), "field gather");
+    int *b = empic_alloc(4 * (size_t)size * sizeof(int), "fields collected on rank 0");
     for (int r = 0; r < size; r++) { /* the box edges' guards go with the cells beside them */
         int *q = b + 4 * r;
         clusters_cells_of(cl, r, q);
@@ -33,22 +33,22 @@ static int *rank_boxes(const clusters *cl, const emf *f, int size)
     return b;
 }
 
-/* This rank's rectangle (box) of its array a gathered into the whole array dst of w on
+/* This rank's rectangle (box) of its array a collected into the whole array dst of w on
  * rank 0 (w and dst unused elsewhere). */
-static void gather_array(const emf *f, const float *a, const emf *w, float *dst,
+static void collect_array(const emf *f, const float *a, const emf *w, float *dst,
                          const int *box)
 {
     const int me = comm_rank(), size = comm_size();
     const int *m = box + 4 * me, cols = m[1] - m[0];
-    size_t *bytes = empic_alloc((size_t)size * sizeof(size_t), "field gather"), total = 0;
+    size_t *bytes = empic_alloc((size_t)size * sizeof(size_t), "fields collected on rank 0"), total = 0;
     for (int r = 0; r < size; r++)
         total += bytes[r] = (size_t)(box[4 * r + 1] - box[4 * r]) *
                             (size_t)(box[4 * r + 3] - box[4 * r + 2]) * sizeof(float);
-    float *mine = empic_alloc(bytes[me] ? bytes[me] : 1, "field gather");
+    float *mine = empic_alloc(bytes[me] ? bytes[me] : 1, "fields collected on rank 0");
     for (int j = m[2]; j < m[3]; j++)
         memcpy(mine + (size_t)(j - m[2]) * cols, a + emf_idx(f, m[0], j),
                (size_t)cols * sizeof(float));
-    float *all = me == 0 ? empic_alloc(total ? total : 1, "field gather") : NULL;
+    float *all = me == 0 ? empic_alloc(total ? total : 1, "fields collected on rank 0") : NULL;
     comm_gather(mine, bytes[me], all, bytes);
     const float *p = all;
     for (int r = 0; me == 0 && r < size; r++) {
@@ -63,10 +63,10 @@ static void gather_array(const emf *f, const float *a, const emf *w, float *dst,
 
 /* The same for a boundary memory of n floats where own(k) says which entries this rank
  * holds. */
-static void gather_memory(float *p, size_t n, const emf *f, int axis, int first, int depth,
+static void collect_memory(float *p, size_t n, const emf *f, int axis, int first, int depth,
                           int len, int mur)
 {
-    uint32_t *bits = empic_calloc(n, sizeof(uint32_t), "boundary gather");
+    uint32_t *bits = empic_calloc(n, sizeof(uint32_t), "boundaries collected on rank 0");
     for (size_t k = 0; k < n; k++) {
         int i, j;
         if (mur) { /* 4 rows of len entries along the edge (pml.h: mur_save) */
@@ -86,18 +86,18 @@ static void gather_memory(float *p, size_t n, const emf *f, int axis, int first,
 }
 
 /* Every rank's copy of the CPML and Mur memories made whole (each holds its cells). */
-static void gather_fbnd(const emf *f, fbnd *b)
+static void collect_fbnd(const emf *f, fbnd *b)
 {
     for (int l = 0; l < b->nlayers; l++) {
         const pml_layer *L = &b->layer[l];
         for (int m = 0; m < 4; m++)
-            gather_memory(L->psi[m], (size_t)L->n * L->len, f, L->axis, L->first, L->n,
+            collect_memory(L->psi[m], (size_t)L->n * L->len, f, L->axis, L->first, L->n,
                           L->len, 0);
     }
     for (int k = 0; k < 4; k++)
         if (b->mur_old[k]) { /* the rank of the node inside the edge holds the entry */
             const int axis = k / 2, N = axis ? f->ny : f->nx;
-            gather_memory(b->mur_old[k], 4 * (size_t)(axis ? f->nx : f->ny), f, axis,
+            collect_memory(b->mur_old[k], 4 * (size_t)(axis ? f->nx : f->ny), f, axis,
                           k & 1 ? N - 1 : 1, 0, axis ? f->nx : f->ny, 1);
         }
 }
@@ -118,7 +118,7 @@ static void copy_fbnd(fbnd *dst, const fbnd *src, const emf *f)
                    4 * (size_t)(k / 2 ? f->nx : f->ny) * sizeof(float));
 }
 
-void gather_whole(const sim *S, sim *W)
+void whole_empty(const sim *S, sim *W)
 {
     *W = *S; /* the deck, counters and settings; the state below is W's own */
     W->energy = NULL;
@@ -149,17 +149,17 @@ static void species_tables(const species *sp, const clusters *cl, int *count, in
 
 /* Species s of S whole on rank 0 (W's tables over all clusters): the particles of each
  * rank's clusters in cluster order, array by array, laid out there as one rank holds them. */
-static void gather_species(const sim *S, sim *W, int s)
+static void collect_species(const sim *S, sim *W, int s)
 {
     const species *sp = &S->sp[s];
     const clusters *cl = &S->cl;
     const int me = comm_rank(), size = comm_size();
     species *w = &W->sp[s];
-    int *count = empic_alloc((size_t)cl->n * sizeof(int), "particle gather");
-    int *hist = empic_alloc((size_t)cl->n * 9 * sizeof(int), "particle gather");
+    int *count = empic_alloc((size_t)cl->n * sizeof(int), "particles collected on rank 0");
+    int *hist = empic_alloc((size_t)cl->n * 9 * sizeof(int), "particles collected on rank 0");
     species_tables(sp, cl, count, hist);
-    size_t *per = empic_calloc((size_t)size, sizeof(size_t), "particle gather");
-    int *rank_of = empic_alloc((size_t)cl->n * sizeof(int), "particle gather");
+    size_t *per = empic_calloc((size_t)size, sizeof(size_t), "particles collected on rank 0");
+    int *rank_of = empic_alloc((size_t)cl->n * sizeof(int), "particles collected on rank 0");
     for (int c = 0; c < cl->n; c++) {
         rank_of[c] = clusters_rank_of(cl, c);
         per[rank_of[c]] += (size_t)count[c];
@@ -176,9 +176,9 @@ static void gather_species(const sim *S, sim *W, int s)
     void *src[9] = {sp->cell, sp->x, sp->y, sp->ux, sp->uy, sp->uz, sp->w, sp->code, sp->id};
     void *dst[9] = {w->cell, w->x, w->y, w->ux, w->uy, w->uz, w->w, w->code, w->id};
     const size_t esz[9] = {4, 4, 4, 4, 4, 4, 4, 1, 8};
-    char *stage = empic_alloc((per[me] ? per[me] : 1) * 8, "particle gather");
-    char *all = me == 0 ? empic_alloc((w->np ? (size_t)w->np : 1) * 8, "particle gather") : NULL;
-    size_t *bytes = empic_alloc((size_t)size * sizeof(size_t), "particle gather");
+    char *stage = empic_alloc((per[me] ? per[me] : 1) * 8, "particles collected on rank 0");
+    char *all = me == 0 ? empic_alloc((w->np ? (size_t)w->np : 1) * 8, "particles collected on rank 0") : NULL;
+    size_t *bytes = empic_alloc((size_t)size * sizeof(size_t), "particles collected on rank 0");
     for (int k = 0; k < (sp->id ? 9 : 8); k++) {
         size_t o = 0, from = 0;
         for (int c = 0; c < cl->n; c++)
@@ -207,13 +207,13 @@ static void gather_species(const sim *S, sim *W, int s)
     free(count);
 }
 
-void gather_sim(const sim *S, sim *W, int particles)
+void whole_collect(const sim *S, sim *W, int particles)
 {
     const int root = comm_rank() == 0;
     sim whole;
     memset(&whole, 0, sizeof whole);
     if (root)
-        gather_whole(S, &whole);
+        whole_empty(S, &whole);
     const emf *f = &S->f;
     emf *g = &whole.f;
     int *box = rank_boxes(&S->cl, f, comm_size());
@@ -221,17 +221,17 @@ void gather_sim(const sim *S, sim *W, int particles)
     emf_state(f, a);
     emf_state(g, b);
     for (int k = 0; k < EMF_STATE; k++)
-        gather_array(f, a[k], g, b[k], box);
+        collect_array(f, a[k], g, b[k], box);
     if (S->rho_sp) {
         if (root)
             whole.rho_sp = empic_alloc((size_t)S->nsp * g->size * sizeof(float), "charge dumps");
         for (int s = 0; s < S->nsp; s++)
-            gather_array(f, S->rho_sp + (size_t)s * f->size, g,
+            collect_array(f, S->rho_sp + (size_t)s * f->size, g,
                          root ? whole.rho_sp + (size_t)s * g->size : NULL, box);
     }
     free(box);
     if (f->fb) { /* every rank's copy made whole, then rank 0's taken */
-        gather_fbnd(f, f->fb);
+        collect_fbnd(f, f->fb);
         if (root)
             copy_fbnd(g->fb, f->fb, f);
     }
@@ -239,13 +239,13 @@ void gather_sim(const sim *S, sim *W, int particles)
         if (root)
             species_open(&whole.sp[s], &S->d, s, &whole.cl);
         if (particles)
-            gather_species(S, &whole, s);
+            collect_species(S, &whole, s);
     }
     if (root)
         *W = whole;
 }
 
-void gather_free(sim *W)
+void whole_free(sim *W)
 {
     for (int s = 0; s < W->nsp; s++)
         if (W->sp[s].start)
@@ -256,7 +256,7 @@ void gather_free(sim *W)
     free(W->rho_sp);
 }
 
-void gather_scatter(const sim *W, sim *S)
+void whole_share(const sim *W, sim *S)
 {
     const int G = EMF_GUARD;
     emf *f = &S->f;

@@ -37,6 +37,12 @@ typedef struct {
 
 typedef struct backend {
     const char *name; /* "cpu", "cuda" */
+    int kind;         /* enum deck_backend (BACKEND_CPU, BACKEND_CUDA): checkpoints record it */
+    /* 1: the backend computes on the host's cores in the host arrays (st->f, st->sp are the
+     * live state). 0: on a device; the host arrays are copies that only fetch_* write, so a
+     * dump may be written from them while the device steps on, the host's cores are free
+     * for work ahead of the device, and a scan of the host state needs a fetch first. */
+    int on_host;
     /* Take over st after the load, Poisson solve and half push back (or a checkpoint), so that
      * both backends start from identical state; *ctx is the backend's own state. 0, or -1
      * after reporting (e.g. too little device memory, with the bytes needed). */

@@ -118,7 +118,7 @@ int report_open(sim *S, const char *resume_dir)
                S->d.name, S->d.nx, S->d.ny, S->nsp, np[0], np[1], S->d.steps, S->be->name,
                S->device);
         if (comm_size() > 1)
-            printf(", %d x %d MPI ranks", S->cl.px, S->cl.py);
+            printf(", %d x %d MPI ranks", S->cl.nrx, S->cl.nry);
         printf("\n");
         fflush(stdout);
     }

@@ -23,17 +23,17 @@
 int sim_init(sim *S, const deck *d, int quiet) { return sim_init_from(S, d, quiet, NULL); }
 
 /* The checkpoint read by every rank as a whole one-rank state, then each rank's share
- * taken (gather.h): a checkpoint of any number of ranks continues on any number. */
+ * taken (whole.h): a checkpoint of any number of ranks continues on any number. */
 static int restart(sim *S, const char *path)
 {
     if (comm_size() == 1)
         return checkpoint_load(S, path);
     sim W;
-    gather_whole(S, &W);
+    whole_empty(S, &W);
     int rc = checkpoint_load(&W, path);
     if (!rc)
-        gather_scatter(&W, S);
-    gather_free(&W);
+        whole_share(&W, S);
+    whole_free(&W);
     return rc;
 }
 
@@ -42,7 +42,7 @@ static int choose_backend(sim *S)
 {
     if (!(S->be = backend_choose(S->d.backend, S->d.file, S->device, sizeof S->device)))
         return -1;
-    S->backend = S->be == &cpu_backend ? BACKEND_CPU : BACKEND_CUDA;
+    S->backend = S->be->kind;
     return 0;
 }
 
@@ -99,7 +99,8 @@ int sim_init_from(sim *S, const deck *d, int quiet, const char *checkpoint)
             species_init(&S->sp[s], &S->d, s, &S->cl);
         S->f.acc_scale = particles_scale(S->sp, S->nsp, &S->f);
         /* E(0) from the initial charge so that div E = rho holds from the start (a box with
-         * a non-periodic side starts from E = 0: see emf_poisson) */
+         * a non-periodic side starts from E = 0: see emf_poisson); the host state is set up
+         * by the CPU's functions whichever backend then takes it over */
         cpu_backend.rho(NULL, st, NULL);
         emf_poisson(&S->f, S->f.rho);
         double q = emf_gauss_max(&S->f, S->f.rho);
@@ -164,7 +165,7 @@ static int failed(sim *S)
     return S->io_failed;
 }
 
-/* Several ranks: the run gathered whole on rank 0, which writes it as one rank would. */
+/* Several ranks: the run collected whole on rank 0, which writes it as one rank would. */
 static void dump_ranks(sim *S, int fields, int parts, int tracks)
 {
     if (parts || tracks)
@@ -175,7 +176,7 @@ static void dump_ranks(sim *S, int fields, int parts, int tracks)
         S->be->fetch_fields(S->be_ctx, &S->st, S->rho_sp);
     }
     sim W;
-    gather_sim(S, &W, parts || tracks);
+    whole_collect(S, &W, parts || tracks);
     if (comm_rank() != 0)
         return;
     const float *per[DECK_MAX_SPECIES];
@@ -193,7 +194,7 @@ static void dump_ranks(sim *S, int fields, int parts, int tracks)
     fr.tracks = 0;
     if (!S->io_failed && (fields || parts) && output_dump(S->d.output, &fr))
         S->io_failed = 1;
-    gather_free(&W);
+    whole_free(&W);
 }
 
 /* A phase-space histogram due at this step (insitu_phasespace writes it with HDF5). */
@@ -229,7 +230,7 @@ static void dump(sim *S, int fields, int parts, int tracks, int final)
         dump_ranks(S, fields, parts, tracks);
         return;
     }
-    const int own = be != &cpu_backend; /* host copies untouched until the next fetch */
+    const int own = !be->on_host; /* host copies untouched until the next fetch */
     const output_frame at = {.d = &S->d, .f = &S->f, .sp = S->sp, .nspecies = S->nsp,
                              .cl = &S->cl, .step = S->step, .t = S->step * S->d.dt,
                              .x0 = S->win.cells * S->d.dx, .particles = 1, .tracks = 1};
@@ -307,7 +308,7 @@ static void inject(sim *S)
     S->st.phase_s[PH_SORT] += omp_get_wtime() - t0;
     S->be->inject(S->be_ctx, &S->st, c->col, c->add);
     column_free(c);
-    if (S->be != &cpu_backend) /* the CPU backend's threads would share the cores */
+    if (!S->be->on_host) /* a host backend's threads would share the cores */
         column_make(c, S->sp, S->nsp, &S->d, &S->cl, ig + 1, 1);
 }
 
@@ -410,18 +411,18 @@ void sim_signals(int on)
 
 int sim_signal_pending(void) { return sig_seen; }
 
-/* A checkpoint of the whole run (gathered on rank 0, which writes it, over several ranks). */
+/* A checkpoint of the whole run (collected on rank 0, which writes it, over several ranks). */
 static int write_checkpoint(sim *S)
 {
     if (comm_size() == 1)
         return checkpoint_write(S);
     sim W;
     int rc = 0;
-    gather_sim(S, &W, 1);
+    whole_collect(S, &W, 1);
     if (comm_rank() == 0) {
         rc = checkpoint_write(&W);
         memcpy(S->checkpoint_last, W.checkpoint_last, sizeof S->checkpoint_last);
-        gather_free(&W);
+        whole_free(&W);
     }
     comm_bcast(&rc, sizeof rc, 0);
     comm_bcast(S->checkpoint_last, sizeof S->checkpoint_last, 0);
@@ -431,7 +432,7 @@ static int write_checkpoint(sim *S)
 int sim_after_step(sim *S)
 {
     const deck *d = &S->d;
-    const int gpu = S->backend == BACKEND_CUDA;
+    const int copies = !S->be->on_host;
     int sig = sig_seen, bad;
     comm_max_int(&sig, 1); /* a signal any rank saw stops every rank after this step */
     const int ckpt = sig || (d->checkpoint_every > 0 && S->step % d->checkpoint_every == 0);
@@ -443,11 +444,11 @@ int sim_after_step(sim *S)
                                  ? health_energy(S, what, sizeof what)
                                  : NULL;
     const long every = d->energy_every > 0 ? d->energy_every : HEALTH_EVERY;
-    /* the GPU screens through the energy diagnostic and fetches only when it must */
+    /* a device backend screens through the energy diagnostic and fetches only when it must */
     const int scan =
-        bad_energy || ckpt || (S->step % every == 0 && (!gpu || d->energy_every <= 0));
+        bad_energy || ckpt || (S->step % every == 0 && (!copies || d->energy_every <= 0));
     if (!bad && scan) {
-        if (gpu)
+        if (copies)
             sim_fetch(S);
         bad = health_check(S, NULL) != 0;
         if (!bad && bad_energy) { /* the same energies on every rank: rank 0 says it */
@@ -463,13 +464,13 @@ int sim_after_step(sim *S)
     return sig ? 128 + sig : 0;
 }
 
-void sim_stop_message(const sim *S, int st)
+void sim_stop_message(const sim *S, int status)
 {
     fflush(stdout); /* after the timing table */
     if (comm_rank() != 0)
         return; /* the same on every rank */
-    if (st > 0) {
-        int sig = st - 128;
+    if (status > 0) {
+        int sig = status - 128;
         empic_report(NULL, 0, "stopped by %s after step %ld of %ld; checkpoint written: %s\n"
                      "  continue with: empic --restart %s   (add --steps N to run longer)",
                      sig == SIGINT ? "SIGINT" : (sig == SIGTERM ? "SIGTERM" : "a signal"),

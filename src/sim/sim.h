@@ -23,9 +23,9 @@ void sim_free(sim *S);
  * on, 128 + signal after the signal's checkpoint, -1 after reporting a failed check or
  * write. */
 int sim_after_step(sim *S);
-/* After sim_run stopped early with status st (from sim_after_step; -1 for a failure): where
+/* After sim_run stopped early with status `status` (from sim_after_step; -1 for a failure): where
  * the last checkpoint is and the command that continues from it. */
-void sim_stop_message(const sim *S, int st);
+void sim_stop_message(const sim *S, int status);
 /* SIGINT/SIGTERM handlers that only note the signal (on = 1), or the previous handlers
  * back (on = 0). A second signal of the same kind stops the process at once. */
 void sim_signals(int on);

@@ -71,7 +71,7 @@ double profile_density(const deck_species *c, profile_eval *p, double x, double 
 {
     switch (c->profile) {
     case PROFILE_PIECEWISE:
-        return c->n * profile_pwl(&c->px, x) * profile_pwl(&c->py, y);
+        return c->n * profile_pwl(&c->pwl_x, x) * profile_pwl(&c->pwl_y, y);
     case PROFILE_EXPR:
         return c->n * formula_eval(p->dens, x, y);
     default:

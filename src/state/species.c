@@ -46,23 +46,23 @@ static int neighbour(const clusters *c, int k)
 {
     const int axis = k / 2, step = k & 1 ? 1 : -1;
     int x = c->rx + (axis ? 0 : step), y = c->ry + (axis ? step : 0);
-    if (axis ? (y < 0 || y >= c->py) : (x < 0 || x >= c->px)) {
+    if (axis ? (y < 0 || y >= c->nry) : (x < 0 || x >= c->nrx)) {
         if (!(axis ? c->periodic_y : c->periodic_x))
             return -1;
-        x = (x + c->px) % c->px;
-        y = (y + c->py) % c->py;
+        x = (x + c->nrx) % c->nrx;
+        y = (y + c->nry) % c->nry;
     }
-    return x + y * c->px;
+    return x + y * c->nrx;
 }
 
-static void set_share(clusters *c, int px, int py, int rank)
+static void set_share(clusters *c, int nrx, int nry, int rank)
 {
-    c->px = px;
-    c->py = py;
-    c->rx = rank % px;
-    c->ry = rank / px;
-    rank_share(c->ncx, px, c->rx, &c->cx0, &c->cx1);
-    rank_share(c->ncy, py, c->ry, &c->cy0, &c->cy1);
+    c->nrx = nrx;
+    c->nry = nry;
+    c->rx = rank % nrx;
+    c->ry = rank / nrx;
+    rank_share(c->ncx, nrx, c->rx, &c->cx0, &c->cx1);
+    rank_share(c->ncy, nry, c->ry, &c->cy0, &c->cy1);
     for (int k = 0; k < c->n; k++) {
         int cx = k % c->ncx, cy = k / c->ncx;
         c->own[k] = cx >= c->cx0 && cx < c->cx1 && cy >= c->cy0 && cy < c->cy1;
@@ -89,13 +89,13 @@ void clusters_init(clusters *c, const deck *d)
 
 int clusters_decompose(clusters *c, const deck *d, int size, int rank)
 {
-    int px = d->ranks[0], py = d->ranks[1];
+    int nrx = d->ranks[0], nry = d->ranks[1];
     empic_mute(rank != 0); /* the same verdict on every rank: rank 0 gives it */
-    if (px > 0 && py > 0) {
-        if (px * py != size) {
+    if (nrx > 0 && nry > 0) {
+        if (nrx * nry != size) {
             empic_report(d->file, 0, "parallel.ranks = [%d, %d] needs %d MPI ranks; the run "
-                         "has %d (mpirun -np %d, or change parallel.ranks)", px, py, px * py,
-                         size, px * py);
+                         "has %d (mpirun -np %d, or change parallel.ranks)", nrx, nry, nrx * nry,
+                         size, nrx * nry);
             empic_mute(0);
             return -1;
         }
@@ -105,20 +105,20 @@ int clusters_decompose(clusters *c, const deck *d, int size, int rank)
             if (size % a == 0 && a <= c->ncx / 2 && size / a <= c->ncy / 2) {
                 long cut = (long)(size / a - 1) * d->nx + (long)(a - 1) * d->ny;
                 if (best < 0 || cut <= best)
-                    best = cut, px = a, py = size / a;
+                    best = cut, nrx = a, nry = size / a;
             }
         if (best < 0)
-            px = size, py = 1; /* reported below */
+            nrx = size, nry = 1; /* reported below */
     }
-    if (px > c->ncx / 2 || py > c->ncy / 2) {
+    if (nrx > c->ncx / 2 || nry > c->ncy / 2) {
         empic_report(d->file, 0, "%d x %d ranks cannot split %d x %d clusters (each rank "
                      "needs at least 2 clusters along each axis): use fewer ranks, smaller "
-                     "clusters (grid.cluster) or another parallel.ranks", px, py, c->ncx, c->ncy);
+                     "clusters (grid.cluster) or another parallel.ranks", nrx, nry, c->ncx, c->ncy);
         empic_mute(0);
         return -1;
     }
     empic_mute(0);
-    set_share(c, px, py, rank);
+    set_share(c, nrx, nry, rank);
     return 0;
 }
 
@@ -133,16 +133,16 @@ static int share_of(int n, int p, int k)
 
 int clusters_rank_of(const clusters *c, int k)
 {
-    return share_of(c->ncx, c->px, k % c->ncx) + c->px * share_of(c->ncy, c->py, k / c->ncx);
+    return share_of(c->ncx, c->nrx, k % c->ncx) + c->nrx * share_of(c->ncy, c->nry, k / c->ncx);
 }
 
 void clusters_cells_of(const clusters *c, int r, int cells[4])
 {
     int lo, hi;
-    rank_share(c->ncx, c->px, r % c->px, &lo, &hi);
+    rank_share(c->ncx, c->nrx, r % c->nrx, &lo, &hi);
     cells[0] = c->x0[lo];
     cells[1] = c->x0[hi];
-    rank_share(c->ncy, c->py, r / c->px, &lo, &hi);
+    rank_share(c->ncy, c->nry, r / c->nrx, &lo, &hi);
     cells[2] = c->y0[lo];
     cells[3] = c->y0[hi];
 }
@@ -204,7 +204,7 @@ static double weight_bound(const deck_species *c, const deck *d)
 {
     double m = 1.0;
     if (c->profile == PROFILE_PIECEWISE) {
-        const deck_pwl *pw[2] = {&c->px, &c->py};
+        const deck_pwl *pw[2] = {&c->pwl_x, &c->pwl_y};
         for (int a = 0; a < 2; a++) {
             double f = pw[a]->n ? 0.0 : 1.0;
             for (int k = 0; k < pw[a]->n; k++)
@@ -225,7 +225,7 @@ static double weight_bound(const deck_species *c, const deck *d)
     return fabs(c->n) * m / ((double)c->ppc[0] * c->ppc[1]);
 }
 
-/* The tracking id of particle k (a + b px) of the ppc in cell (ig, j) of a grid of ny rows:
+/* The tracking id of particle k (a + b ppx) of the ppc in cell (ig, j) of a grid of ny rows:
  * 1 + its place in the load order of the box and every column the window brings in. */
 static uint64_t track_id(long ig, int j, int k, int ny, int ppc)
 {
@@ -242,14 +242,14 @@ static int load_cell(species *s, const deck *d, profile_eval *p, int i, int j, l
                      size_t at, int fill)
 {
     const deck_species *cfg = s->cfg;
-    const int px = cfg->ppc[0], py = cfg->ppc[1];
+    const int ppx = cfg->ppc[0], ppy = cfg->ppc[1];
     const int iso = cfg->uth[0] == cfg->uth[1] && cfg->uth[1] == cfg->uth[2];
     const uint32_t key = (uint32_t)(ig % d->nx) + (uint32_t)j * (uint32_t)d->nx,
                    wrap = (uint32_t)(ig / d->nx) << 16;
     int n = 0;
-    for (int b = 0; b < py; b++)
-        for (int a = 0; a < px; a++) {
-            float ox = profile_offset(a, px), oy = profile_offset(b, py);
+    for (int b = 0; b < ppy; b++)
+        for (int a = 0; a < ppx; a++) {
+            float ox = profile_offset(a, ppx), oy = profile_offset(b, ppy);
             double xp = (ig + (double)ox) * d->dx, yp = (j + (double)oy) * d->dy;
             double dens = profile_density(cfg, p, xp, yp);
             if (!(dens >= 0.0) && !fill) /* beyond what deck_load checked: stop, not skip */
@@ -262,7 +262,7 @@ static int load_cell(species *s, const deck *d, profile_eval *p, int i, int j, l
                 float u[3] = {0, 0, 0};
                 double ud[3];
                 rng_init(&r, d->seed, (unsigned)s->index, key,
-                         (uint32_t)(a + b * px) | wrap);
+                         (uint32_t)(a + b * ppx) | wrap);
                 if (iso && cfg->uth[0] >= 0.5)
                     rng_juttner(&r, cfg->uth[0] * cfg->uth[0], u);
                 else
@@ -279,14 +279,14 @@ static int load_cell(species *s, const deck *d, profile_eval *p, int i, int j, l
                 s->ux[q] = u[0];
                 s->uy[q] = u[1];
                 s->uz[q] = u[2];
-                s->w[q] = (float)(dens / (px * py));
+                s->w[q] = (float)(dens / (ppx * ppy));
                 s->code[q] = 0;
                 if (s->id) { /* a share of tracks_fraction, its own Philox counter */
                     rng_init(&r, d->seed, (unsigned)s->index, key,
-                             (uint32_t)(a + b * px) | wrap);
+                             (uint32_t)(a + b * ppx) | wrap);
                     r.ctr.v[3] = 0x80000000u;
                     s->id[q] = rng_uniform(&r) <= d->tracks_fraction
-                                   ? track_id(ig, j, a + b * px, d->ny, px * py)
+                                   ? track_id(ig, j, a + b * ppx, d->ny, ppx * ppy)
                                    : 0;
                 }
             }
@@ -536,7 +536,7 @@ long long species_column(const species *s, const deck *d, const clusters *cl, in
     return n;
 }
 
-long long species_check(const species *s, const clusters *cl)
+long long species_misplaced(const species *s, const clusters *cl)
 {
     long long bad = 0, n = 0;
     for (int c = 0; c < cl->n; c++) {

@@ -19,18 +19,18 @@ typedef struct clusters {
     int wmax, hmax;      /* largest cluster width / height in cells */
     int periodic_x, periodic_y;
     /* This rank's share (design.md §12): cluster columns [cx0, cx1) and rows [cy0, cy1), an
-     * even number of each, of rank (rx, ry) in a px x py array (rank = rx + ry px); own[c] = 1
+     * even number of each, of rank (rx, ry) in an nrx x nry array (rank = rx + ry nrx); own[c] = 1
      * for its clusters; nb[side] the rank across each side (enum deck_side), itself across
      * a periodic side when the axis has one rank, -1 at a non-periodic edge. The tables of
      * the other clusters stay empty. */
-    int px, py, rx, ry, cx0, cx1, cy0, cy1;
+    int nrx, nry, rx, ry, cx0, cx1, cy0, cy1;
     unsigned char *own;
     int nb[4];
 } clusters;
 
 /* The partition of d's grid, all of it owned by one rank. */
 void clusters_init(clusters *c, const struct deck *d);
-/* This rank's share among `size` ranks: d->ranks when given, else the px x py split with
+/* This rank's share among `size` ranks: d->ranks when given, else the nrx x nry split with
  * the shortest borders. 0, or -1 after reporting an impossible split. */
 int clusters_decompose(clusters *c, const struct deck *d, int size, int rank);
 void clusters_free(clusters *c);
@@ -122,7 +122,7 @@ long long species_column(const species *s, const struct deck *d, const clusters 
 void species_inject(species *s, const clusters *cl, int i, const species *col, const int *add);
 /* Particle count check: every cluster's particles inside it, sum = np. Returns the number of
  * misplaced particles (0 when sound). */
-long long species_check(const species *s, const clusters *cl);
+long long species_misplaced(const species *s, const clusters *cl);
 /* Whether cluster c lies on a side where species s has a non-periodic boundary. */
 static inline int species_on_wall(const species *s, const clusters *cl, int c)
 {

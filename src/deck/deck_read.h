@@ -1,8 +1,8 @@
-/* deck_check.h - checked reading of libconfig settings for deck.c: typed getters that
+/* deck_read.h - checked reading of libconfig settings for deck.c: typed getters that
  * report file, line, key path and what was expected through empic_report(), and suggest
  * the nearest valid name for misspelt keys and values. Internal to the deck module. */
-#ifndef DECK_CHECK_H
-#define DECK_CHECK_H
+#ifndef DECK_READ_H
+#define DECK_READ_H
 
 #include "deck.h"
 
@@ -65,7 +65,7 @@ int dk_float_range(dk_ctx *c, const cs *s, const char *what, double v, int zero_
 /* Checks of the parsed deck against what the run will do (deck_run.c): cluster split,
  * single-precision ranges, laser sides, output names, every profile value of the load and
  * injection; fills d->load_particles. */
-void deck_check_run(dk_ctx *c, const cs *root);
+void deck_check(dk_ctx *c, const cs *root);
 
 /* dk_int into an integer lvalue of any type (needs dk_ctx *c in scope). */
 #define DK_INT(g, key, dst, lo, hi, req)                                                      \

@@ -1,5 +1,5 @@
-/* deck_check.c - checked reading of libconfig settings with located messages (deck_check.h). */
-#include "deck_check.h"
+/* deck_read.c - checked reading of libconfig settings with located messages (deck_read.h). */
+#include "deck_read.h"
 #include "empic.h"
 
 #include <ctype.h>
