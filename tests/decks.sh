@@ -64,7 +64,7 @@ reject string-for-dx "grid.dx" < <(deck 'grid = { cells = [64, 32]; dx = "0.1"; 
 reject zero-cells "grid.cells" < <(deck 'grid = { cells = [0, 32]; dx = [0.1, 0.1]; };' "$TIME")
 reject binary-garbage "binary-garbage.cfg" < <(head -c 4096 "$EMPIC")   # ELF bytes
 
-# what the run would refuse or compute wrongly (issue 15)
+# what the run would refuse or compute wrongly (deck checks beyond the keys one by one)
 reject one-cell-x "grid.cells: 1 cell along x" < <(deck \
   'grid = { cells = [1, 64]; dx = [0.1, 0.1]; };' "$TIME" "$SPECIES")
 reject one-cell-y "grid.cells: 1 cell along y" < <(deck \

@@ -1,9 +1,9 @@
-"""The commands the README and the decks' headers show must work as written, so that they
-cannot rot: every `bin/empic DECK` is run for 2 steps, then every `empic-diag` /
-`python3 -m diag` command is run on that output, from another folder.
+"""The commands the README, the documents of docs/ and the decks' headers show must work as
+written, so that they cannot rot: every `bin/empic DECK` is run for 2 steps, then every
+`empic-diag` / `python3 -m diag` command is run on that output, from another folder.
 
-Commands are taken from the README's code blocks and inline code, and from the deck header
-lines that start with "#   $ ". Options that need the full run are dropped: `--it N` (that
+Commands are taken from the code blocks and inline code of README.md and docs/*.md, and
+from the deck header lines that start with "#   $ ". Options that need the full run are dropped: `--it N` (that
 dump does not exist after 2 steps) and `--fit T0,T1` (no growth yet). Synopsis lines (with
 [...] or upper-case placeholders such as DECK, OUTDIR) are not commands."""
 
@@ -27,13 +27,21 @@ PLACEHOLDER = re.compile(r"\[|\b(DECK|OUTDIR|DIR|N|PREFIX|SUBCOMMAND)\b")
 TARGET = re.compile(r"(^|\s)(out-[\w-]+|decks/[\w/-]+\.cfg)(\s|$)")  # a run or a deck
 
 
-def readme_commands():
-    text = open(os.path.join(ROOT, "README.md")).read()
+def markdown_commands(path):
+    text = open(path).read()
     cmds = []
     for block in re.findall(r"```[a-z]*\n(.*?)```", text, re.S):
         cmds += [l.split("  #")[0].strip() for l in block.splitlines()]
     cmds += re.findall(r"`([^`\n]+)`", re.sub(r"```.*?```", "", text, flags=re.S))
     return [c for c in cmds if START.match(c) and not PLACEHOLDER.search(c) and TARGET.search(c)]
+
+
+def readme_commands():
+    return markdown_commands(os.path.join(ROOT, "README.md"))
+
+
+def docs_files():
+    return sorted(glob.glob(os.path.join(ROOT, "docs", "*.md")))
 
 
 def header_commands(deck):
@@ -42,6 +50,8 @@ def header_commands(deck):
 
 def all_commands():
     cmds = [("README.md", c) for c in readme_commands()]
+    for doc in docs_files():
+        cmds += [(os.path.relpath(doc, ROOT), c) for c in markdown_commands(doc)]
     for deck in sorted(glob.glob(os.path.join(ROOT, "decks", "*.cfg"))):
         cmds += [(os.path.relpath(deck, ROOT), c) for c in header_commands(deck)]
     return cmds
@@ -57,6 +67,11 @@ def test_every_deck_header_shows_how_to_run_and_look():
         cmds = header_commands(deck)
         assert any(c.startswith("bin/empic") for c in cmds), deck
         assert any(c.startswith("empic-diag") for c in cmds), deck
+
+
+def test_docs_are_collected():
+    assert docs_files(), "docs/*.md missing"
+    assert any(c.startswith("bin/empic") for doc in docs_files() for c in markdown_commands(doc))
 
 
 def test_readme_has_commands():
