@@ -92,7 +92,7 @@ EMPIC_HD void boris_step(float *ux, float *uy, float *uz, float ex, float ey, fl
     float mx = *ux + ax, my = *uy + ay, mz = *uz + az;
     float g = sqrtf(1.0f + mx * mx + my * my + mz * mz);
     /* one division: q dt b / (2 m g) as three divisions took the GPU's slow division path
-     * whenever b is tiny (a cold plasma: 17 % of its particle kernel, NOTES.md) */
+     * whenever b is tiny (a cold plasma: 17 % of its particle kernel on a GPU) */
     float r = qdt2m / g;
     float tx = r * bx, ty = r * by, tz = r * bz;
     float f = 2.0f / (1.0f + tx * tx + ty * ty + tz * tz);
@@ -418,7 +418,7 @@ EMPIC_HD unsigned move_to(const cluster_tile *T, int nx, int ny, int s, float x1
 
 /* The end point (x1, y1) of a particle's move over one step and the current factors of its
  * pieces (move_pieces' cx, cy, qvz). Returned by value: SIMD loops vectorise it (gcc does
- * not vectorise deposit_simd.c's loop well through pointer outputs: 4 times slower). */
+ * not vectorise cpu_deposit.c's loop well through pointer outputs: 4 times slower). */
 typedef struct {
     float x1, y1, cx, cy, cz;
 } move_endpoint;

@@ -1,4 +1,4 @@
-/* test_deposit.c - the CPU move + deposit (src/deposit_simd.c) against particle.h: every
+/* test_deposit.c - the CPU move + deposit (src/cpu/cpu_deposit.c) against particle.h: every
  * scatter the processor runs (scalar, AVX2, AVX-512) gives bitwise the current of
  * particle_move + deposit_pieces added particle by particle, on every crossing case of Kong's split, for
  * particles sharing cells (block scatter) and scattered over the cluster (scalar scatter). */

@@ -1,4 +1,4 @@
-/* test_gpu_repro.c - bitwise reproducibility (design.md §12) on the CUDA backend: two runs of
+/* test_gpu_repro.c - bitwise reproducibility (design.md §13) on the CUDA backend: two runs of
  * one deck give identical energy.csv, dumps (fields, particle samples, tracks, phase spaces) and
  * checkpoints, and a run stopped at a checkpoint and restarted equals the straight run, bit
  * for bit. Two decks: a periodic warm electron-positron plasma, and a laser entering through

@@ -1,4 +1,4 @@
-/* deposit_simd.c - move and current deposit of one cluster (deposit_simd.h).
+/* cpu_deposit.c - move and current deposit of one cluster (cpu_deposit.h).
  *
  * Chunks of DCHUNK particles. A vectorised loop moves them, splits each move into Kong's
  * three pieces with their Villasenor-Buneman weights (particle.h's move_pieces, structure of

@@ -1,12 +1,12 @@
-/* deposit_simd.h - the CPU move and current deposit of one cluster: a vectorised loop moves
+/* cpu_deposit.h - the CPU move and current deposit of one cluster: a vectorised loop moves
  * the particles by particle.h's move rule (move_to: Kong's pieces, wrap, migration), then the
  * pieces are added to
  * the cluster's tile by a scatter chosen at run time: AVX-512 or AVX2 (a particle's pieces
  * added to a block of tile rows held in vector registers) or scalar (particle.h's
  * deposit_add). Every tile word receives the same float additions in the same order in all
  * three, so the results are bitwise the same. */
-#ifndef DEPOSIT_SIMD_H
-#define DEPOSIT_SIMD_H
+#ifndef CPU_DEPOSIT_H
+#define CPU_DEPOSIT_H
 
 #include "cluster.h"
 #include "particle.h"

@@ -1,4 +1,4 @@
-/* particles.c - the CPU backend's particle phases: gather + Boris push, move + charge-conserving
+/* cpu_particles.c - the CPU backend's particle phases: gather + Boris push, move + charge-conserving
  * deposit, charge density. Clusters are processed by OpenMP threads one colour at a time
  * (2x2 colouring, Kong Fig. 3): each thread accumulates its cluster's current in a private
  * tile with one ghost cell below and two above, then adds the tile to the mesh's fixed-point
@@ -209,7 +209,7 @@ void particles_half_back(species *s, const emf *f, const clusters *cl, const flo
 }
 
 /* Move one cluster's particles, deposit their current in tile t and set migration codes
- * (deposit_simd.c: the vectorised move rule, then a SIMD or scalar scatter into the tile). */
+ * (cpu_deposit.c: the vectorised move rule, then a SIMD or scalar scatter into the tile). */
 static void move_cluster(species *s, const emf *f, int c, tile *t)
 {
     const deposit_frame fr = {move_step_of(f->dt, f->dx, f->dy, s->q), t->c, f->nx, f->ny};

@@ -1,8 +1,8 @@
-/* particles.h - the CPU backend's particle phases: gather and Boris push, then move and
+/* cpu_particles.h - the CPU backend's particle phases: gather and Boris push, then move and
  * charge-conserving deposit of every cluster (particles_advance), the charge density, and the
  * initial half push back. */
-#ifndef PARTICLES_H
-#define PARTICLES_H
+#ifndef CPU_PARTICLES_H
+#define CPU_PARTICLES_H
 
 #include "emf.h"
 #include "species.h"

@@ -1,4 +1,4 @@
-/* sort.c - incremental bi-cluster sort on the CPU (Kong et al. 2011, §2.4, Figs. 4 and 6).
+/* cpu_sort.c - incremental bi-cluster sort on the CPU (Kong et al. 2011, §2.4, Figs. 4 and 6).
  *
  * Particles move less than a cell per step, so each one stays in its cluster or moves to one
  * of the 8 neighbours; the move wrote that as a migration code. Four passes of disjoint

@@ -1,6 +1,6 @@
-/* sort.h - Kong's incremental bi-cluster sort (design.md §6) on the CPU. */
-#ifndef SORT_H
-#define SORT_H
+/* cpu_sort.h - Kong's incremental bi-cluster sort (design.md §6) on the CPU. */
+#ifndef CPU_SORT_H
+#define CPU_SORT_H
 
 #include "species.h"
 

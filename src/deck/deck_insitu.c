@@ -1,5 +1,5 @@
-/* deck_insitu.c - the deck keys of the in-situ diagnostics (design.md §8, README "Deck
- * reference"): diagnostics.phasespace (histograms), diagnostics.tracks (particle tracking by
+/* deck_insitu.c - the deck keys of the in-situ diagnostics (design.md §8, docs/deck.md):
+ * diagnostics.phasespace (histograms), diagnostics.tracks (particle tracking by
  * id) and the region/energy selection of diagnostics.particles. Part of the deck module:
  * deck.c calls these while it parses diagnostics and writes them back in deck_write. */
 #include "deck_read.h"

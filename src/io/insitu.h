@@ -4,7 +4,7 @@
  * particles live (the backend's phasespace function) and written as openPMD
  * meshes to OUTDIR/phasespace/ps%08T.h5, one mesh per histogram due at that step. Each
  * bin holds the charge density in phase space,
- *     h = q sum_p w_p dx dy / (bin volume)   (normalised units, see README),
+ *     h = q sum_p w_p dx dy / (bin volume)   (normalised units, docs/physics.md),
  * so that sum(h) times the bin volume is the species' charge in the range (q sum w dx dy).
  * Momenta are u = gamma v / c at t - dt/2, positions at t, like the particle dumps. */
 #ifndef INSITU_H

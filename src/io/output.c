@@ -268,31 +268,42 @@ static void write_xdmf_shape(h5w *w, hid_t xg, const output_frame *fr, int s,
     free(xy);
 }
 
-static void write_species(h5w *w, hid_t parts, hid_t xg, const output_frame *fr,
-                          const out_units *u, int s)
+/* The slots of species s that the dump writes, in cluster order (*n of them; num[c] per
+ * cluster c). */
+static size_t *selected(const output_frame *fr, int s, uint64_t *num, size_t *n)
 {
     const species *sp = &fr->sp[s];
     const clusters *cl = fr->cl;
-    const double dx = fr->f->dx, dy = fr->f->dy, dt = fr->d->dt;
-    uint64_t *num = empic_calloc((size_t)cl->n, sizeof(uint64_t), "output buffer");
     const deck *dk = fr->d;
     const ps_select sel = {dk->particles_region, dk->particles_energy,
                            {dk->particles_box[0], dk->particles_box[1], dk->particles_box[2],
                             dk->particles_box[3]},
                            {dk->particles_erange[0], dk->particles_erange[1]},
-                           fr->x0, fr->y0, dx, dy, sp->cfg->mass};
-    size_t n = 0, ord = 0;
+                           fr->x0, fr->y0, fr->f->dx, fr->f->dy, sp->cfg->mass};
+    size_t ord = 0;
+    *n = 0;
     for (int c = 0; c < cl->n; c++)
         for (size_t p = (size_t)sp->start[c]; p < (size_t)sp->start[c] + sp->count[c]; p++)
             if (keep(fr, &sel, s, p, ord++))
-                num[c]++, n++;
-    size_t *idx = empic_alloc(n * sizeof(size_t), "output buffer");
+                num[c]++, (*n)++;
+    size_t *idx = empic_alloc(*n * sizeof(size_t), "output buffer");
     size_t k = 0;
     ord = 0;
     for (int c = 0; c < cl->n; c++)
         for (size_t p = (size_t)sp->start[c]; p < (size_t)sp->start[c] + sp->count[c]; p++)
             if (keep(fr, &sel, s, p, ord++))
                 idx[k++] = p;
+    return idx;
+}
+
+static void write_species(h5w *w, hid_t parts, hid_t xg, const output_frame *fr,
+                          const out_units *u, int s)
+{
+    const species *sp = &fr->sp[s];
+    const double dx = fr->f->dx, dy = fr->f->dy, dt = fr->d->dt;
+    uint64_t *num = empic_calloc((size_t)fr->cl->n, sizeof(uint64_t), "output buffer");
+    size_t n, k;
+    size_t *idx = selected(fr, s, num, &n);
     double *buf = empic_alloc(n * sizeof(double), "output buffer");
     float *fbuf = (float *)buf;
     hsize_t dim = (hsize_t)n;

@@ -1,6 +1,6 @@
 /* memory.c - the memory a run needs and what the machine has (memory.h). The figures follow
  * the allocations of emf.c, fbnd.c, species.c, output.c, checkpoint.c and report.c; the
- * host figure was checked against the peak RSS of the example decks (README). */
+ * host figure was checked against the peak RSS of the example decks (docs/running.md). */
 #include "memory.h"
 #include "empic.h"
 #include "species.h"
@@ -13,7 +13,7 @@
 
 #define MIB 1048576.0
 #define GIB (1024.0 * MIB)
-/* The program with its libraries, OpenMP threads and HDF5 caches, measured (README). */
+/* The program with its libraries, OpenMP threads and HDF5 caches, measured (docs/running.md). */
 #define BASE_BYTES (16.0 * MIB)
 #define SLOT_BYTES 29.0         /* cell, x, y, ux, uy, uz, w (4 B each), migration code */
 #define CORE_GROWTH (8.0 * MIB) /* growth step of the in-memory HDF5 files (h5out.c) */

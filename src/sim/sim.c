@@ -46,7 +46,7 @@ static int choose_backend(sim *S)
     return 0;
 }
 
-/* The clusters and this rank's share of them and of the fields (design.md §13). A restart
+/* The clusters and this rank's share of them and of the fields (design.md §12). A restart
  * on another number of ranks than its checkpoint's parallel.ranks gets the split for the
  * grid. */
 static int share(sim *S, int restarting)
