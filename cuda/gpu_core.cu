@@ -269,6 +269,8 @@ int gpu_open(pic_state *st, void **ctx)
     g->tsz_max = (g->wmax + 3) * (g->hmax + 3);
     g->nsp = st->nsp;
     g->window = st->window;
+    g->px = f->bnd[SIDE_XMIN] == FBND_PERIODIC;
+    g->py = f->bnd[SIDE_YMIN] == FBND_PERIODIC;
     /* the device's own copies of the boundary clocks (written back by gpu_fetch_fields) */
     g->shift = f->fb ? f->fb->shift : st->window_cells;
     g->psi_step = f->fb ? f->fb->psi_step : -1;
@@ -320,6 +322,12 @@ int gpu_open(pic_state *st, void **ctx)
                       cudaMemcpyHostToDevice));
     GPU_CK(cudaMemcpy(g->y0, st->cl->y0, (size_t)(g->ncy + 1) * sizeof(int),
                       cudaMemcpyHostToDevice));
+    g->cx_of = (int *)gpu_malloc(g, (size_t)f->nx * sizeof(int), "cluster table");
+    g->cy_of = (int *)gpu_malloc(g, (size_t)f->ny * sizeof(int), "cluster table");
+    GPU_CK(cudaMemcpy(g->cx_of, st->cl->cx_of, (size_t)f->nx * sizeof(int),
+                      cudaMemcpyHostToDevice));
+    GPU_CK(cudaMemcpy(g->cy_of, st->cl->cy_of, (size_t)f->ny * sizeof(int),
+                      cudaMemcpyHostToDevice));
     g->tiles = (long long *)gpu_malloc(g, g->ntiles * g->tile_set * sizeof(long long),
                                        "current tiles");
     GPU_CK(cudaMemset(g->tiles, 0, g->ntiles * g->tile_set * sizeof(long long)));
@@ -341,7 +349,8 @@ int gpu_open(pic_state *st, void **ctx)
         upload_species(g, st, s);
     if (g->ranks > 1)
         GPU_CK(cudaMallocHost(&g->h_hist, (size_t)g->nsp * g->ncl * 9 * sizeof(int)));
-    gpu_bnd_setup(g, st);
+    gpu_fbnd_setup(g, st);
+    gpu_walls_setup(g, st);
     GPU_CK(cudaDeviceSynchronize());
     *ctx = g;
     return 0;
@@ -355,12 +364,14 @@ void gpu_close(void *ctx, pic_state *st)
     cudaStreamSynchronize(g->stream);
     if (g->pinned_fields)
         cudaHostUnregister(st->f->store);
-    gpu_bnd_free(g);
+    gpu_fbnd_free(g);
+    gpu_walls_free(g);
+    gpu_window_free(g);
     for (int s = 0; s < g->nsp; s++)
         free_species(&g->sp[s]);
     gpu_diag_free(g);
-    void *p[] = {g->store, g->x0,    g->y0,          g->tiles, g->acc,  g->partial,
-                 g->flags, g->lists, g->spare_start, g->room,  g->order};
+    void *p[] = {g->store, g->x0,    g->y0,          g->cx_of, g->cy_of, g->tiles, g->acc,
+                 g->partial, g->flags, g->lists, g->spare_start, g->room, g->order};
     for (size_t k = 0; k < sizeof p / sizeof p[0]; k++)
         if (p[k])
             cudaFree(p[k]);
@@ -430,7 +441,7 @@ void gpu_fetch_fields(void *ctx, pic_state *st, float *per)
         GPU_CK(cudaMemcpy(f->b[c], g->b[c], bytes, cudaMemcpyDeviceToHost));
         GPU_CK(cudaMemcpy(f->j[c], g->j[c], bytes, cudaMemcpyDeviceToHost));
     }
-    gpu_bnd_fetch(g, st); /* PML memories, Mur edges and their clocks, for checkpoints */
+    gpu_fbnd_fetch(g, st); /* PML memories, Mur edges and their clocks, for checkpoints */
     if (per)
         gpu_rho(ctx, st, per);
 }

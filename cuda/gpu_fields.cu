@@ -296,7 +296,7 @@ static void b_half(gpu_state *g, const pic_state *st)
         m, g->b[0], g->b[1], g->b[2], g->e[0], g->e[1], g->e[2], hx, hy);
     GPU_LAUNCHED(g, "k_b_half");
     if (st->f->fb)
-        gpu_bnd_b(g, st);
+        gpu_fbnd_b(g, st);
     if (!m.images)
         gpu_guard_fill(g, g->b[0], g->b[1], g->b[2]);
 }
@@ -319,14 +319,14 @@ void gpu_fields(void *ctx, pic_state *st)
     gpu_filter(g, st, g->j[0], g->j[1], g->j[2]);
     const float dt = (float)f->dt, cx = (float)(f->dt / f->dx), cy = (float)(f->dt / f->dy);
     if (f->fb)
-        gpu_bnd_e_save(g, st);
+        gpu_fbnd_e_save(g, st);
     const mesh m = update_mesh(g, st);
     k_e_advance<<<interior_grid(g), dim3(FX, FY), 0, g->stream>>>(
         m, g->e[0], g->e[1], g->e[2], g->b[0], g->b[1], g->b[2], g->j[0], g->j[1], g->j[2], dt,
         cx, cy);
     GPU_LAUNCHED(g, "k_e_advance");
     if (f->fb)
-        gpu_bnd_e(g, st);
+        gpu_fbnd_e(g, st);
     if (!m.images)
         gpu_guard_fill(g, g->e[0], g->e[1], g->e[2]);
     gpu_toc(g, t, PH_FIELD);

@@ -55,7 +55,7 @@ typedef struct {
     int *hist;                    /* 9 migration bins per cluster */
     int *need;                    /* per cluster: room needed during the sort */
     int4 *movers;                 /* per cluster: +x, -x, +y, -y leavers of the sort passes */
-    /* particle walls (gpu_bnd.cu): edge clusters on a non-periodic side of this species */
+    /* particle walls (gpu_walls.cu): edge clusters on a non-periodic side of this species */
     pbnd_walls walls;
     int nedge, *edge;             /* how many, and their ids (device) */
     int absorbing;                /* some side absorbs: drop marked particles before the sort */
@@ -132,8 +132,8 @@ struct gpu_state {
     size_t lists_n;
     int nsp;
     gpu_species sp[DECK_MAX_SPECIES];
-    /* non-periodic field sides, lasers, walls and the moving window (gpu_bnd.cu,
-     * gpu_window.cu); all unused by a periodic deck */
+    /* non-periodic field sides, lasers, walls and the moving window (gpu_fbnd.cu,
+     * gpu_walls.cu, gpu_window.cu); all unused by a periodic deck */
     int px, py;                   /* the box is periodic along x, y */
     int nlayers;
     gpu_layer layer[4];
@@ -349,20 +349,22 @@ static inline void gpu_debug(gpu_state *g, const pic_state *st, enum gpu_debug_p
     if (g->check)
         gpu_debug_at(g, st, at);
 }
-/* Boundaries (gpu_bnd.cu): setup and free, the field-boundary hooks of the Yee phases (as
- * fbnd_b, fbnd_e_save, fbnd_e), the fetch of their state for checkpoints, the particle walls
- * of species s after its move (before the colour write-back) and the drop of marked
- * particles before its sort (adds the number dropped to its flags[3]). */
-void gpu_bnd_setup(gpu_state *g, const pic_state *st);
-void gpu_bnd_free(gpu_state *g);
-void gpu_bnd_b(gpu_state *g, const pic_state *st);
-void gpu_bnd_e_save(gpu_state *g, const pic_state *st);
-void gpu_bnd_e(gpu_state *g, const pic_state *st);
-void gpu_bnd_fetch(gpu_state *g, pic_state *st);
-/* The wall fix-ups of species which[0 .. n) after their move (which[k]'s current in tile
- * set k: the mobile species in order), one launch. */
-void gpu_walls(gpu_state *g, const pic_state *st, int n, const int *which);
-void gpu_drop(gpu_state *g, int s, int window);
+/* Field boundaries (gpu_fbnd.cu, the twin of cpu_fbnd.c): setup and free, the hooks of the
+ * Yee phases (as fbnd_b, fbnd_e_save, fbnd_e) and the fetch of their state for checkpoints. */
+void gpu_fbnd_setup(gpu_state *g, const pic_state *st);
+void gpu_fbnd_free(gpu_state *g);
+void gpu_fbnd_b(gpu_state *g, const pic_state *st);
+void gpu_fbnd_e_save(gpu_state *g, const pic_state *st);
+void gpu_fbnd_e(gpu_state *g, const pic_state *st);
+void gpu_fbnd_fetch(gpu_state *g, pic_state *st);
+/* Particle walls (gpu_walls.cu, the twin of cpu_walls.c): setup and free; the wall fix-ups
+ * of species which[0 .. n) after their move (which[k]'s current in tile set k: the mobile
+ * species in order; before the colour write-back), one launch; the drop of species s's
+ * marked particles before its sort (adds the number dropped to its flags[3]). */
+void gpu_walls_setup(gpu_state *g, const pic_state *st);
+void gpu_walls_free(gpu_state *g);
+void gpu_walls_clusters(gpu_state *g, const pic_state *st, int n, const int *which);
+void gpu_walls_drop(gpu_state *g, int s, int window);
 /* Sort (gpu_sort.cu): re-lay species s's segments for clusters that hold counts[c]
  * particles (NULL: their counts now) and need room for need[c] during a sort
  * (species_segments); stop on the error flag the sort passes raise (h_flags as last read
@@ -370,5 +372,7 @@ void gpu_drop(gpu_state *g, int s, int window);
 void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *counts, const int *need);
 void gpu_check_flags(const gpu_state *g, const pic_state *st, int s);
 void gpu_diag_free(gpu_state *g);
+/* The moving window's injection staging freed (gpu_window.cu). */
+void gpu_window_free(gpu_state *g);
 
 #endif

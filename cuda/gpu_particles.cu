@@ -724,7 +724,7 @@ void gpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic)
         else
             k_push_move<false><<<blocks, GPU_MOVE_THREADS, g->smem_move, g->stream>>>(a);
         GPU_LAUNCHED(g, "k_push_move");
-        gpu_walls(g, st, m, mob); /* edge clusters of non-periodic sides */
+        gpu_walls_clusters(g, st, m, mob); /* edge clusters of non-periodic sides */
     }
     /* the tiles of all species to J: fixed-point sums, guard deposits folded, one rounding */
     tiles_current(g, m);

@@ -734,7 +734,7 @@ void gpu_sort(void *ctx, pic_state *st, int window, long long *dropped)
         flags_clear(g, prep, drop);
         for (int s = 0; s < g->nsp; s++)
             if (drops[s])
-                gpu_drop(g, s, window);
+                gpu_walls_drop(g, s, window);
         hist_exchange(g, st, prep);
         prepare_species(g, st, prep);
         for (int s = 0; s < g->nsp; s++) {

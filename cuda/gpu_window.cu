@@ -175,7 +175,7 @@ void gpu_window_shift(void *ctx, pic_state *st)
         if (g->ranks > 1) { /* the layers' last column from the rank on the right: the
                                host's exchange on host copies (the memories are thin strips) */
             GPU_CK(cudaStreamSynchronize(g->stream));
-            gpu_bnd_fetch(g, st);
+            gpu_fbnd_fetch(g, st);
             fbnd_shift_exchange(st->f);
             const fbnd *b = st->f->fb;
             for (int l = 0; l < g->nlayers; l++)
@@ -372,4 +372,12 @@ void gpu_inject(void *ctx, pic_state *st, species *col, const int *add)
         GPU_LAUNCHED(g, "k_inject");
     }
     st->phase_s[PH_SORT] += host_seconds() - t0;
+}
+
+void gpu_window_free(gpu_state *g)
+{
+    if (g->stage)
+        cudaFree(g->stage);
+    if (g->h_stage)
+        cudaFreeHost(g->h_stage);
 }
