@@ -1,12 +1,12 @@
 /* gpu_core.cu - the CUDA backend's table (cuda_backend), device, memory, uploads and
- * downloads, error checks, phase timers and the bandwidth measurement. */
+ * downloads, CUDA error reports, phase timers and the bandwidth measurement. */
 #include "gpu_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-void gpu_check(cudaError_t e, const char *what, const char *file, int line)
+void gpu_cuda_ok(cudaError_t e, const char *what, const char *file, int line)
 {
     if (e == cudaSuccess)
         return;
@@ -244,7 +244,7 @@ int gpu_open(pic_state *st, void **ctx)
     g->nsm = p.multiProcessorCount;
     g->smem_optin = p.sharedMemPerBlockOptin;
     g->sync_each = env_flag("EMPIC_GPU_SYNC");
-    g->check = env_flag("EMPIC_GPU_CHECK");
+    g->debug = env_flag("EMPIC_GPU_CHECK");
     const emf *f = st->f;
     g->nx = f->nx;
     g->ny = f->ny;
@@ -546,7 +546,7 @@ double gpu_particle_bytes(void *ctx, const pic_state *st)
     return bytes;
 }
 
-/* The sort flags of the last step checked and the phase timers settled. */
+/* The sort error flags of the last step read back and the phase timers settled. */
 void gpu_finish(void *ctx, pic_state *st)
 {
     gpu_state *g = (gpu_state *)ctx;
@@ -554,7 +554,7 @@ void gpu_finish(void *ctx, pic_state *st)
                            cudaMemcpyDeviceToHost, g->stream));
     gpu_harvest(g, st);
     for (int s = 0; s < g->nsp; s++)
-        gpu_check_flags(g, st, s);
+        gpu_sort_errors(g, st, s);
 }
 
 const backend *cuda_backend(char *name, size_t len)

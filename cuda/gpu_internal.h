@@ -155,9 +155,10 @@ struct gpu_state {
     int pend_a[GPU_EVENTS / 2], pend_b[GPU_EVENTS / 2], pend_phase[GPU_EVENTS / 2];
     /* switches from the environment */
     int sync_each;                /* EMPIC_GPU_SYNC=1: synchronise after every kernel */
-    int check;                    /* EMPIC_GPU_CHECK=1: verify the state after each phase */
+    int debug;                    /* EMPIC_GPU_CHECK=1: verify the state after each phase
+                                     (gpu_debug.cu) */
     long long dropped[DECK_MAX_SPECIES]; /* particles the last sort dropped or sent to other
-                                            ranks less received (for the check) */
+                                            ranks less received (for gpu_debug.cu) */
     size_t bytes;                 /* device bytes allocated */
     void *pinned;                 /* pinned host buffer of the compacted dumps (gpu_diag.cu) */
     void *trk;                    /* device buffer of the compacted dumps, kept between them */
@@ -196,7 +197,7 @@ typedef struct {
     unsigned long long id;
 } gpu_part;
 
-/* Gather slot i: every load is issued before the caller stores anything (the arrays might
+/* Read slot i: every load is issued before the caller stores anything (the arrays might
  * alias as far as the compiler knows, so a field-by-field copy waits for each load in turn). */
 __device__ __forceinline__ gpu_part gpu_parts_get(const gpu_parts &a, int i)
 {
@@ -251,17 +252,17 @@ __device__ __forceinline__ bool in_box(int4 b, int x, int y)
     return x >= b.x && x < b.y && y >= b.z && y < b.w;
 }
 
-/* Error checks: report the call or kernel with file and line, then exit. */
-void gpu_check(cudaError_t e, const char *what, const char *file, int line);
+/* CUDA errors: report the failed call or kernel with file and line, then exit. */
+void gpu_cuda_ok(cudaError_t e, const char *what, const char *file, int line);
 void gpu_launched(gpu_state *g, const char *kernel, const char *file, int line);
-#define GPU_CK(call) gpu_check((call), #call, __FILE__, __LINE__)
+#define GPU_CK(call) gpu_cuda_ok((call), #call, __FILE__, __LINE__)
 #define GPU_LAUNCHED(g, name) gpu_launched((g), (name), __FILE__, __LINE__)
 
 /* Device allocation that reports the bytes and what they are for on failure. */
 void *gpu_malloc(gpu_state *g, size_t bytes, const char *what);
 
 /* Host arrays a, b of n values to and from the device's pairs p[k] = (a[k], b[k]) (through
- * a host buffer: the initial upload, fetches for checkpoints and checks). */
+ * a host buffer: the initial upload, fetches for checkpoints and gpu_debug.cu). */
 void gpu_put_pairs(float2 *p, const float *a, const float *b, size_t n);
 void gpu_get_pairs(float *a, float *b, const float2 *p, size_t n); /* a or b NULL: not kept */
 
@@ -332,11 +333,11 @@ void gpu_rho_deposit(gpu_state *g, int s, float *dst);
 void gpu_sort_prepare(gpu_state *g, pic_state *st);
 
 /* Debug-only hooks, environment switches read by gpu_open: EMPIC_GPU_SYNC=1 synchronises
- * after every kernel (in gpu_launched); EMPIC_GPU_CHECK=1 (gpu_check.cu) copies the device
+ * after every kernel (in gpu_launched); EMPIC_GPU_CHECK=1 (gpu_debug.cu) copies the device
  * state back at the points below and verifies it on the host (slow). gpu_debug is the one
  * call the phases make: nothing unless EMPIC_GPU_CHECK is set. */
 enum gpu_debug_point {
-    DBG_BEFORE_MOVE, /* sorted clusters; keep particles and fields for the push check */
+    DBG_BEFORE_MOVE, /* sorted clusters; keep particles and fields to verify the push */
     DBG_AFTER_MOVE,  /* the push recomputed on the host, fields finite, codes and histograms */
     DBG_B_HALF,      /* fields finite */
     DBG_FIELDS,
@@ -346,7 +347,7 @@ enum gpu_debug_point {
 void gpu_debug_at(gpu_state *g, const pic_state *st, enum gpu_debug_point at);
 static inline void gpu_debug(gpu_state *g, const pic_state *st, enum gpu_debug_point at)
 {
-    if (g->check)
+    if (g->debug)
         gpu_debug_at(g, st, at);
 }
 /* Field boundaries (gpu_fbnd.cu, the twin of cpu_fbnd.c): setup and free, the hooks of the
@@ -370,7 +371,7 @@ void gpu_walls_drop(gpu_state *g, int s, int window);
  * (species_segments); stop on the error flag the sort passes raise (h_flags as last read
  * back). */
 void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *counts, const int *need);
-void gpu_check_flags(const gpu_state *g, const pic_state *st, int s);
+void gpu_sort_errors(const gpu_state *g, const pic_state *st, int s);
 void gpu_diag_free(gpu_state *g);
 /* The moving window's injection staging freed (gpu_window.cu). */
 void gpu_window_free(gpu_state *g);

@@ -18,8 +18,8 @@
  * polarised laser, where uz stays 0). The charge kernel spreads its lanes over up to 4
  * private 64-bit tile copies (they spread the compare-and-swap loops of the earlier float
  * tile; measured to gain nothing with integer atomics). Each block writes its tile, still
- * fixed point, to a per-cluster buffer (one set per mobile species); one gather
- * kernel then sums, for each mesh element, the tiles that cover it (integers: exact, in any
+ * fixed point, to a per-cluster buffer (one set per mobile species); one kernel
+ * then sums, for each mesh element, the tiles that cover it (integers: exact, in any
  * order, so the split of the box among ranks changes nothing), and gpu_acc_finish folds the
  * guard deposits and rounds each element once to float (the CPU's emf_acc_finish). The
  * particle kernel also writes each particle's 4-bit migration code and the cluster's 9-bin
@@ -286,7 +286,7 @@ __constant__ unsigned char mover_bin[8] = {0, 1, 2, 3, 5, 6, 7, 8};
 
 /* Store lane's group (w unchanged) and its codes (byte q of `codes`, group_load's slots);
  * the cells only when one of the warp's changed, the codes only when the warp has a mover
- * (the sort leaves every code 0: gpu_check's after-sort rule). */
+ * (the sort leaves every code 0: gpu_debug.cu's after-sort rule). */
 __device__ __forceinline__ void group_store(const kspecies &a, const pgroup &g, unsigned codes,
                                             int p, int lane, int left, bool cells, bool movers)
 {
@@ -431,7 +431,7 @@ __global__ void __launch_bounds__(GPU_THREADS) k_rho(krho a)
                a.tiles + (size_t)c * a.tile_stride);
 }
 
-/* The tile sets and the cluster table the gathers read. */
+/* The tile sets and the cluster table the tile sums read. */
 typedef struct {
     const long long *tiles;
     int nset, tile_stride, ncomp;
@@ -443,7 +443,8 @@ typedef struct {
 /* Add to v every tile entry for global cell (i, j) (tiles cover [x0 - 1, x1 + 2) x
  * [y0 - 1, y1 + 2): at most two clusters along each axis), with wrapping integer adds, as the
  * atomics. */
-__device__ __forceinline__ void tiles_sum(const ktiles &a, int i, int j, unsigned long long v[3])
+__device__ __forceinline__ void tiles_sum_cell(const ktiles &a, int i, int j,
+                                               unsigned long long v[3])
 {
     int cxs[2], cys[2], nxs = 0, nys = 0;
     const int ax = a.cx_of[min(max(i, 0), a.nx - 1)], ay = a.cy_of[min(max(j, 0), a.ny - 1)];
@@ -468,7 +469,7 @@ __device__ __forceinline__ void tiles_sum(const ktiles &a, int i, int j, unsigne
 /* Several ranks: the fixed-point mesh sums (acc, ncomp components of size) of this rank's
  * elements, guards included (element e: global cell i, j), added to what acc holds when
  * `add`; gpu_acc_finish then folds the guards across the rank borders and rounds. */
-__global__ void k_tiles_gather(ktiles a, int add, long long *acc, size_t size, int stride,
+__global__ void k_tiles_sum(ktiles a, int add, long long *acc, size_t size, int stride,
                                int i0, int j0)
 {
     const int G = EMF_GUARD;
@@ -476,14 +477,14 @@ __global__ void k_tiles_gather(ktiles a, int add, long long *acc, size_t size, i
     if (e >= size)
         return;
     unsigned long long v[3] = {0, 0, 0};
-    tiles_sum(a, (int)(e % stride) - G + i0, (int)(e / stride) - G + j0, v);
+    tiles_sum_cell(a, (int)(e % stride) - G + i0, (int)(e / stride) - G + j0, v);
     for (int k = 0; k < a.ncomp; k++) {
         long long *d = acc + k * size + e;
         *d = (long long)(v[k] + (add ? (unsigned long long)*d : 0ull));
     }
 }
 
-/* One rank: the finished mesh current at once (what k_tiles_gather and gpu_acc_finish give,
+/* One rank: the finished mesh current at once (what k_tiles_sum and gpu_acc_finish give,
  * without the round trip through acc). Block c < ncl takes cluster c's cells: each sums the
  * entries of the tiles that cover it, its cluster's and, near the cluster's sides, those of
  * its 8 neighbours (tiles reach [x0 - 1, x1 + 2)), across a periodic side the neighbour's
@@ -570,18 +571,18 @@ static ktiles ktiles_of(const gpu_state *g, int nset, int ncomp)
 }
 
 /* nset tile sets of ncomp components into g->acc (added when `add`). */
-static void tiles_gather(gpu_state *g, int nset, int ncomp, int add)
+static void tiles_sum(gpu_state *g, int nset, int ncomp, int add)
 {
-    k_tiles_gather<<<gpu_blocks(g->size, 256), 256, 0, g->stream>>>(
+    k_tiles_sum<<<gpu_blocks(g->size, 256), 256, 0, g->stream>>>(
         ktiles_of(g, nset, ncomp), add, g->acc, g->size, g->stride, g->i0, g->j0);
-    GPU_LAUNCHED(g, "k_tiles_gather");
+    GPU_LAUNCHED(g, "k_tiles_sum");
 }
 
 /* The current of nset tile sets into J: at once on one rank, through acc over several. */
 static void tiles_current(gpu_state *g, int nset)
 {
     if (g->ranks > 1) {
-        tiles_gather(g, nset, 3, 0);
+        tiles_sum(g, nset, 3, 0);
         gpu_acc_finish(g, 3, g->j[0], g->j[1], g->j[2]);
         return;
     }
@@ -758,7 +759,7 @@ void gpu_rho_deposit(gpu_state *g, int s, float *dst)
                   g->scale};
         k_rho<<<g->ncl, GPU_THREADS, g->smem_rho, g->stream>>>(a);
         GPU_LAUNCHED(g, "k_rho");
-        tiles_gather(g, 1, 1, !first);
+        tiles_sum(g, 1, 1, !first);
         first = 0;
     }
     gpu_acc_finish(g, 1, dst, NULL, NULL);

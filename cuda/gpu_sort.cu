@@ -161,10 +161,10 @@ __device__ __forceinline__ void code_masks(const uint8_t *code, int i, int n, in
  * tail stayers among its own particles do not depend on what arrives), and the leavers,
  * holes and fillers are taken in slot order (ordered compaction: per-thread bit masks, a
  * block-wide prefix sum of their counts; a hole is one of the first leavers), so the result
- * does not depend on thread scheduling. Each thread then gathers a leaver and the filler of
+ * does not depend on thread scheduling. Each thread then loads a leaver and the filler of
  * its hole before it stores either: two dependent memory round trips per pair. 4 blocks per
  * multiprocessor (64 registers, a few bytes spilled, instead of 80 and 3 blocks): more
- * gathers in flight, the hot decks' sort 3-9 % shorter (cuda/NOTES.md). */
+ * loads in flight, the hot decks' sort 3-9 % shorter (cuda/NOTES.md). */
 __global__ void __launch_bounds__(GPU_THREADS, 4) k_sort_pass(const __grid_constant__ ksorts all,
                                                              int axis, int first,
                                                              int n, int ncx, int periodic,
@@ -432,7 +432,7 @@ void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *counts, const i
     free(cap);
 }
 
-void gpu_check_flags(const gpu_state *g, const pic_state *st, int s)
+void gpu_sort_errors(const gpu_state *g, const pic_state *st, int s)
 {
     if (g->h_flags[4 * s + 2])
         EMPIC_DIE("species %s: the GPU sort found a migration histogram that does not match "
@@ -760,7 +760,7 @@ void gpu_sort(void *ctx, pic_state *st, int window, long long *dropped)
         const int *hf = g->h_flags + 4 * s;
         if (drops[s])
             g->dropped[s] = hf[3];
-        gpu_check_flags(g, st, s);
+        gpu_sort_errors(g, st, s);
         most = hf[1] > most ? hf[1] : most;
         if (hf[0] == 0 && hf[1] <= spec && (spec > 0 || g->ranks == 1))
             continue; /* sorted by the passes launched already (or nothing to sort) */
