@@ -282,19 +282,19 @@ static inline unsigned gpu_blocks(size_t n, int threads)
 }
 
 /* The operations of the backend table (backend.h, which says what each does; filled in
- * gpu_core.cu), in the files of their phase; ctx is the gpu_state. */
-int gpu_open(pic_state *st, void **ctx);                                  /* gpu_core.cu */
+ * gpu_backend.cu), in the files of their phase; ctx is the gpu_state. */
+int gpu_open(pic_state *st, void **ctx);                                  /* gpu_backend.cu */
 void gpu_close(void *ctx, pic_state *st);
 void gpu_rho(void *ctx, pic_state *st, float *per);
+void gpu_field_diag(void *ctx, pic_state *st, double *energy_e, double *energy_b,
+                    double *gauss);
 void gpu_fetch_fields(void *ctx, pic_state *st, float *per);
-void gpu_fetch_particles(void *ctx, pic_state *st);
 void gpu_finish(void *ctx, pic_state *st);
+void gpu_fetch_particles(void *ctx, pic_state *st);                       /* gpu_core.cu */
 double gpu_bandwidth(void *ctx);
 double gpu_particle_bytes(void *ctx, const pic_state *st);
 void gpu_b_half(void *ctx, pic_state *st);                                /* gpu_fields.cu */
 void gpu_fields(void *ctx, pic_state *st);
-void gpu_field_diag(void *ctx, pic_state *st, double *energy_e, double *energy_b,
-                    double *gauss);
 void gpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic); /* gpu_particles.cu */
 void gpu_sort(void *ctx, pic_state *st, int window, long long *dropped);   /* gpu_sort.cu */
 void gpu_window_shift(void *ctx, pic_state *st);                          /* gpu_window.cu */
@@ -305,12 +305,27 @@ void gpu_phasespace(void *ctx, pic_state *st, int s, const ps_grid *g, double *h
 int gpu_phasespace_extent(void *ctx, pic_state *st, int s, const ps_grid *g, int axis,
                           int positive, double mm[2]);
 
+/* The steps of gpu_open and gpu_close (gpu_core.cu). gpu_available: 1 when a usable CUDA
+ * device exists (its name into name), else 0 (the reason into name). gpu_state_open: the
+ * state with this rank's device (its name into name), the environment switches and the
+ * geometry. gpu_memory_fits: the tile sets planned; 0 when the deck fits in the device's free
+ * memory, else -1 after reporting. gpu_memory_open: stream, fields, tables and every species
+ * uploaded; gpu_memory_close frees them and the state. */
+int gpu_available(char *name, size_t len);
+gpu_state *gpu_state_open(const pic_state *st, char *name, size_t len);
+int gpu_memory_fits(gpu_state *g, const pic_state *st, const char *name);
+void gpu_memory_open(gpu_state *g, pic_state *st);
+void gpu_memory_close(gpu_state *g, pic_state *st);
+
 /* Fields (gpu_fields.cu). Guards of up to three arrays filled (from the neighbour ranks
  * too); the fixed-point sums g->acc (ncomp components) finished into d0.. (emf_acc_finish:
  * guard deposits folded into their cells, here or on the neighbours, one rounding). */
 void gpu_guard_fill(gpu_state *g, float *a0, float *a1, float *a2);
 void gpu_acc_finish(gpu_state *g, int ncomp, float *d0, float *d1, float *d2);
-void gpu_filter(gpu_state *g, const pic_state *st, float *a0, float *a1, float *a2);
+void gpu_fields_filter(gpu_state *g, const pic_state *st, float *a0, float *a1, float *a2);
+/* Field energies and max |div E - rho + rho_bg| with g->rho as deposited (gpu_field_diag). */
+void gpu_fields_energy(gpu_state *g, pic_state *st, double *energy_e, double *energy_b,
+                       double *gauss);
 /* Several ranks (gpu_halo.cu): the guard fill (fold = 0: float arrays) or the fold of the
  * fixed-point sums (fold = 1) of ncomp arrays a[] with the neighbour ranks, staged through
  * the pinned host mirror with emf.c's own exchanges, x then y; an axis this rank holds alone
@@ -319,14 +334,11 @@ void gpu_filter(gpu_state *g, const pic_state *st, float *a0, float *a1, float *
 int gpu_axis_kind(const gpu_state *g, int axis);
 void gpu_halo(gpu_state *g, void *const a[3], int ncomp, int fold,
               void (*self)(gpu_state *, void *const[3], int, int));
-/* Charge density of all species at the current positions into g->rho: deposited together,
- * folded, filtered once, guards filled. */
-void gpu_charge(gpu_state *g, const pic_state *st);
 /* Particles (gpu_particles.cu). */
 void gpu_particles_setup(gpu_state *g, const pic_state *st);
 /* Charge density of species s (all when s < 0) into dst: deposit, fixed-point sums
  * finished (gpu_acc_finish). */
-void gpu_rho_deposit(gpu_state *g, int s, float *dst);
+void gpu_particles_rho(gpu_state *g, int s, float *dst);
 /* Right after the particle kernels (the end of gpu_particles): the sort's bookkeeping
  * (overflow, leavers per cluster), so that the host's wait for its result overlaps the field
  * kernels (decks that drop no particles). */

@@ -747,7 +747,7 @@ void gpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic)
     gpu_sort_prepare(g, st);
 }
 
-void gpu_rho_deposit(gpu_state *g, int s, float *dst)
+void gpu_particles_rho(gpu_state *g, int s, float *dst)
 {
     int first = 1;
     for (int k = 0; k < g->nsp; k++) {
