@@ -36,7 +36,6 @@ extern "C" {     /* host C code: the state backend.h hands over, the boundaries'
 
 #define GPU_THREADS 256       /* threads per block of the particle and sort kernels */
 #define GPU_VEC 4             /* particles per thread and loop trip (two pairs of slots) */
-#define GPU_MAX_COPIES 4      /* private copies of a current tile in shared memory */
 #define GPU_EVENTS 256        /* event pool for the phase timers */
 #define SLOT_BYTES (3 * 8 + 4 + 1) /* one particle slot: (x, y), (ux, uy), (uz, w), cell, code */
 
@@ -109,10 +108,9 @@ struct gpu_state {
                                      charge deposit uses the first) */
     int ntiles;
     size_t tile_set;
-    /* current tiles in shared memory */
-    int copies;                   /* private copies (1..GPU_MAX_COPIES) */
-    int tszp, cstride;            /* padded component and copy strides in shared memory */
-    size_t smem_move, smem_rho;    /* dynamic shared memory of k_push_move and k_rho */
+    /* current and charge tiles in shared memory */
+    int tszp;                     /* padded component stride in shared memory */
+    size_t smem_move, smem_rho;   /* dynamic shared memory of k_push_move and k_rho */
     float scale;                  /* fixed-point scale of the tiles (particles_scale) */
     /* reductions and flags */
     double *partial, *h_partial;  /* ncl * max(3, nsp) doubles (device / pinned host) */

@@ -12,17 +12,15 @@
  * once. The kernel runs GPU_MOVE_THREADS (512) threads per block, 2 blocks per
  * multiprocessor, and keeps each entry of its tile as two 32-bit words in separate arrays
  * (low words of neighbouring entries in neighbouring banks), each entry starting at 2^31 so
- * that its high word seldom changes, joined into 64-bit entries as the tile is stored
- * (NOTES.md, "Deposit on many particles per cell", "Carries and empty components"); a
+ * that its high word seldom changes, joined into 64-bit entries as the tile is stored; a
  * particle with no vz adds nothing to Jz (cold plasmas, and 2D runs with an in-plane
- * polarised laser, where uz stays 0). The charge kernel spreads its lanes over up to 4
- * private 64-bit tile copies (they spread the compare-and-swap loops of the earlier float
- * tile; measured to gain nothing with integer atomics). Each block writes its tile, still
- * fixed point, to a per-cluster buffer (one set per mobile species); one kernel
- * then sums, for each mesh element, the tiles that cover it (integers: exact, in any
- * order, so the split of the box among ranks changes nothing), and gpu_acc_finish folds the
- * guard deposits and rounds each element once to float (the CPU's emf_acc_finish). The
- * particle kernel also writes each particle's 4-bit migration code and the cluster's 9-bin
+ * polarised laser, where uz stays 0). The charge kernel adds into one 64-bit tile (private
+ * copies per group of lanes measured no faster with integer atomics). Each block writes its
+ * tile, still fixed point, to a per-cluster buffer (one set per mobile species); one kernel
+ * then sums, for each mesh element, the tiles that cover it (integers: exact, in any order,
+ * so the split of the box among ranks changes nothing), and gpu_acc_finish folds the guard
+ * deposits and rounds each element once to float (the CPU's emf_acc_finish). The particle
+ * kernel also writes each particle's 4-bit migration code and the cluster's 9-bin
  * histogram; a warp stores its cells only when one changed, its codes only when one is not
  * 0 (the sort leaves every code 0). */
 #include "gpu_internal.h"
@@ -60,20 +58,6 @@ typedef struct {
     float scale;                /* fixed-point scale of the current tile */
     float ext[6];               /* external E, B */
 } kpart;
-
-/* Sum the private fixed-point copies of ncomp tile components (exact, wrapping as the
- * atomics do) into the block's slot of the buffer. */
-__device__ __forceinline__ void tile_store(const long long *sj, int copies, int cstride,
-                                           int tszp, int ncomp, int tsz, long long *dst)
-{
-    for (int idx = threadIdx.x; idx < ncomp * tsz; idx += blockDim.x) {
-        int comp = idx / tsz, r = idx - comp * tsz;
-        unsigned long long v = (unsigned long long)sj[comp * tszp + r];
-        for (int cp = 1; cp < copies; cp++)
-            v += (unsigned long long)sj[cp * cstride + comp * tszp + r];
-        dst[idx] = (long long)v;
-    }
-}
 
 /* An index the compiler must treat as unknown (an empty asm that may change it). */
 __device__ __forceinline__ int opaque(int v)
@@ -269,7 +253,7 @@ __device__ __forceinline__ unsigned move_one(const kpart &a, const kspecies &sp,
 }
 
 /* The split tile's 3 components (low words lo, high words 3 tszp further) joined into 64-bit
- * entries in the block's slot of the buffer (tile_store's layout). */
+ * entries in the block's slot of the buffer (component k at k tsz, as the tile sums read). */
 __device__ __forceinline__ void tile_store_split(const unsigned *lo, int tszp, int tsz,
                                                  long long *dst)
 {
@@ -388,14 +372,15 @@ __global__ void __launch_bounds__(GPU_MOVE_THREADS, 2) k_push_move(const __grid_
     tile_store_split(sw, a.tszp, T.w * T.h, sp.tiles + (size_t)c * a.tile_stride);
 }
 
-/* Charge of one species at the current positions into the tile buffer. */
+/* Charge of one species at the current positions into the tile buffer: one shared-memory
+ * tile of tszp fixed-point entries per block, added with integer atomics. */
 typedef struct {
     const float2 *xy, *uzw;
     const uint32_t *cell;
     const int *start, *count;
     long long *tiles;
     const int *x0, *y0;
-    int ncx, tszp, cstride, copies, tile_stride;
+    int ncx, tszp, tile_stride;
     float q, scale;
 } krho;
 
@@ -404,10 +389,9 @@ __global__ void __launch_bounds__(GPU_THREADS) k_rho(krho a)
     extern __shared__ long long sr[];
     const int c = blockIdx.x, tid = threadIdx.x;
     const cluster_tile T = cluster_tile_of(a.x0, a.y0, a.ncx, c);
-    for (int idx = tid; idx < a.copies * a.cstride; idx += GPU_THREADS)
+    for (int idx = tid; idx < a.tszp; idx += GPU_THREADS)
         sr[idx] = 0;
     __syncthreads();
-    long long *rc = sr + ((tid & 31) % a.copies) * a.cstride;
     const int n = a.count[c], s0 = a.start[c];
     for (int base = GPU_VEC * tid; base < n; base += GPU_VEC * GPU_THREADS) {
         const int nv = min(GPU_VEC, n - base), p = s0 + base;
@@ -422,13 +406,14 @@ __global__ void __launch_bounds__(GPU_THREADS) k_rho(krho a)
         for (int q = 0; q < GPU_VEC; q++) {
             if (q >= nv)
                 continue;
-            deposit_charge_fixed(rc, cluster_tile_k(&T, cl[q]), T.w, xs[q], ys[q], a.q * ws[q],
+            deposit_charge_fixed(sr, cluster_tile_k(&T, cl[q]), T.w, xs[q], ys[q], a.q * ws[q],
                                  a.scale);
         }
     }
     __syncthreads();
-    tile_store(sr, a.copies, a.cstride, a.tszp, 1, T.w * T.h,
-               a.tiles + (size_t)c * a.tile_stride);
+    long long *dst = a.tiles + (size_t)c * a.tile_stride;
+    for (int idx = tid; idx < T.w * T.h; idx += GPU_THREADS)
+        dst[idx] = sr[idx];
 }
 
 /* The tile sets and the cluster table the tile sums read. */
@@ -599,20 +584,13 @@ static void set_smem(const void *kernel, size_t bytes)
 
 void gpu_particles_setup(gpu_state *g, const pic_state *st)
 {
-    /* the charge kernel's tile copies (64-bit entries) within 64 KB: 3 blocks of GPU_THREADS
-     * on a 228 KB multiprocessor (the measured configuration of NOTES.md); the particle
-     * kernel's six staged field components and one split tile (3 components of 32-bit low
-     * and high words): 2 blocks of GPU_MOVE_THREADS per multiprocessor while they stay under
-     * ~113 KB (clusters up to ~48x48 cells) */
-    const size_t budget = 64 * 1024;
+    /* the charge kernel's one tile (64-bit entries); the particle kernel's six staged field
+     * components and one split tile (3 components of 32-bit low and high words): 2 blocks of
+     * GPU_MOVE_THREADS per multiprocessor while they stay under ~113 KB (clusters up to
+     * ~48x48 cells) */
     const size_t limit = g->smem_optin - 2048;
     g->tszp = (g->tsz_max + 3) / 4 * 4;
-    for (g->copies = GPU_MAX_COPIES; g->copies >= 1; g->copies /= 2) {
-        g->cstride = (3 * g->tszp + 31) / 32 * 32 + (g->copies > 1 ? 32 / g->copies : 0);
-        g->smem_rho = (size_t)g->copies * g->cstride * sizeof(long long);
-        if (g->smem_rho <= budget || g->copies == 1)
-            break;
-    }
+    g->smem_rho = (size_t)g->tszp * sizeof(long long);
     g->smem_move = (size_t)6 * g->tszp * (sizeof(float) + sizeof(unsigned));
     g->scale = particles_scale(st->sp, st->nsp, st->f); /* the CPU's emf.acc scale */
     const size_t need = g->smem_move > g->smem_rho ? g->smem_move : g->smem_rho;
@@ -754,9 +732,8 @@ void gpu_particles_rho(gpu_state *g, int s, float *dst)
         if (s >= 0 && k != s)
             continue;
         const gpu_species *d = &g->sp[k];
-        krho a = {d->xy,    d->uzw, d->cell, d->start, d->count,  g->tiles, g->x0,
-                  g->y0,    g->ncx, g->tszp, g->cstride, g->copies, 3 * g->tsz_max, d->q,
-                  g->scale};
+        krho a = {d->xy, d->uzw, d->cell, d->start, d->count, g->tiles, g->x0, g->y0,
+                  g->ncx, g->tszp, 3 * g->tsz_max, d->q, g->scale};
         k_rho<<<g->ncl, GPU_THREADS, g->smem_rho, g->stream>>>(a);
         GPU_LAUNCHED(g, "k_rho");
         tiles_sum(g, 1, 1, !first);
