@@ -153,6 +153,78 @@ __device__ __forceinline__ void code_masks(const uint8_t *code, int i, int n, in
     fm = ~m & valid & tail;
 }
 
+/* The codes of pair side a (segment at as, its first sa scanned) and b (bs, sb) in slot
+ * order, 32 per thread and trip, into the lists of k_sort_pass: La, Lb the leavers toward
+ * the other side, Fa, Fb the stayers behind keep_a, keep_b (the fillers); nla .. nfb: the
+ * list lengths, the same in all threads. */
+__device__ __forceinline__ void pair_lists(const gpu_parts &pa, int as, int sa, int keep_a,
+                                           const gpu_parts &pb, int bs, int sb, int keep_b,
+                                           int shift, int lcap, int *La, int *Fa, int *Lb,
+                                           int *Fb, unsigned long long *wtot, int &nla,
+                                           int &nfa, int &nlb, int &nfb)
+{
+    for (int i0 = 0; i0 < max(sa, sb); i0 += 32 * blockDim.x) {
+        const int i = i0 + 32 * threadIdx.x;
+        unsigned la = 0, fa = 0, lb = 0, fb = 0;
+        if (i < sa)
+            code_masks(pa.code + as, i, sa, keep_a, 1u, shift, la, fa);
+        if (i < sb)
+            code_masks(pb.code + bs, i, sb, keep_b, 2u, shift, lb, fb);
+        unsigned long long tot, pre = block_scan(
+            (unsigned long long)__popc(la) | (unsigned long long)__popc(fa) << 16 |
+                (unsigned long long)__popc(lb) << 32 | (unsigned long long)__popc(fb) << 48,
+            wtot, &tot);
+        list_bits(La, nla + (int)(pre & 0xffffu), lcap, la, i);
+        list_bits(Fa, nfa + (int)(pre >> 16 & 0xffffu), lcap, fa, i);
+        list_bits(Lb, nlb + (int)(pre >> 32 & 0xffffu), lcap, lb, i);
+        list_bits(Fb, nfb + (int)(pre >> 48), lcap, fb, i);
+        nla += (int)(tot & 0xffffu);
+        nfa += (int)(tot >> 16 & 0xffffu);
+        nlb += (int)(tot >> 32 & 0xffffu);
+        nfb += (int)(tot >> 48);
+    }
+}
+
+/* The moves of k_sort_pass once the lists are made: a's leavers to b's end, the holes they
+ * leave in front of keep_a filled; then b's leavers to a's end, b's holes filled by its own
+ * stayers behind keep_b, then by the arrivals behind them. A staged (remote) side is only
+ * read (ra: a, rb: b). `clear` clears the pass axis' bits of the moved codes. */
+__device__ __forceinline__ void pair_moves(const gpu_parts &pa, const gpu_parts &pb, bool ra,
+                                           bool rb, int as, int bs, int nb, int keep_a,
+                                           int keep_b, int m_ab, int m_ba, int nfa, int nfb,
+                                           const int *La, const int *Fa, const int *Lb,
+                                           const int *Fb, unsigned clear)
+{
+    /* a -> b: leaver r to b's end; its slot, if in front of keep_a, is hole r (nfa holes) */
+    for (int r = threadIdx.x; r < m_ab; r += blockDim.x) {
+        const int src = as + (ra ? r : La[r]);
+        gpu_part p = gpu_parts_get(pa, src), f;
+        const bool fill = r < nfa;
+        if (fill)
+            f = gpu_parts_get(pa, as + Fa[r]);
+        p.code &= clear;
+        if (!rb)
+            gpu_parts_put(pb, bs + nb + r, p);
+        if (fill)
+            gpu_parts_put(pa, src, f);
+    }
+    __syncthreads();
+    /* b -> a: b's fillers are its own stayers behind keep_b, then the arrivals behind it */
+    const int arrive = max(nb, keep_b), nfill = rb ? 0 : nfb + nb + m_ab - arrive;
+    for (int r = threadIdx.x; r < m_ba; r += blockDim.x) {
+        const int src = bs + (rb ? r : Lb[r]);
+        gpu_part p = gpu_parts_get(pb, src), f;
+        const bool fill = r < nfill;
+        if (fill)
+            f = gpu_parts_get(pb, bs + (r < nfb ? Fb[r] : arrive + r - nfb));
+        p.code &= clear;
+        if (!ra)
+            gpu_parts_put(pa, as + keep_a + r, p);
+        if (fill)
+            gpu_parts_put(pb, src, f);
+    }
+}
+
 /* One pass: pairs (lo, lo+1), lo = first, first+2, ... along x (axis 0) or y (axis 1), of
  * species blockIdx.y. The low cluster a sends its +1 leavers to the end of the high cluster
  * b and fills its holes from its tail; then b sends its -1 leavers to the end of a and fills
@@ -218,26 +290,8 @@ __global__ void __launch_bounds__(GPU_THREADS, 4) k_sort_pass(const __grid_const
     const int keep_a = na - m_ab, keep_b = nb + m_ab - m_ba, shift = axis ? 2 : 0;
     const int sa = m_ab && !ra ? na : 0, sb = m_ba && !rb ? nb : 0; /* codes to scan */
     int nla = 0, nfa = 0, nlb = 0, nfb = 0; /* list lengths so far (the same in all threads) */
-    for (int i0 = 0; i0 < max(sa, sb); i0 += 32 * blockDim.x) {
-        const int i = i0 + 32 * tid;
-        unsigned la = 0, fa = 0, lb = 0, fb = 0;
-        if (i < sa)
-            code_masks(pa.code + as, i, sa, keep_a, 1u, shift, la, fa);
-        if (i < sb)
-            code_masks(pb.code + bs, i, sb, keep_b, 2u, shift, lb, fb);
-        unsigned long long tot, pre = block_scan(
-            (unsigned long long)__popc(la) | (unsigned long long)__popc(fa) << 16 |
-                (unsigned long long)__popc(lb) << 32 | (unsigned long long)__popc(fb) << 48,
-            wtot, &tot);
-        list_bits(La, nla + (int)(pre & 0xffffu), lcap, la, i);
-        list_bits(Fa, nfa + (int)(pre >> 16 & 0xffffu), lcap, fa, i);
-        list_bits(Lb, nlb + (int)(pre >> 32 & 0xffffu), lcap, lb, i);
-        list_bits(Fb, nfb + (int)(pre >> 48), lcap, fb, i);
-        nla += (int)(tot & 0xffffu);
-        nfa += (int)(tot >> 16 & 0xffffu);
-        nlb += (int)(tot >> 32 & 0xffffu);
-        nfb += (int)(tot >> 48);
-    }
+    pair_lists(pa, as, sa, keep_a, pb, bs, sb, keep_b, shift, lcap, La, Fa, Lb, Fb, wtot, nla,
+               nfa, nlb, nfb);
     __syncthreads();
     if (ra)
         nla = m_ab; /* a staged side's particles all leave, in their order */
@@ -250,34 +304,8 @@ __global__ void __launch_bounds__(GPU_THREADS, 4) k_sort_pass(const __grid_const
         return;
     }
     const unsigned clear = ~(3u << shift);
-    /* a -> b: leaver r to b's end; its slot, if in front of keep_a, is hole r (nfa holes) */
-    for (int r = tid; r < m_ab; r += blockDim.x) {
-        const int src = as + (ra ? r : La[r]);
-        gpu_part p = gpu_parts_get(pa, src), f;
-        const bool fill = r < nfa;
-        if (fill)
-            f = gpu_parts_get(pa, as + Fa[r]);
-        p.code &= clear;
-        if (!rb)
-            gpu_parts_put(pb, bs + nb + r, p);
-        if (fill)
-            gpu_parts_put(pa, src, f);
-    }
-    __syncthreads();
-    /* b -> a: b's fillers are its own stayers behind keep_b, then the arrivals behind it */
-    const int arrive = max(nb, keep_b), nfill = rb ? 0 : nfb + nb + m_ab - arrive;
-    for (int r = tid; r < m_ba; r += blockDim.x) {
-        const int src = bs + (rb ? r : Lb[r]);
-        gpu_part p = gpu_parts_get(pb, src), f;
-        const bool fill = r < nfill;
-        if (fill)
-            f = gpu_parts_get(pb, bs + (r < nfb ? Fb[r] : arrive + r - nfb));
-        p.code &= clear;
-        if (!ra)
-            gpu_parts_put(pa, as + keep_a + r, p);
-        if (fill)
-            gpu_parts_put(pb, src, f);
-    }
+    pair_moves(pa, pb, ra, rb, as, bs, nb, keep_a, keep_b, m_ab, m_ba, nfa, nfb, La, Fa, Lb, Fb,
+               clear);
     if (tid == 0) {
         if (!ra)
             a.count[ca] = keep_a + m_ba;
