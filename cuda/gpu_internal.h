@@ -24,11 +24,8 @@ extern "C" {     /* host C code: the state backend.h hands over, the boundaries'
 #include "comm.h"
 #include "emf.h"
 #include "species.h"
-#include "cpu_walls.h"
 #include "fbnd.h"
 #include "lasers.h"
-#include "cpu_particles.h"
-#include "cpu_sort.h"
 }
 #include "backend.h"
 
@@ -111,7 +108,7 @@ struct gpu_state {
     /* current and charge tiles in shared memory */
     int tszp;                     /* padded component stride in shared memory */
     size_t smem_move, smem_rho;   /* dynamic shared memory of k_push_move and k_rho */
-    float scale;                  /* fixed-point scale of the tiles (particles_scale) */
+    float scale;                  /* fixed-point scale of the tiles (species_acc_scale) */
     /* reductions and flags */
     double *partial, *h_partial;  /* ncl * max(3, nsp) doubles (device / pinned host) */
     int *order;                   /* the particle kernel's blocks (k_cluster_order) */

@@ -5,7 +5,7 @@
  * memory, gathers them (gather_yee), applies boris_push, moves the particle (particle_move's
  * rule: move_end, kong_split3, move_cell, then move_piece for each piece it deposits)
  * into a shared-memory tile of the cluster's current (cluster_tile). The tile holds 64-bit
- * fixed-point integers (particle.h's fixed_of, scale from the deck: particles_scale), added
+ * fixed-point integers (particle.h's fixed_of, scale from the deck: species_acc_scale), added
  * with native 32-bit integer atomics: a sum that does not depend on the order of the adds, so
  * the current is the same in every run. Threads take 4 particles, two pairs of neighbouring
  * slots read with 16-byte loads (group_off), so the lanes of a warp work in several cells at
@@ -592,7 +592,7 @@ void gpu_particles_setup(gpu_state *g, const pic_state *st)
     g->tszp = (g->tsz_max + 3) / 4 * 4;
     g->smem_rho = (size_t)g->tszp * sizeof(long long);
     g->smem_move = (size_t)6 * g->tszp * (sizeof(float) + sizeof(unsigned));
-    g->scale = particles_scale(st->sp, st->nsp, st->f); /* the CPU's emf.acc scale */
+    g->scale = species_acc_scale(st->sp, st->nsp, st->f); /* the CPU's emf.acc scale */
     const size_t need = g->smem_move > g->smem_rho ? g->smem_move : g->smem_rho;
     if (need > limit) {
         empic_report(NULL, 0, "grid.cluster: clusters of up to %dx%d cells need %zu bytes "

@@ -506,7 +506,7 @@ static void prepare_species(gpu_state *g, const pic_state *st, unsigned prep)
 }
 
 /* Several ranks: the neighbours' arrivals for sort_need, the histograms of the clusters
- * around this rank's share (sort_hist_halo) for the species in `mask`, in one round trip
+ * around this rank's share (clusters_hist_halo) for the species in `mask`, in one round trip
  * for all of them; they stay in h_hist for border_pass. */
 static void hist_exchange(gpu_state *g, const pic_state *st, unsigned mask)
 {
@@ -520,7 +520,7 @@ static void hist_exchange(gpu_state *g, const pic_state *st, unsigned mask)
     GPU_CK(cudaStreamSynchronize(g->stream));
     for (int s = 0; s < g->nsp; s++)
         if ((mask >> s) & 1u) {
-            sort_hist_halo(st->cl, g->h_hist + s * n);
+            clusters_hist_halo(st->cl, g->h_hist + s * n);
             GPU_CK(cudaMemcpyAsync(g->sp[s].hist, g->h_hist + s * n, n * sizeof(int),
                                    cudaMemcpyHostToDevice, g->stream));
         }
