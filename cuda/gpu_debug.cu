@@ -1,8 +1,8 @@
 /* gpu_debug.cu - EMPIC_GPU_CHECK=1: copy the device state back around every phase and
  * verify it on the host (a debugging aid; slow; gpu_debug_at is the only entry). Fields: no
  * NaN or infinity. Push: each particle's new momentum and position equal a host
- * recomputation with the same particle.h functions from the same fields (this is how the
- * nvcc miscompile worked around in gpu_particles.cu's gather_tile shows). After a move: each
+ * recomputation with the same particle.h functions from the same fields (it shows the nvcc
+ * miscompile that gpu_particles.cu's gather_tile works around). After a move: each
  * cluster's 9-bin histogram matches its particles' migration codes and each code matches
  * where the particle went. After a sort: every particle is in its cluster's segment with
  * code 0, no segment overflows, and no particle is lost. The first violations are reported

@@ -1,9 +1,10 @@
-/* gpu_fields.cu - Yee field phases on the device: half B advance, guard fill, the current's
- * and charge's fixed-point sums finished (guard deposits folded, one conversion), the
- * filter, E advance, and the field diagnostics (energies, Gauss-law error). Cell updates,
- * the filter plan and the diagnostics' per-cell terms are yee.h's, the CPU's, in the same
- * order of operations. Over several ranks the kernels run over this rank's cells (global
- * indices, as emf.h) and the exchanges with the neighbours go through gpu_halo.cu. */
+/* gpu_fields.cu - Yee field phases on the device (the twin of src/cpu/cpu_fields.c): half B
+ * advance, guard fill, the current's and charge's fixed-point sums finished (guard deposits
+ * folded, one conversion), the filter, E advance, and the field diagnostics (energies,
+ * Gauss-law error). Cell updates, the filter plan and the diagnostics' per-cell terms are
+ * yee.h's, the CPU's, in the same order of operations. Over several ranks the kernels run
+ * over this rank's cells (global indices, as emf.h) and the exchanges with the neighbours
+ * go through gpu_halo.cu. */
 #include "gpu_internal.h"
 #include "yee.h"
 

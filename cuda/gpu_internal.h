@@ -1,14 +1,16 @@
-/* gpu_internal.h - device state and helpers shared by the CUDA backend's translation units.
+/* gpu_internal.h - device state and helpers shared by the CUDA backend's translation units
+ * (the twins of src/cpu/'s files: gpu_backend.cu, gpu_particles.cu, gpu_sort.cu,
+ * gpu_walls.cu, gpu_fields.cu, gpu_fbnd.cu, gpu_window.cu; with gpu_core.cu, gpu_halo.cu,
+ * gpu_diag.cu and gpu_debug.cu).
  *
  * The device keeps the host's Yee arrays with EMF_GUARD guard cells (emf.h) and its
  * segments, one per cluster (species.h: start, count, capacity; segments start on multiples
  * of 32 slots, so each thread can move 4 particles with 16-byte loads), but pairs a
  * particle's values where the host keeps one array each: (x, y), (ux, uy), (uz, w), then
- * cell and code. The sort then moves a particle in 5 memory sectors instead of 8 (Kong
- * relativistic's sort 0.0206 -> 0.0145 ns per particle-step on an H200; cuda/NOTES.md,
- * "Particle arrays in pairs"); the host copies split and join the pairs. Kernels live in
- * the file of their phase; other files reach them through the host functions declared
- * here. */
+ * cell and code. The sort then moves a particle in 5 memory sectors instead of 8 (its time
+ * per particle-step measured about 30 % shorter on an H200); the host copies split and join
+ * the pairs. Kernels live in the file of their phase; other files reach them through the
+ * host functions declared here. */
 #ifndef GPU_INTERNAL_H
 #define GPU_INTERNAL_H
 

@@ -1,26 +1,27 @@
-/* gpu_particles.cu - push, move and charge-conserving deposit on the device, one thread
- * block per cluster of every mobile species in one launch (heaviest clusters first:
- * k_cluster_order) and one pass over its particles, with the CPU's per-particle functions
- * (particle.h, cluster.h): the kernel stages its cluster's E and B (plus ghosts) in shared
- * memory, gathers them (gather_yee), applies boris_push, moves the particle (particle_move's
- * rule: move_end, kong_split3, move_cell, then move_piece for each piece it deposits)
- * into a shared-memory tile of the cluster's current (cluster_tile). The tile holds 64-bit
- * fixed-point integers (particle.h's fixed_of, scale from the deck: species_acc_scale), added
- * with native 32-bit integer atomics: a sum that does not depend on the order of the adds, so
- * the current is the same in every run. Threads take 4 particles, two pairs of neighbouring
- * slots read with 16-byte loads (group_off), so the lanes of a warp work in several cells at
- * once. The kernel runs GPU_MOVE_THREADS (512) threads per block, 2 blocks per
- * multiprocessor, and keeps each entry of its tile as two 32-bit words in separate arrays
- * (low words of neighbouring entries in neighbouring banks), each entry starting at 2^31 so
- * that its high word seldom changes, joined into 64-bit entries as the tile is stored; a
- * particle with no vz adds nothing to Jz (cold plasmas, and 2D runs with an in-plane
- * polarised laser, where uz stays 0). The charge kernel adds into one 64-bit tile (private
- * copies per group of lanes measured no faster with integer atomics). Each block writes its
- * tile, still fixed point, to a per-cluster buffer (one set per mobile species); one kernel
- * then sums, for each mesh element, the tiles that cover it (integers: exact, in any order,
- * so the split of the box among ranks changes nothing), and gpu_acc_finish folds the guard
- * deposits and rounds each element once to float (the CPU's emf_acc_finish). The particle
- * kernel also writes each particle's 4-bit migration code and the cluster's 9-bin
+/* gpu_particles.cu - push, move and charge-conserving deposit on the device (the twin of
+ * src/cpu/cpu_particles.c and cpu_deposit.c), and the charge density; one thread block per
+ * cluster of every mobile species in one launch (heaviest clusters first: k_cluster_order)
+ * and one pass over its particles, with the CPU's per-particle functions (particle.h,
+ * cluster.h): the kernel stages its cluster's E and B (plus ghosts) in shared memory,
+ * gathers them (gather_yee), applies boris_push, moves the particle (particle_move's rule:
+ * move_end, kong_split3, move_cell, then move_piece for each piece it deposits) into a
+ * shared-memory tile of the cluster's current (cluster_tile). The tile holds 64-bit
+ * fixed-point integers (particle.h's fixed_of, scale from the deck: species_acc_scale),
+ * added with native 32-bit integer atomics: a sum that does not depend on the order of the
+ * adds, so the current is the same in every run. Threads take 4 particles, two pairs of
+ * neighbouring slots read with 16-byte loads (group_off), so the lanes of a warp work in
+ * several cells at once. The kernel runs GPU_MOVE_THREADS (512) threads per block, 2 blocks
+ * per multiprocessor, and keeps each entry of its tile as two 32-bit words in separate
+ * arrays (low words of neighbouring entries in neighbouring banks), each entry starting at
+ * 2^31 so that its high word seldom changes, joined into 64-bit entries as the tile is
+ * stored; a particle with no vz adds nothing to Jz (cold plasmas, and 2D runs with an
+ * in-plane polarised laser, where uz stays 0). The charge kernel adds into one 64-bit tile
+ * (private copies per group of lanes measured no faster with integer atomics). Each block
+ * writes its tile, still fixed point, to a per-cluster buffer (one set per mobile species);
+ * one kernel then sums, for each mesh element, the tiles that cover it (integers: exact, in
+ * any order, so the split of the box among ranks changes nothing), and gpu_acc_finish folds
+ * the guard deposits and rounds each element once to float (the CPU's emf_acc_finish). The
+ * particle kernel also writes each particle's 4-bit migration code and the cluster's 9-bin
  * histogram; a warp stores its cells only when one changed, its codes only when one is not
  * 0 (the sort leaves every code 0). */
 #include "gpu_internal.h"
@@ -72,8 +73,8 @@ __device__ __forceinline__ int opaque(int v)
  * passed through opaque(). nvcc 13.0 (-O3, sm_90) miscompiles gather_eb's six inlined
  * gathers: it derives the Ez address from the Ex address with the cell shift of the x < 0.5
  * half-cell select taken with the wrong sign (PTX: xor.pred of the two selects, then -4
- * bytes instead of +4), so Ez was read one cell to the left for x < 0.5; opaque indices stop
- * that rewrite. See cuda/NOTES.md. */
+ * bytes instead of +4), which reads Ez one cell to the left for x < 0.5; opaque indices stop
+ * that rewrite. */
 __device__ __forceinline__ void gather_tile(const float *sf, int tszp, int k, int tw, float x,
                                             float y, float e[3], float b[3])
 {
@@ -241,8 +242,8 @@ __device__ __forceinline__ unsigned move_one(const kpart &a, const kspecies &sp,
                 for (int e = 4; e < 8; e++)
                     h[e] = fixed_atomic_add_low(&lo[at[e]], fixed_of(w[e], scale));
             /* one test for the eight (TILE_BIAS: a high word seldom needs anything), not a
-               branch per add, which kept each add from being issued before the last one's
-               atomic had returned */
+               branch per add, which would keep each add from being issued before the last
+               one's atomic has returned */
             if (h[0] | h[1] | h[2] | h[3] | h[4] | h[5] | h[6] | h[7])
 #pragma unroll
                 for (int e = 0; e < 8; e++)
@@ -313,8 +314,7 @@ __device__ __forceinline__ void count_movers(unsigned codes, int mv[8])
  * x(n+1), deposit J(n+1/2) into the cluster's split tile (joined into its slot of the
  * species' tile set), migration codes and the cluster's histogram. 512 threads, 2 blocks per
  * multiprocessor (64 registers): the heaviest clusters, which decide the kernel's tail, get
- * 512 threads and start first (NOTES.md, "Deposit on many particles per cell", "Push and
- * move in one kernel", "One launch for all species"). */
+ * 512 threads and start first. */
 template <bool KE>
 __global__ void __launch_bounds__(GPU_MOVE_THREADS, 2) k_push_move(const __grid_constant__ kpart a)
 {
@@ -475,7 +475,7 @@ __global__ void k_tiles_sum(ktiles a, int add, long long *acc, size_t size, int 
  * its 8 neighbours (tiles reach [x0 - 1, x1 + 2)), across a periodic side the neighbour's
  * image (the fold of the guard deposits), and rounds once; the blocks after them zero the
  * guards (3 components: the current). The neighbours' tiles are found once per block, and
- * a cell reads only the tiles that hold it (NOTES.md, "The current's gather per cluster"). */
+ * a cell reads only the tiles that hold it. */
 __global__ void __launch_bounds__(256) k_tiles_mesh(ktiles a, int px, int py, int rows,
                                                       int stride, double inv, float *d0,
                                                       float *d1, float *d2)

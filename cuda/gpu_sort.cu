@@ -1,5 +1,5 @@
 /* gpu_sort.cu - Kong's incremental bi-cluster sort on the device (Kong et al. 2011 §2.4):
- * the CPU's four passes of cluster pairs.
+ * the CPU's four passes of cluster pairs (the twin of src/cpu/cpu_sort.c).
  *
  * A prepare kernel reads the migration histograms of the last move and gives, per cluster,
  * the room it needs during the four passes and how many particles leave it in each pass
@@ -17,8 +17,7 @@
  * flags ask for a rearrangement or longer lists leaves them untouched and is sorted again
  * once the host has read them, so the GPU does not wait for the round trip. Over several
  * ranks the histograms around each rank's share come from its neighbours first, and each
- * shifted pass along a split axis also runs across the rank borders (border_pass;
- * cuda/NOTES.md, "Several ranks"). */
+ * shifted pass along a split axis also runs across the rank borders (border_pass). */
 #include "gpu_internal.h"
 #include "cluster.h"
 
@@ -235,8 +234,8 @@ __device__ __forceinline__ void pair_moves(const gpu_parts &pa, const gpu_parts 
  * block-wide prefix sum of their counts; a hole is one of the first leavers), so the result
  * does not depend on thread scheduling. Each thread then loads a leaver and the filler of
  * its hole before it stores either: two dependent memory round trips per pair. 4 blocks per
- * multiprocessor (64 registers, a few bytes spilled, instead of 80 and 3 blocks): more
- * loads in flight, the hot decks' sort 3-9 % shorter (cuda/NOTES.md). */
+ * multiprocessor (64 registers, a few bytes spilled) keep more loads in flight than 3 blocks
+ * of 80 registers (the sort of the hot decks measured 3-9 % shorter). */
 __global__ void __launch_bounds__(GPU_THREADS, 4) k_sort_pass(const __grid_constant__ ksorts all,
                                                              int axis, int first,
                                                              int n, int ncx, int periodic,
@@ -363,9 +362,9 @@ __global__ void k_relayout(const T *src, T *dst, const int *old_start, const int
  * allocated for the re-layout: a pair array (or 8-byte ids) is copied into the spare, which
  * then becomes that array, and the old array the spare of the next one; the last one left
  * is freed (the cells, 4-byte ids and codes are copied into the spare and back). A re-layout
- * thus borrows 8 bytes a slot for its duration, where a kept copy of the whole species held
- * 29 more for the rest of the run; the allocation and the free, which waits for the copies,
- * cost ~0.36 ms more per re-layout of 17 M particles (NOTES.md). When the new layout
+ * thus borrows 8 bytes a slot for its duration, where a kept copy of the whole species would
+ * hold 29 more for the rest of the run; the allocation and the free, which waits for the
+ * copies, cost ~0.36 ms more per re-layout of 17 M particles. When the new layout
  * outgrows the arrays, every array is re-allocated with 1/128 more room instead. */
 void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *counts, const int *need)
 {

@@ -1,10 +1,11 @@
-/* gpu_window.cu - the moving window on the device: fields, PML memories and particle cells
- * one cell toward -x (window_shift_particle), migration codes and histograms updated so that the next
- * sort moves particles into their new clusters and drops the back column (PBND_DROP), and
- * the injection of the new column: generated on the host by the initial load's code
- * (species_column, called by the caller: profiles are muparser formulas, RNG keyed by global
- * cell, so the same particles as on the CPU), uploaded to a staging buffer and appended to
- * the segments of the last cluster column (re-laid first when one would overflow). */
+/* gpu_window.cu - the moving window on the device (the twin of src/cpu/cpu_window.c):
+ * fields, PML memories and particle cells one cell toward -x (window_shift_particle),
+ * migration codes and histograms updated so that the next sort moves particles into their
+ * new clusters and drops the back column (PBND_DROP), and the injection of the new column:
+ * generated on the host by the initial load's code (species_column, called by the caller:
+ * profiles are muparser formulas, RNG keyed by global cell, so the same particles as on the
+ * CPU), uploaded to a staging buffer and appended to the segments of the last cluster
+ * column (re-laid first when one would overflow). */
 #include "gpu_internal.h"
 #include "particle.h"
 
