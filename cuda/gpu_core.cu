@@ -1,12 +1,13 @@
-/* gpu_core.cu - the CUDA backend's table (cuda_backend), device, memory, uploads and
- * downloads, error checks, phase timers and the bandwidth measurement. */
+/* gpu_core.cu - the CUDA backend's device, memory, uploads and downloads, CUDA error reports,
+ * phase timers and the bandwidth measurement: what every phase file uses (the table and the
+ * operations that call several phases are in gpu_backend.cu). */
 #include "gpu_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-void gpu_check(cudaError_t e, const char *what, const char *file, int line)
+void gpu_cuda_ok(cudaError_t e, const char *what, const char *file, int line)
 {
     if (e == cudaSuccess)
         return;
@@ -117,7 +118,7 @@ __global__ void k_probe(int *p)
 
 /* 1 when a usable CUDA device exists (its name into name), else 0 (the reason into name;
  * reported too when a GPU is there but this build cannot run on it). */
-static int gpu_available(char *name, size_t len)
+int gpu_available(char *name, size_t len)
 {
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
@@ -225,14 +226,10 @@ static int env_flag(const char *name)
     return v && *v && strcmp(v, "0") != 0;
 }
 
-int gpu_open(pic_state *st, void **ctx)
+/* The GPU state of this rank: its device (one per rank of the node, in turn), its name into
+ * name, the environment switches, the mesh and cluster geometry and the boundary clocks. */
+gpu_state *gpu_state_open(const pic_state *st, char *name, size_t len)
 {
-    char name[128];
-    *ctx = NULL;
-    if (!gpu_available(name, sizeof name)) {
-        empic_report(NULL, 0, "backend \"cuda\": %s", name);
-        return -1;
-    }
     gpu_state *g = (gpu_state *)empic_calloc(1, sizeof *g, "GPU state");
     int ndev = 1;
     GPU_CK(cudaGetDeviceCount(&ndev));
@@ -240,11 +237,11 @@ int gpu_open(pic_state *st, void **ctx)
     GPU_CK(cudaSetDevice(g->device));
     cudaDeviceProp p;
     GPU_CK(cudaGetDeviceProperties(&p, g->device));
-    snprintf(name, sizeof name, "%.127s", p.name);
+    snprintf(name, len, "%.127s", p.name);
     g->nsm = p.multiProcessorCount;
     g->smem_optin = p.sharedMemPerBlockOptin;
     g->sync_each = env_flag("EMPIC_GPU_SYNC");
-    g->check = env_flag("EMPIC_GPU_CHECK");
+    g->debug = env_flag("EMPIC_GPU_CHECK");
     const emf *f = st->f;
     g->nx = f->nx;
     g->ny = f->ny;
@@ -269,13 +266,16 @@ int gpu_open(pic_state *st, void **ctx)
     g->tsz_max = (g->wmax + 3) * (g->hmax + 3);
     g->nsp = st->nsp;
     g->window = st->window;
+    g->px = f->bnd[SIDE_XMIN] == FBND_PERIODIC;
+    g->py = f->bnd[SIDE_YMIN] == FBND_PERIODIC;
     /* the device's own copies of the boundary clocks (written back by gpu_fetch_fields) */
     g->shift = f->fb ? f->fb->shift : st->window_cells;
     g->psi_step = f->fb ? f->fb->psi_step : -1;
-    /* shared-memory plan of the particle kernels (fails with a message if clusters are too
-     * large for this device) */
-    gpu_particles_setup(g, st);
+    return g;
+}
 
+int gpu_memory_fits(gpu_state *g, const pic_state *st, const char *name)
+{
     g->ntiles = 0; /* a tile set per mobile species (one at least: the charge deposit's) */
     for (int s = 0; s < st->nsp; s++)
         g->ntiles += !st->sp[s].immobile;
@@ -288,13 +288,18 @@ int gpu_open(pic_state *st, void **ctx)
                      "GPU memory, but %s has only %zu bytes (%.2f GiB) free of %zu; use fewer "
                      "particles or cells, or the CPU backend",
                      need, need / 1073741824.0, name, fr, fr / 1073741824.0, tot);
-        free(g);
         return -1;
     }
+    return 0;
+}
+
+/* The stream, the timer events and the field arrays (E, B, J, rho uploaded); the host fields
+ * pinned, so that dumps copy them at full bus speed (not fatal if refused). */
+static void open_fields(gpu_state *g, const emf *f)
+{
     GPU_CK(cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking));
     for (int k = 0; k < GPU_EVENTS; k++)
         GPU_CK(cudaEventCreate(&g->ev[k]));
-    /* the host fields pinned: dumps copy them at full bus speed (not fatal if refused) */
     g->pinned_fields = cudaHostRegister(f->store, EMF_STORE * f->size * sizeof(float), 0) == cudaSuccess;
     if (!g->pinned_fields)
         cudaGetLastError();
@@ -313,12 +318,23 @@ int gpu_open(pic_state *st, void **ctx)
     g->tmp = g->store + 10 * g->size;
     g->rho2 = g->store + 11 * g->size;
     GPU_CK(cudaMemcpy(g->rho, f->rho, g->size * sizeof(float), cudaMemcpyHostToDevice));
+}
 
+/* The cluster tables, the tile sets, the fixed-point sums, the reductions and the flags. */
+static void open_tables(gpu_state *g, const pic_state *st)
+{
+    const emf *f = st->f;
     g->x0 = (int *)gpu_malloc(g, (size_t)(g->ncx + 1) * sizeof(int), "cluster table");
     g->y0 = (int *)gpu_malloc(g, (size_t)(g->ncy + 1) * sizeof(int), "cluster table");
     GPU_CK(cudaMemcpy(g->x0, st->cl->x0, (size_t)(g->ncx + 1) * sizeof(int),
                       cudaMemcpyHostToDevice));
     GPU_CK(cudaMemcpy(g->y0, st->cl->y0, (size_t)(g->ncy + 1) * sizeof(int),
+                      cudaMemcpyHostToDevice));
+    g->cx_of = (int *)gpu_malloc(g, (size_t)f->nx * sizeof(int), "cluster table");
+    g->cy_of = (int *)gpu_malloc(g, (size_t)f->ny * sizeof(int), "cluster table");
+    GPU_CK(cudaMemcpy(g->cx_of, st->cl->cx_of, (size_t)f->nx * sizeof(int),
+                      cudaMemcpyHostToDevice));
+    GPU_CK(cudaMemcpy(g->cy_of, st->cl->cy_of, (size_t)f->ny * sizeof(int),
                       cudaMemcpyHostToDevice));
     g->tiles = (long long *)gpu_malloc(g, g->ntiles * g->tile_set * sizeof(long long),
                                        "current tiles");
@@ -337,30 +353,26 @@ int gpu_open(pic_state *st, void **ctx)
     GPU_CK(cudaMallocHost(&g->h_room, (size_t)DECK_MAX_SPECIES * g->ncy * sizeof(int)));
     GPU_CK(cudaEventCreateWithFlags(&g->stage_done, cudaEventDisableTiming));
     GPU_CK(cudaEventRecord(g->stage_done, g->stream));
+}
+
+void gpu_memory_open(gpu_state *g, pic_state *st)
+{
+    open_fields(g, st->f);
+    open_tables(g, st);
     for (int s = 0; s < st->nsp; s++)
         upload_species(g, st, s);
     if (g->ranks > 1)
         GPU_CK(cudaMallocHost(&g->h_hist, (size_t)g->nsp * g->ncl * 9 * sizeof(int)));
-    gpu_bnd_setup(g, st);
-    GPU_CK(cudaDeviceSynchronize());
-    *ctx = g;
-    return 0;
 }
 
-void gpu_close(void *ctx, pic_state *st)
+void gpu_memory_close(gpu_state *g, pic_state *st)
 {
-    gpu_state *g = (gpu_state *)ctx;
-    if (!g)
-        return;
-    cudaStreamSynchronize(g->stream);
     if (g->pinned_fields)
         cudaHostUnregister(st->f->store);
-    gpu_bnd_free(g);
     for (int s = 0; s < g->nsp; s++)
         free_species(&g->sp[s]);
-    gpu_diag_free(g);
-    void *p[] = {g->store, g->x0,    g->y0,          g->tiles, g->acc,  g->partial,
-                 g->flags, g->lists, g->spare_start, g->room,  g->order};
+    void *p[] = {g->store, g->x0,    g->y0,          g->cx_of, g->cy_of, g->tiles, g->acc,
+                 g->partial, g->flags, g->lists, g->spare_start, g->room, g->order};
     for (size_t k = 0; k < sizeof p / sizeof p[0]; k++)
         if (p[k])
             cudaFree(p[k]);
@@ -391,48 +403,6 @@ void gpu_close(void *ctx, pic_state *st)
     if (g->stream)
         cudaStreamDestroy(g->stream);
     free(g);
-}
-
-/* Per species into per + s size (folded, filtered, guards filled, as J) and their sum into
- * f->rho; without per, all species deposited together and folded and filtered once (as the
- * CPU's sim_rho). */
-void gpu_rho(void *ctx, pic_state *st, float *per)
-{
-    gpu_state *g = (gpu_state *)ctx;
-    emf *f = st->f;
-    const size_t bytes = g->size * sizeof(float);
-    if (!per) {
-        gpu_charge(g, st);
-        GPU_CK(cudaMemcpyAsync(f->rho, g->rho, bytes, cudaMemcpyDeviceToHost, g->stream));
-        GPU_CK(cudaStreamSynchronize(g->stream));
-        return;
-    }
-    for (int s = 0; s < st->nsp; s++) {
-        gpu_rho_deposit(g, s, g->rho2);
-        gpu_filter(g, st, g->rho2, NULL, NULL);
-        gpu_guard_fill(g, g->rho2, NULL, NULL);
-        GPU_CK(cudaStreamSynchronize(g->stream));
-        GPU_CK(cudaMemcpy(per + (size_t)s * g->size, g->rho2, bytes, cudaMemcpyDeviceToHost));
-        GPU_CK(cudaMemcpy(f->tmp, g->rho2, bytes, cudaMemcpyDeviceToHost));
-        for (size_t k = 0; k < g->size; k++)
-            f->rho[k] = s ? f->rho[k] + f->tmp[k] : f->tmp[k];
-    }
-}
-
-void gpu_fetch_fields(void *ctx, pic_state *st, float *per)
-{
-    gpu_state *g = (gpu_state *)ctx;
-    emf *f = st->f;
-    const size_t bytes = g->size * sizeof(float);
-    GPU_CK(cudaStreamSynchronize(g->stream));
-    for (int c = 0; c < 3; c++) {
-        GPU_CK(cudaMemcpy(f->e[c], g->e[c], bytes, cudaMemcpyDeviceToHost));
-        GPU_CK(cudaMemcpy(f->b[c], g->b[c], bytes, cudaMemcpyDeviceToHost));
-        GPU_CK(cudaMemcpy(f->j[c], g->j[c], bytes, cudaMemcpyDeviceToHost));
-    }
-    gpu_bnd_fetch(g, st); /* PML memories, Mur edges and their clocks, for checkpoints */
-    if (per)
-        gpu_rho(ctx, st, per);
 }
 
 /* Grow the host arrays of species s to n slots (the device may have re-laid segments). */
@@ -533,45 +503,4 @@ double gpu_particle_bytes(void *ctx, const pic_state *st)
     for (int s = 0; g && s < g->nsp; s++)
         bytes += (double)(SLOT_BYTES + g->sp[s].idb) * (double)g->sp[s].slots;
     return bytes;
-}
-
-/* The sort flags of the last step checked and the phase timers settled. */
-void gpu_finish(void *ctx, pic_state *st)
-{
-    gpu_state *g = (gpu_state *)ctx;
-    GPU_CK(cudaMemcpyAsync(g->h_flags, g->flags, 4 * g->nsp * sizeof(int),
-                           cudaMemcpyDeviceToHost, g->stream));
-    gpu_harvest(g, st);
-    for (int s = 0; s < g->nsp; s++)
-        gpu_check_flags(g, st, s);
-}
-
-const backend *cuda_backend(char *name, size_t len)
-{
-    static backend b;
-    if (!gpu_available(name, len))
-        return NULL;
-    b.name = "cuda";
-    b.kind = BACKEND_CUDA;
-    b.on_host = 0;
-    b.open = gpu_open;
-    b.close = gpu_close;
-    b.b_half = gpu_b_half;
-    b.particles = gpu_particles;
-    b.fields = gpu_fields;
-    b.window_shift = gpu_window_shift;
-    b.sort = gpu_sort;
-    b.inject = gpu_inject;
-    b.rho = gpu_rho;
-    b.field_diag = gpu_field_diag;
-    b.fetch_fields = gpu_fetch_fields;
-    b.fetch_particles = gpu_fetch_particles;
-    b.fetch_tracked = gpu_fetch_tracked;
-    b.release_tracked = gpu_release_tracked;
-    b.phasespace = gpu_phasespace;
-    b.phasespace_extent = gpu_phasespace_extent;
-    b.finish = gpu_finish;
-    b.bandwidth = gpu_bandwidth;
-    b.particle_bytes = gpu_particle_bytes;
-    return &b;
 }

@@ -1,4 +1,4 @@
-/* gpu_diag.cu - in-situ diagnostics on the device (src/insitu.h): phase-space histograms
+/* gpu_diag.cu - in-situ diagnostics on the device (insitu.h): phase-space histograms
  * and the extent of an axis over a species, without copying the particles to the host,
  * and the tracking ids' part of a global rearrangement.
  *

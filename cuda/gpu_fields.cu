@@ -1,9 +1,10 @@
-/* gpu_fields.cu - Yee field phases on the device: half B advance, guard fill, the current's
- * and charge's fixed-point sums finished (guard deposits folded, one conversion), the
- * filter, E advance, and the field diagnostics (energies, Gauss-law error). Cell updates,
- * the filter plan and the diagnostics' per-cell terms are yee.h's, the CPU's, in the same
- * order of operations. Over several ranks the kernels run over this rank's cells (global
- * indices, as emf.h) and the exchanges with the neighbours go through gpu_halo.cu. */
+/* gpu_fields.cu - Yee field phases on the device (the twin of src/cpu/cpu_fields.c): half B
+ * advance, guard fill, the current's and charge's fixed-point sums finished (guard deposits
+ * folded, one conversion), the filter, E advance, and the field diagnostics (energies,
+ * Gauss-law error). Cell updates, the filter plan and the diagnostics' per-cell terms are
+ * yee.h's, the CPU's, in the same order of operations. Over several ranks the kernels run
+ * over this rank's cells (global indices, as emf.h) and the exchanges with the neighbours
+ * go through gpu_halo.cu. */
 #include "gpu_internal.h"
 #include "yee.h"
 
@@ -272,7 +273,7 @@ static void filter_pass(gpu_state *g, float *const a[3], int n, int d, float wa,
 
 /* The deck's filter on up to three arrays (yee.h's filter plan, each array on its own; their
  * exchanges between ranks together). */
-void gpu_filter(gpu_state *g, const pic_state *st, float *a0, float *a1, float *a2)
+void gpu_fields_filter(gpu_state *g, const pic_state *st, float *a0, float *a1, float *a2)
 {
     const int np = filter_pass_count(st->f->filter_passes, st->f->filter_compensate);
     if (np == 0)
@@ -296,7 +297,7 @@ static void b_half(gpu_state *g, const pic_state *st)
         m, g->b[0], g->b[1], g->b[2], g->e[0], g->e[1], g->e[2], hx, hy);
     GPU_LAUNCHED(g, "k_b_half");
     if (st->f->fb)
-        gpu_bnd_b(g, st);
+        gpu_fbnd_b(g, st);
     if (!m.images)
         gpu_guard_fill(g, g->b[0], g->b[1], g->b[2]);
 }
@@ -316,17 +317,17 @@ void gpu_fields(void *ctx, pic_state *st)
     const emf *f = st->f;
     int t = gpu_tic(g, st);
     b_half(g, st);
-    gpu_filter(g, st, g->j[0], g->j[1], g->j[2]);
+    gpu_fields_filter(g, st, g->j[0], g->j[1], g->j[2]);
     const float dt = (float)f->dt, cx = (float)(f->dt / f->dx), cy = (float)(f->dt / f->dy);
     if (f->fb)
-        gpu_bnd_e_save(g, st);
+        gpu_fbnd_e_save(g, st);
     const mesh m = update_mesh(g, st);
     k_e_advance<<<interior_grid(g), dim3(FX, FY), 0, g->stream>>>(
         m, g->e[0], g->e[1], g->e[2], g->b[0], g->b[1], g->b[2], g->j[0], g->j[1], g->j[2], dt,
         cx, cy);
     GPU_LAUNCHED(g, "k_e_advance");
     if (f->fb)
-        gpu_bnd_e(g, st);
+        gpu_fbnd_e(g, st);
     if (!m.images)
         gpu_guard_fill(g, g->e[0], g->e[1], g->e[2]);
     gpu_toc(g, t, PH_FIELD);
@@ -373,21 +374,12 @@ __global__ void k_field_diag(mesh m, const int *x0, const int *y0, int ncx, cons
     }
 }
 
-void gpu_charge(gpu_state *g, const pic_state *st)
+/* Field energies (E and B at their own time levels) and max |div E - rho + rho_bg| with g->rho
+ * as deposited (emf_energy_e, emf_energy_b, emf_gauss_max). */
+void gpu_fields_energy(gpu_state *g, pic_state *st, double *energy_e, double *energy_b,
+                       double *gauss)
 {
-    gpu_rho_deposit(g, -1, g->rho);
-    gpu_filter(g, st, g->rho, NULL, NULL);
-    gpu_guard_fill(g, g->rho, NULL, NULL);
-    gpu_debug(g, st, DBG_RHO);
-}
-
-/* The charge density at the current positions is deposited here (never copied to the host). */
-void gpu_field_diag(void *ctx, pic_state *st, double *energy_e, double *energy_b,
-                    double *gauss)
-{
-    gpu_state *g = (gpu_state *)ctx;
     const emf *f = st->f;
-    gpu_charge(g, st);
     k_field_diag<<<g->ncl, FX * FY, 0, g->stream>>>(
         mesh_of(g), g->x0, g->y0, g->ncx, g->e[0], g->e[1], g->e[2], g->b[0], g->b[1],
         g->b[2], g->rho, f->rho_bg, (float)(1.0 / f->dx), (float)(1.0 / f->dy),

@@ -1,14 +1,16 @@
-/* gpu_internal.h - device state and helpers shared by the CUDA backend's translation units.
+/* gpu_internal.h - device state and helpers shared by the CUDA backend's translation units
+ * (the twins of src/cpu/'s files: gpu_backend.cu, gpu_particles.cu, gpu_sort.cu,
+ * gpu_walls.cu, gpu_fields.cu, gpu_fbnd.cu, gpu_window.cu; with gpu_core.cu, gpu_halo.cu,
+ * gpu_diag.cu and gpu_debug.cu).
  *
  * The device keeps the host's Yee arrays with EMF_GUARD guard cells (emf.h) and its
  * segments, one per cluster (species.h: start, count, capacity; segments start on multiples
  * of 32 slots, so each thread can move 4 particles with 16-byte loads), but pairs a
  * particle's values where the host keeps one array each: (x, y), (ux, uy), (uz, w), then
- * cell and code. The sort then moves a particle in 5 memory sectors instead of 8 (Kong
- * relativistic's sort 0.0206 -> 0.0145 ns per particle-step on an H200; cuda/NOTES.md,
- * "Particle arrays in pairs"); the host copies split and join the pairs. Kernels live in
- * the file of their phase; other files reach them through the host functions declared
- * here. */
+ * cell and code. The sort then moves a particle in 5 memory sectors instead of 8 (its time
+ * per particle-step measured about 30 % shorter on an H200); the host copies split and join
+ * the pairs. Kernels live in the file of their phase; other files reach them through the
+ * host functions declared here. */
 #ifndef GPU_INTERNAL_H
 #define GPU_INTERNAL_H
 
@@ -24,11 +26,8 @@ extern "C" {     /* host C code: the state backend.h hands over, the boundaries'
 #include "comm.h"
 #include "emf.h"
 #include "species.h"
-#include "cpu_walls.h"
 #include "fbnd.h"
 #include "lasers.h"
-#include "cpu_particles.h"
-#include "cpu_sort.h"
 }
 #include "backend.h"
 
@@ -36,7 +35,6 @@ extern "C" {     /* host C code: the state backend.h hands over, the boundaries'
 
 #define GPU_THREADS 256       /* threads per block of the particle and sort kernels */
 #define GPU_VEC 4             /* particles per thread and loop trip (two pairs of slots) */
-#define GPU_MAX_COPIES 4      /* private copies of a current tile in shared memory */
 #define GPU_EVENTS 256        /* event pool for the phase timers */
 #define SLOT_BYTES (3 * 8 + 4 + 1) /* one particle slot: (x, y), (ux, uy), (uz, w), cell, code */
 
@@ -55,7 +53,7 @@ typedef struct {
     int *hist;                    /* 9 migration bins per cluster */
     int *need;                    /* per cluster: room needed during the sort */
     int4 *movers;                 /* per cluster: +x, -x, +y, -y leavers of the sort passes */
-    /* particle walls (gpu_bnd.cu): edge clusters on a non-periodic side of this species */
+    /* particle walls (gpu_walls.cu): edge clusters on a non-periodic side of this species */
     pbnd_walls walls;
     int nedge, *edge;             /* how many, and their ids (device) */
     int absorbing;                /* some side absorbs: drop marked particles before the sort */
@@ -109,11 +107,10 @@ struct gpu_state {
                                      charge deposit uses the first) */
     int ntiles;
     size_t tile_set;
-    /* current tiles in shared memory */
-    int copies;                   /* private copies (1..GPU_MAX_COPIES) */
-    int tszp, cstride;            /* padded component and copy strides in shared memory */
-    size_t smem_move, smem_rho;    /* dynamic shared memory of k_push_move and k_rho */
-    float scale;                  /* fixed-point scale of the tiles (particles_scale) */
+    /* current and charge tiles in shared memory */
+    int tszp;                     /* padded component stride in shared memory */
+    size_t smem_move, smem_rho;   /* dynamic shared memory of k_push_move and k_rho */
+    float scale;                  /* fixed-point scale of the tiles (species_acc_scale) */
     /* reductions and flags */
     double *partial, *h_partial;  /* ncl * max(3, nsp) doubles (device / pinned host) */
     int *order;                   /* the particle kernel's blocks (k_cluster_order) */
@@ -132,8 +129,8 @@ struct gpu_state {
     size_t lists_n;
     int nsp;
     gpu_species sp[DECK_MAX_SPECIES];
-    /* non-periodic field sides, lasers, walls and the moving window (gpu_bnd.cu,
-     * gpu_window.cu); all unused by a periodic deck */
+    /* non-periodic field sides, lasers, walls and the moving window (gpu_fbnd.cu,
+     * gpu_walls.cu, gpu_window.cu); all unused by a periodic deck */
     int px, py;                   /* the box is periodic along x, y */
     int nlayers;
     gpu_layer layer[4];
@@ -155,9 +152,10 @@ struct gpu_state {
     int pend_a[GPU_EVENTS / 2], pend_b[GPU_EVENTS / 2], pend_phase[GPU_EVENTS / 2];
     /* switches from the environment */
     int sync_each;                /* EMPIC_GPU_SYNC=1: synchronise after every kernel */
-    int check;                    /* EMPIC_GPU_CHECK=1: verify the state after each phase */
+    int debug;                    /* EMPIC_GPU_CHECK=1: verify the state after each phase
+                                     (gpu_debug.cu) */
     long long dropped[DECK_MAX_SPECIES]; /* particles the last sort dropped or sent to other
-                                            ranks less received (for the check) */
+                                            ranks less received (for gpu_debug.cu) */
     size_t bytes;                 /* device bytes allocated */
     void *pinned;                 /* pinned host buffer of the compacted dumps (gpu_diag.cu) */
     void *trk;                    /* device buffer of the compacted dumps, kept between them */
@@ -196,7 +194,7 @@ typedef struct {
     unsigned long long id;
 } gpu_part;
 
-/* Gather slot i: every load is issued before the caller stores anything (the arrays might
+/* Read slot i: every load is issued before the caller stores anything (the arrays might
  * alias as far as the compiler knows, so a field-by-field copy waits for each load in turn). */
 __device__ __forceinline__ gpu_part gpu_parts_get(const gpu_parts &a, int i)
 {
@@ -251,17 +249,17 @@ __device__ __forceinline__ bool in_box(int4 b, int x, int y)
     return x >= b.x && x < b.y && y >= b.z && y < b.w;
 }
 
-/* Error checks: report the call or kernel with file and line, then exit. */
-void gpu_check(cudaError_t e, const char *what, const char *file, int line);
+/* CUDA errors: report the failed call or kernel with file and line, then exit. */
+void gpu_cuda_ok(cudaError_t e, const char *what, const char *file, int line);
 void gpu_launched(gpu_state *g, const char *kernel, const char *file, int line);
-#define GPU_CK(call) gpu_check((call), #call, __FILE__, __LINE__)
+#define GPU_CK(call) gpu_cuda_ok((call), #call, __FILE__, __LINE__)
 #define GPU_LAUNCHED(g, name) gpu_launched((g), (name), __FILE__, __LINE__)
 
 /* Device allocation that reports the bytes and what they are for on failure. */
 void *gpu_malloc(gpu_state *g, size_t bytes, const char *what);
 
 /* Host arrays a, b of n values to and from the device's pairs p[k] = (a[k], b[k]) (through
- * a host buffer: the initial upload, fetches for checkpoints and checks). */
+ * a host buffer: the initial upload, fetches for checkpoints and gpu_debug.cu). */
 void gpu_put_pairs(float2 *p, const float *a, const float *b, size_t n);
 void gpu_get_pairs(float *a, float *b, const float2 *p, size_t n); /* a or b NULL: not kept */
 
@@ -281,19 +279,19 @@ static inline unsigned gpu_blocks(size_t n, int threads)
 }
 
 /* The operations of the backend table (backend.h, which says what each does; filled in
- * gpu_core.cu), in the files of their phase; ctx is the gpu_state. */
-int gpu_open(pic_state *st, void **ctx);                                  /* gpu_core.cu */
+ * gpu_backend.cu), in the files of their phase; ctx is the gpu_state. */
+int gpu_open(pic_state *st, void **ctx);                                  /* gpu_backend.cu */
 void gpu_close(void *ctx, pic_state *st);
 void gpu_rho(void *ctx, pic_state *st, float *per);
+void gpu_field_diag(void *ctx, pic_state *st, double *energy_e, double *energy_b,
+                    double *gauss);
 void gpu_fetch_fields(void *ctx, pic_state *st, float *per);
-void gpu_fetch_particles(void *ctx, pic_state *st);
 void gpu_finish(void *ctx, pic_state *st);
+void gpu_fetch_particles(void *ctx, pic_state *st);                       /* gpu_core.cu */
 double gpu_bandwidth(void *ctx);
 double gpu_particle_bytes(void *ctx, const pic_state *st);
 void gpu_b_half(void *ctx, pic_state *st);                                /* gpu_fields.cu */
 void gpu_fields(void *ctx, pic_state *st);
-void gpu_field_diag(void *ctx, pic_state *st, double *energy_e, double *energy_b,
-                    double *gauss);
 void gpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic); /* gpu_particles.cu */
 void gpu_sort(void *ctx, pic_state *st, int window, long long *dropped);   /* gpu_sort.cu */
 void gpu_window_shift(void *ctx, pic_state *st);                          /* gpu_window.cu */
@@ -304,12 +302,27 @@ void gpu_phasespace(void *ctx, pic_state *st, int s, const ps_grid *g, double *h
 int gpu_phasespace_extent(void *ctx, pic_state *st, int s, const ps_grid *g, int axis,
                           int positive, double mm[2]);
 
+/* The steps of gpu_open and gpu_close (gpu_core.cu). gpu_available: 1 when a usable CUDA
+ * device exists (its name into name), else 0 (the reason into name). gpu_state_open: the
+ * state with this rank's device (its name into name), the environment switches and the
+ * geometry. gpu_memory_fits: the tile sets planned; 0 when the deck fits in the device's free
+ * memory, else -1 after reporting. gpu_memory_open: stream, fields, tables and every species
+ * uploaded; gpu_memory_close frees them and the state. */
+int gpu_available(char *name, size_t len);
+gpu_state *gpu_state_open(const pic_state *st, char *name, size_t len);
+int gpu_memory_fits(gpu_state *g, const pic_state *st, const char *name);
+void gpu_memory_open(gpu_state *g, pic_state *st);
+void gpu_memory_close(gpu_state *g, pic_state *st);
+
 /* Fields (gpu_fields.cu). Guards of up to three arrays filled (from the neighbour ranks
  * too); the fixed-point sums g->acc (ncomp components) finished into d0.. (emf_acc_finish:
  * guard deposits folded into their cells, here or on the neighbours, one rounding). */
 void gpu_guard_fill(gpu_state *g, float *a0, float *a1, float *a2);
 void gpu_acc_finish(gpu_state *g, int ncomp, float *d0, float *d1, float *d2);
-void gpu_filter(gpu_state *g, const pic_state *st, float *a0, float *a1, float *a2);
+void gpu_fields_filter(gpu_state *g, const pic_state *st, float *a0, float *a1, float *a2);
+/* Field energies and max |div E - rho + rho_bg| with g->rho as deposited (gpu_field_diag). */
+void gpu_fields_energy(gpu_state *g, pic_state *st, double *energy_e, double *energy_b,
+                       double *gauss);
 /* Several ranks (gpu_halo.cu): the guard fill (fold = 0: float arrays) or the fold of the
  * fixed-point sums (fold = 1) of ncomp arrays a[] with the neighbour ranks, staged through
  * the pinned host mirror with emf.c's own exchanges, x then y; an axis this rank holds alone
@@ -318,25 +331,22 @@ void gpu_filter(gpu_state *g, const pic_state *st, float *a0, float *a1, float *
 int gpu_axis_kind(const gpu_state *g, int axis);
 void gpu_halo(gpu_state *g, void *const a[3], int ncomp, int fold,
               void (*self)(gpu_state *, void *const[3], int, int));
-/* Charge density of all species at the current positions into g->rho: deposited together,
- * folded, filtered once, guards filled. */
-void gpu_charge(gpu_state *g, const pic_state *st);
 /* Particles (gpu_particles.cu). */
 void gpu_particles_setup(gpu_state *g, const pic_state *st);
 /* Charge density of species s (all when s < 0) into dst: deposit, fixed-point sums
  * finished (gpu_acc_finish). */
-void gpu_rho_deposit(gpu_state *g, int s, float *dst);
+void gpu_particles_rho(gpu_state *g, int s, float *dst);
 /* Right after the particle kernels (the end of gpu_particles): the sort's bookkeeping
  * (overflow, leavers per cluster), so that the host's wait for its result overlaps the field
  * kernels (decks that drop no particles). */
 void gpu_sort_prepare(gpu_state *g, pic_state *st);
 
 /* Debug-only hooks, environment switches read by gpu_open: EMPIC_GPU_SYNC=1 synchronises
- * after every kernel (in gpu_launched); EMPIC_GPU_CHECK=1 (gpu_check.cu) copies the device
+ * after every kernel (in gpu_launched); EMPIC_GPU_CHECK=1 (gpu_debug.cu) copies the device
  * state back at the points below and verifies it on the host (slow). gpu_debug is the one
  * call the phases make: nothing unless EMPIC_GPU_CHECK is set. */
 enum gpu_debug_point {
-    DBG_BEFORE_MOVE, /* sorted clusters; keep particles and fields for the push check */
+    DBG_BEFORE_MOVE, /* sorted clusters; keep particles and fields to verify the push */
     DBG_AFTER_MOVE,  /* the push recomputed on the host, fields finite, codes and histograms */
     DBG_B_HALF,      /* fields finite */
     DBG_FIELDS,
@@ -346,29 +356,33 @@ enum gpu_debug_point {
 void gpu_debug_at(gpu_state *g, const pic_state *st, enum gpu_debug_point at);
 static inline void gpu_debug(gpu_state *g, const pic_state *st, enum gpu_debug_point at)
 {
-    if (g->check)
+    if (g->debug)
         gpu_debug_at(g, st, at);
 }
-/* Boundaries (gpu_bnd.cu): setup and free, the field-boundary hooks of the Yee phases (as
- * fbnd_b, fbnd_e_save, fbnd_e), the fetch of their state for checkpoints, the particle walls
- * of species s after its move (before the colour write-back) and the drop of marked
- * particles before its sort (adds the number dropped to its flags[3]). */
-void gpu_bnd_setup(gpu_state *g, const pic_state *st);
-void gpu_bnd_free(gpu_state *g);
-void gpu_bnd_b(gpu_state *g, const pic_state *st);
-void gpu_bnd_e_save(gpu_state *g, const pic_state *st);
-void gpu_bnd_e(gpu_state *g, const pic_state *st);
-void gpu_bnd_fetch(gpu_state *g, pic_state *st);
-/* The wall fix-ups of species which[0 .. n) after their move (which[k]'s current in tile
- * set k: the mobile species in order), one launch. */
-void gpu_walls(gpu_state *g, const pic_state *st, int n, const int *which);
-void gpu_drop(gpu_state *g, int s, int window);
+/* Field boundaries (gpu_fbnd.cu, the twin of cpu_fbnd.c): setup and free, the hooks of the
+ * Yee phases (as fbnd_b, fbnd_e_save, fbnd_e) and the fetch of their state for checkpoints. */
+void gpu_fbnd_setup(gpu_state *g, const pic_state *st);
+void gpu_fbnd_free(gpu_state *g);
+void gpu_fbnd_b(gpu_state *g, const pic_state *st);
+void gpu_fbnd_e_save(gpu_state *g, const pic_state *st);
+void gpu_fbnd_e(gpu_state *g, const pic_state *st);
+void gpu_fbnd_fetch(gpu_state *g, pic_state *st);
+/* Particle walls (gpu_walls.cu, the twin of cpu_walls.c): setup and free; the wall fix-ups
+ * of species which[0 .. n) after their move (which[k]'s current in tile set k: the mobile
+ * species in order; before the colour write-back), one launch; the drop of species s's
+ * marked particles before its sort (adds the number dropped to its flags[3]). */
+void gpu_walls_setup(gpu_state *g, const pic_state *st);
+void gpu_walls_free(gpu_state *g);
+void gpu_walls_clusters(gpu_state *g, const pic_state *st, int n, const int *which);
+void gpu_walls_drop(gpu_state *g, int s, int window);
 /* Sort (gpu_sort.cu): re-lay species s's segments for clusters that hold counts[c]
  * particles (NULL: their counts now) and need room for need[c] during a sort
  * (species_segments); stop on the error flag the sort passes raise (h_flags as last read
  * back). */
 void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *counts, const int *need);
-void gpu_check_flags(const gpu_state *g, const pic_state *st, int s);
+void gpu_sort_errors(const gpu_state *g, const pic_state *st, int s);
 void gpu_diag_free(gpu_state *g);
+/* The moving window's injection staging freed (gpu_window.cu). */
+void gpu_window_free(gpu_state *g);
 
 #endif

@@ -1,27 +1,26 @@
-/* gpu_particles.cu - push, move and charge-conserving deposit on the device, one thread
- * block per cluster of every mobile species in one launch (heaviest clusters first:
- * k_cluster_order) and one pass over its particles, with the CPU's per-particle functions
- * (particle.h, cluster.h): the kernel stages its cluster's E and B (plus ghosts) in shared
- * memory, gathers them (gather_yee), applies boris_push, moves the particle (particle_move's
- * rule: move_end, kong_split3, move_cell, then move_piece for each piece it deposits)
- * into a shared-memory tile of the cluster's current (cluster_tile). The tile holds 64-bit
- * fixed-point integers (particle.h's fixed_of, scale from the deck: particles_scale), added
- * with native 32-bit integer atomics: a sum that does not depend on the order of the adds, so
- * the current is the same in every run. Threads take 4 particles, two pairs of neighbouring
- * slots read with 16-byte loads (group_off), so the lanes of a warp work in several cells at
- * once. The kernel runs GPU_MOVE_THREADS (512) threads per block, 2 blocks per
- * multiprocessor, and keeps each entry of its tile as two 32-bit words in separate arrays
- * (low words of neighbouring entries in neighbouring banks), each entry starting at 2^31 so
- * that its high word seldom changes, joined into 64-bit entries as the tile is stored
- * (NOTES.md, "Deposit on many particles per cell", "Carries and empty components"); a
- * particle with no vz adds nothing to Jz (cold plasmas, and 2D runs with an in-plane
- * polarised laser, where uz stays 0). The charge kernel spreads its lanes over up to 4
- * private 64-bit tile copies (they spread the compare-and-swap loops of the earlier float
- * tile; measured to gain nothing with integer atomics). Each block writes its tile, still
- * fixed point, to a per-cluster buffer (one set per mobile species); one gather
- * kernel then sums, for each mesh element, the tiles that cover it (integers: exact, in any
- * order, so the split of the box among ranks changes nothing), and gpu_acc_finish folds the
- * guard deposits and rounds each element once to float (the CPU's emf_acc_finish). The
+/* gpu_particles.cu - push, move and charge-conserving deposit on the device (the twin of
+ * src/cpu/cpu_particles.c and cpu_deposit.c), and the charge density; one thread block per
+ * cluster of every mobile species in one launch (heaviest clusters first: k_cluster_order)
+ * and one pass over its particles, with the CPU's per-particle functions (particle.h,
+ * cluster.h): the kernel stages its cluster's E and B (plus ghosts) in shared memory,
+ * gathers them (gather_yee), applies boris_push, moves the particle (particle_move's rule:
+ * move_end, kong_split3, move_cell, then move_piece for each piece it deposits) into a
+ * shared-memory tile of the cluster's current (cluster_tile). The tile holds 64-bit
+ * fixed-point integers (particle.h's fixed_of, scale from the deck: species_acc_scale),
+ * added with native 32-bit integer atomics: a sum that does not depend on the order of the
+ * adds, so the current is the same in every run. Threads take 4 particles, two pairs of
+ * neighbouring slots read with 16-byte loads (group_off), so the lanes of a warp work in
+ * several cells at once. The kernel runs GPU_MOVE_THREADS (512) threads per block, 2 blocks
+ * per multiprocessor, and keeps each entry of its tile as two 32-bit words in separate
+ * arrays (low words of neighbouring entries in neighbouring banks), each entry starting at
+ * 2^31 so that its high word seldom changes, joined into 64-bit entries as the tile is
+ * stored; a particle with no vz adds nothing to Jz (cold plasmas, and 2D runs with an
+ * in-plane polarised laser, where uz stays 0). The charge kernel adds into one 64-bit tile
+ * (private copies per group of lanes measured no faster with integer atomics). Each block
+ * writes its tile, still fixed point, to a per-cluster buffer (one set per mobile species);
+ * one kernel then sums, for each mesh element, the tiles that cover it (integers: exact, in
+ * any order, so the split of the box among ranks changes nothing), and gpu_acc_finish folds
+ * the guard deposits and rounds each element once to float (the CPU's emf_acc_finish). The
  * particle kernel also writes each particle's 4-bit migration code and the cluster's 9-bin
  * histogram; a warp stores its cells only when one changed, its codes only when one is not
  * 0 (the sort leaves every code 0). */
@@ -61,20 +60,6 @@ typedef struct {
     float ext[6];               /* external E, B */
 } kpart;
 
-/* Sum the private fixed-point copies of ncomp tile components (exact, wrapping as the
- * atomics do) into the block's slot of the buffer. */
-__device__ __forceinline__ void tile_store(const long long *sj, int copies, int cstride,
-                                           int tszp, int ncomp, int tsz, long long *dst)
-{
-    for (int idx = threadIdx.x; idx < ncomp * tsz; idx += blockDim.x) {
-        int comp = idx / tsz, r = idx - comp * tsz;
-        unsigned long long v = (unsigned long long)sj[comp * tszp + r];
-        for (int cp = 1; cp < copies; cp++)
-            v += (unsigned long long)sj[cp * cstride + comp * tszp + r];
-        dst[idx] = (long long)v;
-    }
-}
-
 /* An index the compiler must treat as unknown (an empty asm that may change it). */
 __device__ __forceinline__ int opaque(int v)
 {
@@ -88,8 +73,8 @@ __device__ __forceinline__ int opaque(int v)
  * passed through opaque(). nvcc 13.0 (-O3, sm_90) miscompiles gather_eb's six inlined
  * gathers: it derives the Ez address from the Ex address with the cell shift of the x < 0.5
  * half-cell select taken with the wrong sign (PTX: xor.pred of the two selects, then -4
- * bytes instead of +4), so Ez was read one cell to the left for x < 0.5; opaque indices stop
- * that rewrite. See cuda/NOTES.md. */
+ * bytes instead of +4), which reads Ez one cell to the left for x < 0.5; opaque indices stop
+ * that rewrite. */
 __device__ __forceinline__ void gather_tile(const float *sf, int tszp, int k, int tw, float x,
                                             float y, float e[3], float b[3])
 {
@@ -257,8 +242,8 @@ __device__ __forceinline__ unsigned move_one(const kpart &a, const kspecies &sp,
                 for (int e = 4; e < 8; e++)
                     h[e] = fixed_atomic_add_low(&lo[at[e]], fixed_of(w[e], scale));
             /* one test for the eight (TILE_BIAS: a high word seldom needs anything), not a
-               branch per add, which kept each add from being issued before the last one's
-               atomic had returned */
+               branch per add, which would keep each add from being issued before the last
+               one's atomic has returned */
             if (h[0] | h[1] | h[2] | h[3] | h[4] | h[5] | h[6] | h[7])
 #pragma unroll
                 for (int e = 0; e < 8; e++)
@@ -269,7 +254,7 @@ __device__ __forceinline__ unsigned move_one(const kpart &a, const kspecies &sp,
 }
 
 /* The split tile's 3 components (low words lo, high words 3 tszp further) joined into 64-bit
- * entries in the block's slot of the buffer (tile_store's layout). */
+ * entries in the block's slot of the buffer (component k at k tsz, as the tile sums read). */
 __device__ __forceinline__ void tile_store_split(const unsigned *lo, int tszp, int tsz,
                                                  long long *dst)
 {
@@ -286,7 +271,7 @@ __constant__ unsigned char mover_bin[8] = {0, 1, 2, 3, 5, 6, 7, 8};
 
 /* Store lane's group (w unchanged) and its codes (byte q of `codes`, group_load's slots);
  * the cells only when one of the warp's changed, the codes only when the warp has a mover
- * (the sort leaves every code 0: gpu_check's after-sort rule). */
+ * (the sort leaves every code 0: gpu_debug.cu's after-sort rule). */
 __device__ __forceinline__ void group_store(const kspecies &a, const pgroup &g, unsigned codes,
                                             int p, int lane, int left, bool cells, bool movers)
 {
@@ -329,8 +314,7 @@ __device__ __forceinline__ void count_movers(unsigned codes, int mv[8])
  * x(n+1), deposit J(n+1/2) into the cluster's split tile (joined into its slot of the
  * species' tile set), migration codes and the cluster's histogram. 512 threads, 2 blocks per
  * multiprocessor (64 registers): the heaviest clusters, which decide the kernel's tail, get
- * 512 threads and start first (NOTES.md, "Deposit on many particles per cell", "Push and
- * move in one kernel", "One launch for all species"). */
+ * 512 threads and start first. */
 template <bool KE>
 __global__ void __launch_bounds__(GPU_MOVE_THREADS, 2) k_push_move(const __grid_constant__ kpart a)
 {
@@ -388,14 +372,15 @@ __global__ void __launch_bounds__(GPU_MOVE_THREADS, 2) k_push_move(const __grid_
     tile_store_split(sw, a.tszp, T.w * T.h, sp.tiles + (size_t)c * a.tile_stride);
 }
 
-/* Charge of one species at the current positions into the tile buffer. */
+/* Charge of one species at the current positions into the tile buffer: one shared-memory
+ * tile of tszp fixed-point entries per block, added with integer atomics. */
 typedef struct {
     const float2 *xy, *uzw;
     const uint32_t *cell;
     const int *start, *count;
     long long *tiles;
     const int *x0, *y0;
-    int ncx, tszp, cstride, copies, tile_stride;
+    int ncx, tszp, tile_stride;
     float q, scale;
 } krho;
 
@@ -404,10 +389,9 @@ __global__ void __launch_bounds__(GPU_THREADS) k_rho(krho a)
     extern __shared__ long long sr[];
     const int c = blockIdx.x, tid = threadIdx.x;
     const cluster_tile T = cluster_tile_of(a.x0, a.y0, a.ncx, c);
-    for (int idx = tid; idx < a.copies * a.cstride; idx += GPU_THREADS)
+    for (int idx = tid; idx < a.tszp; idx += GPU_THREADS)
         sr[idx] = 0;
     __syncthreads();
-    long long *rc = sr + ((tid & 31) % a.copies) * a.cstride;
     const int n = a.count[c], s0 = a.start[c];
     for (int base = GPU_VEC * tid; base < n; base += GPU_VEC * GPU_THREADS) {
         const int nv = min(GPU_VEC, n - base), p = s0 + base;
@@ -422,16 +406,17 @@ __global__ void __launch_bounds__(GPU_THREADS) k_rho(krho a)
         for (int q = 0; q < GPU_VEC; q++) {
             if (q >= nv)
                 continue;
-            deposit_charge_fixed(rc, cluster_tile_k(&T, cl[q]), T.w, xs[q], ys[q], a.q * ws[q],
+            deposit_charge_fixed(sr, cluster_tile_k(&T, cl[q]), T.w, xs[q], ys[q], a.q * ws[q],
                                  a.scale);
         }
     }
     __syncthreads();
-    tile_store(sr, a.copies, a.cstride, a.tszp, 1, T.w * T.h,
-               a.tiles + (size_t)c * a.tile_stride);
+    long long *dst = a.tiles + (size_t)c * a.tile_stride;
+    for (int idx = tid; idx < T.w * T.h; idx += GPU_THREADS)
+        dst[idx] = sr[idx];
 }
 
-/* The tile sets and the cluster table the gathers read. */
+/* The tile sets and the cluster table the tile sums read. */
 typedef struct {
     const long long *tiles;
     int nset, tile_stride, ncomp;
@@ -443,7 +428,8 @@ typedef struct {
 /* Add to v every tile entry for global cell (i, j) (tiles cover [x0 - 1, x1 + 2) x
  * [y0 - 1, y1 + 2): at most two clusters along each axis), with wrapping integer adds, as the
  * atomics. */
-__device__ __forceinline__ void tiles_sum(const ktiles &a, int i, int j, unsigned long long v[3])
+__device__ __forceinline__ void tiles_sum_cell(const ktiles &a, int i, int j,
+                                               unsigned long long v[3])
 {
     int cxs[2], cys[2], nxs = 0, nys = 0;
     const int ax = a.cx_of[min(max(i, 0), a.nx - 1)], ay = a.cy_of[min(max(j, 0), a.ny - 1)];
@@ -468,7 +454,7 @@ __device__ __forceinline__ void tiles_sum(const ktiles &a, int i, int j, unsigne
 /* Several ranks: the fixed-point mesh sums (acc, ncomp components of size) of this rank's
  * elements, guards included (element e: global cell i, j), added to what acc holds when
  * `add`; gpu_acc_finish then folds the guards across the rank borders and rounds. */
-__global__ void k_tiles_gather(ktiles a, int add, long long *acc, size_t size, int stride,
+__global__ void k_tiles_sum(ktiles a, int add, long long *acc, size_t size, int stride,
                                int i0, int j0)
 {
     const int G = EMF_GUARD;
@@ -476,20 +462,20 @@ __global__ void k_tiles_gather(ktiles a, int add, long long *acc, size_t size, i
     if (e >= size)
         return;
     unsigned long long v[3] = {0, 0, 0};
-    tiles_sum(a, (int)(e % stride) - G + i0, (int)(e / stride) - G + j0, v);
+    tiles_sum_cell(a, (int)(e % stride) - G + i0, (int)(e / stride) - G + j0, v);
     for (int k = 0; k < a.ncomp; k++) {
         long long *d = acc + k * size + e;
         *d = (long long)(v[k] + (add ? (unsigned long long)*d : 0ull));
     }
 }
 
-/* One rank: the finished mesh current at once (what k_tiles_gather and gpu_acc_finish give,
+/* One rank: the finished mesh current at once (what k_tiles_sum and gpu_acc_finish give,
  * without the round trip through acc). Block c < ncl takes cluster c's cells: each sums the
  * entries of the tiles that cover it, its cluster's and, near the cluster's sides, those of
  * its 8 neighbours (tiles reach [x0 - 1, x1 + 2)), across a periodic side the neighbour's
  * image (the fold of the guard deposits), and rounds once; the blocks after them zero the
  * guards (3 components: the current). The neighbours' tiles are found once per block, and
- * a cell reads only the tiles that hold it (NOTES.md, "The current's gather per cluster"). */
+ * a cell reads only the tiles that hold it. */
 __global__ void __launch_bounds__(256) k_tiles_mesh(ktiles a, int px, int py, int rows,
                                                       int stride, double inv, float *d0,
                                                       float *d1, float *d2)
@@ -570,18 +556,18 @@ static ktiles ktiles_of(const gpu_state *g, int nset, int ncomp)
 }
 
 /* nset tile sets of ncomp components into g->acc (added when `add`). */
-static void tiles_gather(gpu_state *g, int nset, int ncomp, int add)
+static void tiles_sum(gpu_state *g, int nset, int ncomp, int add)
 {
-    k_tiles_gather<<<gpu_blocks(g->size, 256), 256, 0, g->stream>>>(
+    k_tiles_sum<<<gpu_blocks(g->size, 256), 256, 0, g->stream>>>(
         ktiles_of(g, nset, ncomp), add, g->acc, g->size, g->stride, g->i0, g->j0);
-    GPU_LAUNCHED(g, "k_tiles_gather");
+    GPU_LAUNCHED(g, "k_tiles_sum");
 }
 
 /* The current of nset tile sets into J: at once on one rank, through acc over several. */
 static void tiles_current(gpu_state *g, int nset)
 {
     if (g->ranks > 1) {
-        tiles_gather(g, nset, 3, 0);
+        tiles_sum(g, nset, 3, 0);
         gpu_acc_finish(g, 3, g->j[0], g->j[1], g->j[2]);
         return;
     }
@@ -598,22 +584,15 @@ static void set_smem(const void *kernel, size_t bytes)
 
 void gpu_particles_setup(gpu_state *g, const pic_state *st)
 {
-    /* the charge kernel's tile copies (64-bit entries) within 64 KB: 3 blocks of GPU_THREADS
-     * on a 228 KB multiprocessor (the measured configuration of NOTES.md); the particle
-     * kernel's six staged field components and one split tile (3 components of 32-bit low
-     * and high words): 2 blocks of GPU_MOVE_THREADS per multiprocessor while they stay under
-     * ~113 KB (clusters up to ~48x48 cells) */
-    const size_t budget = 64 * 1024;
+    /* the charge kernel's one tile (64-bit entries); the particle kernel's six staged field
+     * components and one split tile (3 components of 32-bit low and high words): 2 blocks of
+     * GPU_MOVE_THREADS per multiprocessor while they stay under ~113 KB (clusters up to
+     * ~48x48 cells) */
     const size_t limit = g->smem_optin - 2048;
     g->tszp = (g->tsz_max + 3) / 4 * 4;
-    for (g->copies = GPU_MAX_COPIES; g->copies >= 1; g->copies /= 2) {
-        g->cstride = (3 * g->tszp + 31) / 32 * 32 + (g->copies > 1 ? 32 / g->copies : 0);
-        g->smem_rho = (size_t)g->copies * g->cstride * sizeof(long long);
-        if (g->smem_rho <= budget || g->copies == 1)
-            break;
-    }
+    g->smem_rho = (size_t)g->tszp * sizeof(long long);
     g->smem_move = (size_t)6 * g->tszp * (sizeof(float) + sizeof(unsigned));
-    g->scale = particles_scale(st->sp, st->nsp, st->f); /* the CPU's emf.acc scale */
+    g->scale = species_acc_scale(st->sp, st->nsp, st->f); /* the CPU's emf.acc scale */
     const size_t need = g->smem_move > g->smem_rho ? g->smem_move : g->smem_rho;
     if (need > limit) {
         empic_report(NULL, 0, "grid.cluster: clusters of up to %dx%d cells need %zu bytes "
@@ -724,7 +703,7 @@ void gpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic)
         else
             k_push_move<false><<<blocks, GPU_MOVE_THREADS, g->smem_move, g->stream>>>(a);
         GPU_LAUNCHED(g, "k_push_move");
-        gpu_walls(g, st, m, mob); /* edge clusters of non-periodic sides */
+        gpu_walls_clusters(g, st, m, mob); /* edge clusters of non-periodic sides */
     }
     /* the tiles of all species to J: fixed-point sums, guard deposits folded, one rounding */
     tiles_current(g, m);
@@ -746,19 +725,18 @@ void gpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic)
     gpu_sort_prepare(g, st);
 }
 
-void gpu_rho_deposit(gpu_state *g, int s, float *dst)
+void gpu_particles_rho(gpu_state *g, int s, float *dst)
 {
     int first = 1;
     for (int k = 0; k < g->nsp; k++) {
         if (s >= 0 && k != s)
             continue;
         const gpu_species *d = &g->sp[k];
-        krho a = {d->xy,    d->uzw, d->cell, d->start, d->count,  g->tiles, g->x0,
-                  g->y0,    g->ncx, g->tszp, g->cstride, g->copies, 3 * g->tsz_max, d->q,
-                  g->scale};
+        krho a = {d->xy, d->uzw, d->cell, d->start, d->count, g->tiles, g->x0, g->y0,
+                  g->ncx, g->tszp, 3 * g->tsz_max, d->q, g->scale};
         k_rho<<<g->ncl, GPU_THREADS, g->smem_rho, g->stream>>>(a);
         GPU_LAUNCHED(g, "k_rho");
-        tiles_gather(g, 1, 1, !first);
+        tiles_sum(g, 1, 1, !first);
         first = 0;
     }
     gpu_acc_finish(g, 1, dst, NULL, NULL);

@@ -1,5 +1,5 @@
 /* gpu_sort.cu - Kong's incremental bi-cluster sort on the device (Kong et al. 2011 §2.4):
- * the CPU's four passes of cluster pairs.
+ * the CPU's four passes of cluster pairs (the twin of src/cpu/cpu_sort.c).
  *
  * A prepare kernel reads the migration histograms of the last move and gives, per cluster,
  * the room it needs during the four passes and how many particles leave it in each pass
@@ -17,8 +17,7 @@
  * flags ask for a rearrangement or longer lists leaves them untouched and is sorted again
  * once the host has read them, so the GPU does not wait for the round trip. Over several
  * ranks the histograms around each rank's share come from its neighbours first, and each
- * shifted pass along a split axis also runs across the rank borders (border_pass;
- * cuda/NOTES.md, "Several ranks"). */
+ * shifted pass along a split axis also runs across the rank borders (border_pass). */
 #include "gpu_internal.h"
 #include "cluster.h"
 
@@ -153,6 +152,78 @@ __device__ __forceinline__ void code_masks(const uint8_t *code, int i, int n, in
     fm = ~m & valid & tail;
 }
 
+/* The codes of pair side a (segment at as, its first sa scanned) and b (bs, sb) in slot
+ * order, 32 per thread and trip, into the lists of k_sort_pass: La, Lb the leavers toward
+ * the other side, Fa, Fb the stayers behind keep_a, keep_b (the fillers); nla .. nfb: the
+ * list lengths, the same in all threads. */
+__device__ __forceinline__ void pair_lists(const gpu_parts &pa, int as, int sa, int keep_a,
+                                           const gpu_parts &pb, int bs, int sb, int keep_b,
+                                           int shift, int lcap, int *La, int *Fa, int *Lb,
+                                           int *Fb, unsigned long long *wtot, int &nla,
+                                           int &nfa, int &nlb, int &nfb)
+{
+    for (int i0 = 0; i0 < max(sa, sb); i0 += 32 * blockDim.x) {
+        const int i = i0 + 32 * threadIdx.x;
+        unsigned la = 0, fa = 0, lb = 0, fb = 0;
+        if (i < sa)
+            code_masks(pa.code + as, i, sa, keep_a, 1u, shift, la, fa);
+        if (i < sb)
+            code_masks(pb.code + bs, i, sb, keep_b, 2u, shift, lb, fb);
+        unsigned long long tot, pre = block_scan(
+            (unsigned long long)__popc(la) | (unsigned long long)__popc(fa) << 16 |
+                (unsigned long long)__popc(lb) << 32 | (unsigned long long)__popc(fb) << 48,
+            wtot, &tot);
+        list_bits(La, nla + (int)(pre & 0xffffu), lcap, la, i);
+        list_bits(Fa, nfa + (int)(pre >> 16 & 0xffffu), lcap, fa, i);
+        list_bits(Lb, nlb + (int)(pre >> 32 & 0xffffu), lcap, lb, i);
+        list_bits(Fb, nfb + (int)(pre >> 48), lcap, fb, i);
+        nla += (int)(tot & 0xffffu);
+        nfa += (int)(tot >> 16 & 0xffffu);
+        nlb += (int)(tot >> 32 & 0xffffu);
+        nfb += (int)(tot >> 48);
+    }
+}
+
+/* The moves of k_sort_pass once the lists are made: a's leavers to b's end, the holes they
+ * leave in front of keep_a filled; then b's leavers to a's end, b's holes filled by its own
+ * stayers behind keep_b, then by the arrivals behind them. A staged (remote) side is only
+ * read (ra: a, rb: b). `clear` clears the pass axis' bits of the moved codes. */
+__device__ __forceinline__ void pair_moves(const gpu_parts &pa, const gpu_parts &pb, bool ra,
+                                           bool rb, int as, int bs, int nb, int keep_a,
+                                           int keep_b, int m_ab, int m_ba, int nfa, int nfb,
+                                           const int *La, const int *Fa, const int *Lb,
+                                           const int *Fb, unsigned clear)
+{
+    /* a -> b: leaver r to b's end; its slot, if in front of keep_a, is hole r (nfa holes) */
+    for (int r = threadIdx.x; r < m_ab; r += blockDim.x) {
+        const int src = as + (ra ? r : La[r]);
+        gpu_part p = gpu_parts_get(pa, src), f;
+        const bool fill = r < nfa;
+        if (fill)
+            f = gpu_parts_get(pa, as + Fa[r]);
+        p.code &= clear;
+        if (!rb)
+            gpu_parts_put(pb, bs + nb + r, p);
+        if (fill)
+            gpu_parts_put(pa, src, f);
+    }
+    __syncthreads();
+    /* b -> a: b's fillers are its own stayers behind keep_b, then the arrivals behind it */
+    const int arrive = max(nb, keep_b), nfill = rb ? 0 : nfb + nb + m_ab - arrive;
+    for (int r = threadIdx.x; r < m_ba; r += blockDim.x) {
+        const int src = bs + (rb ? r : Lb[r]);
+        gpu_part p = gpu_parts_get(pb, src), f;
+        const bool fill = r < nfill;
+        if (fill)
+            f = gpu_parts_get(pb, bs + (r < nfb ? Fb[r] : arrive + r - nfb));
+        p.code &= clear;
+        if (!ra)
+            gpu_parts_put(pa, as + keep_a + r, p);
+        if (fill)
+            gpu_parts_put(pb, src, f);
+    }
+}
+
 /* One pass: pairs (lo, lo+1), lo = first, first+2, ... along x (axis 0) or y (axis 1), of
  * species blockIdx.y. The low cluster a sends its +1 leavers to the end of the high cluster
  * b and fills its holes from its tail; then b sends its -1 leavers to the end of a and fills
@@ -161,10 +232,10 @@ __device__ __forceinline__ void code_masks(const uint8_t *code, int i, int n, in
  * tail stayers among its own particles do not depend on what arrives), and the leavers,
  * holes and fillers are taken in slot order (ordered compaction: per-thread bit masks, a
  * block-wide prefix sum of their counts; a hole is one of the first leavers), so the result
- * does not depend on thread scheduling. Each thread then gathers a leaver and the filler of
+ * does not depend on thread scheduling. Each thread then loads a leaver and the filler of
  * its hole before it stores either: two dependent memory round trips per pair. 4 blocks per
- * multiprocessor (64 registers, a few bytes spilled, instead of 80 and 3 blocks): more
- * gathers in flight, the hot decks' sort 3-9 % shorter (cuda/NOTES.md). */
+ * multiprocessor (64 registers, a few bytes spilled) keep more loads in flight than 3 blocks
+ * of 80 registers (the sort of the hot decks measured 3-9 % shorter). */
 __global__ void __launch_bounds__(GPU_THREADS, 4) k_sort_pass(const __grid_constant__ ksorts all,
                                                              int axis, int first,
                                                              int n, int ncx, int periodic,
@@ -218,26 +289,8 @@ __global__ void __launch_bounds__(GPU_THREADS, 4) k_sort_pass(const __grid_const
     const int keep_a = na - m_ab, keep_b = nb + m_ab - m_ba, shift = axis ? 2 : 0;
     const int sa = m_ab && !ra ? na : 0, sb = m_ba && !rb ? nb : 0; /* codes to scan */
     int nla = 0, nfa = 0, nlb = 0, nfb = 0; /* list lengths so far (the same in all threads) */
-    for (int i0 = 0; i0 < max(sa, sb); i0 += 32 * blockDim.x) {
-        const int i = i0 + 32 * tid;
-        unsigned la = 0, fa = 0, lb = 0, fb = 0;
-        if (i < sa)
-            code_masks(pa.code + as, i, sa, keep_a, 1u, shift, la, fa);
-        if (i < sb)
-            code_masks(pb.code + bs, i, sb, keep_b, 2u, shift, lb, fb);
-        unsigned long long tot, pre = block_scan(
-            (unsigned long long)__popc(la) | (unsigned long long)__popc(fa) << 16 |
-                (unsigned long long)__popc(lb) << 32 | (unsigned long long)__popc(fb) << 48,
-            wtot, &tot);
-        list_bits(La, nla + (int)(pre & 0xffffu), lcap, la, i);
-        list_bits(Fa, nfa + (int)(pre >> 16 & 0xffffu), lcap, fa, i);
-        list_bits(Lb, nlb + (int)(pre >> 32 & 0xffffu), lcap, lb, i);
-        list_bits(Fb, nfb + (int)(pre >> 48), lcap, fb, i);
-        nla += (int)(tot & 0xffffu);
-        nfa += (int)(tot >> 16 & 0xffffu);
-        nlb += (int)(tot >> 32 & 0xffffu);
-        nfb += (int)(tot >> 48);
-    }
+    pair_lists(pa, as, sa, keep_a, pb, bs, sb, keep_b, shift, lcap, La, Fa, Lb, Fb, wtot, nla,
+               nfa, nlb, nfb);
     __syncthreads();
     if (ra)
         nla = m_ab; /* a staged side's particles all leave, in their order */
@@ -250,34 +303,8 @@ __global__ void __launch_bounds__(GPU_THREADS, 4) k_sort_pass(const __grid_const
         return;
     }
     const unsigned clear = ~(3u << shift);
-    /* a -> b: leaver r to b's end; its slot, if in front of keep_a, is hole r (nfa holes) */
-    for (int r = tid; r < m_ab; r += blockDim.x) {
-        const int src = as + (ra ? r : La[r]);
-        gpu_part p = gpu_parts_get(pa, src), f;
-        const bool fill = r < nfa;
-        if (fill)
-            f = gpu_parts_get(pa, as + Fa[r]);
-        p.code &= clear;
-        if (!rb)
-            gpu_parts_put(pb, bs + nb + r, p);
-        if (fill)
-            gpu_parts_put(pa, src, f);
-    }
-    __syncthreads();
-    /* b -> a: b's fillers are its own stayers behind keep_b, then the arrivals behind it */
-    const int arrive = max(nb, keep_b), nfill = rb ? 0 : nfb + nb + m_ab - arrive;
-    for (int r = tid; r < m_ba; r += blockDim.x) {
-        const int src = bs + (rb ? r : Lb[r]);
-        gpu_part p = gpu_parts_get(pb, src), f;
-        const bool fill = r < nfill;
-        if (fill)
-            f = gpu_parts_get(pb, bs + (r < nfb ? Fb[r] : arrive + r - nfb));
-        p.code &= clear;
-        if (!ra)
-            gpu_parts_put(pa, as + keep_a + r, p);
-        if (fill)
-            gpu_parts_put(pb, src, f);
-    }
+    pair_moves(pa, pb, ra, rb, as, bs, nb, keep_a, keep_b, m_ab, m_ba, nfa, nfb, La, Fa, Lb, Fb,
+               clear);
     if (tid == 0) {
         if (!ra)
             a.count[ca] = keep_a + m_ba;
@@ -335,9 +362,9 @@ __global__ void k_relayout(const T *src, T *dst, const int *old_start, const int
  * allocated for the re-layout: a pair array (or 8-byte ids) is copied into the spare, which
  * then becomes that array, and the old array the spare of the next one; the last one left
  * is freed (the cells, 4-byte ids and codes are copied into the spare and back). A re-layout
- * thus borrows 8 bytes a slot for its duration, where a kept copy of the whole species held
- * 29 more for the rest of the run; the allocation and the free, which waits for the copies,
- * cost ~0.36 ms more per re-layout of 17 M particles (NOTES.md). When the new layout
+ * thus borrows 8 bytes a slot for its duration, where a kept copy of the whole species would
+ * hold 29 more for the rest of the run; the allocation and the free, which waits for the
+ * copies, cost ~0.36 ms more per re-layout of 17 M particles. When the new layout
  * outgrows the arrays, every array is re-allocated with 1/128 more room instead. */
 void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *counts, const int *need)
 {
@@ -432,7 +459,7 @@ void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *counts, const i
     free(cap);
 }
 
-void gpu_check_flags(const gpu_state *g, const pic_state *st, int s)
+void gpu_sort_errors(const gpu_state *g, const pic_state *st, int s)
 {
     if (g->h_flags[4 * s + 2])
         EMPIC_DIE("species %s: the GPU sort found a migration histogram that does not match "
@@ -478,7 +505,7 @@ static void prepare_species(gpu_state *g, const pic_state *st, unsigned prep)
 }
 
 /* Several ranks: the neighbours' arrivals for sort_need, the histograms of the clusters
- * around this rank's share (sort_hist_halo) for the species in `mask`, in one round trip
+ * around this rank's share (clusters_hist_halo) for the species in `mask`, in one round trip
  * for all of them; they stay in h_hist for border_pass. */
 static void hist_exchange(gpu_state *g, const pic_state *st, unsigned mask)
 {
@@ -492,7 +519,7 @@ static void hist_exchange(gpu_state *g, const pic_state *st, unsigned mask)
     GPU_CK(cudaStreamSynchronize(g->stream));
     for (int s = 0; s < g->nsp; s++)
         if ((mask >> s) & 1u) {
-            sort_hist_halo(st->cl, g->h_hist + s * n);
+            clusters_hist_halo(st->cl, g->h_hist + s * n);
             GPU_CK(cudaMemcpyAsync(g->sp[s].hist, g->h_hist + s * n, n * sizeof(int),
                                    cudaMemcpyHostToDevice, g->stream));
         }
@@ -734,7 +761,7 @@ void gpu_sort(void *ctx, pic_state *st, int window, long long *dropped)
         flags_clear(g, prep, drop);
         for (int s = 0; s < g->nsp; s++)
             if (drops[s])
-                gpu_drop(g, s, window);
+                gpu_walls_drop(g, s, window);
         hist_exchange(g, st, prep);
         prepare_species(g, st, prep);
         for (int s = 0; s < g->nsp; s++) {
@@ -760,7 +787,7 @@ void gpu_sort(void *ctx, pic_state *st, int window, long long *dropped)
         const int *hf = g->h_flags + 4 * s;
         if (drops[s])
             g->dropped[s] = hf[3];
-        gpu_check_flags(g, st, s);
+        gpu_sort_errors(g, st, s);
         most = hf[1] > most ? hf[1] : most;
         if (hf[0] == 0 && hf[1] <= spec && (spec > 0 || g->ranks == 1))
             continue; /* sorted by the passes launched already (or nothing to sort) */

@@ -1,10 +1,11 @@
-/* gpu_window.cu - the moving window on the device: fields, PML memories and particle cells
- * one cell toward -x (window_shift_particle), migration codes and histograms updated so that the next
- * sort moves particles into their new clusters and drops the back column (PBND_DROP), and
- * the injection of the new column: generated on the host by the initial load's code
- * (species_column, called by the caller: profiles are muparser formulas, RNG keyed by global
- * cell, so the same particles as on the CPU), uploaded to a staging buffer and appended to
- * the segments of the last cluster column (re-laid first when one would overflow). */
+/* gpu_window.cu - the moving window on the device (the twin of src/cpu/cpu_window.c):
+ * fields, PML memories and particle cells one cell toward -x (window_shift_particle),
+ * migration codes and histograms updated so that the next sort moves particles into their
+ * new clusters and drops the back column (PBND_DROP), and the injection of the new column:
+ * generated on the host by the initial load's code (species_column, called by the caller:
+ * profiles are muparser formulas, RNG keyed by global cell, so the same particles as on the
+ * CPU), uploaded to a staging buffer and appended to the segments of the last cluster
+ * column (re-laid first when one would overflow). */
 #include "gpu_internal.h"
 #include "particle.h"
 
@@ -175,7 +176,7 @@ void gpu_window_shift(void *ctx, pic_state *st)
         if (g->ranks > 1) { /* the layers' last column from the rank on the right: the
                                host's exchange on host copies (the memories are thin strips) */
             GPU_CK(cudaStreamSynchronize(g->stream));
-            gpu_bnd_fetch(g, st);
+            gpu_fbnd_fetch(g, st);
             fbnd_shift_exchange(st->f);
             const fbnd *b = st->f->fb;
             for (int l = 0; l < g->nlayers; l++)
@@ -266,52 +267,43 @@ static stage_layout stage_of(long long n, int ncy, int tracked)
     return L;
 }
 
-/* Host time (the capacity check, the upload) counted as sort time. All species' columns go
- * up in one copy from a pinned buffer. */
-void gpu_inject(void *ctx, pic_state *st, species *col, const int *add)
+/* The injection column cx when the room the last sort left there may not take it: every
+ * species' counts and capacities read back, and a species whose segments there would
+ * overflow re-laid first. */
+static void make_room(gpu_state *g, pic_state *st, const long long *n, const int *add, int cx)
 {
-    gpu_state *g = (gpu_state *)ctx;
-    double t0 = host_seconds();
     const clusters *cl = st->cl;
-    const int i = st->f->nx - 1, cx = cl->cx_of[i], ncy = cl->ncy, nc = cl->n, nsp = g->nsp;
-    long long n[DECK_MAX_SPECIES];
-    size_t total = 0;
-    /* the room the last sort left in this column takes the column: no read-back, no wait */
-    int sure = g->room_valid;
-    for (int s = 0; s < nsp; s++) {
-        n[s] = col[s].np;
-        total += n[s] ? stage_of(n[s], ncy, col[s].id != NULL).bytes : 0;
-        for (int cy = 0; cy < ncy && n[s] && sure; cy++)
-            sure = add[s * (ncy + 1) + cy] <= g->h_room[s * ncy + cy];
-    }
-    g->room_valid = 0;
-    if (sure) {
-        GPU_CK(cudaEventSynchronize(g->stage_done)); /* the last upload has left h_stage */
-    } else {
-        int *tab = (int *)empic_alloc((size_t)nsp * 2 * nc * sizeof(int), "injection");
-        for (int s = 0; s < nsp; s++)
-            if (n[s]) {
-                GPU_CK(cudaMemcpyAsync(tab + 2 * s * nc, g->sp[s].count,
-                                       (size_t)nc * sizeof(int), cudaMemcpyDeviceToHost,
-                                       g->stream));
-                GPU_CK(cudaMemcpyAsync(tab + (2 * s + 1) * nc, g->sp[s].cap,
-                                       (size_t)nc * sizeof(int), cudaMemcpyDeviceToHost,
-                                       g->stream));
-            }
-        GPU_CK(cudaStreamSynchronize(g->stream)); /* also: the last upload has left h_stage */
-        for (int s = 0; s < nsp; s++) { /* a segment that would overflow: re-lay first */
-            int *count = tab + 2 * s * nc, *cap = count + nc, grow = 0;
-            const int *ad = add + s * (ncy + 1);
-            for (int cy = 0; cy < ncy && n[s]; cy++)
-                grow |= count[cx + cy * cl->ncx] + ad[cy] > cap[cx + cy * cl->ncx];
-            if (grow) {
-                for (int c = 0; c < nc; c++)
-                    count[c] += c % cl->ncx == cx ? ad[c / cl->ncx] : 0;
-                gpu_relayout(g, st, s, count, count);
-            }
+    const int ncy = cl->ncy, nc = cl->n, nsp = g->nsp;
+    int *tab = (int *)empic_alloc((size_t)nsp * 2 * nc * sizeof(int), "injection");
+    for (int s = 0; s < nsp; s++)
+        if (n[s]) {
+            GPU_CK(cudaMemcpyAsync(tab + 2 * s * nc, g->sp[s].count,
+                                   (size_t)nc * sizeof(int), cudaMemcpyDeviceToHost,
+                                   g->stream));
+            GPU_CK(cudaMemcpyAsync(tab + (2 * s + 1) * nc, g->sp[s].cap,
+                                   (size_t)nc * sizeof(int), cudaMemcpyDeviceToHost,
+                                   g->stream));
         }
-        free(tab);
+    GPU_CK(cudaStreamSynchronize(g->stream)); /* also: the last upload has left h_stage */
+    for (int s = 0; s < nsp; s++) { /* a segment that would overflow: re-lay first */
+        int *count = tab + 2 * s * nc, *cap = count + nc, grow = 0;
+        const int *ad = add + s * (ncy + 1);
+        for (int cy = 0; cy < ncy && n[s]; cy++)
+            grow |= count[cx + cy * cl->ncx] + ad[cy] > cap[cx + cy * cl->ncx];
+        if (grow) {
+            for (int c = 0; c < nc; c++)
+                count[c] += c % cl->ncx == cx ? ad[c / cl->ncx] : 0;
+            gpu_relayout(g, st, s, count, count);
+        }
     }
+    free(tab);
+}
+
+/* The columns of every species (n[s] particles, total bytes staged) packed into the pinned
+ * staging buffer (grown when too small) and uploaded in one copy. */
+static void stage_upload(gpu_state *g, const species *col, const long long *n, const int *add,
+                         int ncy, size_t total)
+{
     if (total > g->stage_n) {
         if (g->stage) {
             GPU_CK(cudaFree(g->stage));
@@ -323,7 +315,7 @@ void gpu_inject(void *ctx, pic_state *st, species *col, const int *add)
         GPU_CK(cudaMallocHost(&g->h_stage, g->stage_n));
     }
     size_t at = 0;
-    for (int s = 0; s < nsp; s++) { /* pack: arrays, codes, row offsets */
+    for (int s = 0; s < g->nsp; s++) { /* pack: arrays, codes, row offsets */
         if (!n[s])
             continue;
         char *h = (char *)g->h_stage + at;
@@ -347,10 +339,16 @@ void gpu_inject(void *ctx, pic_state *st, species *col, const int *add)
         GPU_CK(cudaMemcpyAsync(g->stage, g->h_stage, total, cudaMemcpyHostToDevice, g->stream));
         GPU_CK(cudaEventRecord(g->stage_done, g->stream));
     }
-    at = 0;
+}
+
+/* k_inject over the staged columns: each species' particles appended to cluster column cx. */
+static void stage_append(gpu_state *g, const species *col, const long long *n, int ncy, int cx,
+                         int ncx)
+{
+    size_t at = 0;
     kinject_all all;
     unsigned ninj = 0;
-    for (int s = 0; s < nsp; s++) {
+    for (int s = 0; s < g->nsp; s++) {
         if (n[s]) {
             gpu_species *d = &g->sp[s];
             char *base = (char *)g->stage + at, *b = base;
@@ -368,8 +366,43 @@ void gpu_inject(void *ctx, pic_state *st, species *col, const int *add)
         }
     }
     if (ninj) {
-        k_inject<<<dim3((unsigned)ncy, ninj), GPU_THREADS, 0, g->stream>>>(all, cx, cl->ncx);
+        k_inject<<<dim3((unsigned)ncy, ninj), GPU_THREADS, 0, g->stream>>>(all, cx, ncx);
         GPU_LAUNCHED(g, "k_inject");
     }
+}
+
+/* Host time (the capacity check, the upload) counted as sort time. All species' columns go
+ * up in one copy from a pinned buffer. */
+void gpu_inject(void *ctx, pic_state *st, species *col, const int *add)
+{
+    gpu_state *g = (gpu_state *)ctx;
+    double t0 = host_seconds();
+    const clusters *cl = st->cl;
+    const int i = st->f->nx - 1, cx = cl->cx_of[i], ncy = cl->ncy, nsp = g->nsp;
+    long long n[DECK_MAX_SPECIES];
+    size_t total = 0;
+    /* the room the last sort left in this column takes the column: no read-back, no wait */
+    int sure = g->room_valid;
+    for (int s = 0; s < nsp; s++) {
+        n[s] = col[s].np;
+        total += n[s] ? stage_of(n[s], ncy, col[s].id != NULL).bytes : 0;
+        for (int cy = 0; cy < ncy && n[s] && sure; cy++)
+            sure = add[s * (ncy + 1) + cy] <= g->h_room[s * ncy + cy];
+    }
+    g->room_valid = 0;
+    if (sure)
+        GPU_CK(cudaEventSynchronize(g->stage_done)); /* the last upload has left h_stage */
+    else
+        make_room(g, st, n, add, cx);
+    stage_upload(g, col, n, add, ncy, total);
+    stage_append(g, col, n, ncy, cx, cl->ncx);
     st->phase_s[PH_SORT] += host_seconds() - t0;
+}
+
+void gpu_window_free(gpu_state *g)
+{
+    if (g->stage)
+        cudaFree(g->stage);
+    if (g->h_stage)
+        cudaFreeHost(g->h_stage);
 }

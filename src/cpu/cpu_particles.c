@@ -292,11 +292,3 @@ void particles_rho(const species *s, const emf *f, const clusters *cl)
         free(store);
     }
 }
-
-float particles_scale(const species *sp, int nsp, const emf *f)
-{
-    double r = fmax(1.0, fmax(f->dx / f->dt, f->dy / f->dt)), bound = 0.0;
-    for (int s = 0; s < nsp; s++)
-        bound = fmax(bound, fabs((double)sp[s].q) * sp[s].wbound * r);
-    return fixed_scale(bound);
-}

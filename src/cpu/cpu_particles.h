@@ -23,10 +23,5 @@ void particles_half_back(species *s, const emf *f, const clusters *cl, const flo
 /* Add the species' charge density at its current positions to the fixed-point sums
  * f->acc + 3 f->size (guards included; emf_acc_finish makes the density of them). */
 void particles_rho(const species *s, const emf *f, const clusters *cl);
-/* The fixed-point scale of the current and charge sums (emf.acc_scale), from the deck (the
- * same after a restart): the largest contribution one particle makes to a node in a step
- * is below max |q| w_max times max(1, dx/dt, dy/dt) (Jx, Jy: q w dx/dt times a move below
- * one cell; Jz: q w |v_z| < q w; rho: q w). */
-float particles_scale(const species *sp, int nsp, const emf *f);
 
 #endif

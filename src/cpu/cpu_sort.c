@@ -19,48 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Histograms of the clusters c = cluster_id(lo..hi along the axis, at `at` across it)
- * between h and buf (9 ints each; `at` and lo..hi wrapped around the box). */
-static void hist_line(const clusters *cl, int *h, int axis, int at, int lo, int hi, int *buf,
-                      int out)
-{
-    const int n = axis ? cl->ncx : cl->ncy, across = axis ? cl->ncy : cl->ncx;
-    for (int o = lo; o < hi; o++, buf += 9) {
-        const int a = (at + across) % across, b = (o + n) % n;
-        int *e = h + 9 * (size_t)(axis ? cluster_id(cl, b, a) : cluster_id(cl, a, b));
-        memcpy(out ? buf : e, out ? e : buf, 9 * sizeof(int));
-    }
-}
-
-void sort_hist_halo(const clusters *cl, int *h)
-{
-    const int me = comm_rank();
-    /* along x this rank's rows; along y its columns and the x ring's (the corners) */
-    const int lo[2] = {cl->cy0, cl->cx0 - (cl->periodic_x || cl->cx0 > 0)};
-    const int hi[2] = {cl->cy1, cl->cx1 + (cl->periodic_x || cl->cx1 < cl->ncx)};
-    const int first[2] = {cl->cx0, cl->cy0}, last[2] = {cl->cx1 - 1, cl->cy1 - 1};
-    const int most = (cl->ncx > cl->ncy ? cl->ncx : cl->ncy) + 2; /* a line and its ring */
-    int *buf = empic_alloc(2 * 9 * (size_t)most * sizeof(int), "sort exchange");
-    for (int axis = 0; axis < 2; axis++) {
-        const int down = cl->nb[2 * axis], up = cl->nb[2 * axis + 1];
-        const size_t m = 9 * (size_t)(hi[axis] - lo[axis]);
-        if (down == me && up == me)
-            continue; /* the axis is this rank's alone: its own histograms */
-        /* the first line to the rank below, the line above from the rank above; then the
-         * last line up, the line below from below */
-        for (int d = 0; d < 2; d++) {
-            const int to = d ? up : down, from = d ? down : up;
-            const int send = d ? last[axis] : first[axis];
-            const int into = d ? first[axis] - 1 : last[axis] + 1;
-            hist_line(cl, h, axis, send, lo[axis], hi[axis], buf, 1);
-            if (comm_sendrecv(buf, to >= 0 ? m * sizeof(int) : 0, to, buf + m, m * sizeof(int),
-                              from, 50 + 2 * axis + d))
-                hist_line(cl, h, axis, into, lo[axis], hi[axis], buf + m, 0);
-        }
-    }
-    free(buf);
-}
-
 void sort_prepare(species *s, const clusters *cl)
 {
     int *need = empic_alloc((size_t)cl->n * sizeof(int), "sort table");
@@ -69,7 +27,7 @@ void sort_prepare(species *s, const clusters *cl)
     if (comm_size() > 1) { /* the neighbours' arrivals: their histograms around this share */
         all = empic_alloc((size_t)cl->n * 9 * sizeof(int), "sort table");
         memcpy(all, s->hist, (size_t)cl->n * 9 * sizeof(int));
-        sort_hist_halo(cl, all);
+        clusters_hist_halo(cl, all);
         hist = all;
     }
 #pragma omp parallel for reduction(+ : over)

@@ -93,11 +93,11 @@ int sim_init_from(sim *S, const deck *d, int quiet, const char *checkpoint)
         if (restart(S, checkpoint))
             return -1;
         checkpoint_run_dir(checkpoint, run, sizeof run);
-        S->f.acc_scale = particles_scale(S->sp, S->nsp, &S->f);
+        S->f.acc_scale = species_acc_scale(S->sp, S->nsp, &S->f);
     } else {
         for (int s = 0; s < S->nsp; s++)
             species_init(&S->sp[s], &S->d, s, &S->cl);
-        S->f.acc_scale = particles_scale(S->sp, S->nsp, &S->f);
+        S->f.acc_scale = species_acc_scale(S->sp, S->nsp, &S->f);
         /* E(0) from the initial charge so that div E = rho holds from the start (a box with
          * a non-periodic side starts from E = 0: see emf_poisson); the host state is set up
          * by the CPU's functions whichever backend then takes it over */

@@ -30,7 +30,7 @@ typedef struct {
     float *store;        /* one allocation behind all arrays: EMF_STORE x size floats */
     float *tmp;          /* scratch for the filter */
     long long *acc;      /* fixed-point current and charge (4 x size) before emf_acc_finish */
-    float acc_scale;     /* their scale (particles_scale) */
+    float acc_scale;     /* their scale (species_acc_scale) */
     double rho_bg;       /* uniform neutralising background of a non-neutral periodic box */
     long step;           /* E is at t = step dt (sim_step counts) */
     struct fbnd *fb;     /* non-periodic boundaries and laser sources (fbnd.h, made and freed

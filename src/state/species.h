@@ -3,6 +3,7 @@
 #define SPECIES_H
 
 #include "cluster.h"
+#include "emf.h"
 #include "kinds.h"
 #include "pbnd.h"
 #include "profile.h"
@@ -39,6 +40,12 @@ int clusters_rank_of(const clusters *c, int k);
 /* The cells [cells[0], cells[1]) x [cells[2], cells[3]) of rank r's share. */
 void clusters_cells_of(const clusters *c, int r, int cells[4]);
 static inline int cluster_id(const clusters *c, int cx, int cy) { return cx + cy * c->ncx; }
+/* Several ranks: into h (every cluster's 9-bin migration histogram, this rank's filled) the
+ * histograms of the ring of clusters around this rank's share, corners included, from the
+ * ranks that hold them: all that sort_need (cluster.h) reads for this rank's clusters,
+ * and what tells each rank how many leavers its neighbours send across a border (the sort
+ * of both backends). */
+void clusters_hist_halo(const clusters *cl, int *h);
 
 /* Structure of arrays. Particle p sits in cell (cell_i(cell), cell_j(cell)) (cluster.h) at
  * offset (x, y) in [0,1); u = gamma v; w = density weight n/ppc; code = 4-bit migration code. */
@@ -135,5 +142,10 @@ static inline int species_on_wall(const species *s, const clusters *cl, int c)
 void species_walls(const species *s, const clusters *cl, int nx, int ny, pbnd_walls *w);
 /* Bytes of particle storage as allocated (slack included). */
 double species_bytes(const species *s);
+/* The fixed-point scale of the current and charge sums of both backends (emf.acc_scale),
+ * from the deck (the same after a restart): the largest contribution one particle makes to
+ * a node in a step is below max |q| w_max times max(1, dx/dt, dy/dt) (Jx, Jy: q w dx/dt
+ * times a move below one cell; Jz: q w |v_z| < q w; rho: q w). */
+float species_acc_scale(const species *sp, int nsp, const emf *f);
 
 #endif

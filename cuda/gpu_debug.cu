@@ -1,11 +1,12 @@
-/* gpu_check.cu - EMPIC_GPU_CHECK=1: copy the device state back around every phase and
- * verify it on the host (a debugging aid; slow; gpu_debug_at is the only entry). Fields: no NaN or infinity. Push: each
- * particle's new momentum and position equal a host recomputation with the same particle.h
- * functions from the same fields (this found the nvcc miscompile of NOTES.md). After a move:
- * each cluster's 9-bin histogram matches its particles' migration codes and each code
- * matches where the particle went. After a sort: every particle is in its cluster's segment
- * with code 0, no segment overflows, and no particle is lost. The first violations are
- * reported with step, cluster and particle; then the run stops. */
+/* gpu_debug.cu - EMPIC_GPU_CHECK=1: copy the device state back around every phase and
+ * verify it on the host (a debugging aid; slow; gpu_debug_at is the only entry). Fields: no
+ * NaN or infinity. Push: each particle's new momentum and position equal a host
+ * recomputation with the same particle.h functions from the same fields (it shows the nvcc
+ * miscompile that gpu_particles.cu's gather_tile works around). After a move: each
+ * cluster's 9-bin histogram matches its particles' migration codes and each code matches
+ * where the particle went. After a sort: every particle is in its cluster's segment with
+ * code 0, no segment overflows, and no particle is lost. The first violations are reported
+ * with step, cluster and particle; then the run stops. */
 #include "gpu_internal.h"
 #include "particle.h"
 
@@ -13,7 +14,7 @@
 
 static void *fetch(const void *d, size_t bytes)
 {
-    void *h = empic_alloc(bytes ? bytes : 1, "check copy");
+    void *h = empic_alloc(bytes ? bytes : 1, "debug copy");
     GPU_CK(cudaMemcpy(h, d, bytes, cudaMemcpyDeviceToHost));
     return h;
 }
@@ -22,14 +23,14 @@ static void *fetch(const void *d, size_t bytes)
  * first). */
 static void fetch_pairs(const float2 *d, size_t n, float **a, float **b)
 {
-    *a = (float *)empic_alloc(n ? n * 4 : 1, "check copy");
+    *a = (float *)empic_alloc(n ? n * 4 : 1, "debug copy");
     if (b)
-        *b = (float *)empic_alloc(n ? n * 4 : 1, "check copy");
+        *b = (float *)empic_alloc(n ? n * 4 : 1, "debug copy");
     gpu_get_pairs(*a, b ? *b : NULL, d, n);
 }
 
 /* less: particles the sort just dropped (np is updated by the caller after the sort). */
-static void debug_check(gpu_state *g, const pic_state *st, int after_sort,
+static void debug_clusters(gpu_state *g, const pic_state *st, int after_sort,
                         const long long *less)
 {
     const clusters *cl = st->cl;
@@ -134,7 +135,7 @@ static void debug_fields(gpu_state *g, const pic_state *st, const char *phase)
         EMPIC_DIE("EMPIC_GPU_CHECK: %lld non-finite field values at step %ld", bad, step);
 }
 
-/* Push check: before the particle kernels, keep the particles and fields; after them,
+/* Push verification: before the particle kernels, keep the particles and fields; after them,
  * recompute each particle's push and move on the host with the same particle.h functions and
  * report the first particles that differ. */
 typedef struct {
@@ -235,13 +236,13 @@ void gpu_debug_at(gpu_state *g, const pic_state *st, enum gpu_debug_point at)
 {
     switch (at) {
     case DBG_BEFORE_MOVE:
-        debug_check(g, st, 1, NULL);
+        debug_clusters(g, st, 1, NULL);
         debug_snapshot(g);
         break;
     case DBG_AFTER_MOVE:
         debug_verify(g, st);
         debug_fields(g, st, "move and deposit");
-        debug_check(g, st, 0, NULL);
+        debug_clusters(g, st, 0, NULL);
         break;
     case DBG_B_HALF:
         debug_fields(g, st, "B half step");
@@ -253,7 +254,7 @@ void gpu_debug_at(gpu_state *g, const pic_state *st, enum gpu_debug_point at)
         debug_fields(g, st, "charge deposit");
         break;
     case DBG_AFTER_SORT:
-        debug_check(g, st, 1, g->dropped);
+        debug_clusters(g, st, 1, g->dropped);
         break;
     }
 }

@@ -1,0 +1,147 @@
+/* gpu_backend.cu - the CUDA backend's table (cuda_backend; the twin of src/cpu/cpu_backend.c)
+ * and the operations of the table that call on several phase files: open and close, the
+ * charge density, the field diagnostics, the fetch of the fields and the end of a run's
+ * steps. The other operations are in the files of their phase (gpu_internal.h lists them). */
+#include "gpu_internal.h"
+
+#include <stdlib.h>
+
+int gpu_open(pic_state *st, void **ctx)
+{
+    char name[128];
+    *ctx = NULL;
+    if (!gpu_available(name, sizeof name)) {
+        empic_report(NULL, 0, "backend \"cuda\": %s", name);
+        return -1;
+    }
+    gpu_state *g = gpu_state_open(st, name, sizeof name);
+    /* shared-memory plan of the particle kernels (fails with a message if clusters are too
+     * large for this device) */
+    gpu_particles_setup(g, st);
+    if (gpu_memory_fits(g, st, name) < 0) {
+        free(g);
+        return -1;
+    }
+    gpu_memory_open(g, st);
+    gpu_fbnd_setup(g, st);
+    gpu_walls_setup(g, st);
+    GPU_CK(cudaDeviceSynchronize());
+    *ctx = g;
+    return 0;
+}
+
+void gpu_close(void *ctx, pic_state *st)
+{
+    gpu_state *g = (gpu_state *)ctx;
+    if (!g)
+        return;
+    cudaStreamSynchronize(g->stream);
+    gpu_fbnd_free(g);
+    gpu_walls_free(g);
+    gpu_window_free(g);
+    gpu_diag_free(g);
+    gpu_memory_close(g, st);
+}
+
+/* Charge density of all species at the current positions into g->rho: deposited together,
+ * folded, filtered once, guards filled (the CPU's cpu_rho without per). */
+static void rho_all(gpu_state *g, const pic_state *st)
+{
+    gpu_particles_rho(g, -1, g->rho);
+    gpu_fields_filter(g, st, g->rho, NULL, NULL);
+    gpu_guard_fill(g, g->rho, NULL, NULL);
+    gpu_debug(g, st, DBG_RHO);
+}
+
+/* Per species into per + s size (folded, filtered, guards filled, as J) and their sum into
+ * f->rho; without per, all species deposited together and folded and filtered once (as the
+ * CPU's cpu_rho). */
+void gpu_rho(void *ctx, pic_state *st, float *per)
+{
+    gpu_state *g = (gpu_state *)ctx;
+    emf *f = st->f;
+    const size_t bytes = g->size * sizeof(float);
+    if (!per) {
+        rho_all(g, st);
+        GPU_CK(cudaMemcpyAsync(f->rho, g->rho, bytes, cudaMemcpyDeviceToHost, g->stream));
+        GPU_CK(cudaStreamSynchronize(g->stream));
+        return;
+    }
+    for (int s = 0; s < st->nsp; s++) {
+        gpu_particles_rho(g, s, g->rho2);
+        gpu_fields_filter(g, st, g->rho2, NULL, NULL);
+        gpu_guard_fill(g, g->rho2, NULL, NULL);
+        GPU_CK(cudaStreamSynchronize(g->stream));
+        GPU_CK(cudaMemcpy(per + (size_t)s * g->size, g->rho2, bytes, cudaMemcpyDeviceToHost));
+        GPU_CK(cudaMemcpy(f->tmp, g->rho2, bytes, cudaMemcpyDeviceToHost));
+        for (size_t k = 0; k < g->size; k++)
+            f->rho[k] = s ? f->rho[k] + f->tmp[k] : f->tmp[k];
+    }
+}
+
+void gpu_fetch_fields(void *ctx, pic_state *st, float *per)
+{
+    gpu_state *g = (gpu_state *)ctx;
+    emf *f = st->f;
+    const size_t bytes = g->size * sizeof(float);
+    GPU_CK(cudaStreamSynchronize(g->stream));
+    for (int c = 0; c < 3; c++) {
+        GPU_CK(cudaMemcpy(f->e[c], g->e[c], bytes, cudaMemcpyDeviceToHost));
+        GPU_CK(cudaMemcpy(f->b[c], g->b[c], bytes, cudaMemcpyDeviceToHost));
+        GPU_CK(cudaMemcpy(f->j[c], g->j[c], bytes, cudaMemcpyDeviceToHost));
+    }
+    gpu_fbnd_fetch(g, st); /* PML memories, Mur edges and their clocks, for checkpoints */
+    if (per)
+        gpu_rho(ctx, st, per);
+}
+
+
+/* The charge density at the current positions is deposited here (never copied to the host). */
+void gpu_field_diag(void *ctx, pic_state *st, double *energy_e, double *energy_b,
+                    double *gauss)
+{
+    gpu_state *g = (gpu_state *)ctx;
+    rho_all(g, st);
+    gpu_fields_energy(g, st, energy_e, energy_b, gauss);
+}
+
+/* The sort error flags of the last step read back and the phase timers settled. */
+void gpu_finish(void *ctx, pic_state *st)
+{
+    gpu_state *g = (gpu_state *)ctx;
+    GPU_CK(cudaMemcpyAsync(g->h_flags, g->flags, 4 * g->nsp * sizeof(int),
+                           cudaMemcpyDeviceToHost, g->stream));
+    gpu_harvest(g, st);
+    for (int s = 0; s < g->nsp; s++)
+        gpu_sort_errors(g, st, s);
+}
+
+const backend *cuda_backend(char *name, size_t len)
+{
+    static backend b;
+    if (!gpu_available(name, len))
+        return NULL;
+    b.name = "cuda";
+    b.kind = BACKEND_CUDA;
+    b.on_host = 0;
+    b.open = gpu_open;
+    b.close = gpu_close;
+    b.b_half = gpu_b_half;
+    b.particles = gpu_particles;
+    b.fields = gpu_fields;
+    b.window_shift = gpu_window_shift;
+    b.sort = gpu_sort;
+    b.inject = gpu_inject;
+    b.rho = gpu_rho;
+    b.field_diag = gpu_field_diag;
+    b.fetch_fields = gpu_fetch_fields;
+    b.fetch_particles = gpu_fetch_particles;
+    b.fetch_tracked = gpu_fetch_tracked;
+    b.release_tracked = gpu_release_tracked;
+    b.phasespace = gpu_phasespace;
+    b.phasespace_extent = gpu_phasespace_extent;
+    b.finish = gpu_finish;
+    b.bandwidth = gpu_bandwidth;
+    b.particle_bytes = gpu_particle_bytes;
+    return &b;
+}

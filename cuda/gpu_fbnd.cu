@@ -1,0 +1,255 @@
+/* gpu_fbnd.cu - the field boundaries on the device (the twin of src/cpu/cpu_fbnd.c): CPML
+ * layers, Mur edges and laser sources around the Yee phases (include/pml.h's and
+ * include/laser.h's cell rules and line geometry). The layers and edges are thin strips:
+ * small kernels over their cells, launched in the CPU's order (the two layers of one axis,
+ * whose cells are apart, in one launch). Nothing here runs for a periodic deck. */
+#include "gpu_internal.h"
+#include "laser.h"
+#include "pml.h"
+
+#include <string.h>
+
+/* ---- setup ---- */
+
+/* The layers' coefficients and memories and the Mur edges' old values onto the device. */
+void gpu_fbnd_setup(gpu_state *g, const pic_state *st)
+{
+    const emf *f = st->f;
+    const fbnd *b = f->fb;
+    if (b) {
+        g->nlayers = b->nlayers;
+        for (int l = 0; l < b->nlayers; l++) {
+            const pml_layer *L = &b->layer[l];
+            gpu_layer *D = &g->layer[l];
+            D->axis = L->axis;
+            D->n = L->n;
+            D->first = L->first;
+            D->len = L->len;
+            D->coef = (float *)gpu_malloc(g, 4 * (size_t)L->n * sizeof(float), "PML layer");
+            GPU_CK(cudaMemcpy(D->coef, L->eb, 4 * (size_t)L->n * sizeof(float),
+                              cudaMemcpyHostToDevice));
+            for (int m = 0; m < 4; m++) {
+                size_t n = (size_t)L->n * L->len * sizeof(float);
+                D->psi[m] = (float *)gpu_malloc(g, n, "PML layer");
+                GPU_CK(cudaMemcpy(D->psi[m], L->psi[m], n, cudaMemcpyHostToDevice));
+            }
+        }
+        for (int k = 0; k < 4; k++) {
+            if (!b->mur_old[k])
+                continue;
+            size_t n = 4 * (size_t)(k / 2 ? f->nx : f->ny) * sizeof(float);
+            g->mur_old[k] = (float *)gpu_malloc(g, n, "Mur edge");
+            GPU_CK(cudaMemcpy(g->mur_old[k], b->mur_old[k], n, cudaMemcpyHostToDevice));
+        }
+    }
+}
+
+void gpu_fbnd_free(gpu_state *g)
+{
+    for (int l = 0; l < g->nlayers; l++) {
+        cudaFree(g->layer[l].coef);
+        for (int m = 0; m < 4; m++)
+            cudaFree(g->layer[l].psi[m]);
+    }
+    for (int k = 0; k < 4; k++)
+        if (g->mur_old[k])
+            cudaFree(g->mur_old[k]);
+}
+
+/* The layer and edge memories and the boundary clocks into the host fbnd (checkpoints). */
+void gpu_fbnd_fetch(gpu_state *g, pic_state *st)
+{
+    fbnd *b = st->f->fb;
+    if (!b)
+        return;
+    b->shift = g->shift;
+    b->psi_step = g->psi_step;
+    for (int l = 0; l < g->nlayers; l++)
+        for (int m = 0; m < 4; m++)
+            GPU_CK(cudaMemcpy(b->layer[l].psi[m], g->layer[l].psi[m],
+                              (size_t)g->layer[l].n * g->layer[l].len * sizeof(float),
+                              cudaMemcpyDeviceToHost));
+    for (int k = 0; k < 4; k++)
+        if (g->mur_old[k])
+            GPU_CK(cudaMemcpy(b->mur_old[k], g->mur_old[k],
+                              4 * (size_t)(k / 2 ? g->nx : g->ny) * sizeof(float),
+                              cudaMemcpyDeviceToHost));
+}
+
+/* ---- CPML layers ---- */
+
+typedef struct {
+    pml_strip st;
+    int off, stride;
+    const float *coef;
+    float *psi0, *psi1;
+    int4 cells;         /* this rank's cells: columns [x, y), rows [z, w) */
+} klayer;
+
+static int4 cells_of(const gpu_state *g) { return make_int4(g->i0, g->i1, g->j0, g->j1); }
+
+static klayer layer_args(const gpu_state *g, const gpu_layer *L, int m0)
+{
+    klayer a = {{L->axis, L->first, L->n, L->len}, g->off, g->stride, L->coef, L->psi[m0],
+                L->psi[m0 + 1], cells_of(g)};
+    return a;
+}
+
+/* Up to two layers of one axis in one launch: layer blockIdx.y of the group. */
+typedef struct {
+    klayer l[2];
+} klayers;
+
+/* How many layers from l0 on one launch takes: two consecutive ones of the same axis, whose
+ * cells are apart (an x and a y layer share the corners, which take both updates in the
+ * order of the layers, so they stay in launches of their own). */
+static int layer_group(const gpu_state *g, int l0)
+{
+    const gpu_layer *A = &g->layer[l0], *B = &g->layer[l0 + 1];
+    if (l0 + 1 < g->nlayers && B->axis == A->axis &&
+        (A->first + A->n <= B->first || B->first + B->n <= A->first))
+        return 2;
+    return 1;
+}
+
+/* The group of layers from l0 (layer_group's count into *n), its arguments and its grid. */
+static klayers group_args(const gpu_state *g, int l0, int m0, int *n, dim3 *grid)
+{
+    klayers a;
+    memset(&a, 0, sizeof a);
+    *n = layer_group(g, l0);
+    size_t most = 0;
+    for (int k = 0; k < *n; k++) {
+        const gpu_layer *L = &g->layer[l0 + k];
+        a.l[k] = layer_args(g, L, m0);
+        most = (size_t)L->n * L->len > most ? (size_t)L->n * L->len : most;
+    }
+    *grid = dim3(gpu_blocks(most, 128), (unsigned)*n);
+    return a;
+}
+
+/* B psi terms: thread t = cell t of the layer. */
+__global__ void k_pml_b(klayers g, float *b0, float *b1, float *b2, const float *e0,
+                        const float *e1, const float *e2, float idx, float idy, float h,
+                        int upd)
+{
+    const klayer &a = g.l[blockIdx.y];
+    int t = blockIdx.x * blockDim.x + threadIdx.x, i, j;
+    if (t >= a.st.n * a.st.len)
+        return;
+    pml_strip_cell(&a.st, t, &i, &j);
+    if (!in_box(a.cells, i, j))
+        return;
+    pml_b_cell(&a.st, a.off, a.stride, t, b0, b1, b2, e0, e1, e2, a.psi0, a.psi1,
+               a.coef + 2 * a.st.n, a.coef + 3 * a.st.n, a.st.axis ? idy : idx, h, upd);
+}
+
+__global__ void k_pml_e(klayers g, float *e0, float *e1, float *e2, const float *b0,
+                        const float *b1, const float *b2, float idx, float idy, float dt)
+{
+    const klayer &a = g.l[blockIdx.y];
+    int t = blockIdx.x * blockDim.x + threadIdx.x, i, j;
+    if (t >= a.st.n * a.st.len)
+        return;
+    pml_strip_cell(&a.st, t, &i, &j);
+    if (!in_box(a.cells, i, j))
+        return;
+    pml_e_cell(&a.st, a.off, a.stride, t, e0, e1, e2, b0, b1, b2, a.psi0, a.psi1, a.coef,
+               a.coef + a.st.n, a.st.axis ? idy : idx, dt);
+}
+
+/* ---- lasers ---- */
+
+/* One source line of a laser (laser_line_of): entry t (0..n-1) at k0 + t kstep, cell
+ * (at, t) of an x plane, (t, at) of a y plane, where this rank holds it. */
+__global__ void k_laser(laser_beam beam, laser_line ln, int n, int k0, int kstep, float *d1,
+                        float *d2, int axis, int4 cells)
+{
+    int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n || !(axis ? in_box(cells, t, ln.at) : in_box(cells, ln.at, t)))
+        return;
+    int k = k0 + t * kstep;
+    laser_line_add(&beam, &ln, t, &d1[k], &d2[k]);
+}
+
+/* The source lines of the lasers after a half B step (e = 0) or the E step (e = 1). */
+static void laser_lines(gpu_state *g, const emf *f, int e)
+{
+    const fbnd *b = f->fb;
+    float *const a[6] = {g->e[0], g->e[1], g->e[2], g->b[0], g->b[1], g->b[2]};
+    for (int l = 0; l < b->nlasers; l++) {
+        const laser_src *L = &b->lasers[l];
+        const laser_line ln = laser_line_of(L, e, f->step, f->dt, f->dx, f->dy, g->shift);
+        if (!ln.on)
+            continue;
+        const int n = L->axis ? g->nx : g->ny;
+        const int k0 = L->axis ? g->off + ln.at * g->stride : g->off + ln.at;
+        const int kstep = L->axis ? 1 : g->stride;
+        k_laser<<<gpu_blocks((size_t)n, 128), 128, 0, g->stream>>>(
+            L->beam, ln, n, k0, kstep, a[ln.d1], a[ln.d2], L->axis, cells_of(g));
+        GPU_LAUNCHED(g, "k_laser");
+    }
+}
+
+/* ---- the hooks of the Yee phases ---- */
+
+void gpu_fbnd_b(gpu_state *g, const pic_state *st)
+{
+    const emf *f = st->f;
+    const int upd = pml_psi_due(&g->psi_step, f->step); /* the device's own psi clock */
+    const float h = (float)(0.5 * f->dt), idx = (float)(1.0 / f->dx), idy = (float)(1.0 / f->dy);
+    for (int l = 0, n = 1; l < g->nlayers; l += n) {
+        dim3 grid;
+        const klayers a = group_args(g, l, 2, &n, &grid);
+        k_pml_b<<<grid, 128, 0, g->stream>>>(a, g->b[0], g->b[1], g->b[2], g->e[0], g->e[1],
+                                              g->e[2], idx, idy, h, upd);
+        GPU_LAUNCHED(g, "k_pml_b");
+    }
+    laser_lines(g, f, 0);
+}
+
+/* Mur side m (mur_line_of): save entry t's old values (before the E step) or apply the
+ * edge rule (after it), where this rank holds the node inside the edge, `in` across it. */
+__global__ void k_mur(int save, mur_line m, float *c1, float *c2, float *o, float mr, int in,
+                      int4 cells)
+{
+    int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= m.len || !(m.axis ? in_box(cells, t, in) : in_box(cells, in, t)))
+        return;
+    if (save)
+        mur_save(&m, t, c1, c2, o);
+    else
+        mur_apply(&m, t, c1, c2, o, mr);
+}
+
+static void mur_sides(gpu_state *g, const pic_state *st, int save)
+{
+    const fbnd *b = st->f->fb;
+    for (int k = 0; k < 4; k++) {
+        if (!g->mur_old[k])
+            continue;
+        const mur_line m = mur_line_of(k, g->nx, g->ny, g->off, g->stride);
+        const int in = k & 1 ? (k / 2 ? g->ny : g->nx) - 1 : 1; /* the node inside the edge */
+        k_mur<<<gpu_blocks((size_t)m.len, 128), 128, 0, g->stream>>>(
+            save, m, m.axis ? g->e[0] : g->e[1], g->e[2], g->mur_old[k], b->mur_m[m.axis], in,
+            cells_of(g));
+        GPU_LAUNCHED(g, "k_mur");
+    }
+}
+
+void gpu_fbnd_e_save(gpu_state *g, const pic_state *st) { mur_sides(g, st, 1); }
+
+void gpu_fbnd_e(gpu_state *g, const pic_state *st)
+{
+    const emf *f = st->f;
+    const float dt = (float)f->dt, idx = (float)(1.0 / f->dx), idy = (float)(1.0 / f->dy);
+    for (int l = 0, n = 1; l < g->nlayers; l += n) {
+        dim3 grid;
+        const klayers a = group_args(g, l, 0, &n, &grid);
+        k_pml_e<<<grid, 128, 0, g->stream>>>(a, g->e[0], g->e[1], g->e[2], g->b[0], g->b[1],
+                                              g->b[2], idx, idy, dt);
+        GPU_LAUNCHED(g, "k_pml_e");
+    }
+    laser_lines(g, f, 1);
+    mur_sides(g, st, 0);
+}

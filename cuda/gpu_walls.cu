@@ -1,0 +1,233 @@
+/* gpu_walls.cu - the particle walls on the device (the twin of src/cpu/cpu_walls.c; rules in
+ * include/pbnd.h): the wall fix-up of the particles of edge clusters that crossed a wall and
+ * the fold of their tile current beyond the wall, after the move (gpu_walls_clusters, the
+ * CPU's walls_cluster and walls_tile), and the removal of the particles marked to drop before
+ * the sort (gpu_walls_drop, the CPU's walls_drop). Nothing here runs for a periodic deck. */
+#include "gpu_internal.h"
+#include "pbnd.h"
+
+#include <stdlib.h>
+
+/* ---- setup ---- */
+
+/* Each species' walls (species_walls), its edge clusters onto the device, and whether some
+ * side absorbs. */
+void gpu_walls_setup(gpu_state *g, const pic_state *st)
+{
+    const emf *f = st->f;
+    const clusters *cl = st->cl;
+    for (int s = 0; s < st->nsp; s++) {
+        const species *h = &st->sp[s];
+        gpu_species *d = &g->sp[s];
+        species_walls(h, cl, f->nx, f->ny, &d->walls);
+        int *list = (int *)empic_alloc((size_t)cl->n * sizeof(int), "wall clusters"), n = 0;
+        for (int c = 0; c < cl->n; c++)
+            if (species_on_wall(h, cl, c))
+                list[n++] = c;
+        d->nedge = h->immobile ? 0 : n;
+        d->absorbing = 0;
+        for (int k = 0; k < 4; k++)
+            d->absorbing |= h->bnd[k] == PBND_ABSORBING;
+        if (d->nedge) {
+            d->edge = (int *)gpu_malloc(g, (size_t)n * sizeof(int), "wall clusters");
+            GPU_CK(cudaMemcpy(d->edge, list, (size_t)n * sizeof(int), cudaMemcpyHostToDevice));
+        }
+        free(list);
+    }
+}
+
+void gpu_walls_free(gpu_state *g)
+{
+    for (int s = 0; s < g->nsp; s++)
+        if (g->sp[s].edge)
+            cudaFree(g->sp[s].edge);
+    if (g->scratch)
+        cudaFree(g->scratch);
+}
+
+/* ---- walls after the move ---- */
+
+/* One block per edge cluster of a species: its particles get the wall fix-up, its tile the
+ * fold of the current beyond the wall. */
+typedef struct {
+    float2 *xy, *uxy, *uzw;
+    uint32_t *cell;
+    uint8_t *code;
+    const int *start, *count, *edge, *x0, *y0, *cx_of, *cy_of;
+    int *hist;
+    long long *tiles;
+    int tile_stride;
+    long step;
+    pbnd_walls w;
+} kwalls;
+
+/* The species with walls, in one launch (blockIdx.y: the species' entry). */
+typedef struct {
+    kwalls s[DECK_MAX_SPECIES];
+    int nedge[DECK_MAX_SPECIES];
+} kwalls_all;
+
+__global__ void k_walls(const __grid_constant__ kwalls_all all)
+{
+    if ((int)blockIdx.x >= all.nedge[blockIdx.y])
+        return;
+    const kwalls &a = all.s[blockIdx.y];
+    const int c = a.edge[blockIdx.x], cx = c % a.w.ncx, cy = c / a.w.ncx;
+    const pbnd_edges e = pbnd_edges_of(&a.w, cx, cy);
+    const int s0 = a.start[c], n = a.count[c];
+    int *hist = a.hist + 9 * c;
+    for (int p = s0 + threadIdx.x; p < s0 + n; p += blockDim.x)
+        pbnd_fixup(&a.w, &e, cx, cy, a.cx_of, a.cy_of, a.step, &a.code[p], hist, &a.cell[p],
+                   &a.xy[p].x, &a.xy[p].y, &a.uxy[p].x, &a.uxy[p].y, &a.uzw[p].x);
+    if (threadIdx.x == 0) {
+        const cluster_tile T = cluster_tile_of(a.x0, a.y0, a.w.ncx, c);
+        const int tsz = T.w * T.h;
+        long long *t = a.tiles + (size_t)c * a.tile_stride;
+        pbnd_fold_tile_fixed(&a.w, cx, cy, &T, t, t + tsz, t + 2 * tsz);
+    }
+}
+
+void gpu_walls_clusters(gpu_state *g, const pic_state *st, int n, const int *which)
+{
+    kwalls_all all;
+    int m = 0, most = 0;
+    for (int k = 0; k < n; k++) {
+        const gpu_species *d = &g->sp[which[k]];
+        if (!d->nedge)
+            continue;
+        long long *tiles = g->tiles + k * g->tile_set;
+        all.s[m] = kwalls{d->xy,    d->uxy,   d->uzw,  d->cell, d->code, d->start, d->count,
+                          d->edge,  g->x0,    g->y0,   g->cx_of, g->cy_of, d->hist, tiles,
+                          3 * g->tsz_max, st->f->step, d->walls};
+        all.nedge[m++] = d->nedge;
+        most = d->nedge > most ? d->nedge : most;
+    }
+    if (!m)
+        return;
+    k_walls<<<dim3((unsigned)most, (unsigned)m), GPU_THREADS, 0, g->stream>>>(all);
+    GPU_LAUNCHED(g, "k_walls");
+}
+
+/* ---- removal of dropped particles ---- */
+
+/* Block-wide exclusive prefix sum of v and the block's total (every thread of the block
+ * must call it). */
+__device__ __forceinline__ int block_excl_sum(int v, int *warp_n, int *total)
+{
+    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    int inc = v;
+    for (int o = 1; o < 32; o <<= 1) {
+        const int t = __shfl_up_sync(0xffffffffu, inc, o);
+        if (lane >= o)
+            inc += t;
+    }
+    if (lane == 31)
+        warp_n[wid] = inc;
+    __syncthreads();
+    int before = 0, all = 0;
+    for (int w = 0; w < nw; w++) {
+        before += w < wid ? warp_n[w] : 0;
+        all += warp_n[w];
+    }
+    __syncthreads();
+    *total = all;
+    return before + inc - v;
+}
+
+/* Bit b set when code i + b (of the 16 at i, a multiple of 16) is PBND_DROP, for slots in
+ * [lo, hi) only. */
+__device__ __forceinline__ unsigned drop_mask(const uint8_t *code, int i, int lo, int hi)
+{
+    if (i >= hi || i + 16 <= lo)
+        return 0u;
+    const uint4 v = *(const uint4 *)(code + i);
+    const unsigned wd[4] = {v.x, v.y, v.z, v.w};
+    unsigned m = 0;
+#pragma unroll
+    for (int q = 0; q < 4; q++) {
+        const unsigned e = __vcmpeq4(wd[q], PBND_DROP * 0x01010101u);
+        m |= ((e >> 7 & 1u) | (e >> 14 & 2u) | (e >> 21 & 4u) | (e >> 28 & 8u)) << (4 * q);
+    }
+    const unsigned below = hi - i >= 16 ? 0xffffu : (1u << (hi - i)) - 1u;
+    const unsigned above = lo <= i ? 0xffffu : 0xffffu & ~((1u << (lo - i)) - 1u);
+    return m & below & above;
+}
+
+typedef struct {
+    gpu_parts p;
+    const int *start;
+    int *count, *scratch, *dropped;
+    int ncx, ncy;
+    pbnd_drops sides;
+} kdrop;
+
+/* One block per cluster; those on a dropping side remove their PBND_DROP particles: n - nd
+ * survive; the survivors behind the new end, listed in slot order, fill the holes in front
+ * of it in slot order. Codes are read 16 at a time (per-thread bit masks, block prefix sums
+ * of their counts: ordered, whatever the thread scheduling). */
+__global__ void __launch_bounds__(GPU_THREADS) k_drop(kdrop a)
+{
+    __shared__ int warp_n[GPU_THREADS / 32];
+    const int c = blockIdx.x, cx = c % a.ncx, cy = c / a.ncx, tid = threadIdx.x;
+    if (!pbnd_drops_at(&a.sides, cx, cy, a.ncx, a.ncy))
+        return;
+    const int s0 = a.start[c], n = a.count[c];
+    const uint8_t *code = a.p.code + s0;
+    int nd = 0, tot;
+    for (int i0 = 0; i0 < n; i0 += 16 * blockDim.x) {
+        block_excl_sum(__popc(drop_mask(code, i0 + 16 * tid, 0, n)), warp_n, &tot);
+        nd += tot;
+    }
+    if (nd == 0)
+        return;
+    const int keep = n - nd, from = keep / 16 * 16;
+    int done = 0;
+    for (int i0 = from; i0 < n; i0 += 16 * blockDim.x) { /* the fillers, in slot order */
+        const int i = i0 + 16 * tid;
+        unsigned f = 0;
+        if (i < n) {
+            const unsigned valid = n - i >= 16 ? 0xffffu : (1u << (n - i)) - 1u;
+            const unsigned tail = keep <= i ? 0xffffu : 0xffffu & ~((1u << (keep - i)) - 1u);
+            f = ~drop_mask(code, i, 0, n) & valid & tail;
+        }
+        int r = done + block_excl_sum(__popc(f), warp_n, &tot);
+        for (; f; f &= f - 1u)
+            a.scratch[s0 + r++] = i + __ffs(f) - 1;
+        done += tot;
+    }
+    __syncthreads();
+    done = 0;
+    for (int i0 = 0; i0 < keep; i0 += 16 * blockDim.x) { /* the holes, in slot order */
+        const int i = i0 + 16 * tid;
+        unsigned h = drop_mask(code, i, 0, keep);
+        int r = done + block_excl_sum(__popc(h), warp_n, &tot);
+        for (; h; h &= h - 1u, r++)
+            gpu_parts_copy(a.p, s0 + i + __ffs(h) - 1, s0 + a.scratch[s0 + r]);
+        done += tot;
+    }
+    if (tid == 0) {
+        a.count[c] = keep;
+        atomicAdd(a.dropped, nd);
+    }
+}
+
+void gpu_walls_drop(gpu_state *g, int s, int window)
+{
+    gpu_species *d = &g->sp[s];
+    kdrop a = {gpu_parts_of(d), d->start, d->count, NULL, g->flags + 4 * s + 3, g->ncx, g->ncy,
+               pbnd_drops_of(d->walls.bnd, window)};
+    if (!pbnd_drops_any(&a.sides))
+        return;
+    if (g->scratch_n < d->alloc) {
+        if (g->scratch) {
+            GPU_CK(cudaStreamSynchronize(g->stream));
+            GPU_CK(cudaFree(g->scratch));
+            g->bytes -= g->scratch_n * sizeof(int);
+        }
+        g->scratch = (int *)gpu_malloc(g, d->alloc * sizeof(int), "drop lists");
+        g->scratch_n = d->alloc;
+    }
+    a.scratch = g->scratch;
+    k_drop<<<(unsigned)g->ncl, GPU_THREADS, 0, g->stream>>>(a);
+    GPU_LAUNCHED(g, "k_drop");
+}
