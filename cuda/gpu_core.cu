@@ -342,6 +342,7 @@ int gpu_open(pic_state *st, void **ctx)
     if (g->ranks > 1)
         GPU_CK(cudaMallocHost(&g->h_hist, (size_t)g->nsp * g->ncl * 9 * sizeof(int)));
     gpu_bnd_setup(g, st);
+    gpu_transport_open(g, st);
     GPU_CK(cudaDeviceSynchronize());
     *ctx = g;
     return 0;
@@ -353,6 +354,7 @@ void gpu_close(void *ctx, pic_state *st)
     if (!g)
         return;
     cudaStreamSynchronize(g->stream);
+    gpu_transport_close(g);
     if (g->pinned_fields)
         cudaHostUnregister(st->f->store);
     gpu_bnd_free(g);
