@@ -24,7 +24,17 @@ ifeq ($(CUDA),1)
 CU_OBJ  := $(CU_SRC:cuda/%.cu=build/cuda_%.o)
 CFLAGS  += -DEMPIC_CUDA
 CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(shell command -v $(NVCC)))
-CU_LIBS := -L$(CUDA_HOME)/lib64 -L$(CUDA_HOME)/targets/x86_64-linux/lib -lcudart
+CU_LIBS := -L$(CUDA_HOME)/lib64 -L$(CUDA_HOME)/targets/x86_64-linux/lib -lcudart -ldl
+# NCCL (design.md §14): GPU ranks exchange device memory through it, libnccl.so.2 loaded at
+# run time (no link dependency); the build needs only nccl.h, from the CUDA toolkit,
+# /usr/local/include or build/nccl/include (tools/install-deps fetches it). NCCL=0 leaves it
+# out (the ranks then stage through the host). Expanded when used: after install-deps.
+NCCL    ?= auto
+ifneq ($(NCCL),0)
+NCCL_INC = $(shell for d in $(CUDA_HOME)/include /usr/local/include build/nccl/include; do \
+             [ -f $$d/nccl.h ] && { echo $$d; break; }; done)
+endif
+CU_NCCL  = $(if $(NCCL_INC),-DEMPIC_NCCL -I$(NCCL_INC))
 endif
 DEPS_STAMP := build/.deps
 # MPI (design.md §12) when pkg-config finds it (tools/install-deps installs OpenMPI); MPI=0
@@ -72,7 +82,7 @@ FORCE:
 
 build/cuda_%.o: cuda/%.cu $(HDRS) $(wildcard cuda/*.h) | $(DEPS_STAMP)
 	@mkdir -p build
-	$(NVCC) -O3 -std=c++17 -arch=$(CUDA_ARCH) -lineinfo $(INC) -Xcompiler -Wall,-Wextra -c $< -o $@
+	$(NVCC) -O3 -std=c++17 -arch=$(CUDA_ARCH) -lineinfo $(INC) $(CU_NCCL) -Xcompiler -Wall,-Wextra -c $< -o $@
 
 build/libempic.a: $(OBJ) $(CU_OBJ)
 	ar rcs $@ $^

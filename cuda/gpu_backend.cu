@@ -25,6 +25,7 @@ int gpu_open(pic_state *st, void **ctx)
     gpu_memory_open(g, st);
     gpu_fbnd_setup(g, st);
     gpu_walls_setup(g, st);
+    gpu_transport_open(g, st);
     GPU_CK(cudaDeviceSynchronize());
     *ctx = g;
     return 0;
@@ -36,6 +37,7 @@ void gpu_close(void *ctx, pic_state *st)
     if (!g)
         return;
     cudaStreamSynchronize(g->stream);
+    gpu_transport_close(g);
     gpu_fbnd_free(g);
     gpu_walls_free(g);
     gpu_window_free(g);

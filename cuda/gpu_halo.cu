@@ -73,6 +73,10 @@ void gpu_halo(gpu_state *g, void *const a[3], int ncomp, int fold,
 {
     const int kx = gpu_axis_kind(g, 0), ky = gpu_axis_kind(g, 1);
     const size_t esz = fold ? sizeof(long long) : sizeof(float);
+    if (g->nccl) { /* device to device (gpu_nccl.cu) */
+        gpu_nccl_halo(g, a, ncomp, fold, self);
+        return;
+    }
     if (kx == 1)
         self(g, a, ncomp, 0);
     if (kx == 0 || ky == 0) {

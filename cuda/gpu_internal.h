@@ -30,6 +30,7 @@ extern "C" {     /* host C code: the state backend.h hands over, the boundaries'
 #include "lasers.h"
 }
 #include "backend.h"
+#include "gpu_nccl.h"
 
 #include <cuda_runtime.h>
 
@@ -92,6 +93,8 @@ struct gpu_state {
     int rank, ranks, nb[4];
     const emf *hf;
     void *h_halo;
+    struct gpu_nccl *nccl;        /* NCCL's state when the ranks exchange through it, else
+                                     NULL: staged (gpu_nccl.h) */
     int4 own;                     /* this rank's clusters: columns [x, y), rows [z, w) */
     int *h_hist;                  /* over several ranks: the migration histograms, with those
                                      around this rank's share (pinned; nsp x ncl x 9) */

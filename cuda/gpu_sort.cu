@@ -608,9 +608,10 @@ static void border_pass(gpu_state *g, const pic_state *st, ksorts *all, const in
             if (B->table)
                 GPU_CK(cudaFree(B->table)), GPU_CK(cudaFreeHost(B->h_table));
             B->table = (int4 *)gpu_malloc(g, 4 * (size_t)m * sizeof(int4), "sort exchange");
-            GPU_CK(cudaMallocHost(&B->h_table, 4 * (size_t)m * sizeof(int4)));
+            GPU_CK(cudaMallocHost(&B->h_table, 8 * (size_t)m * sizeof(int4))); /* 2 axes */
             B->tcap = 4 * m;
         }
+        int4 *ht = B->h_table + (size_t)axis * B->tcap; /* still read by the other axis' copy */
         size_t *c = cnt[k];
         c[0] = c[1] = c[2] = c[3] = 0;
         for (int o = 0; o < m; o++) {
@@ -632,10 +633,10 @@ static void border_pass(gpu_state *g, const pic_state *st, ksorts *all, const in
                 sort_need(hist, 0, rd % cl->ncx, rd / cl->ncx, cl->ncx, cl->ncy, lv);
                 gd = lv[lvp];
             }
-            B->h_table[o] = make_int4(xu, 0 << 8 | 1, (int)c[0], su);
-            B->h_table[m + o] = make_int4(xd, 1 << 8 | 2, (int)c[1], sd);
-            B->h_table[2 * m + o] = make_int4((int)c[2], gu, 0, 0);
-            B->h_table[3 * m + o] = make_int4((int)c[3], gd, 0, 0);
+            ht[o] = make_int4(xu, 0 << 8 | 1, (int)c[0], su);
+            ht[m + o] = make_int4(xd, 1 << 8 | 2, (int)c[1], sd);
+            ht[2 * m + o] = make_int4((int)c[2], gu, 0, 0);
+            ht[3 * m + o] = make_int4((int)c[3], gd, 0, 0);
             c[0] += su, c[1] += sd, c[2] += gu, c[3] += gd;
         }
         off[k][0] = 0;
@@ -654,28 +655,33 @@ static void border_pass(gpu_state *g, const pic_state *st, ksorts *all, const in
             all->s[k].area[q] = parts_at(B->dev + off[k][q], c[q], idw);
         all->s[k].table = B->table;
         all->s[k].m = m;
-        GPU_CK(cudaMemcpyAsync(B->table, B->h_table, 4 * (size_t)m * sizeof(int4),
+        GPU_CK(cudaMemcpyAsync(B->table, ht, 4 * (size_t)m * sizeof(int4),
                                cudaMemcpyHostToDevice, g->stream));
     }
     k_sort_extract<<<dim3(2 * (unsigned)m, (unsigned)nsort), GPU_THREADS, 0, g->stream>>>(
         *all, axis ? 2 : 0);
     GPU_LAUNCHED(g, "k_sort_extract");
-    for (int k = 0; k < nsort; k++) /* areas 0 and 1, the leavers going out */
+    if (g->nccl) /* device to device in the stream (gpu_nccl.cu) */
+        gpu_nccl_border(g, which, nsort, off, up, down);
+    for (int k = 0; k < nsort && !g->nccl; k++) /* areas 0 and 1, the leavers going out */
         GPU_CK(cudaMemcpyAsync(g->border[which[k]].host, g->border[which[k]].dev, off[k][2],
                                cudaMemcpyDeviceToHost, g->stream));
-    GPU_CK(cudaStreamSynchronize(g->stream));
+    if (!g->nccl)
+        GPU_CK(cudaStreamSynchronize(g->stream));
     for (int k = 0; k < nsort; k++) {
         const int s = which[k];
         char *h = g->border[s].host;
         const int idw = g->sp[s].idb;
         const size_t *c = cnt[k];
+        net[s] += (long long)(c[0] + c[1]) - (long long)(c[2] + c[3]);
+        if (g->nccl)
+            continue;
         comm_sendrecv(h + off[k][0], parts_bytes(c[0], idw), up, h + off[k][3],
                       parts_bytes(c[3], idw), down, 40 + 2 * k);
         comm_sendrecv(h + off[k][1], parts_bytes(c[1], idw), down, h + off[k][2],
                       parts_bytes(c[2], idw), up, 41 + 2 * k);
         GPU_CK(cudaMemcpyAsync(g->border[s].dev + off[k][2], h + off[k][2],
                                off[k][4] - off[k][2], cudaMemcpyHostToDevice, g->stream));
-        net[s] += (long long)(c[0] + c[1]) - (long long)(c[2] + c[3]);
     }
     const int rows = axis ? g->ncx : g->ncy; /* the pairs' rows (columns) of the whole box */
     k_sort_pass<<<dim3((unsigned)(n / 2 * rows), (unsigned)nsort), GPU_THREADS, smem,

@@ -33,6 +33,9 @@ typedef struct {
     int window;               /* the deck has a moving window */
     long window_cells;        /* cells the moving window has moved (box origin x0 = cells dx) */
     double phase_s[PH_COUNT]; /* wall (or device) seconds per phase: each backend adds its own */
+    const char *transport;    /* how the ranks exchange, set by open: "none" (one rank),
+                                 "staged" (GPU ranks through the host), "nccl"; NULL: the
+                                 backend's own MPI calls */
 } pic_state;
 
 typedef struct backend {

@@ -33,6 +33,13 @@ static void out_path(const sim *S, char *buf, size_t len, const char *name)
 
 /* energy.csv rows of folder dir (energy.csv.tmp of an interrupted run first) for the steps
  * before `step`, header dropped; NULL when there is no such file (or no dir). */
+/* How the ranks exchange (pic_state.transport, set by the backend's open): "none" on one
+ * rank, "mpi" for a backend that leaves it unset (the CPU's own MPI calls). */
+static const char *transport_of(const sim *S)
+{
+    return S->st.transport ? S->st.transport : comm_size() > 1 ? "mpi" : "none";
+}
+
 static char *energy_rows(const char *dir, long step)
 {
     char path[DECK_PATH_MAX + 32];
@@ -118,7 +125,7 @@ int report_open(sim *S, const char *resume_dir)
                S->d.name, S->d.nx, S->d.ny, S->nsp, np[0], np[1], S->d.steps, S->be->name,
                S->device);
         if (comm_size() > 1)
-            printf(", %d x %d MPI ranks", S->cl.nrx, S->cl.nry);
+            printf(", %d x %d MPI ranks (%s)", S->cl.nrx, S->cl.nry, transport_of(S));
         printf("\n");
         fflush(stdout);
     }
@@ -249,6 +256,7 @@ static void timing_json(const sim *S, const timing *t, FILE *m)
     for (int s = 0; s < S->nsp; s++)
         relaid += S->sp[s].rearrangements;
     fprintf(m, "  \"rearrangements\": %lld,\n", relaid);
+    fprintf(m, "  \"transport\": \"%s\",\n", transport_of(S));
     fprintf(m, "  \"ranks\": %d,\n  \"rank_particles\": {\"min\": %.0f, \"max\": %.0f},\n"
                "  \"rank_phase_s\": {\"min\": %.6g, \"max\": %.6g}\n}\n",
             t->ranks, t->np_min, t->np_max, t->busy_min, t->busy_max);

@@ -1,0 +1,359 @@
+/* gpu_nccl.cu - GPU ranks exchanging device memory directly (gpu_nccl.h): the transport
+ * chosen at open, NCCL loaded at run time (dlopen of libnccl.so.2, so the binary has no link
+ * dependency on it; the build needs nccl.h for its types), the field halo packed, sent and
+ * unpacked on the device, and the sort's border leavers sent between the device areas.
+ *
+ * The halo reproduces emf_guard_axis and emf_acc_fold (src/state/emf.c), which the staged
+ * path runs on the host mirror, band for band: x first (a guard fill over this rank's rows, a
+ * fold over every row), then y over whole rows (the corners the x pass brought travel on);
+ * a guard fill writes only the guards that have a neighbour, a fold zeroes both guard bands
+ * (a box edge's deposits are dropped) and adds what arrives into the cells, in 64-bit
+ * integers (the order of the adds does not matter). Each axis is one NCCL group with one
+ * message per neighbour carrying every component. Two ranks on a periodic axis are each
+ * other's neighbour on both sides: NCCL pairs the messages between two ranks in the order
+ * they are issued, so every rank sends [toward -, toward +] and receives [from +, from -]
+ * (what its peer sent toward - arrives from its + side). */
+#include "gpu_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef EMPIC_NCCL
+#include <dlfcn.h>
+#include <nccl.h>
+
+/* The NCCL functions used, resolved from the library at open. */
+static struct {
+    void *lib;
+    decltype(&ncclGetUniqueId) get_unique_id;
+    decltype(&ncclCommInitRank) comm_init_rank;
+    decltype(&ncclCommDestroy) comm_destroy;
+    decltype(&ncclCommGetAsyncError) async_error;
+    decltype(&ncclSend) send;
+    decltype(&ncclRecv) recv;
+    decltype(&ncclGroupStart) group_start;
+    decltype(&ncclGroupEnd) group_end;
+    decltype(&ncclGetErrorString) error_string;
+} fn;
+
+struct gpu_nccl {
+    ncclComm_t comm;
+    char *buf;    /* the halo's four message areas: to -, to +, from -, from + */
+    size_t each;  /* bytes of one: every component of the widest band, 8-byte entries */
+};
+
+/* dlopen and dlsym; NULL when every function is there, else why not. */
+static const char *nccl_load(void)
+{
+    static char why[256];
+    if (fn.lib)
+        return NULL;
+    void *lib = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        const char *e = dlerror();
+        snprintf(why, sizeof why, "%s", e ? e : "libnccl.so.2 not loaded");
+        return why;
+    }
+    struct {
+        void **to;
+        const char *name;
+    } sym[] = {{(void **)&fn.get_unique_id, "ncclGetUniqueId"},
+               {(void **)&fn.comm_init_rank, "ncclCommInitRank"},
+               {(void **)&fn.comm_destroy, "ncclCommDestroy"},
+               {(void **)&fn.async_error, "ncclCommGetAsyncError"},
+               {(void **)&fn.send, "ncclSend"},
+               {(void **)&fn.recv, "ncclRecv"},
+               {(void **)&fn.group_start, "ncclGroupStart"},
+               {(void **)&fn.group_end, "ncclGroupEnd"},
+               {(void **)&fn.error_string, "ncclGetErrorString"}};
+    for (size_t k = 0; k < sizeof sym / sizeof sym[0]; k++)
+        if (!(*sym[k].to = dlsym(lib, sym[k].name))) {
+            snprintf(why, sizeof why, "libnccl.so.2 has no %s", sym[k].name);
+            dlclose(lib);
+            return why;
+        }
+    fn.lib = lib;
+    return NULL;
+}
+
+/* Stop every rank on an NCCL error, naming the call. */
+static void nccl_check(ncclResult_t r, const char *what, const char *file, int line)
+{
+    if (r == ncclSuccess)
+        return;
+    empic_report(file, line, "%s: %s", what, fn.error_string ? fn.error_string(r) : "failed");
+    empic_exit(1);
+}
+#define NCCL_CK(call) nccl_check((call), #call, __FILE__, __LINE__)
+#else
+struct gpu_nccl {
+    int unused;
+};
+#endif
+
+/* Per rank, for rank 0 to judge: the device's UUID (two ranks on one GPU: staged) and
+ * whether NCCL loaded here. */
+typedef struct {
+    unsigned char uuid[16];
+    int no_nccl;
+} rank_gpu;
+
+void gpu_transport_open(gpu_state *g, pic_state *st)
+{
+    g->nccl = NULL;
+    st->transport = g->ranks > 1 ? "staged" : "none";
+    if (g->ranks == 1)
+        return;
+    const char *env = getenv("EMPIC_TRANSPORT");
+    const int force = env && !strcmp(env, "nccl");
+    if (env && *env && strcmp(env, "auto") && strcmp(env, "staged") && !force)
+        EMPIC_DIE("EMPIC_TRANSPORT=%s: auto, staged or nccl", env);
+    if (env && !strcmp(env, "staged"))
+        return;
+    rank_gpu me;
+    memset(&me, 0, sizeof me);
+    cudaDeviceProp p;
+    GPU_CK(cudaGetDeviceProperties(&p, g->device));
+    memcpy(me.uuid, p.uuid.bytes, sizeof me.uuid);
+#ifdef EMPIC_NCCL
+    const char *why = nccl_load();
+#else
+    const char *why = "built without nccl.h (make NCCL=auto finds it)";
+#endif
+    me.no_nccl = why != NULL;
+    /* rank 0 judges: verdict[0] some GPU is shared, [1] NCCL is missing on some rank */
+    rank_gpu *all = NULL;
+    size_t *counts = NULL;
+    if (g->rank == 0) {
+        all = (rank_gpu *)empic_alloc((size_t)g->ranks * sizeof *all, "transport choice");
+        counts = (size_t *)empic_alloc((size_t)g->ranks * sizeof *counts, "transport choice");
+        for (int r = 0; r < g->ranks; r++)
+            counts[r] = sizeof *all;
+    }
+    comm_gather(&me, sizeof me, all, counts);
+    int verdict[2] = {0, 0};
+    if (g->rank == 0) {
+        for (int r = 0; r < g->ranks; r++) {
+            verdict[1] |= all[r].no_nccl;
+            for (int q = 0; q < r; q++)
+                verdict[0] |= !memcmp(all[r].uuid, all[q].uuid, sizeof me.uuid);
+        }
+        free(all);
+        free(counts);
+    }
+    comm_bcast(verdict, sizeof verdict, 0);
+    if (verdict[0] || verdict[1]) {
+        if (force)
+            EMPIC_DIE("EMPIC_TRANSPORT=nccl, but %s", verdict[0]
+                          ? "ranks share a GPU (NCCL needs one GPU per rank)"
+                          : why ? why : "NCCL did not load on every rank");
+        if (verdict[1] && !verdict[0] && g->rank == 0)
+            fprintf(stderr, "empic: NCCL not used (%s): the GPU ranks exchange through the "
+                            "host\n", why ? why : "it did not load on every rank");
+        return;
+    }
+#ifdef EMPIC_NCCL
+    setenv("NCCL_NVLS_ENABLE", "0", 0); /* no NVLink multicast (its buffers are not needed) */
+    ncclUniqueId id;
+    memset(&id, 0, sizeof id);
+    if (g->rank == 0)
+        NCCL_CK(fn.get_unique_id(&id));
+    comm_bcast(&id, sizeof id, 0);
+    gpu_nccl *n = (gpu_nccl *)empic_calloc(1, sizeof *n, "NCCL state");
+    NCCL_CK(fn.comm_init_rank(&n->comm, g->ranks, id, g->rank));
+    const int widest = g->rows > g->stride ? g->rows : g->stride;
+    n->each = (size_t)3 * sizeof(long long) * EMF_GUARD * widest;
+    n->buf = (char *)gpu_malloc(g, 4 * n->each, "NCCL halo messages");
+    /* NCCL connects to a peer at the first message (most of a second): one byte to and from
+     * each neighbour now, so that the timed phases do not pay it (to nb[k] goes what the rank
+     * on side k takes from its side k ^ 1: this rank) */
+    GPU_CK(cudaMemset(n->buf, 0, 8));
+    NCCL_CK(fn.group_start());
+    for (int k = 0; k < 4; k++) {
+        if (g->nb[k] >= 0 && g->nb[k] != g->rank)
+            NCCL_CK(fn.send(n->buf, 1, ncclChar, g->nb[k], n->comm, g->stream));
+        if (g->nb[k ^ 1] >= 0 && g->nb[k ^ 1] != g->rank)
+            NCCL_CK(fn.recv(n->buf + 8 + k, 1, ncclChar, g->nb[k ^ 1], n->comm, g->stream));
+    }
+    NCCL_CK(fn.group_end());
+    GPU_CK(cudaStreamSynchronize(g->stream));
+    g->nccl = n;
+    st->transport = "nccl";
+#endif
+}
+
+void gpu_transport_close(gpu_state *g)
+{
+    if (!g->nccl)
+        return;
+#ifdef EMPIC_NCCL
+    GPU_CK(cudaStreamSynchronize(g->stream));
+    ncclResult_t async = ncclSuccess;
+    NCCL_CK(fn.async_error(g->nccl->comm, &async));
+    NCCL_CK(async);
+    NCCL_CK(fn.comm_destroy(g->nccl->comm));
+    cudaFree(g->nccl->buf);
+#endif
+    free(g->nccl);
+    g->nccl = NULL;
+}
+
+#ifdef EMPIC_NCCL
+/* Up to three arrays of 4- or 8-byte entries (guard fill: float bits; fold: fixed-point). */
+template <typename T> struct arrays3 {
+    T *p[3];
+    int ncomp;
+};
+
+/* Two bands of nr rows and nc columns of each array, at (row, column) lo and hi, into the
+ * messages out_lo and out_hi (component after component, rows in order), the bands zeroed
+ * when `zero` (a fold's guards). */
+template <typename T>
+__global__ void k_band_pack(arrays3<T> a, int stride, int nr, int nc, int2 lo, int2 hi,
+                            T *out_lo, T *out_hi, int zero)
+{
+    const size_t per = (size_t)nr * nc, n = per * a.ncomp;
+    for (size_t t = blockIdx.x * (size_t)blockDim.x + threadIdx.x; t < 2 * n;
+         t += (size_t)gridDim.x * blockDim.x) {
+        const int side = t >= n;
+        const size_t q = t - (side ? n : 0), e = q % per;
+        const int2 b = side ? hi : lo;
+        T *p = a.p[q / per] + (size_t)(b.x + (int)(e / nc)) * stride + b.y + (int)(e % nc);
+        (side ? out_hi : out_lo)[q] = *p;
+        if (zero)
+            *p = 0;
+    }
+}
+
+/* The messages in_lo (from the - side, when use_lo) and in_hi (from the + side) into the
+ * bands at lo and hi: copied (guard fill) or added (fold). */
+template <typename T>
+__global__ void k_band_unpack(arrays3<T> a, int stride, int nr, int nc, int2 lo, int2 hi,
+                              const T *in_lo, const T *in_hi, int use_lo, int use_hi, int add)
+{
+    const size_t per = (size_t)nr * nc, n = per * a.ncomp;
+    for (size_t t = blockIdx.x * (size_t)blockDim.x + threadIdx.x; t < 2 * n;
+         t += (size_t)gridDim.x * blockDim.x) {
+        const int side = t >= n;
+        if (!(side ? use_hi : use_lo))
+            continue;
+        const size_t q = t - (side ? n : 0), e = q % per;
+        const int2 b = side ? hi : lo;
+        T *p = a.p[q / per] + (size_t)(b.x + (int)(e / nc)) * stride + b.y + (int)(e % nc);
+        const T v = (side ? in_hi : in_lo)[q];
+        *p = add ? *p + v : v;
+    }
+}
+
+/* One axis of the exchange for arrays of T: pack the bands sent toward - and + (at send[0],
+ * send[1]), one NCCL group, unpack what came from - and + into the bands at recv[0], recv[1];
+ * bands of nr x nc entries. */
+template <typename T>
+static void exchange(gpu_state *g, void *const a[3], int ncomp, int axis, int nr, int nc,
+                     const int2 send[2], const int2 recv[2], int fold)
+{
+    const int lo = g->nb[2 * axis], hi = g->nb[2 * axis + 1];
+    arrays3<T> arr;
+    for (int c = 0; c < 3; c++)
+        arr.p[c] = c < ncomp ? (T *)a[c] : NULL;
+    arr.ncomp = ncomp;
+    const size_t count = (size_t)ncomp * nr * nc, bytes = count * sizeof(T);
+    if (bytes > g->nccl->each)
+        EMPIC_DIE("a halo message of %zu bytes exceeds its buffer of %zu", bytes,
+                  g->nccl->each);
+    T *to_lo = (T *)g->nccl->buf, *to_hi = (T *)(g->nccl->buf + g->nccl->each);
+    T *from_lo = (T *)(g->nccl->buf + 2 * g->nccl->each);
+    T *from_hi = (T *)(g->nccl->buf + 3 * g->nccl->each);
+    const unsigned blocks = gpu_blocks(2 * count, 256) < 1024 ? gpu_blocks(2 * count, 256) : 1024;
+    k_band_pack<T><<<blocks, 256, 0, g->stream>>>(arr, g->stride, nr, nc, send[0], send[1],
+                                                   to_lo, to_hi, fold);
+    GPU_LAUNCHED(g, "k_band_pack");
+    ncclComm_t comm = g->nccl->comm;
+    NCCL_CK(fn.group_start());
+    if (lo >= 0)
+        NCCL_CK(fn.send(to_lo, bytes, ncclChar, lo, comm, g->stream));
+    if (hi >= 0)
+        NCCL_CK(fn.send(to_hi, bytes, ncclChar, hi, comm, g->stream));
+    if (hi >= 0)
+        NCCL_CK(fn.recv(from_hi, bytes, ncclChar, hi, comm, g->stream));
+    if (lo >= 0)
+        NCCL_CK(fn.recv(from_lo, bytes, ncclChar, lo, comm, g->stream));
+    NCCL_CK(fn.group_end());
+    k_band_unpack<T><<<blocks, 256, 0, g->stream>>>(arr, g->stride, nr, nc, recv[0], recv[1],
+                                                     from_lo, from_hi, lo >= 0, hi >= 0, fold);
+    GPU_LAUNCHED(g, "k_band_unpack");
+}
+
+/* The bands of emf_guard_axis / emf_acc_fold (emf.c) along one axis, as (row, column). */
+static void axis_exchange(gpu_state *g, void *const a[3], int ncomp, int fold, int axis)
+{
+    const int G = EMF_GUARD, w = g->i1 - g->i0, h = g->j1 - g->j0;
+    int2 send[2], recv[2];
+    int nr, nc;
+    if (axis == 0) { /* G columns: of this rank's rows (guard fill), of every row (fold) */
+        nr = fold ? g->rows : h;
+        nc = G;
+        const int r0 = fold ? 0 : G;
+        if (fold) { /* the guards go, and add into the cells next to the other side */
+            send[0] = make_int2(r0, 0), send[1] = make_int2(r0, G + w);
+            recv[0] = make_int2(r0, G), recv[1] = make_int2(r0, w);
+        } else { /* the first and last G cells go, into the guards */
+            send[0] = make_int2(r0, G), send[1] = make_int2(r0, w);
+            recv[0] = make_int2(r0, 0), recv[1] = make_int2(r0, G + w);
+        }
+    } else { /* G whole rows */
+        nr = G;
+        nc = g->stride;
+        if (fold) {
+            send[0] = make_int2(0, 0), send[1] = make_int2(G + h, 0);
+            recv[0] = make_int2(G, 0), recv[1] = make_int2(h, 0);
+        } else {
+            send[0] = make_int2(G, 0), send[1] = make_int2(h, 0);
+            recv[0] = make_int2(0, 0), recv[1] = make_int2(G + h, 0);
+        }
+    }
+    if (fold)
+        exchange<unsigned long long>(g, a, ncomp, axis, nr, nc, send, recv, 1);
+    else
+        exchange<float>(g, a, ncomp, axis, nr, nc, send, recv, 0);
+}
+#endif
+
+void gpu_nccl_halo(gpu_state *g, void *const a[3], int ncomp, int fold,
+                   void (*self)(gpu_state *, void *const[3], int, int))
+{
+    (void)fold; /* unused in a build without NCCL (g->nccl is never set there) */
+    for (int axis = 0; axis < 2; axis++) {
+        const int kind = gpu_axis_kind(g, axis);
+        if (kind == 1)
+            self(g, a, ncomp, axis);
+#ifdef EMPIC_NCCL
+        else if (kind == 0)
+            axis_exchange(g, a, ncomp, fold, axis);
+#endif
+    }
+}
+
+void gpu_nccl_border(gpu_state *g, const int *which, int nsort, const size_t (*off)[5], int up,
+                     int down)
+{
+#ifdef EMPIC_NCCL
+    ncclComm_t comm = g->nccl->comm;
+    NCCL_CK(fn.group_start());
+    for (int k = 0; k < nsort; k++) { /* sends [up, down], receives [from down, from up] */
+        char *d = g->border[which[k]].dev;
+        const size_t *o = off[k];
+        if (o[1] > o[0] && up >= 0)
+            NCCL_CK(fn.send(d + o[0], o[1] - o[0], ncclChar, up, comm, g->stream));
+        if (o[2] > o[1] && down >= 0)
+            NCCL_CK(fn.send(d + o[1], o[2] - o[1], ncclChar, down, comm, g->stream));
+        if (o[4] > o[3] && down >= 0)
+            NCCL_CK(fn.recv(d + o[3], o[4] - o[3], ncclChar, down, comm, g->stream));
+        if (o[3] > o[2] && up >= 0)
+            NCCL_CK(fn.recv(d + o[2], o[3] - o[2], ncclChar, up, comm, g->stream));
+    }
+    NCCL_CK(fn.group_end());
+#else
+    (void)g, (void)which, (void)nsort, (void)off, (void)up, (void)down;
+#endif
+}

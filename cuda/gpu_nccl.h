@@ -1,0 +1,38 @@
+/* gpu_nccl.h - how GPU ranks exchange device memory (gpu_nccl.cu): the transport chosen at
+ * open, and the NCCL halves of the exchanges whose staged halves are gpu_halo.cu (guard fills
+ * and current folds) and gpu_sort.cu's border_pass (the sort's border leavers).
+ *
+ * "nccl": every rank has a GPU of its own and libnccl.so.2 loads (dlopen at run time; the
+ * build needs only nccl.h, -DEMPIC_NCCL): the bands are packed on the device, sent with one
+ * ncclSend/ncclRecv per neighbour and axis in the stream, and unpacked on the device, with no
+ * host copy and no wait. "staged": ranks that share a GPU (NCCL refuses two ranks on one
+ * device), a build without nccl.h, a library that does not load, or EMPIC_TRANSPORT=staged.
+ * "none": one rank. EMPIC_TRANSPORT=nccl insists on NCCL (stops when it cannot be had). */
+#ifndef GPU_NCCL_H
+#define GPU_NCCL_H
+
+struct gpu_state;
+
+/* Choose the transport (collective over the ranks: every rank calls it at the same point of
+ * gpu_open, after cudaSetDevice), set g->nccl when NCCL runs, and the name into
+ * st->transport. */
+void gpu_transport_open(struct gpu_state *g, pic_state *st);
+/* The NCCL communicator and buffers freed (g->nccl NULL after). */
+void gpu_transport_close(struct gpu_state *g);
+
+/* gpu_halo on the device (g->nccl set): the same guard fill (fold = 0, float arrays) or fold
+ * (fold = 1, 64-bit fixed-point sums) of ncomp arrays a[], x then y, bitwise the staged
+ * path's result; self(g, a, ncomp, axis) for an axis this rank holds alone, as gpu_halo. */
+void gpu_nccl_halo(struct gpu_state *g, void *const a[3], int ncomp, int fold,
+                   void (*self)(struct gpu_state *, void *const[3], int, int));
+
+/* border_pass's swap of the leavers (g->nccl set): for each of the nsort species k (which[k]),
+ * whose four areas lie at off[k][0..4] of g->border[which[k]].dev (leavers going up, going
+ * down, coming from up, from down), area 0 to rank `up` and area 1 to `down`, area 3 from
+ * `down` and area 2 from `up`, whole areas (their 16-byte padding too: a sender's area is
+ * as long as its receiver's), in the stream; no message for an empty area (both sides know
+ * the counts). */
+void gpu_nccl_border(struct gpu_state *g, const int *which, int nsort, const size_t (*off)[5],
+                     int up, int down);
+
+#endif
