@@ -7,16 +7,6 @@
  * first, then y with the corners the x exchange brought, as on the CPU. */
 #include "gpu_internal.h"
 
-/* A periodic side held by this rank alone (1: a device kernel), sides toward other ranks
- * or a box edge on one side (0: staged), box edges on both sides (-1: nothing to do). */
-int gpu_axis_kind(const gpu_state *g, int axis)
-{
-    const int lo = g->nb[2 * axis], hi = g->nb[2 * axis + 1];
-    if (lo == g->rank && hi == g->rank)
-        return 1;
-    return lo < 0 && hi < 0 ? -1 : 0;
-}
-
 /* The mirror: room for three components of 8-byte entries (the current's sums). */
 static char *mirror(gpu_state *g)
 {

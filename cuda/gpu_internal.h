@@ -331,7 +331,13 @@ void gpu_fields_energy(gpu_state *g, pic_state *st, double *energy_e, double *en
  * the pinned host mirror with emf.c's own exchanges, x then y; an axis this rank holds alone
  * is done by self(g, a, ncomp, axis) on the device, in its turn. gpu_axis_kind: 1 for such
  * an axis, 0 for one with other ranks (or one box edge), -1 for box edges on both sides. */
-int gpu_axis_kind(const gpu_state *g, int axis);
+static inline int gpu_axis_kind(const gpu_state *g, int axis)
+{
+    const int lo = g->nb[2 * axis], hi = g->nb[2 * axis + 1];
+    if (lo == g->rank && hi == g->rank)
+        return 1;
+    return lo < 0 && hi < 0 ? -1 : 0;
+}
 void gpu_halo(gpu_state *g, void *const a[3], int ncomp, int fold,
               void (*self)(gpu_state *, void *const[3], int, int));
 /* Particles (gpu_particles.cu). */
