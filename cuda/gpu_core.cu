@@ -76,17 +76,25 @@ int gpu_tic(gpu_state *g, pic_state *st)
         gpu_harvest(g, st);
     int a = g->nev++;
     GPU_CK(cudaEventRecord(g->ev[a], g->stream));
+    g->open = a;
     return a;
+}
+
+static void pend(gpu_state *g, int a, int b, int phase, int within)
+{
+    g->pend_a[g->npend] = a;
+    g->pend_b[g->npend] = b;
+    g->pend_phase[g->npend] = phase;
+    g->pend_within[g->npend] = within;
+    g->npend++;
 }
 
 void gpu_toc(gpu_state *g, int tic, int phase)
 {
     int b = g->nev++;
     GPU_CK(cudaEventRecord(g->ev[b], g->stream));
-    g->pend_a[g->npend] = tic;
-    g->pend_b[g->npend] = b;
-    g->pend_phase[g->npend] = phase;
-    g->npend++;
+    pend(g, tic, b, phase, -1);
+    g->open = -1;
 }
 
 int gpu_tictoc(gpu_state *g, pic_state *st, int tic, int phase)
@@ -94,7 +102,26 @@ int gpu_tictoc(gpu_state *g, pic_state *st, int tic, int phase)
     gpu_toc(g, tic, phase);
     if (g->nev + 1 > GPU_EVENTS || g->npend + 1 > GPU_EVENTS / 2)
         return gpu_tic(g, st); /* no room for the next stop: harvest, a fresh start */
-    return g->nev - 1;
+    g->open = g->nev - 1;
+    return g->open;
+}
+
+int gpu_exchange_begin(gpu_state *g)
+{
+    if (g->nev + 3 > GPU_EVENTS || g->npend + 2 > GPU_EVENTS / 2)
+        return -1; /* the phase's own stop must still fit */
+    int a = g->nev++;
+    GPU_CK(cudaEventRecord(g->ev[a], g->stream));
+    return a;
+}
+
+void gpu_exchange_end(gpu_state *g, int begin)
+{
+    if (begin < 0)
+        return;
+    int b = g->nev++;
+    GPU_CK(cudaEventRecord(g->ev[b], g->stream));
+    pend(g, begin, b, PH_EXCHANGE, g->open);
 }
 
 void gpu_harvest(gpu_state *g, pic_state *st)
@@ -104,9 +131,13 @@ void gpu_harvest(gpu_state *g, pic_state *st)
         float ms = 0.0f;
         GPU_CK(cudaEventElapsedTime(&ms, g->ev[g->pend_a[k]], g->ev[g->pend_b[k]]));
         st->phase_s[g->pend_phase[k]] += 1e-3 * ms;
+        for (int j = 0; j < g->npend && g->pend_within[k] >= 0; j++)
+            if (g->pend_a[j] == g->pend_within[k] && g->pend_within[j] < 0)
+                st->phase_s[g->pend_phase[j]] -= 1e-3 * ms; /* out of the phase it was in */
     }
     g->npend = 0;
     g->nev = 0;
+    g->open = -1;
 }
 
 /* A do-nothing kernel: its image tells whether this build runs on the device. */
@@ -231,6 +262,7 @@ static int env_flag(const char *name)
 gpu_state *gpu_state_open(const pic_state *st, char *name, size_t len)
 {
     gpu_state *g = (gpu_state *)empic_calloc(1, sizeof *g, "GPU state");
+    g->open = -1; /* no phase timed yet */
     int ndev = 1;
     GPU_CK(cudaGetDeviceCount(&ndev));
     g->device = comm_local_rank() % ndev; /* one GPU per rank of the node, in turn */

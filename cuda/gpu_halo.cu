@@ -58,15 +58,11 @@ static void bands(gpu_state *g, void *const a[3], int ncomp, size_t esz, int fol
     }
 }
 
-void gpu_halo(gpu_state *g, void *const a[3], int ncomp, int fold,
-              void (*self)(gpu_state *, void *const[3], int, int))
+static void staged_halo(gpu_state *g, void *const a[3], int ncomp, int fold,
+                        void (*self)(gpu_state *, void *const[3], int, int))
 {
     const int kx = gpu_axis_kind(g, 0), ky = gpu_axis_kind(g, 1);
     const size_t esz = fold ? sizeof(long long) : sizeof(float);
-    if (g->nccl) { /* device to device (gpu_nccl.cu) */
-        gpu_nccl_halo(g, a, ncomp, fold, self);
-        return;
-    }
     if (kx == 1)
         self(g, a, ncomp, 0);
     if (kx == 0 || ky == 0) {
@@ -88,4 +84,15 @@ void gpu_halo(gpu_state *g, void *const a[3], int ncomp, int fold,
     }
     if (ky == 1)
         self(g, a, ncomp, 1);
+}
+
+void gpu_halo(gpu_state *g, void *const a[3], int ncomp, int fold,
+              void (*self)(gpu_state *, void *const[3], int, int))
+{
+    const int ex = g->ranks > 1 ? gpu_exchange_begin(g) : -1;
+    if (g->nccl) /* device to device (gpu_nccl.cu) */
+        gpu_nccl_halo(g, a, ncomp, fold, self);
+    else
+        staged_halo(g, a, ncomp, fold, self);
+    gpu_exchange_end(g, ex);
 }

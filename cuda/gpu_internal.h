@@ -153,6 +153,8 @@ struct gpu_state {
     cudaEvent_t ev[GPU_EVENTS];
     int nev, npend;
     int pend_a[GPU_EVENTS / 2], pend_b[GPU_EVENTS / 2], pend_phase[GPU_EVENTS / 2];
+    int pend_within[GPU_EVENTS / 2]; /* an exchange's: the tic of the phase it interrupts */
+    int open;                     /* the tic of the phase being timed, or -1 */
     /* switches from the environment */
     int sync_each;                /* EMPIC_GPU_SYNC=1: synchronise after every kernel */
     int debug;                    /* EMPIC_GPU_CHECK=1: verify the state after each phase
@@ -274,6 +276,11 @@ int gpu_tic(gpu_state *g, pic_state *st);
 void gpu_toc(gpu_state *g, int tic, int phase);
 int gpu_tictoc(gpu_state *g, pic_state *st, int tic, int phase);
 void gpu_harvest(gpu_state *g, pic_state *st);
+/* An exchange with the neighbour ranks, timed as the phase "exchange" and taken out of the
+ * phase it happens in: gpu_exchange_begin's result goes to gpu_exchange_end (-1: no room
+ * left in the event pool, the exchange stays in its phase). */
+int gpu_exchange_begin(gpu_state *g);
+void gpu_exchange_end(gpu_state *g, int begin);
 
 /* Launch geometry helpers. */
 static inline unsigned gpu_blocks(size_t n, int threads)

@@ -661,6 +661,7 @@ static void border_pass(gpu_state *g, const pic_state *st, ksorts *all, const in
     k_sort_extract<<<dim3(2 * (unsigned)m, (unsigned)nsort), GPU_THREADS, 0, g->stream>>>(
         *all, axis ? 2 : 0);
     GPU_LAUNCHED(g, "k_sort_extract");
+    const int ex = gpu_exchange_begin(g);
     if (g->nccl) /* device to device in the stream (gpu_nccl.cu) */
         gpu_nccl_border(g, which, nsort, off, up, down);
     for (int k = 0; k < nsort && !g->nccl; k++) /* areas 0 and 1, the leavers going out */
@@ -683,6 +684,7 @@ static void border_pass(gpu_state *g, const pic_state *st, ksorts *all, const in
         GPU_CK(cudaMemcpyAsync(g->border[s].dev + off[k][2], h + off[k][2],
                                off[k][4] - off[k][2], cudaMemcpyHostToDevice, g->stream));
     }
+    gpu_exchange_end(g, ex);
     const int rows = axis ? g->ncx : g->ncy; /* the pairs' rows (columns) of the whole box */
     k_sort_pass<<<dim3((unsigned)(n / 2 * rows), (unsigned)nsort), GPU_THREADS, smem,
                   g->stream>>>(*all, axis, 1, n, g->ncx, axis ? cl->periodic_y : cl->periodic_x,

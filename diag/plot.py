@@ -249,7 +249,7 @@ def energy_history(en, path, log=None, growth=None, units=NORMALISED):
     return _save(fig, path)
 
 
-PHASES = ("push", "deposit", "sort", "field", "other")
+PHASES = ("push", "deposit", "sort", "field", "exchange", "other")
 
 
 def timing_bars(tm, path):

@@ -184,7 +184,7 @@ def test_energy_and_timing(run):
                 "bytes_per_particle_step", "bandwidth_fraction"):
         assert key in tm
     assert set(tm["ns_per_particle_step"]) >= {"total", "push", "deposit", "sort", "field",
-                                               "other"}
+                                               "exchange", "other"}
 
 
 def _cli(*args):

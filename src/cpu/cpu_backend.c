@@ -38,12 +38,21 @@ static void b_half(emf *f)
         emf_guard_fill(f, f->b[c]);
 }
 
+/* The seconds since t0 into `phase`, less those of the exchanges with the neighbour ranks
+ * since c0 (comm_exchange_s), which go to PH_EXCHANGE. */
+static void timed(pic_state *st, int phase, double t0, double c0)
+{
+    const double c = comm_exchange_s() - c0;
+    st->phase_s[PH_EXCHANGE] += c;
+    st->phase_s[phase] += omp_get_wtime() - t0 - c;
+}
+
 static void cpu_b_half(void *ctx, pic_state *st)
 {
     (void)ctx;
-    double t0 = omp_get_wtime();
+    double t0 = omp_get_wtime(), c0 = comm_exchange_s();
     b_half(st->f);
-    st->phase_s[PH_FIELD] += omp_get_wtime() - t0;
+    timed(st, PH_FIELD, t0, c0);
 }
 
 /* The fixed-point sums of J and rho (emf.acc), made at the first use. */
@@ -72,7 +81,7 @@ static void cpu_fields(void *ctx, pic_state *st)
 {
     (void)ctx;
     emf *f = st->f;
-    double t0 = omp_get_wtime();
+    double t0 = omp_get_wtime(), c0 = comm_exchange_s();
     b_half(f);
     fields_current_finish(f);
     if (f->fb)
@@ -82,21 +91,21 @@ static void cpu_fields(void *ctx, pic_state *st)
         fbnd_e(f);      /* PML terms, laser E sources, Mur edges at E's time level n */
     for (int c = 0; c < 3; c++)
         emf_guard_fill(f, f->e[c]);
-    st->phase_s[PH_FIELD] += omp_get_wtime() - t0;
+    timed(st, PH_FIELD, t0, c0);
 }
 
 static void cpu_window_shift(void *ctx, pic_state *st)
 {
     (void)ctx;
-    double t0 = omp_get_wtime();
+    double t0 = omp_get_wtime(), c0 = comm_exchange_s();
     window_shift(st->f, st->sp, st->nsp, st->cl);
-    st->phase_s[PH_SORT] += omp_get_wtime() - t0;
+    timed(st, PH_SORT, t0, c0);
 }
 
 static void cpu_sort(void *ctx, pic_state *st, int window, long long *dropped)
 {
     (void)ctx;
-    double t0 = omp_get_wtime();
+    double t0 = omp_get_wtime(), c0 = comm_exchange_s();
     for (int s = 0; s < st->nsp; s++) {
         dropped[s] = 0;
         if (st->sp[s].immobile && !window)
@@ -104,7 +113,7 @@ static void cpu_sort(void *ctx, pic_state *st, int window, long long *dropped)
         dropped[s] = walls_drop(&st->sp[s], st->cl, window);
         dropped[s] += sort_clusters(&st->sp[s], st->cl); /* those sent to other ranks */
     }
-    st->phase_s[PH_SORT] += omp_get_wtime() - t0;
+    timed(st, PH_SORT, t0, c0);
 }
 
 static void cpu_inject(void *ctx, pic_state *st, species *col, const int *add)

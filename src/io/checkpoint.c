@@ -4,7 +4,7 @@
  * File layout (HDF5, every dataset 1-D, chunked with Fletcher-32 checksums, and a hash of the
  * whole file in its user block, so that a damaged file is refused on reading):
  *   /version /step /backend /nspecies /clusters[ncx, ncy] /deck (run.cfg text, bytes)
- *   /run/     particle_steps wall_s phase_s[5] en_step en_e en_b en_gauss en_kin[nspecies]
+ *   /run/     particle_steps wall_s phase_s[6] en_step en_e en_b en_gauss en_kin[nspecies]
  *             window_cells (cells the moving window has moved)
  *   /fields/  shape[rows, stride] ex ey ez bx by bz jx jy jz rho (whole arrays with guards)
  *             rho_bg step (E at step dt, the lasers' clock)
@@ -624,7 +624,13 @@ int checkpoint_load(sim *S, const char *path)
     hid_t g = ck_group(&io, f, "run", 0);
     S->particle_steps = ck_get_i64(&io, g, "particle_steps");
     ck_get(&io, g, "wall_s", H5T_NATIVE_DOUBLE, 1, &S->wall_s);
-    ck_get(&io, g, "phase_s", H5T_NATIVE_DOUBLE, PH_COUNT, S->st.phase_s);
+    if (ck_len(g, "phase_s") == PH_COUNT - 1) { /* a checkpoint from before "exchange" */
+        ck_get(&io, g, "phase_s", H5T_NATIVE_DOUBLE, PH_COUNT - 1, S->st.phase_s);
+        S->st.phase_s[PH_OTHER] = S->st.phase_s[PH_EXCHANGE];
+        S->st.phase_s[PH_EXCHANGE] = 0.0;
+    } else {
+        ck_get(&io, g, "phase_s", H5T_NATIVE_DOUBLE, PH_COUNT, S->st.phase_s);
+    }
     S->en_step = (long)ck_get_i64(&io, g, "en_step");
     ck_get(&io, g, "en_e", H5T_NATIVE_DOUBLE, 1, &S->en_e);
     ck_get(&io, g, "en_b", H5T_NATIVE_DOUBLE, 1, &S->en_b);

@@ -112,6 +112,10 @@ void comm_abort(int rc)
     exit(rc);
 }
 
+static double exchange_s; /* seconds in comm_sendrecv on several ranks */
+
+double comm_exchange_s(void) { return exchange_s; }
+
 size_t comm_sendrecv(const void *send, size_t n, int to, void *recv, size_t cap, int from,
                      int tag)
 {
@@ -119,11 +123,13 @@ size_t comm_sendrecv(const void *send, size_t n, int to, void *recv, size_t cap,
     if (ranks() > 1) {
         MPI_Status st;
         int got = 0;
+        const double t0 = MPI_Wtime();
         MPI_Sendrecv(send, count_of(n), MPI_BYTE, to < 0 ? MPI_PROC_NULL : to, tag, recv,
                      count_of(cap), MPI_BYTE, from < 0 ? MPI_PROC_NULL : from, tag,
                      MPI_COMM_WORLD, &st);
         if (from >= 0)
             MPI_Get_count(&st, MPI_BYTE, &got);
+        exchange_s += MPI_Wtime() - t0;
         return (size_t)got;
     }
 #endif

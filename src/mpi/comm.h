@@ -24,6 +24,8 @@ void comm_abort(int rc) __attribute__((noreturn));
  * both sides (a periodic axis of one rank) copies. */
 size_t comm_sendrecv(const void *send, size_t n, int to, void *recv, size_t cap, int from,
                      int tag);
+/* Seconds this rank has spent in comm_sendrecv (its neighbour exchanges, waits included). */
+double comm_exchange_s(void);
 /* Element-wise sums and maxima over the ranks, in place, the result on every rank. A sum of
  * entries that one rank alone filled (the others hold zeros) is exact: x + 0 = x. */
 void comm_sum_double(double *v, size_t n);

@@ -19,7 +19,9 @@
 extern "C" {
 #endif
 
-enum pic_phase { PH_PUSH = 0, PH_DEPOSIT, PH_SORT, PH_FIELD, PH_OTHER, PH_COUNT };
+/* Phases of the timing table; PH_EXCHANGE: time in exchanges with the neighbour ranks
+ * (waiting on them included), taken out of the phase the exchange happens in. */
+enum pic_phase { PH_PUSH = 0, PH_DEPOSIT, PH_SORT, PH_FIELD, PH_EXCHANGE, PH_OTHER, PH_COUNT };
 
 /* What a backend advances. The cluster partition and the species' configuration are fixed
  * for the run; f->step is E's time level (E at t = f->step dt, B at the half step before or

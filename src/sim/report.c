@@ -24,7 +24,8 @@
 #define BYTES_PARTICLE 54.0
 #define BYTES_CELL 96.0
 
-static const char *phase_name[PH_COUNT] = {"push", "deposit", "sort", "field", "other"};
+static const char *phase_name[PH_COUNT] = {"push", "deposit", "sort", "field", "exchange",
+                                           "other"};
 
 static void out_path(const sim *S, char *buf, size_t len, const char *name)
 {
@@ -180,6 +181,7 @@ typedef struct {
     int ranks;
     double np_min, np_max, busy_min, busy_max; /* per rank: mobile particles, and seconds
                                                   in the phases (waits at exchanges in) */
+    double ex_min, ex_max;               /* per rank: seconds in exchanges */
 } timing;
 
 static void timing_measure(sim *S, timing *t)
@@ -190,13 +192,16 @@ static void timing_measure(sim *S, timing *t)
     double busy = 0.0;
     for (int p = 0; p < PH_OTHER; p++)
         busy += S->st.phase_s[p] - S->run0.phase_s[p];
-    double mm[4] = {(double)np, -(double)np, busy, -busy};
-    comm_max_double(mm, 4);
+    const double ex = S->st.phase_s[PH_EXCHANGE] - S->run0.phase_s[PH_EXCHANGE];
+    double mm[6] = {(double)np, -(double)np, busy, -busy, ex, -ex};
+    comm_max_double(mm, 6);
     t->ranks = comm_size();
     t->np_max = mm[0];
     t->np_min = -mm[1];
     t->busy_max = mm[2];
     t->busy_min = -mm[3];
+    t->ex_max = mm[4];
+    t->ex_min = -mm[5];
     comm_sum_ll(&np, 1);
     t->np = np;
     t->cell_steps = (double)S->d.nx * S->d.ny * t->steps;
@@ -258,8 +263,9 @@ static void timing_json(const sim *S, const timing *t, FILE *m)
     fprintf(m, "  \"rearrangements\": %lld,\n", relaid);
     fprintf(m, "  \"transport\": \"%s\",\n", transport_of(S));
     fprintf(m, "  \"ranks\": %d,\n  \"rank_particles\": {\"min\": %.0f, \"max\": %.0f},\n"
-               "  \"rank_phase_s\": {\"min\": %.6g, \"max\": %.6g}\n}\n",
-            t->ranks, t->np_min, t->np_max, t->busy_min, t->busy_max);
+               "  \"rank_phase_s\": {\"min\": %.6g, \"max\": %.6g},\n"
+               "  \"rank_exchange_s\": {\"min\": %.6g, \"max\": %.6g}\n}\n",
+            t->ranks, t->np_min, t->np_max, t->busy_min, t->busy_max, t->ex_min, t->ex_max);
 }
 
 static void timing_table(const sim *S, const timing *t)
@@ -276,6 +282,9 @@ static void timing_table(const sim *S, const timing *t)
            " of the time)\n",
            "total", total, 100.0, t->bytes, unit, t->floor_ns,
            total > 0 ? 100 * t->floor_ns / total : 0.0);
+    if (t->ranks > 1)
+        printf("exchange with the neighbour ranks (%s): %.3f to %.3f s per rank\n",
+               transport_of(S), t->ex_min, t->ex_max);
     printf("wall %.2f s for %ld steps", t->wall, t->steps);
     if (S->run0.step > 0)
         printf(" (%ld to %ld, after the restart)", S->run0.step, S->step);
