@@ -782,9 +782,11 @@ static void border_pass(gpu_state *g, const pic_state *st, ksorts *all, const in
 }
 
 /* The four passes for the species of `all` (all.lcap set; which[k]: the species of
- * all.s[k]); over several ranks the shifted ones also across the borders (border_pass). */
+ * all.s[k]); over several ranks the shifted ones also across the borders (border_pass).
+ * Steps [from, to) of: pass 0, pass 1, the border along x, pass 2, pass 3, the border along
+ * y (0, 6: all of them). */
 static void launch_passes(gpu_state *g, const pic_state *st, ksorts *all, const int *which,
-                          int nsort, long long *net)
+                          int nsort, long long *net, int from, int to)
 {
     const int maxpairs = (g->ncx / 2) * g->ncy > (g->ncy / 2) * g->ncx ? (g->ncx / 2) * g->ncy
                                                                        : (g->ncy / 2) * g->ncx;
@@ -802,14 +804,17 @@ static void launch_passes(gpu_state *g, const pic_state *st, ksorts *all, const 
         smem = 0;
     }
     const int px = st->cl->periodic_x, py = st->cl->periodic_y;
-    for (int pass = 0; pass < 4; pass++) {
-        const int axis = pass / 2, first = pass % 2;
+    for (int step = from; step < to; step++) {
+        const int axis = step / 3, first = step % 3 == 1;
+        if (step % 3 == 2) {
+            if (g->ranks > 1)
+                border_pass(g, st, all, which, nsort, axis, smem, net);
+            continue;
+        }
         const int n = axis ? g->ncy : g->ncx, m = axis ? g->ncx : g->ncy;
         k_sort_pass<<<dim3((unsigned)(n / 2 * m), (unsigned)nsort), GPU_THREADS, smem,
                       g->stream>>>(*all, axis, first, n, g->ncx, axis ? py : px, g->own, 0, -1);
         GPU_LAUNCHED(g, "k_sort_pass");
-        if (first && g->ranks > 1)
-            border_pass(g, st, all, which, nsort, axis, smem, net);
     }
 }
 
@@ -827,9 +832,49 @@ static ksort ksort_of(gpu_state *g, int s)
     return k;
 }
 
+/* Decks with drops: the drops and the bookkeeping of the species `on` (drops[s]: species s
+ * drops particles), one read-back of their flags; then, from the second such sort on, the
+ * passes launched with the last step's list capacity (returned; 0: none launched) before
+ * the host has the flags: all four on one rank; over NCCL ranks the unshifted and the
+ * shifted pass along x, whose pairs lie inside this rank (the border passes need the
+ * counts, and every rank must send what its neighbours expect, so they wait for the
+ * flags); a species whose flags ask for more leaves them untouched (k_sort_pass). */
+static int sort_early(gpu_state *g, pic_state *st, const int *on, const int *drops,
+                      int window, long long *net)
+{
+    ksorts all;
+    memset(&all, 0, sizeof all);
+    int nsort = 0, which[DECK_MAX_SPECIES];
+    unsigned prep = 0, drop = 0;
+    for (int s = 0; s < g->nsp; s++) {
+        prep |= on[s] ? 1u << s : 0u;
+        drop |= drops[s] ? 1u << s : 0u;
+    }
+    flags_clear(g, prep, drop);
+    for (int s = 0; s < g->nsp; s++)
+        if (drops[s])
+            gpu_walls_drop(g, s, window);
+    hist_exchange(g, st, prep);
+    prepare_species(g, st, prep);
+    for (int s = 0; s < g->nsp; s++) {
+        if (!on[s])
+            continue;
+        which[nsort] = s;
+        all.s[nsort++] = ksort_of(g, s);
+    }
+    read_flags(g);
+    border_counts_down(g, st, prep);
+    if (g->spec_lcap <= 0 || (g->ranks > 1 && !g->nccl))
+        return 0;
+    all.lcap = g->spec_lcap;
+    launch_passes(g, st, &all, which, nsort, net, 0, g->ranks > 1 ? 2 : 6);
+    return g->spec_lcap;
+}
+
 /* Every mobile species (all after a window shift: their back column is dropped): the drops
  * and the bookkeeping of all species, one read-back of their flags, then each of the four
- * passes once for all the species that have leavers. */
+ * passes once for all the species that have leavers. Over several ranks every rank passes
+ * the same species to border_pass, in species order (NCCL pairs the messages in order). */
 void gpu_sort(void *ctx, pic_state *st, int window, long long *dropped)
 {
     gpu_state *g = (gpu_state *)ctx;
@@ -839,56 +884,32 @@ void gpu_sort(void *ctx, pic_state *st, int window, long long *dropped)
     long long net[DECK_MAX_SPECIES] = {0}; /* particles sent to other ranks less received */
     for (int s = 0; s < g->nsp; s++) {
         on[s] = g->sp[s].mobile || window;
-        drops[s] = 0;
+        drops[s] = on[s] && !g->prepared && (g->sp[s].absorbing || window);
         g->dropped[s] = 0;
     }
     g->room_valid = 0;
-    if (!g->prepared) {
-        /* particles that left through an absorbing wall (or the back of a moving window) go
-         * first; flags[3] counts them */
-        ksorts all;
-        memset(&all, 0, sizeof all);
-        int nsort = 0, which[DECK_MAX_SPECIES];
-        unsigned prep = 0, drop = 0;
-        for (int s = 0; s < g->nsp; s++) {
-            drops[s] = on[s] && (g->sp[s].absorbing || window);
-            prep |= on[s] ? 1u << s : 0u;
-            drop |= drops[s] ? 1u << s : 0u;
-        }
-        flags_clear(g, prep, drop);
-        for (int s = 0; s < g->nsp; s++)
-            if (drops[s])
-                gpu_walls_drop(g, s, window);
-        hist_exchange(g, st, prep);
-        prepare_species(g, st, prep);
-        for (int s = 0; s < g->nsp; s++) {
-            if (!on[s])
-                continue;
-            which[nsort] = s;
-            all.s[nsort++] = ksort_of(g, s);
-        }
-        read_flags(g);
-        border_counts_down(g, st, prep);
-        if (g->spec_lcap > 0 && g->ranks == 1) { /* ranks: the counts first (border_pass) */
-            spec = all.lcap = g->spec_lcap;
-            launch_passes(g, st, &all, which, nsort, net);
-        }
-    }
+    if (!g->prepared)
+        spec = sort_early(g, st, on, drops, window, net);
     GPU_CK(cudaEventSynchronize(g->flags_ready));
-    ksorts all;
+    /* all: the species sorted now; redo (over ranks, after early passes): those whose
+     * early passes 0 and 1 did nothing, to run them before the rest */
+    ksorts all, redo;
     memset(&all, 0, sizeof all);
-    int nsort = 0, most = 0, relaid = 0, which[DECK_MAX_SPECIES];
+    memset(&redo, 0, sizeof redo);
+    int nsort = 0, nredo = 0, most = 0, relaid = 0, which[DECK_MAX_SPECIES];
+    int rwhich[DECK_MAX_SPECIES];
     for (int s = 0; s < g->nsp; s++) {
         if (!on[s])
             continue;
         gpu_species *d = &g->sp[s];
         const int *hf = g->h_flags + 4 * s;
+        const int early = spec > 0 && hf[0] == 0 && hf[1] <= spec; /* sorted by them */
         if (drops[s])
             g->dropped[s] = hf[3];
         gpu_sort_errors(g, st, s);
         most = hf[1] > most ? hf[1] : most;
-        if (hf[0] == 0 && hf[1] <= spec && (spec > 0 || g->ranks == 1))
-            continue; /* sorted by the passes launched already (or nothing to sort) */
+        if (early && g->ranks == 1)
+            continue; /* sorted by the passes launched already */
         if (hf[0] > 0) { /* a cluster would overflow: global rearrangement first */
             int *need = (int *)empic_alloc((size_t)nc * sizeof(int), "sort table");
             GPU_CK(cudaMemcpy(need, d->need, (size_t)nc * sizeof(int), cudaMemcpyDeviceToHost));
@@ -902,9 +923,16 @@ void gpu_sort(void *ctx, pic_state *st, int window, long long *dropped)
         which[nsort] = s;
         all.s[nsort++] = ksort_of(g, s);
         all.lcap = hf[1] > all.lcap ? hf[1] : all.lcap;
+        if (spec > 0 && !early && g->ranks > 1) { /* its passes 0 and 1 again */
+            rwhich[nredo] = s;
+            redo.s[nredo++] = ksort_of(g, s);
+            redo.lcap = hf[1] > redo.lcap ? hf[1] : redo.lcap;
+        }
     }
+    if (nredo > 0)
+        launch_passes(g, st, &redo, rwhich, nredo, net, 0, 2);
     if (nsort > 0)
-        launch_passes(g, st, &all, which, nsort, net);
+        launch_passes(g, st, &all, which, nsort, net, spec > 0 && g->ranks > 1 ? 2 : 0, 6);
     if (!g->prepared) {
         /* next step's lists: room for some growth, within the shared memory of one block */
         const int want = most + most / 4 + 32;
