@@ -16,8 +16,11 @@
  * launched before the host reads them, with the last step's list size, and a species whose
  * flags ask for a rearrangement or longer lists leaves them untouched and is sorted again
  * once the host has read them, so the GPU does not wait for the round trip. Over several
- * ranks the histograms around each rank's share come from its neighbours first, and each
- * shifted pass along a split axis also runs across the rank borders (border_pass). */
+ * ranks the histograms around each rank's share come from its neighbours first (staged:
+ * through the host; NCCL: on the device, the border counts copied down behind an event), and
+ * each shifted pass along a split axis also runs across the rank borders (border_pass); over
+ * NCCL the passes inside the rank along x are launched before the flags are read, the border
+ * passes after. */
 #include "gpu_internal.h"
 #include "cluster.h"
 
