@@ -40,6 +40,7 @@ struct gpu_nccl {
     ncclComm_t comm;
     char *buf;    /* the halo's four message areas: to -, to +, from -, from + */
     size_t each;  /* bytes of one: every component of the widest band, 8-byte entries */
+    struct nccl_sort *sort; /* the sort's histogram halo and border counts (end of file) */
 };
 
 /* dlopen and dlsym; NULL when every function is there, else why not. */
@@ -87,7 +88,7 @@ static void nccl_check(ncclResult_t r, const char *what, const char *file, int l
 #define NCCL_CK(call) nccl_check((call), #call, __FILE__, __LINE__)
 #else
 struct gpu_nccl {
-    int unused;
+    struct nccl_sort *sort;
 };
 #endif
 
@@ -182,10 +183,13 @@ void gpu_transport_open(gpu_state *g, pic_state *st)
 #endif
 }
 
+static void nccl_sort_free(gpu_nccl *n);
+
 void gpu_transport_close(gpu_state *g)
 {
     if (!g->nccl)
         return;
+    nccl_sort_free(g->nccl);
 #ifdef EMPIC_NCCL
     GPU_CK(cudaStreamSynchronize(g->stream));
     ncclResult_t async = ncclSuccess;
@@ -355,5 +359,157 @@ void gpu_nccl_border(gpu_state *g, const int *which, int nsort, const size_t (*o
     NCCL_CK(fn.group_end());
 #else
     (void)g, (void)which, (void)nsort, (void)off, (void)up, (void)down;
+#endif
+}
+
+/* ==== The sort's migration histograms (gpu_sort.cu: hist_exchange, border_pass) ==========
+ * clusters_hist_halo (src/state/species.c) on the device: per axis, x then y, the first line
+ * of this rank's clusters goes to the rank below and the last to the rank above, and what
+ * comes back fills the line past the last and the one before the first. Along x a line is a
+ * cluster column over this rank's rows; along y a cluster row over its columns and the x
+ * ring beside them (the ring's entries came in with the x pass: the corners), the ring
+ * wrapped around a periodic x (then the line names some clusters twice, with the same
+ * entries). Every species of the mask in one message per neighbour and direction, one NCCL
+ * group per axis, sent [toward -, toward +] and received [from +, from -] as the halo above;
+ * integer copies, so the tables end as the staged path's, entry for entry. */
+
+struct nccl_sort {
+    int *buf;            /* four message areas of `each` ints: to -, to +, from -, from + */
+    size_t each;         /* every species' line of the longer axis and its ring */
+    int4 *cdev, *chost;  /* the border counts (gpu_nccl_count_room) */
+    size_t cn;
+    cudaEvent_t ready;
+};
+
+static void nccl_sort_free(gpu_nccl *n)
+{
+    nccl_sort *s = n->sort;
+    if (!s)
+        return;
+    if (s->buf)
+        cudaFree(s->buf);
+    if (s->cdev)
+        cudaFree(s->cdev), cudaFreeHost(s->chost);
+    if (s->ready)
+        cudaEventDestroy(s->ready);
+    free(s);
+    n->sort = NULL;
+}
+
+static nccl_sort *sort_state(gpu_state *g)
+{
+    if (!g->nccl->sort) {
+        nccl_sort *s = (nccl_sort *)empic_calloc(1, sizeof *s, "sort exchange");
+        GPU_CK(cudaEventCreateWithFlags(&s->ready, cudaEventDisableTiming));
+        g->nccl->sort = s;
+    }
+    return g->nccl->sort;
+}
+
+gpu_nccl_counts gpu_nccl_count_room(gpu_state *g, size_t n)
+{
+    nccl_sort *s = sort_state(g);
+    if (n > s->cn) {
+        if (s->cdev) { /* a copy down may still be under way */
+            GPU_CK(cudaStreamSynchronize(g->stream));
+            GPU_CK(cudaFree(s->cdev));
+            GPU_CK(cudaFreeHost(s->chost));
+        }
+        s->cdev = (int4 *)gpu_malloc(g, n * sizeof(int4), "sort exchange");
+        GPU_CK(cudaMallocHost(&s->chost, n * sizeof(int4)));
+        s->cn = n;
+    }
+    gpu_nccl_counts c = {s->cdev, s->chost, s->ready};
+    return c;
+}
+
+#ifdef EMPIC_NCCL
+/* The histogram tables of the species exchanged, in species order. */
+typedef struct {
+    int *h[DECK_MAX_SPECIES];
+    int n;
+} hist_tables;
+
+/* Entry o of the line at `at` (wrapped, as hist_line): along x cluster (at, o), along y
+ * (o, at). */
+__device__ __forceinline__ int line_cluster(int axis, int at, int o, int ncx, int ncy)
+{
+    return axis ? (o + ncx) % ncx + (at + ncy) % ncy * ncx
+                : (at + ncx) % ncx + (o + ncy) % ncy * ncx;
+}
+
+/* Lines lo .. lo + len of every table: at at[0] into out[0] (species after species, 9 ints
+ * per entry), at at[1] into out[1]; unpack: the other way, for the sides with use[side]. */
+__global__ void k_hist_lines(hist_tables t, int axis, int lo, int len, int2 at, int *m0,
+                             int *m1, int unpack, int2 use, int ncx, int ncy)
+{
+    const int per = 9 * len, n = per * t.n;
+    for (int q = blockIdx.x * blockDim.x + threadIdx.x; q < 2 * n; q += gridDim.x * blockDim.x) {
+        const int side = q >= n, r = q - (side ? n : 0), e = r % per;
+        if (unpack && !(side ? use.y : use.x))
+            continue;
+        const int c = line_cluster(axis, side ? at.y : at.x, lo + e / 9, ncx, ncy);
+        int *h = t.h[r / per] + 9 * (size_t)c + e % 9, *m = (side ? m1 : m0) + r;
+        if (unpack)
+            *h = *m;
+        else
+            *m = *h;
+    }
+}
+#endif
+
+void gpu_nccl_hist_halo(gpu_state *g, const clusters *cl, unsigned mask)
+{
+#ifdef EMPIC_NCCL
+    hist_tables t;
+    t.n = 0;
+    for (int s = 0; s < g->nsp; s++)
+        if ((mask >> s) & 1u)
+            t.h[t.n++] = g->sp[s].hist;
+    nccl_sort *S = sort_state(g);
+    if (!S->buf) {
+        S->each = (size_t)9 * g->nsp * ((cl->ncx > cl->ncy ? cl->ncx : cl->ncy) + 2);
+        S->buf = (int *)gpu_malloc(g, 4 * S->each * sizeof(int), "sort exchange");
+    }
+    /* as clusters_hist_halo: along x this rank's rows; along y its columns and the x ring */
+    const int lo[2] = {cl->cy0, cl->cx0 - (cl->periodic_x || cl->cx0 > 0)};
+    const int hi[2] = {cl->cy1, cl->cx1 + (cl->periodic_x || cl->cx1 < cl->ncx)};
+    const int first[2] = {cl->cx0, cl->cy0}, last[2] = {cl->cx1 - 1, cl->cy1 - 1};
+    int *to_lo = S->buf, *to_hi = S->buf + S->each, *from_lo = S->buf + 2 * S->each;
+    int *from_hi = S->buf + 3 * S->each;
+    ncclComm_t comm = g->nccl->comm;
+    for (int axis = 0; axis < 2 && t.n; axis++) {
+        const int down = cl->nb[2 * axis], up = cl->nb[2 * axis + 1];
+        if ((down == g->rank && up == g->rank) || (down < 0 && up < 0))
+            continue; /* this rank's alone, or box edges on both sides: nothing comes */
+        const int len = hi[axis] - lo[axis];
+        const size_t count = (size_t)9 * len * t.n;
+        if (count > S->each)
+            EMPIC_DIE("a histogram message of %zu ints exceeds its buffer of %zu", count,
+                      S->each);
+        const unsigned blocks = gpu_blocks(2 * count, 256);
+        /* the first line down, the last up; what comes from above past the last line, from
+         * below before the first */
+        k_hist_lines<<<blocks, 256, 0, g->stream>>>(t, axis, lo[axis], len,
+                                                    make_int2(first[axis], last[axis]), to_lo,
+                                                    to_hi, 0, make_int2(0, 0), cl->ncx, cl->ncy);
+        GPU_LAUNCHED(g, "k_hist_lines");
+        NCCL_CK(fn.group_start());
+        if (down >= 0)
+            NCCL_CK(fn.send(to_lo, count, ncclInt32, down, comm, g->stream));
+        if (up >= 0)
+            NCCL_CK(fn.send(to_hi, count, ncclInt32, up, comm, g->stream));
+        if (up >= 0)
+            NCCL_CK(fn.recv(from_hi, count, ncclInt32, up, comm, g->stream));
+        if (down >= 0)
+            NCCL_CK(fn.recv(from_lo, count, ncclInt32, down, comm, g->stream));
+        NCCL_CK(fn.group_end());
+        k_hist_lines<<<blocks, 256, 0, g->stream>>>(
+            t, axis, lo[axis], len, make_int2(first[axis] - 1, last[axis] + 1), from_lo,
+            from_hi, 1, make_int2(down >= 0, up >= 0), cl->ncx, cl->ncy);
+        GPU_LAUNCHED(g, "k_hist_lines");
+    }
+#else
+    (void)g, (void)cl, (void)mask;
 #endif
 }

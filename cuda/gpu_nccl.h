@@ -35,4 +35,22 @@ void gpu_nccl_halo(struct gpu_state *g, void *const a[3], int ncomp, int fold,
 void gpu_nccl_border(struct gpu_state *g, const int *which, int nsort, const size_t (*off)[5],
                      int up, int down);
 
+/* ==== The sort's migration histograms (gpu_sort.cu: hist_exchange, border_pass) ==== */
+
+/* clusters_hist_halo (species.c) on the device for the histograms of the species in `mask`
+ * (g->nccl set): per axis, x then y, the first and last line of this rank's clusters (along
+ * y with the x ring: the corners) packed for all those species into one message per
+ * neighbour, one NCCL group, the lines received unpacked; integer copies, so the tables end
+ * as the staged path's, entry for entry; in the stream, no wait. */
+void gpu_nccl_hist_halo(struct gpu_state *g, const clusters *cl, unsigned mask);
+
+/* Room for n int4 on the device and in pinned host memory (grown when n is larger, after
+ * the stream's work), and an event: border_pass's leaver counts, computed on the device and
+ * copied down, the event recorded after the copy. */
+typedef struct {
+    int4 *dev, *host;
+    cudaEvent_t ready;
+} gpu_nccl_counts;
+gpu_nccl_counts gpu_nccl_count_room(struct gpu_state *g, size_t n);
+
 #endif

@@ -16,8 +16,11 @@
  * launched before the host reads them, with the last step's list size, and a species whose
  * flags ask for a rearrangement or longer lists leaves them untouched and is sorted again
  * once the host has read them, so the GPU does not wait for the round trip. Over several
- * ranks the histograms around each rank's share come from its neighbours first, and each
- * shifted pass along a split axis also runs across the rank borders (border_pass). */
+ * ranks the histograms around each rank's share come from its neighbours first (staged:
+ * through the host; NCCL: on the device, the border counts copied down behind an event), and
+ * each shifted pass along a split axis also runs across the rank borders (border_pass); over
+ * NCCL the passes inside the rank along x are launched before the flags are read, the border
+ * passes after. */
 #include "gpu_internal.h"
 #include "cluster.h"
 
@@ -505,12 +508,18 @@ static void prepare_species(gpu_state *g, const pic_state *st, unsigned prep)
 }
 
 /* Several ranks: the neighbours' arrivals for sort_need, the histograms of the clusters
- * around this rank's share (clusters_hist_halo) for the species in `mask`, in one round trip
- * for all of them; they stay in h_hist for border_pass. */
+ * around this rank's share (clusters_hist_halo) for the species in `mask`. Staged: in one
+ * round trip through the host for all of them (they stay in h_hist for border_pass). NCCL:
+ * on the device, in the stream (gpu_nccl_hist_halo); border_counts_down then brings
+ * border_pass its counts. */
 static void hist_exchange(gpu_state *g, const pic_state *st, unsigned mask)
 {
     if (g->ranks == 1)
         return;
+    if (g->nccl) {
+        gpu_nccl_hist_halo(g, st->cl, mask);
+        return;
+    }
     const size_t n = (size_t)g->ncl * 9;
     for (int s = 0; s < g->nsp; s++)
         if ((mask >> s) & 1u)
@@ -523,6 +532,96 @@ static void hist_exchange(gpu_state *g, const pic_state *st, unsigned mask)
             GPU_CK(cudaMemcpyAsync(g->sp[s].hist, g->h_hist + s * n, n * sizeof(int),
                                    cudaMemcpyHostToDevice, g->stream));
         }
+}
+
+/* The border of this rank's share along `axis` that border_pass crosses: the axis' n
+ * clusters, this rank's [lo0, hi0) along it, the m rows (columns) o0 .. o0 + m across it, the
+ * ranks below and above; m = 0 when the axis is this rank's alone (no border pass). */
+typedef struct {
+    int axis, n, lo0, hi0, o0, m, up, down, ncx, ncy;
+} bgeom;
+
+static bgeom bgeom_of(const clusters *cl, int axis)
+{
+    bgeom b;
+    b.axis = axis;
+    b.n = axis ? cl->ncy : cl->ncx;
+    b.lo0 = axis ? cl->cy0 : cl->cx0;
+    b.hi0 = axis ? cl->cy1 : cl->cx1;
+    b.o0 = axis ? cl->cx0 : cl->cy0;
+    b.m = b.hi0 - b.lo0 == b.n ? 0 : (axis ? cl->cx1 : cl->cy1) - b.o0;
+    b.up = cl->nb[2 * axis + 1];
+    b.down = cl->nb[2 * axis];
+    b.ncx = cl->ncx;
+    b.ncy = cl->ncy;
+    return b;
+}
+
+/* The leavers across the border at row (column) o0 + o, from the summed histograms
+ * (sort_need): (my +1 leavers up, my -1 leavers down, the -1 leavers of the rank above's
+ * cluster, the +1 leavers of the rank below's); 0 toward a box edge. The same code on the
+ * host (staged) and the device (NCCL). */
+__host__ __device__ static int4 border_leavers(const int *hist, const bgeom &b, int o)
+{
+    int lv[4], su = 0, sd = 0, gu = 0, gd = 0;
+    const int w = b.o0 + o, lvp = b.axis ? 2 : 0; /* sort_need's +1 leavers */
+    const int at[4] = {b.hi0 - 1, b.hi0 % b.n, b.lo0, (b.lo0 + b.n - 1) % b.n};
+    int k[4];
+    for (int q = 0; q < 4; q++)
+        k[q] = b.axis ? w + at[q] * b.ncx : at[q] + w * b.ncx;
+    if (b.up >= 0) { /* my +1 leavers up, the -1 leavers of the rank above's cluster */
+        sort_need(hist, 0, k[0] % b.ncx, k[0] / b.ncx, b.ncx, b.ncy, lv);
+        su = lv[lvp];
+        sort_need(hist, 0, k[1] % b.ncx, k[1] / b.ncx, b.ncx, b.ncy, lv);
+        gu = lv[lvp + 1];
+    }
+    if (b.down >= 0) {
+        sort_need(hist, 0, k[2] % b.ncx, k[2] / b.ncx, b.ncx, b.ncy, lv);
+        sd = lv[lvp + 1];
+        sort_need(hist, 0, k[3] % b.ncx, k[3] / b.ncx, b.ncx, b.ncy, lv);
+        gd = lv[lvp];
+    }
+    return make_int4(su, sd, gu, gd);
+}
+
+/* The histogram tables of the species whose border counts are wanted (NULL: not wanted). */
+typedef struct {
+    const int *h[DECK_MAX_SPECIES];
+} khists;
+
+/* border_leavers of both axes for species blockIdx.y: at out + s (mx + my), the mx entries
+ * along x, then the my along y. */
+__global__ void k_border_leavers(const __grid_constant__ khists t, bgeom bx, bgeom by,
+                                 int4 *out)
+{
+    const int s = blockIdx.y, q = blockIdx.x * blockDim.x + threadIdx.x;
+    if (!t.h[s] || q >= bx.m + by.m)
+        return;
+    out[(size_t)s * (bx.m + by.m) + q] = q < bx.m ? border_leavers(t.h[s], bx, q)
+                                                  : border_leavers(t.h[s], by, q - bx.m);
+}
+
+/* NCCL: the border counts of the species in `mask` computed on the device from the
+ * exchanged histograms and copied down, the counts' event recorded (border_pass waits on
+ * it); after the flags' read-back, so that the host has those first. */
+static void border_counts_down(gpu_state *g, const pic_state *st, unsigned mask)
+{
+    if (g->ranks == 1 || !g->nccl || !mask)
+        return;
+    const bgeom bx = bgeom_of(st->cl, 0), by = bgeom_of(st->cl, 1);
+    const size_t per = (size_t)bx.m + by.m, n = per * g->nsp;
+    if (!per)
+        return;
+    const gpu_nccl_counts c = gpu_nccl_count_room(g, n);
+    khists t;
+    for (int s = 0; s < DECK_MAX_SPECIES; s++)
+        t.h[s] = s < g->nsp && ((mask >> s) & 1u) ? g->sp[s].hist : NULL;
+    k_border_leavers<<<dim3(gpu_blocks(per, 128), (unsigned)g->nsp), 128, 0, g->stream>>>(
+        t, bx, by, c.dev);
+    GPU_LAUNCHED(g, "k_border_leavers");
+    GPU_CK(cudaMemcpyAsync(c.host, c.dev, n * sizeof(int4), cudaMemcpyDeviceToHost,
+                           g->stream));
+    GPU_CK(cudaEventRecord(c.ready, g->stream));
 }
 
 /* The flags of every species to the host, in one copy (and the injection room with a moving
@@ -556,6 +655,7 @@ void gpu_sort_prepare(gpu_state *g, pic_state *st)
     hist_exchange(g, st, prep);
     prepare_species(g, st, prep);
     read_flags(g);
+    border_counts_down(g, st, prep);
     gpu_toc(g, t, PH_SORT);
     g->prepared = 1;
 }
@@ -592,12 +692,20 @@ static void border_pass(gpu_state *g, const pic_state *st, ksorts *all, const in
                         int nsort, int axis, size_t smem, long long *net)
 {
     const clusters *cl = st->cl;
-    const int n = axis ? cl->ncy : cl->ncx, lo0 = axis ? cl->cy0 : cl->cx0;
-    const int hi0 = axis ? cl->cy1 : cl->cx1, o0 = axis ? cl->cx0 : cl->cy0;
-    const int m = (axis ? cl->cx1 : cl->cy1) - o0, up = cl->nb[2 * axis + 1];
-    const int down = cl->nb[2 * axis], lvp = axis ? 2 : 0; /* sort_need's +1 leavers */
-    if (hi0 - lo0 == n)
+    const bgeom b = bgeom_of(cl, axis);
+    const int n = b.n, hi0 = b.hi0, m = b.m, up = b.up, down = b.down;
+    if (!m)
         return; /* the axis is this rank's alone */
+    const int4 *counts = NULL; /* NCCL: border_counts_down's, at counts + s per + along */
+    size_t per = 0, along = 0;
+    if (g->nccl) {
+        const gpu_nccl_counts c = gpu_nccl_count_room(g, 0);
+        GPU_CK(cudaEventSynchronize(c.ready)); /* the host's first need of them this step */
+        const int mx = bgeom_of(cl, 0).m;
+        per = (size_t)mx + bgeom_of(cl, 1).m;
+        along = axis ? (size_t)mx : 0;
+        counts = c.host;
+    }
     size_t cnt[DECK_MAX_SPECIES][4], off[DECK_MAX_SPECIES][5];
     for (int k = 0; k < nsort; k++) {
         const int s = which[k], idw = g->sp[s].idb;
@@ -615,24 +723,10 @@ static void border_pass(gpu_state *g, const pic_state *st, ksorts *all, const in
         size_t *c = cnt[k];
         c[0] = c[1] = c[2] = c[3] = 0;
         for (int o = 0; o < m; o++) {
-            int lv[4], su = 0, sd = 0, gu = 0, gd = 0;
-            const int xu = cluster_id(cl, axis ? o0 + o : hi0 - 1, axis ? hi0 - 1 : o0 + o);
-            const int ru = cluster_id(cl, axis ? o0 + o : hi0 % n, axis ? hi0 % n : o0 + o);
-            const int xd = cluster_id(cl, axis ? o0 + o : lo0, axis ? lo0 : o0 + o);
-            const int rd = cluster_id(cl, axis ? o0 + o : (lo0 + n - 1) % n,
-                                      axis ? (lo0 + n - 1) % n : o0 + o);
-            if (up >= 0) { /* my +1 leavers up, the -1 leavers of the rank above's cluster */
-                sort_need(hist, 0, xu % cl->ncx, xu / cl->ncx, cl->ncx, cl->ncy, lv);
-                su = lv[lvp];
-                sort_need(hist, 0, ru % cl->ncx, ru / cl->ncx, cl->ncx, cl->ncy, lv);
-                gu = lv[lvp + 1];
-            }
-            if (down >= 0) {
-                sort_need(hist, 0, xd % cl->ncx, xd / cl->ncx, cl->ncx, cl->ncy, lv);
-                sd = lv[lvp + 1];
-                sort_need(hist, 0, rd % cl->ncx, rd / cl->ncx, cl->ncx, cl->ncy, lv);
-                gd = lv[lvp];
-            }
+            const int4 v = counts ? counts[s * per + along + o] : border_leavers(hist, b, o);
+            const int w = b.o0 + o, su = v.x, sd = v.y, gu = v.z, gd = v.w;
+            const int xu = cluster_id(cl, axis ? w : hi0 - 1, axis ? hi0 - 1 : w);
+            const int xd = cluster_id(cl, axis ? w : b.lo0, axis ? b.lo0 : w);
             ht[o] = make_int4(xu, 0 << 8 | 1, (int)c[0], su);
             ht[m + o] = make_int4(xd, 1 << 8 | 2, (int)c[1], sd);
             ht[2 * m + o] = make_int4((int)c[2], gu, 0, 0);
@@ -693,9 +787,11 @@ static void border_pass(gpu_state *g, const pic_state *st, ksorts *all, const in
 }
 
 /* The four passes for the species of `all` (all.lcap set; which[k]: the species of
- * all.s[k]); over several ranks the shifted ones also across the borders (border_pass). */
+ * all.s[k]); over several ranks the shifted ones also across the borders (border_pass).
+ * Steps [from, to) of: pass 0, pass 1, the border along x, pass 2, pass 3, the border along
+ * y (0, 6: all of them). */
 static void launch_passes(gpu_state *g, const pic_state *st, ksorts *all, const int *which,
-                          int nsort, long long *net)
+                          int nsort, long long *net, int from, int to)
 {
     const int maxpairs = (g->ncx / 2) * g->ncy > (g->ncy / 2) * g->ncx ? (g->ncx / 2) * g->ncy
                                                                        : (g->ncy / 2) * g->ncx;
@@ -713,14 +809,17 @@ static void launch_passes(gpu_state *g, const pic_state *st, ksorts *all, const 
         smem = 0;
     }
     const int px = st->cl->periodic_x, py = st->cl->periodic_y;
-    for (int pass = 0; pass < 4; pass++) {
-        const int axis = pass / 2, first = pass % 2;
+    for (int step = from; step < to; step++) {
+        const int axis = step / 3, first = step % 3 == 1;
+        if (step % 3 == 2) {
+            if (g->ranks > 1)
+                border_pass(g, st, all, which, nsort, axis, smem, net);
+            continue;
+        }
         const int n = axis ? g->ncy : g->ncx, m = axis ? g->ncx : g->ncy;
         k_sort_pass<<<dim3((unsigned)(n / 2 * m), (unsigned)nsort), GPU_THREADS, smem,
                       g->stream>>>(*all, axis, first, n, g->ncx, axis ? py : px, g->own, 0, -1);
         GPU_LAUNCHED(g, "k_sort_pass");
-        if (first && g->ranks > 1)
-            border_pass(g, st, all, which, nsort, axis, smem, net);
     }
 }
 
@@ -738,9 +837,49 @@ static ksort ksort_of(gpu_state *g, int s)
     return k;
 }
 
+/* Decks with drops: the drops and the bookkeeping of the species `on` (drops[s]: species s
+ * drops particles), one read-back of their flags; then, from the second such sort on, the
+ * passes launched with the last step's list capacity (returned; 0: none launched) before
+ * the host has the flags: all four on one rank; over NCCL ranks the unshifted and the
+ * shifted pass along x, whose pairs lie inside this rank (the border passes need the
+ * counts, and every rank must send what its neighbours expect, so they wait for the
+ * flags); a species whose flags ask for more leaves them untouched (k_sort_pass). */
+static int sort_early(gpu_state *g, pic_state *st, const int *on, const int *drops,
+                      int window, long long *net)
+{
+    ksorts all;
+    memset(&all, 0, sizeof all);
+    int nsort = 0, which[DECK_MAX_SPECIES];
+    unsigned prep = 0, drop = 0;
+    for (int s = 0; s < g->nsp; s++) {
+        prep |= on[s] ? 1u << s : 0u;
+        drop |= drops[s] ? 1u << s : 0u;
+    }
+    flags_clear(g, prep, drop);
+    for (int s = 0; s < g->nsp; s++)
+        if (drops[s])
+            gpu_walls_drop(g, s, window);
+    hist_exchange(g, st, prep);
+    prepare_species(g, st, prep);
+    for (int s = 0; s < g->nsp; s++) {
+        if (!on[s])
+            continue;
+        which[nsort] = s;
+        all.s[nsort++] = ksort_of(g, s);
+    }
+    read_flags(g);
+    border_counts_down(g, st, prep);
+    if (g->spec_lcap <= 0 || (g->ranks > 1 && !g->nccl))
+        return 0;
+    all.lcap = g->spec_lcap;
+    launch_passes(g, st, &all, which, nsort, net, 0, g->ranks > 1 ? 2 : 6);
+    return g->spec_lcap;
+}
+
 /* Every mobile species (all after a window shift: their back column is dropped): the drops
  * and the bookkeeping of all species, one read-back of their flags, then each of the four
- * passes once for all the species that have leavers. */
+ * passes once for all the species that have leavers. Over several ranks every rank passes
+ * the same species to border_pass, in species order (NCCL pairs the messages in order). */
 void gpu_sort(void *ctx, pic_state *st, int window, long long *dropped)
 {
     gpu_state *g = (gpu_state *)ctx;
@@ -750,55 +889,32 @@ void gpu_sort(void *ctx, pic_state *st, int window, long long *dropped)
     long long net[DECK_MAX_SPECIES] = {0}; /* particles sent to other ranks less received */
     for (int s = 0; s < g->nsp; s++) {
         on[s] = g->sp[s].mobile || window;
-        drops[s] = 0;
+        drops[s] = on[s] && !g->prepared && (g->sp[s].absorbing || window);
         g->dropped[s] = 0;
     }
     g->room_valid = 0;
-    if (!g->prepared) {
-        /* particles that left through an absorbing wall (or the back of a moving window) go
-         * first; flags[3] counts them */
-        ksorts all;
-        memset(&all, 0, sizeof all);
-        int nsort = 0, which[DECK_MAX_SPECIES];
-        unsigned prep = 0, drop = 0;
-        for (int s = 0; s < g->nsp; s++) {
-            drops[s] = on[s] && (g->sp[s].absorbing || window);
-            prep |= on[s] ? 1u << s : 0u;
-            drop |= drops[s] ? 1u << s : 0u;
-        }
-        flags_clear(g, prep, drop);
-        for (int s = 0; s < g->nsp; s++)
-            if (drops[s])
-                gpu_walls_drop(g, s, window);
-        hist_exchange(g, st, prep);
-        prepare_species(g, st, prep);
-        for (int s = 0; s < g->nsp; s++) {
-            if (!on[s])
-                continue;
-            which[nsort] = s;
-            all.s[nsort++] = ksort_of(g, s);
-        }
-        read_flags(g);
-        if (g->spec_lcap > 0 && g->ranks == 1) { /* ranks: the counts first (border_pass) */
-            spec = all.lcap = g->spec_lcap;
-            launch_passes(g, st, &all, which, nsort, net);
-        }
-    }
+    if (!g->prepared)
+        spec = sort_early(g, st, on, drops, window, net);
     GPU_CK(cudaEventSynchronize(g->flags_ready));
-    ksorts all;
+    /* all: the species sorted now; redo (over ranks, after early passes): those whose
+     * early passes 0 and 1 did nothing, to run them before the rest */
+    ksorts all, redo;
     memset(&all, 0, sizeof all);
-    int nsort = 0, most = 0, relaid = 0, which[DECK_MAX_SPECIES];
+    memset(&redo, 0, sizeof redo);
+    int nsort = 0, nredo = 0, most = 0, relaid = 0, which[DECK_MAX_SPECIES];
+    int rwhich[DECK_MAX_SPECIES];
     for (int s = 0; s < g->nsp; s++) {
         if (!on[s])
             continue;
         gpu_species *d = &g->sp[s];
         const int *hf = g->h_flags + 4 * s;
+        const int early = spec > 0 && hf[0] == 0 && hf[1] <= spec; /* sorted by them */
         if (drops[s])
             g->dropped[s] = hf[3];
         gpu_sort_errors(g, st, s);
         most = hf[1] > most ? hf[1] : most;
-        if (hf[0] == 0 && hf[1] <= spec && (spec > 0 || g->ranks == 1))
-            continue; /* sorted by the passes launched already (or nothing to sort) */
+        if (early && g->ranks == 1)
+            continue; /* sorted by the passes launched already */
         if (hf[0] > 0) { /* a cluster would overflow: global rearrangement first */
             int *need = (int *)empic_alloc((size_t)nc * sizeof(int), "sort table");
             GPU_CK(cudaMemcpy(need, d->need, (size_t)nc * sizeof(int), cudaMemcpyDeviceToHost));
@@ -812,9 +928,16 @@ void gpu_sort(void *ctx, pic_state *st, int window, long long *dropped)
         which[nsort] = s;
         all.s[nsort++] = ksort_of(g, s);
         all.lcap = hf[1] > all.lcap ? hf[1] : all.lcap;
+        if (spec > 0 && !early && g->ranks > 1) { /* its passes 0 and 1 again */
+            rwhich[nredo] = s;
+            redo.s[nredo++] = ksort_of(g, s);
+            redo.lcap = hf[1] > redo.lcap ? hf[1] : redo.lcap;
+        }
     }
+    if (nredo > 0)
+        launch_passes(g, st, &redo, rwhich, nredo, net, 0, 2);
     if (nsort > 0)
-        launch_passes(g, st, &all, which, nsort, net);
+        launch_passes(g, st, &all, which, nsort, net, spec > 0 && g->ranks > 1 ? 2 : 0, 6);
     if (!g->prepared) {
         /* next step's lists: room for some growth, within the shared memory of one block */
         const int want = most + most / 4 + 32;
