@@ -512,14 +512,8 @@ static void prepare_species(gpu_state *g, const pic_state *st, unsigned prep)
  * round trip through the host for all of them (they stay in h_hist for border_pass). NCCL:
  * on the device, in the stream (gpu_nccl_hist_halo); border_counts_down then brings
  * border_pass its counts. */
-static void hist_exchange(gpu_state *g, const pic_state *st, unsigned mask)
+static void staged_hist_exchange(gpu_state *g, const pic_state *st, unsigned mask)
 {
-    if (g->ranks == 1)
-        return;
-    if (g->nccl) {
-        gpu_nccl_hist_halo(g, st->cl, mask);
-        return;
-    }
     const size_t n = (size_t)g->ncl * 9;
     for (int s = 0; s < g->nsp; s++)
         if ((mask >> s) & 1u)
@@ -532,6 +526,18 @@ static void hist_exchange(gpu_state *g, const pic_state *st, unsigned mask)
             GPU_CK(cudaMemcpyAsync(g->sp[s].hist, g->h_hist + s * n, n * sizeof(int),
                                    cudaMemcpyHostToDevice, g->stream));
         }
+}
+
+static void hist_exchange(gpu_state *g, const pic_state *st, unsigned mask)
+{
+    if (g->ranks == 1)
+        return;
+    const int ex = gpu_exchange_begin(g);
+    if (g->nccl)
+        gpu_nccl_hist_halo(g, st->cl, mask);
+    else
+        staged_hist_exchange(g, st, mask);
+    gpu_exchange_end(g, ex);
 }
 
 /* The border of this rank's share along `axis` that border_pass crosses: the axis' n
