@@ -513,3 +513,102 @@ void gpu_nccl_hist_halo(gpu_state *g, const clusters *cl, unsigned mask)
     (void)g, (void)cl, (void)mask;
 #endif
 }
+
+/* ==== The moving window: the PML memories' border column (gpu_window.cu) ========= */
+
+#ifdef EMPIC_NCCL
+/* Column `col` of the layers as layer_column (fbnd.c) walks it: layer l's rows [jlo, jlo +
+ * cnt) (an x layer: all of [j0, j1) when col is one of its columns, else none; a y layer:
+ * those of [j0, j1) inside it), its four arrays' runs one after the other from at[l] of the
+ * message. */
+typedef struct {
+    float *p[4][4];
+    int axis[4], first[4], n[4], len[4], jlo[4], cnt[4];
+    size_t at[4];
+    int col, nlayers;
+    size_t total;
+} psi_column;
+
+static psi_column psi_column_of(const gpu_state *g, int col)
+{
+    psi_column c;
+    memset(&c, 0, sizeof c);
+    c.col = col;
+    c.nlayers = g->nlayers;
+    for (int l = 0; l < g->nlayers; l++) {
+        const gpu_layer *L = &g->layer[l];
+        int lo = g->j0, hi = g->j1;
+        if (L->axis == 0 && (col < L->first || col >= L->first + L->n))
+            hi = lo;
+        else if (L->axis == 1) {
+            lo = L->first > lo ? L->first : lo;
+            hi = L->first + L->n < hi ? L->first + L->n : hi;
+        }
+        for (int m = 0; m < 4; m++)
+            c.p[l][m] = L->psi[m];
+        c.axis[l] = L->axis, c.first[l] = L->first, c.n[l] = L->n, c.len[l] = L->len;
+        c.jlo[l] = lo;
+        c.cnt[l] = hi > lo ? hi - lo : 0;
+        c.at[l] = c.total;
+        c.total += 4 * (size_t)c.cnt[l];
+    }
+    return c;
+}
+
+/* Entry t of the column's message to msg (out) or from it, as layer_column's copies. */
+__global__ void k_psi_column(const psi_column c, float *msg, int out)
+{
+    for (size_t t = blockIdx.x * (size_t)blockDim.x + threadIdx.x; t < c.total;
+         t += (size_t)gridDim.x * blockDim.x) {
+        int l = 0;
+        while (t >= c.at[l] + 4 * (size_t)c.cnt[l]) /* a layer without entries is passed */
+            l++;
+        const size_t q = t - c.at[l];
+        const int m = (int)(q / c.cnt[l]), j = c.jlo[l] + (int)(q % c.cnt[l]);
+        float *p = c.p[l][m] + (c.axis[l] == 0
+                                    ? (size_t)j * c.n[l] + (size_t)(c.col - c.first[l])
+                                    : (size_t)(j - c.first[l]) * c.len[l] + (size_t)c.col);
+        if (out)
+            msg[t] = *p;
+        else
+            *p = msg[t];
+    }
+}
+#endif
+
+void gpu_nccl_psi_column(gpu_state *g)
+{
+#ifdef EMPIC_NCCL
+    const int left = g->nb[SIDE_XMIN], right = g->nb[SIDE_XMAX];
+    /* fbnd_shift_exchange sends when left >= 0 and i0 > 0; the rank on the right does so
+     * exactly when right >= 0 and i1 < nx (its i0 is this rank's i1, or 0 across a periodic
+     * side), with the same rows [j0, j1) and column i1 - 1: the same count */
+    const psi_column out = psi_column_of(g, g->i0 - 1), in = psi_column_of(g, g->i1 - 1);
+    const size_t nout = left >= 0 && g->i0 > 0 ? out.total : 0;
+    const size_t nin = right >= 0 && g->i1 < g->nx ? in.total : 0;
+    if (!nout && !nin)
+        return;
+    const size_t room = 2 * g->nccl->each; /* the halo's areas to - and + / from - and + */
+    if ((nout > nin ? nout : nin) * sizeof(float) > room)
+        EMPIC_DIE("a PML column of %zu bytes exceeds its buffer of %zu",
+                  (nout > nin ? nout : nin) * sizeof(float), room);
+    float *to = (float *)g->nccl->buf, *from = (float *)(g->nccl->buf + room);
+    if (nout) {
+        k_psi_column<<<gpu_blocks(nout, 256), 256, 0, g->stream>>>(out, to, 1);
+        GPU_LAUNCHED(g, "k_psi_column");
+    }
+    ncclComm_t comm = g->nccl->comm;
+    NCCL_CK(fn.group_start());
+    if (nout)
+        NCCL_CK(fn.send(to, nout, ncclFloat, left, comm, g->stream));
+    if (nin)
+        NCCL_CK(fn.recv(from, nin, ncclFloat, right, comm, g->stream));
+    NCCL_CK(fn.group_end());
+    if (nin) {
+        k_psi_column<<<gpu_blocks(nin, 256), 256, 0, g->stream>>>(in, from, 0);
+        GPU_LAUNCHED(g, "k_psi_column");
+    }
+#else
+    (void)g;
+#endif
+}

@@ -53,4 +53,15 @@ typedef struct {
 } gpu_nccl_counts;
 gpu_nccl_counts gpu_nccl_count_room(struct gpu_state *g, size_t n);
 
+/* ==== The moving window: the PML memories' border column (gpu_window.cu) ==== */
+
+/* fbnd_shift_exchange (src/state/fbnd.c) on the device (g->nccl set), after k_shift_psi: of
+ * every layer's four psi arrays, column i0 - 1 (layer_column's entries, in its order: layer
+ * after layer, array after array, rows [j0, j1) the layer holds) packed and sent to the rank
+ * on the left (when there is one and i0 > 0), column i1 - 1 received from the rank on the
+ * right and unpacked, one message each way in one NCCL group, in the stream. Both sides know
+ * the count from the layers' geometry (x neighbours share the rows); no message when it is
+ * 0. */
+void gpu_nccl_psi_column(struct gpu_state *g);
+
 #endif

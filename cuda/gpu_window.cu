@@ -173,8 +173,11 @@ void gpu_window_shift(void *ctx, pic_state *st)
         }
         k_shift_psi<<<dim3((unsigned)most, 4, (unsigned)g->nlayers), 256, 0, g->stream>>>(a);
         GPU_LAUNCHED(g, "k_shift_psi");
-        if (g->ranks > 1) { /* the layers' last column from the rank on the right: the
-                               host's exchange on host copies (the memories are thin strips) */
+        if (g->ranks > 1 && g->nccl) { /* the layers' last column from the rank on the
+                                          right, device to device (gpu_nccl.cu) */
+            gpu_nccl_psi_column(g);
+        } else if (g->ranks > 1) { /* the same: the host's exchange on host copies (the
+                                      memories are thin strips) */
             GPU_CK(cudaStreamSynchronize(g->stream));
             gpu_fbnd_fetch(g, st);
             fbnd_shift_exchange(st->f);
