@@ -393,6 +393,11 @@ void gpu_inject(void *ctx, pic_state *st, species *col, const int *add)
             sure = add[s * (ncy + 1) + cy] <= g->h_room[s * ncy + cy];
     }
     g->room_valid = 0;
+    if (!total) { /* nothing to inject (ranks without the front column, a vacuum front):
+                     no wait on the last upload, no read-back of the room */
+        st->phase_s[PH_SORT] += host_seconds() - t0;
+        return;
+    }
     if (sure)
         GPU_CK(cudaEventSynchronize(g->stage_done)); /* the last upload has left h_stage */
     else
