@@ -252,6 +252,30 @@ __global__ void k_band_unpack(arrays3<T> a, int stride, int nr, int nc, int2 lo,
 /* One axis of the exchange for arrays of T: pack the bands sent toward - and + (at send[0],
  * send[1]), one NCCL group, unpack what came from - and + into the bands at recv[0], recv[1];
  * bands of nr x nc entries. */
+
+/* One NCCL group with the two neighbours along an axis: to_lo goes to the rank below (lo),
+ * to_hi to the rank above (hi); from_hi comes from above, from_lo from below (count
+ * elements of `type` each; a side without a neighbour, -1, sends and takes nothing). Sends
+ * are issued [down, up] and receives [from above, from below]: NCCL pairs the messages
+ * between two ranks in issue order, and with two ranks on a periodic axis both neighbours
+ * are the same rank, whose first receive (from its upper side: this rank) must meet this
+ * rank's first send (down). */
+static void swap_sides(gpu_state *g, void *to_lo, void *to_hi, void *from_lo, void *from_hi,
+                       size_t count, ncclDataType_t type, int lo, int hi)
+{
+    ncclComm_t comm = g->nccl->comm;
+    NCCL_CK(fn.group_start());
+    if (lo >= 0)
+        NCCL_CK(fn.send(to_lo, count, type, lo, comm, g->stream));
+    if (hi >= 0)
+        NCCL_CK(fn.send(to_hi, count, type, hi, comm, g->stream));
+    if (hi >= 0)
+        NCCL_CK(fn.recv(from_hi, count, type, hi, comm, g->stream));
+    if (lo >= 0)
+        NCCL_CK(fn.recv(from_lo, count, type, lo, comm, g->stream));
+    NCCL_CK(fn.group_end());
+}
+
 template <typename T>
 static void exchange(gpu_state *g, void *const a[3], int ncomp, int axis, int nr, int nc,
                      const int2 send[2], const int2 recv[2], int fold)
@@ -272,17 +296,7 @@ static void exchange(gpu_state *g, void *const a[3], int ncomp, int axis, int nr
     k_band_pack<T><<<blocks, 256, 0, g->stream>>>(arr, g->stride, nr, nc, send[0], send[1],
                                                    to_lo, to_hi, fold);
     GPU_LAUNCHED(g, "k_band_pack");
-    ncclComm_t comm = g->nccl->comm;
-    NCCL_CK(fn.group_start());
-    if (lo >= 0)
-        NCCL_CK(fn.send(to_lo, bytes, ncclChar, lo, comm, g->stream));
-    if (hi >= 0)
-        NCCL_CK(fn.send(to_hi, bytes, ncclChar, hi, comm, g->stream));
-    if (hi >= 0)
-        NCCL_CK(fn.recv(from_hi, bytes, ncclChar, hi, comm, g->stream));
-    if (lo >= 0)
-        NCCL_CK(fn.recv(from_lo, bytes, ncclChar, lo, comm, g->stream));
-    NCCL_CK(fn.group_end());
+    swap_sides(g, to_lo, to_hi, from_lo, from_hi, bytes, ncclChar, lo, hi);
     k_band_unpack<T><<<blocks, 256, 0, g->stream>>>(arr, g->stride, nr, nc, recv[0], recv[1],
                                                      from_lo, from_hi, lo >= 0, hi >= 0, fold);
     GPU_LAUNCHED(g, "k_band_unpack");
@@ -477,7 +491,6 @@ void gpu_nccl_hist_halo(gpu_state *g, const clusters *cl, unsigned mask)
     const int first[2] = {cl->cx0, cl->cy0}, last[2] = {cl->cx1 - 1, cl->cy1 - 1};
     int *to_lo = S->buf, *to_hi = S->buf + S->each, *from_lo = S->buf + 2 * S->each;
     int *from_hi = S->buf + 3 * S->each;
-    ncclComm_t comm = g->nccl->comm;
     for (int axis = 0; axis < 2 && t.n; axis++) {
         const int down = cl->nb[2 * axis], up = cl->nb[2 * axis + 1];
         if ((down == g->rank && up == g->rank) || (down < 0 && up < 0))
@@ -494,16 +507,7 @@ void gpu_nccl_hist_halo(gpu_state *g, const clusters *cl, unsigned mask)
                                                     make_int2(first[axis], last[axis]), to_lo,
                                                     to_hi, 0, make_int2(0, 0), cl->ncx, cl->ncy);
         GPU_LAUNCHED(g, "k_hist_lines");
-        NCCL_CK(fn.group_start());
-        if (down >= 0)
-            NCCL_CK(fn.send(to_lo, count, ncclInt32, down, comm, g->stream));
-        if (up >= 0)
-            NCCL_CK(fn.send(to_hi, count, ncclInt32, up, comm, g->stream));
-        if (up >= 0)
-            NCCL_CK(fn.recv(from_hi, count, ncclInt32, up, comm, g->stream));
-        if (down >= 0)
-            NCCL_CK(fn.recv(from_lo, count, ncclInt32, down, comm, g->stream));
-        NCCL_CK(fn.group_end());
+        swap_sides(g, to_lo, to_hi, from_lo, from_hi, count, ncclInt32, down, up);
         k_hist_lines<<<blocks, 256, 0, g->stream>>>(
             t, axis, lo[axis], len, make_int2(first[axis] - 1, last[axis] + 1), from_lo,
             from_hi, 1, make_int2(down >= 0, up >= 0), cl->ncx, cl->ncy);
