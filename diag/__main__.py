@@ -37,6 +37,14 @@ def cmd_info(args):
         m = " ".join(k + ("(%s)" % ",".join(c) if c else "") for k, c in sorted(meshes.items()))
         p = " ".join("%s(%d)" % kv for kv in sorted(species.items()))
         print("dump %d t=%.6g meshes: %s; particles: %s" % (it, t, m or "none", p or "none"))
+    if read.list_iterations(d):
+        try:
+            for k, comps in read.list_fields(d).items():
+                print("mesh %s %s" % (k, " ".join(comps)))
+        except FileNotFoundError:
+            pass
+        for s in read.list_species(d):
+            print("species %s" % s)
     for name in ("energy.csv", "timing.json"):
         if os.path.isfile(os.path.join(d, name)):
             print("found %s" % name)
