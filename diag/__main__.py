@@ -23,18 +23,30 @@ def _png(args, name):
 
 
 def cmd_info(args):
-    its = read.list_iterations(args.outdir)
+    """Every dump with its time and contents; damaged ones marked (and rc 1)."""
+    d = args.outdir
+    its = read.list_dumps(d)
     print("dumps: %s" % (" ".join(map(str, its)) or "none"))
-    if its:
+    for it in its:
+        why = read.dump_problem(read.dump_path(d, it))
+        if why is not None:
+            print("dump %d DAMAGED: %s (%s)" % (it, read.dump_path(d, it), why))
+            args.rc = 1
+            continue
+        t, meshes, species = read.dump_contents(d, it)
+        m = " ".join(k + ("(%s)" % ",".join(c) if c else "") for k, c in sorted(meshes.items()))
+        p = " ".join("%s(%d)" % kv for kv in sorted(species.items()))
+        print("dump %d t=%.6g meshes: %s; particles: %s" % (it, t, m or "none", p or "none"))
+    if read.list_iterations(d):
         try:
-            for k, comps in read.list_fields(args.outdir).items():
+            for k, comps in read.list_fields(d).items():
                 print("mesh %s %s" % (k, " ".join(comps)))
         except FileNotFoundError:
             pass
-        for s in read.list_species(args.outdir):
+        for s in read.list_species(d):
             print("species %s" % s)
     for name in ("energy.csv", "timing.json"):
-        if os.path.isfile(os.path.join(args.outdir, name)):
+        if os.path.isfile(os.path.join(d, name)):
             print("found %s" % name)
     return []
 
@@ -229,13 +241,18 @@ def cmd_summary(args):
                 g = None
         out.append(plot.energy_history(en, _png(args, "energy"), None, g, u))
     if os.path.isfile(os.path.join(d, "timing.json")):
-        out += cmd_timing(args)
+        try:
+            out += cmd_timing(args)
+        except (ValueError, KeyError, TypeError) as e:
+            read.note("%s is damaged (%s): skipped" % (os.path.join(d, "timing.json"), e))
     try:
         it = meaningful_dump(d)
         fields = read.list_fields(d, it) if it is not None else {}
     except (FileNotFoundError, KeyError):
         fields, it = {}, None
-    if fields:
+    if not fields:
+        read.note("no dump with meshes: no field maps")
+    else:
         maps = []
         if "z" in fields.get("E", []) and np.any(read.read_field(d, "E", "z", it).data != 0):
             maps.append(("E", "z"))
@@ -253,7 +270,9 @@ def cmd_summary(args):
             out.append(plot.field_map(fld, _png(args, "field_%s_%08d" % (fld.name, fld.step)),
                                       u))
     species = read.list_species(d)
-    if species:
+    if not species:
+        read.note("no dump with particles: no phase space or spectrum")
+    else:
         p = read.read_particles(d, species[0])
         out.append(plot.phase_space(p, _png(args, "phase_%s_%08d" % (p.species, p.step)),
                                     units=u))
@@ -356,13 +375,14 @@ def main(argv=None, prog=None):
         args.c = None
     try:
         files = args.fn(args)
+        rc = getattr(args, "rc", 0)
     except (FileNotFoundError, KeyError, OSError, ValueError) as e:
         msg = e.args[0] if isinstance(e, KeyError) and e.args else e
         print("diag: %s" % msg, file=sys.stderr)
         return 1
     for f in files:
         print(f)
-    return 0
+    return rc
 
 
 if __name__ == "__main__":

@@ -15,7 +15,12 @@ def field_movie(outdir, q, c, plots, units=Units(False), fps=5.0, vmin=None, vma
                 log=False, cmap=None):
     """Frames plots/movie_<name>/frame_NNNN.png of mesh q (component c) at every dump with
     meshes, and plots/movie_<name>.mp4 (or .gif); returns the files written."""
-    its = [it for it in read.list_iterations(outdir) if read.list_fields(outdir, it)]
+    its = []
+    for it in read.list_iterations(outdir):
+        if read.list_fields(outdir, it):
+            its.append(it)
+        else:
+            read.note("dump %d has no meshes: not in the movie" % it)
     if not its:
         raise FileNotFoundError("no field dumps in %s" % read.data_dir(outdir))
     fields = [read.read_field(outdir, q, c, it) for it in its]

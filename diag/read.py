@@ -10,6 +10,7 @@ requires unitSI = 1) and the per-real-particle momentum p = m u are converted ba
 import json
 import os
 import re
+import sys
 from dataclasses import dataclass, field
 
 import h5py
@@ -33,13 +34,82 @@ def data_dir(outdir):
     return d if os.path.isdir(d) else outdir
 
 
-def list_iterations(outdir):
-    """Sorted steps of the complete dumps (data%08d.h5; temporary files are ignored)."""
+def note(msg):
+    """One line on stderr about something skipped."""
+    print("diag: %s" % msg, file=sys.stderr)
+
+
+_checked = {}   # (path, size, mtime) -> None or why the dump cannot be read
+_noted = set()  # damaged dumps already named on stderr
+
+
+def _probe(path):
+    """None if every group and dataset of the dump opens and a first element reads."""
+    def touch(name, obj):
+        if isinstance(obj, h5py.Dataset) and obj.size:
+            obj[(0,) * obj.ndim] if obj.ndim else obj[()]
+        dict(obj.attrs)
+    try:
+        with h5py.File(path, "r") as f:
+            for it in f["data"]:
+                f["data"][it].visititems(touch)
+        return None
+    except Exception as e:  # h5py raises OSError, KeyError, RuntimeError, ValueError...
+        return "%s" % (e.args[0] if e.args else type(e).__name__)
+
+
+def dump_problem(path):
+    """Why the dump at path cannot be read (truncated, corrupt), or None."""
+    try:
+        st = os.stat(path)
+    except OSError as e:
+        return str(e)
+    key = (path, st.st_size, st.st_mtime_ns)
+    if key not in _checked:
+        _checked[key] = _probe(path)
+    return _checked[key]
+
+
+def list_dumps(outdir):
+    """Sorted steps of every dump file (data%08d.h5; temporary files are ignored)."""
     d = data_dir(outdir)
     if not os.path.isdir(d):
         return []
-    steps = [int(m.group(1)) for m in map(_DUMP_RE.match, os.listdir(d)) if m]
-    return sorted(steps)
+    return sorted(int(m.group(1)) for m in map(_DUMP_RE.match, os.listdir(d)) if m)
+
+
+def list_iterations(outdir):
+    """Sorted steps of the readable dumps; a damaged one is named once on stderr and left
+    out."""
+    its = []
+    for it in list_dumps(outdir):
+        path = dump_path(outdir, it)
+        why = dump_problem(path)
+        if why is None:
+            its.append(it)
+        elif path not in _noted:
+            _noted.add(path)
+            note("%s is damaged (%s): skipped" % (path, why))
+    return its
+
+
+def dump_contents(outdir, it):
+    """(time, {record: [components]}, {species: particle count}) of one dump."""
+    with h5py.File(dump_path(outdir, it), "r") as f:
+        g = f["data/%d" % it]
+        t = float(g.attrs.get("time", np.nan))
+        meshes, species = {}, {}
+        if _has(f, it, "meshes"):
+            m = _group(f, it, "meshes")
+            meshes = {k: (sorted(m[k].keys()) if isinstance(m[k], h5py.Group) else [])
+                      for k in m.keys()}
+        if _has(f, it, "particles"):
+            p = _group(f, it, "particles")
+            for s in p.keys():
+                w = p[s].get("weighting")
+                species[s] = int(w.shape[0]) if isinstance(w, h5py.Dataset) else \
+                    int(w.attrs.get("shape", [0])[0]) if w is not None else 0
+        return t, meshes, species
 
 
 def dump_path(outdir, it):
@@ -78,10 +148,18 @@ def _group(f, it, what):
     return base[path]
 
 
+def _has(f, it, what):
+    base = f["data/%d" % it]
+    return _str(f.attrs.get(what + "Path", what + "/")).strip("/") in base
+
+
 def list_fields(outdir, it=None):
-    """{record: [components]} of a dump's meshes ([] for scalar records)."""
+    """{record: [components]} of a dump's meshes ([] for scalar records; {} for a dump
+    without meshes)."""
     it = _resolve_it(outdir, it, "meshes")
     with h5py.File(dump_path(outdir, it), "r") as f:
+        if not _has(f, it, "meshes"):
+            return {}
         m = _group(f, it, "meshes")
         return {k: (sorted(m[k].keys()) if isinstance(m[k], h5py.Group) else [])
                 for k in m.keys()}

@@ -136,7 +136,7 @@ def test_xdmf_references(run):
     assert "series.xmf" in xmfs
     assert len([f for f in xmfs if f.startswith("data")]) == len(dumps(run))
     assert sorted(f for f in xmfs if f.startswith("series_")) == [
-        "series_fields_node.xmf", "series_fields_xhalf.xmf", "series_fields_xyhalf.xmf",
+        "series_fields.xmf", "series_fields_node.xmf", "series_fields_xhalf.xmf", "series_fields_xyhalf.xmf",
         "series_fields_yhalf.xmf", "series_particles_electrons.xmf"]
     for name in xmfs:
         root = ET.parse(os.path.join(d, name)).getroot()
@@ -160,12 +160,11 @@ def test_xdmf_references(run):
                 n = int(topo.get("NumberOfElements"))
                 assert all(int(di.get("Dimensions").split()[0]) == n
                            for di in grid.iter("DataItem"))
-    # one temporal collection per block (staggering or species), the dumps in time order
+    # one temporal collection per block (the fields, each species), every dump in time order
     series = ET.parse(os.path.join(d, "series.xmf")).getroot()
     temporal = [g for g in series.iter("Grid") if g.get("CollectionType") == "Temporal"]
     names = [g.get("Name") for g in temporal]
-    assert names == ["fields_node", "fields_xhalf", "fields_yhalf", "fields_xyhalf",
-                     "particles_electrons"]
+    assert names == ["fields", "particles_electrons"]
     for g in temporal:
         steps = [c for c in g if c.tag == "Grid"]
         assert all(c.get("Name") == g.get("Name") for c in steps)

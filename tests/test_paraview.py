@@ -5,7 +5,9 @@ fields-only dump, fields + particles dumps, tracks dumps and both series; pvpyth
 (Debian's python3-paraview, installed by tools/install-deps) reads them with the legacy
 XDMF reader, both Xdmf3 readers and OpenDataFile's choice (tests/paraview_read.py), and the
 blocks it returns are compared with the openPMD files: arrays, staggered node positions,
-values, particle counts, positions and ids, block names that stay the same at every time."""
+values, particle counts, positions and ids, block names that stay the same at every time.
+The first domain's "fields" block holds every component on the node grid; the exact
+staggered points are checked in series_fields_<class>.xmf."""
 
 import json
 import os
@@ -70,6 +72,8 @@ def run(tmp_path_factory):
              out / "data" / "series.xmf",
              out / "tracks" / "series.xmf",
              out / "data" / "series_fields_yhalf.xmf",        # one block alone, for VisIt
+             out / "data" / "series_fields_xyhalf.xmf",
+             out / "data" / "series_fields.xmf",
              out / "data" / "series_particles_electrons.xmf"]
     for f in files:
         assert f.is_file(), f
@@ -90,11 +94,12 @@ def h5_for(xmf, t):
     return os.path.join(os.path.dirname(xmf), "%s%08d.h5" % (series, step)), step
 
 
-def check_field_block(block, f, step):
+def check_field_block(block, f, step, staggered):
+    """staggered: each array at its Yee point; else every array on the node grid."""
     meshes = f["data/%d/meshes" % step]
     for name, values in block["arrays"].items():
         ds = meshes[name] if name.startswith("rho") else meshes[name[0]][name[1]]
-        py, px = ds.attrs["position"]
+        py, px = ds.attrs["position"] if staggered else (0.0, 0.0)
         off = meshes[name[0]].attrs["gridGlobalOffset"] if not name.startswith("rho") \
             else ds.attrs["gridGlobalOffset"]
         x = off[1] + (np.arange(NX) + px) * DX
@@ -132,22 +137,34 @@ def test_every_xmf_opens_with_fields_and_particles_in_place(run, kind):
         for st in got["steps"]:
             h5, step = h5_for(xmf, st["time"])
             with h5py.File(h5, "r") as f:
-                meshes = "meshes" in f["data/%d" % step]
-                parts = "particles" in f["data/%d" % step]
+                g = f["data/%d" % step]  # a dump without them has empty groups
+                meshes = "meshes" in g and len(g["meshes"]) > 0
+                parts = "particles" in g and len(g["particles"]) > 0
                 fields = [b for b in st["blocks"] if b["type"] == "vtkRectilinearGrid"]
-                clouds = [b for b in st["blocks"] if b["type"] == "vtkUnstructuredGrid"]
+                clouds = [b for b in st["blocks"] if b["type"] == "vtkUnstructuredGrid"
+                          and b["npoints"]]
+                empty = [b for b in st["blocks"] if b["type"] == "vtkUnstructuredGrid"
+                         and not b["npoints"]]
                 block = os.path.basename(xmf)[len("series_"):-len(".xmf")] \
                     if os.path.basename(xmf).startswith("series_") else None
                 n_fields = 0 if not meshes or (block and block.startswith("particles")) \
-                    else (1 if block else 4)
+                    else 1
                 n_clouds = 0 if not parts or (block and block.startswith("fields")) else 1
                 assert len(fields) == n_fields, (xmf, step, kind)
                 assert len(clouds) == n_clouds, (xmf, step, kind)
+                # the Xdmf3 readers see every block of the series at every time, an empty
+                # cloud where the dump lacks it; the legacy reader leaves those out
+                if kind != "legacy" and not block and "tracks" not in xmf:
+                    assert len(fields) + len(clouds) + len(empty) == 2, (xmf, step, kind)
+                assert not any(b["arrays"] for b in empty)
                 for b in fields:
                     names = set(b["arrays"])
-                    # each staggering is its own block (no grey merged box)
-                    assert names in STAGGER_BLOCKS.values(), names
-                    check_field_block(b, f, step)
+                    staggered = bool(block and block.startswith("fields_"))
+                    if staggered:  # one staggering class, at its own points
+                        assert names == STAGGER_BLOCKS[block], names
+                    else:          # every component in one block: none hides another
+                        assert names == set().union(*STAGGER_BLOCKS.values()), names
+                    check_field_block(b, f, step, staggered)
                 for b in clouds:
                     check_particle_block(b, f, step)
 
@@ -168,8 +185,7 @@ def test_legacy_block_names_are_stable(run):
     data = seen["legacy"][str(out / "data" / "series.xmf")]
     for st in data["steps"]:
         names = {b["name"]: set(b["arrays"]) for b in st["blocks"]}
-        for block, arrays in STAGGER_BLOCKS.items():
-            assert names[block] == arrays, (st["time"], names)
+        assert names["fields"] == set().union(*STAGGER_BLOCKS.values()), (st["time"], names)
         if round(st["time"] / DT) % 20 == 0:
             assert "particles_electrons" in names, names
     tracks = seen["legacy"][str(out / "tracks" / "series.xmf")]

@@ -392,10 +392,20 @@ static void write_file(h5w *w, const char *name, const output_frame *fr, const o
         return;
     char fmt[64];
     snprintf(fmt, sizeof fmt, "%s%%08T.h5", series(fr));
-    h5out_root_attrs(w, fmt, fr->fields, fr->particles, fr->d->name);
+    /* The same openPMD root attributes in every dump of the series (openPMD-viewer reads them
+     * from one file for all): meshesPath and particlesPath whenever the run dumps them at
+     * all, with an empty group in a dump without them (the standard wants the group behind
+     * a set path to exist). */
+    const int meshes = fr->fields || (!fr->tracks && fr->d->fields_every > 0);
+    const int parts = fr->particles || (!fr->tracks && fr->d->particles_every > 0);
+    h5out_root_attrs(w, fmt, meshes, parts, fr->d->name);
     hid_t data, it = h5out_iteration(w, &data, fr->step, fr->t, fr->d->dt, u->time);
     if (fr->fields)
         write_meshes(w, it, fr, u);
+    else if (meshes)
+        h5out_close(h5out_group(w, it, "meshes"), H5Gclose);
+    if (!fr->particles && parts)
+        h5out_close(h5out_group(w, it, "particles"), H5Gclose);
     if (fr->particles) {
         hid_t parts = h5out_group(w, it, "particles"), xg = h5out_group(w, w->file, "xdmf");
         for (int s = 0; s < fr->nspecies && !w->err; s++)

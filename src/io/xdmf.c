@@ -2,13 +2,23 @@
  *
  * Layout, chosen for what ParaView 5.11's readers accept:
  *   Domain / Grid "<run>" (Spatial) / Grid "<block>" (Temporal) / Grid "<block>" (Uniform,
- *   with its Time), one block per Yee staggering class (fields_node, fields_xhalf,
- *   fields_yhalf, fields_xyhalf) and per species (particles_<name>).
+ *   with its Time): one block "fields" (every mesh component on the node grid, the Yee
+ *   offset of each in its Information "position") and one per species of the series
+ *   (particles_<name>); then a second Domain "staggered" with one block per Yee staggering
+ *   class (fields_node, fields_xhalf, fields_yhalf, fields_xyhalf) at its exact points.
+ * - Every reader reads the first Domain only. Staggered grids in one dataset overlap, and a
+ *   block without the array being coloured is drawn in one solid colour on top of the
+ *   others; one fields grid carrying every component is drawn whole for any of them. The
+ *   staggered domain feeds DIR/series_fields_<class>.xmf.
  * - The legacy reader names its output blocks after the grids under the spatial collection,
  *   here the temporal collections, so the names do not change from dump to dump (it makes
  *   leaf names unique by appending [n]).
- * - A spatial collection of uniform grids is read by the Xdmf3 readers as the pieces of one
- *   dataset (the four staggerings drawn as one block); the temporal level keeps them apart.
+ * - The Xdmf3 readers (OpenDataFile's choice) flatten everything into the unnamed pieces of
+ *   one dataset, the non-empty leaves in order: every dump therefore has every block of its
+ *   series, an empty cloud (no points, no arrays) where it lacks one (fields at a
+ *   particle-only dump, a species without particles), so a block keeps its piece number.
+ *   The legacy reader reports the empty ones ("Error in Update() of Geometry": it cannot
+ *   allocate 0 points) and leaves them out.
  * - Xdmf3 reads neither X_Y geometry nor Function data items, and needs the connectivity of a
  *   Polyvertex topology (it crashes without): the particle clouds use XY geometry and a
  *   connectivity, both written by output.c in the dump's /xdmf group.
@@ -29,6 +39,8 @@
 const double XDMF_ST_POS[ST_COUNT][2] = {{0, 0}, {0, 0.5}, {0.5, 0}, {0.5, 0.5}};
 static const char *const ST_NAME[ST_COUNT] = {"fields_node", "fields_xhalf", "fields_yhalf",
                                               "fields_xyhalf"};
+#define ST_ALL ST_COUNT /* the "fields" block: every component on the node grid */
+#define EMPTY_MARK "NumberOfElements=\"0\"" /* in an empty block's text only */
 
 /* Markers the series writer relies on: a block opens with BLOCK_OPEN at three spaces of
  * indentation and closes with the first BLOCK_CLOSE after it (its content is indented more). */
@@ -48,12 +60,16 @@ static void data_item(FILE *x, const char *h5name, const out_item *it, const cha
             dims, it->ntype, it->precision, h5name, it->path);
 }
 
-static void attribute(FILE *x, const char *h5name, const out_item *it, const char *dims)
+static void attribute(FILE *x, const char *h5name, const out_item *it, const char *dims,
+                      int position)
 {
     fprintf(x, "     <Attribute Name=\"%s\" AttributeType=\"Scalar\" Center=\"Node\">\n",
             it->name);
     if (it->units[0])
         fprintf(x, "      <Information Name=\"units\" Value=\"%s\"/>\n", it->units);
+    if (position) /* the Yee offset in cells, (x, y) */
+        fprintf(x, "      <Information Name=\"position\" Value=\"%g %g\"/>\n",
+                XDMF_ST_POS[it->stagger][1], XDMF_ST_POS[it->stagger][0]);
     data_item(x, h5name, it, dims);
     fprintf(x, "     </Attribute>\n");
 }
@@ -67,14 +83,31 @@ static void block_open(FILE *x, const char *name, double t)
 
 static void block_close(FILE *x) { fputs("    </Grid>" BLOCK_CLOSE, x); }
 
-/* Rectilinear grid of staggering class sc with the mesh items of that class. */
+/* An empty cloud standing for a block the dump lacks: no points, no arrays (the Xdmf3 readers
+ * need a topology and a geometry with some content, even of no values). */
+static void empty_block(FILE *x, const char *name, double t)
+{
+    block_open(x, name, t);
+    fputs("     <Topology TopologyType=\"Polyvertex\" " EMPTY_MARK " NodesPerElement=\"1\"/>\n"
+          "     <Geometry GeometryType=\"XY\">\n"
+          "      <DataItem Dimensions=\"0 2\" NumberType=\"Float\" Precision=\"8\" "
+          "Format=\"XML\"> </DataItem>\n"
+          "     </Geometry>\n", x);
+    block_close(x);
+}
+
+/* Rectilinear grid of staggering class sc with the mesh items of that class, or (sc =
+ * ST_ALL) the node grid with every mesh item. */
 static void fields_block(FILE *x, const h5w *w, const output_frame *fr, const char *h5name,
                          int sc)
 {
     const emf *f = fr->f;
+    const int all = sc == ST_ALL;
     char dims[64];
     snprintf(dims, sizeof dims, "%d %d", f->ny, f->nx);
-    block_open(x, ST_NAME[sc], fr->t);
+    if (all)
+        sc = ST_NODE;
+    block_open(x, all ? "fields" : ST_NAME[sc], fr->t);
     fprintf(x, "     <Topology TopologyType=\"2DRectMesh\" Dimensions=\"%s\"/>\n", dims);
     fprintf(x, "     <Geometry GeometryType=\"VXVY\">\n");
     for (int a = 0; a < 2; a++) { /* node coordinates along x, then y */
@@ -89,8 +122,8 @@ static void fields_block(FILE *x, const h5w *w, const output_frame *fr, const ch
     }
     fprintf(x, "     </Geometry>\n");
     for (const out_item *it = w->items; it < w->items + w->nitems; it++)
-        if (!it->particle && it->stagger == sc)
-            attribute(x, h5name, it, dims);
+        if (!it->particle && (all || it->stagger == sc))
+            attribute(x, h5name, it, dims, all);
     block_close(x);
 }
 
@@ -107,10 +140,12 @@ static void particles_block(FILE *x, const h5w *w, const output_frame *fr, const
                             int s)
 {
     const out_item *xy = particle_item(w, s, "geom_xy"), *vx = particle_item(w, s, "vertex");
-    if (!xy || !vx || xy->n == 0) /* an empty cloud is left out of the description */
-        return;
     char name[DECK_NAME_MAX + 16], dims[64], dims2[64];
     snprintf(name, sizeof name, "particles_%s", w->species[s]);
+    if (!xy || !vx || xy->n == 0) { /* no particles of s in this dump */
+        empty_block(x, name, fr->t);
+        return;
+    }
     snprintf(dims, sizeof dims, "%lld", xy->n);
     snprintf(dims2, sizeof dims2, "%lld 2", xy->n);
     block_open(x, name, fr->t);
@@ -122,7 +157,7 @@ static void particles_block(FILE *x, const h5w *w, const output_frame *fr, const
     fprintf(x, "     </Geometry>\n");
     for (const out_item *it = w->items; it < w->items + w->nitems; it++)
         if (it->particle && it->stagger == s && it != xy && it != vx)
-            attribute(x, h5name, it, dims);
+            attribute(x, h5name, it, dims, 0);
     block_close(x);
 }
 
@@ -186,14 +221,23 @@ static long *list_steps(const char *dir, const char *series, size_t *n)
 }
 
 /* Blocks of the series: each block's uniform grids from every dump, in step order. */
-enum { MAX_BLOCKS = ST_COUNT + DECK_MAX_SPECIES };
+enum { MAX_BLOCKS = ST_COUNT + 1 + DECK_MAX_SPECIES };
 typedef struct {
     int n;
     char name[MAX_BLOCKS][DECK_NAME_MAX + 16];
-    char *text[MAX_BLOCKS];
-    size_t len[MAX_BLOCKS];
-    FILE *f[MAX_BLOCKS];
+    char *text[MAX_BLOCKS], *full[MAX_BLOCKS]; /* every grid; the non-empty ones */
+    size_t len[MAX_BLOCKS], flen[MAX_BLOCKS];
+    FILE *f[MAX_BLOCKS], *ff[MAX_BLOCKS];
 } blocks;
+
+/* A block of the "staggered" domain (fields_<class>)? */
+static int staggered(const char *name)
+{
+    for (int sc = 0; sc < ST_COUNT; sc++)
+        if (!strcmp(name, ST_NAME[sc]))
+            return 1;
+    return 0;
+}
 
 /* Append the uniform grids of every block of one dump's text. */
 static void blocks_add(blocks *b, const char *text)
@@ -214,11 +258,15 @@ static void blocks_add(blocks *b, const char *text)
             memcpy(b->name[k], name, (size_t)(q - name));
             b->name[k][q - name] = '\0';
             b->f[k] = open_memstream(&b->text[k], &b->len[k]);
-            if (!b->f[k])
+            b->ff[k] = open_memstream(&b->full[k], &b->flen[k]);
+            if (!b->f[k] || !b->ff[k])
                 EMPIC_DIE("out of host memory writing the XDMF series");
             b->n++;
         }
         fwrite(body + 1, 1, (size_t)(end - body), b->f[k]); /* the uniform grid's lines */
+        const char *mark = strstr(body, EMPTY_MARK);
+        if (!mark || mark > end)
+            fwrite(body + 1, 1, (size_t)(end - body), b->ff[k]);
         p = end + 1;
     }
 }
@@ -339,11 +387,16 @@ static int write_series(const char *dir, const char *series, const char *run, lo
     int rc = 0;
     for (int k = 0; k < b.n; k++) {
         fclose(b.f[k]);
-        fprintf(x, BLOCK_OPEN "%s" BLOCK_TAIL, b.name[k]);
-        fwrite(b.text[k], 1, b.len[k], x);
-        fputs("   </Grid>\n", x);
-        rc |= write_block_series(dir, b.name[k], b.text[k], b.len[k]);
+        fclose(b.ff[k]);
+        if (!staggered(b.name[k])) {
+            fprintf(x, BLOCK_OPEN "%s" BLOCK_TAIL, b.name[k]);
+            fwrite(b.text[k], 1, b.len[k], x);
+            fputs("   </Grid>\n", x);
+        }
+        if (b.flen[k]) /* a block that is never more than empty has no series of its own */
+            rc |= write_block_series(dir, b.name[k], b.full[k], b.flen[k]);
         free(b.text[k]);
+        free(b.full[k]);
     }
     fputs("  </Grid>\n </Domain>\n</Xdmf>\n", x);
     fclose(x);
@@ -351,6 +404,47 @@ static int write_series(const char *dir, const char *series, const char *run, lo
     rc |= fileio_write_replace(path, out, olen);
     free(out);
     return rc ? -1 : 0;
+}
+
+/* Does the series of this dump hold species s? The same answer at every dump. */
+static int series_species(const output_frame *fr, int s)
+{
+    const struct deck *d = fr->d;
+    if (fr->tracks)
+        return d->tracks_every > 0 && ((d->tracks_species_mask >> s) & 1);
+    return d->particles_every > 0 && ((d->particles_species_mask >> s) & 1);
+}
+
+/* The first domain (what every reader shows): "fields" and one block per species of the
+ * series, empty where this dump lacks them; then the "staggered" domain when it has fields. */
+static void dump_text(FILE *x, const h5w *w, const output_frame *fr, const char *h5name,
+                      const char *run)
+{
+    int any[ST_COUNT] = {0}, fields = 0;
+    for (int k = 0; k < w->nitems; k++)
+        if (!w->items[k].particle) {
+            any[w->items[k].stagger] = 1;
+            fields = 1;
+        }
+    fprintf(x, "%s  <Grid Name=\"%s\" GridType=\"Collection\" CollectionType=\"Spatial\">\n",
+            XDMF_HEAD, run);
+    if (fields)
+        fields_block(x, w, fr, h5name, ST_ALL);
+    else if (!fr->tracks && fr->d->fields_every > 0)
+        empty_block(x, "fields", fr->t);
+    for (int s = 0; s < fr->nspecies && s < DECK_MAX_SPECIES; s++)
+        if (series_species(fr, s) || (fr->particles && particle_item(w, s, "geom_xy")))
+            particles_block(x, w, fr, h5name, s);
+    fputs("  </Grid>\n </Domain>\n", x);
+    if (fields) {
+        fprintf(x, " <Domain Name=\"staggered\">\n  <Grid Name=\"%s_staggered\" "
+                   "GridType=\"Collection\" CollectionType=\"Spatial\">\n", run);
+        for (int sc = 0; sc < ST_COUNT; sc++)
+            if (any[sc])
+                fields_block(x, w, fr, h5name, sc);
+        fputs("  </Grid>\n </Domain>\n", x);
+    }
+    fputs("</Xdmf>\n", x);
 }
 
 int xdmf_dump(const char *dir, const char *series, const h5w *w, const output_frame *fr)
@@ -363,18 +457,7 @@ int xdmf_dump(const char *dir, const char *series, const h5w *w, const output_fr
     FILE *x = open_memstream(&out, &olen);
     if (!x)
         EMPIC_DIE("out of host memory writing XDMF");
-    fprintf(x, "%s  <Grid Name=\"%s\" GridType=\"Collection\" CollectionType=\"Spatial\">\n",
-            XDMF_HEAD, run);
-    for (int sc = 0; sc < ST_COUNT; sc++) {
-        int any = 0;
-        for (int k = 0; k < w->nitems; k++)
-            any |= !w->items[k].particle && w->items[k].stagger == sc;
-        if (any)
-            fields_block(x, w, fr, h5name, sc);
-    }
-    for (int s = 0; s < fr->nspecies; s++)
-        particles_block(x, w, fr, h5name, s);
-    fputs("  </Grid>\n </Domain>\n</Xdmf>\n", x);
+    dump_text(x, w, fr, h5name, run);
     fclose(x);
     snprintf(path, sizeof path, "%s/%s%08ld.xmf", dir, series, fr->step);
     int rc = fileio_write_replace(path, out, olen);
