@@ -70,6 +70,8 @@ typedef struct deck {
     int backend;                       /* enum deck_backend */
     unsigned long long seed;
     double n0;                         /* reference density, cm^-3 (for SI factors only) */
+    double wall_time;                  /* wall-clock limit of one process in s (0 = none):
+                                          checkpoint and stop before it */
     /* grid */
     int nx, ny;
     double dx, dy;
@@ -94,6 +96,8 @@ typedef struct deck {
     /* diagnostics */
     char output[DECK_PATH_MAX];        /* default "out" */
     long energy_every;                 /* 0 = off; default 10 */
+    double energy_growth_limit;        /* stop when the total energy grows by this factor
+                                          (0 = off; default 10) */
     long fields_every;                 /* 0 = off; default 0 */
     int fields_quantities;             /* mask of enum deck_fieldq; default all */
     long particles_every;              /* 0 = off */
