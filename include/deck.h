@@ -128,6 +128,8 @@ int deck_recheck(deck *d);
 void deck_set_scan_budget(long long points);
 /* The name of a species in output files and datasets: [^A-Za-z0-9] replaced by '_'. */
 void deck_output_name(char *dst, size_t len, const char *src);
+/* dt must stay below this fraction of the Courant limit (0.1 % below it). */
+#define DECK_COURANT_MARGIN 0.999
 /* Courant limit of the 2D Yee scheme: 1/sqrt(1/dx^2 + 1/dy^2). */
 double deck_courant_dt(double dx, double dy);
 /* Write the fully resolved deck as a libconfig file that deck_load() accepts. */

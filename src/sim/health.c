@@ -250,7 +250,7 @@ const char *health_growth(const sim *S, long step, double total, char *what, siz
     snprintf(what, len, "step %ld: the total energy %.6g is %.3g times the reference %.6g "
              "(the energy when this run started, at least %g of the mobile particles' rest "
              "energy), above diagnostics.energy.growth_limit = %g: the run has gone "
-             "numerically unstable (check ω_p dt, dt against the Courant limit and dx against "
+             "numerically unstable (check omega_p dt, dt against the Courant limit and dx against "
              "the Debye length: empic --check DECK prints them; 0 turns the guard off)", step,
              total, total / S->energy_ref, S->energy_ref, HEALTH_ENERGY_FLOOR, lim);
     return what;
