@@ -216,6 +216,15 @@ static int run(const options *opt)
             return 1;
         }
     }
+    if (o.restart && ckpt_step >= d.steps) { /* a finished run: nothing is rewritten */
+        if (comm_rank() == 0 && !o.check)
+            printf("empic: nothing to do: the checkpoint %s is at step %ld, the run's last "
+                   "step is %ld (add --steps N to run longer)\n", ckpt, ckpt_step, d.steps);
+        if (!o.check) {
+            deck_free(&d);
+            return 0;
+        }
+    }
     if (o.output)
         snprintf(d.output, sizeof d.output, "%s", o.output);
     if (o.wall >= 0)
