@@ -510,20 +510,24 @@ static int unhealthy(sim *S, int ckpt)
         if (copies)
             sim_fetch(S);
         bad = health_check(S, NULL) != 0;
-        if (!bad && !grown && ckpt && S->energy_ref > 0) /* collective, as ckpt is */
-            grown = health_growth(S, S->step, health_energy_total(S, 0), what, sizeof what);
         if (!bad && (bad_energy || grown)) { /* the same energies on every rank */
-            if (comm_rank() == 0) {
-                if (bad_energy)
-                    empic_report(NULL, 0, "step %ld: energy diagnostic %s", S->en_step,
-                                 bad_energy);
-                else
-                    empic_report(NULL, 0, "%s", grown);
-            }
+            if (comm_rank() == 0 && bad_energy)
+                empic_report(NULL, 0, "step %ld: energy diagnostic %s", S->en_step,
+                             bad_energy);
+            else if (comm_rank() == 0)
+                empic_report(NULL, 0, "%s", grown);
             bad = 1;
         }
     }
     comm_max_int(&bad, 1); /* every rank stops together */
+    /* the state a checkpoint keeps (on the host: scan fetched it on every rank); the same
+     * on every rank, as bad and ckpt are now, so the collective sums match */
+    if (!bad && ckpt && S->energy_ref > 0 &&
+        (grown = health_growth(S, S->step, health_energy_total(S, 0), what, sizeof what))) {
+        if (comm_rank() == 0)
+            empic_report(NULL, 0, "%s", grown);
+        bad = 1;
+    }
     return bad;
 }
 
