@@ -82,3 +82,24 @@ def test_decks_pass_the_check():
                        glob.glob(os.path.join(ROOT, "decks", "bench", "*.cfg"))):
         res = empic("--check", path)
         assert res.returncode == 0, path + ": " + res.stderr
+
+
+def test_energy_guard_on_two_ranks(tmp_path):
+    """Both ranks reach the checkpoint's energy check and stop together, as one rank does."""
+    import shutil
+    mpirun = shutil.which("mpirun")
+    built = subprocess.run([EMPIC, "--version"], capture_output=True, text=True).stdout
+    if not mpirun or ", no MPI" in built:
+        import pytest
+        pytest.skip("no mpirun, or bin/empic built with MPI=0")
+    path = deck(tmp_path, density="{ n = 900.0; }", uth="0.02", dt="0.0616", steps=400,
+                every=100)
+    out = tmp_path / "out"
+    env = dict(ENV, OMP_NUM_THREADS="1", OMPI_ALLOW_RUN_AS_ROOT="1",
+               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_rmaps_base_oversubscribe="1")
+    res = subprocess.run([mpirun, "-np", "2", EMPIC, "--quiet", "--output", str(out), path],
+                         capture_output=True, text=True, env=env, timeout=300)
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "step 150: the total energy" in res.stderr
+    assert sorted(os.listdir(out / "checkpoint")) == ["ckpt00000075.h5"]
+    assert (out / "energy.csv").exists() and (out / "timing.json").exists()
