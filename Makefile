@@ -106,6 +106,7 @@ test-c: bin/empic $(TESTS:tests/%.c=bin/%)
 	tests/decks.sh
 	tests/restart.sh
 	tests/hostile.sh
+	tests/stop.sh
 
 test-py: bin/empic diag-install
 	python3 -m pytest -q tests

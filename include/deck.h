@@ -70,6 +70,8 @@ typedef struct deck {
     int backend;                       /* enum deck_backend */
     unsigned long long seed;
     double n0;                         /* reference density, cm^-3 (for SI factors only) */
+    double wall_time;                  /* wall-clock limit of one process in s (0 = none):
+                                          checkpoint and stop before it */
     /* grid */
     int nx, ny;
     double dx, dy;
@@ -94,6 +96,8 @@ typedef struct deck {
     /* diagnostics */
     char output[DECK_PATH_MAX];        /* default "out" */
     long energy_every;                 /* 0 = off; default 10 */
+    double energy_growth_limit;        /* stop when the total energy grows by this factor
+                                          (0 = off; default 10) */
     long fields_every;                 /* 0 = off; default 0 */
     int fields_quantities;             /* mask of enum deck_fieldq; default all */
     long particles_every;              /* 0 = off */
@@ -124,6 +128,8 @@ int deck_recheck(deck *d);
 void deck_set_scan_budget(long long points);
 /* The name of a species in output files and datasets: [^A-Za-z0-9] replaced by '_'. */
 void deck_output_name(char *dst, size_t len, const char *src);
+/* dt must stay below this fraction of the Courant limit (0.1 % below it). */
+#define DECK_COURANT_MARGIN 0.999
 /* Courant limit of the 2D Yee scheme: 1/sqrt(1/dx^2 + 1/dy^2). */
 double deck_courant_dt(double dx, double dy);
 /* Write the fully resolved deck as a libconfig file that deck_load() accepts. */

@@ -10,6 +10,7 @@
 #include "sim.h"
 #include "version.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,12 +19,15 @@
 static void usage(FILE *o)
 {
     fputs("usage: empic [--backend cpu|cuda|auto] [--steps N] [--output DIR] [--overwrite] "
-          "[--check] [--quiet] DECK\n"
-          "       empic --restart DIR [--steps N] [--output DIR] [--backend B] [--quiet]\n"
+          "[--wall-time S] [--check] [--quiet] DECK\n"
+          "       empic --restart DIR [--steps N] [--output DIR] [--backend B] [--wall-time S] "
+          "[--quiet]\n"
           "  --backend B   override simulation.backend\n"
           "  --steps N     override the number of steps (the total, counted from step 0)\n"
           "  --output DIR  override diagnostics.output\n"
           "  --overwrite   replace the files of another run in the output folder\n"
+          "  --wall-time S stop with a checkpoint before S seconds of wall clock (exit 3;\n"
+          "                overrides simulation.wall_time; 0: no limit)\n"
           "  --restart DIR continue from the newest checkpoint in DIR (a run's output folder,\n"
           "                its checkpoint/ folder or one ckpt*.h5 file) with its stored deck\n"
           "  --check       validate DECK, print the resolved deck and the memory it needs\n"
@@ -79,6 +83,7 @@ static int own_run(const char *ckpt, const char *dir)
 typedef struct {
     const char *deck, *backend, *output, *restart;
     long steps; /* -1: the deck's */
+    double wall; /* --wall-time; -1: the deck's */
     int check, quiet, overwrite;
     char *utext;  /* the usage text and the expanded argv the strings above point into */
     char **argv;
@@ -89,6 +94,7 @@ static int parse_options(int argc, char **argv, options *o)
 {
     memset(o, 0, sizeof *o);
     o->steps = -1;
+    o->wall = -1;
     const char *utext = o->utext = usage_text();
     if (!(argv = o->argv = cli_expand(&argc, argv, utext)))
         return 2;
@@ -109,6 +115,13 @@ static int parse_options(int argc, char **argv, options *o)
             if (*end || o->steps < 0) {
                 empic_report(NULL, 0, "--steps: expected a non-negative integer, got '%s'",
                              argv[a]);
+                return 2;
+            }
+        } else if (!strcmp(arg, "--wall-time") && more) {
+            char *end;
+            o->wall = strtod(argv[++a], &end);
+            if (*end || end == argv[a] || !(o->wall >= 0 && o->wall < 1e12)) {
+                empic_report(NULL, 0, "--wall-time: expected seconds >= 0, got '%s'", argv[a]);
                 return 2;
             }
         } else if (!strcmp(arg, "--output") && more)
@@ -158,6 +171,10 @@ static int run(const options *o);
 int main(int argc, char **argv)
 {
     options o;
+    sim_clock_start(); /* simulation.wall_time counts from here */
+    /* a file-size limit (ulimit -f) then fails the write with EFBIG, which names the file and
+     * stops the run cleanly, instead of killing the process */
+    signal(SIGXFSZ, SIG_IGN);
     comm_init(&argc, &argv);
     empic_mute(comm_rank() != 0); /* command line and deck: rank 0 reports for all */
     int status = parse_options(argc, argv, &o);
@@ -199,8 +216,19 @@ static int run(const options *opt)
             return 1;
         }
     }
+    if (o.restart && ckpt_step >= d.steps) { /* a finished run: nothing is rewritten */
+        if (comm_rank() == 0 && !o.check)
+            printf("empic: nothing to do: the checkpoint %s is at step %ld, the run's last "
+                   "step is %ld (add --steps N to run longer)\n", ckpt, ckpt_step, d.steps);
+        if (!o.check) {
+            deck_free(&d);
+            return 0;
+        }
+    }
     if (o.output)
         snprintf(d.output, sizeof d.output, "%s", o.output);
+    if (o.wall >= 0)
+        d.wall_time = o.wall;
     empic_mute(0);
     const int root = comm_rank() == 0;
     memory_need need;
@@ -228,6 +256,8 @@ static int run(const options *opt)
     }
     if (root && o.overwrite && !own)
         fileio_clear_run(d.output);
+    if (root) /* what a killed run left half-written */
+        fileio_clear_tmp(d.output);
     sim S;
     if (sim_init_from(&S, &d, o.quiet, o.restart ? ckpt : NULL)) {
         sim_free(&S);

@@ -63,6 +63,21 @@ void dk_report(dk_ctx *c, const cs *s, const char *key, const char *fmt, ...)
     c->nerr++;
 }
 
+void dk_warn(dk_ctx *c, const cs *s, const char *key, const char *fmt, ...)
+{
+    char path[384], msg[1024];
+    size_t k = path_of(s, path, sizeof path);
+    if (key)
+        snprintf(path + k, sizeof path - k, "%s%s", k ? "." : "", key);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    const char *file = s ? config_setting_source_file(s) : NULL;
+    empic_report(file ? file : c->file, line_of(s), "warning: %s: %s", path[0] ? path : "(top level)",
+                 msg);
+}
+
 const char *dk_tname(const cs *s)
 {
     switch (config_setting_type(s)) {

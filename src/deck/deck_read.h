@@ -22,6 +22,9 @@ enum { DK_ANY, DK_POS, DK_NONNEG };     /* range of a floating-point value */
 /* Report a problem with setting s (or with its member key, when key != NULL). */
 void dk_report(dk_ctx *c, const cs *s, const char *key, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* The same as a warning: printed, not counted as a problem. */
+void dk_warn(dk_ctx *c, const cs *s, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 const char *dk_tname(const cs *s);
 /* " did you mean 'x'?" when a name of the NULL-terminated list is close to w, else "". */
 const char *dk_suggest(const char *w, const char *const list[], char *buf, size_t n);

@@ -27,6 +27,11 @@ void deck_set_scan_budget(long long points) { scan_budget = points > 0 ? points 
 #define FLOAT_LO 1e-30
 #define FLOAT_HI SPECIES_FLOAT_MAX
 
+/* omega_p dt: the leapfrog is unstable at 2 (an error from 1.9), inaccurate beyond 0.5
+ * (a warning) */
+#define STABLE_WPDT_MAX 1.9
+#define STABLE_WPDT_WARN 0.5
+
 static const char *const SIDE_NAME[4] = {"xmin", "xmax", "ymin", "ymax"};
 
 /* Setting key of element i of list `list` under root (i < 0: root.list itself). */
@@ -178,8 +183,9 @@ static void check_slots(dk_ctx *c, const cs *root, int s)
 
 /* Every position the load and the injection evaluate species s's profile at (a subset beyond
  * the budget): the first bad value with its position, and the particle count of the fullest
- * window into d->load_particles[s]. */
-static void check_profile(dk_ctx *c, const cs *root, int s)
+ * window into d->load_particles[s]; the largest density met and its (x, y) into peak[] (for
+ * a uniform profile, n at x = y = NaN). */
+static void check_profile(dk_ctx *c, const cs *root, int s, double peak[3])
 {
     deck *d = c->d;
     const deck_species *sp = &d->species[s];
@@ -205,6 +211,8 @@ static void check_profile(dk_ctx *c, const cs *root, int s)
         (void)strtod(sp->drift[k], &end);
         plain &= end != sp->drift[k] && *end == '\0';
     }
+    peak[0] = sp->n;
+    peak[1] = peak[2] = NAN;
     if (plain) { /* the same value everywhere, checked by check_ranges */
         d->load_particles[s] = sp->n > 0 ? (double)d->nx * d->ny * ppc : 0.0;
         check_slots(c, root, s);
@@ -218,6 +226,9 @@ static void check_profile(dk_ctx *c, const cs *root, int s)
     }
     profile_fault bad;
     profile_scan(d, s, 0, ncol, stride, col, &bad);
+    peak[0] = bad.peak;
+    peak[1] = bad.peak_x;
+    peak[2] = bad.peak_y;
     if (bad.found) {
         const cs *g = elem(root, "species", s, NULL), *at = dk_member(g, "density");
         if (at && dk_member(at, sp->profile == PROFILE_EXPR ? "expr" : "n"))
@@ -235,14 +246,72 @@ static void check_profile(dk_ctx *c, const cs *root, int s)
                   stride > 1 ? " among the positions checked" : "");
     }
     /* the fullest box-wide window of columns (the moving window holds nx columns) */
-    long long sum = 0, peak = 0;
+    long long sum = 0, fullest = 0;
     for (long k = 0; k < ncol; k++) {
         sum += col[k] - (k >= d->nx ? col[k - d->nx] : 0);
-        peak = sum > peak ? sum : peak;
+        fullest = sum > fullest ? sum : fullest;
     }
     free(col);
-    d->load_particles[s] = (double)peak * (double)stride;
+    d->load_particles[s] = (double)fullest * (double)stride;
     check_slots(c, root, s);
+}
+
+/* " at (x, y) = (..)" for a profile's densest position, "" for a uniform one. */
+static const char *where(char *buf, size_t len, const double at[3])
+{
+    if (isnan(at[1]))
+        snprintf(buf, len, " (uniform)");
+    else
+        snprintf(buf, len, " at (x, y) = (%.6g, %.6g)", at[1], at[2]);
+    return buf;
+}
+
+/* Stability of the explicit scheme beyond the vacuum Courant limit (parse_time): the plasma
+ * frequency at the densest load position, omega_p^2 = sum over the mobile species of
+ * n q^2 / m with each species at its own peak (an upper bound where the peaks lie apart),
+ * and the grid-heating regime dx > pi lambda_D of each species with a thermal spread. */
+static void check_stability(dk_ctx *c, const cs *root, double peak[][3])
+{
+    const deck *d = c->d;
+    const cs *dt = elem(root, "time", -1, "dt");
+    double wp2 = 0.0, top = 0.0;
+    int ts = -1;
+    char at[96];
+    for (int s = 0; s < d->nspecies; s++) {
+        const deck_species *sp = &d->species[s];
+        const double w2 = sp->immobile ? 0.0 : peak[s][0] * sp->charge * sp->charge / sp->mass;
+        wp2 += w2;
+        if (w2 > top) {
+            top = w2;
+            ts = s;
+        }
+        double uth = fmax(sp->uth[0], fmax(sp->uth[1], sp->uth[2]));
+        const double h = fmax(d->dx, d->dy);
+        if (w2 > 0 && uth > 0 && h > M_PI * uth / sqrt(w2))
+            dk_warn(c, elem(root, "species", s, NULL), NULL, "the cell size %g is %.3g Debye "
+                    "lengths (lambda_D = u_th / omega_p = %.4g with u_th = %g and n = %g%s): "
+                    "above pi, numerical (grid) heating raises the temperature of this "
+                    "species; expected dx <= %.4g, or more thermal spread", h,
+                    h * sqrt(w2) / uth, uth / sqrt(w2), uth, peak[s][0],
+                    where(at, sizeof at, peak[s]), M_PI * uth / sqrt(w2));
+    }
+    const double wpdt = sqrt(wp2) * d->dt;
+    if (ts < 0 || wpdt <= STABLE_WPDT_WARN)
+        return;
+    const char *fmt = "omega_p dt = %.4g (omega_p = %.4g: sum of n q^2/m over the mobile "
+                      "species, the largest species %s with n = %g%s); %s; expected dt < %.4g "
+                      "(omega_p dt < %g)%s";
+    if (wpdt >= STABLE_WPDT_MAX)
+        dk_report(c, dt, NULL, fmt, wpdt, sqrt(wp2), d->species[ts].name, peak[ts][0],
+                  where(at, sizeof at, peak[ts]), "the leapfrog of the plasma oscillation is "
+                  "unstable at omega_p dt >= 2 and the energy explodes",
+                  STABLE_WPDT_MAX / sqrt(wp2), STABLE_WPDT_MAX,
+                  ", or for accuracy dt below 0.2/omega_p");
+    else
+        dk_warn(c, dt, NULL, fmt, wpdt, sqrt(wp2), d->species[ts].name, peak[ts][0],
+                where(at, sizeof at, peak[ts]), "stable, but the plasma oscillation's "
+                "frequency and damping are off by several percent", STABLE_WPDT_WARN /
+                sqrt(wp2), STABLE_WPDT_WARN, " for accuracy");
 }
 
 void deck_check(dk_ctx *c, const cs *root)
@@ -255,14 +324,18 @@ void deck_check(dk_ctx *c, const cs *root)
     check_names(c, root);
     if (c->nerr) /* the profiles need parsed formulas and a sound box */
         return;
+    double peak[DECK_MAX_SPECIES][3];
     for (int s = 0; s < c->d->nspecies; s++)
-        check_profile(c, root, s);
+        check_profile(c, root, s, peak[s]);
+    if (!c->nerr)
+        check_stability(c, root, peak);
 }
 
 int deck_recheck(deck *d)
 {
     dk_ctx c = {.file = d->file, .d = d, .box_ok = 1};
+    double peak[3];
     for (int s = 0; s < d->nspecies; s++)
-        check_profile(&c, NULL, s);
+        check_profile(&c, NULL, s, peak);
     return c.nerr ? -1 : 0;
 }

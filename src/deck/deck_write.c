@@ -135,8 +135,9 @@ void deck_write(const deck *d, FILE *f)
         return;
     fputs("# empic deck, fully resolved (every default filled in)\nsimulation = { name = ", f);
     wstr(f, d->name);
-    fprintf(f, "; backend = \"%s\"; seed = %s; n0 = %s; };\n", nm(DK_BACKENDS, 3, d->backend),
-            I((long long)d->seed).s, N(d->n0).s);
+    fprintf(f, "; backend = \"%s\"; seed = %s; n0 = %s; wall_time = %s; };\n",
+            nm(DK_BACKENDS, 3, d->backend), I((long long)d->seed).s, N(d->n0).s,
+            N(d->wall_time).s);
     if (d->nconstants) { /* for reference: the formulas below hold their values */
         fputs("constants = {", f);
         for (int i = 0; i < d->nconstants; i++)
@@ -177,8 +178,8 @@ void deck_write(const deck *d, FILE *f)
     }
     fputs("\n);\ndiagnostics = {\n  output = ", f);
     wstr(f, d->output);
-    fprintf(f, ";\n  energy = { every = %s; };\n  fields = { every = %s; ", I(d->energy_every).s,
-            I(d->fields_every).s);
+    fprintf(f, ";\n  energy = { every = %s; growth_limit = %s; };\n  fields = { every = %s; ",
+            I(d->energy_every).s, N(d->energy_growth_limit).s, I(d->fields_every).s);
     wmask(f, "quantities", d->fields_quantities, DK_FQ, 4);
     fprintf(f, " };\n  particles = { every = %s; fraction = %s; ", I(d->particles_every).s,
             N(d->particles_fraction).s);

@@ -257,3 +257,18 @@ void fileio_clear_run(const char *dir)
         if (snprintf(p, sizeof p, "%s/%s", dir, sub[k]) < (int)sizeof p)
             clear_files(p, ends);
 }
+
+void fileio_clear_tmp(const char *dir)
+{
+    /* energy.csv.tmp stays: a restart reads its rows (report.c) and then replaces it */
+    static const char *const top[] = {"run.cfg.tmp", "timing.json.tmp", NULL};
+    static const char *const sub[] = {"checkpoint", "data", "tracks", "phasespace", NULL};
+    static const char *const ends[] = {".h5.tmp", ".xmf.tmp", NULL};
+    char p[PATH_MAX];
+    for (int k = 0; top[k]; k++)
+        if (snprintf(p, sizeof p, "%s/%s", dir, top[k]) < (int)sizeof p)
+            unlink(p);
+    for (int k = 0; sub[k]; k++)
+        if (snprintf(p, sizeof p, "%s/%s", dir, sub[k]) < (int)sizeof p)
+            clear_files(p, ends);
+}

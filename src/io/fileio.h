@@ -40,5 +40,9 @@ int fileio_lock_output(const char *dir, int own, int overwrite);
 /* Remove the files an empic run leaves in dir (run.cfg, energy.csv, timing.json, and the
  * .h5/.xmf files of checkpoint/, data/, tracks/, phasespace/); others are left alone. */
 void fileio_clear_run(const char *dir);
+/* Remove the temporary files (NAME.tmp of run.cfg, timing.json and the .h5/.xmf files of
+ * checkpoint/, data/, tracks/, phasespace/) a killed run left in dir; energy.csv.tmp stays
+ * for the restart to read. Call with the folder locked. */
+void fileio_clear_tmp(const char *dir);
 
 #endif

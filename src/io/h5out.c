@@ -4,7 +4,6 @@
 #include "version.h"
 #include "fileio.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,10 +46,23 @@ void h5out_units(double n0_cm3, out_units *u)
     u->n0len2 = n0 * u->length * u->length; /* real particles per metre in z per n0 dx dy = 1 */
 }
 
+/* H5Ewalk2 visitor: a failed allocation anywhere on the error stack. */
+static herr_t no_memory(unsigned n, const H5E_error2_t *e, void *data)
+{
+    (void)n;
+    if (e->maj_num == H5E_RESOURCE || e->min_num == H5E_CANTALLOC || e->min_num == H5E_NOSPACE)
+        *(int *)data = 1;
+    return 0;
+}
+
 void h5out_fail(h5w *w, const char *what)
 {
-    if (!w->err)
+    if (!w->err) {
         snprintf(w->what, sizeof w->what, "%s", what);
+        int mem = 0;
+        H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, no_memory, &mem);
+        w->memory = mem;
+    }
     w->err = 1;
 }
 
@@ -192,6 +204,20 @@ out_item *h5out_add_item(h5w *w, int particle, int stagger, int precision, long 
     return it;
 }
 
+/* Close the objects of a file that its H5Fclose left open, then the file. */
+static void close_all(hid_t file)
+{
+    if (H5Iis_valid(file) <= 0)
+        return;
+    hid_t ids[64];
+    ssize_t n = H5Fget_obj_ids(file, H5F_OBJ_DATASET | H5F_OBJ_GROUP | H5F_OBJ_DATATYPE |
+                                         H5F_OBJ_ATTR | H5F_OBJ_LOCAL, 64, ids);
+    for (ssize_t k = 0; k < n; k++)
+        (void)(H5Iget_type(ids[k]) == H5I_ATTR ? H5Aclose(ids[k]) : H5Oclose(ids[k]));
+    if (H5Iis_valid(file) > 0)
+        H5Fclose(file);
+}
+
 int h5out_commit(h5w *w, const char *path, const char *what)
 {
     void *image = NULL;
@@ -204,12 +230,25 @@ int h5out_commit(h5w *w, const char *path, const char *what)
         h5out_fail(w, "the file image (out of host memory)");
     if (!w->err && H5Fget_file_image(w->file, image, (size_t)n) != n)
         h5out_fail(w, "copying the file image");
-    if (w->file >= 0 && H5Fclose(w->file) < 0)
+    if (w->err) { /* its memory back before the close, which may need some */
+        free(image);
+        image = NULL;
+    }
+    if (w->file >= 0 && H5Fclose(w->file) < 0) {
         h5out_fail(w, "file close");
+        free(image);
+        image = NULL;
+        /* a failed close leaves the file open, and HDF5's exit handler would flush it
+         * again: its objects closed, then the file once more */
+        close_all(w->file);
+    }
     w->file = -1;
     if (w->err) {
-        empic_report(path, 0, "HDF5 error at %s; %s not written", w->what, what);
-        free(image);
+        if (w->memory)
+            empic_report(path, 0, "out of memory building the file in memory (HDF5 could "
+                         "not allocate at %s); %s not written", w->what, what);
+        else
+            empic_report(path, 0, "HDF5 error at %s; %s not written", w->what, what);
         return -1;
     }
     int rc = fileio_write_replace(path, image, (size_t)n);

@@ -46,6 +46,7 @@ typedef struct {
     hid_t file;
     int err;
     char what[192];        /* first failing object */
+    int memory;            /* the failure was HDF5 running out of memory (its error stack) */
     int nitems;
     out_item items[OUT_MAX_ITEMS];
     char species[DECK_MAX_SPECIES][DECK_NAME_MAX];

@@ -3,7 +3,9 @@
  * once (OpenMP), cheap next to a step, and never modify the state; when to run them is the
  * time loop's decision (sim.c). */
 #include "health.h"
+#include "comm.h"
 #include "empic.h"
+#include "particle.h"
 
 #include <limits.h>
 #include <math.h>
@@ -189,4 +191,67 @@ int health_faults(const sim *S)
             return -1;
         }
     return 0;
+}
+
+/* ---------------------------------------------------------------- the energy guard */
+
+int health_growth_on(const deck *d)
+{
+    int ext = 0;
+    for (int k = 0; k < 3; k++)
+        ext |= d->ext_E[k] != 0;
+    return d->energy_growth_limit > 0 && d->nlasers == 0 && !d->window_enabled && !ext;
+}
+
+/* The sum over species sp's particles of w (gamma - 1) (rest = 0) or of w (rest = 1),
+ * from the host arrays (u at the half step before) */
+static double particle_sum(const species *sp, const clusters *cl, int rest)
+{
+    double sum = 0.0;
+#pragma omp parallel for schedule(dynamic, 4) reduction(+ : sum)
+    for (int c = 0; c < cl->n; c++)
+        for (long p = sp->start[c]; p < (long)sp->start[c] + sp->count[c]; p++)
+            sum += rest ? (double)sp->w[p]
+                        : kinetic_share(sp->w[p], sp->ux[p], sp->uy[p], sp->uz[p], sp->ux[p],
+                                        sp->uy[p], sp->uz[p]);
+    return sum;
+}
+
+double health_energy_total(const sim *S, int rest)
+{
+    double kin[DECK_MAX_SPECIES] = {0}, total = 0.0;
+    for (int s = 0; s < S->nsp; s++)
+        if (!S->sp[s].immobile)
+            kin[s] = kinetic_total(particle_sum(&S->sp[s], &S->cl, rest), S->sp[s].m,
+                                   S->f.dx, S->f.dy);
+    comm_sum_double(kin, DECK_MAX_SPECIES);
+    for (int s = 0; s < S->nsp; s++)
+        total += kin[s];
+    if (!rest) /* both sums over every rank's cells (emf.c) */
+        total += emf_energy_e(&S->f, &S->cl) + emf_energy_b(&S->f, &S->cl);
+    return total;
+}
+
+void health_energy_ref(sim *S)
+{
+    S->energy_ref = 0.0;
+    if (!health_growth_on(&S->d))
+        return;
+    const double now = health_energy_total(S, 0);
+    const double floor = HEALTH_ENERGY_FLOOR * health_energy_total(S, 1);
+    S->energy_ref = now > floor ? now : floor;
+}
+
+const char *health_growth(const sim *S, long step, double total, char *what, size_t len)
+{
+    const double lim = S->d.energy_growth_limit;
+    if (!(S->energy_ref > 0) || !(total > lim * S->energy_ref))
+        return NULL;
+    snprintf(what, len, "step %ld: the total energy %.6g is %.3g times the reference %.6g "
+             "(the energy when this run started, at least %g of the mobile particles' rest "
+             "energy), above diagnostics.energy.growth_limit = %g: the run has gone "
+             "numerically unstable (check omega_p dt, dt against the Courant limit and dx against "
+             "the Debye length: empic --check DECK prints them; 0 turns the guard off)", step,
+             total, total / S->energy_ref, S->energy_ref, HEALTH_ENERGY_FLOOR, lim);
+    return what;
 }

@@ -39,4 +39,21 @@ const char *health_energy(const sim *S, char *what, size_t len);
  * deck_load checked): reported with its position, -1; else 0. */
 int health_faults(const sim *S);
 
+/* The energy guard: the total energy (fields and kinetic) must stay below
+ * d.energy_growth_limit times the reference, the total energy when the process started
+ * (health_energy_ref), at least HEALTH_ENERGY_FLOOR times the rest energy of the mobile
+ * particles (so that a cold start with ~0 energy does not trip it). On only for runs with no
+ * laser, moving window or external E (they feed energy in). */
+#define HEALTH_ENERGY_FLOOR 1e-4
+int health_growth_on(const deck *d);
+/* The total energy of the host state on every rank (collective): E and B as they are, the
+ * kinetic energy from the momenta at the half step before; with rest = 1, the rest energy
+ * of the mobile particles instead. */
+double health_energy_total(const sim *S, int rest);
+/* Set S->energy_ref from the host state (collective; 0 when the guard is off). */
+void health_energy_ref(sim *S);
+/* The message when total (of step `step`) is above the limit, written into what; else
+ * NULL. */
+const char *health_growth(const sim *S, long step, double total, char *what, size_t len);
+
 #endif

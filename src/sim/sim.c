@@ -113,6 +113,7 @@ int sim_init_from(sim *S, const deck *d, int quiet, const char *checkpoint)
     }
     st->window_cells = S->win.cells;
     sim_note_peak(S);
+    health_energy_ref(S); /* the host state, before a device backend takes it over */
     /* rank 0 alone creates the files: every rank learns whether it could */
     int bad = S->be->open(st, &S->be_ctx) || report_open(S, run[0] ? run : NULL);
     comm_max_int(&bad, 1);
@@ -360,6 +361,7 @@ void sim_step(sim *S)
     sim_note_peak(S);
     long long pushed = sim_particles(S);
     comm_sum_ll(&pushed, 1);
+    S->np_all = pushed;
     S->particle_steps += pushed;
     S->step++;
     S->wall_s += omp_get_wtime() - t0;
@@ -371,9 +373,15 @@ void sim_step(sim *S)
 /* Signal state is process-wide by nature: the handler can only reach a static flag. */
 static volatile sig_atomic_t sig_seen;
 static int sig_speak; /* this process says so (rank 0: every rank gets mpirun's signal) */
-static struct sigaction sig_old[2];
+#define SIG_N 4
+static struct sigaction sig_old[SIG_N];
 static int sig_installed;
-static const int SIG_HANDLED[2] = {SIGINT, SIGTERM};
+/* SIGUSR1 and SIGUSR2: what OpenMPI's mpirun (and Slurm's --signal) forward to the ranks
+ * without killing them */
+static const int SIG_HANDLED[SIG_N] = {SIGINT, SIGTERM, SIGUSR1, SIGUSR2};
+static double clock_t0 = -1; /* sim_clock_start */
+
+void sim_clock_start(void) { clock_t0 = omp_get_wtime(); }
 
 static void on_signal(int sig)
 {
@@ -396,14 +404,14 @@ void sim_signals(int on)
         sa.sa_flags = SA_RESETHAND;
         sig_seen = 0;
         sig_speak = comm_rank() == 0;
-        for (int k = 0; k < 2; k++) {
+        for (int k = 0; k < SIG_N; k++) {
             sigaction(SIG_HANDLED[k], &sa, &sig_old[k]);
             if (sig_old[k].sa_handler == SIG_IGN) /* e.g. SIGINT of a background job */
                 sigaction(SIG_HANDLED[k], &sig_old[k], NULL);
         }
         sig_installed = 1;
     } else if (!on && sig_installed) {
-        for (int k = 0; k < 2; k++)
+        for (int k = 0; k < SIG_N; k++)
             sigaction(SIG_HANDLED[k], &sig_old[k], NULL);
         sig_installed = 0;
     }
@@ -414,10 +422,15 @@ int sim_signal_pending(void) { return sig_seen; }
 /* A checkpoint of the whole run (collected on rank 0, which writes it, over several ranks). */
 static int write_checkpoint(sim *S)
 {
-    if (comm_size() == 1)
-        return checkpoint_write(S);
+    if (comm_size() == 1) {
+        const double t0 = omp_get_wtime();
+        const int rc = checkpoint_write(S);
+        S->ckpt_s = omp_get_wtime() - t0;
+        return rc;
+    }
     sim W;
     int rc = 0;
+    const double t0 = omp_get_wtime();
     whole_collect(S, &W, 1);
     if (comm_rank() == 0) {
         rc = checkpoint_write(&W);
@@ -426,42 +439,122 @@ static int write_checkpoint(sim *S)
     }
     comm_bcast(&rc, sizeof rc, 0);
     comm_bcast(S->checkpoint_last, sizeof S->checkpoint_last, 0);
+    S->ckpt_s = omp_get_wtime() - t0;
     return rc;
+}
+
+/* Stop requests, in increasing priority (comm_max_int picks one for every rank). */
+enum { REQ_WALL = 1000, REQ_FILE = 1001, REQ_SIG = 2000 /* + the signal */ };
+
+/* Seconds a checkpoint of this run takes: 1.25 times the last one, else a guess from the
+ * state's size at 100 MB/s. */
+static double ckpt_estimate(const sim *S)
+{
+    if (S->ckpt_s > 0)
+        return 1.25 * S->ckpt_s;
+    const double bytes = 40.0 * (double)S->np_all + 80.0 * S->d.nx * (double)S->d.ny;
+    return 0.2 + bytes / 1e8;
+}
+
+/* 1 when the run must checkpoint now to end before the wall-clock limit: the time so far,
+ * the longest step, the checkpoint and a margin (2 % of the limit, 0.5 s to 60 s). */
+static int wall_due(const sim *S)
+{
+    const double lim = S->d.wall_time;
+    if (!(lim > 0) || clock_t0 < 0)
+        return 0;
+    const double margin = fmin(60.0, fmax(0.5, 0.02 * lim));
+    return omp_get_wtime() - clock_t0 + S->step_max_s + ckpt_estimate(S) + margin > lim;
+}
+
+/* This rank's stop request after the step: a signal; on rank 0 also the STOP file in the
+ * output folder and the wall-clock limit (not after the last step: the run ends anyway). */
+static int stop_request(sim *S)
+{
+    const double step_s = S->wall_s - S->wall_prev;
+    S->wall_prev = S->wall_s;
+    S->step_max_s = step_s > S->step_max_s ? step_s : S->step_max_s;
+    if (sig_seen)
+        return REQ_SIG + sig_seen;
+    if (comm_rank() != 0 || S->step >= S->d.steps)
+        return 0;
+    char path[DECK_PATH_MAX + 8];
+    snprintf(path, sizeof path, "%s/STOP", S->d.output);
+    if (access(path, F_OK) == 0)
+        return REQ_FILE;
+    return wall_due(S) ? REQ_WALL : 0;
+}
+
+/* The health checks after the step: 1 when the run must stop (reported). The energy guard
+ * also checks the state a checkpoint (ckpt) would keep, so that a blown-up state never
+ * replaces the last good checkpoint. */
+static int unhealthy(sim *S, int ckpt)
+{
+    const deck *d = &S->d;
+    const int copies = !S->be->on_host;
+    char what[640];
+    /* an output file that failed was named when it failed */
+    int bad = S->io_failed || health_faults(S);
+    const int row = !bad && d->energy_every > 0 && S->step > 0 && S->en_step == S->step - 1;
+    const char *bad_energy = row ? health_energy(S, what, sizeof what) : NULL;
+    double total = S->en_e + S->en_b;
+    for (int s = 0; row && s < S->nsp; s++)
+        total += S->sp[s].immobile ? 0.0 : S->en_kin[s];
+    const char *grown = row && !bad_energy ? health_growth(S, S->en_step, total, what,
+                                                           sizeof what) : NULL;
+    const long every = d->energy_every > 0 ? d->energy_every : HEALTH_EVERY;
+    /* a device backend screens through the energy diagnostic and fetches only when it must */
+    const int scan = bad_energy || grown || ckpt ||
+                     (S->step % every == 0 && (!copies || d->energy_every <= 0));
+    if (!bad && scan) {
+        if (copies)
+            sim_fetch(S);
+        bad = health_check(S, NULL) != 0;
+        if (!bad && (bad_energy || grown)) { /* the same energies on every rank */
+            if (comm_rank() == 0 && bad_energy)
+                empic_report(NULL, 0, "step %ld: energy diagnostic %s", S->en_step,
+                             bad_energy);
+            else if (comm_rank() == 0)
+                empic_report(NULL, 0, "%s", grown);
+            bad = 1;
+        }
+    }
+    comm_max_int(&bad, 1); /* every rank stops together */
+    /* the state a checkpoint keeps (on the host: scan fetched it on every rank); the same
+     * on every rank, as bad and ckpt are now, so the collective sums match */
+    if (!bad && ckpt && S->energy_ref > 0 &&
+        (grown = health_growth(S, S->step, health_energy_total(S, 0), what, sizeof what))) {
+        if (comm_rank() == 0)
+            empic_report(NULL, 0, "%s", grown);
+        bad = 1;
+    }
+    return bad;
 }
 
 int sim_after_step(sim *S)
 {
     const deck *d = &S->d;
-    const int copies = !S->be->on_host;
-    int sig = sig_seen, bad;
-    comm_max_int(&sig, 1); /* a signal any rank saw stops every rank after this step */
-    const int ckpt = sig || (d->checkpoint_every > 0 && S->step % d->checkpoint_every == 0);
-    char what[320];
-    /* an output file that failed was named when it failed */
-    bad = S->io_failed || health_faults(S);
-    const char *bad_energy = !bad && d->energy_every > 0 && S->step > 0 &&
-                                     S->en_step == S->step - 1
-                                 ? health_energy(S, what, sizeof what)
-                                 : NULL;
-    const long every = d->energy_every > 0 ? d->energy_every : HEALTH_EVERY;
-    /* a device backend screens through the energy diagnostic and fetches only when it must */
-    const int scan =
-        bad_energy || ckpt || (S->step % every == 0 && (!copies || d->energy_every <= 0));
-    if (!bad && scan) {
-        if (copies)
-            sim_fetch(S);
-        bad = health_check(S, NULL) != 0;
-        if (!bad && bad_energy) { /* the same energies on every rank: rank 0 says it */
-            if (comm_rank() == 0)
-                empic_report(NULL, 0, "step %ld: energy diagnostic %s", S->en_step,
-                             bad_energy);
-            bad = 1;
-        }
-    }
-    comm_max_int(&bad, 1); /* every rank stops together */
-    if (bad || (ckpt && write_checkpoint(S)))
+    int req = stop_request(S);
+    comm_max_int(&req, 1); /* a request any rank saw stops every rank after this step */
+    const int ckpt = req || (d->checkpoint_every > 0 && S->step % d->checkpoint_every == 0);
+    if (unhealthy(S, ckpt) || (ckpt && write_checkpoint(S)))
         return -1;
-    return sig ? 128 + sig : 0;
+    S->stop_req = req;
+    if (req == REQ_FILE && comm_rank() == 0) { /* acted on: the restart goes on */
+        char path[DECK_PATH_MAX + 8];
+        snprintf(path, sizeof path, "%s/STOP", d->output);
+        unlink(path);
+    }
+    return req >= REQ_SIG ? 128 + req - REQ_SIG : (req ? SIM_STOPPED : 0);
+}
+
+static const char *signal_name(int sig)
+{
+    return sig == SIGINT    ? "SIGINT"
+           : sig == SIGTERM ? "SIGTERM"
+           : sig == SIGUSR1 ? "SIGUSR1"
+           : sig == SIGUSR2 ? "SIGUSR2"
+                            : "a signal";
 }
 
 void sim_stop_message(const sim *S, int status)
@@ -470,11 +563,17 @@ void sim_stop_message(const sim *S, int status)
     if (comm_rank() != 0)
         return; /* the same on every rank */
     if (status > 0) {
-        int sig = status - 128;
+        char why[DECK_PATH_MAX + 160];
+        if (S->stop_req == REQ_FILE)
+            snprintf(why, sizeof why, "the file %s/STOP (removed)", S->d.output);
+        else if (S->stop_req == REQ_WALL)
+            snprintf(why, sizeof why, "the wall-clock limit of %g s (simulation.wall_time or "
+                     "--wall-time; the checkpoint took %.3g s)", S->d.wall_time, S->ckpt_s);
+        else
+            snprintf(why, sizeof why, "%s", signal_name(status - 128));
         empic_report(NULL, 0, "stopped by %s after step %ld of %ld; checkpoint written: %s\n"
                      "  continue with: empic --restart %s   (add --steps N to run longer)",
-                     sig == SIGINT ? "SIGINT" : (sig == SIGTERM ? "SIGTERM" : "a signal"),
-                     S->step, S->d.steps, S->checkpoint_last, S->d.output);
+                     why, S->step, S->d.steps, S->checkpoint_last, S->d.output);
     } else if (S->checkpoint_last[0]) {
         empic_report(NULL, 0, "stopped at step %ld%s; the last checkpoint is intact: %s\n"
                      "  continue from it with: empic --restart %s", S->step,
@@ -508,6 +607,9 @@ int sim_run(sim *S)
         report_progress(S, 1);
         report_close(S);
         sim_stop_message(S, stop);
+        /* every rank leaves together: a launcher that sees one rank end may kill the others
+         * while rank 0 still writes */
+        comm_barrier();
         return stop;
     }
     /* final dumps at t = steps dt: B advanced to the same time as E first */

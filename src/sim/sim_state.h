@@ -50,6 +50,13 @@ typedef struct {
     int quiet;
     double progress_at;       /* wall clock of the last progress line */
     char checkpoint_last[DECK_PATH_MAX + 64]; /* last checkpoint written or restarted from */
+    /* stops on request and the wall-clock limit (sim.c), the energy guard (health.c) */
+    long long np_all;         /* mobile particles of all ranks after the last step */
+    double wall_prev;         /* wall_s after the step before */
+    double step_max_s;        /* longest step of this process */
+    double ckpt_s;            /* wall time of this process's last checkpoint (0: none yet) */
+    int stop_req;             /* why sim_after_step stopped the run (sim.c's REQ_*), or 0 */
+    double energy_ref;        /* total energy the guard compares with (0: guard off) */
 } sim;
 
 /* Particles of the mobile species (those a step pushes). */

@@ -113,6 +113,11 @@ static int scan_cell(const deck *d, const deck_species *c, profile_eval *p, long
                 return 1;
             }
             *count += v > 0;
+            if (v > bad->peak) {
+                bad->peak = v;
+                bad->peak_x = xp;
+                bad->peak_y = yp;
+            }
         }
     return 0;
 }
@@ -141,9 +146,17 @@ void profile_scan(const deck *d, int s, long ig0, long ig1, long long stride,
         }
         profile_close(&p);
 #pragma omp critical
-        if (at < first) {
-            first = at;
-            *bad = mine;
+        {
+            const double peak = bad->peak > mine.peak ? bad->peak : mine.peak;
+            const double px = bad->peak > mine.peak ? bad->peak_x : mine.peak_x;
+            const double py = bad->peak > mine.peak ? bad->peak_y : mine.peak_y;
+            if (at < first) {
+                first = at;
+                *bad = mine;
+            }
+            bad->peak = peak;
+            bad->peak_x = px;
+            bad->peak_y = py;
         }
     }
 }

@@ -15,6 +15,7 @@ typedef struct {
     int found;
     const char *what;     /* "density", "drift[1]", ... */
     double x, y, value;   /* lab position and the value there */
+    double peak, peak_x, peak_y; /* profile_scan: the largest density visited and where */
 } profile_fault;
 
 /* Per-thread evaluators of a species' formulas (NULL where a plain number will do). */
