@@ -85,7 +85,7 @@ build/cuda_%.o: cuda/%.cu $(HDRS) $(wildcard cuda/*.h) | $(DEPS_STAMP)
 	$(NVCC) -O3 -std=c++17 -arch=$(CUDA_ARCH) -lineinfo $(INC) $(CU_NCCL) -Xcompiler -Wall,-Wextra -c $< -o $@
 
 build/libempic.a: $(OBJ) $(CU_OBJ)
-	ar rcs $@ $^
+	rm -f $@ && ar rcs $@ $^
 
 bin/empic: build/main.o build/libempic.a
 	@mkdir -p bin
@@ -125,7 +125,7 @@ build-san/%.o: src/%.c $(HDRS) | $(DEPS_STAMP)
 	$(CC) $(SAN_CFLAGS) $(PKG_CFLAGS) $(INC) -c $< -o $@
 
 build-san/libempic.a: $(SRC:src/%.c=build-san/%.o)
-	ar rcs $@ $^
+	rm -f $@ && ar rcs $@ $^
 
 bin-san/empic: build-san/main.o build-san/libempic.a
 	@mkdir -p bin-san
