@@ -8,20 +8,7 @@
 # non-zero on any failure. EMPIC=path overrides the binary (default bin/empic).
 set -u
 cd "$(dirname "$0")/.."
-EMPIC=${EMPIC:-bin/empic}
-if [ ! -x "$EMPIC" ]; then
-  echo "FAIL: $EMPIC not found or not executable (run make first)"
-  exit 1
-fi
-export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
-tmp=$(mktemp -d /tmp/empic-hostile.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-pass() { echo "PASS: $1"; }
-fail() { echo "FAIL: $1"; fails=$((fails + 1)); }
-# check NAME COND-STATUS: PASS when the preceding test command succeeded
-check() { if [ "$2" -eq 0 ]; then pass "$1"; else fail "$1"; fi; }
-has() { grep -q -- "$2" "$1"; }
+. tests/lib.sh hostile
 
 # 32x32 cells, 16 particles per cell: a particle dump (all particles, 8-byte values) is about
 # 1 MB, a checkpoint 0.6 MB

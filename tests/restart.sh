@@ -8,21 +8,11 @@
 # reductions do not depend on thread scheduling.
 set -u
 cd "$(dirname "$0")/.."
-EMPIC=${EMPIC:-bin/empic}
-if [ ! -x "$EMPIC" ]; then
-  echo "FAIL: $EMPIC not found or not executable (run make first)"
-  exit 1
-fi
+. tests/lib.sh restart
 BACKEND=${BACKEND:-cpu}
 # a GPU runs the deck in well under a second: longer, so that SIGTERM lands mid-run
 if [ "$BACKEND" = cpu ]; then run=("$EMPIC" --backend cpu); else
   run=("$EMPIC" --backend "$BACKEND" --steps 4000); fi
-export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
-tmp=$(mktemp -d /tmp/empic-restart.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-pass() { echo "PASS: $1"; }
-fail() { echo "FAIL: $1"; fails=$((fails + 1)); }
 
 cat > "$tmp/deck.cfg" <<'EOF'
 simulation = { name = "restart"; backend = "cpu"; seed = 11; };

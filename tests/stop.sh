@@ -8,19 +8,7 @@
 # the binary (default bin/empic); MPI checks are skipped without mpirun or an MPI build.
 set -u
 cd "$(dirname "$0")/.."
-EMPIC=${EMPIC:-bin/empic}
-if [ ! -x "$EMPIC" ]; then
-  echo "FAIL: $EMPIC not found or not executable (run make first)"
-  exit 1
-fi
-export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
-tmp=$(mktemp -d /tmp/empic-stop.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-pass() { echo "PASS: $1"; }
-fail() { echo "FAIL: $1"; fails=$((fails + 1)); }
-check() { if [ "$2" -eq 0 ]; then pass "$1"; else fail "$1"; fi; }
-has() { grep -q -- "$2" "$1"; }
+. tests/lib.sh stop
 # energy.csv equal in folders $1 and $2
 same_rows() { cmp -s "$1/energy.csv" "$2/energy.csv"; }
 last_step() { ls "$1"/checkpoint/ckpt*.h5 2> /dev/null | tail -1 | sed 's/.*ckpt0*\([0-9]*\)\.h5/\1/'; }

@@ -243,12 +243,10 @@ static void clear_files(const char *dir, const char *const ends[])
         closedir(dd);
 }
 
-void fileio_clear_run(const char *dir)
+/* The files `top` of folder dir and those ending in one of `ends` in its sub-folders. */
+static void clear_listed(const char *dir, const char *const *top, const char *const *ends)
 {
-    static const char *const top[] = {"run.cfg", "energy.csv", "energy.csv.tmp", "timing.json",
-                                      "timing.json.tmp", NULL};
     static const char *const sub[] = {"checkpoint", "data", "tracks", "phasespace", NULL};
-    static const char *const ends[] = {".h5", ".h5.tmp", ".xmf", ".xmf.tmp", NULL};
     char p[PATH_MAX];
     for (int k = 0; top[k]; k++)
         if (snprintf(p, sizeof p, "%s/%s", dir, top[k]) < (int)sizeof p)
@@ -258,17 +256,18 @@ void fileio_clear_run(const char *dir)
             clear_files(p, ends);
 }
 
+void fileio_clear_run(const char *dir)
+{
+    static const char *const top[] = {"run.cfg", "energy.csv", "energy.csv.tmp", "timing.json",
+                                      "timing.json.tmp", NULL};
+    static const char *const ends[] = {".h5", ".h5.tmp", ".xmf", ".xmf.tmp", NULL};
+    clear_listed(dir, top, ends);
+}
+
 void fileio_clear_tmp(const char *dir)
 {
     /* energy.csv.tmp stays: a restart reads its rows (report.c) and then replaces it */
     static const char *const top[] = {"run.cfg.tmp", "timing.json.tmp", NULL};
-    static const char *const sub[] = {"checkpoint", "data", "tracks", "phasespace", NULL};
     static const char *const ends[] = {".h5.tmp", ".xmf.tmp", NULL};
-    char p[PATH_MAX];
-    for (int k = 0; top[k]; k++)
-        if (snprintf(p, sizeof p, "%s/%s", dir, top[k]) < (int)sizeof p)
-            unlink(p);
-    for (int k = 0; sub[k]; k++)
-        if (snprintf(p, sizeof p, "%s/%s", dir, sub[k]) < (int)sizeof p)
-            clear_files(p, ends);
+    clear_listed(dir, top, ends);
 }

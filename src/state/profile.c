@@ -81,6 +81,13 @@ double profile_density(const deck_species *c, profile_eval *p, double x, double 
 
 float profile_offset(int a, int n) { return ((float)a + 0.5f) / (float)n; }
 
+/* Whether density v at (x, y) goes before the peak kept in f: larger, or as large and first
+ * in x, then y (so that the thread count does not choose among equal peaks). */
+static int peak_before(double v, double x, double y, const profile_fault *f)
+{
+    return v > f->peak || (v == f->peak && (x < f->peak_x || (x == f->peak_x && y < f->peak_y)));
+}
+
 /* The profile of cell (ig, j) at its load positions, as load_cell evaluates it: adds the
  * particles to *count; on the first position whose density is not finite or negative, whose
  * weight overflows single precision, or whose drift is not finite, fills *bad and returns 1. */
@@ -113,7 +120,7 @@ static int scan_cell(const deck *d, const deck_species *c, profile_eval *p, long
                 return 1;
             }
             *count += v > 0;
-            if (v > bad->peak) {
+            if (peak_before(v, xp, yp, bad)) {
                 bad->peak = v;
                 bad->peak_x = xp;
                 bad->peak_y = yp;
@@ -147,9 +154,10 @@ void profile_scan(const deck *d, int s, long ig0, long ig1, long long stride,
         profile_close(&p);
 #pragma omp critical
         {
-            const double peak = bad->peak > mine.peak ? bad->peak : mine.peak;
-            const double px = bad->peak > mine.peak ? bad->peak_x : mine.peak_x;
-            const double py = bad->peak > mine.peak ? bad->peak_y : mine.peak_y;
+            const profile_fault *top = peak_before(mine.peak, mine.peak_x, mine.peak_y, bad)
+                                           ? &mine
+                                           : bad;
+            const double peak = top->peak, px = top->peak_x, py = top->peak_y;
             if (at < first) {
                 first = at;
                 *bad = mine;
