@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # hostile.sh - what a hostile day brings, from the command line: a disk that fills during a
-# dump (injected with a file-size limit, and a 1 MB tmpfs when the test may mount one), a
-# damaged newest checkpoint, two runs in one output folder, a deck that needs more memory
-# than there is, a deck whose profile is bad only where the moving window injects, and
-# over-long arguments. Each must end cleanly with a message that names what and where, the
+# dump (injected with a file-size limit, with and without SIGXFSZ ignored, and a 1 MB tmpfs
+# when the test may mount one), a damaged newest checkpoint, a finished run restarted, two
+# runs in one output folder, a deck that needs more memory than there is, a deck whose
+# profile is bad only where the moving window injects, and over-long arguments. Each must end cleanly with a message that names what and where, the
 # last good checkpoint intact and nothing partial left. Prints PASS/FAIL per check; exits
 # non-zero on any failure. EMPIC=path overrides the binary (default bin/empic).
 set -u
@@ -39,6 +39,24 @@ check "dump write failure: energy.csv and timing.json written, nothing partial l
   [ "$(tail -1 "$tmp/full/energy.csv" | cut -d, -f1)" = 50 ] && \
   [ -f "$tmp/full/data/data00000030.h5" ]
 check "dump write failure: the run continues from the kept checkpoint" $?
+
+# the same limit with SIGXFSZ not ignored by the shell: empic ignores
+# it, so the write fails with EFBIG, the file is named and the run ends cleanly (not 153)
+"$EMPIC" --quiet --steps 20 --output "$tmp/fsz" "$tmp/io.cfg" > /dev/null 2>&1
+( ulimit -f 300; exec "$EMPIC" --quiet --restart "$tmp/fsz" --steps 60 ) > "$tmp/fsz.log" 2>&1
+rc=$?
+[ $rc -eq 1 ] && has "$tmp/fsz.log" "data/data00000030.h5" && \
+  has "$tmp/fsz.log" "the last checkpoint is intact: .*ckpt00000020.h5"
+check "ulimit -f without trap: exit 1 (got $rc, not 153), the file named" $?
+
+# --restart of a finished run: nothing to do, nothing rewritten
+"$EMPIC" --quiet --output "$tmp/done" "$tmp/io.cfg" > /dev/null 2>&1
+cp -a "$tmp/done" "$tmp/done0"
+"$EMPIC" --restart "$tmp/done" > "$tmp/done.log" 2>&1
+rc=$?
+[ $rc -eq 0 ] && has "$tmp/done.log" "nothing to do: the checkpoint .*ckpt00000060.h5 is at step 60" \
+  && diff -r "$tmp/done" "$tmp/done0" > /dev/null
+check "--restart of a finished run: exit 0 (got $rc), nothing to do, no file changed" $?
 
 # the same on a 1 MB tmpfs that fills (ENOSPC), where the test may mount one
 if command -v unshare > /dev/null && unshare -m true 2> /dev/null; then
