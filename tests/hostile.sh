@@ -5,7 +5,8 @@
 # runs in one output folder, a deck that needs more memory than there is, a deck whose
 # profile is bad only where the moving window injects, and over-long arguments. Each must
 # end cleanly with a message that names what and where, the last good checkpoint intact and
-# nothing partial left. Prints PASS/FAIL per check; exits non-zero on any failure. EMPIC=path overrides the binary (default bin/empic).
+# nothing partial left. Prints PASS/FAIL per check; exits non-zero on any failure.
+# EMPIC=path overrides the binary (default bin/empic).
 set -u
 cd "$(dirname "$0")/.."
 . tests/lib.sh hostile
