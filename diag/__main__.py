@@ -27,8 +27,8 @@ def cmd_info(args):
     d = args.outdir
     its = read.list_dumps(d)
     print("dumps: %s" % (" ".join(map(str, its)) or "none"))
-    for it in its:
-        why = read.dump_problem(read.dump_path(d, it))
+    for it in its:  # every byte read: the checksums of every dataset checked
+        why = read.dump_problem(read.dump_path(d, it), full=True)
         if why is not None:
             print("dump %d DAMAGED: %s (%s)" % (it, read.dump_path(d, it), why))
             args.rc = 1
@@ -163,17 +163,8 @@ def cmd_phasespace(args):
     return out
 
 
-def _tracked_species(outdir):
-    its = read.list_tracks(outdir)
-    if not its:
-        return []
-    import h5py
-    with h5py.File(read.tracks_path(outdir, its[-1]), "r") as f:
-        return sorted(f["data/%d/particles" % its[-1]].keys())
-
-
 def cmd_tracks(args):
-    species = args.species or _tracked_species(args.outdir)
+    species = args.species or read.tracked_species(args.outdir)
     if not species:
         raise FileNotFoundError("no tracks in %s" % os.path.join(args.outdir, "tracks"))
     return [plot.trajectories(read.read_tracks(args.outdir, s), _png(args, "tracks_%s" % s))
@@ -223,28 +214,30 @@ def _has_lasers(outdir):
     return re.search(r"^lasers\s*=\s*\(\s*\{", text, re.M) is not None
 
 
-def cmd_summary(args):
-    out = []
-    d = args.outdir
-    u = _units(args)
-    if os.path.isfile(os.path.join(d, "energy.csv")) or \
-            os.path.isfile(os.path.join(d, "energy.csv.tmp")):
-        en = read.read_energy(d)
-        g = None
-        col = analysis.growing_column(en)
-        if col and len(en[col]) > 3 and not _has_lasers(d):
-            try:  # a field energy that grows by 100x (no laser): fit its linear phase
-                v = np.asarray(en[col], float)
-                if v.max() > 100 * v[v > 0][0]:
-                    g = analysis.growth_rate(en["t"], v, None, col)
-            except (ValueError, IndexError):
-                g = None
-        out.append(plot.energy_history(en, _png(args, "energy"), None, g, u))
+def _summary_energy(args, d, u):
+    if not (os.path.isfile(os.path.join(d, "energy.csv")) or
+            os.path.isfile(os.path.join(d, "energy.csv.tmp"))):
+        return []
+    en = read.read_energy(d)
+    g = None
+    col = analysis.growing_column(en)
+    if col and len(en[col]) > 3 and not _has_lasers(d):
+        try:  # a field energy that grows by 100x (no laser): fit its linear phase
+            v = np.asarray(en[col], float)
+            if v.max() > 100 * v[v > 0][0]:
+                g = analysis.growth_rate(en["t"], v, None, col)
+        except (ValueError, IndexError):
+            g = None
+    out = [plot.energy_history(en, _png(args, "energy"), None, g, u)]
     if os.path.isfile(os.path.join(d, "timing.json")):
         try:
             out += cmd_timing(args)
         except (ValueError, KeyError, TypeError) as e:
             read.note("%s is damaged (%s): skipped" % (os.path.join(d, "timing.json"), e))
+    return out
+
+
+def _summary_maps(args, d, u):
     try:
         it = meaningful_dump(d)
         fields = read.list_fields(d, it) if it is not None else {}
@@ -252,39 +245,63 @@ def cmd_summary(args):
         fields, it = {}, None
     if not fields:
         read.note("no dump with meshes: no field maps")
-    else:
-        maps = []
-        if "z" in fields.get("E", []) and np.any(read.read_field(d, "E", "z", it).data != 0):
-            maps.append(("E", "z"))
-        big = _largest_field(d, it)
-        if big and big not in maps:
-            maps.append(big)
-        for q in sorted(fields):  # the densities of the species, one-signed maps
-            if q.startswith("rho_"):
-                maps.append((q, None))
-        if not maps:
-            q = sorted(fields)[0]
-            maps.append((q, fields[q][-1] if fields[q] else None))
-        for q, c in maps:
-            fld = read.read_field(d, q, c, it)
-            out.append(plot.field_map(fld, _png(args, "field_%s_%08d" % (fld.name, fld.step)),
-                                      u))
+        return []
+    maps = []
+    if "z" in fields.get("E", []) and np.any(read.read_field(d, "E", "z", it).data != 0):
+        maps.append(("E", "z"))
+    big = _largest_field(d, it)
+    if big and big not in maps:
+        maps.append(big)
+    for q in sorted(fields):  # the densities of the species, one-signed maps
+        if q.startswith("rho_"):
+            maps.append((q, None))
+    if not maps:
+        q = sorted(fields)[0]
+        maps.append((q, fields[q][-1] if fields[q] else None))
+    out = []
+    for q, c in maps:
+        fld = read.read_field(d, q, c, it)
+        out.append(plot.field_map(fld, _png(args, "field_%s_%08d" % (fld.name, fld.step)), u))
+    return out
+
+
+def _summary_particles(args, d, u):
     species = read.list_species(d)
     if not species:
         read.note("no dump with particles: no phase space or spectrum")
-    else:
-        p = read.read_particles(d, species[0])
-        out.append(plot.phase_space(p, _png(args, "phase_%s_%08d" % (p.species, p.step)),
-                                    units=u))
-        samples = [read.read_particles(d, s) for s in species]
-        samples = [s for s in samples if np.any(s.ekin > 0)] or samples[:1]
-        out.append(plot.spectrum(samples, _png(args, "spectrum_%08d" % p.step), units=u))
-    hists = read.list_phasespace(d)
-    for n in sorted(hists):
-        h = read.read_phasespace(d, n)
-        out.append(plot.histogram(h, _png(args, "ps_%s_%08d" % (n, h.step))))
-    for s in _tracked_species(d):
+        return []
+    p = read.read_particles(d, species[0])
+    out = [plot.phase_space(p, _png(args, "phase_%s_%08d" % (p.species, p.step)), units=u)]
+    samples = [read.read_particles(d, s) for s in species]
+    samples = [s for s in samples if np.any(s.ekin > 0)] or samples[:1]
+    out.append(plot.spectrum(samples, _png(args, "spectrum_%08d" % p.step), units=u))
+    return out
+
+
+def _summary_insitu(args, d, u):
+    out = []
+    for n in sorted(read.list_phasespace(d)):
+        try:
+            h = read.read_phasespace(d, n)
+            out.append(plot.histogram(h, _png(args, "ps_%s_%08d" % (n, h.step))))
+        except read.Damaged as e:
+            read.skip(e, "histogram %s skipped" % n)
+    for s in read.tracked_species(d):
         out.append(plot.trajectories(read.read_tracks(d, s), _png(args, "tracks_%s" % s)))
+    return out
+
+
+def cmd_summary(args):
+    """Every plot the run's files allow; a part whose file is damaged is named and left out,
+    the others drawn."""
+    out = []
+    d = args.outdir
+    u = _units(args)
+    for part in (_summary_energy, _summary_maps, _summary_particles, _summary_insitu):
+        try:
+            out += part(args, d, u)
+        except read.Damaged as e:
+            read.skip(e, "its %s skipped" % part.__name__[len("_summary_"):])
     if not out:
         raise FileNotFoundError("nothing to plot in %s" % d)
     return out

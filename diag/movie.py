@@ -23,7 +23,14 @@ def field_movie(outdir, q, c, plots, units=Units(False), fps=5.0, vmin=None, vma
             read.note("dump %d has no meshes: not in the movie" % it)
     if not its:
         raise FileNotFoundError("no field dumps in %s" % read.data_dir(outdir))
-    fields = [read.read_field(outdir, q, c, it) for it in its]
+    fields = []
+    for it in its:
+        try:
+            fields.append(read.read_field(outdir, q, c, it))
+        except read.Damaged as e:
+            read.skip(e, "not in the movie")
+    if not fields:
+        raise FileNotFoundError("no readable field dumps in %s" % read.data_dir(outdir))
     name = fields[0].name
     fu = units.field(name)[0]
     if vmin is None or vmax is None:  # one colour scale for the whole movie

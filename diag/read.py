@@ -11,6 +11,7 @@ import json
 import os
 import re
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import h5py
@@ -39,15 +40,43 @@ def note(msg):
     print("diag: %s" % msg, file=sys.stderr)
 
 
-_checked = {}   # (path, size, mtime) -> None or why the dump cannot be read
-_noted = set()  # damaged dumps already named on stderr
+class Damaged(OSError):
+    """A file that HDF5 cannot read: truncated, or a byte that its checksum (empic writes
+    every dataset with HDF5's Fletcher-32 filter) finds changed. The message names the file."""
 
 
-def _probe(path):
-    """None if every group and dataset of the dump opens and a first element reads."""
+def _why(e):
+    why = "%s" % (e.args[0] if e.args else type(e).__name__)
+    if "filter returned failure" in why:  # the Fletcher-32 filter: a checksum differs
+        why = "a checksum does not match: bytes changed after it was written"
+    return why
+
+
+@contextmanager
+def _open(path):
+    """h5py.File(path, "r"), a read failure inside turned into Damaged naming the file."""
+    try:
+        with h5py.File(path, "r") as f:
+            yield f
+    except (Damaged, KeyError):
+        raise
+    except (OSError, RuntimeError, ValueError) as e:
+        raise Damaged("%s is damaged (%s)" % (path, _why(e))) from e
+
+
+_checked = {}   # (path, size, mtime, full) -> None or why the dump cannot be read
+_noted = set()  # damaged files already named on stderr
+
+
+def _probe(path, full):
+    """None if every group and dataset of the dump opens and a first element (full: every
+    element, which checks every checksum) reads."""
     def touch(name, obj):
         if isinstance(obj, h5py.Dataset) and obj.size:
-            obj[(0,) * obj.ndim] if obj.ndim else obj[()]
+            if full:
+                obj[()]
+            else:
+                obj[(0,) * obj.ndim] if obj.ndim else obj[()]
         dict(obj.attrs)
     try:
         with h5py.File(path, "r") as f:
@@ -55,19 +84,28 @@ def _probe(path):
                 f["data"][it].visititems(touch)
         return None
     except Exception as e:  # h5py raises OSError, KeyError, RuntimeError, ValueError...
-        return "%s" % (e.args[0] if e.args else type(e).__name__)
+        return _why(e)
 
 
-def dump_problem(path):
-    """Why the dump at path cannot be read (truncated, corrupt), or None."""
+def dump_problem(path, full=False):
+    """Why the dump at path cannot be read (truncated, corrupt), or None. Without `full`,
+    only its structure and first elements are read (a changed byte further in shows when
+    the data is read: Damaged)."""
     try:
         st = os.stat(path)
     except OSError as e:
         return str(e)
-    key = (path, st.st_size, st.st_mtime_ns)
+    key = (path, st.st_size, st.st_mtime_ns, full)
     if key not in _checked:
-        _checked[key] = _probe(path)
+        _checked[key] = _probe(path, full)
     return _checked[key]
+
+
+def skip(e, what="skipped"):
+    """Name a damaged file once on stderr (Damaged e) with what is left out."""
+    if str(e) not in _noted:
+        _noted.add(str(e))
+        note("%s: %s" % (e, what))
 
 
 def list_dumps(outdir):
@@ -95,7 +133,7 @@ def list_iterations(outdir):
 
 def dump_contents(outdir, it):
     """(time, {record: [components]}, {species: particle count}) of one dump."""
-    with h5py.File(dump_path(outdir, it), "r") as f:
+    with _open(dump_path(outdir, it)) as f:
         g = f["data/%d" % it]
         t = float(g.attrs.get("time", np.nan))
         meshes, species = {}, {}
@@ -129,7 +167,7 @@ def _resolve_it(outdir, it, want=None):
     for cand in reversed(its):
         if want is None:
             return cand
-        with h5py.File(dump_path(outdir, cand), "r") as f:
+        with _open(dump_path(outdir, cand)) as f:
             g = f["data/%d" % cand]
             if want in g and len(g[want]) > 0:
                 return cand
@@ -157,7 +195,7 @@ def list_fields(outdir, it=None):
     """{record: [components]} of a dump's meshes ([] for scalar records; {} for a dump
     without meshes)."""
     it = _resolve_it(outdir, it, "meshes")
-    with h5py.File(dump_path(outdir, it), "r") as f:
+    with _open(dump_path(outdir, it)) as f:
         if not _has(f, it, "meshes"):
             return {}
         m = _group(f, it, "meshes")
@@ -171,7 +209,7 @@ def list_species(outdir, it=None):
         it = _resolve_it(outdir, it, "particles")
     except FileNotFoundError:
         return []
-    with h5py.File(dump_path(outdir, it), "r") as f:
+    with _open(dump_path(outdir, it)) as f:
         return sorted(_group(f, it, "particles").keys())
 
 
@@ -199,7 +237,7 @@ def read_field(outdir, q, c=None, it=None):
     """Mesh record `q` (E, B, J, rho, rho_<species>), component `c` (x, y, z) of dump `it`
     (default: the last dump with meshes), with its staggered axes."""
     it = _resolve_it(outdir, it, "meshes")
-    with h5py.File(dump_path(outdir, it), "r") as f:
+    with _open(dump_path(outdir, it)) as f:
         meshes = _group(f, it, "meshes")
         if q not in meshes:
             raise KeyError("dump %d has no mesh %r (have %s)" % (it, q, sorted(meshes.keys())))
@@ -273,7 +311,7 @@ def read_particles(outdir, species, it=None):
 
 def read_particles_file(path, it, species):
     """The particles of `species` in openPMD file `path` (iteration `it`)."""
-    with h5py.File(path, "r") as f:
+    with _open(path) as f:
         parts = _group(f, it, "particles")
         if species not in parts:
             raise KeyError("dump %d has no species %r (have %s)"
@@ -347,9 +385,12 @@ def list_phasespace(outdir):
     """{histogram name: [steps]} of the in-code phase-space files."""
     out = {}
     for it in _series_steps(os.path.join(outdir, "phasespace"), _PS_RE):
-        with h5py.File(phasespace_path(outdir, it), "r") as f:
-            for name in _group(f, it, "meshes").keys():
-                out.setdefault(name, []).append(it)
+        try:
+            with _open(phasespace_path(outdir, it)) as f:
+                for name in _group(f, it, "meshes").keys():
+                    out.setdefault(name, []).append(it)
+        except Damaged as e:
+            skip(e)
     return out
 
 
@@ -391,7 +432,7 @@ def read_phasespace(outdir, name, it=None):
         it = steps[-1]
     elif it not in steps:
         raise FileNotFoundError("histogram %s has no step %d (have %s)" % (name, it, steps))
-    with h5py.File(phasespace_path(outdir, it), "r") as f:
+    with _open(phasespace_path(outdir, it)) as f:
         d = _group(f, it, "meshes")[name]
         data = np.asarray(d[()], dtype=np.float64)
         labels = [_str(a) for a in d.attrs["axisLabels"]][::-1]   # C order: last axis first
@@ -410,6 +451,17 @@ def tracks_path(outdir, it):
 def list_tracks(outdir):
     """Steps of the tracks files."""
     return _series_steps(os.path.join(outdir, "tracks"), _TRACK_RE)
+
+
+def tracked_species(outdir):
+    """Species of the newest readable tracks file."""
+    for it in reversed(list_tracks(outdir)):
+        try:
+            with _open(tracks_path(outdir, it)) as f:
+                return sorted(_group(f, it, "particles").keys())
+        except Damaged as e:
+            skip(e)
+    return []
 
 
 @dataclass
@@ -432,17 +484,25 @@ def read_tracks(outdir, species):
     steps = list_tracks(outdir)
     if not steps:
         raise FileNotFoundError("no tracks in %s" % os.path.join(outdir, "tracks"))
-    samples, ids = [], set()
+    samples, ids, kept = [], set(), []
     for it in steps:
-        with h5py.File(tracks_path(outdir, it), "r") as f:
-            parts = _group(f, it, "particles")
-            if species not in parts:
-                raise KeyError("tracks dump %d has no species %r (have %s)"
-                               % (it, species, sorted(parts.keys())))
-            pid = np.asarray(parts[species]["id"][()], dtype=np.uint64)
-        p = read_particles_file(tracks_path(outdir, it), it, species)
+        try:
+            with _open(tracks_path(outdir, it)) as f:
+                parts = _group(f, it, "particles")
+                if species not in parts:
+                    raise KeyError("tracks dump %d has no species %r (have %s)"
+                                   % (it, species, sorted(parts.keys())))
+                pid = np.asarray(parts[species]["id"][()], dtype=np.uint64)
+            p = read_particles_file(tracks_path(outdir, it), it, species)
+        except Damaged as e:
+            skip(e, "not in the tracks")
+            continue
         samples.append((pid, p))
         ids.update(pid.tolist())
+        kept.append(it)
+    steps = kept
+    if not steps:
+        raise FileNotFoundError("no readable tracks in %s" % os.path.join(outdir, "tracks"))
     ids = np.array(sorted(ids), dtype=np.uint64)
     shape = (len(ids), len(steps))
     arr = {k: np.full(shape, np.nan) for k in ("x", "y", "ux", "uy", "uz")}

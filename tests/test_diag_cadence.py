@@ -97,3 +97,38 @@ def test_damaged_dump_and_timing_are_named_and_skipped(out, tmp_path):
     assert res.returncode == 0, res.stderr
     assert "data00000020.h5 is damaged" in res.stderr
     assert len([f for f in os.listdir(bad / "plots" / "movie_Ez") if f.startswith("frame_")]) == 5
+
+
+def _flip(path, dataset):
+    """Change one bit in the middle of the stored data of `dataset` (its first chunk)."""
+    import h5py
+    with h5py.File(path, "r") as f:
+        chunk = f[dataset].id.get_chunk_info(0)
+    at = chunk.byte_offset + chunk.size // 2
+    with open(path, "r+b") as fh:
+        fh.seek(at)
+        b = fh.read(1)
+        fh.seek(at)
+        fh.write(bytes([b[0] ^ 4]))
+
+
+def test_changed_bytes_are_detected_by_the_checksums(out, tmp_path):
+    """Every dataset carries HDF5's Fletcher-32 checksum: one changed bit in a field, a
+    particle record, a histogram or a tracks file is found, named and left out."""
+    bad = tmp_path / "flipped"
+    shutil.copytree(out, bad)
+    _flip(bad / "data" / "data00000050.h5", "data/50/meshes/E/z")
+    _flip(bad / "data" / "data00000025.h5", "data/25/particles/electrons/momentum/x")
+    _flip(bad / "phasespace" / "ps00000050.h5", "data/50/meshes/electrons_x_ux")
+    _flip(bad / "tracks" / "tracks00000025.h5", "data/25/particles/electrons/momentum/x")
+    res = diag("info", str(bad))
+    assert res.returncode == 1
+    assert "dump 50 DAMAGED" in res.stdout and "dump 25 DAMAGED" in res.stdout, res.stdout
+    assert "checksum does not match" in res.stdout
+    res = diag("summary", str(bad))
+    assert res.returncode == 0, res.stderr
+    for name in ("data00000050.h5", "data00000025.h5", "ps00000050.h5", "tracks00000025.h5"):
+        assert name + " is damaged" in res.stderr, (name, res.stderr)
+    drawn = res.stdout.split()
+    assert any("field_" in f for f in drawn) and any("tracks_" in f for f in drawn), drawn
+    assert not any("_00000050.png" in f and "field_" in f for f in drawn), drawn

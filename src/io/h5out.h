@@ -70,8 +70,8 @@ void h5out_attr_f64(h5w *w, hid_t obj, const char *name, double v);
 void h5out_attr_u32(h5w *w, hid_t obj, const char *name, uint32_t v);
 void h5out_attr_u64v(h5w *w, hid_t obj, const char *name, int n, const uint64_t *v);
 
-/* Groups and datasets (rank 1 or 2, from a buffer of native type mtype stored as ftype);
- * the dataset is returned open (for attributes) or -1. */
+/* Groups and datasets (rank 1 or 2, from a buffer of native type mtype stored as ftype,
+ * chunked with Fletcher-32 checksums); the dataset is returned open (for attributes) or -1. */
 hid_t h5out_group(h5w *w, hid_t loc, const char *name);
 hid_t h5out_dataset(h5w *w, hid_t loc, const char *name, int rank, const hsize_t *dims,
                     hid_t ftype, hid_t mtype, const void *buf);
