@@ -62,23 +62,6 @@ static void print_memory(const memory_need *m)
            m->transient / 1048576.0, avail / 1048576.0, src, m->gpu / 1048576.0);
 }
 
-/* 1 when the checkpoint file lies in dir/checkpoint/: a restart continuing dir's run. */
-static int own_run(const char *ckpt, const char *dir)
-{
-    char buf[DECK_PATH_MAX + 64];
-    struct stat a, b;
-    snprintf(buf, sizeof buf, "%s", ckpt);
-    char *sl = strrchr(buf, '/');
-    if (sl)
-        *sl = '\0';
-    else
-        snprintf(buf, sizeof buf, ".");
-    if (stat(buf, &a))
-        return 0;
-    snprintf(buf, sizeof buf, "%s/checkpoint", dir);
-    return stat(buf, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
-}
-
 /* The command line. */
 typedef struct {
     const char *deck, *backend, *output, *restart;
@@ -225,8 +208,12 @@ static int run(const options *opt)
             return 0;
         }
     }
+    char run_dir[DECK_PATH_MAX];
     if (o.output)
         snprintf(d.output, sizeof d.output, "%s", o.output);
+    else if (o.restart && checkpoint_run_dir(ckpt, run_dir, sizeof run_dir) && comm_rank() == 0)
+        printf("empic: note: %s is not in a run folder's checkpoint/ folder: the run continues "
+               "in %s, the checkpoint's folder (--output DIR for another)\n", ckpt, d.output);
     if (o.wall >= 0)
         d.wall_time = o.wall;
     empic_mute(0);
@@ -246,7 +233,7 @@ static int run(const options *opt)
         return rc;
     }
     /* rank 0 checks the memory and takes the output folder for every rank */
-    const int own = o.restart && own_run(ckpt, d.output);
+    const int own = o.restart && checkpoint_of_run(ckpt, d.output);
     int lock = -1, ok = !root || (!memory_check(&d, &need) &&
                                   (lock = fileio_lock_output(d.output, own, o.overwrite)) >= 0);
     comm_bcast(&ok, sizeof ok, 0);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # hostile.sh - what a hostile day brings, from the command line: a disk that fills during a
 # dump (injected with a file-size limit, with and without SIGXFSZ ignored, and a 1 MB tmpfs
-# when the test may mount one), a damaged newest checkpoint, a finished run restarted, two
+# when the test may mount one), a damaged newest checkpoint, checkpoints moved or copied out
+# of their run folder, a finished run restarted, two
 # runs in one output folder, a deck that needs more memory than there is, a deck whose
 # profile is bad only where the moving window injects, and over-long arguments. Each must
 # end cleanly with a message that names what and where, the last good checkpoint intact and
@@ -90,6 +91,31 @@ head -c 4096 "$tmp/straight/checkpoint/ckpt00000040.h5" > "$tmp/cut.h5"
 rc=$?
 [ $rc -eq 1 ] && has "$tmp/cut.log" "cut.h5: --restart: not an intact empic checkpoint"
 check "a truncated checkpoint given by name is refused (exit $rc)" $?
+
+# 2b. checkpoints moved: a run folder copied elsewhere continues in the copy, from any
+# folder; a bare folder of checkpoints continues in itself with a note (never in the stored,
+# relative output path); a copied checkpoint given back to its own run folder is that run's
+abs=$(cd "$(dirname "$EMPIC")" && pwd)/$(basename "$EMPIC")
+mkdir -p "$tmp/cwd"
+"$EMPIC" --quiet --steps 40 --output "$tmp/half" "$tmp/io.cfg" > /dev/null 2>&1
+cp -r "$tmp/half" "$tmp/moved"
+( cd "$tmp/cwd" && "$abs" --quiet --restart "$tmp/moved" --steps 60 ) > "$tmp/moved.log" 2>&1
+rc=$?
+[ $rc -eq 0 ] && cmp -s "$tmp/moved/energy.csv" "$tmp/straight/energy.csv" && \
+  [ ! -e "$tmp/half/checkpoint/ckpt00000060.h5" ] && [ -z "$(ls "$tmp/cwd")" ]
+check "a copied run folder continues in the copy, bitwise (exit $rc)" $?
+cp -r "$tmp/half/checkpoint" "$tmp/bare"
+( cd "$tmp/cwd" && "$abs" --quiet --restart "$tmp/bare" --steps 60 ) > "$tmp/bare.log" 2>&1
+rc=$?
+[ $rc -eq 0 ] && has "$tmp/bare.log" "not in a run folder's checkpoint/ folder: the run continues in $tmp/bare" && \
+  [ -f "$tmp/bare/checkpoint/ckpt00000060.h5" ] && [ -z "$(ls "$tmp/cwd")" ] && \
+  [ "$(tail -1 "$tmp/bare/energy.csv")" = "$(tail -1 "$tmp/straight/energy.csv")" ]
+check "a bare checkpoint folder continues in itself with a note (exit $rc)" $?
+cp "$tmp/half/checkpoint/ckpt00000040.h5" "$tmp/copy.h5"
+"$EMPIC" --quiet --restart "$tmp/copy.h5" --output "$tmp/half" --steps 60 > "$tmp/own.log" 2>&1
+rc=$?
+[ $rc -eq 0 ] && cmp -s "$tmp/half/energy.csv" "$tmp/straight/energy.csv"
+check "a copied checkpoint continues its own run folder, not 'another run' (exit $rc)" $?
 
 # 3. two runs in one folder: a running one holds the lock; a finished one is not overwritten
 # without --overwrite, which clears its files

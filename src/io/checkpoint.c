@@ -77,6 +77,47 @@ int checkpoint_run_dir(const char *path, char *out, size_t len)
     return 0;
 }
 
+/* The first CK_USERBLOCK bytes of a file (a checkpoint's hash), 0 when it has them. */
+static int user_block(const char *path, char *head)
+{
+    FILE *f = fopen(path, "rb");
+    size_t n = f ? fread(head, 1, CK_USERBLOCK, f) : 0;
+    if (f)
+        fclose(f);
+    return n == CK_USERBLOCK ? 0 : -1;
+}
+
+int checkpoint_of_run(const char *path, const char *dir)
+{
+    char buf[CK_PATH + 300], mine[CK_PATH + 16];
+    struct stat a, b;
+    snprintf(buf, sizeof buf, "%s", path);
+    char *sl = strrchr(buf, '/');
+    if (sl)
+        *sl = '\0';
+    else
+        snprintf(buf, sizeof buf, ".");
+    snprintf(mine, sizeof mine, "%s/checkpoint", dir);
+    if (stat(buf, &a) == 0 && stat(mine, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+        return 1;
+    /* a copy: the run folder holds a checkpoint with the same hash */
+    char want[CK_USERBLOCK], head[CK_USERBLOCK];
+    DIR *dd = opendir(mine);
+    if (!dd || user_block(path, want)) {
+        if (dd)
+            closedir(dd);
+        return 0;
+    }
+    int same = 0;
+    for (struct dirent *e; !same && (e = readdir(dd));) {
+        snprintf(buf, sizeof buf, "%s/%s", mine, e->d_name);
+        same = !strncmp(e->d_name, "ckpt", 4) && !user_block(buf, head) &&
+               !memcmp(want, head, CK_USERBLOCK);
+    }
+    closedir(dd);
+    return same;
+}
+
 /* Remove the checkpoints in dir except keep (just written) and prev (the run's previous one,
  * written or restarted from), and any leftover temporary file. */
 static void prune(const char *dir, const char *keep, const char *prev)
@@ -525,7 +566,17 @@ int checkpoint_read_deck(const char *path, deck *d)
     }
     snprintf(d->file, sizeof d->file, "%s", path);
     char run[CK_PATH];
-    if (checkpoint_run_dir(path, run, sizeof run) == 0 && strlen(run) < sizeof d->output)
+    /* the run folder the checkpoint lies in (wherever it was moved), else the checkpoint's
+     * own folder: never the stored path, which is relative to where the run started */
+    if (checkpoint_run_dir(path, run, sizeof run) != 0) {
+        snprintf(run, sizeof run, "%s", path);
+        char *sl = strrchr(run, '/');
+        if (!sl)
+            snprintf(run, sizeof run, ".");
+        else
+            sl[sl == run] = '\0'; /* "/ckpt.h5" -> "/" */
+    }
+    if (strlen(run) < sizeof d->output)
         memcpy(d->output, run, strlen(run) + 1);
     return 0;
 }

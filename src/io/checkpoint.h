@@ -24,11 +24,15 @@ int checkpoint_write(sim *S);
  * *step. 0, or -1 after reporting. */
 int checkpoint_find(const char *dir, char *path, size_t len, long *step);
 /* Load the deck stored in the checkpoint at path; diagnostics.output becomes the folder that
- * holds its checkpoint/ folder. 0, or -1 after reporting. */
+ * holds its checkpoint/ folder, or the checkpoint's own folder when that is not a run's
+ * checkpoint/ (a folder of checkpoints copied out of their run). 0, or -1 after reporting. */
 int checkpoint_read_deck(const char *path, deck *d);
 /* Restart path of sim_init: S->d, S->cl, S->f and the backend are set up; fill the fields,
  * the species and the counters from the checkpoint at path. 0, or -1 after reporting. */
 int checkpoint_load(sim *S, const char *path);
+/* 1 when the checkpoint file at path belongs to the run in folder dir: it lies in
+ * dir/checkpoint/, or is a copy of one there (the same hash, whatever its name). */
+int checkpoint_of_run(const char *path, const char *dir);
 /* The run folder of a checkpoint file (the folder that holds its checkpoint/ folder) into
  * out. 0, or -1 when path is not inside one. */
 int checkpoint_run_dir(const char *path, char *out, size_t len);
