@@ -49,6 +49,11 @@ void empic_mute(int on);
  * every rank of the run on a fatal error (empic_exit calls it; exit() without it). */
 void empic_ranks(int r, int n, void (*end_all)(int));
 
+/* Last words before a fatal error ends the process: fn(arg) runs once, first, when the
+ * thread that set it calls empic_exit (a run's clean stop: energy.csv, timing.json and the
+ * line naming the last checkpoint); fn = NULL clears it. */
+void empic_on_fatal(void (*fn)(void *), void *arg);
+
 /* Report and exit(1): for errors a run cannot recover from. */
 #define EMPIC_DIE(...) (empic_report(__FILE__, __LINE__, __VA_ARGS__), empic_exit(1))
 void empic_exit(int code) __attribute__((noreturn));

@@ -4,7 +4,8 @@
 # when the test may mount one), a damaged newest checkpoint, checkpoints moved or copied out
 # of their run folder, a finished run restarted, two
 # runs in one output folder, a deck that needs more memory than there is, a deck whose
-# profile is bad only where the moving window injects, and over-long arguments. Each must
+# profile is bad only where the moving window injects, memory that runs out at any point
+# (ulimit -v), and over-long arguments. Each must
 # end cleanly with a message that names what and where, the last good checkpoint intact and
 # nothing partial left. Prints PASS/FAIL per check; exits non-zero on any failure.
 # EMPIC=path overrides the binary (default bin/empic).
@@ -186,6 +187,37 @@ sed 's/steps = 400;/steps = 100;/' "$tmp/inject.cfg" > "$tmp/inject-short.cfg"
 rc=$?
 [ $rc -eq 1 ] && has "$tmp/inject3.log" "moving window's injection"
 check "a --steps that takes the window further is checked again (exit $rc)" $?
+
+# 7. out of memory at any point (ulimit -v from below what the restart needs to above what
+# the run needs, in steps): never a crash, the memory named, nothing partial left, and where
+# a dump or checkpoint cannot be built after the restart the last checkpoint named intact,
+# with energy.csv and timing.json written
+cat > "$tmp/oom.cfg" <<'EOF'
+simulation = { name = "oom"; backend = "cpu"; seed = 2; };
+grid = { cells = [128, 128]; dx = [0.1, 0.1]; cluster = [8, 8]; };
+time = { dt = 0.05; steps = 20; };
+species = ( { name = "e"; charge = -1.0; ppc = [6, 6];
+              momentum = { thermal = [0.05, 0.05, 0.05]; }; } );
+diagnostics = { energy = { every = 5; }; checkpoint = { every = 5; };
+  particles = { every = 10; fraction = 1.0; }; };
+EOF
+"$EMPIC" --quiet --steps 5 --output "$tmp/oom" "$tmp/oom.cfg" > /dev/null 2>&1
+bad=0 named=0 clean=0
+for kb in $(seq 60000 10000 200000); do
+  rm -rf "$tmp/oomr" && cp -r "$tmp/oom" "$tmp/oomr"
+  ( ulimit -v $kb; OMP_NUM_THREADS=1 exec "$EMPIC" --quiet --restart "$tmp/oomr" --steps 20 ) \
+    > "$tmp/oomr.log" 2>&1
+  rc=$?
+  if [ $rc -eq 0 ]; then clean=$((clean + 1)); continue; fi
+  if [ $rc -ne 1 ] || ! has "$tmp/oomr.log" "memory" || [ -n "$(find "$tmp/oomr" -name '*.tmp')" ]; then
+    echo "  ulimit -v $kb: exit $rc"; head -3 "$tmp/oomr.log"; bad=$((bad + 1))
+  elif has "$tmp/oomr.log" "the last checkpoint is intact: .*ckpt000000[01][05].h5" && \
+       [ -f "$tmp/oomr/energy.csv" ] && [ -f "$tmp/oomr/timing.json" ]; then
+    named=$((named + 1))
+  fi
+done
+[ $bad -eq 0 ] && [ $named -gt 0 ] && [ $clean -gt 0 ]
+check "ulimit -v 60-200 MB: no crash, memory named, nothing partial ($bad bad, $named naming the intact checkpoint, $clean complete)" $?
 
 # 6. over-long arguments are refused, not cut
 long=$(printf 'd%.0s' $(seq 1 1100))

@@ -4,8 +4,10 @@ A run of 2.6 M particles with a field dump and a checkpoint (the two largest pas
 must peak within 20 % of the host memory `--check` announces; `--check` must also show the
 memory available and refuse a deck that needs more (EMPIC_MEMORY_LIMIT).
 """
+import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -66,3 +68,43 @@ def test_check_refuses_what_does_not_fit(deck):
     assert chk.returncode == 1
     assert re.search(r"needs about [0-9.]+ GiB of host memory .* but 0.09 GiB are available "
                      r"\(EMPIC_MEMORY_LIMIT\)", chk.stderr), chk.stderr
+
+
+def test_ranks_on_one_node_add_up(deck):
+    """Four ranks on one node: the node holds rank 0's whole-run figure (it collects dumps and
+    checkpoints) plus the other ranks' shares; a limit between the one-rank and the four-rank
+    figures refuses the four ranks and names them."""
+    mpirun = shutil.which("mpirun")
+    built = subprocess.run([EMPIC, "--version"], capture_output=True, text=True).stdout
+    if not mpirun or ", no MPI" in built:
+        pytest.skip("no MPI")
+    env = dict(os.environ, OMP_NUM_THREADS="1", OMPI_ALLOW_RUN_AS_ROOT="1",
+               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_rmaps_base_oversubscribe="1")
+    one, _ = host_mib(subprocess.run([EMPIC, "--check", str(deck)], capture_output=True,
+                                     text=True).stdout)
+    chk = subprocess.run([mpirun, "-np", "4", EMPIC, "--check", str(deck)], capture_output=True,
+                         text=True, env=env, timeout=120)
+    assert chk.returncode == 0, chk.stderr
+    assert "on rank 0's node (4 of 4 ranks)" in chk.stdout, chk.stdout
+    four, _ = host_mib(chk.stdout)
+    assert four > one * 1.2, (one, four)
+    env["EMPIC_MEMORY_LIMIT"] = "%d" % ((one + four) / 2 * 1048576)
+    chk = subprocess.run([mpirun, "-np", "4", EMPIC, "--check", str(deck)], capture_output=True,
+                         text=True, env=env, timeout=120)
+    assert chk.returncode == 1 and "on the node of rank 0 (4 of the 4 ranks)" in chk.stderr, \
+        chk.stdout + chk.stderr
+
+
+def test_bandwidth_probe_skipped_when_memory_is_short(tmp_path):
+    """The end-of-run bandwidth probe (two buffers of 32-128 MiB) is not made when the memory
+    available would not hold it: a small run under a 150 MB limit runs, and the table and
+    timing.json say the bandwidth was not measured."""
+    deck = tmp_path / "small.cfg"
+    deck.write_text(DECK.format(out=tmp_path / "out").replace("[512, 512]", "[32, 32]"))
+    env = dict(os.environ, OMP_NUM_THREADS="2", EMPIC_MEMORY_LIMIT="150000000")
+    res = subprocess.run([EMPIC, str(deck)], capture_output=True, text=True, env=env,
+                         timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert "bandwidth not measured: too little free memory for the probe" in res.stdout
+    with open(tmp_path / "out" / "timing.json") as fh:
+        assert json.load(fh)["bandwidth_bytes_per_s"] is None

@@ -101,8 +101,10 @@ def test_ranks_bitwise(tmp_path, deck, splits):
         assert_same(one, run(deck, tmp_path / ("r%dx%d" % split), split))
 
 
-# (deck, its steps, the checkpoint): the laser deck; on GPU ranks the converging flow too
-RESTARTS = [("laser.cfg", 300, 150)] + ([("converge.cfg", 120, 60)] if BACKEND != "cpu" else [])
+# (deck, its steps, the checkpoint): the laser deck, and with PML memories spanning ranks
+# and the window; on GPU ranks the converging flow too. Each rank reads its own share.
+RESTARTS = [("laser.cfg", 300, 150), ("pml-thick.cfg", 300, 150)] + (
+    [("converge.cfg", 120, 60)] if BACKEND != "cpu" else [])
 
 
 @pytest.mark.parametrize("deck,steps,every", RESTARTS)

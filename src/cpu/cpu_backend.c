@@ -235,11 +235,16 @@ static void cpu_phasespace(void *ctx, pic_state *st, int s, const ps_grid *g, do
 static void cpu_finish(void *ctx, pic_state *st) { (void)ctx, (void)st; }
 
 /* Host memory bandwidth (read + write of a copy larger than the last-level cache) for the
- * timing table's floor; memory.c counts its buffers in the run's memory. */
+ * timing table's floor; memory.c counts its buffers in the run's memory. 0 (not measured)
+ * when the memory available would not hold them with room to spare. */
 static double cpu_bandwidth(void *ctx)
 {
     (void)ctx;
     size_t n = memory_probe_bytes();
+    char src[64];
+    const double avail = memory_available(src, sizeof src);
+    if (avail >= 0 && avail < 2.0 * n + 64.0 * 1048576.0)
+        return 0.0;
     char *a = malloc(n), *b = malloc(n);
     double best = 0.0;
     if (a && b) {

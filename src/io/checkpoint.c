@@ -20,6 +20,7 @@
 #include "empic.h"
 #include "fbnd.h"
 #include "fileio.h"
+#include "h5out.h"
 #include "memory.h"
 
 #include <dirent.h>
@@ -260,6 +261,10 @@ static size_t image_estimate(const sim *S)
  * Returns the image (malloc'd, *len bytes), or NULL with io->err set. */
 static char *build_image(sim *S, const char *name, ck_io *io, size_t *len)
 {
+    if (h5out_room(image_estimate(S))) {
+        ck_fail(io, "allocating the file image");
+        return NULL;
+    }
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS), fcpl = H5Pcreate(H5P_FILE_CREATE), file = -1;
     /* the user block (ignored by HDF5) takes the checksum of the whole file: ck_sum */
     if (fapl >= 0 && fcpl >= 0 && H5Pset_fapl_core(fapl, image_estimate(S), 0) >= 0 &&
@@ -343,7 +348,7 @@ static char *build_image(sim *S, const char *name, ck_io *io, size_t *len)
     /* the image leaves out the user block: it goes in front (zeroed, then the checksum) */
     if (!io->err && (!(image = calloc(1, (size_t)n + CK_USERBLOCK)) ||
                      H5Fget_file_image(file, image + CK_USERBLOCK, (size_t)n) != n))
-        ck_fail(io, "copying the file image (out of host memory?)");
+        ck_fail(io, "copying the file image");
     if (H5Fclose(file) < 0)
         ck_fail(io, "closing the file");
     if (io->err) {
@@ -370,8 +375,10 @@ int checkpoint_write(sim *S)
     if (fileio_mkdir_p(dir, "checkpoint folder"))
         ;
     else if (!(image = build_image(S, path, &io, &len)))
-        empic_report(path, 0, "cannot build the checkpoint: HDF5 failed at %s%s%s", io.what,
-                     io.cause[0] ? ": " : "", io.cause);
+        /* built in host memory (no file yet): a failure there is a failure to allocate */
+        empic_report(path, 0, "cannot build the checkpoint: HDF5 failed at %s%s%s; the file is "
+                     "built in host memory first (%.0f MiB), which ran short", io.what,
+                     io.cause[0] ? ": " : "", io.cause, image_estimate(S) / 1048576.0);
     else { /* the dumps before it to disk first (fileio_write_replace); then temporary name,
               fsync, rename; the temporary file is removed on failure */
         if (fileio_sync_all(S->d.output))
@@ -581,9 +588,9 @@ int checkpoint_read_deck(const char *path, deck *d)
     return 0;
 }
 
-/* Species s set up as species_init does, its arrays (alloc slots, zeroed) and tables read
- * from group g. */
-static void read_species(ck_io *io, hid_t g, sim *S, int s)
+/* The cluster tables of species s (every cluster's) from group g, checked against each
+ * other; the slots they lay out into *alloc. */
+static void read_tables(ck_io *io, hid_t g, sim *S, int s, long long *alloc)
 {
     species *sp = &S->sp[s];
     const int ncl = S->cl.n;
@@ -593,7 +600,7 @@ static void read_species(ck_io *io, hid_t g, sim *S, int s)
         ck_fail(io, "name (species differ from the deck's)");
     free(name);
     sp->np = ck_get_i64(io, g, "np");
-    long long alloc = ck_get_i64(io, g, "alloc");
+    *alloc = ck_get_i64(io, g, "alloc");
     sp->rearrangements = ck_get_i64(io, g, "rearrangements");
     ck_get(io, g, "start", H5T_NATIVE_INT, (size_t)ncl, sp->start);
     ck_get(io, g, "count", H5T_NATIVE_INT, (size_t)ncl, sp->count);
@@ -608,37 +615,34 @@ static void read_species(ck_io *io, hid_t g, sim *S, int s)
     long long live = 0;
     for (int c = 0; c < ncl; c++) {
         if (sp->count[c] < 0 || sp->count[c] > sp->cap[c] || sp->start[c] < 0 ||
-            (long long)sp->start[c] + sp->cap[c] > alloc) {
+            (long long)sp->start[c] + sp->cap[c] > *alloc) {
             ck_fail(io, "cluster tables (inconsistent)");
             return;
         }
         live += sp->count[c];
     }
-    if (alloc < 0 || alloc > 0x7fffffffLL || live != sp->np) {
+    if (*alloc < 0 || *alloc > 0x7fffffffLL || live != sp->np)
         ck_fail(io, "np (inconsistent with the cluster tables)");
-        return;
-    }
+}
+
+/* One rank holds the whole run: the particle arrays in the checkpoint's own segment layout
+ * (alloc slots), so that the continuation lays segments out as the run that was not
+ * stopped would. The live particles are stored in cluster order. */
+static void read_whole(ck_io *io, hid_t g, species *sp, int ncl, long long alloc)
+{
     char src[64];
     double avail = memory_available(src, sizeof src);
     if (avail > 0 && (double)alloc * (29.0 + (sp->tracked ? 8.0 : 0.0)) > avail) {
         ck_fail(io, "alloc (more particle slots than the memory available)");
         return;
     }
-    sp->alloc = (size_t)alloc;
-    sp->cell = empic_calloc(sp->alloc, 4, "particles");
-    sp->x = empic_calloc(sp->alloc, 4, "particles");
-    sp->y = empic_calloc(sp->alloc, 4, "particles");
-    sp->ux = empic_calloc(sp->alloc, 4, "particles");
-    sp->uy = empic_calloc(sp->alloc, 4, "particles");
-    sp->uz = empic_calloc(sp->alloc, 4, "particles");
-    sp->w = empic_calloc(sp->alloc, 4, "particles");
-    sp->code = empic_calloc(sp->alloc, 1, "particles");
-    sp->id = sp->tracked ? empic_calloc(sp->alloc, 8, "particle ids") : NULL;
-    char *stage = empic_alloc((size_t)live * 8, "checkpoint staging");
+    species_alloc(sp, (size_t)alloc);
+    const size_t live = (size_t)sp->np;
+    char *stage = empic_alloc(live * 8, "checkpoint staging");
     ck_array a[9];
     const int na = species_arrays(sp, a);
     for (int k = 0; k < na && !io->err; k++) {
-        ck_get(io, g, a[k].name, a[k].mtype, (size_t)live, stage);
+        ck_get(io, g, a[k].name, a[k].mtype, live, stage);
         size_t o = 0;
         for (int c = 0; c < ncl && !io->err; c++) {
             memcpy((char *)a[k].a + (size_t)sp->start[c] * a[k].size, stage + o * a[k].size,
@@ -647,7 +651,59 @@ static void read_species(ck_io *io, hid_t g, sim *S, int s)
         }
     }
     free(stage);
-    if (!io->err && species_misplaced(sp, &S->cl) != 0)
+}
+
+/* One rank of several: only the particles of this rank's clusters are read (a run of the
+ * stored cluster order per cluster row of its share), into segments laid out for its
+ * counts as the load lays them. */
+static void read_share(ck_io *io, hid_t g, species *sp, const clusters *cl)
+{
+    const int ncl = cl->n;
+    size_t *off = empic_alloc((size_t)ncl * sizeof(size_t), "checkpoint staging");
+    size_t o = 0, total = (size_t)sp->np, mine = 0;
+    for (int c = 0; c < ncl; c++) {
+        off[c] = o;
+        o += (size_t)sp->count[c];
+        if (cl->own[c])
+            mine += (size_t)sp->count[c];
+        else
+            sp->count[c] = 0, memset(sp->hist + 9 * c, 0, 9 * sizeof(int));
+        sp->start[c] = sp->cap[c] = sp->peak[c] = 0;
+    }
+    sp->np = (long long)mine;
+    species_layout(sp, cl);
+    char *stage = empic_alloc(mine * 8, "checkpoint staging");
+    ck_array a[9];
+    const int na = species_arrays(sp, a);
+    for (int k = 0; k < na && !io->err; k++) {
+        for (int cy = cl->cy0; cy < cl->cy1 && !io->err; cy++) {
+            const int c0 = cluster_id(cl, cl->cx0, cy), c1 = cluster_id(cl, cl->cx1 - 1, cy);
+            const size_t n = off[c1] + (size_t)sp->count[c1] - off[c0];
+            ck_get_slab(io, g, a[k].name, a[k].mtype, total, off[c0], n, 1, n, stage);
+            for (int c = c0; c <= c1; c++)
+                memcpy((char *)a[k].a + (size_t)sp->start[c] * a[k].size,
+                       stage + (off[c] - off[c0]) * a[k].size, (size_t)sp->count[c] * a[k].size);
+        }
+    }
+    free(stage);
+    free(off);
+}
+
+/* Species s from group g: its tables, then its particles, all of them (one rank) or those
+ * of this rank's clusters. */
+static void read_species(ck_io *io, hid_t g, sim *S, int s)
+{
+    species *sp = &S->sp[s];
+    const clusters *cl = &S->cl;
+    long long alloc = 0;
+    read_tables(io, g, S, s, &alloc);
+    if (io->err)
+        return;
+    if (cl->nrx * cl->nry == 1)
+        read_whole(io, g, sp, cl->n, alloc);
+    else
+        read_share(io, g, sp, cl);
+    if (!io->err && species_misplaced(sp, cl) != 0)
         ck_fail(io, "particles (some outside their clusters)");
 }
 
@@ -696,10 +752,12 @@ int checkpoint_load(sim *S, const char *path)
     emf_state(fl, fa);
     g = ck_group(&io, f, "fields", 0);
     ck_get(&io, g, "shape", H5T_NATIVE_INT, 2, shape);
-    if (!io.err && (shape[0] != fl->rows || shape[1] != fl->stride))
+    const int G = EMF_GUARD, rows = fl->ny + 2 * G, stride = fl->nx + 2 * G;
+    if (!io.err && (shape[0] != rows || shape[1] != stride))
         ck_fail(&io, "fields/shape (not the deck's grid)");
-    for (int k = 0; k < EMF_STATE; k++)
-        ck_get(&io, g, fname[k], H5T_NATIVE_FLOAT, fl->size, fa[k]);
+    for (int k = 0; k < EMF_STATE; k++) /* this rank's cells and guards, of the whole grid */
+        ck_get_slab(&io, g, fname[k], H5T_NATIVE_FLOAT, (size_t)rows * stride,
+                    (size_t)fl->j0 * stride + fl->i0, stride, fl->rows, fl->stride, fa[k]);
     ck_get(&io, g, "rho_bg", H5T_NATIVE_DOUBLE, 1, &fl->rho_bg);
     fl->step = (long)ck_get_i64(&io, g, "step");
     if (fl->fb) {
@@ -724,6 +782,11 @@ int checkpoint_load(sim *S, const char *path)
     }
     ck_close_group(g);
     H5Fclose(f);
+    if (io.err && (strstr(io.cause, "memory") || strstr(io.cause, "alloc"))) {
+        empic_report(path, 0, "cannot restart from this checkpoint: out of host memory reading "
+                     "%s (%s)", io.what, io.cause);
+        return -1;
+    }
     if (io.err) {
         empic_report(path, 0, "cannot restart from this checkpoint: %s%s%s (damaged, or made "
                      "by another version); an older one may be in the same folder",

@@ -28,7 +28,9 @@ int checkpoint_find(const char *dir, char *path, size_t len, long *step);
  * checkpoint/ (a folder of checkpoints copied out of their run). 0, or -1 after reporting. */
 int checkpoint_read_deck(const char *path, deck *d);
 /* Restart path of sim_init: S->d, S->cl, S->f and the backend are set up; fill the fields,
- * the species and the counters from the checkpoint at path. 0, or -1 after reporting. */
+ * the species and the counters from the checkpoint at path, of any number of ranks: each
+ * rank reads its own share only (its cells and guards, its clusters' particles). 0, or -1
+ * after reporting. */
 int checkpoint_load(sim *S, const char *path);
 /* 1 when the checkpoint file at path belongs to the run in folder dir: it lies in
  * dir/checkpoint/, or is a copy of one there (the same hash, whatever its name). */

@@ -85,6 +85,33 @@ void ck_get(ck_io *io, hid_t loc, const char *name, hid_t mtype, size_t n, void 
         H5Dclose(ds);
 }
 
+void ck_get_slab(ck_io *io, hid_t loc, const char *name, hid_t mtype, size_t total,
+                 size_t first, size_t stride, size_t count, size_t block, void *buf)
+{
+    if (io->err)
+        return;
+    if (ck_len(loc, name) != (long long)total || (count > 0 && first + (count - 1) * stride +
+                                                                    block > total)) {
+        ck_fail(io, name);
+        return;
+    }
+    if (count == 0 || block == 0)
+        return;
+    hsize_t start = first, step = stride, n = count, len = block, all = count * block;
+    hid_t ds = H5Dopen2(loc, name, H5P_DEFAULT), fs = ds < 0 ? -1 : H5Dget_space(ds),
+          ms = H5Screate_simple(1, &all, NULL);
+    if (fs < 0 || ms < 0 ||
+        H5Sselect_hyperslab(fs, H5S_SELECT_SET, &start, &step, &n, &len) < 0 ||
+        H5Dread(ds, mtype, ms, fs, H5P_DEFAULT, buf) < 0)
+        ck_fail(io, name);
+    if (ms >= 0)
+        H5Sclose(ms);
+    if (fs >= 0)
+        H5Sclose(fs);
+    if (ds >= 0)
+        H5Dclose(ds);
+}
+
 void ck_put_i64(ck_io *io, hid_t loc, const char *name, long long v)
 {
     int64_t x = v;

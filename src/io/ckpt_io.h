@@ -25,6 +25,11 @@ void ck_put(ck_io *io, hid_t loc, const char *name, hid_t ftype, hid_t mtype, si
             const void *buf);
 long long ck_len(hid_t loc, const char *name);
 void ck_get(ck_io *io, hid_t loc, const char *name, hid_t mtype, size_t n, void *buf);
+/* Part of a 1-D dataset of `total` values: `count` blocks of `block` values, the first at
+ * `first`, each `stride` values after the one before (a rectangle of a row-major 2-D array,
+ * or one run when count = 1), one after the other into buf. */
+void ck_get_slab(ck_io *io, hid_t loc, const char *name, hid_t mtype, size_t total,
+                 size_t first, size_t stride, size_t count, size_t block, void *buf);
 void ck_put_i64(ck_io *io, hid_t loc, const char *name, long long v);
 long long ck_get_i64(ck_io *io, hid_t loc, const char *name);
 void ck_put_f64(ck_io *io, hid_t loc, const char *name, size_t n, const double *v);

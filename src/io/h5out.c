@@ -249,8 +249,10 @@ int h5out_commit(h5w *w, const char *path, const char *what)
         h5out_fail(w, "flushing the file");
     if (w->file >= 0 && !w->err && (n = H5Fget_file_image(w->file, NULL, 0)) <= 0)
         h5out_fail(w, "the file image");
-    if (!w->err && !(image = malloc((size_t)n)))
-        h5out_fail(w, "the file image (out of host memory)");
+    if (!w->err && !(image = malloc((size_t)n))) {
+        h5out_fail(w, "the file image");
+        w->memory = 1;
+    }
     if (!w->err && H5Fget_file_image(w->file, image, (size_t)n) != n)
         h5out_fail(w, "copying the file image");
     if (w->err) { /* its memory back before the close, which may need some */
@@ -268,8 +270,8 @@ int h5out_commit(h5w *w, const char *path, const char *what)
     w->file = -1;
     if (w->err) {
         if (w->memory)
-            empic_report(path, 0, "out of memory building the file in memory (HDF5 could "
-                         "not allocate at %s); %s not written", w->what, what);
+            empic_report(path, 0, "out of host memory building the file in memory (at %s); %s "
+                         "not written", w->what, what);
         else
             empic_report(path, 0, "HDF5 error at %s; %s not written", w->what, what);
         return -1;
@@ -287,8 +289,20 @@ void h5out_safe_name(char *dst, size_t len, const char *src)
     deck_output_name(dst, len, src);
 }
 
+int h5out_room(size_t image)
+{
+    void *p = malloc(image + H5OUT_ROOM);
+    free(p);
+    return p ? 0 : -1;
+}
+
 int h5out_create(h5w *w, const char *name)
 {
+    if (h5out_room(0)) {
+        h5out_fail(w, "file creation");
+        w->memory = 1;
+        return -1;
+    }
     /* built in memory (core driver, no backing store) and written by h5out_commit in one
      * piece: HDF5 never writes to the disk itself, so a full disk fails a plain write().
      * The driver grows its image by 256 KiB steps, zeroing each: an 8 MiB step zeroed 8 MiB

@@ -80,7 +80,13 @@ hid_t h5out_dataset(h5w *w, hid_t loc, const char *name, int rank, const hsize_t
 out_item *h5out_add_item(h5w *w, int particle, int stagger, int precision, long long n,
                          const char *name, hid_t obj);
 
-/* Create the file `name` in memory into w->file; 0, or -1 with w->err set. */
+/* 0 when an in-memory file image of `image` bytes and H5OUT_ROOM more can be allocated,
+ * the memory HDF5 needs to open a file (its metadata cache): HDF5 1.10 crashes in H5Fcreate
+ * when an allocation there fails, so the writers ask first. */
+#define H5OUT_ROOM ((size_t)16 << 20)
+int h5out_room(size_t image);
+/* Create the file `name` in memory into w->file; 0, or -1 with w->err set (and w->memory
+ * when the memory is short). */
 int h5out_create(h5w *w, const char *name);
 /* openPMD 1.1.0 root attributes of a file-based series (iteration_format e.g.
  * "data%08T.h5"); meshesPath / particlesPath only when the file holds them. */

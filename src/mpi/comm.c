@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 
 #ifdef EMPIC_MPI
@@ -51,19 +52,33 @@ int comm_rank(void)
     return r;
 }
 
+/* This rank's number on its node and the ranks there (one split, the first time asked). */
+static int node_local = -1, node_ranks = 1;
+
+static void node_split(void)
+{
+    if (node_local >= 0)
+        return;
+    node_local = 0;
+    if (ranks() > 1) {
+        MPI_Comm node;
+        MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+        MPI_Comm_rank(node, &node_local);
+        MPI_Comm_size(node, &node_ranks);
+        MPI_Comm_free(&node);
+    }
+}
+
 int comm_local_rank(void)
 {
-    static int local = -1;
-    if (local < 0) {
-        local = 0;
-        if (ranks() > 1) {
-            MPI_Comm node;
-            MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-            MPI_Comm_rank(node, &local);
-            MPI_Comm_free(&node);
-        }
-    }
-    return local;
+    node_split();
+    return node_local;
+}
+
+int comm_node_ranks(void)
+{
+    node_split();
+    return node_ranks;
 }
 
 /* Messages above 2^31 bytes are not needed: a rank's border holds far fewer particles. */
@@ -89,6 +104,7 @@ void comm_init(int *argc, char ***argv)
 void comm_finalize(void) {}
 int comm_rank(void) { return 0; }
 int comm_local_rank(void) { return 0; }
+int comm_node_ranks(void) { return 1; }
 #endif
 
 int comm_size(void) { return ranks(); }
@@ -109,7 +125,8 @@ void comm_abort(int rc)
     if (ranks() > 1)
         MPI_Abort(MPI_COMM_WORLD, rc);
 #endif
-    exit(rc);
+    fflush(NULL);
+    _exit(rc); /* no exit handlers: empic_exit says why */
 }
 
 static double exchange_s; /* seconds in comm_sendrecv on several ranks */

@@ -13,9 +13,11 @@ void comm_init(int *argc, char ***argv);
 void comm_finalize(void);
 int comm_rank(void);
 int comm_size(void);
-/* This rank's number among the ranks of its node (the GPU it takes). Collective the first
- * time: every rank calls it once at the same point (the CUDA backend's open). */
+/* This rank's number among the ranks of its node (the GPU it takes), and the number of
+ * ranks on its node. Collective the first time either is asked: every rank asks at the same
+ * point (the memory check at the start). */
 int comm_local_rank(void);
+int comm_node_ranks(void);
 /* Stop every rank at once with status rc (an error one rank alone met, reported already). */
 void comm_abort(int rc) __attribute__((noreturn));
 

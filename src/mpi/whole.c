@@ -118,7 +118,9 @@ static void copy_fbnd(fbnd *dst, const fbnd *src, const emf *f)
                    4 * (size_t)(k / 2 ? f->nx : f->ny) * sizeof(float));
 }
 
-void whole_empty(const sim *S, sim *W)
+/* W set up as a one-rank run of S's deck with nothing in it yet (fields zero, boundaries,
+ * clusters). */
+static void whole_empty(const sim *S, sim *W)
 {
     *W = *S; /* the deck, counters and settings; the state below is W's own */
     W->energy = NULL;
@@ -254,50 +256,4 @@ void whole_free(sim *W)
     emf_free(&W->f);
     clusters_free(&W->cl);
     free(W->rho_sp);
-}
-
-void whole_share(const sim *W, sim *S)
-{
-    const int G = EMF_GUARD;
-    emf *f = &S->f;
-    const emf *g = &W->f;
-    float *a[EMF_STATE], *b[EMF_STATE];
-    emf_state(f, a);
-    emf_state(g, b);
-    for (int k = 0; k < EMF_STATE; k++) /* this rank's cells and guards */
-        for (int lj = 0; lj < f->rows; lj++)
-            memcpy(a[k] + (size_t)lj * f->stride, b[k] + emf_idx(g, f->i0 - G, f->j0 - G + lj),
-                   (size_t)f->stride * sizeof(float));
-    f->step = g->step;
-    f->rho_bg = g->rho_bg;
-    if (f->fb)
-        copy_fbnd(f->fb, g->fb, f);
-    const clusters *cl = &S->cl;
-    for (int s = 0; s < S->nsp; s++) {
-        const species *w = &W->sp[s];
-        species *sp = &S->sp[s];
-        species_open(sp, &S->d, s, cl);
-        for (int c = 0; c < cl->n; c++)
-            if (cl->own[c]) {
-                sp->count[c] = w->count[c];
-                memcpy(sp->hist + 9 * c, w->hist + 9 * c, 9 * sizeof(int));
-                sp->np += w->count[c];
-            }
-        species_layout(sp, cl);
-        for (int c = 0; c < cl->n; c++)
-            species_copy_range(sp, (size_t)sp->start[c], w, (size_t)w->start[c],
-                               (size_t)sp->count[c]);
-        sp->rearrangements = w->rearrangements;
-    }
-    S->step = W->step;
-    S->particle_steps = W->particle_steps;
-    S->wall_s = W->wall_s;
-    memcpy(S->st.phase_s, W->st.phase_s, sizeof S->st.phase_s);
-    S->en_step = W->en_step;
-    S->en_e = W->en_e;
-    S->en_b = W->en_b;
-    S->en_gauss = W->en_gauss;
-    memcpy(S->en_kin, W->en_kin, sizeof S->en_kin);
-    S->win.cells = W->win.cells;
-    memcpy(S->checkpoint_last, W->checkpoint_last, sizeof S->checkpoint_last);
 }

@@ -40,6 +40,7 @@ static double chunked(double n, double e)
 }
 
 static double dmax(double a, double b) { return a > b ? a : b; }
+static double dmin(double a, double b) { return a < b ? a : b; }
 
 size_t memory_probe_bytes(void)
 {
@@ -53,6 +54,7 @@ size_t memory_probe_bytes(void)
 void memory_estimate(const deck *d, memory_need *m)
 {
     memset(m, 0, sizeof *m);
+    m->ranks = m->node_ranks = 1;
     const double size = (double)(d->nx + 4) * (d->ny + 4), cells = (double)d->nx * d->ny;
     const double ncl = (double)clusters_along(d->nx, d->cluster[0]) *
                        clusters_along(d->ny, d->cluster[1]);
@@ -99,14 +101,17 @@ void memory_estimate(const deck *d, memory_need *m)
     }
     if (d->tracks_every > 0)
         t = dmax(t, image(64.0 * tracked) + 16.0 * tracked);
-    /* a dump's image under 32 MiB comes from the heap, which the allocator keeps */
-    const double kept = t < 32.0 * MIB ? t : 32.0 * MIB;
     if (d->checkpoint_every > 0) /* the image (allocated whole), its copy, one species staged */
         t = dmax(t, 2.0 * ckpt + 8.0 * live_max);
     if (d->window_enabled) /* a rearrangement holds a species twice */
         t = dmax(t, slots_max);
-    if (d->backend != BACKEND_CUDA) /* the bandwidth probe at the end */
-        t = dmax(t, 2.0 * (double)memory_probe_bytes() + kept);
+    /* the CPU's bandwidth probe at the end of a run, on rank 0, when its two buffers fit with
+       room to spare (cpu_backend.c): in the peak, not in what the run needs */
+    if (d->backend != BACKEND_CUDA) {
+        const double probe = 2.0 * (double)memory_probe_bytes() + dmin(t, 32.0 * MIB);
+        m->probe = probe > t ? probe - t : 0.0; /* a dump's image under 32 MiB stays */
+        t += m->probe;
+    }
     m->transient = t + persist;
     m->host = BASE_BYTES + m->fields + m->slots + m->transient;
     /* device (the gpu_malloc calls of cuda/): 12 field arrays, three current tiles per
@@ -120,6 +125,17 @@ void memory_estimate(const deck *d, memory_need *m)
             open |= d->species[s].bnd[k] != PBND_PERIODIC;
     m->gpu = 12.0 * 4.0 * size + 12.0 * ncl * (wmax + 3) * (hmax + 3) + m->slots +
              (open ? 4.0 * slots_max / SLOT_BYTES : 0.0);
+}
+
+void memory_ranks(memory_need *m, int ranks, int node_ranks)
+{
+    m->ranks = ranks;
+    m->node_ranks = node_ranks;
+    if (ranks <= 1)
+        return;
+    const double share = (m->fields + m->slots) / ranks;
+    m->host += share + (node_ranks - 1) * (BASE_BYTES + share);
+    m->gpu /= ranks; /* per GPU rank: its share (guards aside) */
 }
 
 /* First number on the line of /proc/meminfo starting with key, in bytes; < 0 if none. */
@@ -200,12 +216,16 @@ int memory_check(const deck *d, const memory_need *m)
 {
     char src[64];
     double avail = memory_available(src, sizeof src);
-    if (avail < 0 || m->host <= avail)
+    if (avail < 0 || m->host - m->probe <= avail) /* the probe is skipped when short */
         return 0;
-    empic_report(d->file, 0, "the run needs about %.2f GiB of host memory (fields %.2f, %.3g "
-                 "particles %.2f, passing peaks %.2f), but %.2f GiB are available (%s); use "
-                 "fewer cells or particles per cell, or a larger machine", m->host / GIB,
-                 m->fields / GIB, m->particles, m->slots / GIB, m->transient / GIB, avail / GIB,
-                 src);
+    char node[64] = "";
+    if (m->ranks > 1)
+        snprintf(node, sizeof node, " on the node of rank 0 (%d of the %d ranks)",
+                 m->node_ranks, m->ranks);
+    empic_report(d->file, 0, "the run needs about %.2f GiB of host memory%s (fields %.2f, "
+                 "%.3g particles %.2f, passing peaks %.2f), but %.2f GiB are available (%s); "
+                 "use fewer cells or particles per cell, fewer ranks per node, or a larger "
+                 "machine", (m->host - m->probe) / GIB, node, m->fields / GIB, m->particles,
+                 m->slots / GIB, (m->transient - m->probe) / GIB, avail / GIB, src);
     return -1;
 }

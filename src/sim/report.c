@@ -221,7 +221,8 @@ static void timing_measure(sim *S, timing *t)
     t->bytes = t->per_cell ? BYTES_CELL
                            : BYTES_PARTICLE + BYTES_CELL * S->d.nx * S->d.ny /
                                                   (t->np > 0 ? (double)t->np : 1.0);
-    t->bw = t->steps > 0 ? S->be->bandwidth(S->be_ctx) : 0.0;
+    /* measured by rank 0 alone, which reports it: one probe per run, not one per rank */
+    t->bw = t->steps > 0 && comm_rank() == 0 ? S->be->bandwidth(S->be_ctx) : 0.0;
     t->mem = S->be->particle_bytes(S->be_ctx, &S->st) /
              (double)(S->np_peak > 0 ? S->np_peak : 1); /* at the run's largest count */
     t->floor_ns = t->bw > 0 ? t->bytes / t->bw * 1e9 : 0.0;
@@ -252,8 +253,12 @@ static void timing_json(const sim *S, const timing *t, FILE *m)
     else
         json_phases(m, "ns_per_particle_step", t->total_part, t->ns_part);
     json_phases(m, "ns_per_cell_step", t->total_cell, t->ns_cell);
-    fprintf(m, "  \"bytes_per_%s\": %.2f,\n  \"bandwidth_bytes_per_s\": %.4g,\n",
-            t->per_cell ? "cell_step" : "particle_step", t->bytes, t->bw);
+    fprintf(m, "  \"bytes_per_%s\": %.2f,\n", t->per_cell ? "cell_step" : "particle_step",
+            t->bytes);
+    if (t->bw > 0) /* null: not measured (too little free memory for the probe) */
+        fprintf(m, "  \"bandwidth_bytes_per_s\": %.4g,\n", t->bw);
+    else
+        fprintf(m, "  \"bandwidth_bytes_per_s\": null,\n");
     fprintf(m, "  \"bandwidth_floor_ns\": %.6g,\n  \"bandwidth_fraction\": %.4f,\n",
             t->floor_ns, total > 0 && t->floor_ns > 0 ? t->floor_ns / total : 0.0);
     fprintf(m, "  \"memory_bytes_per_particle\": %.2f,\n", t->mem);
@@ -278,10 +283,14 @@ static void timing_table(const sim *S, const timing *t)
     for (int p = 0; p < PH_COUNT; p++)
         printf("%-9s %12.3f %7.1f%%\n", phase_name[p], ns[p],
                total > 0 ? 100.0 * ns[p] / total : 0.0);
-    printf("%-9s %12.3f %7.1f%%   (%.0f B/%s-step; bandwidth floor %.3f ns = %.1f%%"
-           " of the time)\n",
-           "total", total, 100.0, t->bytes, unit, t->floor_ns,
-           total > 0 ? 100 * t->floor_ns / total : 0.0);
+    if (t->bw > 0)
+        printf("%-9s %12.3f %7.1f%%   (%.0f B/%s-step; bandwidth floor %.3f ns = %.1f%%"
+               " of the time)\n",
+               "total", total, 100.0, t->bytes, unit, t->floor_ns,
+               total > 0 ? 100 * t->floor_ns / total : 0.0);
+    else
+        printf("%-9s %12.3f %7.1f%%   (%.0f B/%s-step; bandwidth not measured: too little free"
+               " memory for the probe)\n", "total", total, 100.0, t->bytes, unit);
     if (t->ranks > 1)
         printf("exchange with the neighbour ranks (%s): %.3f to %.3f s per rank\n",
                transport_of(S), t->ex_min, t->ex_max);

@@ -22,21 +22,6 @@
 
 int sim_init(sim *S, const deck *d, int quiet) { return sim_init_from(S, d, quiet, NULL); }
 
-/* The checkpoint read by every rank as a whole one-rank state, then each rank's share
- * taken (whole.h): a checkpoint of any number of ranks continues on any number. */
-static int restart(sim *S, const char *path)
-{
-    if (comm_size() == 1)
-        return checkpoint_load(S, path);
-    sim W;
-    whole_empty(S, &W);
-    int rc = checkpoint_load(&W, path);
-    if (!rc)
-        whole_share(&W, S);
-    whole_free(&W);
-    return rc;
-}
-
 /* The deck's backend. */
 static int choose_backend(sim *S)
 {
@@ -90,7 +75,7 @@ int sim_init_from(sim *S, const deck *d, int quiet, const char *checkpoint)
         st->ext_b[a] = (float)S->d.ext_B[a];
     }
     if (checkpoint) {
-        if (restart(S, checkpoint))
+        if (checkpoint_load(S, checkpoint))
             return -1;
         checkpoint_run_dir(checkpoint, run, sizeof run);
         S->f.acc_scale = species_acc_scale(S->sp, S->nsp, &S->f);
@@ -590,16 +575,36 @@ void sim_stop_message(const sim *S, int status)
     }
 }
 
+/* A fatal error during the run (e.g. out of memory staging a checkpoint): what the clean
+ * stop leaves, as far as this rank alone can (the others may be inside a collective): one
+ * rank writes energy.csv and timing.json; every rank names the last checkpoint. */
+static void last_words(void *arg)
+{
+    sim *S = arg;
+    if (comm_size() == 1)
+        report_close(S);
+    fflush(stdout);
+    if (S->checkpoint_last[0])
+        empic_report(NULL, 0, "stopped at step %ld by the error above; the last checkpoint is "
+                     "intact: %s\n  continue from it with: empic --restart %s", S->step,
+                     S->checkpoint_last, S->checkpoint_last);
+    else
+        empic_report(NULL, 0, "stopped at step %ld by the error above; no checkpoint of this "
+                     "run exists", S->step);
+}
+
 int sim_run(sim *S)
 {
     const long n = S->d.steps;
     int stop = 0; /* checks, checkpoints and signals: sim_after_step */
     sim_signals(1);
+    empic_on_fatal(last_words, S);
     while (S->step < n && !stop) {
         sim_step(S);
         report_progress(S, 0);
         stop = sim_after_step(S);
     }
+    empic_on_fatal(NULL, NULL);
     sim_signals(0);
     sim_wait_writes(S);
     S->be->finish(S->be_ctx, &S->st);

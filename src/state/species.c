@@ -201,7 +201,7 @@ void clusters_free(clusters *c)
     memset(c, 0, sizeof *c);
 }
 
-static void species_alloc(species *s, size_t n)
+void species_alloc(species *s, size_t n)
 {
     s->alloc = n;
     s->cell = empic_alloc(n * sizeof(uint32_t), "particles");

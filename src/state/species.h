@@ -88,6 +88,8 @@ void species_open(species *s, const struct deck *d, int index, const clusters *c
  * density profile, Philox thermal momenta plus relativistic drift). */
 void species_init(species *s, const struct deck *d, int index, const clusters *cl);
 void species_free(species *s);
+/* Particle arrays of n slots (the ids too when tracked); the tables are the caller's. */
+void species_alloc(species *s, size_t n);
 /* Segments for the counts in s->count (species_segments) and particle arrays behind them. */
 void species_layout(species *s, const clusters *cl);
 /* Copy particle a to slot b (all arrays); inline: the sort calls it per mover. */
