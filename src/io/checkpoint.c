@@ -14,7 +14,9 @@
  *   /species/<s>/ name np alloc rearrangements start count cap peak hist[9 n]
  *             cell x y ux uy uz w code (the live particles, cluster after cluster), and id
  *             (uint64 tracking ids) for a species of diagnostics.tracks
- * Slots outside the live segments hold no state: they read back as zeros. */
+ * Slots outside the live segments hold no state (not stored, not read back). A restart on
+ * several ranks reads each rank's share only: its cells with their guards (one strided
+ * selection), the particles of its clusters. */
 #include "checkpoint.h"
 #include "ckpt_io.h"
 #include "empic.h"
