@@ -50,7 +50,7 @@ LIBS    = $(PKG_LIBS) -lfftw3 $(CU_LIBS) -lstdc++ -lm
 TESTS   := $(wildcard tests/test_*.c)
 
 .PHONY: all run test test-c test-py clean deps sanitize fuzz fuzz-smoke diag-install install
-all: bin/empic diag-install
+all: bin/empic bin/empic-diag diag-install
 
 diag-install: | $(DEPS_STAMP)
 	@tools/install-diag || echo "make: diag/ not installed (no pip or network?): empic-diag is" \
@@ -91,6 +91,16 @@ bin/empic: build/main.o build/libempic.a
 	@mkdir -p bin
 	$(CC) $(CFLAGS) $^ -o $@ $(LIBS)
 
+# This checkout's empic-diag beside its bin/empic: the diag/ package of the checkout the
+# script lies in, whatever `empic-diag` another checkout installed on the PATH.
+bin/empic-diag:
+	@mkdir -p bin
+	@printf '%s\n' '#!/bin/sh' \
+	  '# empic-diag of the checkout this script lies in (made by make)' \
+	  'root=$$(cd "$$(dirname "$$0")/.." && pwd)' \
+	  'exec python3 -c "import sys; sys.path.insert(0, sys.argv.pop(1)); from diag.__main__ import main; sys.exit(main(prog=\"empic-diag\"))" "$$root" "$$@"' \
+	  > $@ && chmod +x $@
+
 bin/test_%: tests/test_%.c tests/testutil.h build/libempic.a
 	@mkdir -p bin
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) $(INC) -Itests $< build/libempic.a -o $@ $(LIBS) -lcunit
@@ -108,7 +118,7 @@ test-c: bin/empic $(TESTS:tests/%.c=bin/%)
 	tests/hostile.sh
 	tests/stop.sh
 
-test-py: bin/empic diag-install
+test-py: bin/empic bin/empic-diag diag-install
 	python3 -m pytest -q tests
 
 # `make sanitize`: the CPU build (CUDA=0) with AddressSanitizer and UBSan in build-san/ and

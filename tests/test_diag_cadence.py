@@ -132,3 +132,16 @@ def test_changed_bytes_are_detected_by_the_checksums(out, tmp_path):
     drawn = res.stdout.split()
     assert any("field_" in f for f in drawn) and any("tracks_" in f for f in drawn), drawn
     assert not any("_00000050.png" in f and "field_" in f for f in drawn), drawn
+
+
+def test_checkout_diag_beside_the_binary(out, tmp_path):
+    """bin/empic-diag runs the diag/ of its own checkout, from any folder, whatever other
+    `diag` package comes first on the Python path (another checkout's install)."""
+    fake = tmp_path / "other" / "diag"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ImportError('the other checkout')\n")
+    env = dict(os.environ, PYTHONPATH=str(tmp_path / "other"))
+    res = subprocess.run([os.path.join(ROOT, "bin", "empic-diag"), "info", str(out)],
+                         capture_output=True, text=True, cwd="/", env=env, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.startswith("dumps: 0 10 20 25 30 40 50"), res.stdout
