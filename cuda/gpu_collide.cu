@@ -163,7 +163,6 @@ static kcoll_sp kcoll_species(const gpu_species *d, int *spill)
 void gpu_collide(void *ctx, pic_state *st, const struct collide_par *p)
 {
     gpu_state *g = (gpu_state *)ctx;
-    (void)st;
     gpu_species *da = &g->sp[p->a], *db = &g->sp[p->b];
     const int intra = p->a == p->b;
     size_t spill = da->alloc + (intra ? 0 : db->alloc);
@@ -186,11 +185,17 @@ void gpu_collide(void *ctx, pic_state *st, const struct collide_par *p)
     a.own = g->own;
     a.cellcap = g->wmax * g->hmax;
     a.p = *p;
-    /* the cell tables, then an index of as many particles per species as 96 KiB allow */
+    /* the cell tables, then an index per species of 1.25 times the mean cluster's particles
+     * (a fuller cluster takes the global index): no more shared memory than that, so that
+     * several blocks share a multiprocessor; at most 96 KiB */
     const size_t cells = a.cellcap * sizeof(collide_cell) + (4 * (size_t)a.cellcap + 3) * 4;
     size_t budget = g->smem_optin > 2048 ? g->smem_optin - 2048 : g->smem_optin;
     budget = budget < 96 * 1024 ? budget : 96 * 1024;
-    a.ixcap = budget > cells + 8 ? (int)((budget - cells) / 8) : 0;
+    const long long nmax = st->sp[p->a].np > st->sp[p->b].np ? st->sp[p->a].np : st->sp[p->b].np;
+    const long long nown = (long long)(g->own.y - g->own.x) * (g->own.w - g->own.z);
+    const size_t want = (size_t)(1.25 * (double)nmax / (double)(nown > 0 ? nown : 1)) + 32;
+    const size_t fit = budget > cells + 8 ? (budget - cells) / 8 : 0;
+    a.ixcap = (int)(want < fit ? want : fit);
     const size_t bytes = cells + 8 * (size_t)a.ixcap;
     GPU_CK(cudaFuncSetAttribute(k_collide, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                 (int)bytes));
