@@ -230,6 +230,13 @@ static void test_collisions(void)
     CU_ASSERT(!memcmp(a.collisions, b.collisions, sizeof a.collisions));
     deck_free(&a);
     deck_free(&b);
+    /* a collision step of several collision times is accepted, with a warning */
+    CU_ASSERT_EQUAL_FATAL(load_text("simulation = { n0 = 1e30; };\n" GRID TIME
+                                    "species = ( { name = \"e\"; charge = -1.0; ppc = [2, 2]; "
+                                    "momentum = { thermal = [0.04, 0.04, 0.04]; }; } );\n"
+                                    "collisions = ( { species = [\"e\", \"e\"]; } );\n", &a), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(errbuf, "collision times of a thermal pair"));
+    deck_free(&a);
 #define COLL(x) "collisions = ( { " x " } );\n"
     expect_fail(N0 GRID TIME TWO COLL("species = [\"electrons\", \"ion\"];"),
                 "collisions[0].species[1]", "did you mean 'ions'?");
