@@ -95,7 +95,7 @@ __device__ static void cell_setup(const kcoll &a, int k, int i, int j, int *ia, 
     lanes[k + 1] = collide_nlanes(na, nb, a.intra);
 }
 
-/* Pair k of a cell: positions pi, pj of its lists ia, ib. */
+/* Pair k of global cell (i, j): slots s1 of a and s2 of b, with its share of the time. */
 __device__ static void pair_run(const kcoll &a, const collide_cell &cc, int i, int j, int k,
                                 int s1, int s2, double share)
 {
