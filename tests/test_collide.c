@@ -239,6 +239,33 @@ static void test_pair_conservation(void)
     CU_ASSERT(worst_e < 1e-14);
 }
 
+/* The computed Coulomb logarithm, a check of the units: a cell of 1 keV electrons at 1e21
+ * cm^-3 has the Debye length sqrt(T / n) (code units), and a thermal pair (relative speed
+ * sqrt(6 T)) gets ln L = s(computed) / s(ln L = 1) near the NRL formulary's
+ * 24 - ln(n^1/2 / T) = 6.7 (the quantum minimum impact parameter hbar / 2p* gives 7.6). */
+static void test_coulomb_log(void)
+{
+    collide_par p = {.lnl = 0.0, .dt = 1.0}, q;
+    collide_scale(N0, &p.re_kp, &p.lc_kp);
+    q = p;
+    q.lnl = 1.0;
+    collide_moments m = {0.0, 0.0, 0};
+    rng_stream r;
+    rng_init(&r, 1, 0, 0, 0);
+    for (int k = 0; k < 65536; k++)
+        collide_moments_add(&m, 1.0, 1.0f / 65536, sqrt(KEV) * rng_normal(&r),
+                            sqrt(KEV) * rng_normal(&r), sqrt(KEV) * rng_normal(&r));
+    collide_cell c = collide_cell_of(&p, &m, &m, -1.0, -1.0, 1.0, 1.0, 1);
+    double v = sqrt(1.5 * KEV), g = sqrt(1.0 + v * v); /* each of the pair in the COM frame */
+    double lnl = collide_s(&p, &c, 1.0, 1.0, 1.0, g, g, g, g, v, 1.0) /
+                 collide_s(&q, &c, 1.0, 1.0, 1.0, g, g, g, g, v, 1.0);
+    double nrl = 24.0 - log(sqrt(N0) / 1000.0);
+    printf(" [Debye length %.4g (sqrt(T/n) %.4g); ln L %.3g, NRL %.3g] ", sqrt(c.bmax2),
+           sqrt(KEV), lnl, nrl);
+    CU_ASSERT(fabs(sqrt(c.bmax2) / sqrt(KEV) - 1.0) < 0.02);
+    CU_ASSERT(fabs(lnl / nrl - 1.0) < 0.2);
+}
+
 /* Total momentum and kinetic energy of all species. */
 static void totals(const sim *S, double p[3], double *ke, double *pn)
 {
@@ -366,6 +393,8 @@ int main(void)
     CU_add_test(s, "pair: momentum and energy to rounding", test_pair_conservation);
     CU_add_test(s, "step: totals kept (equal weights), on average (unequal)",
                 test_step_conservation);
+    CU_add_test(s, "computed Coulomb logarithm: Debye length, NRL's value",
+                test_coulomb_log);
     CU_add_test(s, "e-e isotropization at the NRL rate", test_isotropization);
     CU_add_test(s, "e-i temperature equilibration at the NRL rate", test_equilibration);
     CU_add_test(s, "fast electron slowing down at the NRL rate", test_slowing_down);
