@@ -1,10 +1,11 @@
-/* collide.h - binary Coulomb collisions (design.md §15), the rules both backends share: the
- * physical scale from n0, the Philox streams of a cell's pairing and of each pair, the pairing
- * of a cell's particles, the cell's Debye length and low-temperature cap, and the relativistic
- * scattering of one pair (Pérez et al. 2012, Phys. Plasmas 19, 083104, with Nanbu's angle
- * distribution, Nanbu 1997). Unequal weights: both particles get the pair's scattering, the
- * heavier one with probability w_low / w_high (rejection, as Higginson and WarpX), so momentum
- * and energy are conserved exactly for equal weights and on average otherwise.
+/* collide.h - binary Coulomb collisions (docs/physics.md, "Binary collisions"), the rules both
+ * backends share: the physical scale from n0, the Philox streams of a cell's pairing and of
+ * each pair, the pairing of a cell's particles, the cell's Debye length and low-temperature
+ * cap, and the relativistic scattering of one pair (Pérez et al. 2012, Phys. Plasmas 19,
+ * 083104, with Nanbu's angle distribution, Nanbu 1997). Unequal weights: the lighter particle
+ * always takes the pair's scattering, the heavier one with probability w_light / w_heavy
+ * (rejection, as Higginson and WarpX), so momentum and energy are conserved exactly for equal
+ * weights and on average otherwise.
  *
  * Code units: time 1/w_p, length c/w_p, momentum u = gamma v / c (per mass), mass in m_e,
  * charge in e, density in n0, with w_p the plasma frequency of n0. */
@@ -40,7 +41,8 @@ static inline void collide_scale(double n0_cm3, double *re_kp, double *lc_kp)
 
 /* The random stream of pair k (or of a shuffle: k = COLLIDE_SHUFFLE + side) of global cell
  * (i, j) at par->step: a pure function of them, never of a storage slot. The counter's low
- * 12 bits number the draws. */
+ * 12 bits number the draws: 16384 uniforms a stream (a pair takes 5 or so; a shuffle one per
+ * particle, so the two shuffles of a cell of more than 16384 particles share numbers). */
 #define COLLIDE_SHUFFLE 0xFFFF0u
 EMPIC_HD void collide_rng(rng_stream *r, const collide_par *p, int i, int j, unsigned k)
 {
