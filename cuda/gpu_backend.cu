@@ -133,6 +133,7 @@ const backend *cuda_backend(char *name, size_t len)
     b.fields = gpu_fields;
     b.window_shift = gpu_window_shift;
     b.sort = gpu_sort;
+    b.collide = gpu_collide;
     b.inject = gpu_inject;
     b.rho = gpu_rho;
     b.field_diag = gpu_field_diag;

@@ -1,7 +1,7 @@
 /* gpu_internal.h - device state and helpers shared by the CUDA backend's translation units
  * (the twins of src/cpu/'s files: gpu_backend.cu, gpu_particles.cu, gpu_sort.cu,
- * gpu_walls.cu, gpu_fields.cu, gpu_fbnd.cu, gpu_window.cu; with gpu_core.cu, gpu_halo.cu,
- * gpu_diag.cu and gpu_debug.cu).
+ * gpu_walls.cu, gpu_fields.cu, gpu_fbnd.cu, gpu_window.cu, gpu_collide.cu; with gpu_core.cu,
+ * gpu_halo.cu, gpu_diag.cu and gpu_debug.cu).
  *
  * The device keeps the host's Yee arrays with EMF_GUARD guard cells (emf.h) and its
  * segments, one per cluster (species.h: start, count, capacity; segments start on multiples
@@ -140,7 +140,8 @@ struct gpu_state {
     float *mur_old[4];            /* per Mur side: its 4 lines of old values (pml.h) */
     int *cx_of, *cy_of;           /* device copies of clusters.cx_of / cy_of */
     int *spare_start;             /* the segment starts a global rearrangement makes */
-    int *scratch;                 /* drop lists (slots of the largest species) */
+    int *scratch;                 /* drop lists (slots of the largest species), and the
+                                     collision index of overfull clusters (gpu_collide.cu) */
     size_t scratch_n;
     long shift;                   /* cells the window has moved (fbnd.shift): laser sources */
     long psi_step;                /* field step of the last B psi update (fbnd.psi_step) */
@@ -304,6 +305,7 @@ void gpu_b_half(void *ctx, pic_state *st);                                /* gpu
 void gpu_fields(void *ctx, pic_state *st);
 void gpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic); /* gpu_particles.cu */
 void gpu_sort(void *ctx, pic_state *st, int window, long long *dropped);   /* gpu_sort.cu */
+void gpu_collide(void *ctx, pic_state *st, const struct collide_par *p);  /* gpu_collide.cu */
 void gpu_window_shift(void *ctx, pic_state *st);                          /* gpu_window.cu */
 void gpu_inject(void *ctx, pic_state *st, species *col, const int *add);
 species *gpu_fetch_tracked(void *ctx, pic_state *st, species *out);       /* gpu_diag.cu */

@@ -61,6 +61,15 @@ typedef struct {
     double value;
 } deck_constant;
 
+/* One entry of the collisions list (design.md §15): species species[0] with species[1] (the
+ * same twice: intra-species), every `every` steps, Coulomb logarithm fixed (> 0) or computed
+ * per pair (0). */
+typedef struct {
+    int species[2];
+    double coulomb_log;
+    long every;
+} deck_collision;
+
 typedef struct deck {
     char file[DECK_PATH_MAX];          /* the deck's path, for messages */
     int nconstants;
@@ -69,7 +78,9 @@ typedef struct deck {
     char name[DECK_NAME_MAX];
     int backend;                       /* enum deck_backend */
     unsigned long long seed;
-    double n0;                         /* reference density, cm^-3 (for SI factors only) */
+    double n0;                         /* reference density, cm^-3 (SI factors of the output;
+                                          the physical scale of collisions) */
+    int n0_given;                      /* simulation.n0 is in the deck (collisions need it) */
     double wall_time;                  /* wall-clock limit of one process in s (0 = none):
                                           checkpoint and stop before it */
     /* grid */
@@ -93,6 +104,8 @@ typedef struct deck {
     deck_laser lasers[DECK_MAX_LASERS];
     int nspecies;
     deck_species species[DECK_MAX_SPECIES];
+    int ncollisions;
+    deck_collision collisions[DECK_MAX_COLLISIONS];
     /* diagnostics */
     char output[DECK_PATH_MAX];        /* default "out" */
     long energy_every;                 /* 0 = off; default 10 */

@@ -204,6 +204,61 @@ static void test_roundtrip(void)
     deck_free(&c);
 }
 
+/* The collisions list: species by name (the same twice: intra-species), defaults, the round
+ * trip through deck_write, and the errors. */
+#define TWO "species = ( { name = \"electrons\"; charge = -1.0; ppc = [2, 2]; },\n" \
+            "            { name = \"ions\"; charge = 1; mass = 1836; ppc = [2, 2]; } );\n"
+#define N0 "simulation = { n0 = 1e21; };\n"
+static void test_collisions(void)
+{
+    deck a, b;
+    char path[512];
+    CU_ASSERT_EQUAL_FATAL(load_text(N0 GRID TIME TWO "collisions = ( { species = [\"electrons\", "
+                                    "\"ions\"]; coulomb_log = 7.5; every = 3; },\n"
+                                    "  { species = [\"electrons\", \"electrons\"]; } );\n", &a), 0);
+    CU_ASSERT(a.ncollisions == 2 && a.collisions[0].species[0] == 0);
+    CU_ASSERT(a.collisions[0].species[1] == 1 && a.collisions[0].coulomb_log == 7.5);
+    CU_ASSERT(a.collisions[0].every == 3 && a.collisions[1].species[1] == 0);
+    CU_ASSERT(a.collisions[1].coulomb_log == 0.0 && a.collisions[1].every == 1);
+    snprintf(path, sizeof path, "%s/resolved.cfg", tmpdir);
+    FILE *f = fopen(path, "w");
+    CU_ASSERT_FATAL(f != NULL);
+    deck_write(&a, f);
+    fclose(f);
+    CU_ASSERT_EQUAL_FATAL(load_path(path, &b), 0);
+    CU_ASSERT(b.ncollisions == 2 && b.n0 == 1e21);
+    CU_ASSERT(!memcmp(a.collisions, b.collisions, sizeof a.collisions));
+    deck_free(&a);
+    deck_free(&b);
+    /* a collision step of several collision times is accepted, with a warning */
+    CU_ASSERT_EQUAL_FATAL(load_text("simulation = { n0 = 1e30; };\n" GRID TIME
+                                    "species = ( { name = \"e\"; charge = -1.0; ppc = [2, 2]; "
+                                    "momentum = { thermal = [0.04, 0.04, 0.04]; }; } );\n"
+                                    "collisions = ( { species = [\"e\", \"e\"]; } );\n", &a), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(errbuf, "collision times of a thermal pair"));
+    deck_free(&a);
+#define COLL(x) "collisions = ( { " x " } );\n"
+    expect_fail(N0 GRID TIME TWO COLL("species = [\"electrons\", \"ion\"];"),
+                "collisions[0].species[1]", "did you mean 'ions'?");
+    expect_fail(N0 GRID TIME TWO COLL("species = [\"electrons\"];"), "collisions[0].species",
+                NULL);
+    expect_fail(N0 GRID TIME TWO COLL("species = [\"ions\", \"ions\"]; every = 0;"),
+                "collisions[0].every", NULL);
+    expect_fail(N0 GRID TIME TWO COLL("species = [\"ions\", \"ions\"]; coulomb_log = -1;"),
+                "collisions[0].coulomb_log", NULL);
+    expect_fail(N0 GRID TIME TWO COLL("species = [\"ions\", \"ions\"]; lnL = 2;"),
+                "collisions[0].lnL", NULL);
+    expect_fail(GRID TIME TWO COLL("species = [\"ions\", \"ions\"];"), "collisions",
+                "expected simulation.n0");
+    expect_fail(N0 GRID TIME TWO "collisions = ( { species = [\"ions\", \"electrons\"]; },\n"
+                "  { species = [\"electrons\", \"ions\"]; } );\n", "collisions[1].species",
+                "already collisions[0]");
+    expect_fail(N0 GRID TIME "species = ( { name = \"e\"; charge = -1.0; ppc = [2, 2]; },\n"
+                "  { name = \"i\"; charge = 1; ppc = [1, 1]; immobile = true; } );\n"
+                COLL("species = [\"e\", \"i\"];"), "collisions[0].species[1]",
+                "is immobile");
+}
+
 static void test_defaults(void)
 {
     deck d;
@@ -452,6 +507,7 @@ int main(void)
     CU_pSuite s = CU_add_suite("deck", NULL, NULL);
     CU_add_test(s, "round trip through deck_write", test_roundtrip);
     CU_add_test(s, "defaults", test_defaults);
+    CU_add_test(s, "collisions: keys, round trip, errors", test_collisions);
     CU_add_test(s, "tmax gives steps", test_tmax);
     CU_add_test(s, "broken decks are rejected with the key path", test_broken);
     CU_add_test(s, "formulas", test_formula);

@@ -3,7 +3,8 @@
  * (Gauss's law at rounding on the GPU, energies as the CPU's for the first 100 steps), a
  * drifting plasma front that overflows cluster segments (global rearrangement on the device,
  * no particle lost, tracking ids kept), and the in-situ phase-space histograms binned on the
- * device against the CPU's. Skips cleanly, returning 0, where no GPU is available. */
+ * device against the CPU's; binary collisions against the CPU's. Skips cleanly, returning 0,
+ * where no GPU is available. */
 #include "emf.h"
 #include "fbnd.h"
 #include "insitu.h"
@@ -665,6 +666,108 @@ static void test_window(void)
     CU_ASSERT(r.gauss_gpu < 1e-5);
 }
 
+/* Collisions: electrons and lighter-weight ions (odd and unequal counts per cell: the three
+ * half pairs, the cycling of the smaller group), e-e, e-i and i-i (sub-cycled); with `big`,
+ * clusters too full for the shared index (the global one takes over). */
+static void collide_deck(deck *d, int big, int backend, const char *tag)
+{
+    tu_deck(d, 32, 32, 0.1, 0.05, 0);
+    d->cluster[0] = d->cluster[1] = big ? 16 : 8;
+    tu_species(d, "electrons", -1.0, 1.0, big ? 8 : 3, 0.05);
+    tu_species(d, "ions", 1.0, 100.0, big ? 7 : 2, 0.005)->n = 0.5;
+    tu_collisions(d, 0, 1, 0.0, 1e22);
+    tu_collisions(d, 0, 0, 0.0, 1e22);
+    tu_collisions(d, 1, 1, 5.0, 1e22);
+    d->collisions[2].every = 2;
+    d->backend = backend;
+    snprintf(d->output, sizeof d->output, "/tmp/empic-test-gpu-%d-%s", (int)getpid(), tag);
+}
+
+/* Largest |u_a - u_b| over the particles of every species (the same slots: collisions move
+ * none). */
+static double momenta_diff(const sim *a, const sim *b)
+{
+    double m = 0.0;
+    for (int s = 0; s < a->nsp; s++) {
+        const species *p = &a->sp[s], *q = &b->sp[s];
+        for (int c = 0; c < a->cl.n; c++)
+            for (int k = p->start[c]; k < p->start[c] + p->count[c]; k++)
+                m = fmax(m, fmax(fabs(p->ux[k] - q->ux[k]), fmax(fabs(p->uy[k] - q->uy[k]),
+                                                                  fabs(p->uz[k] - q->uz[k]))));
+    }
+    return m;
+}
+
+/* Ten collision steps alone (tu_collide) from the same load on the CPU and twice on the GPU:
+ * the momenta agree to float rounding (the device contracts products into FMAs, the host
+ * does not: the random numbers and pairs are the same), the GPU runs are bitwise equal. */
+static void collide_case(int big)
+{
+    deck d;
+    sim C, G, H, Z;
+    collide_deck(&d, big, BACKEND_CPU, "cpuc");
+    CU_ASSERT_FATAL(sim_init(&C, &d, 1) == 0);
+    CU_ASSERT_FATAL(sim_init(&Z, &d, 1) == 0);
+    collide_deck(&d, big, BACKEND_CUDA, "gpuc");
+    CU_ASSERT_FATAL(sim_init(&G, &d, 1) == 0);
+    CU_ASSERT_FATAL(sim_init(&H, &d, 1) == 0);
+    for (int k = 1; k <= 10; k++) {
+        tu_collide(&C, 50.0, k);
+        tu_collide(&G, 50.0, k);
+        tu_collide(&H, 50.0, k);
+    }
+    G.be->fetch_particles(G.be_ctx, &G.st);
+    H.be->fetch_particles(H.be_ctx, &H.st);
+    double dgc = momenta_diff(&G, &C), dgh = momenta_diff(&G, &H), moved = momenta_diff(&C, &Z);
+    printf(" [%s: |u_gpu - u_cpu| <= %.2g, the collisions changed u by up to %.2g] ",
+           big ? "global index" : "shared index", dgc, moved);
+    CU_ASSERT(moved > 1e-2);
+    CU_ASSERT(dgc < 1e-5);
+    CU_ASSERT(dgh == 0.0);
+    sim_free(&C);
+    sim_free(&Z);
+    sim_free(&G);
+    sim_free(&H);
+}
+
+static void test_collide(void)
+{
+    collide_case(0);
+    collide_case(1);
+}
+
+/* The whole cycle with e-e collisions (after the device's sort) against the CPU's: the
+ * energies of the first 50 steps agree, no particle is lost. */
+static void test_collide_cycle(void)
+{
+    enum { STEPS = 50 };
+    deck d;
+    sim C, G;
+    static double rc[STEPS][TU_ECOLS], rg[STEPS][TU_ECOLS];
+    for (int b = 0; b < 2; b++) {
+        warm_deck(&d, 64, 64, STEPS, b ? BACKEND_CUDA : BACKEND_CPU, b ? "gpucc" : "cpucc");
+        d.energy_every = 1;
+        tu_collisions(&d, 0, 0, 0.0, 1e23);
+        CU_ASSERT_FATAL(sim_init(b ? &G : &C, &d, 1) == 0);
+    }
+    CU_ASSERT(sim_run(&C) == 0);
+    CU_ASSERT(sim_run(&G) == 0);
+    int kc, kg, nc = tu_energy_rows(C.d.output, rc, STEPS, &kc),
+                ng = tu_energy_rows(G.d.output, rg, STEPS, &kg);
+    CU_ASSERT_FATAL(nc == STEPS && ng == STEPS && kc == 8 && kg == 8);
+    double dkin = 0.0;
+    for (int n = 0; n < STEPS; n++)
+        dkin = fmax(dkin, fabs(rg[n][4] - rc[n][4]) / rc[n][4]);
+    G.be->fetch_particles(G.be_ctx, &G.st);
+    printf(" [kinetic energy: GPU against CPU %.1e] ", dkin);
+    CU_ASSERT(check_species(&G.sp[0], &G.cl) == 0);
+    CU_ASSERT(dkin < 1e-3);
+    remove_output(&C);
+    remove_output(&G);
+    sim_free(&C);
+    sim_free(&G);
+}
+
 int main(void)
 {
     char name[128];
@@ -688,6 +791,8 @@ int main(void)
     CU_add_test(s, "a thermal wall", test_thermal_wall);
     CU_add_test(s, "moving window with injection", test_window);
     CU_add_test(s, "phase-space histograms on the device", test_phasespace);
+    CU_add_test(s, "collisions equal the CPU's, repeatable", test_collide);
+    CU_add_test(s, "collisions in the cycle: energies as the CPU's", test_collide_cycle);
     unsigned failed = tu_run_tests();
     return failed ? 1 : 0;
 }

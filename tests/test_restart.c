@@ -143,6 +143,46 @@ static void test_bitwise_restart(void)
     sim_free(&B);
 }
 
+/* The same with binary collisions (e-e every other step, e-i with a computed Coulomb
+ * logarithm): they add no state but the step, which keys their random numbers. */
+static void collision_deck(deck *d, long steps, const char *name)
+{
+    restart_deck(d, steps, name);
+    d->species[2].immobile = 0;
+    tu_collisions(d, 0, 1, 0.0, 1e22);
+    tu_collisions(d, 1, 1, 0.0, 1e22);
+    tu_collisions(d, 1, 2, 0.0, 1e22);
+    d->collisions[1].every = 2;
+}
+
+static void test_bitwise_restart_collisions(void)
+{
+    const long n = 40;
+    deck d, r;
+    sim A, B;
+    collision_deck(&d, n, "coll-straight");
+    CU_ASSERT_FATAL(sim_init(&A, &d, 1) == 0);
+    CU_ASSERT_FATAL(sim_run(&A) == 0);
+    collision_deck(&d, n / 2 + 1, "coll-halves"); /* an odd step: e-e not due at the restart */
+    d.checkpoint_every = n / 2 + 1;
+    CU_ASSERT_FATAL(sim_init(&B, &d, 1) == 0);
+    CU_ASSERT_FATAL(sim_run(&B) == 0);
+    sim_free(&B);
+    char dir[300], path[DECK_PATH_MAX + 64];
+    long step = -1;
+    out_dir(dir, sizeof dir, "coll-halves");
+    CU_ASSERT_FATAL(checkpoint_find(dir, path, sizeof path, &step) == 0);
+    CU_ASSERT_EQUAL(step, n / 2 + 1);
+    CU_ASSERT_FATAL(checkpoint_read_deck(path, &r) == 0);
+    CU_ASSERT_EQUAL(r.ncollisions, 3);
+    r.steps = n;
+    CU_ASSERT_FATAL(sim_init_from(&B, &r, 1, path) == 0);
+    CU_ASSERT_FATAL(sim_run(&B) == 0);
+    CU_ASSERT(same_state(&A, &B));
+    sim_free(&A);
+    sim_free(&B);
+}
+
 /* The same with a laser, CPML and Mur field boundaries, the moving window and absorbing,
  * thermal and reflecting particle walls: their memories and clocks travel too. */
 static const char OPEN_DECK[] =
@@ -467,6 +507,7 @@ int main(void)
         return 1;
     CU_pSuite s = CU_add_suite("restart", NULL, NULL);
     CU_add_test(s, "N steps == N/2 + checkpoint + restart + N/2, bitwise", test_bitwise_restart);
+    CU_add_test(s, "the same with binary collisions", test_bitwise_restart_collisions);
     CU_add_test(s, "the same with laser, CPML, Mur, moving window, particle walls",
                 test_bitwise_restart_open);
     CU_add_test(s, "guards locate NaN/Inf fields, momenta, lost particles", test_guards_locate);

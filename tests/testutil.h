@@ -3,6 +3,7 @@
 #ifndef TESTUTIL_H
 #define TESTUTIL_H
 
+#include "collide.h"
 #include "deck.h"
 #include "sim.h"
 #include <CUnit/Basic.h>
@@ -128,6 +129,60 @@ static inline double tu_peak_frequency(const double *f, int n, double dt, double
         }
     }
     return wbest;
+}
+
+/* Collisions of species a with b (tu_collisions) at n0 cm^-3; Coulomb logarithm lnl (0:
+ * computed). */
+static inline void tu_collisions(deck *d, int a, int b, double lnl, double n0)
+{
+    deck_collision *e = &d->collisions[d->ncollisions++];
+    e->species[0] = a;
+    e->species[1] = b;
+    e->coulomb_log = lnl;
+    e->every = 1;
+    d->n0 = n0;
+    d->n0_given = 1;
+}
+
+/* The collisions of the entries of the deck due at step `step` alone (no push, no fields)
+ * with time step dt (times their `every`), on S's backend. */
+static inline void tu_collide(sim *S, double dt, long step)
+{
+    for (int i = 0; i < S->d.ncollisions; i++) {
+        const deck_collision *e = &S->d.collisions[i];
+        if (step % e->every)
+            continue;
+        collide_par p = {.a = e->species[0], .b = e->species[1], .lnl = e->coulomb_log,
+                         .dt = dt * e->every, .seed = S->d.seed, .entry = (unsigned)i,
+                         .step = step};
+        collide_scale(S->d.n0, &p.re_kp, &p.lc_kp);
+        S->be->collide(S->be_ctx, &S->st, &p);
+    }
+}
+
+/* Moments of species s (host arrays): sum w, and per axis sum w m u_a v_a (T_a = t[a] / n,
+ * in m_e c^2), sum w m u_a (momentum), sum w v_a; sum w m (gamma - 1) (kinetic energy). */
+typedef struct {
+    double n, t[3], p[3], v[3], ke;
+} tu_moments;
+
+static inline tu_moments tu_species_moments(const species *s, const clusters *cl)
+{
+    tu_moments m;
+    memset(&m, 0, sizeof m);
+    for (int c = 0; c < cl->n; c++)
+        for (int k = s->start[c]; k < s->start[c] + s->count[c]; k++) {
+            double u[3] = {s->ux[k], s->uy[k], s->uz[k]}, w = s->w[k];
+            double g = sqrt(1.0 + u[0] * u[0] + u[1] * u[1] + u[2] * u[2]);
+            m.n += w;
+            m.ke += w * s->m * (g - 1.0);
+            for (int a = 0; a < 3; a++) {
+                m.t[a] += w * s->m * u[a] * u[a] / g;
+                m.p[a] += w * s->m * u[a];
+                m.v[a] += w * u[a] / g;
+            }
+        }
+    return m;
 }
 
 #endif

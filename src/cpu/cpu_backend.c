@@ -10,6 +10,7 @@
 #include "particle.h"
 #include "cpu_particles.h"
 #include "cpu_sort.h"
+#include "cpu_collide.h"
 #include "cpu_window.h"
 #include "cpu_fields.h"
 #include "cpu_fbnd.h"
@@ -284,6 +285,7 @@ const backend cpu_backend = {
     .fields = cpu_fields,
     .window_shift = cpu_window_shift,
     .sort = cpu_sort,
+    .collide = cpu_collide,
     .inject = cpu_inject,
     .rho = cpu_rho,
     .field_diag = cpu_field_diag,

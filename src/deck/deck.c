@@ -14,7 +14,8 @@
 #include <sys/stat.h>
 
 static const char *const ROOT_KEYS[] = {"constants", "simulation", "grid", "time", "fields",
-                                        "lasers", "species", "diagnostics", "parallel", NULL};
+                                        "lasers", "species", "collisions", "diagnostics",
+                                        "parallel", NULL};
 static const char *const SIM_KEYS[] = {"name", "backend", "seed", "n0", "wall_time", NULL};
 static const char *const GRID_KEYS[] = {"cells", "dx", "cluster", "slack", NULL};
 static const char *const PARALLEL_KEYS[] = {"ranks", NULL};
@@ -88,7 +89,7 @@ static void parse_simulation(dk_ctx *c, const cs *root)
     long long seed = 1;
     if (dk_int(c, g, "seed", &seed, 0, LLONG_MAX, 0) > 0)
         d->seed = (unsigned long long)seed;
-    dk_num(c, g, "n0", &d->n0, DK_POS, 0);
+    d->n0_given = dk_num(c, g, "n0", &d->n0, DK_POS, 0) > 0;
     dk_num(c, g, "wall_time", &d->wall_time, DK_NONNEG, 0);
 }
 
@@ -384,34 +385,9 @@ static void parse_one_species(dk_ctx *c, const cs *g, deck_species *sp)
     }
 }
 
-/* A list "( { ... }, ... )" of at most max groups under root.key; returns it or NULL. */
-static const cs *get_list(dk_ctx *c, const cs *root, const char *key, int max, int *n)
-{
-    const cs *l = dk_member(root, key);
-    *n = 0;
-    if (!l)
-        return NULL;
-    if (!config_setting_is_list(l)) {
-        dk_report(c, l, NULL, "got %s; expected a list %s = ( { ... }, { ... } );", dk_tname(l),
-                  key);
-        return NULL;
-    }
-    *n = config_setting_length(l);
-    if (*n > max) {
-        dk_report(c, l, NULL, "has %d entries; expected at most %d", *n, max);
-        *n = max;
-    }
-    for (int i = 0; i < *n; i++) {
-        const cs *e = config_setting_get_elem(l, (unsigned)i);
-        if (!config_setting_is_group(e))
-            dk_report(c, e, NULL, "got %s; expected a group { ... }", dk_tname(e));
-    }
-    return l;
-}
-
 static void parse_lasers(dk_ctx *c, const cs *root)
 {
-    const cs *l = get_list(c, root, "lasers", DECK_MAX_LASERS, &c->d->nlasers);
+    const cs *l = dk_list(c, root, "lasers", DECK_MAX_LASERS, &c->d->nlasers);
     for (int i = 0; l && i < c->d->nlasers; i++) {
         const cs *e = config_setting_get_elem(l, (unsigned)i);
         if (config_setting_is_group(e))
@@ -422,7 +398,7 @@ static void parse_lasers(dk_ctx *c, const cs *root)
 static void parse_species(dk_ctx *c, const cs *root)
 {
     deck *d = c->d;
-    const cs *l = get_list(c, root, "species", DECK_MAX_SPECIES, &d->nspecies);
+    const cs *l = dk_list(c, root, "species", DECK_MAX_SPECIES, &d->nspecies);
     for (int i = 0; l && i < d->nspecies; i++) {
         const cs *e = config_setting_get_elem(l, (unsigned)i);
         if (!config_setting_is_group(e))
@@ -593,6 +569,7 @@ int deck_load(const char *path, deck *d)
     parse_fields(&c, root);
     parse_lasers(&c, root);
     parse_species(&c, root);
+    deck_collide_parse(&c, root);
     parse_diagnostics(&c, root);
     if (!c.nerr)
         deck_check(&c, root);

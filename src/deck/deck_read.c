@@ -425,3 +425,26 @@ int dk_numeric_text(const char *s, double *v)
     return 1;
 }
 
+const cs *dk_list(dk_ctx *c, const cs *root, const char *key, int max, int *n)
+{
+    const cs *l = dk_member(root, key);
+    *n = 0;
+    if (!l)
+        return NULL;
+    if (!config_setting_is_list(l)) {
+        dk_report(c, l, NULL, "got %s; expected a list %s = ( { ... }, { ... } );", dk_tname(l),
+                  key);
+        return NULL;
+    }
+    *n = config_setting_length(l);
+    if (*n > max) {
+        dk_report(c, l, NULL, "has %d entries; expected at most %d", *n, max);
+        *n = max;
+    }
+    for (int i = 0; i < *n; i++) {
+        const cs *e = config_setting_get_elem(l, (unsigned)i);
+        if (!config_setting_is_group(e))
+            dk_report(c, e, NULL, "got %s; expected a group { ... }", dk_tname(e));
+    }
+    return l;
+}

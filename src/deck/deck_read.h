@@ -56,6 +56,11 @@ const cs *dk_seq(dk_ctx *c, const cs *g, const char *key, int n, const char *wha
 int dk_vec(dk_ctx *c, const cs *g, const char *key, double *v, int n, int kind, int req);
 int dk_ivec(dk_ctx *c, const cs *g, const char *key, int *v, int n, int lo, int hi, int req);
 
+/* A list "( { ... }, ... )" of at most max groups under root.key; returns it or NULL. */
+const cs *dk_list(dk_ctx *c, const cs *root, const char *key, int max, int *n);
+/* The collisions list (deck_collide.c), after the species. */
+void deck_collide_parse(dk_ctx *c, const cs *root);
+
 /* The in-situ diagnostics keys (deck_insitu.c): diagnostics.phasespace and .tracks (diag may
  * be NULL: defaults only), and region/energy of diagnostics.particles. */
 extern const char *const DECK_PS_AXES[];

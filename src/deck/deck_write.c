@@ -129,6 +129,19 @@ static void wmask(FILE *f, const char *key, int mask, const char *const names[],
     fputs("];", f);
 }
 
+static void wcollisions(FILE *f, const deck *d)
+{
+    for (int i = 0; i < d->ncollisions && i < DECK_MAX_COLLISIONS; i++) {
+        const deck_collision *e = &d->collisions[i];
+        fputs(i ? ",\n  { species = [" : "collisions = (\n  { species = [", f);
+        wstr(f, d->species[e->species[0]].name);
+        fputs(", ", f);
+        wstr(f, d->species[e->species[1]].name);
+        fprintf(f, "]; coulomb_log = %s; every = %s; }", N(e->coulomb_log).s, I(e->every).s);
+    }
+    fputs(d->ncollisions ? "\n);\n" : "", f);
+}
+
 void deck_write(const deck *d, FILE *f)
 {
     if (!d || !f)
@@ -176,7 +189,9 @@ void deck_write(const deck *d, FILE *f)
         fputs(i ? ",\n" : "\n", f);
         wspecies(f, &d->species[i]);
     }
-    fputs("\n);\ndiagnostics = {\n  output = ", f);
+    fputs("\n);\n", f);
+    wcollisions(f, d);
+    fputs("diagnostics = {\n  output = ", f);
     wstr(f, d->output);
     fprintf(f, ";\n  energy = { every = %s; growth_limit = %s; };\n  fields = { every = %s; ",
             I(d->energy_every).s, N(d->energy_growth_limit).s, I(d->fields_every).s);

@@ -19,6 +19,8 @@
 extern "C" {
 #endif
 
+struct collide_par; /* collide.h */
+
 /* Phases of the timing table; PH_EXCHANGE: time in exchanges with the neighbour ranks
  * (waiting on them included), taken out of the phase the exchange happens in. */
 enum pic_phase { PH_PUSH = 0, PH_DEPOSIT, PH_SORT, PH_FIELD, PH_EXCHANGE, PH_OTHER, PH_COUNT };
@@ -71,6 +73,11 @@ typedef struct backend {
      * there; dropped[s] = the particles this rank lost (dropped, plus sent less received;
      * sim.c updates np). */
     void (*sort)(void *ctx, pic_state *st, int window, long long *dropped);
+    /* Cycle step 8: binary collisions of one entry of the deck (collide.h: species p->a with
+     * p->b, at step p->step) among the particles of each cell, after the sort. The result
+     * is a function of the cluster order and the keys of p alone: any thread or rank count
+     * gives the same particles. */
+    void (*collide)(void *ctx, pic_state *st, const struct collide_par *p);
     /* Append col[s] (species_column: add[s * (ncy + 1) + cy] particles for cluster row cy of
      * the last cell column) to species s, re-laying segments out when full; sim.c adds the
      * counts to np. */

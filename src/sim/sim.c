@@ -1,6 +1,7 @@
 /* sim.c - simulation setup and the PIC time cycle over the backend's table (backend.h). */
 #include "sim.h"
 #include "checkpoint.h"
+#include "collide.h"
 #include "empic.h"
 #include "column.h"
 #include "comm.h"
@@ -308,6 +309,23 @@ static void energy_row(sim *S, const double *kin, double fe, double fb, double g
     report_energy_row(S, fe, fb, kin, gauss);
 }
 
+/* The entries of the collisions list due at this step (every), each a fresh pairing keyed by
+ * the step: a restart continues with the same random numbers. */
+static void collide(sim *S)
+{
+    const deck *d = &S->d;
+    for (int i = 0; i < d->ncollisions; i++) {
+        const deck_collision *e = &d->collisions[i];
+        if (S->step % e->every)
+            continue;
+        collide_par p = {.a = e->species[0], .b = e->species[1], .lnl = e->coulomb_log,
+                         .dt = e->every * d->dt, .seed = d->seed, .entry = (unsigned)i,
+                         .step = S->step, .window_cells = S->win.cells};
+        collide_scale(d->n0, &p.re_kp, &p.lc_kp);
+        S->be->collide(S->be_ctx, &S->st, &p);
+    }
+}
+
 void sim_step(sim *S)
 {
     const backend *be = S->be;
@@ -341,6 +359,8 @@ void sim_step(sim *S)
         S->sp[s].np -= dropped[s];
     if (moved)
         inject(S);
+    /* 8. binary collisions among the particles of each cell at x(n+1), u(n+1/2) */
+    collide(S);
     if (want_e)
         energy_row(S, kin, fe, fb, gauss);
     sim_note_peak(S);
