@@ -13,7 +13,8 @@
  *             geometry come from the deck
  *   /species/<s>/ name np alloc rearrangements start count cap peak hist[9 n]
  *             cell x y ux uy uz w code (the live particles, cluster after cluster), and id
- *             (uint64 tracking ids) for a species of diagnostics.tracks
+ *             (uint64 tracking ids) for a species of diagnostics.tracks, charge_state
+ *             (uint8) for an ionizing species
  * Slots outside the live segments hold no state: they read back as zeros. */
 #include "checkpoint.h"
 #include "ckpt_io.h"
@@ -113,10 +114,11 @@ typedef struct {
     hid_t ftype, mtype;
 } ck_array;
 
-/* The particle arrays of s (9 with the tracking ids); returns their number. */
-static int species_arrays(species *s, ck_array a[9])
+/* The particle arrays of s (with the tracking ids and the charge states where s has them);
+ * returns their number. */
+static int species_arrays(species *s, ck_array a[10])
 {
-    const ck_array t[9] = {
+    const ck_array t[10] = {
         {"cell", s->cell, 4, H5T_STD_U32LE, H5T_NATIVE_UINT32},
         {"x", s->x, 4, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT},
         {"y", s->y, 4, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT},
@@ -125,9 +127,13 @@ static int species_arrays(species *s, ck_array a[9])
         {"uz", s->uz, 4, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT},
         {"w", s->w, 4, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT},
         {"code", s->code, 1, H5T_STD_U8LE, H5T_NATIVE_UINT8},
-        {"id", s->id, 8, H5T_STD_U64LE, H5T_NATIVE_UINT64}};
-    memcpy(a, t, sizeof t);
-    return s->id ? 9 : 8;
+        {"id", s->id, 8, H5T_STD_U64LE, H5T_NATIVE_UINT64},
+        {"charge_state", s->z, 1, H5T_STD_U8LE, H5T_NATIVE_UINT8}};
+    int n = 0;
+    for (int k = 0; k < 10; k++)
+        if (t[k].a)
+            a[n++] = t[k];
+    return n;
 }
 
 static long long live_particles(const species *s, int ncl)
@@ -151,7 +157,7 @@ static void write_species(ck_io *io, hid_t g, species *s, int ncl)
     ck_put_i32(io, g, "peak", (size_t)ncl, s->peak);
     ck_put_i32(io, g, "hist", (size_t)ncl * 9, s->hist);
     char *stage = empic_alloc((size_t)live * 8, "checkpoint staging");
-    ck_array a[9];
+    ck_array a[10];
     const int na = species_arrays(s, a);
     for (int k = 0; k < na && !io->err; k++) {
         size_t o = 0;
@@ -209,6 +215,7 @@ static size_t image_estimate(const sim *S)
     for (int s = 0; s < S->nsp; s++) {
         size_t live = (size_t)live_particles(&S->sp[s], S->cl.n);
         b += 7 * chunked(live, 4) + chunked(live, 1) + (S->sp[s].id ? chunked(live, 8) : 0) +
+             (S->sp[s].z ? chunked(live, 1) : 0) +
              (size_t)S->cl.n * 12 * 4 + 65536;
     }
     return (b + ((size_t)1 << 20) - 1) & ~(((size_t)1 << 20) - 1);
@@ -569,7 +576,8 @@ static void read_species(ck_io *io, hid_t g, sim *S, int s)
     }
     char src[64];
     double avail = memory_available(src, sizeof src);
-    if (avail > 0 && (double)alloc * (29.0 + (sp->tracked ? 8.0 : 0.0)) > avail) {
+    if (avail > 0 &&
+        (double)alloc * (29.0 + (sp->tracked ? 8.0 : 0.0) + (sp->ion ? 1.0 : 0.0)) > avail) {
         ck_fail(io, "alloc (more particle slots than the memory available)");
         return;
     }
@@ -583,8 +591,9 @@ static void read_species(ck_io *io, hid_t g, sim *S, int s)
     sp->w = empic_calloc(sp->alloc, 4, "particles");
     sp->code = empic_calloc(sp->alloc, 1, "particles");
     sp->id = sp->tracked ? empic_calloc(sp->alloc, 8, "particle ids") : NULL;
+    sp->z = sp->ion ? empic_calloc(sp->alloc, 1, "charge states") : NULL;
     char *stage = empic_alloc((size_t)live * 8, "checkpoint staging");
-    ck_array a[9];
+    ck_array a[10];
     const int na = species_arrays(sp, a);
     for (int k = 0; k < na && !io->err; k++) {
         ck_get(io, g, a[k].name, a[k].mtype, (size_t)live, stage);

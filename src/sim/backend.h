@@ -12,6 +12,7 @@
 #define BACKEND_H
 
 #include "emf.h"
+#include "ionize.h"
 #include "phasespace.h"
 #include "species.h"
 
@@ -71,6 +72,12 @@ typedef struct backend {
      * there; dropped[s] = the particles this rank lost (dropped, plus sent less received;
      * sim.c updates np). */
     void (*sort)(void *ctx, pic_state *st, int window, long long *dropped);
+    /* Field ionization (design.md §14) after the sort, at E(n+1) and x(n+1) (step = n + 1):
+     * the particles of every ionizing species raise their charge states and their electrons
+     * join the electron species' segments of their clusters (grown when full); out[s] = what
+     * species s did (ionize.h: events on this rank; sums over all ranks). sim.c adds the
+     * events to the electron species' np. */
+    void (*ionize)(void *ctx, pic_state *st, long long step, ionize_stats *out);
     /* Append col[s] (species_column: add[s * (ncy + 1) + cy] particles for cluster row cy of
      * the last cell column) to species s, re-laying segments out when full; sim.c adds the
      * counts to np. */
