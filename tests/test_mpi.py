@@ -2,7 +2,8 @@
 along x, along y and both, gives bitwise-identical energy.csv and dumps (fields, particles
 with their counts per cluster, tracks, phase spaces), for a periodic warm plasma, a laser deck
 with PML, filter, walls and the moving window (also with PML layers that span two ranks, on 8
-ranks), a laser from ymin with Mur sides, and a converging flow; a checkpoint written by
+ranks), a laser from ymin with Mur sides, a converging flow, and a laser that ionizes a
+nitrogen gas (its electrons, charge states and their draws); a checkpoint written by
 2 ranks continues on 4 ranks and on 1 exactly as the straight run. Several ranks share the two
 cores of the test machine (oversubscribed, one OpenMP thread each).
 
@@ -94,7 +95,8 @@ def assert_same(a, b, folders=("data", "tracks", "phasespace"), more_ok=False):
 
 @pytest.mark.parametrize("deck,splits", [
     ("warm.cfg", SPLITS[1:]), ("laser.cfg", SPLITS[1:]), ("converge.cfg", SPLITS[1:]),
-    ("pml-thick.cfg", [(8, 1)]), ("mur-ylaser.cfg", [(2, 2), (1, 4)])])
+    ("pml-thick.cfg", [(8, 1)]), ("mur-ylaser.cfg", [(2, 2), (1, 4)]),
+    ("ionize.cfg", [(2, 1), (2, 2)])])
 def test_ranks_bitwise(tmp_path, deck, splits):
     one = run(deck, tmp_path / "r1")
     for split in splits:
@@ -102,7 +104,8 @@ def test_ranks_bitwise(tmp_path, deck, splits):
 
 
 # (deck, its steps, the checkpoint): the laser deck; on GPU ranks the converging flow too
-RESTARTS = [("laser.cfg", 300, 150)] + ([("converge.cfg", 120, 60)] if BACKEND != "cpu" else [])
+RESTARTS = [("laser.cfg", 300, 150), ("ionize.cfg", 300, 150)] + (
+    [("converge.cfg", 120, 60)] if BACKEND != "cpu" else [])
 
 
 @pytest.mark.parametrize("deck,steps,every", RESTARTS)
