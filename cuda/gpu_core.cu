@@ -185,14 +185,23 @@ static int id_bytes(const species *h)
     return h->id ? (h->id_max <= 0xffffffffu ? 4 : 8) : 0;
 }
 
+/* Device bytes of the deck: fields, tiles, tables and the particle slots, with room for every
+ * electron field ionization can make (max_charge less the initial state per ion, with the
+ * slack of a segment), allocated as they come. */
 static size_t deck_bytes(const pic_state *st, size_t tile_entries)
 {
     size_t b = 12 * st->f->size * sizeof(float) + 3 * st->f->size * sizeof(long long) +
                tile_entries * sizeof(long long) +
                (size_t)st->cl->n * 3 * sizeof(double);
-    for (int s = 0; s < st->nsp; s++)
-        b += st->sp[s].alloc * (SLOT_BYTES + id_bytes(&st->sp[s]) + (st->sp[s].z ? 1 : 0)) +
+    for (int s = 0; s < st->nsp; s++) {
+        const species *h = &st->sp[s];
+        b += h->alloc * (SLOT_BYTES + id_bytes(h) + (h->z ? 1 : 0)) +
              (size_t)st->cl->n * (4 + 9 + 1 + 4) * sizeof(int);
+        if (h->ion) /* the electrons, and the increments and tables of gpu_ionize.cu */
+            b += (size_t)((double)(h->ion->zmax - h->z0) * (double)h->np * (1.0 + h->slack)) *
+                     (SLOT_BYTES + id_bytes(&st->sp[h->ion_to])) +
+                 h->alloc + (size_t)st->cl->n * 32;
+    }
     return b;
 }
 
@@ -325,7 +334,7 @@ int gpu_memory_fits(gpu_state *g, const pic_state *st, const char *name)
     if (need + ((size_t)64 << 20) > fr) {
         empic_report(NULL, 0, "backend \"cuda\": the deck needs %zu bytes (%.2f GiB) of "
                      "GPU memory, but %s has only %zu bytes (%.2f GiB) free of %zu; use fewer "
-                     "particles or cells, or the CPU backend",
+                     "particles or cells (or a lower ionization max_charge), or the CPU backend",
                      need, need / 1073741824.0, name, fr, fr / 1073741824.0, tot);
         return -1;
     }

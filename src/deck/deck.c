@@ -369,10 +369,11 @@ static void parse_one_species(dk_ctx *c, const cs *g, deck_species *sp)
                   "and _-+.; expected a name usable in output dataset names", sp->name);
     dk_num(c, g, "charge", &sp->charge, DK_ANY, 1);
     dk_num(c, g, "mass", &sp->mass, DK_POS, 0);
-    if (dk_ivec(c, g, "ppc", sp->ppc, 2, 0, 4096, 1) > 0 && sp->ppc[0] * sp->ppc[1] > 65536)
+    const int ppc_ok = dk_ivec(c, g, "ppc", sp->ppc, 2, 0, 4096, 1) > 0;
+    if (ppc_ok && sp->ppc[0] * sp->ppc[1] > 65536)
         dk_report(c, dk_member(g, "ppc"), NULL, "%d x %d particles per cell; expected at most "
                   "65536", sp->ppc[0], sp->ppc[1]);
-    else if ((sp->ppc[0] == 0) != (sp->ppc[1] == 0))
+    else if (ppc_ok && (sp->ppc[0] == 0) != (sp->ppc[1] == 0))
         dk_report(c, dk_member(g, "ppc"), NULL, "[%d, %d]; expected both > 0, or [0, 0] for a "
                   "species with no initial load (filled by ionization)", sp->ppc[0], sp->ppc[1]);
     dk_bool(c, g, "immobile", &sp->immobile);
