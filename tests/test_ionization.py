@@ -4,7 +4,9 @@ fields to matter end with the charge-state populations of the ADK rate equations
 worked out here independently of the code (formula, NIST energies and SI units typed below);
 electrons are conserved (one per ionization, at the ion's weight), Gauss's law holds to
 rounding through ionization at a density where the electrons' fields matter, and the runs
-are bitwise the same on 1 and 2 threads and across a restart."""
+are bitwise the same on 1 and 2 threads and across a restart. On the GPU machine the same
+tests run the CUDA backend with EMPIC_TEST_BACKEND=cuda (and EMPIC_TEST_EMPIC, the command
+that runs the bundled binary), as tests/test_mpi.py."""
 
 import math
 import os
@@ -16,6 +18,8 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EMPIC = os.path.join(ROOT, "bin", "empic")
+BACKEND = os.environ.get("EMPIC_TEST_BACKEND", "cpu")
+EMPIC_CMD = os.environ.get("EMPIC_TEST_EMPIC", EMPIC).split()
 
 # NIST ASD ground-state ionization energies (eV) of the levels the tests reach
 IP = {"H": [13.598434005136], "He": [24.587387936, 54.41776311],
@@ -68,7 +72,7 @@ def deck(tmp_path, name, e, n=1e-6, axis=2, steps=STEPS, more="", cells=64, immo
         '  density = { profile = "uniform"; n = %g; }; },\n'
         % (el, el, m, PPC, PPC, "true" if immobile else "false", n)
         for el, m in (("H", 1836.15), ("He", 7294.3), ("N", 25532.0)))
-    text = """simulation = { name = "%s"; backend = "cpu"; seed = 3; n0 = %g; };
+    text = """simulation = { name = "%s"; backend = "%s"; seed = 3; n0 = %g; };
 grid = { cells = [%d, %d]; dx = [0.1, 0.1]; cluster = [8, 8]; };
 time = { dt = %g; steps = %d; };
 fields = {
@@ -80,16 +84,17 @@ species = (
 );
 diagnostics = { output = "%s"; energy = { every = 1; }; %s
   particles = { every = %d; fraction = 1.0; }; };
-""" % (name, N0, cells, cells, DT, steps, ext[0], ext[1], ext[2], ions, tmp_path / name, more, steps)
+""" % (name, BACKEND, N0, cells, cells, DT, steps, ext[0], ext[1], ext[2], ions,
+       tmp_path / name, more, steps)
     path = tmp_path / (name + ".cfg")
     path.write_text(text)
     return path
 
 
 def run(path, threads=2, args=()):
-    if not os.path.isfile(EMPIC):
+    if not os.path.isfile(EMPIC_CMD[0]) and "EMPIC_TEST_EMPIC" not in os.environ:
         pytest.skip("bin/empic is missing: build it with `make` first")
-    res = subprocess.run([EMPIC, "--quiet", "--overwrite", *args, str(path)],
+    res = subprocess.run(EMPIC_CMD + ["--quiet", "--overwrite", *args, str(path)],
                          capture_output=True, text=True,
                          env=dict(os.environ, OMP_NUM_THREADS=str(threads)), timeout=1200)
     assert res.returncode == 0, res.stdout + res.stderr
@@ -180,7 +185,7 @@ def test_gauss_and_repeatability(tmp_path):
     path2 = tmp_path / "half.cfg"
     path2.write_text(path.read_text().replace(str(out), str(half)))
     run(path2, args=("--steps", str(steps // 2)))
-    res = subprocess.run([EMPIC, "--quiet", "--restart", str(half), "--steps", str(steps)],
+    res = subprocess.run(EMPIC_CMD + ["--quiet", "--restart", str(half), "--steps", str(steps)],
                          capture_output=True, text=True,
                          env=dict(os.environ, OMP_NUM_THREADS="2"), timeout=1200)
     assert res.returncode == 0, res.stderr
