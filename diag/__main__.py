@@ -225,17 +225,18 @@ def _has_lasers(outdir):
 
 def cmd_charge_states(args):
     """The charge-state distribution of each ionizing species in a particle dump (fractions
-    of the sample's weight), printed."""
+    of the sample's weight), printed and drawn."""
     it, states = read.read_charge_states(args.outdir, args.it)
     if not states:
         raise KeyError("dump %d has no ionizing species (no charge_state record)" % it)
+    dists = {}
     for name, (z, w) in states.items():
         total = w.sum()
-        hist = np.bincount(z, weights=w) / total if total > 0 else np.zeros(1)
+        dists[name] = np.bincount(z, weights=w) / total if total > 0 else np.zeros(1)
         print("step %d %s: mean charge state %.4f; %s" % (
             it, name, float((z * w).sum() / total) if total > 0 else 0.0,
-            " ".join("%d+ %.4f" % (k, v) for k, v in enumerate(hist))))
-    return []
+            " ".join("%d+ %.4f" % (k, v) for k, v in enumerate(dists[name]))))
+    return [plot.charge_states(it, dists, _png(args, "charge_states_%08d" % it))]
 
 
 def cmd_summary(args):
