@@ -304,6 +304,12 @@ static void test_broken(void)
                 "ppc = [1, 1]; ionization = { electrons = \"e\"; max_charge = 8; }; },\n"
                 "{ name = \"e\"; charge = -1.0; ppc = [0, 0]; } );\n",
                 "species[0](N).ionization.max_charge", "from 1 to 7");
+    /* the plasma frequency of the plasma ionization makes: 2 electrons per helium atom */
+    expect_fail(GRID TIME "species = ( { name = \"He\"; element = \"He\"; charge = 0.0; "
+                "mass = 7294.3; ppc = [1, 1]; density = { n = 1000.0; };\n"
+                "ionization = { electrons = \"e\"; }; },\n"
+                "{ name = \"e\"; charge = -1.0; ppc = [0, 0]; } );\n", "time.dt",
+                "omega_p dt = 2.236");
     expect_fail(GRID TIME SPEC("density = { profile = \"expr\"; expr = \"1+sin(2*pi*x/\"; };"),
                 "species[0](electrons).density.expr", "cannot parse formula");
     expect_fail(GRID TIME SPEC("density = { profile = \"expr\"; expr = \"1+q\"; };"),
