@@ -161,7 +161,7 @@ FUZZ_TIME  ?= 60
 FUZZ_SMOKE ?= 20
 FUZZ_FLAGS := -g -O1 -std=c11 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined $(INC)
 FUZZ_SRC   := $(wildcard src/deck/*.c) src/state/formula.c src/state/profile.c \
-              src/state/lasers.c src/util.c
+              src/state/lasers.c src/state/elements.c src/util.c
 FUZZ_ENV   := LSAN_OPTIONS=suppressions=$(CURDIR)/tools/lsan.supp OMP_NUM_THREADS=1 \
               EMPIC_MEMORY_LIMIT=1e9
 FUZZ_RUN   := -timeout=30 -close_fd_mask=3 -print_final_stats=1 -artifact_prefix=build-fuzz/

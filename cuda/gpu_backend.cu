@@ -135,6 +135,7 @@ const backend *cuda_backend(char *name, size_t len)
     b.sort = gpu_sort;
     b.collide = gpu_collide;
     b.inject = gpu_inject;
+    b.ionize = gpu_ionize;
     b.rho = gpu_rho;
     b.field_diag = gpu_field_diag;
     b.fetch_fields = gpu_fetch_fields;

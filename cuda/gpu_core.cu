@@ -185,14 +185,23 @@ static int id_bytes(const species *h)
     return h->id ? (h->id_max <= 0xffffffffu ? 4 : 8) : 0;
 }
 
+/* Device bytes of the deck: fields, tiles, tables and the particle slots, with room for every
+ * electron field ionization can make (max_charge less the initial state per ion, with the
+ * slack of a segment), allocated as they come. */
 static size_t deck_bytes(const pic_state *st, size_t tile_entries)
 {
     size_t b = 12 * st->f->size * sizeof(float) + 3 * st->f->size * sizeof(long long) +
                tile_entries * sizeof(long long) +
                (size_t)st->cl->n * 3 * sizeof(double);
-    for (int s = 0; s < st->nsp; s++)
-        b += st->sp[s].alloc * (SLOT_BYTES + id_bytes(&st->sp[s])) +
+    for (int s = 0; s < st->nsp; s++) {
+        const species *h = &st->sp[s];
+        b += h->alloc * (SLOT_BYTES + id_bytes(h) + (h->z ? 1 : 0)) +
              (size_t)st->cl->n * (4 + 9 + 1 + 4) * sizeof(int);
+        if (h->ion) /* the electrons, and the increments and tables of gpu_ionize.cu */
+            b += (size_t)((double)(h->ion->zmax - h->z0) * (double)h->np * (1.0 + h->slack)) *
+                     (SLOT_BYTES + id_bytes(&st->sp[h->ion_to])) +
+                 h->alloc + (size_t)st->cl->n * 32;
+    }
     return b;
 }
 
@@ -235,6 +244,13 @@ static void upload_species(gpu_state *g, const pic_state *st, int s)
         GPU_CK(cudaMemcpy(d->id, t, n * 4, cudaMemcpyHostToDevice));
         free(t);
     }
+    if (h->z) { /* an ionizing species: its charge states and levels */
+        d->zb = 1;
+        d->z = (uint8_t *)gpu_malloc(g, n, "charge states");
+        GPU_CK(cudaMemcpy(d->z, h->z, n, cudaMemcpyHostToDevice));
+        d->ion = h->ion;
+        d->ion_to = h->ion_to;
+    }
     GPU_CK(cudaMemcpy(d->start, h->start, nc * sizeof(int), cudaMemcpyHostToDevice));
     GPU_CK(cudaMemcpy(d->count, h->count, nc * sizeof(int), cudaMemcpyHostToDevice));
     GPU_CK(cudaMemcpy(d->cap, h->cap, nc * sizeof(int), cudaMemcpyHostToDevice));
@@ -244,7 +260,7 @@ static void upload_species(gpu_state *g, const pic_state *st, int s)
 static void free_species(gpu_species *d)
 {
     void *p[] = {d->xy,    d->uxy,   d->uzw,  d->cell, d->code,   d->start,
-                 d->count, d->cap,   d->need, d->hist, d->movers, d->id};
+                 d->count, d->cap,   d->need, d->hist, d->movers, d->id, d->z};
     for (size_t k = 0; k < sizeof p / sizeof p[0]; k++)
         if (p[k])
             cudaFree(p[k]);
@@ -318,7 +334,7 @@ int gpu_memory_fits(gpu_state *g, const pic_state *st, const char *name)
     if (need + ((size_t)64 << 20) > fr) {
         empic_report(NULL, 0, "backend \"cuda\": the deck needs %zu bytes (%.2f GiB) of "
                      "GPU memory, but %s has only %zu bytes (%.2f GiB) free of %zu; use fewer "
-                     "particles or cells, or the CPU backend",
+                     "particles or cells (or a lower ionization max_charge), or the CPU backend",
                      need, need / 1073741824.0, name, fr, fr / 1073741824.0, tot);
         return -1;
     }
@@ -404,7 +420,8 @@ void gpu_memory_close(gpu_state *g, pic_state *st)
     for (int s = 0; s < g->nsp; s++)
         free_species(&g->sp[s]);
     void *p[] = {g->store, g->x0,    g->y0,          g->cx_of, g->cy_of, g->tiles, g->acc,
-                 g->partial, g->flags, g->lists, g->spare_start, g->room, g->order};
+                 g->partial, g->flags, g->lists, g->spare_start, g->room, g->order,
+                 g->ion_tab, g->ion_dz};
     for (size_t k = 0; k < sizeof p / sizeof p[0]; k++)
         if (p[k])
             cudaFree(p[k]);
@@ -414,6 +431,8 @@ void gpu_memory_close(gpu_state *g, pic_state *st)
         cudaFreeHost(g->h_flags);
     if (g->h_room)
         cudaFreeHost(g->h_room);
+    if (g->h_ion_tab)
+        cudaFreeHost(g->h_ion_tab);
     if (g->h_halo)
         cudaFreeHost(g->h_halo);
     if (g->h_hist)
@@ -456,6 +475,8 @@ static void host_grow(species *h, size_t n)
     h->code = (uint8_t *)q;
     if (h->id && !(h->id = (uint64_t *)realloc(h->id, n * 8)))
         EMPIC_DIE("out of host memory fetching %zu particles", n);
+    if (h->z && !(h->z = (uint8_t *)realloc(h->z, n)))
+        EMPIC_DIE("out of host memory fetching %zu particles", n);
     h->alloc = n;
 }
 
@@ -483,6 +504,8 @@ void gpu_fetch_particles(void *ctx, pic_state *st)
                 h->id[p] = t[p];
             free(t);
         }
+        if (d->z)
+            GPU_CK(cudaMemcpy(h->z, d->z, n, cudaMemcpyDeviceToHost));
         GPU_CK(cudaMemcpy(h->start, d->start, nc * sizeof(int), cudaMemcpyDeviceToHost));
         GPU_CK(cudaMemcpy(h->count, d->count, nc * sizeof(int), cudaMemcpyDeviceToHost));
         GPU_CK(cudaMemcpy(h->cap, d->cap, nc * sizeof(int), cudaMemcpyDeviceToHost));
@@ -533,6 +556,6 @@ double gpu_particle_bytes(void *ctx, const pic_state *st)
     (void)st;
     double bytes = 0.0;
     for (int s = 0; g && s < g->nsp; s++)
-        bytes += (double)(SLOT_BYTES + g->sp[s].idb) * (double)g->sp[s].slots;
+        bytes += (double)(SLOT_BYTES + g->sp[s].idb + g->sp[s].zb) * (double)g->sp[s].slots;
     return bytes;
 }

@@ -142,6 +142,7 @@ typedef struct {
     size_t n;
     uint32_t *cell;
     float *x, *y, *u[3];
+    uint8_t *z;                /* charge states of an ionizing species, else NULL */
     int *start, *count;
     float *f[6];
 } snapshot;
@@ -159,6 +160,7 @@ static void debug_snapshot(gpu_state *g)
         fetch_pairs(d->xy, p->n, &p->x, &p->y);
         fetch_pairs(d->uxy, p->n, &p->u[0], &p->u[1]);
         fetch_pairs(d->uzw, p->n, &p->u[2], NULL);
+        p->z = d->z ? (uint8_t *)fetch(d->z, p->n) : NULL;
         p->start = (int *)fetch(d->start, (size_t)g->ncl * 4);
         p->count = (int *)fetch(d->count, (size_t)g->ncl * 4);
         for (int c = 0; c < 3; c++) {
@@ -190,7 +192,7 @@ static void debug_verify(gpu_state *g, const pic_state *st)
                     int i = cell_i(p->cell[q]), j = cell_j(p->cell[q]);
                     gather_eb(p->f[0], p->f[1], p->f[2], p->f[3], p->f[4], p->f[5],
                               emf_idx(f, i, j), f->stride, p->x[q], p->y[q], e, b);
-                    boris_push(v, e, b, qdt2m);
+                    boris_push(v, e, b, p->z ? qdt2m * (float)p->z[q] : qdt2m);
                     const cluster_tile T = cluster_tile_of(st->cl->x0, st->cl->y0, st->cl->ncx, c);
                     uint32_t c1 = p->cell[q];
                     float x1 = p->x[q], y1 = p->y[q], w[24];
@@ -223,6 +225,7 @@ static void debug_verify(gpu_state *g, const pic_state *st)
         free(p->cell);
         free(p->x);
         free(p->y);
+        free(p->z);
         for (int a = 0; a < 3; a++)
             free(p->u[a]);
         free(p->start);

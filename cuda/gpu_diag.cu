@@ -172,7 +172,7 @@ __global__ void k_count_tracked(const gpu_parts ids, const int *__restrict__ sta
  * prefix of the flags per chunk (warp ballots, then the warp totals). */
 __global__ void k_compact_tracked(gpu_species d, const int *__restrict__ dst_start,
                                   uint32_t *cell, float *x, float *y, float *ux, float *uy,
-                                  float *uz, float *w, unsigned long long *id)
+                                  float *uz, float *w, unsigned long long *id, uint8_t *z)
 {
     __shared__ int warp_sum[GPU_THREADS / 32];
     __shared__ int base;
@@ -205,6 +205,8 @@ __global__ void k_compact_tracked(gpu_species d, const int *__restrict__ dst_sta
             uz[o] = uzw.x;
             w[o] = uzw.y;
             id[o] = v;
+            if (z)
+                z[o] = d.z[p];
         }
         __syncthreads();
         if (threadIdx.x == 0)
@@ -247,7 +249,7 @@ species *gpu_fetch_tracked(void *ctx, pic_state *st, species *out)
 {
     gpu_state *g = (gpu_state *)ctx;
     const int nc = g->ncl, nsp = st->nsp;
-    const size_t slot = 8 + 7 * 4; /* id, then cell, x, y, ux, uy, uz, w */
+    const size_t slot = 8 + 7 * 4 + 1; /* id, then cell, x, y, ux, uy, uz, w, charge state */
     const size_t tab = ((size_t)nsp * nc * sizeof(int) + 255) / 256 * 256;
     size_t total[DECK_MAX_SPECIES] = {0}, sum = 0; /* sum: bytes, 256-aligned per species */
     memset(out, 0, (size_t)nsp * sizeof *out);
@@ -309,7 +311,7 @@ species *gpu_fetch_tracked(void *ctx, pic_state *st, species *out)
         float *f = (float *)(dp + 12 * n);
         k_compact_tracked<<<nc, GPU_THREADS, 0, g->stream>>>(
             g->sp[s], (const int *)((char *)dn + tab) + s * nc, cell, f, f + n, f + 2 * n,
-            f + 3 * n, f + 4 * n, f + 5 * n, id);
+            f + 3 * n, f + 4 * n, f + 5 * n, id, g->sp[s].z ? (uint8_t *)(f + 6 * n) : NULL);
         GPU_LAUNCHED(g, "k_compact_tracked");
         o->alloc = n;
         o->id = (uint64_t *)hp;
@@ -320,6 +322,7 @@ species *gpu_fetch_tracked(void *ctx, pic_state *st, species *out)
         o->uy = o->x + 3 * n;
         o->uz = o->x + 4 * n;
         o->w = o->x + 5 * n;
+        o->z = g->sp[s].z ? (uint8_t *)(o->x + 6 * n) : NULL;
         o->tracked = 1;
         at += (n * slot + 255) / 256 * 256;
     }

@@ -50,6 +50,10 @@ typedef struct {
     void *id;                     /* tracking ids, NULL when the species is untracked */
     int idb;                      /* their bytes: 4 when every id of the run fits
                                      (species.id_max), else 8 (0: untracked) */
+    uint8_t *z;                   /* charge states of an ionizing species, else NULL */
+    int zb;                       /* their bytes per slot: 1, or 0 (no charge states) */
+    const ionize_table *ion;      /* the host species' levels (species.ion), or NULL */
+    int ion_to;                   /* the species its electrons join */
     int *start, *count, *cap;     /* per cluster */
     int *hist;                    /* 9 migration bins per cluster */
     int *need;                    /* per cluster: room needed during the sort */
@@ -166,6 +170,13 @@ struct gpu_state {
     void *pinned;                 /* pinned host buffer of the compacted dumps (gpu_diag.cu) */
     void *trk;                    /* device buffer of the compacted dumps, kept between them */
     size_t trk_n;
+    /* field ionization (gpu_ionize.cu): per-cluster tables (device, pinned host: electrons,
+     * the electron species' counts and capacities, sums of w z and w) and the ions'
+     * increments, grown on demand */
+    char *ion_tab, *h_ion_tab;
+    size_t ion_tab_n;
+    uint8_t *ion_dz;
+    size_t ion_dz_n;
     int pinned_fields;            /* the host field arrays (emf.store) are page-locked */
     size_t pinned_n;
 };
@@ -177,11 +188,12 @@ typedef struct {
     uint8_t *code;
     void *id;                     /* tracking ids (gpu_species.id, idb), or NULL */
     int idb;
+    uint8_t *z;                   /* charge states (gpu_species.z), or NULL */
 } gpu_parts;
 
 __host__ __device__ static inline gpu_parts gpu_parts_of(const gpu_species *d)
 {
-    return gpu_parts{d->xy, d->uxy, d->uzw, d->cell, d->code, d->id, d->idb};
+    return gpu_parts{d->xy, d->uxy, d->uzw, d->cell, d->code, d->id, d->idb, d->z};
 }
 
 /* The tracking id of slot i (0: not tracked, or an untracked species). */
@@ -198,6 +210,7 @@ typedef struct {
     uint32_t cell;
     unsigned code;
     unsigned long long id;
+    unsigned z;                   /* charge state (an ionizing species), else 0 */
 } gpu_part;
 
 /* Read slot i: every load is issued before the caller stores anything (the arrays might
@@ -211,6 +224,7 @@ __device__ __forceinline__ gpu_part gpu_parts_get(const gpu_parts &a, int i)
     q.cell = a.cell[i];
     q.code = a.code[i];
     q.id = gpu_parts_id(a, i);
+    q.z = a.z ? a.z[i] : 0u;
     return q;
 }
 
@@ -225,6 +239,8 @@ __device__ __forceinline__ void gpu_parts_put(const gpu_parts &a, int i, const g
         ((unsigned long long *)a.id)[i] = q.id;
     else if (a.idb == 4)
         ((uint32_t *)a.id)[i] = (uint32_t)q.id;
+    if (a.z)
+        a.z[i] = (uint8_t)q.z;
 }
 
 /* The pairs of slots p and p + 1 (p even): (a0, b0), (a1, b1), in one 16-byte load or
@@ -308,6 +324,7 @@ void gpu_sort(void *ctx, pic_state *st, int window, long long *dropped);   /* gp
 void gpu_collide(void *ctx, pic_state *st, const struct collide_par *p);  /* gpu_collide.cu */
 void gpu_window_shift(void *ctx, pic_state *st);                          /* gpu_window.cu */
 void gpu_inject(void *ctx, pic_state *st, species *col, const int *add);
+void gpu_ionize(void *ctx, pic_state *st, long long step, ionize_stats *out); /* gpu_ionize.cu */
 species *gpu_fetch_tracked(void *ctx, pic_state *st, species *out);       /* gpu_diag.cu */
 void gpu_release_tracked(void *ctx, species *out);
 void gpu_phasespace(void *ctx, pic_state *st, int s, const ps_grid *g, double *h);

@@ -45,6 +45,7 @@ typedef struct {
     double *partial;
     float qdt2m;
     move_step mv;
+    const uint8_t *z;           /* charge states of an ionizing species (charge q z), or NULL */
 } kspecies;
 
 /* The particle kernel's launch: every mobile species at once, block b running cluster
@@ -151,11 +152,12 @@ __device__ __forceinline__ void stage_fields(const kpart &a, const cluster_tile 
     }
 }
 
-/* Push particle q of the group: u(n-1/2) -> u(n+1/2); returns w (gamma - 1) at time n when KE. */
+/* Push particle q of the group, of charge state zq (1 for a species without charge states):
+ * u(n-1/2) -> u(n+1/2); returns w (gamma - 1) at time n when KE. */
 template <bool KE>
 __device__ __forceinline__ double push_one(const kpart &a, const kspecies &sp,
                                            const cluster_tile &T, const float *sf, pgroup &g,
-                                           int q)
+                                           int q, float zq)
 {
     float e[3], b[3], u[3] = {g.u[0][q], g.u[1][q], g.u[2][q]};
     gather_tile(sf, a.tszp, cluster_tile_k(&T, g.cell[q]), T.w, g.x[q], g.y[q], e, b);
@@ -164,7 +166,7 @@ __device__ __forceinline__ double push_one(const kpart &a, const kspecies &sp,
         b[d] += a.ext[3 + d];
     }
     const float u0[3] = {u[0], u[1], u[2]};
-    boris_push(u, e, b, sp.qdt2m);
+    boris_push(u, e, b, sp.qdt2m * zq);
     g.u[0][q] = u[0];
     g.u[1][q] = u[1];
     g.u[2][q] = u[2];
@@ -200,18 +202,18 @@ __device__ __forceinline__ void block_sum(double v, double *red, double *out)
  * different cells met twice the bank conflicts). fixed_atomic_add_low adds the low words;
  * the same exact sum modulo 2^64. */
 
-/* Move particle q of the group and deposit its current into the split tile (the low words of
+/* Move particle q of the group, of charge state zq, and deposit its current into the split tile (the low words of
  * the three components, tszp apart, then their high words, 3 tszp further; the pieces, their
  * order and their fixed_of values are deposit_pieces_fixed's); returns its migration code.
  * Only the pieces deposited are worked out (move_to's rule, piece by piece): a particle that
  * stays in its cell, most of them, needs one of the three. */
 __device__ __forceinline__ unsigned move_one(const kpart &a, const kspecies &sp,
                                              const cluster_tile &T, unsigned *lo, pgroup &g,
-                                             int q, unsigned &cells)
+                                             int q, float zq, unsigned &cells)
 {
     const int k = cluster_tile_k(&T, g.cell[q]), s = T.w, tp = a.tszp;
     const move_endpoint e =
-        move_end(&sp.mv, g.u[0][q], g.u[1][q], g.u[2][q], g.w[q], g.x[q], g.y[q]);
+        move_end(&sp.mv, g.u[0][q], g.u[1][q], g.u[2][q], g.w[q] * zq, g.x[q], g.y[q]);
     /* no vz, no Jz (uz = 0 in a cold plasma, or with Ez = Bx = By = 0: an in-plane
        polarised laser in 2D) */
     const bool jz = e.cz != 0.0f;
@@ -347,8 +349,10 @@ __global__ void __launch_bounds__(GPU_MOVE_THREADS, 2) k_push_move(const __grid_
 #pragma unroll
         for (int q = 0; q < GPU_VEC; q++)
             if (group_off(lane, q) < left) {
-                ke += push_one<KE>(a, sp, T, sf, g, q);
-                codes |= move_one(a, sp, T, sw, g, q, cells) << (8 * q);
+                /* read here, not in the group: one register, and only ions read it */
+                const float zq = sp.z ? (float)sp.z[p + group_off(lane, q)] : 1.0f;
+                ke += push_one<KE>(a, sp, T, sf, g, q, zq);
+                codes |= move_one(a, sp, T, sw, g, q, zq, cells) << (8 * q);
             }
         const bool movers = __any_sync(FULL, codes != 0u);
         group_store(sp, g, codes, p, lane, left, __any_sync(FULL, cells != 0u), movers);
@@ -382,6 +386,7 @@ typedef struct {
     const int *x0, *y0;
     int ncx, tszp, tile_stride;
     float q, scale;
+    const uint8_t *z;           /* charge states (charge q z), or NULL */
 } krho;
 
 __global__ void __launch_bounds__(GPU_THREADS) k_rho(krho a)
@@ -406,7 +411,8 @@ __global__ void __launch_bounds__(GPU_THREADS) k_rho(krho a)
         for (int q = 0; q < GPU_VEC; q++) {
             if (q >= nv)
                 continue;
-            deposit_charge_fixed(sr, cluster_tile_k(&T, cl[q]), T.w, xs[q], ys[q], a.q * ws[q],
+            const float qz = a.z ? a.q * (float)a.z[p + q] : a.q;
+            deposit_charge_fixed(sr, cluster_tile_k(&T, cl[q]), T.w, xs[q], ys[q], qz * ws[q],
                                  a.scale);
         }
     }
@@ -670,7 +676,7 @@ void gpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic)
         a.sp[m] = kspecies{d->xy,    d->uxy,   d->uzw,  d->cell,
                            d->code,  d->start, d->count, d->hist, g->tiles + m * g->tile_set,
                            g->partial + (size_t)m * g->ncl, boris_qdt2m(f->dt, d->qm),
-                           move_step_of(f->dt, f->dx, f->dy, d->q)};
+                           move_step_of(f->dt, f->dx, f->dy, d->q), d->z};
         mob[m++] = s;
     }
     for (int k = 0; k < 3; k++) {
@@ -733,7 +739,7 @@ void gpu_particles_rho(gpu_state *g, int s, float *dst)
             continue;
         const gpu_species *d = &g->sp[k];
         krho a = {d->xy, d->uzw, d->cell, d->start, d->count, g->tiles, g->x0, g->y0,
-                  g->ncx, g->tszp, 3 * g->tsz_max, d->q, g->scale};
+                  g->ncx, g->tszp, 3 * g->tsz_max, d->q, g->scale, d->z};
         k_rho<<<g->ncl, GPU_THREADS, g->smem_rho, g->stream>>>(a);
         GPU_LAUNCHED(g, "k_rho");
         tiles_sum(g, 1, 1, !first);

@@ -416,21 +416,30 @@ void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *counts, const i
                 GPU_CK(cudaFree(*arr4[v]));
                 *arr4[v] = t;
             }
-        uint8_t *code = (uint8_t *)gpu_malloc(g, room, "migration codes");
-        k_relayout<uint8_t><<<grid, GPU_THREADS, 0, g->stream>>>(d->code, code, from, to,
-                                                                d->count);
-        GPU_LAUNCHED(g, "k_relayout");
-        GPU_CK(cudaFree(d->code));
-        d->code = code;
-        g->bytes -= d->slots * (SLOT_BYTES + d->idb);
+        uint8_t **arr1[2] = {&d->code, d->z ? &d->z : NULL};
+        for (int v = 0; v < 2; v++)
+            if (arr1[v]) {
+                uint8_t *t = (uint8_t *)gpu_malloc(g, room, "migration codes, charge states");
+                k_relayout<uint8_t><<<grid, GPU_THREADS, 0, g->stream>>>(*arr1[v], t, from, to,
+                                                                        d->count);
+                GPU_LAUNCHED(g, "k_relayout");
+                GPU_CK(cudaFree(*arr1[v]));
+                *arr1[v] = t;
+            }
+        g->bytes -= d->slots * (SLOT_BYTES + d->idb + d->zb);
         d->slots = room;
     } else { /* through one spare 8-byte array: the cells and codes into it and back, each
                 8-byte array into it (the spare becomes the array, the old array the spare) */
         u64 *spare = (u64 *)gpu_malloc(g, room * 8, "particles (rearrangement)");
-        k_relayout<uint8_t><<<grid, GPU_THREADS, 0, g->stream>>>(d->code, (uint8_t *)spare,
-                                                                from, to, d->count);
-        GPU_LAUNCHED(g, "k_relayout");
-        GPU_CK(cudaMemcpyAsync(d->code, spare, total, cudaMemcpyDeviceToDevice, g->stream));
+        uint8_t *arr1[2] = {d->code, d->z};
+        for (int v = 0; v < 2; v++)
+            if (arr1[v]) {
+                k_relayout<uint8_t><<<grid, GPU_THREADS, 0, g->stream>>>(
+                    arr1[v], (uint8_t *)spare, from, to, d->count);
+                GPU_LAUNCHED(g, "k_relayout");
+                GPU_CK(cudaMemcpyAsync(arr1[v], spare, total, cudaMemcpyDeviceToDevice,
+                                       g->stream));
+            }
         uint32_t *arr4[2] = {d->cell, d->idb == 4 ? (uint32_t *)d->id : NULL};
         for (int v = 0; v < 2; v++)
             if (arr4[v]) {
@@ -668,13 +677,13 @@ void gpu_sort_prepare(gpu_state *g, pic_state *st)
 
 /* n particles laid out from p (16-byte aligned) as one staging area (and one message): ids
  * (idw bytes each, when tracked) to a 16-byte boundary, (x, y), (ux, uy), (uz, w), cell,
- * code: parts_bytes in all. */
-static size_t parts_bytes(size_t n, int idw)
+ * code, and the charge states (zb = 1 byte each) of an ionizing species: parts_bytes in all. */
+static size_t parts_bytes(size_t n, int idw, int zb)
 {
-    return (idw * n + 15) / 16 * 16 + SLOT_BYTES * n;
+    return (idw * n + 15) / 16 * 16 + (SLOT_BYTES + zb) * n;
 }
 
-static gpu_parts parts_at(char *p, size_t n, int idw)
+static gpu_parts parts_at(char *p, size_t n, int idw, int zb)
 {
     gpu_parts q;
     q.id = idw ? (void *)p : NULL;
@@ -685,6 +694,7 @@ static gpu_parts parts_at(char *p, size_t n, int idw)
     q.uzw = (float2 *)(a + 16 * n);
     q.cell = (uint32_t *)(a + 24 * n);
     q.code = (uint8_t *)(a + 28 * n);
+    q.z = zb ? (uint8_t *)(a + 29 * n) : NULL;
     return q;
 }
 
@@ -714,7 +724,7 @@ static void border_pass(gpu_state *g, const pic_state *st, ksorts *all, const in
     }
     size_t cnt[DECK_MAX_SPECIES][4], off[DECK_MAX_SPECIES][5];
     for (int k = 0; k < nsort; k++) {
-        const int s = which[k], idw = g->sp[s].idb;
+        const int s = which[k], idw = g->sp[s].idb, zb = g->sp[s].zb;
         gpu_border *B = &g->border[s];
         const int *hist = g->h_hist + (size_t)s * g->ncl * 9;
         if (B->tcap < 4 * m) {
@@ -741,7 +751,7 @@ static void border_pass(gpu_state *g, const pic_state *st, ksorts *all, const in
         }
         off[k][0] = 0;
         for (int q = 0; q < 4; q++)
-            off[k][q + 1] = off[k][q] + (parts_bytes(c[q], idw) + 15) / 16 * 16;
+            off[k][q + 1] = off[k][q] + (parts_bytes(c[q], idw, zb) + 15) / 16 * 16;
         if (off[k][4] > B->bytes) {
             const size_t want = off[k][4] + off[k][4] / 2;
             GPU_CK(cudaStreamSynchronize(g->stream));
@@ -752,7 +762,7 @@ static void border_pass(gpu_state *g, const pic_state *st, ksorts *all, const in
             B->bytes = want;
         }
         for (int q = 0; q < 4; q++)
-            all->s[k].area[q] = parts_at(B->dev + off[k][q], c[q], idw);
+            all->s[k].area[q] = parts_at(B->dev + off[k][q], c[q], idw, zb);
         all->s[k].table = B->table;
         all->s[k].m = m;
         GPU_CK(cudaMemcpyAsync(B->table, ht, 4 * (size_t)m * sizeof(int4),
@@ -772,15 +782,15 @@ static void border_pass(gpu_state *g, const pic_state *st, ksorts *all, const in
     for (int k = 0; k < nsort; k++) {
         const int s = which[k];
         char *h = g->border[s].host;
-        const int idw = g->sp[s].idb;
+        const int idw = g->sp[s].idb, zb = g->sp[s].zb;
         const size_t *c = cnt[k];
         net[s] += (long long)(c[0] + c[1]) - (long long)(c[2] + c[3]);
         if (g->nccl)
             continue;
-        comm_sendrecv(h + off[k][0], parts_bytes(c[0], idw), up, h + off[k][3],
-                      parts_bytes(c[3], idw), down, 40 + 2 * k);
-        comm_sendrecv(h + off[k][1], parts_bytes(c[1], idw), down, h + off[k][2],
-                      parts_bytes(c[2], idw), up, 41 + 2 * k);
+        comm_sendrecv(h + off[k][0], parts_bytes(c[0], idw, zb), up, h + off[k][3],
+                      parts_bytes(c[3], idw, zb), down, 40 + 2 * k);
+        comm_sendrecv(h + off[k][1], parts_bytes(c[1], idw, zb), down, h + off[k][2],
+                      parts_bytes(c[2], idw, zb), up, 41 + 2 * k);
         GPU_CK(cudaMemcpyAsync(g->border[s].dev + off[k][2], h + off[k][2],
                                off[k][4] - off[k][2], cudaMemcpyHostToDevice, g->stream));
     }

@@ -223,6 +223,7 @@ typedef struct {
     gpu_parts p;
     const int *start;
     int *count;
+    unsigned z0;              /* an ionizing species' initial charge state (the load's) */
 } kinject;
 
 typedef struct {
@@ -245,7 +246,8 @@ __global__ void k_inject(const __grid_constant__ kinject_all all, int cx, int nc
         const int q = f0 + k;
         const gpu_part v = {make_float2(a.x[q], a.y[q]),   make_float2(a.ux[q], a.uy[q]),
                             make_float2(a.uz[q], a.w[q]), a.cell[q],
-                            a.code[q],                     a.id ? a.id[q] : 0ull};
+                            a.code[q],                     a.id ? a.id[q] : 0ull,
+                            d.z0};
         gpu_parts_put(o, at + k, v); /* ids in 4 bytes: <= species.id_max */
     }
     __syncthreads();
@@ -364,7 +366,8 @@ static void stage_append(gpu_state *g, const species *col, const long long *n, i
                         (const float *)(b + 4 * n4), (const float *)(b + 5 * n4),
                         (const float *)(b + 6 * n4), (const uint8_t *)(base + L.code),
                         (const int *)(base + L.from)};
-            all.s[ninj++] = kinject{a, gpu_parts_of(d), d->start, d->count};
+            all.s[ninj++] = kinject{a, gpu_parts_of(d), d->start, d->count,
+                                    (unsigned)col[s].z0};
             at += L.bytes;
         }
     }

@@ -1,5 +1,5 @@
 """Command line: empic-diag (or python3 -m diag) {summary,info,field,lineout,movie,energy,
-phase,spectrum,timing,phasespace,tracks} OUTDIR.
+phase,spectrum,timing,phasespace,tracks,charge-states} OUTDIR.
 
 Plots go to OUTDIR/plots/ (or --out DIR); every file written is printed. --si draws lengths
 in µm, times in fs, fields in V/m and T, energies in MeV (from the run's n0)."""
@@ -214,6 +214,22 @@ def _has_lasers(outdir):
     return re.search(r"^lasers\s*=\s*\(\s*\{", text, re.M) is not None
 
 
+def cmd_charge_states(args):
+    """The charge-state distribution of each ionizing species in a particle dump (fractions
+    of the sample's weight), printed and drawn."""
+    it, states = read.read_charge_states(args.outdir, args.it)
+    if not states:
+        raise KeyError("dump %d has no ionizing species (no charge_state record)" % it)
+    dists = {}
+    for name, (z, w) in states.items():
+        total = w.sum()
+        dists[name] = np.bincount(z, weights=w) / total if total > 0 else np.zeros(1)
+        print("step %d %s: mean charge state %.4f; %s" % (
+            it, name, float((z * w).sum() / total) if total > 0 else 0.0,
+            " ".join("%d+ %.4f" % (k, v) for k, v in enumerate(dists[name]))))
+    return [plot.charge_states(it, dists, _png(args, "charge_states_%08d" % it))]
+
+
 def _summary_energy(args, d, u):
     if not (os.path.isfile(os.path.join(d, "energy.csv")) or
             os.path.isfile(os.path.join(d, "energy.csv.tmp"))):
@@ -381,6 +397,9 @@ def build_parser(prog=None):
     p.add_argument("--name", action="append",
                    help="histogram, e.g. electrons_x_ux (repeatable; default: all)")
     p.add_argument("--it", type=int, help="step (default: the histogram's last)")
+    p = add("charge-states", cmd_charge_states, "charge-state distribution of the ionizing "
+            "species in a particle dump", si=False)
+    p.add_argument("--it", type=int, help="step of the dump (default: last with particles)")
     p = add("tracks", cmd_tracks, "trajectories of the tracked particles", si=False)
     p.add_argument("--species", action="append", help="species (default: all tracked)")
     return ap

@@ -274,6 +274,22 @@ def timing_bars(tm, path):
     return _save(fig, path)
 
 
+def charge_states(it, dists, path):
+    """Bars of the charge-state fractions of each ionizing species at dump `it`:
+    dists = {species: fractions by state}."""
+    fig, ax = plt.subplots(figsize=(7, 4))
+    width = 0.8 / max(len(dists), 1)
+    for k, (name, frac) in enumerate(dists.items()):
+        ax.bar(np.arange(len(frac)) + (k - (len(dists) - 1) / 2) * width, frac, width,
+               label=name)
+    ax.set_xlabel("charge state")
+    ax.set_ylabel("fraction of the macro-ions' weight")
+    ax.set_title("charge states at step %d" % it, fontsize=10)
+    ax.legend()
+    fig.tight_layout()
+    return _save(fig, path)
+
+
 _AXIS_TEX = {"x": r"$x$ [$c/\omega_p$]", "y": r"$y$ [$c/\omega_p$]", "ux": r"$u_x$ [$m c$]",
              "uy": r"$u_y$ [$m c$]", "uz": r"$u_z$ [$m c$]",
              "energy": r"$(\gamma-1)\,m c^2$ [$m_e c^2$]",

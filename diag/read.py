@@ -343,6 +343,21 @@ def read_particles_file(path, it, species):
                          w / WEIGHT_SI)
 
 
+def read_charge_states(outdir, it=None):
+    """{species: (states, weights)} of the ionizing species (those whose dumps carry
+    charge_state) in dump `it` (default: the last with particles): each particle's charge
+    state and its weighting."""
+    it = _resolve_it(outdir, it, "particles")
+    out = {}
+    with h5py.File(dump_path(outdir, it), "r") as f:
+        parts = _group(f, it, "particles")
+        for name in sorted(parts.keys()):
+            if "charge_state" in parts[name]:
+                out[name] = (parts[name]["charge_state"][()].astype(int),
+                             _component(parts[name]["weighting"]))
+    return it, out
+
+
 def read_energy(outdir):
     """energy.csv (or its temporary name while a run is going) as {column: array}."""
     for name in ("energy.csv", "energy.csv.tmp"):

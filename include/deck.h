@@ -44,6 +44,11 @@ typedef struct deck_species {
     char drift[3][DECK_EXPR_MAX];      /* drift components as formulas in x, y; numbers are
                                           stored as their "%.17g" text */
     int bnd[4];                        /* enum deck_pbnd per side */
+    int element;                       /* atomic number (0: none; charge is then the initial
+                                          charge state) */
+    int ionize;                        /* field ionization (ADK) of this ion species */
+    int ion_electrons;                 /* ionize: the species its electrons join */
+    int max_charge;                    /* ionize: the highest charge state (default Z) */
 } deck_species;
 
 typedef struct deck_laser {

@@ -46,7 +46,7 @@ accept() {
 }
 
 accept good-deck < <(deck "$GRID" "$TIME" "$SPECIES")
-for f in decks/lwfa.cfg decks/laser-vacuum.cfg; do
+for f in decks/lwfa.cfg decks/laser-vacuum.cfg decks/lwfa-ionization.cfg; do
   accept "$(basename "$f" .cfg)" < "$f"
 done
 

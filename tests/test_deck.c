@@ -154,6 +154,9 @@ static void assert_same(deck *a, deck *b)
         for (int k = 0; k < 3; k++)
             CU_ASSERT_STRING_EQUAL(p->drift[k], q->drift[k]);
         CU_ASSERT(memcmp(p->bnd, q->bnd, sizeof p->bnd) == 0);
+        CU_ASSERT(p->element == q->element && p->ionize == q->ionize);
+        CU_ASSERT(!p->ionize || (p->ion_electrons == q->ion_electrons &&
+                                 p->max_charge == q->max_charge));
     }
     CU_ASSERT_STRING_EQUAL(a->output, b->output);
     CU_ASSERT(a->energy_every == b->energy_every && a->fields_every == b->fields_every);
@@ -162,6 +165,35 @@ static void assert_same(deck *a, deck *b)
     CU_ASSERT(a->particles_fraction == b->particles_fraction);
     CU_ASSERT(a->particles_species_mask == b->particles_species_mask);
     CU_ASSERT(a->checkpoint_every == b->checkpoint_every);
+}
+
+/* An ionizing species and its electron species (ppc [0, 0]) through deck_write. */
+static void test_ionization_roundtrip(void)
+{
+    deck a, b;
+    char path[512];
+    CU_ASSERT_EQUAL_FATAL(
+        load_text("grid = { cells = [64, 32]; dx = [0.1, 0.1]; };\n" TIME
+                  "species = ( { name = \"e_N\"; charge = -1.0; ppc = [0, 0]; },\n"
+                  "{ name = \"N\"; element = \"N\"; charge = 2.0; mass = 25532.0; "
+                  "ppc = [2, 2]; ionization = { model = \"adk\"; electrons = \"e_N\"; }; },\n"
+                  "{ name = \"Ar\"; element = \"Ar\"; charge = 0.0; mass = 72820.0; "
+                  "ppc = [1, 1]; ionization = { electrons = \"e_N\"; max_charge = 8; }; } );\n",
+                  &a),
+        0);
+    CU_ASSERT(a.species[0].ppc[0] == 0 && !a.species[0].ionize);
+    CU_ASSERT(a.species[1].element == 7 && a.species[1].ionize && a.species[1].max_charge == 7);
+    CU_ASSERT(a.species[1].ion_electrons == 0 && a.species[1].charge == 2.0);
+    CU_ASSERT(a.species[2].element == 18 && a.species[2].max_charge == 8);
+    snprintf(path, sizeof path, "%s/resolved.cfg", tmpdir);
+    FILE *f = fopen(path, "w");
+    CU_ASSERT_FATAL(f != NULL);
+    deck_write(&a, f);
+    fclose(f);
+    CU_ASSERT_EQUAL_FATAL(load_path(path, &b), 0);
+    assert_same(&a, &b);
+    deck_free(&a);
+    deck_free(&b);
 }
 
 static void test_roundtrip(void)
@@ -306,7 +338,33 @@ static void test_broken(void)
     expect_fail(GRID "time = { dt = 0.071; steps = 10; };\n", "time.dt", "Courant limit 0.0707");
     /* ppc, formulas, types, cells */
     expect_fail(GRID TIME "species = ( { name = \"e\"; charge = -1.0; ppc = [-2, 2]; } );\n",
-                "species[0](e).ppc[0]", "expected an integer from 1");
+                "species[0](e).ppc[0]", "expected an integer from 0");
+    expect_fail(GRID TIME "species = ( { name = \"e\"; charge = -1.0; ppc = [0, 2]; } );\n",
+                "species[0](e).ppc", "or [0, 0] for a species with no initial load");
+    /* field ionization: the element, the initial state, the electron species */
+    expect_fail(GRID TIME "species = ( { name = \"N\"; element = \"Xx\"; charge = 0.0; "
+                "ppc = [1, 1]; } );\n", "species[0](N).element", "not an element from H to Kr");
+    expect_fail(GRID TIME "species = ( { name = \"N\"; charge = 0.0; ppc = [1, 1]; "
+                "ionization = { electrons = \"e\"; }; } );\n", "species[0](N).ionization",
+                "needs the species' element");
+    expect_fail(GRID TIME "species = ( { name = \"N\"; element = \"N\"; charge = 1.5; "
+                "ppc = [1, 1]; ionization = { electrons = \"e\"; }; },\n"
+                "{ name = \"e\"; charge = -1.0; ppc = [0, 0]; } );\n", "species[0](N).charge",
+                "an integer from 0 to 7");
+    expect_fail(GRID TIME "species = ( { name = \"N\"; element = \"N\"; charge = 0.0; "
+                "ppc = [1, 1]; ionization = { electrons = \"p\"; max_charge = 5; }; },\n"
+                "{ name = \"p\"; charge = 1.0; ppc = [1, 1]; } );\n",
+                "species[0](N).ionization.electrons", "expected a mobile electron species");
+    expect_fail(GRID TIME "species = ( { name = \"N\"; element = \"N\"; charge = 0.0; "
+                "ppc = [1, 1]; ionization = { electrons = \"e\"; max_charge = 8; }; },\n"
+                "{ name = \"e\"; charge = -1.0; ppc = [0, 0]; } );\n",
+                "species[0](N).ionization.max_charge", "from 1 to 7");
+    /* the plasma frequency of the plasma ionization makes: 2 electrons per helium atom */
+    expect_fail(GRID TIME "species = ( { name = \"He\"; element = \"He\"; charge = 0.0; "
+                "mass = 7294.3; ppc = [1, 1]; density = { n = 1000.0; };\n"
+                "ionization = { electrons = \"e\"; }; },\n"
+                "{ name = \"e\"; charge = -1.0; ppc = [0, 0]; } );\n", "time.dt",
+                "omega_p dt = 2.236");
     expect_fail(GRID TIME SPEC("density = { profile = \"expr\"; expr = \"1+sin(2*pi*x/\"; };"),
                 "species[0](electrons).density.expr", "cannot parse formula");
     expect_fail(GRID TIME SPEC("density = { profile = \"expr\"; expr = \"1+q\"; };"),
@@ -506,6 +564,7 @@ int main(void)
         return 1;
     CU_pSuite s = CU_add_suite("deck", NULL, NULL);
     CU_add_test(s, "round trip through deck_write", test_roundtrip);
+    CU_add_test(s, "ionization keys through deck_write", test_ionization_roundtrip);
     CU_add_test(s, "defaults", test_defaults);
     CU_add_test(s, "collisions: keys, round trip, errors", test_collisions);
     CU_add_test(s, "tmax gives steps", test_tmax);

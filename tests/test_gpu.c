@@ -2,9 +2,13 @@
  * (momenta, positions, J and E to float rounding), a few hundred steps of a warm plasma
  * (Gauss's law at rounding on the GPU, energies as the CPU's for the first 100 steps), a
  * drifting plasma front that overflows cluster segments (global rearrangement on the device,
- * no particle lost, tracking ids kept), and the in-situ phase-space histograms binned on the
- * device against the CPU's; binary collisions against the CPU's. Skips cleanly, returning 0,
- * where no GPU is available. */
+ * no particle lost, tracking ids kept), the in-situ phase-space histograms binned on the
+ * device against the CPU's, field ionization of He and N in a static field (helium's
+ * ionized fraction as ADK's, nitrogen's charge states as the CPU's, one electron each), and
+ * binary collisions against the CPU's. Skips cleanly, returning 0, where no GPU is
+ * available. */
+#include "adk.h"
+#include "elements.h"
 #include "emf.h"
 #include "fbnd.h"
 #include "insitu.h"
@@ -768,6 +772,84 @@ static void test_collide_cycle(void)
     sim_free(&G);
 }
 
+/* Helium and nitrogen ionizing in a static field (ADK; helium's first level goes within the
+ * first step, the second within the run: two levels in a step), electrons filled by
+ * ionization alone (their segments grown on the device from zero capacity). */
+static void ionize_deck(deck *d, int backend, const char *tag)
+{
+    tu_deck(d, 64, 64, 0.1, 0.07, 140);
+    d->ext_E[2] = 1.9;
+    const char *el[2] = {"He", "N"};
+    const int z[2] = {2, 7};
+    for (int k = 0; k < 2; k++) {
+        deck_species *sp = tu_species(d, el[k], 0.0, k ? 25532.0 : 7294.3, 4, 0.0);
+        sp->n = 1e-6;
+        sp->element = sp->max_charge = z[k];
+        sp->ionize = 1;
+        sp->ion_electrons = 2;
+    }
+    tu_species(d, "e", -1.0, 1.0, 0, 0.0)->n = 0.0;
+    d->energy_every = 10;
+    out_dir(d, backend, tag);
+}
+
+/* The fraction of species s's particles in charge state k, and sum of the states. */
+static double state_fraction(const species *s, const clusters *cl, int k, long long *zsum)
+{
+    long long n = 0, m = 0;
+    *zsum = 0;
+    for (int c = 0; c < cl->n; c++)
+        for (int p = s->start[c]; p < s->start[c] + s->count[c]; p++) {
+            n++;
+            m += s->z[p] == k;
+            *zsum += s->z[p];
+        }
+    return n ? (double)m / n : 0.0;
+}
+
+static void test_ionization(void)
+{
+    deck d;
+    sim C, G;
+    ionize_deck(&d, BACKEND_CPU, "ionc");
+    CU_ASSERT_FATAL(sim_init(&C, &d, 1) == 0);
+    ionize_deck(&d, BACKEND_CUDA, "iong");
+    CU_ASSERT_FATAL(sim_init(&G, &d, 1) == 0);
+    CU_ASSERT(sim_run(&C) == 0);
+    CU_ASSERT(sim_run(&G) == 0);
+    G.be->fetch_particles(G.be_ctx, &G.st);
+    double fe, fb, gauss;
+    G.be->field_diag(G.be_ctx, &G.st, &fe, &fb, &gauss);
+    /* helium: He+ after the chain He -> He+ -> He2+ at rates a, b; nitrogen (N3+, N4+ at
+     * this field): as the CPU's */
+    const double eu = adk_field_unit(d.n0), t = d.steps * d.dt * adk_time_unit(d.n0);
+    const double a = adk_rate_si(elements_ip(2, 0), 1, 1.9 * eu),
+                 b = adk_rate_si(elements_ip(2, 1), 2, 1.9 * eu);
+    const double h = a / (b - a) * (exp(-a * t) - exp(-b * t));
+    long long zs[2][2];
+    const double gh = state_fraction(&G.sp[0], &G.cl, 1, &zs[1][0]),
+                 ch = state_fraction(&C.sp[0], &C.cl, 1, &zs[0][0]);
+    double dn = 0.0;
+    for (int k = 0; k <= 7; k++)
+        dn = fmax(dn, fabs(state_fraction(&G.sp[1], &G.cl, k, &zs[1][1]) -
+                           state_fraction(&C.sp[1], &C.cl, k, &zs[0][1])));
+    const double n3 = state_fraction(&G.sp[1], &G.cl, 3, &zs[1][1]);
+    printf(" [He+: GPU %.4f, CPU %.4f, ADK %.4f; N3+ GPU %.4f, N states GPU - CPU %.1e; "
+           "electrons GPU %lld CPU %lld; gauss_max %.1e] ", gh, ch, h, n3, dn, G.sp[2].np,
+           C.sp[2].np, gauss);
+    const double sigma = sqrt(h * (1 - h) / 65536.0);
+    CU_ASSERT(fabs(gh - h) < 4 * sigma + 0.002 * h);
+    CU_ASSERT(dn < 4 * sqrt(0.25 / 65536.0) * 1.5);
+    CU_ASSERT(n3 > 0.98 && n3 < 0.995); /* 0.990 (tests/test_ionization.py) */
+    CU_ASSERT(G.sp[2].np == zs[1][0] + zs[1][1]); /* one electron per ionization */
+    CU_ASSERT(check_species(&G.sp[2], &G.cl) == 0);
+    CU_ASSERT(gauss < 1e-10);
+    remove_output(&C);
+    remove_output(&G);
+    sim_free(&C);
+    sim_free(&G);
+}
+
 int main(void)
 {
     char name[128];
@@ -791,6 +873,7 @@ int main(void)
     CU_add_test(s, "a thermal wall", test_thermal_wall);
     CU_add_test(s, "moving window with injection", test_window);
     CU_add_test(s, "phase-space histograms on the device", test_phasespace);
+    CU_add_test(s, "field ionization in a static field", test_ionization);
     CU_add_test(s, "collisions equal the CPU's, repeatable", test_collide);
     CU_add_test(s, "collisions in the cycle: energies as the CPU's", test_collide_cycle);
     unsigned failed = tu_run_tests();

@@ -2,7 +2,8 @@
 along x, along y and both, gives bitwise-identical energy.csv and dumps (fields, particles
 with their counts per cluster, tracks, phase spaces), for a periodic warm plasma, a laser deck
 with PML, filter, walls and the moving window (also with PML layers that span two ranks, on 8
-ranks), a laser from ymin with Mur sides, and a converging flow; a checkpoint written by
+ranks), a laser from ymin with Mur sides, a converging flow, and a laser that ionizes a
+nitrogen gas (its electrons, charge states and their draws); a checkpoint written by
 2 ranks continues on 4 ranks and on 1 exactly as the straight run. Several ranks share the two
 cores of the test machine (oversubscribed, one OpenMP thread each).
 
@@ -95,16 +96,17 @@ def assert_same(a, b, folders=("data", "tracks", "phasespace"), more_ok=False):
 @pytest.mark.parametrize("deck,splits", [
     ("warm.cfg", SPLITS[1:]), ("laser.cfg", SPLITS[1:]), ("converge.cfg", SPLITS[1:]),
     ("pml-thick.cfg", [(8, 1)]), ("mur-ylaser.cfg", [(2, 2), (1, 4)]),
-    ("collide.cfg", [(2, 1), (2, 2)])])
+    ("collide.cfg", [(2, 1), (2, 2)]), ("ionize.cfg", [(2, 1), (2, 2)])])
 def test_ranks_bitwise(tmp_path, deck, splits):
     one = run(deck, tmp_path / "r1")
     for split in splits:
         assert_same(one, run(deck, tmp_path / ("r%dx%d" % split), split))
 
 
-# (deck, its steps, the checkpoint): the laser deck, and with PML memories spanning ranks
-# and the window; on GPU ranks the converging flow too. Each rank reads its own share.
-RESTARTS = [("laser.cfg", 300, 150), ("pml-thick.cfg", 300, 150)] + (
+# (deck, its steps, the checkpoint): the laser deck, with PML memories spanning ranks and the
+# window, and with ionization; on GPU ranks the converging flow too. Each rank reads its own
+# share.
+RESTARTS = [("laser.cfg", 300, 150), ("pml-thick.cfg", 300, 150), ("ionize.cfg", 300, 150)] + (
     [("converge.cfg", 120, 60)] if BACKEND != "cpu" else [])
 
 

@@ -14,6 +14,7 @@
 #include "cpu_window.h"
 #include "cpu_fields.h"
 #include "cpu_fbnd.h"
+#include "cpu_ionize.h"
 
 #include <float.h>
 #include <omp.h>
@@ -76,6 +77,17 @@ static void cpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic
         st->phase_s[PH_PUSH] += ps.t_push;
         st->phase_s[PH_DEPOSIT] += ps.t_deposit;
     }
+}
+
+static void cpu_ionize(void *ctx, pic_state *st, long long step, ionize_stats *out)
+{
+    (void)ctx;
+    double t0 = omp_get_wtime(), c0 = comm_exchange_s();
+    for (int s = 0; s < st->nsp; s++)
+        if (st->sp[s].ion)
+            out[s] = ionize_species(&st->sp[s], &st->sp[st->sp[s].ion_to], st->f, st->cl,
+                                    st->ext_e, step, st->window_cells);
+    timed(st, PH_SORT, t0, c0);
 }
 
 static void cpu_fields(void *ctx, pic_state *st)
@@ -282,6 +294,7 @@ const backend cpu_backend = {
     .close = cpu_close,
     .b_half = cpu_b_half,
     .particles = cpu_particles,
+    .ionize = cpu_ionize,
     .fields = cpu_fields,
     .window_shift = cpu_window_shift,
     .sort = cpu_sort,

@@ -57,13 +57,17 @@ static void move_chunk(species *s, int base, int n, const deposit_frame *fr, chu
     const float *restrict pux = s->ux, *restrict puy = s->uy, *restrict puz = s->uz,
                           *restrict pw = s->w;
     uint8_t *restrict code = s->code;
+    /* an ionizing species: the charge state scales each particle's current */
+    const uint8_t *restrict pz = s->z;
+    const int charged = pz != NULL;
     int h0 = 0, h1 = 0, h2 = 0, h3 = 0, h4 = 0, h5 = 0, h6 = 0, h7 = 0, h8 = 0;
 #pragma omp simd reduction(+ : h0, h1, h2, h3, h4, h5, h6, h7, h8)
     for (int r = 0; r < n; r++) {
         const int p = base + r;
         float x0 = xs[p], y0 = ys[p], x = x0, y = y0;
         /* particle_move's end point (kept for the block origin below) and current factors */
-        const move_endpoint e = move_end(ms, pux[p], puy[p], puz[p], pw[p], x0, y0);
+        const float qw = charged ? pw[p] * (float)pz[p] : pw[p];
+        const move_endpoint e = move_end(ms, pux[p], puy[p], puz[p], qw, x0, y0);
         const float x1 = e.x1, y1 = e.y1;
         uint32_t c0 = cell[p], c1 = c0;
         int dcx, dcy;

@@ -117,7 +117,8 @@ rec_transpose8(const float *rec, const int *q, int m0, float (*fv)[PCHUNK], int 
  * weights and operations) and applies boris_step. */
 static inline __attribute__((always_inline)) double
 push_range(species *s, const emf *f, const clusters *cl, int c, float *restrict stage,
-           const float ext_e[3], const float ext_b[3], float qdt2m, const int want_ke)
+           const float ext_e[3], const float ext_b[3], float qdt2m, const int want_ke,
+           const int charged)
 {
     double ke = 0.0;
     const int end = s->start[c] + s->count[c];
@@ -129,6 +130,7 @@ push_range(species *s, const emf *f, const clusters *cl, int c, float *restrict 
     float *restrict rec = (float *)(((uintptr_t)stage + 63) & ~(uintptr_t)63);
     stage_fill(rec, f, x0, y0, w, h);
     const float *restrict px = s->x, *restrict py = s->y, *restrict pw = s->w;
+    const uint8_t *restrict pz = s->z;
     const uint32_t *restrict cell = s->cell;
     float *restrict pux = s->ux, *restrict puy = s->uy, *restrict puz = s->uz;
     const float e0 = ext_e[0], e1 = ext_e[1], e2 = ext_e[2];
@@ -172,7 +174,9 @@ push_range(species *s, const emf *f, const clusters *cl, int c, float *restrict 
             float hy = gather_stencil(&fv[4 * YEE_BY][r], PCHUNK, YEE_BY, x, y) + b1;
             float hz = gather_stencil(&fv[4 * YEE_BZ][r], PCHUNK, YEE_BZ, x, y) + b2;
             float u0x = pux[p], u0y = puy[p], u0z = puz[p], vx = u0x, vy = u0y, vz = u0z;
-            boris_step(&vx, &vy, &vz, gx, gy, gz, hx, hy, hz, qdt2m);
+            /* an ion's own charge state (charged: the species ionizes) */
+            const float qd = charged ? qdt2m * (float)pz[p] : qdt2m;
+            boris_step(&vx, &vy, &vz, gx, gy, gz, hx, hy, hz, qd);
             pux[p] = vx;
             puy[p] = vy;
             puz[p] = vz;
@@ -183,13 +187,17 @@ push_range(species *s, const emf *f, const clusters *cl, int c, float *restrict 
 }
 
 /* Push one cluster: u(n-1/2) -> u(n+1/2); returns sum of w (gamma - 1) at time n when
- * want_ke. Two instances of the loop, so each is compiled with want_ke constant and
- * vectorised. stage: stage_floats(cl) floats of the calling thread. */
+ * want_ke. Four instances of the loop, so each is compiled with want_ke and charged (per
+ * particle charge states) constant and vectorised. stage: stage_floats(cl) floats of the
+ * calling thread. */
 static double push_cluster(species *s, const emf *f, const clusters *cl, int c, float *stage,
                            const float ext_e[3], const float ext_b[3], float qdt2m, int want_ke)
 {
-    return want_ke ? push_range(s, f, cl, c, stage, ext_e, ext_b, qdt2m, 1)
-                   : push_range(s, f, cl, c, stage, ext_e, ext_b, qdt2m, 0);
+    if (s->z)
+        return want_ke ? push_range(s, f, cl, c, stage, ext_e, ext_b, qdt2m, 1, 1)
+                       : push_range(s, f, cl, c, stage, ext_e, ext_b, qdt2m, 0, 1);
+    return want_ke ? push_range(s, f, cl, c, stage, ext_e, ext_b, qdt2m, 1, 0)
+                   : push_range(s, f, cl, c, stage, ext_e, ext_b, qdt2m, 0, 0);
 }
 
 void particles_half_back(species *s, const emf *f, const clusters *cl, const float ext_e[3],
@@ -285,7 +293,7 @@ void particles_rho(const species *s, const emf *f, const clusters *cl)
                 tile_open(&t, store, cl, c, 1);
                 for (int p = s->start[c]; p < s->start[c] + s->count[c]; p++)
                     deposit_charge(t.a[0], cluster_tile_k(&t.c, s->cell[p]), t.c.w, s->x[p],
-                                   s->y[p], s->q * s->w[p]);
+                                   s->y[p], species_qw(s, (size_t)p));
                 tile_add(&t, f, 3, 1);
             }
         }

@@ -65,7 +65,8 @@ static inline int next_mover(const uint8_t *code, int i, int end, unsigned dir, 
     return end;
 }
 
-/* A particle on its way to another rank. */
+/* A particle on its way to another rank; code: the migration code in bits 0-7 and the
+ * charge state of an ionizing species in bits 8-15. */
 typedef struct {
     uint32_t cell, code;
     float x, y, ux, uy, uz, w;
@@ -84,6 +85,8 @@ static void mover_put(species *s, size_t p, const mover *m)
     s->code[p] = (uint8_t)m->code;
     if (s->id)
         s->id[p] = m->id;
+    if (s->z)
+        s->z[p] = (uint8_t)(m->code >> 8);
 }
 
 /* Move the particles of cluster a whose code has `dir` in the field selected by `shift`
@@ -96,7 +99,7 @@ static int exchange(species *s, int a, int b, unsigned dir, int shift, mover *ou
     while ((i = next_mover(s->code, i, end, dir, shift)) < end) {
         unsigned c = s->code[i] & ~(3u << shift);
         if (out)
-            out[n] = (mover){s->cell[i], c, s->x[i], s->y[i], s->ux[i], s->uy[i], s->uz[i],
+            out[n] = (mover){s->cell[i], c | (s->z ? (unsigned)s->z[i] << 8 : 0u), s->x[i], s->y[i], s->ux[i], s->uy[i], s->uz[i],
                              s->w[i], s->id ? s->id[i] : 0};
         else {
             species_copy(s, (size_t)dst, (size_t)i);

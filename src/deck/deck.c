@@ -2,6 +2,7 @@
  * (file, line, key path, what was expected) and defaults; deck_write.c writes it back. */
 #include "deck.h"
 #include "deck_read.h"
+#include "elements.h"
 #include "empic.h"
 
 #include <ctype.h>
@@ -30,7 +31,10 @@ static const char *const LASER_KEYS[] = {"a0", "omega0", "polarization", "w0", "
                                          "duration", "envelope", "ramp", "boundary", "phase",
                                          NULL};
 static const char *const SPECIES_KEYS[] = {"name", "charge", "mass", "ppc", "immobile",
-                                           "density", "momentum", "boundary", NULL};
+                                           "density", "momentum", "boundary", "element",
+                                           "ionization", NULL};
+static const char *const ION_KEYS[] = {"model", "electrons", "max_charge", NULL};
+static const char *const ION_MODELS[] = {"adk", NULL};
 static const char *const DENS_KEYS[] = {"profile", "n", "x", "fx", "y", "fy", "expr", NULL};
 static const char *const MOM_KEYS[] = {"thermal", "drift", NULL};
 static const char *const DIAG_KEYS[] = {"output", "energy", "fields", "particles", "checkpoint",
@@ -366,9 +370,13 @@ static void parse_one_species(dk_ctx *c, const cs *g, deck_species *sp)
                   "and _-+.; expected a name usable in output dataset names", sp->name);
     dk_num(c, g, "charge", &sp->charge, DK_ANY, 1);
     dk_num(c, g, "mass", &sp->mass, DK_POS, 0);
-    if (dk_ivec(c, g, "ppc", sp->ppc, 2, 1, 4096, 1) > 0 && sp->ppc[0] * sp->ppc[1] > 65536)
+    const int ppc_ok = dk_ivec(c, g, "ppc", sp->ppc, 2, 0, 4096, 1) > 0;
+    if (ppc_ok && sp->ppc[0] * sp->ppc[1] > 65536)
         dk_report(c, dk_member(g, "ppc"), NULL, "%d x %d particles per cell; expected at most "
                   "65536", sp->ppc[0], sp->ppc[1]);
+    else if (ppc_ok && (sp->ppc[0] == 0) != (sp->ppc[1] == 0))
+        dk_report(c, dk_member(g, "ppc"), NULL, "[%d, %d]; expected both > 0, or [0, 0] for a "
+                  "species with no initial load (filled by ionization)", sp->ppc[0], sp->ppc[1]);
     dk_bool(c, g, "immobile", &sp->immobile);
     const cs *s;
     if ((s = dk_group(c, g, "density", 0)))
@@ -383,6 +391,64 @@ static void parse_one_species(dk_ctx *c, const cs *g, deck_species *sp)
                           "expected \"absorbing\", \"reflecting\" or \"thermal\" where the "
                           "fields are not periodic", DK_SIDES[k], DK_FBND[d->fbnd[k]]);
     }
+}
+
+/* element and ionization of an ion species (design.md §14): the element's symbol, charge =
+ * its initial charge state, max_charge up to Z (the electron species: check_electrons). */
+static void parse_element(dk_ctx *c, const cs *g, deck_species *sp)
+{
+    char sym[8] = "";
+    if (dk_str(c, g, "element", sym, sizeof sym, 0) > 0 && !(sp->element = elements_z(sym)))
+        dk_report(c, dk_member(g, "element"), NULL, "\"%s\" is not an element from H to %s; "
+                  "expected a symbol such as \"H\", \"He\", \"N\", \"Ar\"", sym,
+                  elements_symbol(ELEMENTS_ZMAX));
+    const cs *ion = dk_group(c, g, "ionization", 0);
+    if (!ion)
+        return;
+    dk_keys(c, ion, ION_KEYS);
+    int model = 0;
+    dk_enum(c, ion, "model", ION_MODELS, &model);
+    sp->ionize = 1;
+    if (!sp->element) {
+        dk_report(c, ion, NULL, "needs the species' element (element = \"N\"; ...)");
+        return;
+    }
+    const int z = sp->element;
+    if (sp->charge != floor(sp->charge) || sp->charge < 0 || sp->charge > z)
+        dk_report(c, dk_member(g, "charge"), NULL, "%g for an ionizing %s ion; expected its "
+                  "initial charge state, an integer from 0 to %d", sp->charge,
+                  elements_symbol(z), z);
+    long long mc = z;
+    dk_int(c, ion, "max_charge", &mc, 1, z, 0);
+    sp->max_charge = (int)mc;
+    if (mc < sp->charge)
+        dk_report(c, dk_member(ion, "max_charge"), NULL, "%lld is below the initial charge "
+                  "state %g", mc, sp->charge);
+}
+
+/* The electron species that ionization of species i feeds: another species of charge -1,
+ * mobile and not ionizing itself. */
+static void check_electrons(dk_ctx *c, const cs *g, int i)
+{
+    deck *d = c->d;
+    const cs *ion = dk_member(g, "ionization");
+    char name[DECK_NAME_MAX] = "";
+    if (dk_str(c, ion, "electrons", name, sizeof name, 1) <= 0)
+        return;
+    int e = -1;
+    for (int k = 0; k < d->nspecies; k++)
+        if (!strcmp(d->species[k].name, name))
+            e = k;
+    const cs *at = dk_member(ion, "electrons");
+    if (e < 0 || e == i)
+        dk_report(c, at, NULL, "\"%s\" %s; expected the name of another species (the "
+                  "electrons)", name, e < 0 ? "is no species of the deck" : "is this species");
+    else if (d->species[e].charge != -1.0 || d->species[e].immobile || d->species[e].ionize)
+        dk_report(c, at, NULL, "species \"%s\" has charge %g%s%s; expected a mobile electron "
+                  "species of charge -1 that does not ionize", name, d->species[e].charge,
+                  d->species[e].immobile ? ", immobile" : "",
+                  d->species[e].ionize ? ", ionizes" : "");
+    d->species[i].ion_electrons = e;
 }
 
 static void parse_lasers(dk_ctx *c, const cs *root)
@@ -404,11 +470,15 @@ static void parse_species(dk_ctx *c, const cs *root)
         if (!config_setting_is_group(e))
             continue;
         parse_one_species(c, e, &d->species[i]);
+        parse_element(c, e, &d->species[i]);
         for (int j = 0; j < i; j++)
             if (d->species[i].name[0] && !strcmp(d->species[i].name, d->species[j].name))
                 dk_report(c, dk_member(e, "name"), NULL, "\"%s\" is already the name of "
                           "species[%d]; expected unique names", d->species[i].name, j);
     }
+    for (int i = 0; l && i < d->nspecies; i++)
+        if (d->species[i].ionize)
+            check_electrons(c, config_setting_get_elem(l, (unsigned)i), i);
 }
 
 /* Array of strings from names[] turned into a bit mask. */

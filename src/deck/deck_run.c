@@ -268,8 +268,28 @@ static const char *where(char *buf, size_t len, const double at[3])
 
 /* Stability of the explicit scheme beyond the vacuum Courant limit (parse_time): the plasma
  * frequency at the densest load position, omega_p^2 = sum over the mobile species of
- * n q^2 / m with each species at its own peak (an upper bound where the peaks lie apart),
+ * n q^2 / m with each species at its own peak (an upper bound where the peaks lie apart;
+ * species_wp2: field ionization complete),
  * and the grid-heating regime dx > pi lambda_D of each species with a thermal spread. */
+/* n q^2 / m of species s at its peak, for the plasma it can become: an ionizing species at
+ * its max_charge, an electron species that ionization fills (ppc [0, 0]) with an electron
+ * for each level its ion species can lose. */
+static double species_wp2(const deck *d, int s, double peak[][3])
+{
+    const deck_species *sp = &d->species[s];
+    if (sp->immobile)
+        return 0.0;
+    if (sp->ppc[0] == 0) {
+        double n = 0.0;
+        for (int k = 0; k < d->nspecies; k++)
+            if (d->species[k].ionize && d->species[k].ion_electrons == s)
+                n += peak[k][0] * (d->species[k].max_charge - d->species[k].charge);
+        return n * sp->charge * sp->charge / sp->mass;
+    }
+    const double q = sp->ionize ? sp->max_charge : sp->charge;
+    return peak[s][0] * q * q / sp->mass;
+}
+
 static void check_stability(dk_ctx *c, const cs *root, double peak[][3])
 {
     const deck *d = c->d;
@@ -279,7 +299,7 @@ static void check_stability(dk_ctx *c, const cs *root, double peak[][3])
     char at[96];
     for (int s = 0; s < d->nspecies; s++) {
         const deck_species *sp = &d->species[s];
-        const double w2 = sp->immobile ? 0.0 : peak[s][0] * sp->charge * sp->charge / sp->mass;
+        const double w2 = species_wp2(d, s, peak);
         wp2 += w2;
         if (w2 > top) {
             top = w2;

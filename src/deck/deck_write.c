@@ -2,6 +2,7 @@
  * (run.cfg, --check, checkpoints): every key with its value, defaults filled in. */
 #include "deck.h"
 #include "deck_read.h"
+#include "elements.h"
 #include "empic.h"
 
 #include <limits.h>
@@ -75,13 +76,18 @@ static void wsides(FILE *f, const char *indent, const char *const names[], int n
             nm(names, nn, b[3]));
 }
 
-static void wspecies(FILE *f, const deck_species *sp)
+static void wspecies(FILE *f, const deck *d, const deck_species *sp)
 {
     fputs("  {\n    name = ", f);
     wstr(f, sp->name);
     fprintf(f, ";\n    charge = %s;\n    mass = %s;\n    ppc = [%d, %d];\n    immobile = %s;\n",
             N(sp->charge).s, N(sp->mass).s, sp->ppc[0], sp->ppc[1],
             sp->immobile ? "true" : "false");
+    if (sp->element)
+        fprintf(f, "    element = \"%s\";\n", elements_symbol(sp->element));
+    if (sp->ionize)
+        fprintf(f, "    ionization = { model = \"adk\"; electrons = \"%s\"; max_charge = %d; };\n",
+                d->species[sp->ion_electrons].name, sp->max_charge);
     fprintf(f, "    density = { profile = \"%s\"; n = %s;", nm(DK_PROFILES, 3, sp->profile),
             N(sp->n).s);
     if (sp->profile == PROFILE_PIECEWISE) {
@@ -187,7 +193,7 @@ void deck_write(const deck *d, FILE *f)
     fputs("\n);\nspecies = (", f);
     for (int i = 0; i < d->nspecies && i < DECK_MAX_SPECIES; i++) {
         fputs(i ? ",\n" : "\n", f);
-        wspecies(f, &d->species[i]);
+        wspecies(f, d, &d->species[i]);
     }
     fputs("\n);\n", f);
     wcollisions(f, d);

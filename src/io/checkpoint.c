@@ -13,7 +13,8 @@
  *             geometry come from the deck
  *   /species/<s>/ name np alloc rearrangements start count cap peak hist[9 n]
  *             cell x y ux uy uz w code (the live particles, cluster after cluster), and id
- *             (uint64 tracking ids) for a species of diagnostics.tracks
+ *             (uint64 tracking ids) for a species of diagnostics.tracks, charge_state
+ *             (uint8) for an ionizing species
  * Slots outside the live segments hold no state (not stored, not read back). A restart on
  * several ranks reads each rank's share only: its cells with their guards (one strided
  * selection), the particles of its clusters. */
@@ -157,10 +158,11 @@ typedef struct {
     hid_t ftype, mtype;
 } ck_array;
 
-/* The particle arrays of s (9 with the tracking ids); returns their number. */
-static int species_arrays(species *s, ck_array a[9])
+/* The particle arrays of s (with the tracking ids and the charge states where s has them);
+ * returns their number. */
+static int species_arrays(species *s, ck_array a[10])
 {
-    const ck_array t[9] = {
+    const ck_array t[10] = {
         {"cell", s->cell, 4, H5T_STD_U32LE, H5T_NATIVE_UINT32},
         {"x", s->x, 4, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT},
         {"y", s->y, 4, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT},
@@ -169,9 +171,13 @@ static int species_arrays(species *s, ck_array a[9])
         {"uz", s->uz, 4, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT},
         {"w", s->w, 4, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT},
         {"code", s->code, 1, H5T_STD_U8LE, H5T_NATIVE_UINT8},
-        {"id", s->id, 8, H5T_STD_U64LE, H5T_NATIVE_UINT64}};
-    memcpy(a, t, sizeof t);
-    return s->id ? 9 : 8;
+        {"id", s->id, 8, H5T_STD_U64LE, H5T_NATIVE_UINT64},
+        {"charge_state", s->z, 1, H5T_STD_U8LE, H5T_NATIVE_UINT8}};
+    int n = 0;
+    for (int k = 0; k < 10; k++)
+        if (t[k].a)
+            a[n++] = t[k];
+    return n;
 }
 
 static long long live_particles(const species *s, int ncl)
@@ -195,7 +201,7 @@ static void write_species(ck_io *io, hid_t g, species *s, int ncl)
     ck_put_i32(io, g, "peak", (size_t)ncl, s->peak);
     ck_put_i32(io, g, "hist", (size_t)ncl * 9, s->hist);
     char *stage = empic_alloc((size_t)live * 8, "checkpoint staging");
-    ck_array a[9];
+    ck_array a[10];
     const int na = species_arrays(s, a);
     for (int k = 0; k < na && !io->err; k++) {
         size_t o = 0;
@@ -253,6 +259,7 @@ static size_t image_estimate(const sim *S)
     for (int s = 0; s < S->nsp; s++) {
         size_t live = (size_t)live_particles(&S->sp[s], S->cl.n);
         b += 7 * chunked(live, 4) + chunked(live, 1) + (S->sp[s].id ? chunked(live, 8) : 0) +
+             (S->sp[s].z ? chunked(live, 1) : 0) +
              (size_t)S->cl.n * 12 * 4 + 65536;
     }
     return (b + ((size_t)1 << 20) - 1) & ~(((size_t)1 << 20) - 1);
@@ -634,14 +641,15 @@ static void read_whole(ck_io *io, hid_t g, species *sp, int ncl, long long alloc
 {
     char src[64];
     double avail = memory_available(src, sizeof src);
-    if (avail > 0 && (double)alloc * (29.0 + (sp->tracked ? 8.0 : 0.0)) > avail) {
+    if (avail > 0 &&
+        (double)alloc * (29.0 + (sp->tracked ? 8.0 : 0.0) + (sp->ion ? 1.0 : 0.0)) > avail) {
         ck_fail(io, "alloc (more particle slots than the memory available)");
         return;
     }
     species_alloc(sp, (size_t)alloc);
     const size_t live = (size_t)sp->np;
     char *stage = empic_alloc(live * 8, "checkpoint staging");
-    ck_array a[9];
+    ck_array a[10];
     const int na = species_arrays(sp, a);
     for (int k = 0; k < na && !io->err; k++) {
         ck_get(io, g, a[k].name, a[k].mtype, live, stage);
@@ -675,7 +683,7 @@ static void read_share(ck_io *io, hid_t g, species *sp, const clusters *cl)
     sp->np = (long long)mine;
     species_layout(sp, cl);
     char *stage = empic_alloc(mine * 8, "checkpoint staging");
-    ck_array a[9];
+    ck_array a[10];
     const int na = species_arrays(sp, a);
     for (int k = 0; k < na && !io->err; k++) {
         for (int cy = cl->cy0; cy < cl->cy1 && !io->err; cy++) {

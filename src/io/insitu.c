@@ -122,11 +122,13 @@ static void write_mesh(h5w *w, hid_t meshes, sim *S, int k, const ps_grid *g, do
             break;
         }
     }
-    /* charge density in phase space: q w dx dy per unit bin volume */
+    /* charge density in phase space: q w dx dy per unit bin volume (an ionizing species,
+     * whose charge states differ: its ions' number density, q = 1) */
     double vol = 1.0;
     for (int a = 0; a < g->naxes; a++)
         vol /= g->scale[a];
-    const double f = d->species[e->species].charge * d->dx * d->dy / vol;
+    const deck_species *sp = &d->species[e->species];
+    const double f = (sp->ionize ? 1.0 : sp->charge) * d->dx * d->dy / vol;
     const size_t nb = (size_t)g->n[0] * (size_t)g->n[1];
     for (size_t b = 0; b < nb; b++)
         h[b] *= f;

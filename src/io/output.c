@@ -10,7 +10,9 @@
  *                  weightingPower 1), at t - dt/2 (timeOffset)
  *   weighting      float64, real particles per macro-particle per metre in z (unitSI 1):
  *                  w dx dy n0 (c/ω_p)^2 = w dx dy / (4π r_e)
- *   charge, mass   constant records, per real particle, in e and m_e
+ *   charge, mass   constant records, per real particle, in e and m_e; for an ionizing
+ *                  species charge is per particle (float64) and charge_state (uint8) its
+ *                  charge state
  *   id             uint64 tracking id (0: untracked), for a species of diagnostics.tracks
  *   particlePatches one patch per cluster (the sample is written cluster by cluster).
  * Every file goes to a temporary name first and is renamed when complete. */
@@ -296,6 +298,28 @@ static size_t *selected(const output_frame *fr, int s, uint64_t *num, size_t *n)
     return idx;
 }
 
+/* An ionizing species' charge per particle, in e (its charge state z), and charge_state, z
+ * as an integer; buf: n doubles of scratch. */
+static void write_charge(h5w *w, hid_t sg, const out_units *u, int s, const species *sp,
+                         const size_t *idx, size_t n, double *buf)
+{
+    hsize_t dim = (hsize_t)n;
+    for (size_t k = 0; k < n; k++)
+        buf[k] = (double)sp->q * sp->z[idx[k]];
+    hid_t d = h5out_dataset(w, sg, "charge", 1, &dim, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, buf);
+    particle_record_attrs(w, d, H5OUT_DIM_CHARGE, 0.0, 0, 1.0);
+    h5out_attr_f64(w, d, "unitSI", u->charge);
+    item_units(h5out_add_item(w, 1, s, 8, (long long)n, "charge", d), "e", u->charge, "C");
+    h5out_close(d, H5Dclose);
+    uint8_t *zs = (uint8_t *)buf;
+    for (size_t k = 0; k < n; k++)
+        zs[k] = sp->z[idx[k]];
+    d = h5out_dataset(w, sg, "charge_state", 1, &dim, H5T_STD_U8LE, H5T_NATIVE_UINT8, zs);
+    particle_record_attrs(w, d, H5OUT_DIM_NONE, 0.0, 0, 0.0);
+    h5out_attr_f64(w, d, "unitSI", 1.0);
+    h5out_close(d, H5Dclose);
+}
+
 static void write_species(h5w *w, hid_t parts, hid_t xg, const output_frame *fr,
                           const out_units *u, int s)
 {
@@ -369,9 +393,13 @@ static void write_species(h5w *w, hid_t parts, hid_t xg, const output_frame *fr,
         h5out_close(d, H5Dclose);
     }
 
-    constant_component(w, sg, "charge", sp->cfg->charge, n, u->charge, &rec);
-    particle_record_attrs(w, rec, H5OUT_DIM_CHARGE, 0.0, 0, 1.0);
-    h5out_close(rec, H5Gclose);
+    if (sp->z) {
+        write_charge(w, sg, u, s, sp, idx, n, buf);
+    } else {
+        constant_component(w, sg, "charge", sp->cfg->charge, n, u->charge, &rec);
+        particle_record_attrs(w, rec, H5OUT_DIM_CHARGE, 0.0, 0, 1.0);
+        h5out_close(rec, H5Gclose);
+    }
     constant_component(w, sg, "mass", m, n, u->mass, &rec);
     particle_record_attrs(w, rec, H5OUT_DIM_MASS, 0.0, 0, 1.0);
     h5out_close(rec, H5Gclose);

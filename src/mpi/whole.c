@@ -175,13 +175,16 @@ static void collect_species(const sim *S, sim *W, int s)
         w->rearrangements = sp->rearrangements;
         w->bad = sp->bad;
     }
-    void *src[9] = {sp->cell, sp->x, sp->y, sp->ux, sp->uy, sp->uz, sp->w, sp->code, sp->id};
-    void *dst[9] = {w->cell, w->x, w->y, w->ux, w->uy, w->uz, w->w, w->code, w->id};
-    const size_t esz[9] = {4, 4, 4, 4, 4, 4, 4, 1, 8};
+    void *src[10] = {sp->cell, sp->x, sp->y, sp->ux, sp->uy, sp->uz, sp->w, sp->code, sp->id,
+                     sp->z};
+    void *dst[10] = {w->cell, w->x, w->y, w->ux, w->uy, w->uz, w->w, w->code, w->id, w->z};
+    const size_t esz[10] = {4, 4, 4, 4, 4, 4, 4, 1, 8, 1};
     char *stage = empic_alloc((per[me] ? per[me] : 1) * 8, "particles collected on rank 0");
     char *all = me == 0 ? empic_alloc((w->np ? (size_t)w->np : 1) * 8, "particles collected on rank 0") : NULL;
     size_t *bytes = empic_alloc((size_t)size * sizeof(size_t), "particles collected on rank 0");
-    for (int k = 0; k < (sp->id ? 9 : 8); k++) {
+    for (int k = 0; k < 10; k++) {
+        if (!src[k]) /* no ids or charge states */
+            continue;
         size_t o = 0, from = 0;
         for (int c = 0; c < cl->n; c++)
             if (cl->own[c]) {

@@ -12,6 +12,7 @@
 #define BACKEND_H
 
 #include "emf.h"
+#include "ionize.h"
 #include "phasespace.h"
 #include "species.h"
 
@@ -73,6 +74,12 @@ typedef struct backend {
      * there; dropped[s] = the particles this rank lost (dropped, plus sent less received;
      * sim.c updates np). */
     void (*sort)(void *ctx, pic_state *st, int window, long long *dropped);
+    /* Field ionization (design.md §14) after the sort, at E(n+1) and x(n+1) (step = n + 1):
+     * the particles of every ionizing species raise their charge states and their electrons
+     * join the electron species' segments of their clusters (grown when full); out[s] = what
+     * species s did (ionize.h: events on this rank; sums over all ranks). sim.c adds the
+     * events to the electron species' np. */
+    void (*ionize)(void *ctx, pic_state *st, long long step, ionize_stats *out);
     /* Cycle step 8: binary collisions of one entry of the deck (collide.h: species p->a with
      * p->b, at step p->step) among the particles of each cell, after the sort. The result
      * is a function of the cluster order and the keys of p alone: any thread or rank count

@@ -69,15 +69,20 @@ void memory_estimate(const deck *d, memory_need *m)
     double live_max = 0.0, slots_max = 0.0, tracked = 0.0;
     double ckpt = 4.0 * MIB + 10.0 * chunked(size, 4.0); /* checkpoint.c's image_estimate */
     for (int s = 0; s < d->nspecies; s++) {
-        const double n = d->load_particles[s];
+        double n = d->load_particles[s];
+        for (int k = 0; k < d->nspecies; k++) /* every electron ionization can make */
+            if (d->species[k].ionize && d->species[k].ion_electrons == s)
+                n += (d->species[k].max_charge - d->species[k].charge) * d->load_particles[k];
         const int track = d->tracks_every > 0 && ((d->tracks_species_mask >> s) & 1);
         /* segments of n (1 + slack) + 32 slots rounded up to 32, per cluster (a cluster
            that the plasma emptied keeps more: species_segments; not counted here) */
         const double slots = n * (1.0 + d->slack) + 48.0 * ncl;
-        const double bytes = slots * (SLOT_BYTES + (track ? 8.0 : 0.0)) + 13.0 * 4.0 * ncl;
+        const double zb = d->species[s].ionize ? 1.0 : 0.0; /* charge states */
+        const double bytes = slots * (SLOT_BYTES + (track ? 8.0 : 0.0) + zb) + 13.0 * 4.0 * ncl;
         m->slots += bytes;
         m->particles += n;
-        ckpt += 7.0 * chunked(n, 4.0) + chunked(n, 1.0) + (track ? chunked(n, 8.0) : 0.0);
+        ckpt += 7.0 * chunked(n, 4.0) + (1.0 + zb) * chunked(n, 1.0) +
+                (track ? chunked(n, 8.0) : 0.0);
         live_max = dmax(live_max, n);
         slots_max = dmax(slots_max, bytes);
         tracked += track ? n * d->tracks_fraction : 0.0;

@@ -114,7 +114,12 @@ int report_open(sim *S, const char *resume_dir)
         fprintf(S->energy, "step,t,field_E,field_B");
         for (int s = 0; s < S->nsp; s++)
             fprintf(S->energy, ",kinetic_%s", S->sp[s].cfg->name);
-        fprintf(S->energy, ",total,gauss_max\n");
+        fprintf(S->energy, ",total,gauss_max");
+        for (int s = 0; s < S->nsp; s++)
+            if (S->sp[s].ion)
+                fprintf(S->energy, ",ionized_%s,zmean_%s", S->sp[s].cfg->name,
+                        S->sp[s].cfg->name);
+        fputc('\n', S->energy);
         if (rows)
             fputs(rows, S->energy);
         free(rows);
@@ -133,7 +138,8 @@ int report_open(sim *S, const char *resume_dir)
     return 0;
 }
 
-void report_energy_row(sim *S, double fe, double fb, const double *kin, double gauss)
+void report_energy_row(sim *S, double fe, double fb, const double *kin, double gauss,
+                       const ionize_stats *ist)
 {
     if (!S->energy)
         return;
@@ -143,7 +149,12 @@ void report_energy_row(sim *S, double fe, double fb, const double *kin, double g
         fprintf(S->energy, ",%.12g", kin[s]);
         total += kin[s];
     }
-    fprintf(S->energy, ",%.12g,%.6g\n", total, gauss);
+    fprintf(S->energy, ",%.12g,%.6g", total, gauss);
+    for (int s = 0; s < S->nsp; s++)
+        if (S->sp[s].ion)
+            fprintf(S->energy, ",%lld,%.9g", ist[s].events,
+                    ist[s].w > 0 ? ist[s].zw / ist[s].w : (double)S->sp[s].z0);
+    fputc('\n', S->energy);
     fflush(S->energy);
 }
 

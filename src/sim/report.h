@@ -9,7 +9,8 @@
  * restarted at S->step keeps the energy.csv rows before that step, from its output folder or
  * else from resume_dir (the run it continues; NULL for none). 0 or -1 after reporting. */
 int report_open(sim *S, const char *resume_dir);
-void report_energy_row(sim *S, double fe, double fb, const double *kin, double gauss);
+void report_energy_row(sim *S, double fe, double fb, const double *kin, double gauss,
+                       const ionize_stats *ist);
 /* Progress line on a terminal (throttled); final = 1 ends it. */
 void report_progress(sim *S, int final);
 /* Close energy.csv, write timing.json, print the per-phase table. 0 or -1. */

@@ -299,14 +299,40 @@ static void inject(sim *S)
         column_make(c, S->sp, S->nsp, &S->d, &S->cl, ig + 1, 1);
 }
 
-static void energy_row(sim *S, const double *kin, double fe, double fb, double gauss)
+/* Field ionization of the step (design.md §14): after the sort and the window's injection,
+ * E(n+1) and x(n+1) final; the electrons each species made counted into its electron
+ * species (this rank's), the stats of the energy row into ist (events of all ranks when
+ * want_e). */
+static void ionize(sim *S, int want_e, ionize_stats *ist)
+{
+    int any = 0;
+    for (int s = 0; s < S->nsp; s++)
+        any |= S->sp[s].ion != NULL;
+    if (!any)
+        return;
+    S->be->ionize(S->be_ctx, &S->st, S->f.step, ist);
+    long long ev[DECK_MAX_SPECIES];
+    for (int s = 0; s < S->nsp; s++) {
+        ev[s] = S->sp[s].ion ? ist[s].events : 0;
+        if (S->sp[s].ion)
+            S->sp[S->sp[s].ion_to].np += ev[s];
+    }
+    if (want_e) {
+        comm_sum_ll(ev, (size_t)S->nsp);
+        for (int s = 0; s < S->nsp; s++)
+            ist[s].events = ev[s];
+    }
+}
+
+static void energy_row(sim *S, const double *kin, double fe, double fb, double gauss,
+                       const ionize_stats *ist)
 {
     S->en_step = S->step;
     S->en_e = fe;
     S->en_b = fb;
     S->en_gauss = gauss;
     memcpy(S->en_kin, kin, sizeof S->en_kin);
-    report_energy_row(S, fe, fb, kin, gauss);
+    report_energy_row(S, fe, fb, kin, gauss, ist);
 }
 
 /* The entries of the collisions list due at this step (every), each a fresh pairing keyed by
@@ -334,6 +360,7 @@ void sim_step(sim *S)
     const int want_e = due(S->d.energy_every, S->step);
     double t0 = omp_get_wtime(), kin[DECK_MAX_SPECIES] = {0}, fe = 0, fb = 0, gauss = 0;
     long long dropped[DECK_MAX_SPECIES] = {0};
+    ionize_stats ist[DECK_MAX_SPECIES] = {{0, 0.0, 0.0}};
 
     /* 1. B(n) = B(n-1/2) - dt/2 curl E(n) */
     be->b_half(bc, st);
@@ -359,10 +386,12 @@ void sim_step(sim *S)
         S->sp[s].np -= dropped[s];
     if (moved)
         inject(S);
-    /* 8. binary collisions among the particles of each cell at x(n+1), u(n+1/2) */
+    /* 8. field ionization at E(n+1), x(n+1): new charge states and electrons */
+    ionize(S, want_e, ist);
+    /* 9. binary collisions among the particles of each cell at x(n+1), u(n+1/2) */
     collide(S);
     if (want_e)
-        energy_row(S, kin, fe, fb, gauss);
+        energy_row(S, kin, fe, fb, gauss, ist);
     sim_note_peak(S);
     long long pushed = sim_particles(S);
     comm_sum_ll(&pushed, 1);

@@ -1,6 +1,7 @@
 /* species.c - cluster partition, particle storage in cluster segments, initial load and the
  * global rearrangement of segments. */
 #include "species.h"
+#include "adk.h"
 #include "comm.h"
 #include "deck.h"
 #include "empic.h"
@@ -213,6 +214,7 @@ void species_alloc(species *s, size_t n)
     s->w = empic_alloc(n * sizeof(float), "particles");
     s->code = empic_calloc(n, 1, "particles");
     s->id = s->tracked ? empic_calloc(n, sizeof(uint64_t), "particle ids") : NULL;
+    s->z = s->ion ? empic_calloc(n, 1, "charge states") : NULL;
 }
 
 static void species_release(species *s)
@@ -226,6 +228,7 @@ static void species_release(species *s)
     free(s->w);
     free(s->code);
     free(s->id);
+    free(s->z);
 }
 
 /* The first bad density of a load or injection: kept for the caller to report. */
@@ -267,6 +270,21 @@ static double weight_bound(const deck_species *c, const deck *d)
         profile_close(&p);
     }
     return fabs(c->n) * m / ((double)c->ppc[0] * c->ppc[1]);
+}
+
+/* The largest weight of species `index`: its profile's, or for a species with no load that
+ * ionization fills, the largest of the ion species that feed it (electron weight = ion
+ * weight). */
+static double species_wbound(const deck *d, int index)
+{
+    const deck_species *c = &d->species[index];
+    if (c->ppc[0] > 0)
+        return weight_bound(c, d);
+    double b = 0.0;
+    for (int k = 0; k < d->nspecies; k++)
+        if (d->species[k].ionize && d->species[k].ion_electrons == index)
+            b = fmax(b, species_wbound(d, k));
+    return b;
 }
 
 /* The tracking id of particle k (a + b ppx) of the ppc in cell (ig, j) of a grid of ny rows:
@@ -325,6 +343,8 @@ static int load_cell(species *s, const deck *d, profile_eval *p, int i, int j, l
                 s->uz[q] = u[2];
                 s->w[q] = (float)(dens / (ppx * ppy));
                 s->code[q] = 0;
+                if (s->z)
+                    s->z[q] = (uint8_t)s->z0;
                 if (s->id) { /* a share of tracks_fraction, its own Philox counter */
                     rng_init(&r, d->seed, (unsigned)s->index, key,
                              (uint32_t)(a + b * ppx) | wrap);
@@ -428,11 +448,19 @@ void species_open(species *s, const deck *d, int index, const clusters *c)
     s->q = (float)s->cfg->charge;
     s->m = (float)s->cfg->mass;
     s->qm = (float)(s->cfg->charge / s->cfg->mass);
+    if (s->cfg->ionize) {
+        s->ion = empic_alloc(sizeof *s->ion, "ionization table");
+        adk_table(d, index, s->ion);
+        s->z0 = (int)s->cfg->charge;
+        s->ion_to = s->cfg->ion_electrons;
+        s->q = 1.0f;
+        s->qm = (float)(1.0 / s->cfg->mass);
+    }
     s->slack = d->slack;
-    s->wbound = weight_bound(s->cfg, d);
+    s->wbound = species_wbound(d, index);
     s->tracked = species_tracked(d, index);
     s->window_ncx = d->window_enabled ? c->ncx : 0;
-    if (s->tracked) { /* the last particle of the last column the run can load */
+    if (s->tracked && s->cfg->ppc[0] > 0) { /* the last particle the run can load */
         const int ppc = s->cfg->ppc[0] * s->cfg->ppc[1];
         s->id_max = track_id(d->nx - 1 + profile_window_moves(d), d->ny - 1, ppc - 1, d->ny, ppc);
     }
@@ -483,6 +511,7 @@ void species_layout(species *s, const clusters *cl)
 void species_free(species *s)
 {
     species_release(s);
+    free(s->ion);
     free(s->start);
     free(s->count);
     free(s->cap);
@@ -503,6 +532,8 @@ void species_copy_range(species *d, size_t to, const species *s, size_t from, si
     memcpy(d->code + to, s->code + from, n);
     if (d->id)
         memcpy(d->id + to, s->id + from, n * sizeof(uint64_t));
+    if (d->z)
+        memcpy(d->z + to, s->z + from, n);
 }
 
 void species_relayout(species *s, const clusters *cl, const int *count, const int *need)
@@ -558,6 +589,11 @@ long long species_column(const species *s, const deck *d, const clusters *cl, in
     out->index = s->index;
     out->seed = s->seed;
     out->tracked = s->tracked;
+    if (s->ion) { /* its own copy: species_free frees it */
+        out->ion = empic_alloc(sizeof *out->ion, "ionization table");
+        *out->ion = *s->ion;
+    }
+    out->z0 = s->z0;
     profile_eval p;
     profile_open(&p, s->cfg);
     long long n = 0;
@@ -609,7 +645,8 @@ int species_tracked(const deck *d, int index)
 
 double species_bytes(const species *s)
 {
-    const double per = 4 * 7 + 1 + (s->id ? 8 : 0); /* cell, x, y, ux, uy, uz, w, code, id */
+    /* cell, x, y, ux, uy, uz, w, code, id, z */
+    const double per = 4 * 7 + 1 + (s->id ? 8 : 0) + (s->z ? 1 : 0);
     return per * (double)s->alloc;
 }
 
@@ -631,6 +668,7 @@ float species_acc_scale(const species *sp, int nsp, const emf *f)
 {
     double r = fmax(1.0, fmax(f->dx / f->dt, f->dy / f->dt)), bound = 0.0;
     for (int s = 0; s < nsp; s++)
-        bound = fmax(bound, fabs((double)sp[s].q) * sp[s].wbound * r);
+        bound = fmax(bound, fabs((double)sp[s].q) * (sp[s].ion ? sp[s].ion->zmax : 1) *
+                                sp[s].wbound * r);
     return fixed_scale(bound);
 }

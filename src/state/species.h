@@ -4,6 +4,7 @@
 
 #include "cluster.h"
 #include "emf.h"
+#include "ionize.h"
 #include "kinds.h"
 #include "pbnd.h"
 #include "profile.h"
@@ -65,6 +66,13 @@ typedef struct {
     uint8_t *code;
     uint64_t *id;         /* tracking id (0: not tracked), NULL when the species is untracked */
     int tracked;          /* diagnostics.tracks names this species: id allocated */
+    /* Field ionization (design.md §14): the species' levels (ionize.h), NULL when it does
+     * not ionize; then each particle carries its charge state z (charge q z with q = 1,
+     * q/m = 1/m: the push, the deposit and rho use q z), from the deck's charge at load,
+     * and each ionization puts an electron into species ion_to. */
+    ionize_table *ion;
+    uint8_t *z;           /* charge states (ion != NULL), else NULL */
+    int z0, ion_to;
     uint64_t id_max;      /* tracked: the largest id this run can give (the load and every
                              column the window brings), which sets the GPU's id width */
     int *start, *count, *cap; /* per cluster: segment start, particles, capacity */
@@ -105,6 +113,8 @@ static inline void species_copy(species *s, size_t b, size_t a)
     s->code[b] = s->code[a];
     if (s->id)
         s->id[b] = s->id[a];
+    if (s->z)
+        s->z[b] = s->z[a];
 }
 /* The segment layout of n clusters that hold count[c] particles and need room for need[c]
  * during a sort (need may be NULL): each segment's start and capacity (slack of the larger
@@ -142,6 +152,11 @@ static inline int species_on_wall(const species *s, const clusters *cl, int c)
 /* The walls of species s in a box of nx x ny cells in the form of include/pbnd.h's rules
  * (both backends). */
 void species_walls(const species *s, const clusters *cl, int nx, int ny, pbnd_walls *w);
+/* The charge of particle p in units of e, times its weight: what it deposits. */
+static inline float species_qw(const species *s, size_t p)
+{
+    return s->z ? s->q * (float)s->z[p] * s->w[p] : s->q * s->w[p];
+}
 /* Bytes of particle storage as allocated (slack included). */
 double species_bytes(const species *s);
 /* The fixed-point scale of the current and charge sums of both backends (emf.acc_scale),

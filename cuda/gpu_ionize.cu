@@ -1,0 +1,229 @@
+/* gpu_ionize.cu - field ionization on the device (the twin of src/cpu/cpu_ionize.c, rules in
+ * include/ionize.h). Like the CPU it runs after the sort: every ion is in its cluster, so
+ * its electrons go straight into the electron species' segment of that cluster, and E(n+1)
+ * exists at x(n+1). Two kernels of one block per cluster of an ionizing species:
+ * k_ionize_charge draws each ion's new charge state (ionize_ion, the ion's own stream),
+ * keeps its increment in a byte array and writes the cluster's electron count and its sums
+ * of w z and w (reductions in a fixed order: the same in every run); the host reads the
+ * counts once (the step's one wait), re-lays the electron species when a cluster lacks room
+ * (gpu_relayout, the sort's global rearrangement), and k_ionize_emit appends the electrons
+ * in the ions' slot order (a block-wide prefix sum of the increments). Ionization costs the
+ * species without it nothing; the ion species are read twice. */
+#include "gpu_internal.h"
+#include "ionize.h"
+
+#include <string.h>
+
+#define FULL 0xffffffffu
+
+/* One ionizing species' launch: its particles and cluster table, the electrons' arrays
+ * and table, the tables of gpu_state.ion_tab, the field and the draws' keys. */
+typedef struct {
+    ionize_table t;
+    gpu_parts ion, el;
+    const int *start, *count;     /* the ions' */
+    const int *estart;
+    int *ecount;
+    uint8_t *dz;
+    int *add;                     /* per cluster: electrons made */
+    double *sums;                 /* per cluster: sum w z, sum w */
+    const float *e[3];
+    float ext[3];
+    int off, stride;
+    unsigned long long seed;
+    unsigned species;
+    long long step;
+    long window_cells;
+} kionize;
+
+/* The block's sum of v (thread 0 gets it), in a fixed order. */
+__device__ __forceinline__ double block_sum_d(double v, double *red)
+{
+    for (int o = 16; o > 0; o >>= 1)
+        v += __shfl_down_sync(FULL, v, o);
+    __syncthreads(); /* red free from a previous use */
+    if ((threadIdx.x & 31) == 0)
+        red[threadIdx.x >> 5] = v;
+    __syncthreads();
+    double s = 0.0;
+    if (threadIdx.x == 0)
+        for (int w = 0; w < (int)blockDim.x / 32; w++)
+            s += red[w];
+    return s;
+}
+
+__global__ void __launch_bounds__(GPU_THREADS) k_ionize_charge(const __grid_constant__ kionize a)
+{
+    __shared__ double red[GPU_THREADS / 32];
+    const int c = blockIdx.x, n = a.count[c], s0 = a.start[c];
+    double zw = 0.0, w = 0.0, ne = 0.0;
+    for (int k = threadIdx.x; k < n; k += blockDim.x) {
+        const int p = s0 + k;
+        const uint32_t cell = a.ion.cell[p];
+        const int i = cell_i(cell), j = cell_j(cell);
+        const float2 xy = a.ion.xy[p];
+        const double e = ionize_field(a.e[0], a.e[1], a.e[2], a.off + i + j * a.stride,
+                                      a.stride, xy.x, xy.y, a.ext);
+        ionize_stream r = ionize_stream_of(a.seed, a.species, (uint32_t)(i + a.window_cells),
+                                           (uint32_t)j, (uint32_t)k, a.step);
+        const int z0 = a.ion.z[p], z = ionize_ion(&a.t, z0, e, &r);
+        a.dz[p] = (uint8_t)(z - z0);
+        a.ion.z[p] = (uint8_t)z;
+        const float pw = a.ion.uzw[p].y;
+        ne += z - z0;
+        zw += (double)pw * z;
+        w += pw;
+    }
+    ne = block_sum_d(ne, red);
+    zw = block_sum_d(zw, red);
+    w = block_sum_d(w, red);
+    if (threadIdx.x == 0) {
+        a.add[c] = (int)ne;
+        a.sums[2 * c] = zw;
+        a.sums[2 * c + 1] = w;
+    }
+}
+
+/* The exclusive prefix sum of v over the block, and the block's total into *total. */
+__device__ __forceinline__ int block_scan(int v, int *warp_tot, int *total)
+{
+    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
+    int x = v;
+    for (int o = 1; o < 32; o <<= 1) {
+        const int y = __shfl_up_sync(FULL, x, o);
+        x += lane >= o ? y : 0;
+    }
+    if (lane == 31)
+        warp_tot[wid] = x;
+    __syncthreads();
+    int before = 0, tot = 0;
+    for (int k = 0; k < (int)blockDim.x / 32; k++) {
+        before += k < wid ? warp_tot[k] : 0;
+        tot += warp_tot[k];
+    }
+    __syncthreads(); /* warp_tot read by all before the next scan writes it */
+    *total = tot;
+    return before + x - v;
+}
+
+__global__ void __launch_bounds__(GPU_THREADS) k_ionize_emit(const __grid_constant__ kionize a)
+{
+    __shared__ int warp_tot[GPU_THREADS / 32];
+    const int c = blockIdx.x, n = a.count[c], s0 = a.start[c];
+    if (!a.add[c])
+        return; /* the whole block: add[c] is the same for every thread */
+    int at = a.estart[c] + a.ecount[c];
+    for (int base = 0; base < n; base += blockDim.x) {
+        const int k = base + (int)threadIdx.x, p = s0 + k;
+        const int d = k < n ? a.dz[p] : 0;
+        int total;
+        const int q = at + block_scan(d, warp_tot, &total);
+        if (d) {
+            gpu_part v = gpu_parts_get(a.ion, p);
+            v.code = 0;
+            v.id = 0; /* untracked */
+            v.z = 0;
+            for (int m = 0; m < d; m++)
+                gpu_parts_put(a.el, q + m, v);
+        }
+        at += total;
+    }
+    if (threadIdx.x == 0)
+        a.ecount[c] = at - a.estart[c];
+}
+
+/* gpu_state.ion_tab and ion_dz with room for ncl clusters and species s's slots. */
+static void ionize_scratch(gpu_state *g, int s)
+{
+    const size_t tab = (size_t)g->ncl * (3 * sizeof(int) + 2 * sizeof(double)) + 64;
+    if (g->ion_tab_n < tab) {
+        if (g->ion_tab)
+            cudaFree(g->ion_tab), cudaFreeHost(g->h_ion_tab);
+        g->ion_tab = (char *)gpu_malloc(g, tab, "ionization tables");
+        GPU_CK(cudaMallocHost((void **)&g->h_ion_tab, tab));
+        g->ion_tab_n = tab;
+    }
+    if (g->ion_dz_n < g->sp[s].slots) {
+        if (g->ion_dz)
+            cudaFree(g->ion_dz);
+        g->ion_dz = (uint8_t *)gpu_malloc(g, g->sp[s].slots, "ionization increments");
+        g->ion_dz_n = g->sp[s].slots;
+    }
+}
+
+/* Ionize species s into its electron species: returns what it did (ionize.h). */
+static ionize_stats ionize_one(gpu_state *g, pic_state *st, int s, long long step)
+{
+    gpu_species *d = &g->sp[s], *e = &g->sp[d->ion_to];
+    const int nc = g->ncl;
+    ionize_scratch(g, s);
+    /* the tables: sums (2 nc doubles), add, the electrons' counts and capacities (nc ints) */
+    double *sums = (double *)g->ion_tab, *h_sums = (double *)g->h_ion_tab;
+    int *add = (int *)(sums + 2 * nc), *h_add = (int *)(h_sums + 2 * nc);
+    kionize a;
+    memset(&a, 0, sizeof a);
+    a.t = *d->ion;
+    a.ion = gpu_parts_of(d);
+    a.start = d->start;
+    a.count = d->count;
+    a.dz = g->ion_dz;
+    a.add = add;
+    a.sums = sums;
+    for (int k = 0; k < 3; k++) {
+        a.e[k] = g->e[k];
+        a.ext[k] = st->ext_e[k];
+    }
+    a.off = g->off;
+    a.stride = g->stride;
+    a.seed = st->sp[s].seed;
+    a.species = (unsigned)s;
+    a.step = step;
+    a.window_cells = st->window_cells;
+    k_ionize_charge<<<nc, GPU_THREADS, 0, g->stream>>>(a);
+    GPU_LAUNCHED(g, "k_ionize_charge");
+    int *ecnt = add + nc, *h_ecnt = h_add + nc;
+    GPU_CK(cudaMemcpyAsync(ecnt, e->count, (size_t)nc * sizeof(int), cudaMemcpyDeviceToDevice,
+                           g->stream));
+    GPU_CK(cudaMemcpyAsync(ecnt + nc, e->cap, (size_t)nc * sizeof(int),
+                           cudaMemcpyDeviceToDevice, g->stream));
+    GPU_CK(cudaMemcpyAsync(h_sums, sums, (size_t)nc * (2 * sizeof(double) + 3 * sizeof(int)),
+                           cudaMemcpyDeviceToHost, g->stream));
+    GPU_CK(cudaStreamSynchronize(g->stream));
+    ionize_stats out = {0, 0.0, 0.0};
+    int grow = 0;
+    for (int c = 0; c < nc; c++) {
+        out.events += h_add[c];
+        grow |= h_ecnt[c] + h_add[c] > h_ecnt[nc + c];
+    }
+    if (grow) { /* room for every cluster's electrons: the global rearrangement */
+        int *need = (int *)empic_alloc((size_t)nc * sizeof(int), "ionization");
+        for (int c = 0; c < nc; c++)
+            need[c] = h_ecnt[c] + h_add[c];
+        gpu_relayout(g, st, d->ion_to, need, need);
+        free(need);
+        g->room_valid = 0;
+    }
+    if (out.events) {
+        a.el = gpu_parts_of(e); /* after a re-layout: its new arrays */
+        a.estart = e->start;
+        a.ecount = e->count;
+        k_ionize_emit<<<nc, GPU_THREADS, 0, g->stream>>>(a);
+        GPU_LAUNCHED(g, "k_ionize_emit");
+    }
+    comm_sum_double(h_sums, 2 * (size_t)nc); /* per cluster, then in cluster order */
+    for (int c = 0; c < nc; c++) {
+        out.zw += h_sums[2 * c];
+        out.w += h_sums[2 * c + 1];
+    }
+    return out;
+}
+
+void gpu_ionize(void *ctx, pic_state *st, long long step, ionize_stats *out)
+{
+    gpu_state *g = (gpu_state *)ctx;
+    const int t = gpu_tic(g, st);
+    for (int s = 0; s < g->nsp; s++)
+        if (g->sp[s].ion)
+            out[s] = ionize_one(g, st, s, step);
+    gpu_toc(g, t, PH_SORT);
+}

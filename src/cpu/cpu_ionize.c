@@ -1,0 +1,100 @@
+/* cpu_ionize.c - field ionization on the CPU. It runs after the sort (cycle step 7): every
+ * ion is then in its cluster, so its electrons go straight into the electron species'
+ * segment of that cluster, and the field E(n+1) at the ion's position x(n+1) exists. Two
+ * passes over each cluster: the new charge states (ionize_ion, one stream per ion), then,
+ * once the electron segments have room for them, the electrons in the ions' slot order. */
+#include "cpu_ionize.h"
+#include "comm.h"
+#include "empic.h"
+#include "ionize.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* New charge states of cluster c's ions; their increments into dz. Returns the electrons
+ * they give; sums of w z and w into *zw, *w. */
+static int charge_cluster(species *s, const emf *f, int c,
+                          const float ext_e[3], long long step, long window_cells,
+                          uint8_t *dz, double *zw, double *w)
+{
+    int n = 0;
+    double a = 0.0, b = 0.0;
+    for (int p = s->start[c]; p < s->start[c] + s->count[c]; p++) {
+        const int i = cell_i(s->cell[p]), j = cell_j(s->cell[p]);
+        const double e = ionize_field(f->e[0], f->e[1], f->e[2], emf_idx(f, i, j), f->stride,
+                                      s->x[p], s->y[p], ext_e);
+        ionize_stream r = ionize_stream_of(s->seed, (unsigned)s->index,
+                                           (uint32_t)(i + window_cells),
+                                           (uint32_t)j, (uint32_t)(p - s->start[c]), step);
+        const int z = ionize_ion(s->ion, s->z[p], e, &r);
+        dz[p] = (uint8_t)(z - s->z[p]);
+        n += dz[p];
+        s->z[p] = (uint8_t)z;
+        a += (double)s->w[p] * z;
+        b += s->w[p];
+    }
+    *zw = a;
+    *w = b;
+    return n;
+}
+
+/* The electrons of cluster c's ions (dz[p] of ion p), born at the ion with its momentum and
+ * weight, after the electrons of cluster c in e. */
+static void emit_cluster(const species *s, species *e, int c, const uint8_t *dz)
+{
+    size_t q = (size_t)e->start[c] + (size_t)e->count[c];
+    for (int p = s->start[c]; p < s->start[c] + s->count[c]; p++)
+        for (int k = 0; k < dz[p]; k++, q++) {
+            e->cell[q] = s->cell[p];
+            e->x[q] = s->x[p];
+            e->y[q] = s->y[p];
+            e->ux[q] = s->ux[p];
+            e->uy[q] = s->uy[p];
+            e->uz[q] = s->uz[p];
+            e->w[q] = s->w[p];
+            e->code[q] = 0;
+            if (e->id)
+                e->id[q] = 0; /* untracked */
+        }
+    e->count[c] = (int)(q - (size_t)e->start[c]);
+}
+
+ionize_stats ionize_species(species *s, species *e, const emf *f, const clusters *cl,
+                            const float ext_e[3], long long step, long window_cells)
+{
+    ionize_stats st = {0, 0.0, 0.0};
+    uint8_t *dz = empic_alloc(s->alloc ? s->alloc : 1, "ionization");
+    int *add = empic_calloc((size_t)cl->n, sizeof(int), "ionization");
+    /* per-cluster sums, added in cluster order: the same for any thread or rank count */
+    double *sums = empic_calloc(2 * (size_t)cl->n, sizeof(double), "ionization");
+    int grow = 0;
+#pragma omp parallel for schedule(dynamic) reduction(| : grow)
+    for (int c = 0; c < cl->n; c++) {
+        if (!cl->own[c])
+            continue;
+        add[c] = charge_cluster(s, f, c, ext_e, step, window_cells, dz, &sums[2 * c],
+                                &sums[2 * c + 1]);
+        grow |= e->count[c] + add[c] > e->cap[c];
+    }
+    if (grow) { /* room for every cluster's electrons: the global rearrangement */
+        int *need = empic_alloc((size_t)cl->n * sizeof(int), "ionization");
+        for (int c = 0; c < cl->n; c++)
+            need[c] = e->count[c] + add[c];
+        species_relayout(e, cl, need, need);
+        free(need);
+    }
+#pragma omp parallel for schedule(dynamic)
+    for (int c = 0; c < cl->n; c++)
+        if (add[c])
+            emit_cluster(s, e, c, dz);
+    comm_sum_double(sums, 2 * (size_t)cl->n);
+    for (int c = 0; c < cl->n; c++) {
+        st.events += add[c];
+        st.zw += sums[2 * c];
+        st.w += sums[2 * c + 1];
+    }
+    free(sums);
+    free(add);
+    free(dz);
+    return st;
+}
