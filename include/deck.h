@@ -69,7 +69,7 @@ typedef struct deck {
     char name[DECK_NAME_MAX];
     int backend;                       /* enum deck_backend */
     unsigned long long seed;
-    double n0;                         /* reference density, cm^-3 (for SI factors only) */
+    double n0;                         /* reference density, cm^-3 (SI factors, lab keys) */
     double wall_time;                  /* wall-clock limit of one process in s (0 = none):
                                           checkpoint and stop before it */
     /* grid */
