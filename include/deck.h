@@ -52,6 +52,10 @@ typedef struct deck_laser {
     double w0, focus, center, duration, phase;
     int envelope;                      /* enum deck_envelope */
     double ramp;                       /* flat-top: rise/fall time (default duration/4) */
+    int profile;                       /* enum deck_lprofile, transverse */
+    double order;                      /* supergaussian: exp(-|r/w|^order), default 4 */
+    double edge;                       /* flattop: width of the cos^2 edge beyond w0
+                                          (0: a hard edge) */
     int boundary;                      /* enum deck_side, launching side */
 } deck_laser;
 

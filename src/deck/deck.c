@@ -28,7 +28,8 @@ static const char *const WIN_KEYS[] = {"enabled", "t_start", NULL};
 static const char *const LASER_KEYS[] = {"a0", "intensity", "omega0", "lambda0", "polarization",
                                          "w0", "w0_um", "focus", "focus_um", "center",
                                          "center_um", "duration", "duration_fs", "envelope",
-                                         "ramp", "ramp_fs", "boundary", "phase", NULL};
+                                         "ramp", "ramp_fs", "boundary", "phase", "profile",
+                                         "order", "edge", "edge_um", NULL};
 static const char *const SPECIES_KEYS[] = {"name", "charge", "mass", "ppc", "immobile",
                                            "density", "momentum", "boundary", NULL};
 static const char *const DENS_KEYS[] = {"profile", "n", "n_cm3", "n_nc", "x", "fx", "y", "fy",
@@ -217,6 +218,27 @@ static void parse_fields(dk_ctx *c, const cs *root)
     }
 }
 
+/* The transverse profile: "gaussian", "supergaussian" with its order, "flattop" with its edge. */
+static void parse_laser_profile(dk_ctx *c, const cs *g, deck_laser *L)
+{
+    const dk_alt e[] = {{"edge", "c/omega_p", 1, NULL}, {"edge_um", "um", dk_lab_um(c), NULL}};
+    const char *key[3] = {"order", "edge", "edge_um"};
+    const int want[3] = {LPROF_SUPERGAUSSIAN, LPROF_FLATTOP, LPROF_FLATTOP};
+    L->profile = LPROF_GAUSSIAN;
+    L->order = 4;
+    dk_enum(c, g, "profile", DK_LPROFILES, &L->profile);
+    for (int i = 0; i < 3; i++)
+        if (dk_member(g, key[i]) && L->profile != want[i])
+            dk_report(c, dk_member(g, key[i]), NULL, "applies only to profile = \"%s\"; this "
+                      "laser's profile is \"%s\"", DK_LPROFILES[want[i]],
+                      DK_LPROFILES[L->profile]);
+    if (dk_num(c, g, "order", &L->order, DK_POS, 0) > 0 && !(L->order >= 2 && L->order <= 100))
+        dk_report(c, dk_member(g, "order"), NULL, "got %g; expected an order from 2 (a "
+                  "Gaussian) to 100 (4 to 10 for the usual super-Gaussian)", L->order);
+    if (L->profile == LPROF_FLATTOP)
+        dk_num_alt(c, g, e, 2, &L->edge, DK_NONNEG, 0);
+}
+
 static void parse_laser(dk_ctx *c, const cs *g, deck_laser *L)
 {
     const deck *d = c->d;
@@ -239,6 +261,7 @@ static void parse_laser(dk_ctx *c, const cs *g, deck_laser *L)
         L->circular = 0;
     }
     dk_laser_lab(c, g, L);
+    parse_laser_profile(c, g, L);
     const cs *r = dk_member(g, "ramp") ? dk_member(g, "ramp") : dk_member(g, "ramp_fs");
     if (L->envelope == ENV_FLATTOP) {
         L->ramp = L->duration / 4;
