@@ -1,6 +1,6 @@
 /* laser.h - the incident laser field, shared by both backends: a 2D Gaussian beam (or a
- * super-Gaussian or flat-top transverse profile) with a temporal envelope, evaluated where the source plane needs it (double precision: the
- * carrier phase omega0 t grows large).
+ * super-Gaussian or flat-top transverse profile) with a temporal envelope, evaluated where
+ * the source plane needs it (double precision: the carrier phase omega0 t grows large).
  *
  * Coordinates of a beam: xi = distance from the launching boundary along the propagation
  * direction, r = the transverse in-plane coordinate (y for a beam along x, x for a beam

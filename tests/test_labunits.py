@@ -32,10 +32,10 @@ lasers = ( {{ lambda0 = 0.8; intensity = 3.0e18; w0_um = 0.5; duration_fs = 0.6;
              focus_um = 0.8; center_um = 0.64; envelope = "gaussian"; }} );
 species = (
   {{ name = "e"; charge = -1.0; ppc = [2, 2]; momentum = {{ temperature_eV = 500.0; }};
-    density = {{ profile = "piecewise"; n_nc = 0.5; x = [2.5, 2.6]; fx = [0.0, 1.0]; }}; }},
+    density = {{ profile = "piecewise"; n_nc = 0.5; x_um = [0.32, 0.33]; fx = [0.0, 1.0]; }}; }},
   {{ name = "p"; charge = 1.0; mass = 1836.0; ppc = [2, 2];
     momentum = {{ temperature_keV = [0.1, 0.1, 0.0]; }};
-    density = {{ profile = "piecewise"; n_cm3 = 8.7097985e20; x = [2.5, 2.6]; fx = [0.0, 1.0]; }}; }} );
+    density = {{ profile = "piecewise"; n_cm3 = 8.7097985e20; x_um = [0.32, 0.33]; fx = [0.0, 1.0]; }}; }} );
 """
 
 NORM = HEAD + """
@@ -46,10 +46,10 @@ lasers = ( {{ omega0 = {omega0!r}; a0 = {a0!r}; w0 = {w0!r}; duration = {duratio
              focus = {focus!r}; center = {center!r}; envelope = "gaussian"; }} );
 species = (
   {{ name = "e"; charge = -1.0; ppc = [2, 2]; momentum = {{ thermal = [{ue!r}, {ue!r}, {ue!r}]; }};
-    density = {{ profile = "piecewise"; n = {ne!r}; x = [2.5, 2.6]; fx = [0.0, 1.0]; }}; }},
+    density = {{ profile = "piecewise"; n = {ne!r}; x = [{x0!r}, {x1!r}]; fx = [0.0, 1.0]; }}; }},
   {{ name = "p"; charge = 1.0; mass = 1836.0; ppc = [2, 2];
     momentum = {{ thermal = [{up!r}, {up!r}, 0.0]; }};
-    density = {{ profile = "piecewise"; n = {np!r}; x = [2.5, 2.6]; fx = [0.0, 1.0]; }}; }} );
+    density = {{ profile = "piecewise"; n = {np!r}; x = [{x0!r}, {x1!r}]; fx = [0.0, 1.0]; }}; }} );
 """
 
 
@@ -65,7 +65,7 @@ def by_hand():
     return dict(n0=n0, dx=0.02 / um, dy=0.04 / um, dt=0.04 / fs, steps=30, omega0=1.0, a0=a0,
                 w0=0.5 / um, duration=0.6 / fs, focus=0.8 / um, center=0.64 / um,
                 ue=math.sqrt(500 / mc2), ne=0.5, up=math.sqrt(100 / (1836 * mc2)),
-                np=8.7097985e20 / n0)
+                np=8.7097985e20 / n0, x0=0.32 / um, x1=0.33 / um)
 
 
 def empic(*args):
@@ -83,12 +83,14 @@ def resolved(text):
     dx = re.search(r"dx = \[" + num + ", " + num + r"\]", text)
     th = re.findall(r"thermal = \[" + num + ", " + num, text)
     dens = re.findall(r"profile = \"piecewise\"; n = " + num, text)
+    xs = re.search(r" x = \[" + num + ", " + num + r"\]", text)
     return dict(n0=get(r"n0 = " + num), dx=float(dx.group(1)), dy=float(dx.group(2)),
                 dt=get(r"dt = " + num), steps=int(get(r"steps = " + num)),
                 omega0=get(r"omega0 = " + num), a0=get(r"a0 = " + num), w0=get(r"w0 = " + num),
                 duration=get(r"duration = " + num), focus=get(r"focus = " + num),
                 center=get(r"center = " + num), ue=float(th[0][0]), up=float(th[1][0]),
-                ne=float(dens[0]), np=float(dens[1]))
+                ne=float(dens[0]), np=float(dens[1]), x0=float(xs.group(1)),
+                x1=float(xs.group(2)))
 
 
 def write(tmp_path, name, text, **kw):

@@ -1,6 +1,6 @@
 /* test_laser.c - laser-plasma physics of the CPU backend: PML reflection, Gaussian beam
- * waist/focus/amplitude/polarisation, super-Gaussian and flat-top profiles, group velocity in plasma, the moving window, particle
- * walls and the linear wake wavelength. */
+ * waist/focus/amplitude/polarisation, super-Gaussian and flat-top profiles, group velocity
+ * in plasma, the moving window, particle walls and the linear wake wavelength. */
 #include "emf.h"
 #include "fbnd.h"
 #include "pbnd.h"

@@ -99,7 +99,8 @@ static const char *LAB =
     "              density = { profile = \"uniform\"; n_cm3 = 5.0e18; };\n"
     "              momentum = { temperature_keV = 10.0; }; },\n"
     "            { name = \"p\"; charge = 1.0; mass = 1836.0; ppc = [1, 1];\n"
-    "              density = { profile = \"uniform\"; n_nc = 0.002; };\n"
+    "              density = { profile = \"piecewise\"; n_nc = 0.002; y_um = [0.5, 1.0];\n"
+    "                          fy = [0.0, 1.0]; };\n"
     "              momentum = { temperature_eV = [100.0, 0.0, 400.0]; }; } );\n";
 
 /* Every value of LAB against the formula, computed here for n0 = 1e19 cm^-3. */
@@ -127,6 +128,8 @@ static void test_lab_deck(void)
     CU_ASSERT(M->w0 == 1.0 && M->duration == 2.0);
     CU_ASSERT(close_to(d.species[0].n, 0.5, 1e-15));
     CU_ASSERT(close_to(d.species[1].n, 0.002 * nc08 / 1e19, 1e-12));
+    CU_ASSERT(d.species[1].pwl_y.n == 2 && close_to(d.species[1].pwl_y.s[1], 1.0 / um, 1e-12));
+    CU_ASSERT(close_to(d.species[1].pwl_y.s[0], 0.5 / um, 1e-12));
     const double mc2 = ME_ * C_ * C_ / E_; /* eV */
     for (int k = 0; k < 3; k++)
         CU_ASSERT(close_to(d.species[0].uth[k], sqrt(1e4 / mc2), 1e-12));
@@ -170,6 +173,9 @@ static void test_errors(void)
     expect_fail(buf, "momentum.temperature_eV: given together with thermal", NULL);
     expect_fail("grid = { cells = [64, 32]; dx = [0.1, 0.1]; dx_um = [0.1, 0.1]; };\n" TIME,
                 "grid.dx_um: given together with dx", NULL);
+    snprintf(buf, sizeof buf, "%s" SPEC("density = { profile = \"piecewise\"; x = [0.0, 1.0]; "
+                                        "x_um = [0.0, 1.0]; fx = [0.0, 1.0]; };"), G);
+    expect_fail(buf, "density.x_um: given together with x", NULL);
     /* lab keys without n0 or a wavelength */
     snprintf(buf, sizeof buf, "%s" SPEC("density = { n_cm3 = 1e18; };"), G);
     expect_fail(buf, "density.n_cm3: is in cm^-3 and needs the reference density: add "

@@ -33,7 +33,7 @@ static const char *const LASER_KEYS[] = {"a0", "intensity", "omega0", "lambda0",
 static const char *const SPECIES_KEYS[] = {"name", "charge", "mass", "ppc", "immobile",
                                            "density", "momentum", "boundary", NULL};
 static const char *const DENS_KEYS[] = {"profile", "n", "n_cm3", "n_nc", "x", "fx", "y", "fy",
-                                        "expr", NULL};
+                                        "x_um", "y_um", "expr", NULL};
 static const char *const MOM_KEYS[] = {"thermal", "temperature_eV", "temperature_keV", "drift",
                                        NULL};
 static const char *const DIAG_KEYS[] = {"output", "energy", "fields", "particles", "checkpoint",
@@ -119,8 +119,8 @@ static void parse_grid(dk_ctx *c, const cs *root)
     d->dx = dx[0];
     d->dy = dx[1];
     if (okd) /* before the Courant limit is computed from them */
-        okd = !dk_float_range(c, dk_member(g, "dx"), "dx", dx[0], 0) &
-              !dk_float_range(c, dk_member(g, "dx"), "dy", dx[1], 0);
+        okd = !dk_float_range(c, dk_given(g, "dx", "dx_um"), "dx", dx[0], 0) &
+              !dk_float_range(c, dk_given(g, "dx", "dx_um"), "dy", dx[1], 0);
     c->box_ok = okc && okd;
 }
 
@@ -167,7 +167,7 @@ static void parse_time(dk_ctx *c, const cs *root)
         /* at the limit (within rounding of it) the Yee scheme's grid-scale modes grow */
         double lim = deck_courant_dt(d->dx, d->dy);
         if (!(d->dt < DECK_COURANT_MARGIN * lim))
-            dk_report(c, dk_member(g, "dt") ? dk_member(g, "dt") : dk_member(g, "dt_fs"), NULL, "%.12g is %s the Courant limit %.9g = "
+            dk_report(c, dk_given(g, "dt", "dt_fs"), NULL, "%.12g is %s the Courant limit %.9g = "
                       "1/sqrt(1/dx^2 + 1/dy^2) for dx = %g, dy = %g (dt/limit = %.7g); the "
                       "fields are unstable there; expected dt < %.9g (0.1 %% below the limit; "
                       "e.g. %.6g)", d->dt, d->dt < lim ? "within 0.1 % of" : "not below", lim,
@@ -280,9 +280,17 @@ static void parse_laser(dk_ctx *c, const cs *g, deck_laser *L)
     dk_laser_place(c, g, L);
 }
 
-/* Piecewise-linear table from the arrays skey/fkey of g (0 when both are absent). */
-static int get_pwl(dk_ctx *c, const cs *g, const char *skey, const char *fkey, deck_pwl *p)
+/* Piecewise-linear table from the arrays skey (or its twin in um, skey_um) and fkey of g (0
+ * when both are absent). */
+static int get_pwl(dk_ctx *c, const cs *g, const char *axis, const char *fkey, deck_pwl *p)
 {
+    char lab[8];
+    snprintf(lab, sizeof lab, "%s_um", axis);
+    const dk_alt alt[] = {{axis, "c/omega_p", 1, NULL}, {lab, "um", dk_lab_um(c), NULL}};
+    const int k = dk_alt_which(c, g, alt, 2, 0);
+    if (k == -2)
+        return -1;
+    const char *skey = k == 1 ? lab : axis;
     const cs *s = dk_member(g, skey), *f = dk_member(g, fkey);
     if (!s && !f)
         return 0;
@@ -324,6 +332,8 @@ static int get_pwl(dk_ctx *c, const cs *g, const char *skey, const char *fkey, d
             ok = 0;
         }
     }
+    for (int i = 0; k == 1 && i < n; i++) /* in um: checked as given, then converted */
+        p->s[i] *= alt[1].scale;
     return ok ? 1 : -1;
 }
 
@@ -332,7 +342,7 @@ static void parse_density(dk_ctx *c, const cs *g, deck_species *sp)
     dk_keys(c, g, DENS_KEYS);
     dk_enum(c, g, "profile", DK_PROFILES, &sp->profile);
     dk_density_lab(c, g, sp);
-    for (int i = 4; DENS_KEYS[i]; i++) { /* x, fx, y, fy: piecewise; expr */
+    for (int i = 4; DENS_KEYS[i]; i++) { /* x, fx, y, fy, x_um, y_um: piecewise; expr */
         const cs *s = dk_member(g, DENS_KEYS[i]);
         int want = DENS_KEYS[i + 1] ? PROFILE_PIECEWISE : PROFILE_EXPR;
         if (s && sp->profile != want)

@@ -25,7 +25,6 @@ void dk_lab_reference(dk_ctx *c, const cs *root)
 {
     const cs *l = dk_member(root, "lasers");
     c->n0_known = dk_member(dk_member(root, "simulation"), "n0") != NULL;
-    c->n0_laser = -1;
     for (int i = 0; !c->n0_known && l && config_setting_is_list(l) &&
                     i < config_setting_length(l); i++) {
         const cs *s = dk_member(config_setting_get_elem(l, (unsigned)i), "lambda0");
@@ -39,8 +38,13 @@ void dk_lab_reference(dk_ctx *c, const cs *root)
             return; /* reported by parse_laser */
         c->d->n0 = units_nc_cm3(lam);
         c->n0_known = 1;
-        c->n0_laser = i;
     }
+}
+
+cs *dk_given(const cs *g, const char *key, const char *lab)
+{
+    cs *s = dk_member(g, key);
+    return s ? s : dk_member(g, lab);
 }
 
 double dk_lab_um(const dk_ctx *c) { return c->n0_known ? 1.0 / units_length_um(c->d->n0) : 0.0; }
@@ -59,8 +63,7 @@ static const char *alt_list(const dk_alt *alt, int n, char *buf, size_t len)
     return buf;
 }
 
-/* Which of the alternatives of g is given: its index, -1 for none, -2 after reporting two. */
-static int alt_which(dk_ctx *c, const cs *g, const dk_alt *alt, int n, int req)
+int dk_alt_which(dk_ctx *c, const cs *g, const dk_alt *alt, int n, int req)
 {
     char all[256];
     int k = -1;
@@ -88,7 +91,7 @@ static int alt_which(dk_ctx *c, const cs *g, const dk_alt *alt, int n, int req)
 int dk_num_alt(dk_ctx *c, const cs *g, const dk_alt *alt, int n, double *v, int kind, int req)
 {
     double t;
-    int k = alt_which(c, g, alt, n, req);
+    int k = dk_alt_which(c, g, alt, n, req);
     if (k < 0)
         return k == -1 && !req ? 0 : -1;
     if (dk_num(c, g, alt[k].key, &t, kind, 1) < 0)
@@ -101,7 +104,7 @@ int dk_vec_alt(dk_ctx *c, const cs *g, const dk_alt *alt, int n, double *v, int 
                int req)
 {
     double t[4];
-    int k = alt_which(c, g, alt, n, req);
+    int k = dk_alt_which(c, g, alt, n, req);
     if (k < 0)
         return k == -1 && !req ? 0 : -1;
     if (dk_vec(c, g, alt[k].key, t, dim, kind, 1) < 0)
@@ -190,7 +193,7 @@ void dk_temperature(dk_ctx *c, const cs *g, deck_species *sp)
 {
     const dk_alt t[] = {{"thermal", "u_th in m c", 1, NULL}, {"temperature_eV", "eV", 1, NULL},
                         {"temperature_keV", "keV", 1e3, NULL}};
-    const int k = alt_which(c, g, t, 3, 0);
+    const int k = dk_alt_which(c, g, t, 3, 0);
     if (k <= 0) {
         if (k == 0)
             dk_vec(c, g, "thermal", sp->uth, 3, DK_NONNEG, 0);

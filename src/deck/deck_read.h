@@ -16,7 +16,6 @@ typedef struct {
     int nerr;                   /* problems reported so far */
     int box_ok;                 /* grid cells and dx are valid: box-dependent checks may run */
     int n0_known;               /* simulation.n0 given, or set from a laser's lambda0 */
-    int n0_laser;               /* the laser whose lambda0 set n0 (-1: none) */
 } dk_ctx;
 
 enum { DK_ANY, DK_POS, DK_NONNEG };     /* range of a floating-point value */
@@ -93,11 +92,16 @@ typedef struct {
     double scale;
     const char *need;
 } dk_alt;
+/* Member key of g, or its lab twin when key is absent (for messages about the value). */
+cs *dk_given(const cs *g, const char *key, const char *lab);
 /* n0 from simulation.n0, else from the first laser's lambda0 (before any lab key is read). */
 void dk_lab_reference(dk_ctx *c, const cs *root);
 /* Normalised units per um and per fs (0 when n0 is unknown). */
 double dk_lab_um(const dk_ctx *c);
 double dk_lab_fs(const dk_ctx *c);
+/* Which of the n alternatives of g is given: its index, -1 for none (reported when req), -2
+ * after reporting two given, or a lab twin that cannot be converted. */
+int dk_alt_which(dk_ctx *c, const cs *g, const dk_alt *alt, int n, int req);
 /* At most one of the n alternatives of g (exactly one when req): its value into *v (dim
  * values for the vector form); the alternative's index + 1, 0 when absent, -1 reported. */
 int dk_num_alt(dk_ctx *c, const cs *g, const dk_alt *alt, int n, double *v, int kind, int req);

@@ -92,10 +92,11 @@ static void check_clusters(dk_ctx *c, const cs *root)
 static void check_ranges(dk_ctx *c, const cs *root)
 {
     const deck *d = c->d;
-    const cs *dx = elem(root, "grid", -1, "dx"); /* dx, dy themselves: parse_grid */
+    /* dx, dy themselves: parse_grid */
+    const cs *dx = dk_given(elem(root, "grid", -1, NULL), "dx", "dx_um");
     dk_float_range(c, dx, "box length nx dx", d->nx * d->dx, 0);
     dk_float_range(c, dx, "box length ny dy", d->ny * d->dy, 0);
-    dk_float_range(c, elem(root, "time", -1, "dt"), "dt", d->dt, 0);
+    dk_float_range(c, dk_given(elem(root, "time", -1, NULL), "dt", "dt_fs"), "dt", d->dt, 0);
     for (int k = 0; k < 3; k++) {
         dk_float_range(c, elem(root, "fields", -1, "external"), "external E", d->ext_E[k], 1);
         dk_float_range(c, elem(root, "fields", -1, "external"), "external B", d->ext_B[k], 1);
@@ -116,13 +117,14 @@ static void check_ranges(dk_ctx *c, const cs *root)
     for (int l = 0; l < d->nlasers; l++) {
         const deck_laser *L = &d->lasers[l];
         const cs *g = elem(root, "lasers", l, NULL);
-        dk_float_range(c, dk_member(g, "a0"), "a0", L->a0, 0);
-        dk_float_range(c, dk_member(g, "omega0"), "omega0", L->omega0, 0);
-        dk_float_range(c, dk_member(g, "omega0"), "peak field a0 omega0", L->a0 * L->omega0, 0);
-        dk_float_range(c, dk_member(g, "w0"), "w0", L->w0, 0);
-        dk_float_range(c, dk_member(g, "w0"), "Rayleigh length omega0 w0^2 / 2",
+        dk_float_range(c, dk_given(g, "a0", "intensity"), "a0", L->a0, 0);
+        dk_float_range(c, dk_given(g, "omega0", "lambda0"), "omega0", L->omega0, 0);
+        dk_float_range(c, dk_given(g, "omega0", "lambda0"), "peak field a0 omega0",
+                       L->a0 * L->omega0, 0);
+        dk_float_range(c, dk_given(g, "w0", "w0_um"), "w0", L->w0, 0);
+        dk_float_range(c, dk_given(g, "w0", "w0_um"), "Rayleigh length omega0 w0^2 / 2",
                     0.5 * L->omega0 * L->w0 * L->w0, 0);
-        dk_float_range(c, dk_member(g, "duration"), "duration", L->duration, 0);
+        dk_float_range(c, dk_given(g, "duration", "duration_fs"), "duration", L->duration, 0);
     }
 }
 
@@ -273,7 +275,7 @@ static const char *where(char *buf, size_t len, const double at[3])
 static void check_stability(dk_ctx *c, const cs *root, double peak[][3])
 {
     const deck *d = c->d;
-    const cs *dt = elem(root, "time", -1, "dt");
+    const cs *dt = dk_given(elem(root, "time", -1, NULL), "dt", "dt_fs");
     double wp2 = 0.0, top = 0.0;
     int ts = -1;
     char at[96];
@@ -358,7 +360,8 @@ static void check_edges(dk_ctx *c, const cs *root)
     for (int k = 0; k < 4; k++) {
         if (d->fbnd[k] == FBND_PERIODIC || (k == SIDE_XMAX && d->window_enabled))
             continue;
-        const int n = k >= SIDE_YMIN ? d->ny : d->nx, pml = d->fbnd[k] == FBND_PML ? d->pml_cells : 0;
+        const int n = k >= SIDE_YMIN ? d->ny : d->nx;
+        const int pml = d->fbnd[k] == FBND_PML ? d->pml_cells : 0;
         int depth = pml, las = -1;
         for (int l = 0; l < d->nlasers; l++) {
             laser_src src;

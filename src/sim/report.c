@@ -359,10 +359,12 @@ void report_scales(const deck *d, FILE *o)
     out_units u;
     h5out_units(d->n0, &u);
     const double um = u.length * 1e6, fs = u.time * 1e15;
-    fprintf(o, "# SI scales for n0 = %.6g cm^-3: omega_p = %.4g rad/s, 1/omega_p = %.4g fs, "
+    const int nc = d->nlasers > 0 && d->lasers[0].omega0 == 1.0; /* n0 from lambda0 */
+    fprintf(o, "# SI scales for n0 = %.6g cm^-3%s: omega_p = %.4g rad/s, 1/omega_p = %.4g fs, "
                "c/omega_p = %.4g um,\n#   E0 = m_e c omega_p/e = %.4g V/m, "
                "B0 = m_e omega_p/e = %.4g T\n",
-            d->n0, 1.0 / u.time, fs, um, u.e, u.b);
+            d->n0, nc ? " (the critical density of laser 0)" : "", 1.0 / u.time, fs, um, u.e,
+            u.b);
     fprintf(o, "# box %.4g x %.4g um (cells %.4g x %.4g nm), dt = %.4g fs, %ld steps = %.4g fs\n",
             d->nx * d->dx * um, d->ny * d->dy * um, d->dx * um * 1e3, d->dy * um * 1e3,
             d->dt * fs, d->steps, d->steps * d->dt * fs);
