@@ -135,3 +135,22 @@ def test_lab_deck_runs_like_its_normalised_twin(tmp_path):
                 assert np.array_equal(fa[key][()], fb[key][()]), key
         key = "/data/30/meshes/rho_e"
         assert np.array_equal(fa[key][()], fb[key][()]) and fa[key][()].min() < 0
+
+
+def test_the_documented_lab_deck_checks_clean(tmp_path):
+    """docs/deck.md's example in lab units: accepted, its plasma clear of the layers and the
+    source plane, with the a0 of 5e18 W/cm^2 at 0.8 um and 5e19 cm^-3 in n_c (a 10 eV plasma
+    on this grid is warned of grid heating, as it should be)."""
+    text = open(os.path.join(ROOT, "docs", "deck.md")).read()
+    block = re.search(r"```\n(grid = \{ cells = \[1024.*?)```", text, re.S).group(1)
+    p = tmp_path / "doc.cfg"
+    p.write_text(block)
+    res = empic("--check", str(p))
+    assert res.returncode == 0 and "has density" not in res.stderr, res.stderr
+    w = 2 * math.pi * C / 0.8e-6
+    a0 = E * math.sqrt(2 * 5.0e22 / (C * EPS0)) / (ME * C * w)
+    assert float(re.search(r"\{ a0 = ([0-9.e+-]+);", res.stdout).group(1)) == \
+        pytest.approx(a0, rel=1e-13)
+    assert "a0 = %.4g, I = 5e+18 W/cm^2 (linear)" % a0 in res.stdout
+    nc = EPS0 * ME * w * w / E**2 * 1e-6
+    assert "= %.4g n_c" % (5e19 / nc) in res.stdout
