@@ -88,9 +88,12 @@ static void test_conversions(void)
 #define GRID_LAB "grid = { cells = [64, 32]; dx_um = [0.05, 0.1]; };\n"
 #define PML "fields = { boundary = { xmin = \"pml\"; xmax = \"pml\"; ymin = \"periodic\"; " \
             "ymax = \"periodic\"; }; pml = { cells = 8; }; };\n"
+#define WINDOW "fields = { boundary = { xmin = \"pml\"; xmax = \"pml\"; ymin = \"periodic\"; " \
+               "ymax = \"periodic\"; }; pml = { cells = 8; };\n" \
+               "  moving_window = { enabled = true; t_start_fs = 30.0; }; };\n"
 
 static const char *LAB =
-    "simulation = { n0 = 1.0e19; };\n" GRID_LAB "time = { dt_fs = 0.05; tmax_fs = 2.0; };\n" PML
+    "simulation = { n0 = 1.0e19; };\n" GRID_LAB "time = { dt_fs = 0.05; tmax_fs = 2.0; };\n" WINDOW
     "lasers = ( { lambda0 = 0.8; intensity = 2.14e18; w0_um = 2.0; duration_fs = 5.0;\n"
     "             focus_um = 1.5; center_um = 1.6; envelope = \"flattop\"; ramp_fs = 1.0; },\n"
     "           { lambda0 = 0.4; intensity = 1.0e19; polarization = \"circular\"; w0 = 1.0;\n"
@@ -114,6 +117,7 @@ static void test_lab_deck(void)
     CU_ASSERT(close_to(d.dx, 0.05 / um, 1e-12) && close_to(d.dy, 0.1 / um, 1e-12));
     CU_ASSERT(close_to(d.dt, 0.05 / fs, 1e-12));
     CU_ASSERT_EQUAL(d.steps, 40);
+    CU_ASSERT(close_to(d.window_t_start, 30.0 / fs, 1e-12));
     const deck_laser *L = &d.lasers[0], *M = &d.lasers[1];
     CU_ASSERT(close_to(L->omega0, sqrt(nc08 / 1e19), 1e-12));
     CU_ASSERT(close_to(M->omega0, 2 * sqrt(nc08 / 1e19), 1e-12));

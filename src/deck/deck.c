@@ -24,7 +24,7 @@ static const char *const FIELD_KEYS[] = {"boundary", "pml", "filter", "external"
 static const char *const PML_KEYS[] = {"cells", NULL};
 static const char *const FILTER_KEYS[] = {"passes", "compensate", NULL};
 static const char *const EXT_KEYS[] = {"E", "B", NULL};
-static const char *const WIN_KEYS[] = {"enabled", "t_start", NULL};
+static const char *const WIN_KEYS[] = {"enabled", "t_start", "t_start_fs", NULL};
 static const char *const LASER_KEYS[] = {"a0", "intensity", "omega0", "lambda0", "polarization",
                                          "w0", "w0_um", "focus", "focus_um", "center",
                                          "center_um", "duration", "duration_fs", "envelope",
@@ -211,7 +211,9 @@ static void parse_fields(dk_ctx *c, const cs *root)
     if ((s = dk_group(c, g, "moving_window", 0))) {
         dk_keys(c, s, WIN_KEYS);
         dk_bool(c, s, "enabled", &d->window_enabled);
-        dk_num(c, s, "t_start", &d->window_t_start, DK_NONNEG, 0);
+        const dk_alt ts[] = {{"t_start", "1/omega_p", 1, NULL},
+                             {"t_start_fs", "fs", dk_lab_fs(c), NULL}};
+        dk_num_alt(c, s, ts, 2, &d->window_t_start, DK_NONNEG, 0);
         if (d->window_enabled && d->fbnd[SIDE_XMIN] == FBND_PERIODIC)
             dk_report(c, s, "enabled", "the window moves along x but fields.boundary.xmin/xmax "
                       "are \"periodic\"; expected \"pml\" or \"mur\" in x");
