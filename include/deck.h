@@ -57,6 +57,10 @@ typedef struct deck_laser {
     double w0, focus, center, duration, phase;
     int envelope;                      /* enum deck_envelope */
     double ramp;                       /* flat-top: rise/fall time (default duration/4) */
+    int profile;                       /* enum deck_lprofile, transverse */
+    double order;                      /* supergaussian: exp(-|r/w|^order), default 4 */
+    double edge;                       /* flattop: width of the cos^2 edge beyond w0
+                                          (0: a hard edge) */
     int boundary;                      /* enum deck_side, launching side */
 } deck_laser;
 
@@ -83,9 +87,10 @@ typedef struct deck {
     char name[DECK_NAME_MAX];
     int backend;                       /* enum deck_backend */
     unsigned long long seed;
-    double n0;                         /* reference density, cm^-3 (SI factors of the output;
-                                          the physical scale of collisions) */
-    int n0_given;                      /* simulation.n0 is in the deck (collisions need it) */
+    double n0;                         /* reference density, cm^-3 (SI factors of the output,
+                                          lab keys, the physical scale of collisions) */
+    int n0_given;                      /* simulation.n0 is in the deck, or a laser's lambda0
+                                          set it (collisions need one) */
     double wall_time;                  /* wall-clock limit of one process in s (0 = none):
                                           checkpoint and stop before it */
     /* grid */

@@ -1,6 +1,6 @@
-/* laser.h - the incident laser field, shared by both backends: a 2D Gaussian beam with a
- * temporal envelope, evaluated where the source plane needs it (double precision: the
- * carrier phase omega0 t grows large).
+/* laser.h - the incident laser field, shared by both backends: a 2D Gaussian beam (or a
+ * super-Gaussian or flat-top transverse profile) with a temporal envelope, evaluated where
+ * the source plane needs it (double precision: the carrier phase omega0 t grows large).
  *
  * Coordinates of a beam: xi = distance from the launching boundary along the propagation
  * direction, r = the transverse in-plane coordinate (y for a beam along x, x for a beam
@@ -12,6 +12,14 @@
  *   circular: (E1, E2) = A (cos phi, sin phi)   (|E| = a0 omega0 at the peak, as for linear),
  * where E1 is the in-plane transverse component (Ey for a beam along x, Ex along y), E2 = Ez
  * and theta the polarisation angle from the in-plane axis toward z.
+ *
+ * Transverse profiles: the Gaussian's exp(-(r - rc)^2/w^2) is replaced, with a = |r - rc|/w,
+ *   supergaussian: exp(-a^N), N = order (2: the Gaussian);
+ *   flattop:       1 for a <= 1, cos^2(pi (|r - rc| - w) / (2 e)) over an edge of width
+ *                  e = edge w/w0 beyond it, 0 further out (edge 0: a hard edge).
+ * These are imposed at the source plane (the grid propagates them on); amplitude factor
+ * sqrt(w0/w), phase fronts and Gouy phase stay the Gaussian beam's of the same w0, so a
+ * focus away from the plane converges the beam as a lens of that focal length would.
  *
  * Envelopes of the field (duration D = full width at half maximum of env, starting at 0 at
  * tau = 0 on the launching boundary):
@@ -26,6 +34,7 @@
 #include <math.h>
 
 enum laser_env { LASER_SIN2 = 0, LASER_GAUSSIAN, LASER_FLATTOP }; /* as enum deck_envelope */
+enum laser_prof { LASER_GAUSSIAN_BEAM = 0, LASER_SUPERGAUSSIAN, LASER_FLATTOP_BEAM };
 
 typedef struct {
     double amp;          /* a0 omega0 (peak field) */
@@ -37,6 +46,8 @@ typedef struct {
     double phase;
     int envelope;        /* enum laser_env */
     double duration, ramp;
+    int profile;         /* enum laser_prof */
+    double order, edge;  /* supergaussian: order; flattop: edge width at the waist */
 } laser_beam;
 
 /* Envelope at retarded time tau. */
@@ -73,6 +84,25 @@ EMPIC_HD double laser_length(const laser_beam *L)
                                           : 2.0 * L->duration;
 }
 
+/* Transverse amplitude profile at distance dr from the axis where the beam's 1/e radius
+ * squared is w2 (the Gaussian's exp(-dr^2/w2) as before profiles came). */
+EMPIC_HD double laser_transverse(const laser_beam *L, double dr, double w2)
+{
+    const double pi = 3.14159265358979323846;
+    if (L->profile == LASER_GAUSSIAN_BEAM)
+        return exp(-dr * dr / w2);
+    const double w = sqrt(w2), a = fabs(dr);
+    if (L->profile == LASER_SUPERGAUSSIAN)
+        return exp(-pow(a / w, L->order));
+    const double e = L->edge * w / L->w0;
+    if (a <= w)
+        return 1.0;
+    if (a >= w + e)
+        return 0.0;
+    const double c = cos(0.5 * pi * (a - w) / e);
+    return c * c;
+}
+
 /* The transverse field (E1, E2) at (xi, r) and time t. */
 EMPIC_HD void laser_field(const laser_beam *L, double xi, double r, double t, double *e1,
                           double *e2)
@@ -84,7 +114,7 @@ EMPIC_HD void laser_field(const laser_beam *L, double xi, double r, double t, do
     }
     double z = xi - L->xi_focus, xr = L->xr, dr = r - L->center;
     double w2 = L->w0 * L->w0 * (1.0 + z * z / (xr * xr));
-    double amp = L->amp * env * sqrt(L->w0 / sqrt(w2)) * exp(-dr * dr / w2);
+    double amp = L->amp * env * sqrt(L->w0 / sqrt(w2)) * laser_transverse(L, dr, w2);
     double phi = L->omega0 * (t - xi) - 0.5 * L->omega0 * dr * dr * z / (z * z + xr * xr) +
                  0.5 * atan(z / xr) + L->phase;
     if (L->circular) {

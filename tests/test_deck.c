@@ -30,7 +30,10 @@ static const char *GOOD =
     "lasers = ( { a0 = 2.0; omega0 = 10.0; polarization = 0.3; w0 = 4.0; focus = 2.0;\n"
     "             center = 6.4; duration = 6.0; envelope = \"gaussian\"; phase = 0.1; },\n"
     "           { a0 = 1; omega0 = 5; polarization = \"circular\"; w0 = 3; duration = 8;\n"
-    "             envelope = \"flattop\"; boundary = \"xmax\"; } );\n"
+    "             envelope = \"flattop\"; boundary = \"xmax\"; profile = \"flattop\";\n"
+    "             edge = 0.5; },\n"
+    "           { a0 = 1; omega0 = 5; w0 = 3; duration = 8; boundary = \"xmax\";\n"
+    "             profile = \"supergaussian\"; order = 6; } );\n"
     "species = (\n"
     "  { name = \"electrons\"; charge = -1.0; ppc = [3, 2];\n"
     "    density = { profile = \"expr\"; expr = \"1+0.5*sin(2*pi*x/10)\"; n = 2; };\n"
@@ -140,6 +143,7 @@ static void assert_same(deck *a, deck *b)
         CU_ASSERT(p->center == q->center && p->duration == q->duration && p->phase == q->phase);
         CU_ASSERT(p->envelope == q->envelope && p->ramp == q->ramp);
         CU_ASSERT(p->boundary == q->boundary);
+        CU_ASSERT(p->profile == q->profile && p->order == q->order && p->edge == q->edge);
     }
     CU_ASSERT_EQUAL_FATAL(a->nspecies, b->nspecies);
     for (int i = 0; i < a->nspecies; i++) {
@@ -205,7 +209,10 @@ static void test_roundtrip(void)
     CU_ASSERT(a.nx == 128 && a.ny == 64 && a.dy == 0.2 && a.cluster[0] == 8);
     CU_ASSERT(a.backend == BACKEND_CPU && a.seed == 7 && a.steps == 100);
     CU_ASSERT(a.fbnd[SIDE_XMIN] == FBND_PML && a.fbnd[SIDE_XMAX] == FBND_MUR);
-    CU_ASSERT(a.nlasers == 2 && a.lasers[1].circular && a.lasers[1].ramp == 2.0);
+    CU_ASSERT(a.nlasers == 3 && a.lasers[1].circular && a.lasers[1].ramp == 2.0);
+    CU_ASSERT(a.lasers[0].profile == LPROF_GAUSSIAN && a.lasers[1].profile == LPROF_FLATTOP);
+    CU_ASSERT(a.lasers[1].edge == 0.5 && a.lasers[2].profile == LPROF_SUPERGAUSSIAN);
+    CU_ASSERT(a.lasers[2].order == 6.0);
     CU_ASSERT(a.lasers[1].boundary == SIDE_XMAX && a.lasers[1].focus == 12.8);
     CU_ASSERT(a.lasers[1].center == 6.4 && a.lasers[0].envelope == ENV_GAUSSIAN);
     CU_ASSERT(a.nspecies == 2 && a.species[1].mass == 1836 && a.species[1].immobile);
@@ -334,6 +341,17 @@ static void test_broken(void)
     expect_fail(GRID TIME "diagnostic = { };\n", "diagnostic", "did you mean 'diagnostics'?");
     expect_fail(GRID TIME "fields = { boundary = { xmin = \"pmll\"; xmax = \"pml\"; }; };\n",
                 "fields.boundary.xmin", "did you mean 'pml'?");
+    /* transverse laser profiles: keys of one profile only, orders from 2 */
+#define LASER_PML "fields = { boundary = { xmin = \"pml\"; xmax = \"pml\"; }; };\n" \
+                  "lasers = ( { a0 = 1; omega0 = 5; w0 = 3; duration = 8; "
+    expect_fail(GRID TIME LASER_PML "order = 4; } );\n", "lasers[0].order: applies only to "
+                "profile = \"supergaussian\"; this laser's profile is \"gaussian\"", NULL);
+    expect_fail(GRID TIME LASER_PML "profile = \"supergaussian\"; edge = 1.0; } );\n",
+                "lasers[0].edge: applies only to profile = \"flattop\"", NULL);
+    expect_fail(GRID TIME LASER_PML "profile = \"supergaussian\"; order = 1.5; } );\n",
+                "lasers[0].order: got 1.5; expected an order from 2", NULL);
+    expect_fail(GRID TIME LASER_PML "profile = \"tophat\"; } );\n", "lasers[0].profile",
+                "expected one of: gaussian, supergaussian, flattop");
     /* time step above the Courant limit (0.0707 for dx = dy = 0.1) */
     expect_fail(GRID "time = { dt = 0.071; steps = 10; };\n", "time.dt", "Courant limit 0.0707");
     /* ppc, formulas, types, cells */

@@ -550,13 +550,15 @@ static void laser_pml_deck(deck *d, int backend, const char *tag)
     out_dir(d, backend, tag);
 }
 
-/* A circularly polarised laser from ymax in vacuum, Mur on all sides. */
+/* A circularly polarised super-Gaussian laser from ymax in vacuum, Mur on all sides. */
 static void laser_mur_deck(deck *d, int backend, const char *tag)
 {
     tu_deck(d, 64, 128, 0.1, 0.05, 0);
     set_sides(d, FBND_MUR, FBND_MUR, 0);
     deck_laser *L = laser_of(d, SIDE_YMAX);
     L->circular = 1;
+    L->profile = LPROF_SUPERGAUSSIAN;
+    L->order = 6;
     out_dir(d, backend, tag);
 }
 
@@ -868,7 +870,7 @@ int main(void)
     CU_add_test(s, "warm plasma: Gauss and energies", test_warm_plasma);
     CU_add_test(s, "overflowing clusters are re-laid", test_rearrangement);
     CU_add_test(s, "laser in vacuum, PML sides", test_laser_pml);
-    CU_add_test(s, "circular laser from ymax, Mur sides", test_laser_mur);
+    CU_add_test(s, "circular super-Gaussian laser from ymax, Mur sides", test_laser_mur);
     CU_add_test(s, "reflecting and absorbing walls", test_walls);
     CU_add_test(s, "a thermal wall", test_thermal_wall);
     CU_add_test(s, "moving window with injection", test_window);

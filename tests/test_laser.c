@@ -1,6 +1,6 @@
 /* test_laser.c - laser-plasma physics of the CPU backend: PML reflection, Gaussian beam
- * waist/focus/amplitude/polarisation, group velocity in plasma, the moving window, particle
- * walls and the linear wake wavelength. */
+ * waist/focus/amplitude/polarisation, super-Gaussian and flat-top profiles, group velocity
+ * in plasma, the moving window, particle walls and the linear wake wavelength. */
 #include "emf.h"
 #include "fbnd.h"
 #include "pbnd.h"
@@ -313,6 +313,77 @@ static void test_gaussian_beam(void)
     CU_ASSERT(fabs(ratio / tan(theta) - 1) < 0.01);
     CU_ASSERT(corr > 0.999);
     avg_free(&a);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Transverse profiles at the source plane: sqrt(2 <Ey^2>) two cells past the plane of a long
+ * beam focused on the plane against a0 omega0 f(|y - yc|/w0), f computed here:
+ * super-Gaussian exp(-a^N), flat-top 1 inside w0 with a cos^2 edge of width e beyond. The
+ * grid smooths what varies within a wavelength (near-field diffraction: 3.5 % off at an edge
+ * of one wavelength), so the edges here are smooth; the hard edge is checked on laser_field. */
+static double profile_formula(int profile, double order, double edge, double a, double w0)
+{
+    if (profile == LPROF_SUPERGAUSSIAN)
+        return exp(-pow(a, order));
+    if (profile == LPROF_FLATTOP) {
+        double r = a * w0 - w0; /* beyond the flat part */
+        return r <= 0 ? 1.0 : r >= edge ? 0.0 : pow(cos(M_PI / 2 * r / edge), 2);
+    }
+    return exp(-a * a);
+}
+
+static void test_transverse_profiles(void)
+{
+    const double w = 2 * M_PI, dx = 1.0 / 24, a0 = 0.5, w0 = 2.5;
+    const int nx = 120, ny = 240, plane = 16 + 2, probe = plane + 2;
+    const int prof[3] = {LPROF_SUPERGAUSSIAN, LPROF_FLATTOP, LPROF_SUPERGAUSSIAN};
+    const double order[3] = {4, 0, 6}, edge[3] = {0, 2.0, 0};
+    for (int k = 0; k < 3; k++) {
+        deck d;
+        tu_deck(&d, nx, ny, dx, dx / 2, 0);
+        d.cluster[0] = d.cluster[1] = 24;
+        d.energy_every = 0;
+        set_fbnd(&d, FBND_PML, FBND_PML);
+        deck_laser *L = add_laser(&d, a0, w, w0, plane * dx, 0.5 * ny * dx, 1000.0,
+                                  ENV_FLATTOP);
+        L->ramp = 2.0;
+        L->profile = prof[k];
+        L->order = order[k];
+        L->edge = edge[k];
+        beam_avg a;
+        beam_run(&d, &a, probe * dx + L->ramp + 1.0);
+        double worst = 0, inside = 0;
+        for (int j = 20; j < ny - 20; j++) {
+            double y = j * dx, r = fabs(y - 0.5 * ny * dx) / w0;
+            double amp = sqrt(2 * a.eyy[(size_t)j * nx + probe]) / (a0 * w);
+            double want = profile_formula(prof[k], order[k], edge[k], r, w0);
+            worst = fmax(worst, fabs(amp - want));
+            if (prof[k] == LPROF_FLATTOP && r < 0.9)
+                inside = fmax(inside, fabs(amp - 1));
+        }
+        printf(" [%s order %g edge %g: |amplitude/(a0 w0) - f| <= %.4f, on the flat %.4f] ",
+               prof[k] == LPROF_FLATTOP ? "flattop" : "supergaussian", order[k], edge[k],
+               worst, inside);
+        CU_ASSERT(worst < 0.015);
+        CU_ASSERT(inside < 0.005);
+        avg_free(&a);
+    }
+    /* laser_field at the focal plane against the formulas, the hard flat-top edge included */
+    laser_beam b = {.amp = 2.0, .omega0 = w, .w0 = w0, .xr = 0.5 * w * w0 * w0, .xi_focus = 1.0,
+                    .center = 5.0, .c1 = 1.0, .envelope = LASER_FLATTOP, .duration = 100,
+                    .ramp = 1.0, .profile = LASER_FLATTOP_BEAM, .edge = 0.0};
+    double e1, e2;
+    const double t = 1.0 + 10.0; /* tau = 10: on the flat top, omega0 tau = 20 pi */
+    laser_field(&b, 1.0, 5.0 + 0.999 * w0, t, &e1, &e2);
+    CU_ASSERT(fabs(e1 - 2.0) < 1e-9);
+    laser_field(&b, 1.0, 5.0 - 1.001 * w0, t, &e1, &e2);
+    CU_ASSERT(e1 == 0.0 && e2 == 0.0);
+    b.profile = LASER_SUPERGAUSSIAN;
+    b.order = 6;
+    for (double r = 0; r < 2 * w0; r += 0.37) {
+        laser_field(&b, 1.0, 5.0 + r, t + 0.01, &e1, &e2);
+        CU_ASSERT(fabs(e1 - 2.0 * exp(-pow(r / w0, 6)) * cos(w * 10.01)) < 1e-9);
+    }
 }
 
 /* Circular polarisation: a plane-wave-like beam (w0 much wider than the periodic box) has
@@ -739,6 +810,8 @@ int main(void)
     CU_pSuite s = CU_add_suite("laser", NULL, NULL);
     CU_add_test(s, "PML reflection, normal and oblique", test_pml_reflection);
     CU_add_test(s, "Gaussian beam in vacuum: waist, focus, peak, polarisation", test_gaussian_beam);
+    CU_add_test(s, "super-Gaussian and flat-top profiles at the source plane",
+                test_transverse_profiles);
     CU_add_test(s, "circular polarisation", test_circular);
     CU_add_test(s, "lasers from xmax, ymin, ymax", test_laser_sides);
     CU_add_test(s, "laser group velocity in plasma", test_group_velocity);

@@ -18,25 +18,29 @@ static const char *const ROOT_KEYS[] = {"constants", "simulation", "grid", "time
                                         "lasers", "species", "collisions", "diagnostics",
                                         "parallel", NULL};
 static const char *const SIM_KEYS[] = {"name", "backend", "seed", "n0", "wall_time", NULL};
-static const char *const GRID_KEYS[] = {"cells", "dx", "cluster", "slack", NULL};
+static const char *const GRID_KEYS[] = {"cells", "dx", "dx_um", "cluster", "slack", NULL};
 static const char *const PARALLEL_KEYS[] = {"ranks", NULL};
-static const char *const TIME_KEYS[] = {"dt", "steps", "tmax", NULL};
+static const char *const TIME_KEYS[] = {"dt", "dt_fs", "steps", "tmax", "tmax_fs", NULL};
 static const char *const FIELD_KEYS[] = {"boundary", "pml", "filter", "external",
                                          "moving_window", NULL};
 static const char *const PML_KEYS[] = {"cells", NULL};
 static const char *const FILTER_KEYS[] = {"passes", "compensate", NULL};
 static const char *const EXT_KEYS[] = {"E", "B", NULL};
-static const char *const WIN_KEYS[] = {"enabled", "t_start", NULL};
-static const char *const LASER_KEYS[] = {"a0", "omega0", "polarization", "w0", "focus", "center",
-                                         "duration", "envelope", "ramp", "boundary", "phase",
-                                         NULL};
+static const char *const WIN_KEYS[] = {"enabled", "t_start", "t_start_fs", NULL};
+static const char *const LASER_KEYS[] = {"a0", "intensity", "omega0", "lambda0", "polarization",
+                                         "w0", "w0_um", "focus", "focus_um", "center",
+                                         "center_um", "duration", "duration_fs", "envelope",
+                                         "ramp", "ramp_fs", "boundary", "phase", "profile",
+                                         "order", "edge", "edge_um", NULL};
 static const char *const SPECIES_KEYS[] = {"name", "charge", "mass", "ppc", "immobile",
                                            "density", "momentum", "boundary", "element",
                                            "ionization", NULL};
 static const char *const ION_KEYS[] = {"model", "electrons", "max_charge", NULL};
 static const char *const ION_MODELS[] = {"adk", NULL};
-static const char *const DENS_KEYS[] = {"profile", "n", "x", "fx", "y", "fy", "expr", NULL};
-static const char *const MOM_KEYS[] = {"thermal", "drift", NULL};
+static const char *const DENS_KEYS[] = {"profile", "n", "n_cm3", "n_nc", "x", "fx", "y", "fy",
+                                        "x_um", "y_um", "expr", NULL};
+static const char *const MOM_KEYS[] = {"thermal", "temperature_eV", "temperature_keV", "drift",
+                                       NULL};
 static const char *const DIAG_KEYS[] = {"output", "energy", "fields", "particles", "checkpoint",
                                         "phasespace", "tracks", NULL};
 static const char *const EVERY_KEYS[] = {"every", NULL};
@@ -109,7 +113,8 @@ static void parse_grid(dk_ctx *c, const cs *root)
         return;
     dk_keys(c, g, GRID_KEYS);
     int okc = dk_ivec(c, g, "cells", cells, 2, 1, 32767, 1) > 0;
-    int okd = dk_vec(c, g, "dx", dx, 2, DK_POS, 1) > 0;
+    const dk_alt dxa[] = {{"dx", "c/omega_p", 1, NULL}, {"dx_um", "um", dk_lab_um(c), NULL}};
+    int okd = dk_vec_alt(c, g, dxa, 2, dx, 2, DK_POS, 1) > 0;
     dk_ivec(c, g, "cluster", d->cluster, 2, 3, 32767, 0);
     if (dk_num(c, g, "slack", &d->slack, DK_NONNEG, 0) > 0 && !(d->slack < 1))
         dk_report(c, dk_member(g, "slack"), NULL, "got %g; expected a free fraction in [0, 1)",
@@ -119,8 +124,8 @@ static void parse_grid(dk_ctx *c, const cs *root)
     d->dx = dx[0];
     d->dy = dx[1];
     if (okd) /* before the Courant limit is computed from them */
-        okd = !dk_float_range(c, dk_member(g, "dx"), "dx", dx[0], 0) &
-              !dk_float_range(c, dk_member(g, "dx"), "dy", dx[1], 0);
+        okd = !dk_float_range(c, dk_given(g, "dx", "dx_um"), "dx", dx[0], 0) &
+              !dk_float_range(c, dk_given(g, "dx", "dx_um"), "dy", dx[1], 0);
     c->box_ok = okc && okd;
 }
 
@@ -142,16 +147,21 @@ static void parse_time(dk_ctx *c, const cs *root)
     if (!g)
         return;
     dk_keys(c, g, TIME_KEYS);
-    int okdt = dk_num(c, g, "dt", &d->dt, DK_POS, 1) > 0;
+    const double fs = dk_lab_fs(c);
+    const dk_alt dta[] = {{"dt", "1/omega_p", 1, NULL}, {"dt_fs", "fs", fs, NULL}};
+    const dk_alt tma[] = {{"tmax", "1/omega_p", 1, NULL}, {"tmax_fs", "fs", fs, NULL}};
+    int okdt = dk_num_alt(c, g, dta, 2, &d->dt, DK_POS, 1) > 0;
     const cs *ss = dk_member(g, "steps"), *st = dk_member(g, "tmax");
+    st = st ? st : dk_member(g, "tmax_fs");
     double tmax = 0;
     if (ss && st) {
-        dk_report(c, st, NULL, "given together with steps; expected exactly one of steps, tmax");
+        dk_report(c, st, NULL, "given together with steps; expected exactly one of steps, tmax "
+                  "(or tmax_fs)");
     } else if (!ss && !st) {
         dk_report(c, g, NULL, "neither steps nor tmax given; expected exactly one of them");
     } else if (ss) {
         DK_INT(g, "steps", d->steps, 0, LONG_MAX, 1);
-    } else if (dk_num(c, g, "tmax", &tmax, DK_NONNEG, 1) > 0 && okdt) {
+    } else if (dk_num_alt(c, g, tma, 2, &tmax, DK_NONNEG, 1) > 0 && okdt) {
         double n = ceil(tmax / d->dt - 1e-9);
         if (n > 1e15)
             dk_report(c, st, NULL, "tmax/dt = %g steps; expected fewer than 1e15", n);
@@ -162,7 +172,7 @@ static void parse_time(dk_ctx *c, const cs *root)
         /* at the limit (within rounding of it) the Yee scheme's grid-scale modes grow */
         double lim = deck_courant_dt(d->dx, d->dy);
         if (!(d->dt < DECK_COURANT_MARGIN * lim))
-            dk_report(c, dk_member(g, "dt"), NULL, "%.12g is %s the Courant limit %.9g = "
+            dk_report(c, dk_given(g, "dt", "dt_fs"), NULL, "%.12g is %s the Courant limit %.9g = "
                       "1/sqrt(1/dx^2 + 1/dy^2) for dx = %g, dy = %g (dt/limit = %.7g); the "
                       "fields are unstable there; expected dt < %.9g (0.1 %% below the limit; "
                       "e.g. %.6g)", d->dt, d->dt < lim ? "within 0.1 % of" : "not below", lim,
@@ -206,11 +216,34 @@ static void parse_fields(dk_ctx *c, const cs *root)
     if ((s = dk_group(c, g, "moving_window", 0))) {
         dk_keys(c, s, WIN_KEYS);
         dk_bool(c, s, "enabled", &d->window_enabled);
-        dk_num(c, s, "t_start", &d->window_t_start, DK_NONNEG, 0);
+        const dk_alt ts[] = {{"t_start", "1/omega_p", 1, NULL},
+                             {"t_start_fs", "fs", dk_lab_fs(c), NULL}};
+        dk_num_alt(c, s, ts, 2, &d->window_t_start, DK_NONNEG, 0);
         if (d->window_enabled && d->fbnd[SIDE_XMIN] == FBND_PERIODIC)
             dk_report(c, s, "enabled", "the window moves along x but fields.boundary.xmin/xmax "
                       "are \"periodic\"; expected \"pml\" or \"mur\" in x");
     }
+}
+
+/* The transverse profile: "gaussian", "supergaussian" with its order, "flattop" with its edge. */
+static void parse_laser_profile(dk_ctx *c, const cs *g, deck_laser *L)
+{
+    const dk_alt e[] = {{"edge", "c/omega_p", 1, NULL}, {"edge_um", "um", dk_lab_um(c), NULL}};
+    const char *key[3] = {"order", "edge", "edge_um"};
+    const int want[3] = {LPROF_SUPERGAUSSIAN, LPROF_FLATTOP, LPROF_FLATTOP};
+    L->profile = LPROF_GAUSSIAN;
+    L->order = 4;
+    dk_enum(c, g, "profile", DK_LPROFILES, &L->profile);
+    for (int i = 0; i < 3; i++)
+        if (dk_member(g, key[i]) && L->profile != want[i])
+            dk_report(c, dk_member(g, key[i]), NULL, "applies only to profile = \"%s\"; this "
+                      "laser's profile is \"%s\"", DK_LPROFILES[want[i]],
+                      DK_LPROFILES[L->profile]);
+    if (dk_num(c, g, "order", &L->order, DK_POS, 0) > 0 && !(L->order >= 2 && L->order <= 100))
+        dk_report(c, dk_member(g, "order"), NULL, "got %g; expected an order from 2 (a "
+                  "Gaussian) to 100 (4 to 10 for the usual super-Gaussian)", L->order);
+    if (L->profile == LPROF_FLATTOP)
+        dk_num_alt(c, g, e, 2, &L->edge, DK_NONNEG, 0);
 }
 
 static void parse_laser(dk_ctx *c, const cs *g, deck_laser *L)
@@ -219,10 +252,7 @@ static void parse_laser(dk_ctx *c, const cs *g, deck_laser *L)
     dk_keys(c, g, LASER_KEYS);
     L->envelope = ENV_SIN2;
     L->boundary = SIDE_XMIN;
-    dk_num(c, g, "a0", &L->a0, DK_POS, 1);
-    dk_num(c, g, "omega0", &L->omega0, DK_POS, 1);
-    dk_num(c, g, "w0", &L->w0, DK_POS, 1);
-    int okdur = dk_num(c, g, "duration", &L->duration, DK_POS, 1) > 0;
+    dk_laser_omega(c, g, L);
     dk_num(c, g, "phase", &L->phase, DK_ANY, 0);
     dk_enum(c, g, "envelope", DK_ENVELOPES, &L->envelope);
     dk_enum(c, g, "boundary", DK_SIDES, &L->boundary);
@@ -237,12 +267,14 @@ static void parse_laser(dk_ctx *c, const cs *g, deck_laser *L)
     } else if (p && dk_num_of(c, p, &L->polarization) == 0) {
         L->circular = 0;
     }
-    const cs *r = dk_member(g, "ramp");
+    dk_laser_lab(c, g, L);
+    parse_laser_profile(c, g, L);
+    const cs *r = dk_member(g, "ramp") ? dk_member(g, "ramp") : dk_member(g, "ramp_fs");
     if (L->envelope == ENV_FLATTOP) {
         L->ramp = L->duration / 4;
-        if (dk_num(c, g, "ramp", &L->ramp, DK_POS, 0) > 0 && okdur && L->ramp > L->duration)
-            dk_report(c, r, NULL, "got %g; expected 0 < ramp <= duration = %g", L->ramp,
-                      L->duration);
+        if (dk_laser_ramp(c, g, L) > 0 && L->duration > 0 && L->ramp > L->duration)
+            dk_report(c, r, NULL, "got %g (normalised); expected 0 < ramp <= duration = %g",
+                      L->ramp, L->duration);
     } else if (r) {
         dk_report(c, r, NULL, "applies only to envelope = \"flattop\"; remove it or change the "
                   "envelope");
@@ -252,13 +284,20 @@ static void parse_laser(dk_ctx *c, const cs *g, deck_laser *L)
     L->focus = !c->box_ok ? 0 : yside ? (L->boundary == SIDE_YMAX ? ly : 0)
                                       : (L->boundary == SIDE_XMAX ? lx : 0);
     L->center = !c->box_ok ? 0 : yside ? lx / 2 : ly / 2;
-    dk_num(c, g, "focus", &L->focus, DK_ANY, 0);
-    dk_num(c, g, "center", &L->center, DK_ANY, 0);
+    dk_laser_place(c, g, L);
 }
 
-/* Piecewise-linear table from the arrays skey/fkey of g (0 when both are absent). */
-static int get_pwl(dk_ctx *c, const cs *g, const char *skey, const char *fkey, deck_pwl *p)
+/* Piecewise-linear table from the arrays skey (or its twin in um, skey_um) and fkey of g (0
+ * when both are absent). */
+static int get_pwl(dk_ctx *c, const cs *g, const char *axis, const char *fkey, deck_pwl *p)
 {
+    char lab[8];
+    snprintf(lab, sizeof lab, "%s_um", axis);
+    const dk_alt alt[] = {{axis, "c/omega_p", 1, NULL}, {lab, "um", dk_lab_um(c), NULL}};
+    const int k = dk_alt_which(c, g, alt, 2, 0);
+    if (k == -2)
+        return -1;
+    const char *skey = k == 1 ? lab : axis;
     const cs *s = dk_member(g, skey), *f = dk_member(g, fkey);
     if (!s && !f)
         return 0;
@@ -300,6 +339,8 @@ static int get_pwl(dk_ctx *c, const cs *g, const char *skey, const char *fkey, d
             ok = 0;
         }
     }
+    for (int i = 0; k == 1 && i < n; i++) /* in um: checked as given, then converted */
+        p->s[i] *= alt[1].scale;
     return ok ? 1 : -1;
 }
 
@@ -307,10 +348,10 @@ static void parse_density(dk_ctx *c, const cs *g, deck_species *sp)
 {
     dk_keys(c, g, DENS_KEYS);
     dk_enum(c, g, "profile", DK_PROFILES, &sp->profile);
-    dk_num(c, g, "n", &sp->n, DK_NONNEG, 0);
-    for (int i = 2; DENS_KEYS[i]; i++) {
+    dk_density_lab(c, g, sp);
+    for (int i = 4; DENS_KEYS[i]; i++) { /* x, fx, y, fy, x_um, y_um: piecewise; expr */
         const cs *s = dk_member(g, DENS_KEYS[i]);
-        int want = i == 6 ? PROFILE_EXPR : PROFILE_PIECEWISE;
+        int want = DENS_KEYS[i + 1] ? PROFILE_PIECEWISE : PROFILE_EXPR;
         if (s && sp->profile != want)
             dk_report(c, s, NULL, "applies only to profile = \"%s\"; this density is \"%s\"",
                       DK_PROFILES[want], DK_PROFILES[sp->profile]);
@@ -331,7 +372,7 @@ static void parse_density(dk_ctx *c, const cs *g, deck_species *sp)
 static void parse_momentum(dk_ctx *c, const cs *g, deck_species *sp)
 {
     dk_keys(c, g, MOM_KEYS);
-    dk_vec(c, g, "thermal", sp->uth, 3, DK_NONNEG, 0);
+    dk_temperature(c, g, sp);
     const cs *s = dk_member(g, "drift");
     if (!s)
         return;
@@ -633,6 +674,7 @@ int deck_load(const char *path, deck *d)
     dk_keys(&c, root, ROOT_KEYS);
     dk_constants(&c, root);
     parse_simulation(&c, root);
+    dk_lab_reference(&c, root);
     parse_grid(&c, root);
     parse_parallel(&c, root);
     parse_time(&c, root);

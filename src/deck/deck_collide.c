@@ -55,7 +55,7 @@ void deck_collide_parse(dk_ctx *c, const cs *root)
     const cs *l = dk_list(c, root, "collisions", DECK_MAX_COLLISIONS, &d->ncollisions);
     if (l && d->ncollisions && !d->n0_given)
         dk_report(c, l, NULL, "collisions need the physical density: expected simulation.n0 "
-                  "(reference density in cm^-3) in the deck");
+                  "(reference density in cm^-3) in the deck, or a laser's lambda0");
     for (int i = 0; l && i < d->ncollisions; i++) {
         const cs *g = config_setting_get_elem(l, (unsigned)i);
         deck_collision *e = &d->collisions[i];

@@ -15,6 +15,7 @@ typedef struct {
     deck *d;
     int nerr;                   /* problems reported so far */
     int box_ok;                 /* grid cells and dx are valid: box-dependent checks may run */
+    int n0_known;               /* simulation.n0 given, or set from a laser's lambda0 */
 } dk_ctx;
 
 enum { DK_ANY, DK_POS, DK_NONNEG };     /* range of a floating-point value */
@@ -88,9 +89,42 @@ void dk_constants(dk_ctx *c, const cs *root);
 /* Replace the names of the constants in formula expr (buffer of n) by their values. */
 void dk_expand(dk_ctx *c, const cs *s, char *expr, size_t n);
 
+/* Keys in lab units (deck_lab.c). One way to give a value: the normalised key (alt[0]) or
+ * a lab twin, whose value times `scale` is the normalised one; scale 0 means the twin cannot
+ * be converted, for want of `need` (NULL: the reference density n0). */
+typedef struct {
+    const char *key, *unit;
+    double scale;
+    const char *need;
+} dk_alt;
+/* Member key of g, or its lab twin when key is absent (for messages about the value). */
+cs *dk_given(const cs *g, const char *key, const char *lab);
+/* n0 from simulation.n0, else from the first laser's lambda0 (before any lab key is read). */
+void dk_lab_reference(dk_ctx *c, const cs *root);
+/* Normalised units per um and per fs (0 when n0 is unknown). */
+double dk_lab_um(const dk_ctx *c);
+double dk_lab_fs(const dk_ctx *c);
+/* Which of the n alternatives of g is given: its index, -1 for none (reported when req), -2
+ * after reporting two given, or a lab twin that cannot be converted. */
+int dk_alt_which(dk_ctx *c, const cs *g, const dk_alt *alt, int n, int req);
+/* At most one of the n alternatives of g (exactly one when req): its value into *v (dim
+ * values for the vector form); the alternative's index + 1, 0 when absent, -1 reported. */
+int dk_num_alt(dk_ctx *c, const cs *g, const dk_alt *alt, int n, double *v, int kind, int req);
+int dk_vec_alt(dk_ctx *c, const cs *g, const dk_alt *alt, int n, double *v, int dim, int kind,
+               int req);
+/* A laser's omega0 or lambda0; after its polarisation, a0 or intensity, w0 or w0_um and
+ * duration or duration_fs; ramp or ramp_fs (dk_num_alt's result); focus(_um), center(_um). */
+void dk_laser_omega(dk_ctx *c, const cs *g, deck_laser *L);
+void dk_laser_lab(dk_ctx *c, const cs *g, deck_laser *L);
+int dk_laser_ramp(dk_ctx *c, const cs *g, deck_laser *L);
+void dk_laser_place(dk_ctx *c, const cs *g, deck_laser *L);
+/* A species' density.n, n_cm3 or n_nc; its momentum.thermal, temperature_eV or _keV. */
+void dk_density_lab(dk_ctx *c, const cs *g, deck_species *sp);
+void dk_temperature(dk_ctx *c, const cs *g, deck_species *sp);
+
 /* The names of the deck's enumerations (kinds.h), NULL-terminated, in enum order. */
 extern const char *const DK_SIDES[], *const DK_FBND[], *const DK_PBND[], *const DK_PROFILES[],
-    *const DK_BACKENDS[], *const DK_ENVELOPES[], *const DK_FQ[];
+    *const DK_BACKENDS[], *const DK_ENVELOPES[], *const DK_FQ[], *const DK_LPROFILES[];
 /* 1 and the value in *v when s is a whole finite number (blanks after it allowed), else 0. */
 int dk_numeric_text(const char *s, double *v);
 

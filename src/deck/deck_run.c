@@ -92,10 +92,11 @@ static void check_clusters(dk_ctx *c, const cs *root)
 static void check_ranges(dk_ctx *c, const cs *root)
 {
     const deck *d = c->d;
-    const cs *dx = elem(root, "grid", -1, "dx"); /* dx, dy themselves: parse_grid */
+    /* dx, dy themselves: parse_grid */
+    const cs *dx = dk_given(elem(root, "grid", -1, NULL), "dx", "dx_um");
     dk_float_range(c, dx, "box length nx dx", d->nx * d->dx, 0);
     dk_float_range(c, dx, "box length ny dy", d->ny * d->dy, 0);
-    dk_float_range(c, elem(root, "time", -1, "dt"), "dt", d->dt, 0);
+    dk_float_range(c, dk_given(elem(root, "time", -1, NULL), "dt", "dt_fs"), "dt", d->dt, 0);
     for (int k = 0; k < 3; k++) {
         dk_float_range(c, elem(root, "fields", -1, "external"), "external E", d->ext_E[k], 1);
         dk_float_range(c, elem(root, "fields", -1, "external"), "external B", d->ext_B[k], 1);
@@ -116,13 +117,14 @@ static void check_ranges(dk_ctx *c, const cs *root)
     for (int l = 0; l < d->nlasers; l++) {
         const deck_laser *L = &d->lasers[l];
         const cs *g = elem(root, "lasers", l, NULL);
-        dk_float_range(c, dk_member(g, "a0"), "a0", L->a0, 0);
-        dk_float_range(c, dk_member(g, "omega0"), "omega0", L->omega0, 0);
-        dk_float_range(c, dk_member(g, "omega0"), "peak field a0 omega0", L->a0 * L->omega0, 0);
-        dk_float_range(c, dk_member(g, "w0"), "w0", L->w0, 0);
-        dk_float_range(c, dk_member(g, "w0"), "Rayleigh length omega0 w0^2 / 2",
+        dk_float_range(c, dk_given(g, "a0", "intensity"), "a0", L->a0, 0);
+        dk_float_range(c, dk_given(g, "omega0", "lambda0"), "omega0", L->omega0, 0);
+        dk_float_range(c, dk_given(g, "omega0", "lambda0"), "peak field a0 omega0",
+                       L->a0 * L->omega0, 0);
+        dk_float_range(c, dk_given(g, "w0", "w0_um"), "w0", L->w0, 0);
+        dk_float_range(c, dk_given(g, "w0", "w0_um"), "Rayleigh length omega0 w0^2 / 2",
                     0.5 * L->omega0 * L->w0 * L->w0, 0);
-        dk_float_range(c, dk_member(g, "duration"), "duration", L->duration, 0);
+        dk_float_range(c, dk_given(g, "duration", "duration_fs"), "duration", L->duration, 0);
     }
 }
 
@@ -293,7 +295,7 @@ static double species_wp2(const deck *d, int s, double peak[][3])
 static void check_stability(dk_ctx *c, const cs *root, double peak[][3])
 {
     const deck *d = c->d;
-    const cs *dt = elem(root, "time", -1, "dt");
+    const cs *dt = dk_given(elem(root, "time", -1, NULL), "dt", "dt_fs");
     double wp2 = 0.0, top = 0.0;
     int ts = -1;
     char at[96];
@@ -334,6 +336,68 @@ static void check_stability(dk_ctx *c, const cs *root, double peak[][3])
                 sqrt(wp2), STABLE_WPDT_WARN, " for accuracy");
 }
 
+/* Plasma in the layer at side k (the PML's pml cells and, for laser l >= 0 launched there,
+ * the cells up to its source plane: depth cells in all) of mobile species s: a warning with
+ * the first such load position and where the plasma should start instead. */
+static void check_edge(dk_ctx *c, const cs *root, int k, int s, int depth, int pml, int l)
+{
+    const deck *d = c->d;
+    const int axis = k >= SIDE_YMIN, hi = k == SIDE_XMAX || k == SIDE_YMAX;
+    const int n = axis ? d->ny : d->nx;
+    const long ncol = d->nx + (axis ? profile_window_moves(d) : 0);
+    const long i0 = axis ? 0 : hi ? n - depth : 0, i1 = axis ? ncol : hi ? n : depth;
+    const int j0 = !axis ? 0 : hi ? n - depth : 0, j1 = !axis ? d->ny : hi ? n : depth;
+    profile_hit h;
+    if (!profile_find(d, s, i0, i1, j0, j1, scan_budget / 16, &h))
+        return;
+    const long cell = axis ? h.j : h.i;
+    const long first = hi ? n - depth : 0, last = hi ? n - 1 : depth - 1;
+    const int in_pml = hi ? cell >= n - pml : cell < pml;
+    const double h1 = axis ? d->dy : d->dx, safe = hi ? (n - depth) * h1 : depth * h1;
+    char region[160], fix[48] = "";
+    if (in_pml)
+        snprintf(region, sizeof region, "inside the %s PML (cells %ld-%ld along %c): the layer "
+                 "damps the fields of its currents", SIDE_NAME[k], hi ? (long)(n - pml) : 0L,
+                 hi ? (long)n - 1 : (long)pml - 1, axis ? 'y' : 'x');
+    else
+        snprintf(region, sizeof region, "behind laser %d's source plane (cells %ld-%ld along "
+                 "%c): the laser does not reach it and its fields leave as scattered light", l,
+                 first, last, axis ? 'y' : 'x');
+    if (l >= 0)
+        snprintf(fix, sizeof fix, " (laser %d's source plane)", l);
+    dk_warn(c, elem(root, "species", s, "density"), NULL, "species '%s' has density %g at (x, "
+            "y) = (%.6g, %.6g), cell %ld %s; start the plasma at %c %s %.6g%s",
+            d->species[s].name, h.n, h.x, h.y, cell, region, axis ? 'y' : 'x', hi ? "<=" : ">=",
+            safe, fix);
+}
+
+/* Plasma that the open boundaries would mishandle: inside a PML, or between a side and the
+ * source plane of a laser launched from it (xmax with the moving window is left out: the
+ * window brings the plasma in there). */
+static void check_edges(dk_ctx *c, const cs *root)
+{
+    const deck *d = c->d;
+    for (int k = 0; k < 4; k++) {
+        if (d->fbnd[k] == FBND_PERIODIC || (k == SIDE_XMAX && d->window_enabled))
+            continue;
+        const int n = k >= SIDE_YMIN ? d->ny : d->nx;
+        const int pml = d->fbnd[k] == FBND_PML ? d->pml_cells : 0;
+        int depth = pml, las = -1;
+        for (int l = 0; l < d->nlasers; l++) {
+            laser_src src;
+            if (d->lasers[l].boundary != k)
+                continue;
+            laser_setup(&src, &d->lasers[l], d, pml);
+            const int in = src.sign > 0 ? src.plane : n - src.plane;
+            if (in > depth)
+                depth = in, las = l;
+        }
+        for (int s = 0; s < d->nspecies && depth > 0; s++)
+            if (!d->species[s].immobile && d->species[s].charge != 0)
+                check_edge(c, root, k, s, depth < n ? depth : n, pml, las);
+    }
+}
+
 void deck_check(dk_ctx *c, const cs *root)
 {
     if (!c->box_ok)
@@ -349,6 +413,8 @@ void deck_check(dk_ctx *c, const cs *root)
         check_profile(c, root, s, peak[s]);
     if (!c->nerr)
         check_stability(c, root, peak);
+    if (!c->nerr)
+        check_edges(c, root);
 }
 
 int deck_recheck(deck *d)

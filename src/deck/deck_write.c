@@ -187,8 +187,14 @@ void deck_write(const deck *d, FILE *f)
                 nm(DK_ENVELOPES, 3, L->envelope));
         if (L->envelope == ENV_FLATTOP)
             fprintf(f, " ramp = %s;", N(L->ramp).s);
-        fprintf(f, " boundary = \"%s\"; phase = %s; }", nm(DK_SIDES, 4, L->boundary),
+        fprintf(f, " boundary = \"%s\"; phase = %s;", nm(DK_SIDES, 4, L->boundary),
                 N(L->phase).s);
+        fprintf(f, "\n    profile = \"%s\";", nm(DK_LPROFILES, 3, L->profile));
+        if (L->profile == LPROF_SUPERGAUSSIAN)
+            fprintf(f, " order = %s;", N(L->order).s);
+        if (L->profile == LPROF_FLATTOP)
+            fprintf(f, " edge = %s;", N(L->edge).s);
+        fputs(" }", f);
     }
     fputs("\n);\nspecies = (", f);
     for (int i = 0; i < d->nspecies && i < DECK_MAX_SPECIES; i++) {

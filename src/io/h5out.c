@@ -3,6 +3,7 @@
 #include "empic.h"
 #include "version.h"
 #include "fileio.h"
+#include "units.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -11,11 +12,6 @@
 #include <time.h>
 #include <unistd.h>
 
-/* CODATA 2018 */
-#define SI_E 1.602176634e-19
-#define SI_ME 9.1093837015e-31
-#define SI_C 299792458.0
-#define SI_EPS0 8.8541878128e-12
 
 /* unitDimension exponents: L, M, T, I, theta, N, J */
 const double H5OUT_DIM_NONE[7] = {0, 0, 0, 0, 0, 0, 0};
@@ -33,16 +29,16 @@ const double H5OUT_DIM_MASS[7] = {0, 1, 0, 0, 0, 0, 0};
 void h5out_units(double n0_cm3, out_units *u)
 {
     double n0 = n0_cm3 * 1e6;
-    double wp = sqrt(n0 * SI_E * SI_E / (SI_EPS0 * SI_ME));
+    double wp = units_wp(n0_cm3);
     u->time = 1.0 / wp;
-    u->length = SI_C / wp;
-    u->e = SI_ME * SI_C * wp / SI_E;
-    u->b = SI_ME * wp / SI_E;
-    u->j = SI_E * n0 * SI_C;
-    u->rho = SI_E * n0;
-    u->momentum = SI_ME * SI_C;
-    u->charge = SI_E;
-    u->mass = SI_ME;
+    u->length = UNITS_C / wp;
+    u->e = UNITS_ME * UNITS_C * wp / UNITS_E;
+    u->b = UNITS_ME * wp / UNITS_E;
+    u->j = UNITS_E * n0 * UNITS_C;
+    u->rho = UNITS_E * n0;
+    u->momentum = UNITS_ME * UNITS_C;
+    u->charge = UNITS_E;
+    u->mass = UNITS_ME;
     u->n0len2 = n0 * u->length * u->length; /* real particles per metre in z per n0 dx dy = 1 */
 }
 

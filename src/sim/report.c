@@ -5,6 +5,7 @@
 #include "fileio.h"
 #include "h5out.h"
 #include "memory.h"
+#include "units.h"
 #include "version.h"
 
 #include <errno.h>
@@ -338,27 +339,55 @@ int report_close(sim *S)
     return rc;
 }
 
+/* Per laser: lambda0, omega0/omega_p, n_c, a0 and intensity, peak field, duration, w0. */
+static void scales_lasers(const deck *d, FILE *o, const out_units *u)
+{
+    const double um = u->length * 1e6, fs = u->time * 1e15;
+    for (int k = 0; k < d->nlasers; k++) {
+        const deck_laser *l = &d->lasers[k];
+        const double lambda = units_lambda_um(l->omega0, d->n0);
+        fprintf(o, "# laser %d: lambda0 = %.4g um, omega0 = %.6g omega_p, critical density "
+                   "n_c = %.6g n0 = %.4g cm^-3, a0 = %.4g, I = %.4g W/cm^2 (%s),\n#   peak E = "
+                   "a0 omega0 E0 = %.4g V/m, duration (FWHM of the field) = %.6g/omega_p = "
+                   "%.4g fs, w0 = %.6g c/omega_p = %.4g um\n",
+                k, lambda, l->omega0, l->omega0 * l->omega0, l->omega0 * l->omega0 * d->n0,
+                l->a0, units_intensity(l->a0, lambda, l->circular),
+                l->circular ? "circular" : "linear", l->a0 * l->omega0 * u->e, l->duration,
+                l->duration * fs, l->w0, l->w0 * um);
+    }
+}
+
+/* Per species: its density scale in n0, cm^-3 and n_c, its temperature in keV. */
+static void scales_species(const deck *d, FILE *o)
+{
+    const double nc = d->nlasers > 0 ? d->lasers[0].omega0 * d->lasers[0].omega0 : 0;
+    for (int s = 0; s < d->nspecies; s++) {
+        const deck_species *sp = &d->species[s];
+        const double mc2 = sp->mass * units_mc2_eV() * 1e-3; /* keV */
+        fprintf(o, "# species %s: n = %.6g n0 = %.4g cm^-3", sp->name, sp->n, sp->n * d->n0);
+        if (nc > 0)
+            fprintf(o, " = %.4g n_c", sp->n / nc);
+        fprintf(o, "%s, temperature m c^2 u_th^2 = [%.4g, %.4g, %.4g] keV\n",
+                sp->profile == PROFILE_UNIFORM ? "" : " (times the profile)",
+                mc2 * sp->uth[0] * sp->uth[0], mc2 * sp->uth[1] * sp->uth[1],
+                mc2 * sp->uth[2] * sp->uth[2]);
+    }
+}
+
 void report_scales(const deck *d, FILE *o)
 {
     out_units u;
     h5out_units(d->n0, &u);
     const double um = u.length * 1e6, fs = u.time * 1e15;
-    fprintf(o, "# SI scales for n0 = %g cm^-3: omega_p = %.4g rad/s, 1/omega_p = %.4g fs, "
+    const int nc = d->nlasers > 0 && d->lasers[0].omega0 == 1.0; /* n0 from lambda0 */
+    fprintf(o, "# SI scales for n0 = %.6g cm^-3%s: omega_p = %.4g rad/s, 1/omega_p = %.4g fs, "
                "c/omega_p = %.4g um,\n#   E0 = m_e c omega_p/e = %.4g V/m, "
                "B0 = m_e omega_p/e = %.4g T\n",
-            d->n0, 1.0 / u.time, fs, um, u.e, u.b);
+            d->n0, nc ? " (the critical density of laser 0)" : "", 1.0 / u.time, fs, um, u.e,
+            u.b);
     fprintf(o, "# box %.4g x %.4g um (cells %.4g x %.4g nm), dt = %.4g fs, %ld steps = %.4g fs\n",
             d->nx * d->dx * um, d->ny * d->dy * um, d->dx * um * 1e3, d->dy * um * 1e3,
             d->dt * fs, d->steps, d->steps * d->dt * fs);
-    for (int k = 0; k < d->nlasers; k++) {
-        const deck_laser *l = &d->lasers[k];
-        const double lambda = 2.0 * M_PI / l->omega0 * um; /* um */
-        /* I lambda^2 = 1.37e18 W cm^-2 um^2 a0^2 for linear polarisation, twice for circular */
-        const double intensity = (l->circular ? 2.0 : 1.0) * 1.37e18 * l->a0 * l->a0 /
-                                 (lambda * lambda);
-        fprintf(o, "# laser %d: lambda0 = %.4g um, critical density n_c = %.4g n0 = %.4g cm^-3, "
-                   "peak E = a0 omega0 E0 = %.4g V/m, I = %.3g W/cm^2\n",
-                k, lambda, l->omega0 * l->omega0, l->omega0 * l->omega0 * d->n0,
-                l->a0 * l->omega0 * u.e, intensity);
-    }
+    scales_lasers(d, o, &u);
+    scales_species(d, o);
 }

@@ -570,7 +570,9 @@ int sim_after_step(sim *S)
     const deck *d = &S->d;
     int req = stop_request(S);
     comm_max_int(&req, 1); /* a request any rank saw stops every rank after this step */
-    const int ckpt = req || (d->checkpoint_every > 0 && S->step % d->checkpoint_every == 0);
+    /* and after the last step, so that --restart --steps N can extend any run */
+    const int ckpt = req || (d->checkpoint_every > 0 && (S->step % d->checkpoint_every == 0 ||
+                                                         S->step == d->steps));
     if (unhealthy(S, ckpt) || (ckpt && write_checkpoint(S)))
         return -1;
     S->stop_req = req;

@@ -33,6 +33,11 @@ void laser_setup(laser_src *L, const deck_laser *c, const deck *d, int layer)
                                                : LASER_SIN2;
     b->duration = c->duration;
     b->ramp = c->ramp > 0 ? c->ramp : c->duration / 4;
+    b->profile = c->profile == LPROF_SUPERGAUSSIAN ? LASER_SUPERGAUSSIAN
+                 : c->profile == LPROF_FLATTOP     ? LASER_FLATTOP_BEAM
+                                                   : LASER_GAUSSIAN_BEAM;
+    b->order = c->order;
+    b->edge = c->edge;
 }
 
 double laser_end_time(const laser_src *L, const deck *d)

@@ -168,3 +168,31 @@ void profile_scan(const deck *d, int s, long ig0, long ig1, long long stride,
         }
     }
 }
+
+int profile_find(const deck *d, int s, long i0, long i1, int j0, int j1, long long budget,
+                 profile_hit *hit)
+{
+    const deck_species *c = &d->species[s];
+    const int ppc = c->ppc[0] * c->ppc[1], rows = j1 - j0;
+    const long long cells = (long long)(i1 - i0) * rows;
+    long long stride = budget > 0 ? (cells * ppc + budget - 1) / budget : 1;
+    stride = stride < 1 ? 1 : stride;
+    profile_eval p;
+    profile_open(&p, c);
+    int found = 0;
+    for (long long m = 0; m < cells && !found; m += stride) {
+        const long i = i0 + (long)(m / rows);
+        const int j = j0 + (int)(m % rows);
+        for (int q = 0; q < ppc && !found; q++) {
+            double x = (i + (double)profile_offset(q % c->ppc[0], c->ppc[0])) * d->dx;
+            double y = (j + (double)profile_offset(q / c->ppc[0], c->ppc[1])) * d->dy;
+            double v = profile_density(c, &p, x, y);
+            if (v > 0) {
+                *hit = (profile_hit){.i = i, .j = j, .x = x, .y = y, .n = v};
+                found = 1;
+            }
+        }
+    }
+    profile_close(&p);
+    return found;
+}

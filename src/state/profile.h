@@ -43,4 +43,15 @@ long profile_window_moves(const deck *d);
 void profile_scan(const deck *d, int s, long ig0, long ig1, long long stride,
                   long long *per_column, profile_fault *bad);
 
+/* The first load position of species s with a positive density in the cells [i0, i1) x
+ * [j0, j1) (lab columns; column, then row order), visiting every stride-th cell (stride >= 1
+ * when more than `budget` positions): 1 with its cell, position and density, else 0. */
+typedef struct {
+    long i;
+    int j;
+    double x, y, n;
+} profile_hit;
+int profile_find(const deck *d, int s, long i0, long i1, int j0, int j1, long long budget,
+                 profile_hit *hit);
+
 #endif
