@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# stop.sh - stopping a run from outside and ending it cleanly: SIGTERM to mpirun (which
-# forwards it to the ranks and kills them after odls_base_sigkill_timeout) during a run whose
-# checkpoint takes a while, SIGUSR1 to mpirun, the STOP file, the wall-clock limit and the
-# temporary files a killed run leaves (a file-size limit and the restart of a finished run:
-# hostile.sh). Each stop must leave an intact checkpoint from which --restart continues
+# stop.sh - stopping a run from outside and ending it cleanly: SIGTERM and SIGINT to mpirun
+# (which forwards them to the ranks and kills them after odls_base_sigkill_timeout) during a
+# run whose checkpoint takes a while, SIGUSR1 to mpirun, the STOP file, the wall-clock limit
+# and the temporary files a killed run leaves (a file-size limit and the restart of a finished
+# run: hostile.sh). Each stop must leave an intact checkpoint from which --restart continues
 # bitwise. Prints PASS/FAIL per check; exits non-zero on any failure. EMPIC=path overrides
 # the binary (default bin/empic); MPI checks are skipped without mpirun or an MPI build.
 set -u
@@ -72,6 +72,18 @@ if [ $mpi = 1 ]; then
   [ ! -e "$tmp/term/checkpoint/ckpt00099999.h5.tmp" ] && [ ! -e "$tmp/term/timing.json.tmp" ] \
     && [ -e "$tmp/term/notes.tmp" ]
   check "leftover .tmp files of empic removed at the restart, other files kept" $?
+
+  # 1b. Ctrl-C (SIGINT) to mpirun: forwarded to the ranks as SIGTERM, the same clean stop
+  mpirun -np 2 --mca odls_base_sigkill_timeout 10 "$EMPIC" --quiet --output "$tmp/int" \
+    "$tmp/big.cfg" > "$tmp/int.log" 2>&1 &
+  pid=$!
+  wait_rows "$tmp/int" 120
+  kill -INT $pid
+  wait $pid
+  k=$(last_step "$tmp/int")
+  [ -n "$k" ] && has "$tmp/int.log" "stopped by SIG[A-Z]* after step $k" && \
+    [ -z "$(find "$tmp/int" -name '*.tmp')" ]
+  check "SIGINT to mpirun: checkpoint of step ${k:-none} written whole, nothing partial left" $?
 
   # 2. SIGUSR1 to mpirun: forwarded to the ranks (no kill), exit 138 after the checkpoint
   mpirun -np 2 "$EMPIC" --quiet --output "$tmp/usr1" "$tmp/small.cfg" > "$tmp/usr1.log" 2>&1 &
