@@ -55,6 +55,11 @@ static void shift_particles(species *s, const clusters *cl)
 
 void window_shift(emf *f, species *sp, int nsp, const clusters *cl)
 {
+    /* J's right guards hold this rank's own deposit there, not the neighbour's current, until
+     * filled: the column they move into is dumped (as on one rank) */
+    if (cl->nrx > 1)
+        for (int c = 0; c < 3; c++)
+            emf_guard_fill(f, f->j[c]);
     for (int c = 0; c < 3; c++) {
         shift_array(f, f->e[c]);
         shift_array(f, f->b[c]);
