@@ -135,7 +135,7 @@ __global__ void __launch_bounds__(GPU_THREADS) k_ionize_emit(const __grid_consta
 /* gpu_state.ion_tab and ion_dz with room for ncl clusters and species s's slots. */
 static void ionize_scratch(gpu_state *g, int s)
 {
-    const size_t tab = (size_t)g->ncl * (3 * sizeof(int) + 2 * sizeof(double)) + 64;
+    const size_t tab = (size_t)g->ncl * (4 * sizeof(int) + 2 * sizeof(double)) + 64;
     if (g->ion_tab_n < tab) {
         if (g->ion_tab)
             cudaFree(g->ion_tab), cudaFreeHost(g->h_ion_tab);
@@ -157,7 +157,8 @@ static ionize_stats ionize_one(gpu_state *g, pic_state *st, int s, long long ste
     gpu_species *d = &g->sp[s], *e = &g->sp[d->ion_to];
     const int nc = g->ncl;
     ionize_scratch(g, s);
-    /* the tables: sums (2 nc doubles), add, the electrons' counts and capacities (nc ints) */
+    /* the tables: sums (2 nc doubles), add, the electrons' counts and capacities, the ions'
+     * counts (nc ints) */
     double *sums = (double *)g->ion_tab, *h_sums = (double *)g->h_ion_tab;
     int *add = (int *)(sums + 2 * nc), *h_add = (int *)(h_sums + 2 * nc);
     kionize a;
@@ -186,7 +187,9 @@ static ionize_stats ionize_one(gpu_state *g, pic_state *st, int s, long long ste
                            g->stream));
     GPU_CK(cudaMemcpyAsync(ecnt + nc, e->cap, (size_t)nc * sizeof(int),
                            cudaMemcpyDeviceToDevice, g->stream));
-    GPU_CK(cudaMemcpyAsync(h_sums, sums, (size_t)nc * (2 * sizeof(double) + 3 * sizeof(int)),
+    GPU_CK(cudaMemcpyAsync(ecnt + 2 * nc, d->count, (size_t)nc * sizeof(int),
+                           cudaMemcpyDeviceToDevice, g->stream));
+    GPU_CK(cudaMemcpyAsync(h_sums, sums, (size_t)nc * (2 * sizeof(double) + 4 * sizeof(int)),
                            cudaMemcpyDeviceToHost, g->stream));
     GPU_CK(cudaStreamSynchronize(g->stream));
     ionize_stats out = {0, 0.0, 0.0};
@@ -198,7 +201,8 @@ static ionize_stats ionize_one(gpu_state *g, pic_state *st, int s, long long ste
     if (grow) { /* room for every cluster's electrons: the global rearrangement */
         int *need = (int *)empic_alloc((size_t)nc * sizeof(int), "ionization");
         for (int c = 0; c < nc; c++)
-            need[c] = h_ecnt[c] + h_add[c];
+            need[c] = ionize_room(h_ecnt[c], h_add[c], h_ecnt[2 * nc + c], st->sp[s].z0,
+                                  d->ion->zmax);
         gpu_relayout(g, st, d->ion_to, need, need);
         free(need);
         g->room_valid = 0;

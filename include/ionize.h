@@ -34,6 +34,16 @@ typedef struct {
     double lna[IONIZE_LEVELS], p[IONIZE_LEVELS], b[IONIZE_LEVELS];
 } ionize_table;
 
+/* The room to lay out for a cluster's electrons when they outgrow their segment: those
+ * there, those arriving in this step, and every one the cluster's ions could still give (up
+ * to zmax from the initial state z0), so that a species filled by ionization is re-laid out
+ * about once per cluster its plasma reaches, not at every step of its growth. */
+static inline int ionize_room(int electrons, int arriving, int ions, int z0, int zmax)
+{
+    const long long r = (long long)electrons + arriving + (long long)ions * (zmax - z0);
+    return r < (1 << 30) ? (int)r : 1 << 30;
+}
+
 /* What one step of ionization of a species did: electrons created (on this rank), and the
  * sums of w z and w over its particles after it (all ranks: the mean charge state). */
 typedef struct {
