@@ -47,35 +47,36 @@ static int line_of(const cs *s)
     return 0;
 }
 
-/* Report a problem with setting s (or with its member key, when key != NULL). */
-void dk_report(dk_ctx *c, const cs *s, const char *key, const char *fmt, ...)
+/* The message about setting s (or its member key) with `what` ("" or "warning: ") before it. */
+static void report_at(dk_ctx *c, const cs *s, const char *key, const char *what,
+                      const char *fmt, va_list ap)
 {
     char path[384], msg[1024];
     size_t k = path_of(s, path, sizeof path);
     if (key)
         snprintf(path + k, sizeof path - k, "%s%s", k ? "." : "", key);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    const char *file = s ? config_setting_source_file(s) : NULL;
+    empic_report(file ? file : c->file, line_of(s), "%s%s: %s", what,
+                 path[0] ? path : "(top level)", msg);
+}
+
+/* Report a problem with setting s (or with its member key, when key != NULL). */
+void dk_report(dk_ctx *c, const cs *s, const char *key, const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    report_at(c, s, key, "", fmt, ap);
     va_end(ap);
-    const char *file = s ? config_setting_source_file(s) : NULL;
-    empic_report(file ? file : c->file, line_of(s), "%s: %s", path[0] ? path : "(top level)", msg);
     c->nerr++;
 }
 
 void dk_warn(dk_ctx *c, const cs *s, const char *key, const char *fmt, ...)
 {
-    char path[384], msg[1024];
-    size_t k = path_of(s, path, sizeof path);
-    if (key)
-        snprintf(path + k, sizeof path - k, "%s%s", k ? "." : "", key);
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    report_at(c, s, key, "warning: ", fmt, ap);
     va_end(ap);
-    const char *file = s ? config_setting_source_file(s) : NULL;
-    empic_report(file ? file : c->file, line_of(s), "warning: %s: %s", path[0] ? path : "(top level)",
-                 msg);
 }
 
 const char *dk_tname(const cs *s)
