@@ -48,18 +48,24 @@ wait_rows() {
   return 1
 }
 
+# mpirun on the big deck into folder $2, signal $1 to mpirun once rows are written: mpirun
+# forwards it to the ranks as SIGTERM; the checkpoint must be whole, nothing partial left
+stop_mpirun() {
+  mpirun -np 2 --mca odls_base_sigkill_timeout 10 "$EMPIC" --quiet --output "$tmp/$2" \
+    "$tmp/big.cfg" > "$tmp/$2.log" 2>&1 &
+  local pid=$!
+  wait_rows "$tmp/$2" 120
+  kill -"$1" $pid
+  wait $pid
+  k=$(last_step "$tmp/$2")
+  [ -n "$k" ] && has "$tmp/$2.log" "stopped by SIGTERM after step $k" && \
+    [ -z "$(find "$tmp/$2" -name '*.tmp')" ]
+  check "SIG$1 to mpirun: checkpoint of step ${k:-none} written whole, nothing partial left" $?
+}
+
 # 1. SIGTERM to mpirun with a raised sigkill timeout: the ranks write the checkpoint in time
 if [ $mpi = 1 ]; then
-  mpirun -np 2 --mca odls_base_sigkill_timeout 10 "$EMPIC" --quiet --output "$tmp/term" \
-    "$tmp/big.cfg" > "$tmp/term.log" 2>&1 &
-  pid=$!
-  wait_rows "$tmp/term" 120
-  kill -TERM $pid
-  wait $pid
-  k=$(last_step "$tmp/term")
-  [ -n "$k" ] && has "$tmp/term.log" "stopped by SIGTERM after step $k" && \
-    [ -z "$(find "$tmp/term" -name '*.tmp')" ]
-  check "SIGTERM to mpirun: checkpoint of step ${k:-none} written whole, nothing partial left" $?
+  stop_mpirun TERM term
   # what a run killed in mid-write leaves: removed at the restart (empic's own names only)
   touch "$tmp/term/checkpoint/ckpt00099999.h5.tmp" "$tmp/term/timing.json.tmp" \
     "$tmp/term/notes.tmp"
@@ -73,17 +79,8 @@ if [ $mpi = 1 ]; then
     && [ -e "$tmp/term/notes.tmp" ]
   check "leftover .tmp files of empic removed at the restart, other files kept" $?
 
-  # 1b. Ctrl-C (SIGINT) to mpirun: forwarded to the ranks as SIGTERM, the same clean stop
-  mpirun -np 2 --mca odls_base_sigkill_timeout 10 "$EMPIC" --quiet --output "$tmp/int" \
-    "$tmp/big.cfg" > "$tmp/int.log" 2>&1 &
-  pid=$!
-  wait_rows "$tmp/int" 120
-  kill -INT $pid
-  wait $pid
-  k=$(last_step "$tmp/int")
-  [ -n "$k" ] && has "$tmp/int.log" "stopped by SIG[A-Z]* after step $k" && \
-    [ -z "$(find "$tmp/int" -name '*.tmp')" ]
-  check "SIGINT to mpirun: checkpoint of step ${k:-none} written whole, nothing partial left" $?
+  # 1b. Ctrl-C (SIGINT) to mpirun: the same clean stop
+  stop_mpirun INT int
 
   # 2. SIGUSR1 to mpirun: forwarded to the ranks (no kill), exit 138 after the checkpoint
   mpirun -np 2 "$EMPIC" --quiet --output "$tmp/usr1" "$tmp/small.cfg" > "$tmp/usr1.log" 2>&1 &
