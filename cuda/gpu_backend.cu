@@ -36,6 +36,7 @@ void gpu_close(void *ctx, pic_state *st)
     gpu_state *g = (gpu_state *)ctx;
     if (!g)
         return;
+    gpu_fields_join(g);
     cudaStreamSynchronize(g->stream);
     gpu_transport_close(g);
     gpu_fbnd_free(g);

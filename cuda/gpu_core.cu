@@ -126,7 +126,9 @@ void gpu_exchange_end(gpu_state *g, int begin)
 
 void gpu_harvest(gpu_state *g, pic_state *st)
 {
-    GPU_CK(cudaStreamSynchronize(g->stream));
+    GPU_CK(cudaStreamSynchronize(g->main_stream));
+    if (g->field_stream)
+        GPU_CK(cudaStreamSynchronize(g->field_stream));
     for (int k = 0; k < g->npend; k++) {
         float ms = 0.0f;
         GPU_CK(cudaEventElapsedTime(&ms, g->ev[g->pend_a[k]], g->ev[g->pend_b[k]]));
@@ -138,6 +140,36 @@ void gpu_harvest(gpu_state *g, pic_state *st)
     g->npend = 0;
     g->nev = 0;
     g->open = -1;
+}
+
+/* ---- the field phase beside the sort ---- */
+
+void gpu_fields_begin(gpu_state *g)
+{
+    if (!g->overlap)
+        return;
+    if (!g->fields_pending) {
+        GPU_CK(cudaEventRecord(g->pushed, g->main_stream));
+        GPU_CK(cudaStreamWaitEvent(g->field_stream, g->pushed, 0));
+        g->fields_pending = 1;
+    }
+    g->stream = g->field_stream;
+}
+
+void gpu_fields_end(gpu_state *g)
+{
+    if (!g->overlap)
+        return;
+    GPU_CK(cudaEventRecord(g->fields_done, g->field_stream));
+    g->stream = g->main_stream;
+}
+
+void gpu_fields_join(gpu_state *g)
+{
+    if (!g->fields_pending)
+        return;
+    GPU_CK(cudaStreamWaitEvent(g->main_stream, g->fields_done, 0));
+    g->fields_pending = 0;
 }
 
 /* A do-nothing kernel: its image tells whether this build runs on the device. */
@@ -345,7 +377,11 @@ int gpu_memory_fits(gpu_state *g, const pic_state *st, const char *name)
  * pinned, so that dumps copy them at full bus speed (not fatal if refused). */
 static void open_fields(gpu_state *g, const emf *f)
 {
-    GPU_CK(cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking));
+    GPU_CK(cudaStreamCreateWithFlags(&g->main_stream, cudaStreamNonBlocking));
+    GPU_CK(cudaStreamCreateWithFlags(&g->field_stream, cudaStreamNonBlocking));
+    GPU_CK(cudaEventCreateWithFlags(&g->pushed, cudaEventDisableTiming));
+    GPU_CK(cudaEventCreateWithFlags(&g->fields_done, cudaEventDisableTiming));
+    g->stream = g->main_stream;
     for (int k = 0; k < GPU_EVENTS; k++)
         GPU_CK(cudaEventCreate(&g->ev[k]));
     g->pinned_fields = cudaHostRegister(f->store, EMF_STORE * f->size * sizeof(float), 0) == cudaSuccess;
@@ -451,8 +487,14 @@ void gpu_memory_close(gpu_state *g, pic_state *st)
     for (int k = 0; k < GPU_EVENTS; k++)
         if (g->ev[k])
             cudaEventDestroy(g->ev[k]);
-    if (g->stream)
-        cudaStreamDestroy(g->stream);
+    if (g->pushed)
+        cudaEventDestroy(g->pushed);
+    if (g->fields_done)
+        cudaEventDestroy(g->fields_done);
+    if (g->main_stream)
+        cudaStreamDestroy(g->main_stream);
+    if (g->field_stream)
+        cudaStreamDestroy(g->field_stream);
     free(g);
 }
 

@@ -237,6 +237,7 @@ static void debug_verify(gpu_state *g, const pic_state *st)
 
 void gpu_debug_at(gpu_state *g, const pic_state *st, enum gpu_debug_point at)
 {
+    gpu_fields_join(g); /* the state checked is the one the field phase leaves */
     switch (at) {
     case DBG_BEFORE_MOVE:
         debug_clusters(g, st, 1, NULL);

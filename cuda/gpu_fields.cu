@@ -315,6 +315,7 @@ void gpu_fields(void *ctx, pic_state *st)
 {
     gpu_state *g = (gpu_state *)ctx;
     const emf *f = st->f;
+    gpu_fields_begin(g); /* beside the sort, which gpu_sort then joins */
     int t = gpu_tic(g, st);
     b_half(g, st);
     gpu_fields_filter(g, st, g->j[0], g->j[1], g->j[2]);
@@ -331,6 +332,7 @@ void gpu_fields(void *ctx, pic_state *st)
     if (!m.images)
         gpu_guard_fill(g, g->e[0], g->e[1], g->e[2]);
     gpu_toc(g, t, PH_FIELD);
+    gpu_fields_end(g);
     gpu_debug(g, st, DBG_FIELDS);
 }
 

@@ -153,7 +153,12 @@ struct gpu_state {
     void *stage, *h_stage;        /* injected particles before they join their clusters
                                      (device, pinned host) */
     size_t stage_n;
-    cudaStream_t stream;
+    /* streams: `stream` is where work is queued now, main_stream but while the field phase
+     * is queued on field_stream (gpu_fields_begin .. gpu_fields_end) */
+    cudaStream_t stream, main_stream, field_stream;
+    int overlap;                  /* the field phase runs on field_stream beside the sort */
+    int fields_pending;           /* field_stream has work the main stream has not joined */
+    cudaEvent_t pushed, fields_done; /* main stream -> field stream, and back */
     /* phase timers: events recorded in the stream, read once the stream has passed them */
     cudaEvent_t ev[GPU_EVENTS];
     int nev, npend;
@@ -298,6 +303,17 @@ void gpu_harvest(gpu_state *g, pic_state *st);
  * left in the event pool, the exchange stays in its phase). */
 int gpu_exchange_begin(gpu_state *g);
 void gpu_exchange_end(gpu_state *g, int begin);
+/* The field phase beside the sort (gpu_core.cu). From the particle kernel's tiles to E's
+ * guards, the field work reads and writes the fields, J, the current sums and the tiles,
+ * none of which the sort touches, and the sort's work reads and writes the particles alone:
+ * queued on a stream of its own, the field phase and its halo exchanges run while the sort
+ * runs. gpu_fields_begin sends queueing to field_stream (the first time after a join, behind
+ * everything queued so far on the main stream); gpu_fields_end returns it to the main stream;
+ * gpu_fields_join makes the main stream wait for the field work queued (the end of the sort,
+ * and anything else that needs the fields). No-ops when g->overlap is 0. */
+void gpu_fields_begin(gpu_state *g);
+void gpu_fields_end(gpu_state *g);
+void gpu_fields_join(gpu_state *g);
 
 /* Launch geometry helpers. */
 static inline unsigned gpu_blocks(size_t n, int threads)

@@ -37,7 +37,10 @@ static struct {
 } fn;
 
 struct gpu_nccl {
-    ncclComm_t comm;
+    /* comm: the sort's exchanges (main stream); halo: the field halos and the window's PML
+     * column, which run on the field stream beside the sort (gpu_fields_begin): operations of
+     * one communicator must not run on two streams at once, so each has its own */
+    ncclComm_t comm, halo;
     char *buf;    /* the halo's four message areas: to -, to +, from -, from + */
     size_t each;  /* bytes of one: every component of the widest band, 8-byte entries */
     struct nccl_sort *sort; /* the sort's histogram halo and border counts (end of file) */
@@ -103,6 +106,7 @@ void gpu_transport_open(gpu_state *g, pic_state *st)
 {
     g->nccl = NULL;
     st->transport = g->ranks > 1 ? "staged" : "none";
+    g->overlap = g->ranks == 1; /* staged exchanges wait on the host: no field stream */
     if (g->ranks == 1)
         return;
     const char *env = getenv("EMPIC_TRANSPORT");
@@ -155,13 +159,15 @@ void gpu_transport_open(gpu_state *g, pic_state *st)
     }
 #ifdef EMPIC_NCCL
     setenv("NCCL_NVLS_ENABLE", "0", 0); /* no NVLink multicast (its buffers are not needed) */
-    ncclUniqueId id;
-    memset(&id, 0, sizeof id);
+    ncclUniqueId id[2];
+    memset(id, 0, sizeof id);
     if (g->rank == 0)
-        NCCL_CK(fn.get_unique_id(&id));
-    comm_bcast(&id, sizeof id, 0);
+        for (int k = 0; k < 2; k++)
+            NCCL_CK(fn.get_unique_id(&id[k]));
+    comm_bcast(id, sizeof id, 0);
     gpu_nccl *n = (gpu_nccl *)empic_calloc(1, sizeof *n, "NCCL state");
-    NCCL_CK(fn.comm_init_rank(&n->comm, g->ranks, id, g->rank));
+    NCCL_CK(fn.comm_init_rank(&n->comm, g->ranks, id[0], g->rank));
+    NCCL_CK(fn.comm_init_rank(&n->halo, g->ranks, id[1], g->rank));
     const int widest = g->rows > g->stride ? g->rows : g->stride;
     n->each = (size_t)3 * sizeof(long long) * EMF_GUARD * widest;
     n->buf = (char *)gpu_malloc(g, 4 * n->each, "NCCL halo messages");
@@ -169,16 +175,20 @@ void gpu_transport_open(gpu_state *g, pic_state *st)
      * each neighbour now, so that the timed phases do not pay it (to nb[k] goes what the rank
      * on side k takes from its side k ^ 1: this rank) */
     GPU_CK(cudaMemset(n->buf, 0, 8));
-    NCCL_CK(fn.group_start());
-    for (int k = 0; k < 4; k++) {
-        if (g->nb[k] >= 0 && g->nb[k] != g->rank)
-            NCCL_CK(fn.send(n->buf, 1, ncclChar, g->nb[k], n->comm, g->stream));
-        if (g->nb[k ^ 1] >= 0 && g->nb[k ^ 1] != g->rank)
-            NCCL_CK(fn.recv(n->buf + 8 + k, 1, ncclChar, g->nb[k ^ 1], n->comm, g->stream));
+    for (int c = 0; c < 2; c++) {
+        ncclComm_t comm = c ? n->halo : n->comm;
+        NCCL_CK(fn.group_start());
+        for (int k = 0; k < 4; k++) {
+            if (g->nb[k] >= 0 && g->nb[k] != g->rank)
+                NCCL_CK(fn.send(n->buf, 1, ncclChar, g->nb[k], comm, g->stream));
+            if (g->nb[k ^ 1] >= 0 && g->nb[k ^ 1] != g->rank)
+                NCCL_CK(fn.recv(n->buf + 8 + k, 1, ncclChar, g->nb[k ^ 1], comm, g->stream));
+        }
+        NCCL_CK(fn.group_end());
+        GPU_CK(cudaStreamSynchronize(g->stream));
     }
-    NCCL_CK(fn.group_end());
-    GPU_CK(cudaStreamSynchronize(g->stream));
     g->nccl = n;
+    g->overlap = 1;
     st->transport = "nccl";
 #endif
 }
@@ -192,10 +202,13 @@ void gpu_transport_close(gpu_state *g)
     nccl_sort_free(g->nccl);
 #ifdef EMPIC_NCCL
     GPU_CK(cudaStreamSynchronize(g->stream));
-    ncclResult_t async = ncclSuccess;
-    NCCL_CK(fn.async_error(g->nccl->comm, &async));
-    NCCL_CK(async);
-    NCCL_CK(fn.comm_destroy(g->nccl->comm));
+    for (int c = 0; c < 2; c++) {
+        ncclComm_t comm = c ? g->nccl->halo : g->nccl->comm;
+        ncclResult_t async = ncclSuccess;
+        NCCL_CK(fn.async_error(comm, &async));
+        NCCL_CK(async);
+        NCCL_CK(fn.comm_destroy(comm));
+    }
     cudaFree(g->nccl->buf);
 #endif
     free(g->nccl);
@@ -260,10 +273,9 @@ __global__ void k_band_unpack(arrays3<T> a, int stride, int nr, int nc, int2 lo,
  * between two ranks in issue order, and with two ranks on a periodic axis both neighbours
  * are the same rank, whose first receive (from its upper side: this rank) must meet this
  * rank's first send (down). */
-static void swap_sides(gpu_state *g, void *to_lo, void *to_hi, void *from_lo, void *from_hi,
-                       size_t count, ncclDataType_t type, int lo, int hi)
+static void swap_sides(gpu_state *g, ncclComm_t comm, void *to_lo, void *to_hi, void *from_lo,
+                       void *from_hi, size_t count, ncclDataType_t type, int lo, int hi)
 {
-    ncclComm_t comm = g->nccl->comm;
     NCCL_CK(fn.group_start());
     if (lo >= 0)
         NCCL_CK(fn.send(to_lo, count, type, lo, comm, g->stream));
@@ -296,7 +308,7 @@ static void exchange(gpu_state *g, void *const a[3], int ncomp, int axis, int nr
     k_band_pack<T><<<blocks, 256, 0, g->stream>>>(arr, g->stride, nr, nc, send[0], send[1],
                                                    to_lo, to_hi, fold);
     GPU_LAUNCHED(g, "k_band_pack");
-    swap_sides(g, to_lo, to_hi, from_lo, from_hi, bytes, ncclChar, lo, hi);
+    swap_sides(g, g->nccl->halo, to_lo, to_hi, from_lo, from_hi, bytes, ncclChar, lo, hi);
     k_band_unpack<T><<<blocks, 256, 0, g->stream>>>(arr, g->stride, nr, nc, recv[0], recv[1],
                                                      from_lo, from_hi, lo >= 0, hi >= 0, fold);
     GPU_LAUNCHED(g, "k_band_unpack");
@@ -507,7 +519,8 @@ void gpu_nccl_hist_halo(gpu_state *g, const clusters *cl, unsigned mask)
                                                     make_int2(first[axis], last[axis]), to_lo,
                                                     to_hi, 0, make_int2(0, 0), cl->ncx, cl->ncy);
         GPU_LAUNCHED(g, "k_hist_lines");
-        swap_sides(g, to_lo, to_hi, from_lo, from_hi, count, ncclInt32, down, up);
+        swap_sides(g, g->nccl->comm, to_lo, to_hi, from_lo, from_hi, count, ncclInt32, down,
+                   up);
         k_hist_lines<<<blocks, 256, 0, g->stream>>>(
             t, axis, lo[axis], len, make_int2(first[axis] - 1, last[axis] + 1), from_lo,
             from_hi, 1, make_int2(down >= 0, up >= 0), cl->ncx, cl->ncy);
@@ -601,7 +614,7 @@ void gpu_nccl_psi_column(gpu_state *g)
         k_psi_column<<<gpu_blocks(nout, 256), 256, 0, g->stream>>>(out, to, 1);
         GPU_LAUNCHED(g, "k_psi_column");
     }
-    ncclComm_t comm = g->nccl->comm;
+    ncclComm_t comm = g->nccl->halo; /* on the field stream with the halos */
     NCCL_CK(fn.group_start());
     if (nout)
         NCCL_CK(fn.send(to, nout, ncclFloat, left, comm, g->stream));

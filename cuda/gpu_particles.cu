@@ -711,9 +711,14 @@ void gpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic)
         GPU_LAUNCHED(g, "k_push_move");
         gpu_walls_clusters(g, st, m, mob); /* edge clusters of non-periodic sides */
     }
-    /* the tiles of all species to J: fixed-point sums, guard deposits folded, one rounding */
+    gpu_toc(g, t, PH_DEPOSIT);
+    /* the tiles of all species to J: fixed-point sums, guard deposits folded, one rounding
+     * (the field phase's first work, beside the sort) */
+    gpu_fields_begin(g);
+    t = gpu_tic(g, st);
     tiles_current(g, m);
     gpu_toc(g, t, PH_DEPOSIT);
+    gpu_fields_end(g);
     if (want_ke && m > 0) {
         const size_t n = (size_t)m * g->ncl;
         GPU_CK(cudaMemcpyAsync(g->h_partial, g->partial, n * sizeof(double),

@@ -150,6 +150,8 @@ __global__ void k_window_particles(kwindow w, const int *cx_of, int ncx)
 void gpu_window_shift(void *ctx, pic_state *st)
 {
     gpu_state *g = (gpu_state *)ctx;
+    /* the fields' part after the field phase, beside the sort; the particles' part before it */
+    gpu_fields_begin(g);
     int t = gpu_tic(g, st);
     arrays9 arr = {{g->e[0], g->e[1], g->e[2], g->b[0], g->b[1], g->b[2], g->j[0], g->j[1],
                     g->j[2]}};
@@ -195,7 +197,9 @@ void gpu_window_shift(void *ctx, pic_state *st)
         }
     }
     g->shift++; /* the laser sources' clock (fbnd.shift, written back by gpu_fetch_fields) */
-    t = gpu_tictoc(g, st, t, PH_FIELD);
+    gpu_toc(g, t, PH_FIELD);
+    gpu_fields_end(g);
+    t = gpu_tic(g, st);
     kwindow w;
     for (int s = 0; s < g->nsp; s++) {
         const gpu_species *d = &g->sp[s];
