@@ -62,6 +62,7 @@ static void rho_all(gpu_state *g, const pic_state *st)
 void gpu_rho(void *ctx, pic_state *st, float *per)
 {
     gpu_state *g = (gpu_state *)ctx;
+    gpu_fields_join(g); /* the charge deposit shares the current's sums and the filter's array */
     emf *f = st->f;
     const size_t bytes = g->size * sizeof(float);
     if (!per) {
@@ -87,6 +88,7 @@ void gpu_fetch_fields(void *ctx, pic_state *st, float *per)
     gpu_state *g = (gpu_state *)ctx;
     emf *f = st->f;
     const size_t bytes = g->size * sizeof(float);
+    gpu_fields_join(g);
     GPU_CK(cudaStreamSynchronize(g->stream));
     for (int c = 0; c < 3; c++) {
         GPU_CK(cudaMemcpy(f->e[c], g->e[c], bytes, cudaMemcpyDeviceToHost));
@@ -104,6 +106,7 @@ void gpu_field_diag(void *ctx, pic_state *st, double *energy_e, double *energy_b
                     double *gauss)
 {
     gpu_state *g = (gpu_state *)ctx;
+    gpu_fields_join(g);
     rho_all(g, st);
     gpu_fields_energy(g, st, energy_e, energy_b, gauss);
 }

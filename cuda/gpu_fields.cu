@@ -149,13 +149,23 @@ __global__ void k_guard_axis(mesh m, int axis, float *a)
 }
 
 /* gpu_halo's device half for an axis this rank holds alone: guard fills. */
-static void guard_self(gpu_state *g, void *const a[3], int ncomp, int axis)
+static void guard_self(gpu_state *g, void *const a[], int ncomp, int axis)
 {
     const size_t n = (size_t)EMF_GUARD * (axis ? g->stride : g->j1 - g->j0);
     for (int c = 0; c < ncomp; c++) {
         k_guard_axis<<<gpu_blocks(n, 256), 256, 0, g->stream>>>(mesh_of(g), axis, (float *)a[c]);
         GPU_LAUNCHED(g, "k_guard_axis");
     }
+}
+
+void gpu_guard_fill_n(gpu_state *g, float *const a[], int n)
+{
+    if (g->ranks == 1) {
+        for (int k = 0; k < n; k += 3)
+            gpu_guard_fill(g, a[k], k + 1 < n ? a[k + 1] : NULL, k + 2 < n ? a[k + 2] : NULL);
+        return;
+    }
+    gpu_halo(g, (void *const *)a, n, 0, guard_self);
 }
 
 void gpu_guard_fill(gpu_state *g, float *a0, float *a1, float *a2)
@@ -212,7 +222,7 @@ __global__ void k_acc_convert(mesh m, const long long *acc, size_t size, double 
 }
 
 /* gpu_halo's device half for an axis this rank holds alone: the fold. */
-static void fold_self(gpu_state *g, void *const a[3], int ncomp, int axis)
+static void fold_self(gpu_state *g, void *const a[], int ncomp, int axis)
 {
     (void)a; /* g->acc's components */
     const int lines = axis ? g->stride : g->rows;
@@ -305,9 +315,11 @@ static void b_half(gpu_state *g, const pic_state *st)
 void gpu_b_half(void *ctx, pic_state *st)
 {
     gpu_state *g = (gpu_state *)ctx;
+    gpu_fields_begin(g); /* beside the end of the last step's sort */
     int t = gpu_tic(g, st);
     b_half(g, st);
     gpu_toc(g, t, PH_FIELD);
+    gpu_fields_end(g);
     gpu_debug(g, st, DBG_B_HALF);
 }
 
@@ -329,8 +341,15 @@ void gpu_fields(void *ctx, pic_state *st)
     GPU_LAUNCHED(g, "k_e_advance");
     if (f->fb)
         gpu_fbnd_e(g, st);
-    if (!m.images)
+    if (st->window_next && g->ranks > 1) {
+        /* and J's: its right guard column, the neighbour's current, moves into this rank's
+         * cells (dumped as on one rank); E's and B's guards one cell deep stay right after
+         * the shift, and nothing reads deeper ones before they are filled again */
+        float *const ej[6] = {g->e[0], g->e[1], g->e[2], g->j[0], g->j[1], g->j[2]};
+        gpu_guard_fill_n(g, ej, 6);
+    } else if (!m.images) {
         gpu_guard_fill(g, g->e[0], g->e[1], g->e[2]);
+    }
     gpu_toc(g, t, PH_FIELD);
     gpu_fields_end(g);
     gpu_debug(g, st, DBG_FIELDS);

@@ -35,7 +35,7 @@ static void band(gpu_state *g, char *dev, char *m, size_t esz, int axis, int fir
  * wrote): a guard fill reads the first and last G cells and writes the guards that have a
  * neighbour (x: this rank's rows); a fold reads and writes the guards and the cells they
  * fold into (x: every row). */
-static void bands(gpu_state *g, void *const a[3], int ncomp, size_t esz, int fold, int axis,
+static void bands(gpu_state *g, void *const a[], int ncomp, size_t esz, int fold, int axis,
                   int down)
 {
     const int G = EMF_GUARD, h = g->j1 - g->j0, n = axis ? h : g->i1 - g->i0;
@@ -58,8 +58,8 @@ static void bands(gpu_state *g, void *const a[3], int ncomp, size_t esz, int fol
     }
 }
 
-static void staged_halo(gpu_state *g, void *const a[3], int ncomp, int fold,
-                        void (*self)(gpu_state *, void *const[3], int, int))
+static void staged_halo(gpu_state *g, void *const a[], int ncomp, int fold,
+                        void (*self)(gpu_state *, void *const[], int, int))
 {
     const int kx = gpu_axis_kind(g, 0), ky = gpu_axis_kind(g, 1);
     const size_t esz = fold ? sizeof(long long) : sizeof(float);
@@ -86,8 +86,8 @@ static void staged_halo(gpu_state *g, void *const a[3], int ncomp, int fold,
         self(g, a, ncomp, 1);
 }
 
-void gpu_halo(gpu_state *g, void *const a[3], int ncomp, int fold,
-              void (*self)(gpu_state *, void *const[3], int, int))
+void gpu_halo(gpu_state *g, void *const a[], int ncomp, int fold,
+              void (*self)(gpu_state *, void *const[], int, int))
 {
     const int ex = g->ranks > 1 ? gpu_exchange_begin(g) : -1;
     if (g->nccl) /* device to device (gpu_nccl.cu) */

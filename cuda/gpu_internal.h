@@ -37,6 +37,7 @@ extern "C" {     /* host C code: the state backend.h hands over, the boundaries'
 #define GPU_THREADS 256       /* threads per block of the particle and sort kernels */
 #define GPU_VEC 4             /* particles per thread and loop trip (two pairs of slots) */
 #define GPU_EVENTS 256        /* event pool for the phase timers */
+#define GPU_HALO_MAX 6        /* arrays in one halo exchange (gpu_halo; folds: 3 at most) */
 #define SLOT_BYTES (3 * 8 + 4 + 1) /* one particle slot: (x, y), (ux, uy), (uz, w), cell, code */
 
 typedef struct {
@@ -303,14 +304,17 @@ void gpu_harvest(gpu_state *g, pic_state *st);
  * left in the event pool, the exchange stays in its phase). */
 int gpu_exchange_begin(gpu_state *g);
 void gpu_exchange_end(gpu_state *g, int begin);
-/* The field phase beside the sort (gpu_core.cu). From the particle kernel's tiles to E's
- * guards, the field work reads and writes the fields, J, the current sums and the tiles,
- * none of which the sort touches, and the sort's work reads and writes the particles alone:
- * queued on a stream of its own, the field phase and its halo exchanges run while the sort
- * runs. gpu_fields_begin sends queueing to field_stream (the first time after a join, behind
+/* The field phase beside the sort (gpu_core.cu). From the particle kernel's tiles to the
+ * next step's B(n+1) and its guards, the field work (gpu_fields, the window's field shift,
+ * gpu_b_half) reads and writes the fields, J, the current sums and the tiles, none of which
+ * the sort, the injection and the collisions touch, and they read and write the particles
+ * alone: queued on a stream of its own, the field phase and its halo exchanges run while they
+ * run. gpu_fields_begin sends queueing to field_stream (the first time after a join, behind
  * everything queued so far on the main stream); gpu_fields_end returns it to the main stream;
- * gpu_fields_join makes the main stream wait for the field work queued (the end of the sort,
- * and anything else that needs the fields). No-ops when g->overlap is 0. */
+ * gpu_fields_join makes the main stream wait for the field work queued: called by everything
+ * on the main stream that reads the fields or shares their scratch arrays (the particle
+ * kernel, ionization, the charge density and field diagnostics, fetches, close). No-ops when
+ * g->overlap is 0 (staged exchanges). */
 void gpu_fields_begin(gpu_state *g);
 void gpu_fields_end(gpu_state *g);
 void gpu_fields_join(gpu_state *g);
@@ -363,6 +367,7 @@ void gpu_memory_close(gpu_state *g, pic_state *st);
  * too); the fixed-point sums g->acc (ncomp components) finished into d0.. (emf_acc_finish:
  * guard deposits folded into their cells, here or on the neighbours, one rounding). */
 void gpu_guard_fill(gpu_state *g, float *a0, float *a1, float *a2);
+void gpu_guard_fill_n(gpu_state *g, float *const a[], int n); /* n <= GPU_HALO_MAX arrays */
 void gpu_acc_finish(gpu_state *g, int ncomp, float *d0, float *d1, float *d2);
 void gpu_fields_filter(gpu_state *g, const pic_state *st, float *a0, float *a1, float *a2);
 /* Field energies and max |div E - rho + rho_bg| with g->rho as deposited (gpu_field_diag). */
@@ -380,8 +385,8 @@ static inline int gpu_axis_kind(const gpu_state *g, int axis)
         return 1;
     return lo < 0 && hi < 0 ? -1 : 0;
 }
-void gpu_halo(gpu_state *g, void *const a[3], int ncomp, int fold,
-              void (*self)(gpu_state *, void *const[3], int, int));
+void gpu_halo(gpu_state *g, void *const a[], int ncomp, int fold,
+              void (*self)(gpu_state *, void *const[], int, int));
 /* Particles (gpu_particles.cu). */
 void gpu_particles_setup(gpu_state *g, const pic_state *st);
 /* Charge density of species s (all when s < 0) into dst: deposit, fixed-point sums

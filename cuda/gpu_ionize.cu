@@ -225,6 +225,7 @@ static ionize_stats ionize_one(gpu_state *g, pic_state *st, int s, long long ste
 void gpu_ionize(void *ctx, pic_state *st, long long step, ionize_stats *out)
 {
     gpu_state *g = (gpu_state *)ctx;
+    gpu_fields_join(g); /* E(n+1) */
     const int t = gpu_tic(g, st);
     for (int s = 0; s < g->nsp; s++)
         if (g->sp[s].ion)

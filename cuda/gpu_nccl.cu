@@ -216,9 +216,10 @@ void gpu_transport_close(gpu_state *g)
 }
 
 #ifdef EMPIC_NCCL
-/* Up to three arrays of 4- or 8-byte entries (guard fill: float bits; fold: fixed-point). */
-template <typename T> struct arrays3 {
-    T *p[3];
+/* Up to GPU_HALO_MAX arrays of 4- or 8-byte entries (guard fill: float bits; fold:
+ * fixed-point). */
+template <typename T> struct arrays_n {
+    T *p[GPU_HALO_MAX];
     int ncomp;
 };
 
@@ -226,7 +227,7 @@ template <typename T> struct arrays3 {
  * messages out_lo and out_hi (component after component, rows in order), the bands zeroed
  * when `zero` (a fold's guards). */
 template <typename T>
-__global__ void k_band_pack(arrays3<T> a, int stride, int nr, int nc, int2 lo, int2 hi,
+__global__ void k_band_pack(arrays_n<T> a, int stride, int nr, int nc, int2 lo, int2 hi,
                             T *out_lo, T *out_hi, int zero)
 {
     const size_t per = (size_t)nr * nc, n = per * a.ncomp;
@@ -245,7 +246,7 @@ __global__ void k_band_pack(arrays3<T> a, int stride, int nr, int nc, int2 lo, i
 /* The messages in_lo (from the - side, when use_lo) and in_hi (from the + side) into the
  * bands at lo and hi: copied (guard fill) or added (fold). */
 template <typename T>
-__global__ void k_band_unpack(arrays3<T> a, int stride, int nr, int nc, int2 lo, int2 hi,
+__global__ void k_band_unpack(arrays_n<T> a, int stride, int nr, int nc, int2 lo, int2 hi,
                               const T *in_lo, const T *in_hi, int use_lo, int use_hi, int add)
 {
     const size_t per = (size_t)nr * nc, n = per * a.ncomp;
@@ -289,12 +290,12 @@ static void swap_sides(gpu_state *g, ncclComm_t comm, void *to_lo, void *to_hi, 
 }
 
 template <typename T>
-static void exchange(gpu_state *g, void *const a[3], int ncomp, int axis, int nr, int nc,
+static void exchange(gpu_state *g, void *const a[], int ncomp, int axis, int nr, int nc,
                      const int2 send[2], const int2 recv[2], int fold)
 {
     const int lo = g->nb[2 * axis], hi = g->nb[2 * axis + 1];
-    arrays3<T> arr;
-    for (int c = 0; c < 3; c++)
+    arrays_n<T> arr;
+    for (int c = 0; c < GPU_HALO_MAX; c++)
         arr.p[c] = c < ncomp ? (T *)a[c] : NULL;
     arr.ncomp = ncomp;
     const size_t count = (size_t)ncomp * nr * nc, bytes = count * sizeof(T);
@@ -315,7 +316,7 @@ static void exchange(gpu_state *g, void *const a[3], int ncomp, int axis, int nr
 }
 
 /* The bands of emf_guard_axis / emf_acc_fold (emf.c) along one axis, as (row, column). */
-static void axis_exchange(gpu_state *g, void *const a[3], int ncomp, int fold, int axis)
+static void axis_exchange(gpu_state *g, void *const a[], int ncomp, int fold, int axis)
 {
     const int G = EMF_GUARD, w = g->i1 - g->i0, h = g->j1 - g->j0;
     int2 send[2], recv[2];
@@ -349,8 +350,8 @@ static void axis_exchange(gpu_state *g, void *const a[3], int ncomp, int fold, i
 }
 #endif
 
-void gpu_nccl_halo(gpu_state *g, void *const a[3], int ncomp, int fold,
-                   void (*self)(gpu_state *, void *const[3], int, int))
+void gpu_nccl_halo(gpu_state *g, void *const a[], int ncomp, int fold,
+                   void (*self)(gpu_state *, void *const[], int, int))
 {
     (void)fold; /* unused in a build without NCCL (g->nccl is never set there) */
     for (int axis = 0; axis < 2; axis++) {

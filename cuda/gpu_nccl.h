@@ -23,8 +23,8 @@ void gpu_transport_close(struct gpu_state *g);
 /* gpu_halo on the device (g->nccl set): the same guard fill (fold = 0, float arrays) or fold
  * (fold = 1, 64-bit fixed-point sums) of ncomp arrays a[], x then y, bitwise the staged
  * path's result; self(g, a, ncomp, axis) for an axis this rank holds alone, as gpu_halo. */
-void gpu_nccl_halo(struct gpu_state *g, void *const a[3], int ncomp, int fold,
-                   void (*self)(struct gpu_state *, void *const[3], int, int));
+void gpu_nccl_halo(struct gpu_state *g, void *const a[], int ncomp, int fold,
+                   void (*self)(struct gpu_state *, void *const[], int, int));
 
 /* border_pass's swap of the leavers (g->nccl set): for each of the nsort species k (which[k]),
  * whose four areas lie at off[k][0..4] of g->border[which[k]].dev (leavers going up, going

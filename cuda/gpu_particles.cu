@@ -663,6 +663,7 @@ void gpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic)
 {
     gpu_state *g = (gpu_state *)ctx;
     const emf *f = st->f;
+    gpu_fields_join(g); /* E(n), B(n) */
     gpu_debug(g, st, DBG_BEFORE_MOVE);
     kpart a;
     memset(&a, 0, sizeof a);

@@ -962,7 +962,6 @@ void gpu_sort(void *ctx, pic_state *st, int window, long long *dropped)
     }
     g->prepared = 0;
     gpu_toc(g, t, PH_SORT);
-    gpu_fields_join(g); /* what follows the sort may read the fields */
     for (int s = 0; s < g->nsp; s++)
         dropped[s] = g->dropped[s] += net[s];
     gpu_debug(g, st, DBG_AFTER_SORT);

@@ -155,16 +155,11 @@ void gpu_window_shift(void *ctx, pic_state *st)
     int t = gpu_tic(g, st);
     arrays9 arr = {{g->e[0], g->e[1], g->e[2], g->b[0], g->b[1], g->b[2], g->j[0], g->j[1],
                     g->j[2]}};
-    /* J's right guards hold this rank's own deposit there, not the neighbour's current, until
-     * filled: the column they move into is dumped (as on one rank) */
-    if (g->ranks > 1)
-        gpu_guard_fill(g, g->j[0], g->j[1], g->j[2]);
+    /* over several ranks gpu_fields filled J's guards with E's (st->window_next): the column
+     * that moves in from the rank on the right is the neighbour's, and E's and B's guards are
+     * right one cell deep after the shift (the deeper ones are filled before they are read) */
     k_shift_rows<<<dim3((unsigned)g->rows, 9), 256, 0, g->stream>>>(arr, g->stride, EMF_GUARD);
     GPU_LAUNCHED(g, "k_shift_rows");
-    if (g->ranks > 1) { /* the columns that came from the rank on the right (window_shift) */
-        gpu_guard_fill(g, g->e[0], g->e[1], g->e[2]);
-        gpu_guard_fill(g, g->b[0], g->b[1], g->b[2]);
-    }
     if (st->f->fb && g->nlayers > 0) {
         psi_rows a;
         memset(&a, 0, sizeof a);

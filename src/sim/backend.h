@@ -37,6 +37,7 @@ typedef struct {
     float ext_e[3], ext_b[3]; /* uniform external fields added at the gather */
     int window;               /* the deck has a moving window */
     long window_cells;        /* cells the moving window has moved (box origin x0 = cells dx) */
+    int window_next;          /* the window shifts after this step's `fields` (set before it) */
     double phase_s[PH_COUNT]; /* wall (or device) seconds per phase: each backend adds its own */
     const char *transport;    /* how the ranks exchange, set by open: "none" (one rank),
                                  "staged" (GPU ranks through the host), "nccl"; NULL: the

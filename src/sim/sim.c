@@ -371,10 +371,11 @@ void sim_step(sim *S)
     be->particles(bc, st, want_e, kin);
     /* 4-6. B(n+1/2) = B(n) - dt/2 curl E(n); J(n+1/2) folded, filtered;
      * E(n+1) = E(n) + dt (curl B(n+1/2) - J(n+1/2)) with boundaries and lasers */
+    const int moved = window_due(&S->win, (S->f.step + 1) * S->d.dt, S->d.dx);
+    st->window_next = moved;
     be->fields(bc, st);
     S->f.step++;
     /* moving window: E(n+1), B(n+1/2), x(n+1) one cell toward -x when due */
-    const int moved = window_due(&S->win, S->f.step * S->d.dt, S->d.dx);
     if (moved) {
         be->window_shift(bc, st);
         st->window_cells = ++S->win.cells;
