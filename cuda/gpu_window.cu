@@ -45,15 +45,16 @@ __device__ void shift_row(float *row, int from, int len)
     }
 }
 
-/* Row blockIdx.x of array blockIdx.y (guard rows too): columns [G, stride-1) take the
- * next column, the last is cleared, the guards below x = 0 kept. */
+/* Row blockIdx.x of array blockIdx.y (guard rows too): columns [first, stride-1) take the
+ * next column, the last is cleared; first = G keeps the guards below x = 0 (the box's
+ * edge), first = 0 shifts them too (a rank on the left, whose cells they stand for). */
 typedef struct {
     float *a[9];
 } arrays9;
 
-__global__ void k_shift_rows(arrays9 arr, int stride, int G)
+__global__ void k_shift_rows(arrays9 arr, int stride, int first)
 {
-    shift_row(arr.a[blockIdx.y] + (size_t)blockIdx.x * stride, G, stride);
+    shift_row(arr.a[blockIdx.y] + (size_t)blockIdx.x * stride, first, stride);
 }
 
 /* psi rows of the layers (fbnd_shift): x layer: row j of n entries; y layer: row l of len.
@@ -156,9 +157,11 @@ void gpu_window_shift(void *ctx, pic_state *st)
     arrays9 arr = {{g->e[0], g->e[1], g->e[2], g->b[0], g->b[1], g->b[2], g->j[0], g->j[1],
                     g->j[2]}};
     /* over several ranks gpu_fields filled J's guards with E's (st->window_next): the column
-     * that moves in from the rank on the right is the neighbour's, and E's and B's guards are
-     * right one cell deep after the shift (the deeper ones are filled before they are read) */
-    k_shift_rows<<<dim3((unsigned)g->rows, 9), 256, 0, g->stream>>>(arr, g->stride, EMF_GUARD);
+     * that moves in from the rank on the right is the neighbour's; with the left guards
+     * shifted too, E's and B's guards are right one cell deep after the shift, all that is
+     * read before the next fills (the right guard two cells out is cleared) */
+    const int first = g->nb[SIDE_XMIN] >= 0 && g->i0 > 0 ? 0 : EMF_GUARD;
+    k_shift_rows<<<dim3((unsigned)g->rows, 9), 256, 0, g->stream>>>(arr, g->stride, first);
     GPU_LAUNCHED(g, "k_shift_rows");
     if (st->f->fb && g->nlayers > 0) {
         psi_rows a;
