@@ -62,6 +62,9 @@ typedef struct deck_laser {
     double edge;                       /* flattop: width of the cos^2 edge beyond w0
                                           (0: a hard edge) */
     int boundary;                      /* enum deck_side, launching side */
+    double angle;                      /* angle of incidence in degrees from the side's
+                                          normal toward +y (x sides) or +x (y sides);
+                                          |angle| < 90, default 0 */
 } deck_laser;
 
 /* A user constant of the deck's `constants` group, usable in every formula. */

@@ -21,6 +21,25 @@
  * sqrt(w0/w), phase fronts and Gouy phase stay the Gaussian beam's of the same w0, so a
  * focus away from the plane converges the beam as a lens of that focal length would.
  *
+ * Oblique incidence (angle theta from the side's normal, in the simulation plane; tilt = 1):
+ * the beam above is evaluated in its own coordinates. With (xi, r) the point's distance from
+ * the launching boundary and its transverse coordinate, (xi_f, rc) the focus, ct = cos theta,
+ * st = sin theta (theta > 0 tilts the beam toward +r):
+ *   z  = (xi - xi_f) ct + (r - rc) st      (along the beam, from the focus),
+ *   dr = -(xi - xi_f) st + (r - rc) ct     (across it, from the axis),
+ *   tau = t - (z + delay),  delay = xi_f/ct + R |tan theta|,
+ * so that along the source plane the phase runs as omega0 st r (the transverse phase of
+ * wavelength lambda0/|sin theta|) and the envelope is late by r st: the front of the pulse
+ * reaches the plane at t = 0 a footprint radius R (lasers.c: 3 w for the Gaussian, where the
+ * axis crosses the boundary) before the axis, and the axis's point at t = R |tan theta|.
+ * At theta = 0 these are the normal-incidence expressions (kept as they are: tilt = 0).
+ * E1 = A (..) cos phi is then the field along the beam's in-plane transverse direction, which
+ * makes the angle theta with the plane; the plane's tangential components are
+ *   E_r = E1 ct, E_z = E2           (the B step's correction, laser_line p1 = ct),
+ *   B_z ~ E1,    B_r ~ E2 ct        (the E step's, p2 = ct; ~: the normal-incidence signs),
+ * so the total-field/scattered-field plane launches the tilted beam with |E| = a0 omega0 at
+ * its focus and the beam's power through the plane.
+ *
  * Envelopes of the field (duration D = full width at half maximum of env, starting at 0 at
  * tau = 0 on the launching boundary):
  *   sin2:     sin^2(pi tau / (2D)) for 0 <= tau <= 2D;
@@ -48,6 +67,9 @@ typedef struct {
     double duration, ramp;
     int profile;         /* enum laser_prof */
     double order, edge;  /* supergaussian: order; flattop: edge width at the waist */
+    int tilt;            /* 1: oblique incidence (ct, st, delay below) */
+    double ct, st;       /* cos, sin of the angle from the side's normal toward +r */
+    double delay;        /* xi_f/ct + R |tan theta| */
 } laser_beam;
 
 /* Envelope at retarded time tau. */
@@ -107,15 +129,26 @@ EMPIC_HD double laser_transverse(const laser_beam *L, double dr, double w2)
 EMPIC_HD void laser_field(const laser_beam *L, double xi, double r, double t, double *e1,
                           double *e2)
 {
-    double env = laser_envelope(L, t - xi);
+    double z, dr, tau;
+    if (L->tilt) {
+        const double a = xi - L->xi_focus, b = r - L->center;
+        z = a * L->ct + b * L->st;
+        dr = b * L->ct - a * L->st;
+        tau = t - (z + L->delay);
+    } else {
+        z = xi - L->xi_focus;
+        dr = r - L->center;
+        tau = t - xi;
+    }
+    double env = laser_envelope(L, tau);
     if (env == 0.0) {
         *e1 = *e2 = 0.0;
         return;
     }
-    double z = xi - L->xi_focus, xr = L->xr, dr = r - L->center;
+    double xr = L->xr;
     double w2 = L->w0 * L->w0 * (1.0 + z * z / (xr * xr));
     double amp = L->amp * env * sqrt(L->w0 / sqrt(w2)) * laser_transverse(L, dr, w2);
-    double phi = L->omega0 * (t - xi) - 0.5 * L->omega0 * dr * dr * z / (z * z + xr * xr) +
+    double phi = L->omega0 * tau - 0.5 * L->omega0 * dr * dr * z / (z * z + xr * xr) +
                  0.5 * atan(z / xr) + L->phase;
     if (L->circular) {
         *e1 = amp * cos(phi);
@@ -154,6 +187,7 @@ typedef struct {
     int at, d1, d2;
     float c1, c2;
     double xi, tm, h;
+    double p1, p2;    /* the tangential projections of E1, E2 (1 at normal incidence) */
     long shift;
 } laser_line;
 
@@ -170,6 +204,8 @@ EMPIC_HD laser_line laser_line_of(const laser_src *L, int e, long step, double d
     ln.on = !(axis == 0 && shift != 0);
     ln.h = axis ? dx : dy;
     ln.shift = axis ? shift : 0;
+    ln.p1 = e ? 1.0 : L->beam.ct;
+    ln.p2 = e ? L->beam.ct : 1.0;
     if (!e) {
         const float hh = (float)(L->sign * 0.5 * dt / d);
         ln.at = col;
@@ -197,8 +233,8 @@ EMPIC_HD void laser_line_add(const laser_beam *b, const laser_line *ln, int t, f
     double e1, e2, u;
     laser_field(b, ln->xi, (t + ln->shift + 0.5) * ln->h, ln->tm, &e1, &u);
     laser_field(b, ln->xi, (double)(t + ln->shift) * ln->h, ln->tm, &u, &e2);
-    *v1 += ln->c1 * (float)e1;
-    *v2 += ln->c2 * (float)e2;
+    *v1 += ln->c1 * (float)(e1 * ln->p1);
+    *v2 += ln->c2 * (float)(e2 * ln->p2);
 }
 
 #endif

@@ -33,7 +33,7 @@ static const char *GOOD =
     "             envelope = \"flattop\"; boundary = \"xmax\"; profile = \"flattop\";\n"
     "             edge = 0.5; },\n"
     "           { a0 = 1; omega0 = 5; w0 = 3; duration = 8; boundary = \"xmax\";\n"
-    "             profile = \"supergaussian\"; order = 6; } );\n"
+    "             profile = \"supergaussian\"; order = 6; angle = -20; } );\n"
     "species = (\n"
     "  { name = \"electrons\"; charge = -1.0; ppc = [3, 2];\n"
     "    density = { profile = \"expr\"; expr = \"1+0.5*sin(2*pi*x/10)\"; n = 2; };\n"
@@ -144,6 +144,7 @@ static void assert_same(deck *a, deck *b)
         CU_ASSERT(p->envelope == q->envelope && p->ramp == q->ramp);
         CU_ASSERT(p->boundary == q->boundary);
         CU_ASSERT(p->profile == q->profile && p->order == q->order && p->edge == q->edge);
+        CU_ASSERT(p->angle == q->angle);
     }
     CU_ASSERT_EQUAL_FATAL(a->nspecies, b->nspecies);
     for (int i = 0; i < a->nspecies; i++) {
@@ -212,7 +213,8 @@ static void test_roundtrip(void)
     CU_ASSERT(a.nlasers == 3 && a.lasers[1].circular && a.lasers[1].ramp == 2.0);
     CU_ASSERT(a.lasers[0].profile == LPROF_GAUSSIAN && a.lasers[1].profile == LPROF_FLATTOP);
     CU_ASSERT(a.lasers[1].edge == 0.5 && a.lasers[2].profile == LPROF_SUPERGAUSSIAN);
-    CU_ASSERT(a.lasers[2].order == 6.0);
+    CU_ASSERT(a.lasers[2].order == 6.0 && a.lasers[2].angle == -20.0);
+    CU_ASSERT(a.lasers[0].angle == 0.0);
     CU_ASSERT(a.lasers[1].boundary == SIDE_XMAX && a.lasers[1].focus == 12.8);
     CU_ASSERT(a.lasers[1].center == 6.4 && a.lasers[0].envelope == ENV_GAUSSIAN);
     CU_ASSERT(a.nspecies == 2 && a.species[1].mass == 1836 && a.species[1].immobile);
@@ -352,6 +354,9 @@ static void test_broken(void)
                 "lasers[0].order: got 1.5; expected an order from 2", NULL);
     expect_fail(GRID TIME LASER_PML "profile = \"tophat\"; } );\n", "lasers[0].profile",
                 "expected one of: gaussian, supergaussian, flattop");
+    /* the angle of incidence: below 90 degrees */
+    expect_fail(GRID TIME LASER_PML "angle = 90.0; } );\n", "lasers[0].angle: got 90; "
+                "expected an angle of incidence in degrees", "-90 < angle < 90");
     /* time step above the Courant limit (0.0707 for dx = dy = 0.1) */
     expect_fail(GRID "time = { dt = 0.071; steps = 10; };\n", "time.dt", "Courant limit 0.0707");
     /* ppc, formulas, types, cells */

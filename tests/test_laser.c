@@ -1,5 +1,6 @@
 /* test_laser.c - laser-plasma physics of the CPU backend: PML reflection, Gaussian beam
- * waist/focus/amplitude/polarisation, super-Gaussian and flat-top profiles, group velocity
+ * waist/focus/amplitude/polarisation, super-Gaussian and flat-top profiles, oblique
+ * incidence (direction, energy, specular reflection), group velocity
  * in plasma, the moving window, particle walls and the linear wake wavelength. */
 #include "emf.h"
 #include "fbnd.h"
@@ -596,6 +597,181 @@ static void test_window_plasma(void)
 }
 
 /* ---------------------------------------------------------------------------------------
+ * Oblique incidence (angle): the field energy of a tilted pulse and its centroid, which
+ * moves along the beam's axis, at two times; and its reflection off an overdense slab. */
+
+typedef struct {
+    double w, x, y; /* field energy (1/2) sum (E^2 + B^2) dx dy, its centroid */
+} emoment;
+
+/* Over the cells whose centres lie in [x0, x1) x [y0, y1). */
+static emoment energy_moment(const sim *S, double x0, double x1, double y0, double y1)
+{
+    const emf *f = &S->f;
+    emoment m = {0, 0, 0};
+    for (int j = 0; j < f->ny; j++) {
+        const double y = (j + 0.5) * f->dy;
+        if (y < y0 || y >= y1)
+            continue;
+        for (int i = 0; i < f->nx; i++) {
+            const double x = (i + 0.5) * f->dx;
+            if (x < x0 || x >= x1)
+                continue;
+            const int k = emf_idx(f, i, j);
+            double u = 0;
+            for (int c = 0; c < 3; c++)
+                u += (double)f->e[c][k] * f->e[c][k] + (double)f->b[c][k] * f->b[c][k];
+            m.w += u, m.x += u * x, m.y += u * y;
+        }
+    }
+    if (m.w > 0)
+        m.x /= m.w, m.y /= m.w;
+    m.w *= 0.5 * f->dx * f->dy;
+    return m;
+}
+
+/* Step S on to time t (from step *n). */
+static void run_until(sim *S, long *n, double t)
+{
+    for (; *n < lround(t / S->d.dt); (*n)++)
+        sim_step(S);
+}
+
+/* The direction of travel, in degrees from the normal of side `side` toward +y (x sides) or
+ * +x (y sides), of a centroid that moved from a to b. */
+static double travel_angle(int side, emoment a, emoment b)
+{
+    const double dx = b.x - a.x, dy = b.y - a.y;
+    const double dn = side == SIDE_XMIN ? dx : side == SIDE_XMAX ? -dx
+                      : side == SIDE_YMIN ? dy : -dy;
+    const double dt = side >= SIDE_YMIN ? dx : dy;
+    return atan2(dt, dn) * 180 / M_PI;
+}
+
+/* A 2-period (FWHM) pulse, w0 = 2.5 lambda, lambda = 1, 20 cells per wavelength, tilted by
+ * `angle` degrees from side `side` and focused 8 from it, 13 along it from the low edge
+ * (positive angles; 11 for negative ones), in a box 18 deep and 24 across with PML all
+ * round: the field energy and its centroid at t1 and t2 (the pulse wholly inside). */
+static void oblique_vacuum(int side, double angle, double t1, double t2, emoment *m1,
+                           emoment *m2)
+{
+    const double lam = 1.0, w = 2 * M_PI / lam, dx = lam / 20, deep = 18, across = 24;
+    const int ax = side >= SIDE_YMIN, hi = side == SIDE_XMAX || side == SIDE_YMAX;
+    deck d;
+    tu_deck(&d, (int)lround((ax ? across : deep) / dx), (int)lround((ax ? deep : across) / dx),
+            dx, dx / 2, 0);
+    d.cluster[0] = d.cluster[1] = 20;
+    d.energy_every = 0;
+    set_fbnd(&d, FBND_PML, FBND_PML);
+    const double c = angle < 0 ? across - 13 : 13;
+    deck_laser *L = add_laser(&d, 0.1, w, 2.5, hi ? deep - 8 : 8, c, 2.0, ENV_SIN2);
+    L->boundary = side;
+    L->angle = angle;
+    sim S;
+    CU_ASSERT_FATAL(sim_init(&S, &d, 1) == 0);
+    const double p = 0.8; /* the PMLs: 16 cells */
+    const double X = d.nx * dx, Y = d.ny * dx;
+    long n = 0;
+    run_until(&S, &n, t1);
+    *m1 = energy_moment(&S, p, X - p, p, Y - p);
+    run_until(&S, &n, t2);
+    *m2 = energy_moment(&S, p, X - p, p, Y - p);
+    sim_free(&S);
+}
+
+static void test_oblique_vacuum(void)
+{
+    const int sides[3] = {SIDE_XMIN, SIDE_YMIN, SIDE_XMAX};
+    const double angles[3] = {30.0, 30.0, -25.0};
+    emoment r1, r2; /* at normal incidence, the reference energy */
+    oblique_vacuum(SIDE_XMIN, 0.0, 12.0, 14.0, &r1, &r2);
+    for (int k = 0; k < 3; k++) {
+        emoment a, b;
+        oblique_vacuum(sides[k], angles[k], 14.0, 20.0, &a, &b);
+        const double got = travel_angle(sides[k], a, b);
+        const double v = hypot(b.x - a.x, b.y - a.y) / 6.0;
+        printf(" [%s %+.0f deg: travels at %+.2f deg, %.4f c; energy %.5f (%.5f later), "
+               "%.5f at normal incidence] ",
+               sides[k] == SIDE_XMIN ? "xmin" : sides[k] == SIDE_YMIN ? "ymin" : "xmax",
+               angles[k], got, v, a.w, b.w, r1.w);
+        CU_ASSERT(fabs(got - angles[k]) < 1.0);
+        CU_ASSERT(fabs(v - 1) < 0.02);
+        CU_ASSERT(fabs(b.w / a.w - 1) < 1e-3);    /* all of it in, nothing lost */
+        CU_ASSERT(fabs(a.w / r1.w - 1) < 0.02);   /* the beam's energy, as at normal incidence */
+    }
+}
+
+/* A pulse at 30 degrees, p- (pol = 0) or s-polarised (pol = pi/2), onto a slab of 4 n_c
+ * (cold electrons, immobile ions) from x = 14 to 15, focused on its front: the reflected
+ * pulse's direction and its energy against the incident one's (*r). */
+static double oblique_reflection(double pol, double *ai, double *ar)
+{
+    const double lam = 1.0, w = 2 * M_PI / lam, dx = lam / 20, xs = 14, yc = 16.5, D = 1.5;
+    deck d;
+    tu_deck(&d, (int)lround(17 / dx), (int)lround(29 / dx), dx, dx / 2, 0);
+    d.cluster[0] = d.cluster[1] = 20;
+    d.energy_every = 0;
+    d.filter_passes = 1; /* the cold dense plasma's grid heating, slowed */
+    set_fbnd(&d, FBND_PML, FBND_PML);
+    deck_laser *L = add_laser(&d, 0.1, w, 2.5, xs, yc, D, ENV_SIN2);
+    L->angle = 30.0;
+    L->polarization = pol;
+    for (int s = 0; s < 2; s++) {
+        deck_species *sp = tu_species(&d, s ? "ions" : "electrons", s ? 1 : -1, s ? 1836 : 1,
+                                      2, s ? 0 : 0.005);
+        sp->immobile = s;
+        sp->n = 4 * w * w; /* n_c = omega0^2 */
+        sp->profile = PROFILE_PIECEWISE;
+        deck_pwl *q[2] = {&sp->pwl_x, &sp->pwl_y};
+        const double v[2][4] = {{xs, xs + 1e-3, xs + 1, xs + 1 + 1e-3}, {1, 1.001, 28, 28.001}};
+        const double fv[4] = {0, 1, 1, 0};
+        for (int a = 0; a < 2; a++) {
+            q[a]->n = 4;
+            q[a]->s = malloc(sizeof v[a]);
+            q[a]->f = malloc(sizeof fv);
+            memcpy(q[a]->s, v[a], sizeof v[a]);
+            memcpy(q[a]->f, fv, sizeof fv);
+        }
+        for (int k = 0; k < 4; k++)
+            sp->bnd[k] = PBND_ABSORBING;
+    }
+    sim S;
+    CU_ASSERT_FATAL(sim_init(&S, &d, 1) == 0);
+    /* the peak (tau = D) reaches the focus at tf; the pulse is wholly in the vacuum between
+     * the source plane and the slab when its centroid is 5.5 to 9.5 from the focus */
+    const double tf = S.f.fb->lasers[0].beam.delay + D, p = 0.8, Y = d.ny * dx;
+    long n = 0;
+    emoment in[2], out[2];
+    run_until(&S, &n, tf - 9.5);
+    in[0] = energy_moment(&S, p, xs, p, Y - p);
+    run_until(&S, &n, tf - 5.5);
+    in[1] = energy_moment(&S, p, xs, p, Y - p);
+    run_until(&S, &n, tf + 5.5);
+    out[0] = energy_moment(&S, p, xs, p, Y - p);
+    run_until(&S, &n, tf + 9.5);
+    out[1] = energy_moment(&S, p, xs, p, Y - p);
+    sim_free(&S);
+    *ai = travel_angle(SIDE_XMIN, in[0], in[1]);
+    *ar = travel_angle(SIDE_XMAX, out[0], out[1]); /* back toward xmin */
+    return 0.5 * (out[0].w + out[1].w) / in[1].w;
+}
+
+/* Specular reflection with the incident energy: all of it for s; for p, the field across
+ * the surface drives its electrons (the step is smoothed over a cell by the particles'
+ * shape: resonance and vacuum heating take some percent). */
+static void test_oblique_reflection(void)
+{
+    for (int k = 0; k < 2; k++) {
+        double ai, ar, r = oblique_reflection(k ? M_PI / 2 : 0.0, &ai, &ar);
+        printf(" [%s: incident at %+.2f deg, reflected at %+.2f deg (specular +30); "
+               "reflected energy %.4f of the incident] ", k ? "s" : "p", ai, ar, r);
+        CU_ASSERT(fabs(ai - 30) < 1.0);
+        CU_ASSERT(fabs(ar - 30) < 2.0);
+        CU_ASSERT(r > (k ? 0.95 : 0.85) && r < 1.02);
+    }
+}
+
+/* ---------------------------------------------------------------------------------------
  * Particle walls. A species of charge -1e-6 makes no field to speak of: it streams
  * ballistically, so who leaves and with what energy is known from the initial load. */
 
@@ -814,6 +990,9 @@ int main(void)
                 test_transverse_profiles);
     CU_add_test(s, "circular polarisation", test_circular);
     CU_add_test(s, "lasers from xmax, ymin, ymax", test_laser_sides);
+    CU_add_test(s, "oblique incidence in vacuum: direction and energy", test_oblique_vacuum);
+    CU_add_test(s, "oblique incidence: specular reflection off an overdense slab",
+                test_oblique_reflection);
     CU_add_test(s, "laser group velocity in plasma", test_group_velocity);
     CU_add_test(s, "moving window: vacuum pulse energy over a transit", test_window_vacuum);
     CU_add_test(s, "moving window: uniform plasma stays uniform", test_window_plasma);

@@ -31,7 +31,7 @@ static const char *const LASER_KEYS[] = {"a0", "intensity", "omega0", "lambda0",
                                          "w0", "w0_um", "focus", "focus_um", "center",
                                          "center_um", "duration", "duration_fs", "envelope",
                                          "ramp", "ramp_fs", "boundary", "phase", "profile",
-                                         "order", "edge", "edge_um", NULL};
+                                         "order", "edge", "edge_um", "angle", NULL};
 static const char *const SPECIES_KEYS[] = {"name", "charge", "mass", "ppc", "immobile",
                                            "density", "momentum", "boundary", "element",
                                            "ionization", NULL};
@@ -246,6 +246,34 @@ static void parse_laser_profile(dk_ctx *c, const cs *g, deck_laser *L)
         dk_num_alt(c, g, e, 2, &L->edge, DK_NONNEG, 0);
 }
 
+/* The angle of incidence in degrees: |angle| < 90, and the phase along the source plane,
+ * of wavelength lambda0/|sin angle|, resolved by at least 4 cells of the plane. */
+static void parse_laser_angle(dk_ctx *c, const cs *g, deck_laser *L)
+{
+    const deck *d = c->d;
+    const cs *a = dk_member(g, "angle");
+    if (dk_num(c, g, "angle", &L->angle, DK_ANY, 0) <= 0)
+        return;
+    if (!(fabs(L->angle) < 90.0)) {
+        dk_report(c, a, NULL, "got %g; expected an angle of incidence in degrees from the "
+                  "side's normal, -90 < angle < 90 (toward +%c when positive)", L->angle,
+                  L->boundary >= SIDE_YMIN ? 'x' : 'y');
+        L->angle = 0;
+        return;
+    }
+    const int yside = L->boundary >= SIDE_YMIN;
+    const double s = fabs(sin(L->angle * (3.14159265358979323846 / 180.0)));
+    if (!c->box_ok || !(L->omega0 > 0) || s == 0.0)
+        return;
+    const double h = yside ? d->dx : d->dy, lam = 2 * 3.14159265358979323846 / L->omega0;
+    if (lam / s < 4 * h)
+        dk_report(c, a, NULL, "%g degrees: the phase along the source plane has the "
+                  "wavelength lambda0/|sin angle| = %.4g = %.3g cells of %s = %g; expected at "
+                  "least 4 cells: %s <= %.4g (normalised), or |angle| <= %.3g degrees",
+                  L->angle, lam / s, lam / s / h, yside ? "dx" : "dy", h, yside ? "dx" : "dy",
+                  lam / s / 4, asin(fmin(1.0, lam / (4 * h))) * (180.0 / 3.14159265358979323846));
+}
+
 static void parse_laser(dk_ctx *c, const cs *g, deck_laser *L)
 {
     const deck *d = c->d;
@@ -285,6 +313,7 @@ static void parse_laser(dk_ctx *c, const cs *g, deck_laser *L)
                                       : (L->boundary == SIDE_XMAX ? lx : 0);
     L->center = !c->box_ok ? 0 : yside ? lx / 2 : ly / 2;
     dk_laser_place(c, g, L);
+    parse_laser_angle(c, g, L);
 }
 
 /* Piecewise-linear table from the arrays skey (or its twin in um, skey_um) and fkey of g (0

@@ -128,6 +128,32 @@ static void check_ranges(dk_ctx *c, const cs *root)
     }
 }
 
+/* A tilted laser's footprint on its source plane (laser_footprint: 2 w each side of its
+ * axis) within the part of the plane the beam can use: clear of the PMLs of the sides across
+ * it, and of the box's edges (a periodic pair of sides would join the tilted phase fronts
+ * with a jump). Warned, not refused: a beam cut there is still launched, clipped. */
+static void check_footprint(dk_ctx *c, const cs *g, int l, const laser_src *src)
+{
+    const deck *d = c->d;
+    const int ax = src->axis, k0 = ax ? SIDE_XMIN : SIDE_YMIN, k1 = ax ? SIDE_XMAX : SIDE_YMAX;
+    const double h = ax ? d->dx : d->dy, len = (ax ? d->nx : d->ny) * h;
+    const double lo = d->fbnd[k0] == FBND_PML ? d->pml_cells * h : 0.0;
+    const double hi = len - (d->fbnd[k1] == FBND_PML ? d->pml_cells * h : 0.0);
+    double a, b;
+    laser_footprint(src, d, &a, &b);
+    if (a >= lo && b <= hi)
+        return;
+    const char r = ax ? 'x' : 'y';
+    dk_warn(c, dk_member(g, "angle") ? dk_member(g, "angle") : g, NULL, "laser %d at %g "
+            "degrees: its footprint on the source plane (2 w each side of the axis, where the "
+            "axis crosses it) spans %c = %.4g to %.4g, beyond the %s %.4g to %.4g; the beam is "
+            "cut there: widen the box along %c, move center (%.4g) or the focus, or take a "
+            "smaller angle", l, d->lasers[l].angle, r, a, b,
+            d->fbnd[k0] == FBND_PML || d->fbnd[k1] == FBND_PML ? "plane clear of the PMLs,"
+                                                                  : "box,", lo, hi, r,
+            d->lasers[l].center);
+}
+
 /* Lasers enter through an open side, and those along x are in before the window moves
  * (their source plane is fixed in the lab). */
 static void check_lasers(dk_ctx *c, const cs *root)
@@ -149,6 +175,8 @@ static void check_lasers(dk_ctx *c, const cs *root)
             dk_report(c, elem(root, "fields", -1, "moving_window"), "t_start", "%g: laser %d "
                       "is still being launched from its x boundary until t = %.6g; expected "
                       "t_start >= %.6g", d->window_t_start, l, end, end);
+        if (L->angle != 0.0)
+            check_footprint(c, g, l, &src);
     }
 }
 

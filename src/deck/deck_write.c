@@ -194,6 +194,8 @@ void deck_write(const deck *d, FILE *f)
             fprintf(f, " order = %s;", N(L->order).s);
         if (L->profile == LPROF_FLATTOP)
             fprintf(f, " edge = %s;", N(L->edge).s);
+        if (L->angle != 0.0)
+            fprintf(f, " angle = %s;", N(L->angle).s);
         fputs(" }", f);
     }
     fputs("\n);\nspecies = (", f);

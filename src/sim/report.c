@@ -344,7 +344,10 @@ int report_close(sim *S)
     return rc;
 }
 
-/* Per laser: lambda0, omega0/omega_p, n_c, a0 and intensity, peak field, duration, w0. */
+static const char *const SIDES[4] = {"xmin", "xmax", "ymin", "ymax"};
+
+/* Per laser: lambda0, omega0/omega_p, n_c, a0 and intensity, peak field, duration, w0, and
+ * the angle of incidence of a tilted one. */
 static void scales_lasers(const deck *d, FILE *o, const out_units *u)
 {
     const double um = u->length * 1e6, fs = u->time * 1e15;
@@ -359,6 +362,11 @@ static void scales_lasers(const deck *d, FILE *o, const out_units *u)
                 l->a0, units_intensity(l->a0, lambda, l->circular),
                 l->circular ? "circular" : "linear", l->a0 * l->omega0 * u->e, l->duration,
                 l->duration * fs, l->w0, l->w0 * um);
+        if (l->angle != 0.0)
+            fprintf(o, "#   angle of incidence %g degrees from the %s normal (toward +%c), "
+                       "transverse wavelength on the boundary lambda0/|sin| = %.4g um\n",
+                    l->angle, SIDES[l->boundary & 3], l->boundary >= SIDE_YMIN ? 'x' : 'y',
+                    lambda / fabs(sin(l->angle * (3.14159265358979323846 / 180.0))));
     }
 }
 

@@ -23,5 +23,13 @@
 void laser_setup(laser_src *L, const struct deck_laser *cfg, const struct deck *d, int layer);
 /* Lab time after which the laser has been fully injected. */
 double laser_end_time(const laser_src *L, const struct deck *d);
+/* Half-width of the beam's transverse profile at distance z from its focus: k w(z) for the
+ * Gaussian (amplitude exp(-k^2) there), the same fall for the super-Gaussian, the end of the
+ * edge for the flat-top. */
+double laser_reach(const laser_beam *b, double k, double z);
+/* The beam's footprint [lo, hi] on its source plane, in the transverse coordinate (y for
+ * an x side, x for a y side): 2 w of the beam each side of where its axis crosses it, w the
+ * beam's radius there (k = 2 in laser_reach; along the plane, / cos theta). */
+void laser_footprint(const laser_src *L, const struct deck *d, double *lo, double *hi);
 
 #endif
