@@ -459,12 +459,30 @@ def read_phasespace(outdir, name, it=None):
         return Histogram(name, _str(d.attrs.get("species", "")), it, t, data, labels, edges)
 
 
+def tracks_file(outdir):
+    """OUTDIR/tracks/tracks.h5, the run's tracks: one openPMD group-based file, a group
+    /data/<step> per tracks step."""
+    return os.path.join(outdir, "tracks", "tracks.h5")
+
+
 def tracks_path(outdir, it):
+    """The file holding tracks step `it`: tracks.h5, or for a run of an empic that wrote one
+    file per tracks step, tracks/tracksNNNNNNNN.h5."""
+    if os.path.exists(tracks_file(outdir)):
+        return tracks_file(outdir)
     return os.path.join(outdir, "tracks", "tracks%08d.h5" % it)
 
 
 def list_tracks(outdir):
-    """Steps of the tracks files."""
+    """Steps of the tracks (the groups of tracks.h5, or the older per-step files)."""
+    path = tracks_file(outdir)
+    if os.path.exists(path):
+        try:
+            with _open(path) as f:
+                return sorted(int(k) for k in f.get("data", {}).keys() if k.isdigit())
+        except Damaged as e:
+            skip(e)
+            return []
     return _series_steps(os.path.join(outdir, "tracks"), _TRACK_RE)
 
 

@@ -63,10 +63,13 @@ else
   fail "energy.csv differs: $(diff "$tmp/straight/energy.csv" "$tmp/cut/energy.csv" | head -5)"
 fi
 
-# every dataset of every dump bitwise equal (attributes such as the date may differ)
+# every dataset of every dump bitwise equal (attributes such as the date may differ); the
+# files a run appends to (tracks.h5) hold the same objects and attributes too
 if python3 - "$tmp/straight" "$tmp/cut" <<'EOF'
 import glob, os, sys
 import h5py
+import numpy as np
+APPENDED = ("tracks.h5", "probes.h5")  # one file per run, appended to
 a_top, b_top = sys.argv[1:3]
 bad, names = [], []
 for sub in ("data", "tracks", "phasespace"):
@@ -84,6 +87,20 @@ for sub in ("data", "tracks", "phasespace"):
                             x.tobytes() != y.tobytes():
                         bad.append(n + ":" + key)
             A.visititems(visit)
+            if n in APPENDED:  # a file the restart continued: the same objects and attributes
+                ka, kb = [], []
+                A.visit(ka.append)
+                B.visit(kb.append)
+                if ka != kb:
+                    bad.append(n + ": objects %s" % sorted(set(ka) ^ set(kb))[:5])
+                for key in [None] + ka:
+                    oa, ob = (A, B) if key is None else (A[key], B[key])
+                    aa = {k: v for k, v in oa.attrs.items() if k != "date"}
+                    ab = {k: v for k, v in ob.attrs.items() if k != "date"}
+                    if sorted(aa) != sorted(ab) or any(
+                            np.asarray(aa[k]).tobytes() != np.asarray(ab[k]).tobytes()
+                            for k in aa):
+                        bad.append(n + ":" + (key or "/") + " attributes")
 print("compared %d dumps; differing datasets: %s" % (len(names), bad or "none"))
 sys.exit(1 if bad else 0)
 EOF

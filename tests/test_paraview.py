@@ -1,7 +1,7 @@
 """ParaView opens every kind of .xmf empic writes, with each of its XDMF readers.
 
 A tiny run (fields every 10 steps, particle samples every 20, tracks every 5) gives a
-fields-only dump, fields + particles dumps, tracks dumps and both series; pvpython
+fields-only dump, fields + particles dumps, tracks (steps of tracks/tracks.h5) and both series; pvpython
 (Debian's python3-paraview, installed by tools/install-deps) reads them with the legacy
 XDMF reader, both Xdmf3 readers and OpenDataFile's choice (tests/paraview_read.py), and the
 blocks it returns are compared with the openPMD files: arrays, staggered node positions,
@@ -91,6 +91,8 @@ def h5_for(xmf, t):
     """The openPMD file of the dump at time t next to xmf."""
     series = os.path.basename(os.path.dirname(xmf))  # data/ or tracks/
     step = int(round(t / DT))
+    if series == "tracks":  # one file for the run, a group per step
+        return os.path.join(os.path.dirname(xmf), "tracks.h5"), step
     return os.path.join(os.path.dirname(xmf), "%s%08d.h5" % (series, step)), step
 
 

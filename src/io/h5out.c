@@ -332,7 +332,9 @@ void h5out_root_attrs(h5w *w, const char *iteration_format, int meshes, int part
         h5out_attr_str(w, r, "meshesPath", "meshes/");
     if (particles)
         h5out_attr_str(w, r, "particlesPath", "particles/");
-    h5out_attr_str(w, r, "iterationEncoding", "fileBased");
+    /* "/data/%T/": all iterations in one file */
+    h5out_attr_str(w, r, "iterationEncoding",
+                   iteration_format[0] == '/' ? "groupBased" : "fileBased");
     h5out_attr_str(w, r, "iterationFormat", iteration_format);
     h5out_attr_str(w, r, "software", "empic");
     h5out_attr_str(w, r, "softwareVersion", empic_version_string());

@@ -183,6 +183,17 @@ static int cmp_long(const void *a, const void *b)
 }
 
 /* Steps of the SERIES%08ld.xmf files in dir that have their .h5, sorted; *n of them. */
+/* DIR/SERIES%08ld.h5, the HDF5 file of a dump (without dir: its name alone); the tracks
+ * series is one file, DIR/tracks.h5. */
+static void h5_name(char *buf, size_t len, const char *dir, const char *series, long step)
+{
+    const char *sep = dir ? "/" : "";
+    if (!strcmp(series, "tracks"))
+        snprintf(buf, len, "%s%stracks.h5", dir ? dir : "", sep);
+    else
+        snprintf(buf, len, "%s%s%s%08ld.h5", dir ? dir : "", sep, series, step);
+}
+
 static long *list_steps(const char *dir, const char *series, size_t *n)
 {
     DIR *dd = opendir(dir);
@@ -202,7 +213,7 @@ static long *list_steps(const char *dir, const char *series, size_t *n)
             sscanf(e->d_name + pre, "%ld.xmf%n", &step, &end) != 1 || end == 0 ||
             e->d_name[pre + (size_t)end] != '\0' || step < 0)
             continue;
-        snprintf(path, sizeof path, "%s/%s%08ld.h5", dir, series, step);
+        h5_name(path, sizeof path, dir, series, step);
         if (access(path, R_OK) != 0)
             continue;
         if (*n == cap) {
@@ -450,7 +461,7 @@ static void dump_text(FILE *x, const h5w *w, const output_frame *fr, const char 
 int xdmf_dump(const char *dir, const char *series, const h5w *w, const output_frame *fr)
 {
     char h5name[64], path[OUT_PATH + 64], run[DECK_NAME_MAX];
-    snprintf(h5name, sizeof h5name, "%s%08ld.h5", series, fr->step);
+    h5_name(h5name, sizeof h5name, NULL, series, fr->step);
     h5out_safe_name(run, sizeof run, fr->d->name);
     char *out = NULL;
     size_t olen = 0;

@@ -102,6 +102,9 @@ int sim_init_from(sim *S, const deck *d, int quiet, const char *checkpoint)
     health_energy_ref(S); /* the host state, before a device backend takes it over */
     /* rank 0 alone creates the files: every rank learns whether it could */
     int bad = S->be->open(st, &S->be_ctx) || report_open(S, run[0] ? run : NULL);
+    /* the run's tracks file: a fresh run's new, a restart's continued from its step */
+    if (!bad && comm_rank() == 0 && S->d.tracks_every > 0)
+        bad = output_tracks_begin(S->d.output, S->step, checkpoint != NULL);
     comm_max_int(&bad, 1);
     if (bad)
         return -1;
