@@ -181,6 +181,19 @@ static void cpu_fetch_fields(void *ctx, pic_state *st, float *per)
 
 static void cpu_fetch_particles(void *ctx, pic_state *st) { (void)ctx, (void)st; }
 
+/* Field probes: read from the host arrays. */
+static void cpu_probe(void *ctx, pic_state *st, int rho, int n, const probe_req *req,
+                      float *out)
+{
+    emf *f = st->f;
+    if (rho)
+        cpu_rho(ctx, st, NULL);
+    const float *const a[PROBE_COUNT] = {f->e[0], f->e[1], f->e[2], f->b[0], f->b[1], f->b[2],
+                                         f->j[0], f->j[1], f->j[2], f->rho};
+    for (int r = 0; r < n; r++)
+        out[r] = probe_gather(a[req[r].m], req[r].m, req[r].k, f->stride, req[r].x, req[r].y);
+}
+
 static species *cpu_fetch_tracked(void *ctx, pic_state *st, species *out)
 {
     (void)ctx, (void)out;
@@ -304,6 +317,7 @@ const backend cpu_backend = {
     .field_diag = cpu_field_diag,
     .fetch_fields = cpu_fetch_fields,
     .fetch_particles = cpu_fetch_particles,
+    .probe = cpu_probe,
     .fetch_tracked = cpu_fetch_tracked,
     .release_tracked = cpu_release_tracked,
     .phasespace = cpu_phasespace,
