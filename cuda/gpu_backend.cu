@@ -120,12 +120,14 @@ __global__ void k_probe(probe_arrays a, int s, const probe_req *__restrict__ req
 }
 
 /* Field probes: the requests up, one small kernel, the n values back (no field copied). */
-void gpu_probe(void *ctx, pic_state *st, int rho, int n, const probe_req *req, float *out)
+void gpu_probe(void *ctx, pic_state *st, int need, int n, const probe_req *req, float *out)
 {
     gpu_state *g = (gpu_state *)ctx;
     gpu_fields_join(g);
-    if (rho)
+    if (need & PROBE_NEED_RHO)
         rho_all(g, st);
+    if (need & PROBE_NEED_J)
+        gpu_guard_fill(g, g->j[0], g->j[1], g->j[2]);
     if (n <= 0)
         return;
     if (n > g->probe_cap) {

@@ -10,6 +10,10 @@
 enum { PROBE_EX = 0, PROBE_EY, PROBE_EZ, PROBE_BX, PROBE_BY, PROBE_BZ, PROBE_JX, PROBE_JY,
        PROBE_JZ, PROBE_RHO, PROBE_COUNT };
 
+/* What a probe call must prepare first (backend.h's `probe`): the charge density deposited,
+ * J's guard cells filled from the neighbours (a point near a rank's edge reads them). */
+enum { PROBE_NEED_RHO = 1, PROBE_NEED_J = 2 };
+
 /* One value asked for: quantity m (PROBE_*) at offset (x, y) in [0, 1) of the rank's cell
  * whose linear index (emf_idx) is k. */
 typedef struct {

@@ -182,12 +182,15 @@ static void cpu_fetch_fields(void *ctx, pic_state *st, float *per)
 static void cpu_fetch_particles(void *ctx, pic_state *st) { (void)ctx, (void)st; }
 
 /* Field probes: read from the host arrays. */
-static void cpu_probe(void *ctx, pic_state *st, int rho, int n, const probe_req *req,
+static void cpu_probe(void *ctx, pic_state *st, int need, int n, const probe_req *req,
                       float *out)
 {
     emf *f = st->f;
-    if (rho)
+    if (need & PROBE_NEED_RHO)
         cpu_rho(ctx, st, NULL);
+    if (need & PROBE_NEED_J)
+        for (int c = 0; c < 3; c++)
+            emf_guard_fill(f, f->j[c]);
     const float *const a[PROBE_COUNT] = {f->e[0], f->e[1], f->e[2], f->b[0], f->b[1], f->b[2],
                                          f->j[0], f->j[1], f->j[2], f->rho};
     for (int r = 0; r < n; r++)

@@ -105,8 +105,8 @@ void h5out_attr_strs(h5w *w, hid_t obj, const char *name, int n, const char *con
     size_t len = 1;
     for (int k = 0; k < n; k++)
         len = strlen(s[k]) > len ? strlen(s[k]) : len;
-    char buf[8 * 32] = {0};
-    if (n > 8 || len > 32) {
+    char buf[16 * 32] = {0};
+    if (n > 16 || len > 32) {
         h5out_fail(w, name);
         return;
     }

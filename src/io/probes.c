@@ -41,7 +41,7 @@ typedef struct probes {
     int *slot;           /* the value each fills in its probe's block (field k * n + point) */
     int *owner;          /* the probe of each request */
     int nf[DECK_MAX_PROBES], fm[DECK_MAX_PROBES][PROBE_COUNT]; /* the probe's quantities */
-    int rho[DECK_MAX_PROBES]; /* the probe records rho */
+    int need[DECK_MAX_PROBES]; /* PROBE_NEED_* of the probe's quantities */
     probe_req *due_req;  /* the requests of the probes due now */
     float *due_out;
     double *vals;        /* one probe's block of values (the ranks' sum) */
@@ -347,7 +347,8 @@ int probes_open(sim *S, int restart)
         for (int m = 0; m < PROBE_COUNT; m++)
             if ((pr->fields >> m) & 1)
                 P->fm[p][P->nf[p]++] = m;
-        P->rho[p] = (pr->fields >> PROBE_RHO) & 1;
+        P->need[p] = ((pr->fields >> PROBE_RHO) & 1 ? PROBE_NEED_RHO : 0) |
+                     (pr->fields & (7 << PROBE_JX) ? PROBE_NEED_J : 0);
         total += P->nf[p] * pr->n;
         most = P->nf[p] * pr->n > most ? P->nf[p] * pr->n : most;
     }
@@ -402,18 +403,18 @@ void probes_sample(sim *S)
     const deck *d = &S->d;
     if (!P)
         return;
-    int due = 0, rho = 0, n = 0;
+    int due = 0, need = 0, n = 0;
     for (int p = 0; p < d->nprobes; p++)
         if (S->step % d->probes[p].every == 0) {
             due |= 1 << p;
-            rho |= P->rho[p];
+            need |= P->need[p];
         }
     if (!due)
         return;
     for (int r = 0; r < P->nreq; r++)
         if ((due >> P->owner[r]) & 1)
             P->due_req[n++] = P->req[r];
-    S->be->probe(S->be_ctx, &S->st, rho, n, P->due_req, P->due_out);
+    S->be->probe(S->be_ctx, &S->st, need, n, P->due_req, P->due_out);
     /* the values in each probe's block (this rank's points; 0 elsewhere), the uniform
      * external fields added as the particle gather adds them, summed over the ranks */
     int r = 0;

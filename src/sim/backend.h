@@ -117,11 +117,12 @@ typedef struct backend {
     /* Field probes (diagnostics.probes): out[r] = quantity req[r].m at its point (probe.h's
      * probe_gather: E and B as a particle there gathers them, without the external fields)
      * for r < n, this rank's points only; E and B at their current time levels (at a step's
-     * diagnostics both at t = n dt), J at t - dt/2; with `rho`, the charge density is
-     * deposited first at the current positions (as `rho`) for the PROBE_RHO requests. Every
-     * rank calls it together with the same `rho` (n may be 0: the deposit exchanges with
-     * the neighbours). Only the n values cross from a device to the host. */
-    void (*probe)(void *ctx, pic_state *st, int rho, int n, const probe_req *req, float *out);
+     * diagnostics both at t = n dt), J at t - dt/2. need (probe.h): PROBE_NEED_RHO, the
+     * charge density deposited first at the current positions (as `rho`) for the PROBE_RHO
+     * requests; PROBE_NEED_J, J's guard cells filled first (the particles' next deposit
+     * starts J anew). Every rank calls it together with the same `need` (n may be 0: both
+     * exchange with the neighbours). Only the n values cross from a device to the host. */
+    void (*probe)(void *ctx, pic_state *st, int need, int n, const probe_req *req, float *out);
     /* Wait for the work queued so far and settle the phase timers (before the timing table
      * or a checkpoint). */
     void (*finish)(void *ctx, pic_state *st);
