@@ -600,8 +600,8 @@ def probe_spectrum(t, v, pad=16):
     padded `pad` times), omega in 1/(the unit of t) (2 pi f)."""
     t = np.asarray(t, dtype=np.float64)
     v = np.asarray(v, dtype=np.float64)
-    if len(t) < 4:
-        raise ValueError("a spectrum needs at least 4 samples (have %d)" % len(t))
+    if len(t) < 2:
+        raise ValueError("a spectrum needs at least 2 samples (have %d)" % len(t))
     dt = float(np.median(np.diff(t)))
     n = len(v) * pad
     a = np.abs(np.fft.rfft((v - v.mean()) * np.hanning(len(v)), n))
