@@ -22,9 +22,9 @@
  * samples at and after S->step. 0, or -1 after reporting (on rank 0). */
 int probes_open(sim *S, int restart);
 /* Sample the probes due at S->step (every rank calls it at the step's diagnostics) and, on
- * rank 0, append them to the file (at once on the CPU backend; on a device backend when no
- * dump is being written in the background, or after waiting for it once many samples wait
- * in memory). Sets S->io_failed after reporting a failed write. */
+ * rank 0, append the samples held to the file once a second has passed since the last
+ * write (when a dump is being written in the background, once it is done, or after waiting
+ * for it when many samples wait). Sets S->io_failed after reporting a failed write. */
 void probes_sample(sim *S);
 /* Write the samples held in memory (rank 0; before a checkpoint and at the end of the run).
  * 0, or -1 after reporting. */
