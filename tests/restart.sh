@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # restart.sh - a run stopped by SIGTERM writes a checkpoint and exits with 143; `empic
 # --restart` continues it to the end, and the dumps (fields and particles, tracks by id,
-# in-code phase spaces) and energy.csv are bitwise those of a straight run. Also: --restart
+# in-code phase spaces, field probes) and energy.csv are bitwise those of a straight run. Also: --restart
 # refuses a deck argument and an empty folder.
 # EMPIC=path overrides the binary (default bin/empic from the repo root). BACKEND=cuda runs it
 # on the GPU (tools/gpu-test), with the same bitwise checks: the GPU's deposit, sort and
@@ -28,7 +28,9 @@ species = (
 diagnostics = { output = "unused"; energy = { every = 10; }; fields = { every = 100; };
   particles = { every = 200; fraction = 0.1; }; checkpoint = { every = 20; };
   phasespace = ( { species = "up"; axes = ["x", "uz"]; bins = [32, 32]; every = 100; } );
-  tracks = { every = 50; fraction = 0.1; species = ["up", "down"]; }; };
+  tracks = { every = 50; fraction = 0.1; species = ["up", "down"]; };
+  probes = ( { name = "p"; at = [3.2, 3.2]; fields = ["Ey", "Bz", "Jx", "rho"]; every = 3; },
+             { name = "l"; from = [0.0, 1.0]; to = [6.35, 1.0]; n = 16; } ); };
 EOF
 
 "${run[@]}" --quiet --output "$tmp/straight" "$tmp/deck.cfg" > "$tmp/straight.log" 2>&1
@@ -72,7 +74,7 @@ import numpy as np
 APPENDED = ("tracks.h5", "probes.h5")  # one file per run, appended to
 a_top, b_top = sys.argv[1:3]
 bad, names = [], []
-for sub in ("data", "tracks", "phasespace"):
+for sub in ("data", "tracks", "phasespace", "probes"):
     a_dir, b_dir = os.path.join(a_top, sub), os.path.join(b_top, sub)
     sub_names = sorted(os.path.basename(p) for p in glob.glob(a_dir + "/*.h5"))
     assert sub_names and sub_names == sorted(os.path.basename(p)
