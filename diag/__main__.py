@@ -194,6 +194,9 @@ def cmd_probes(args):
                     raise ValueError("--point %d: probe %s has points 0..%d"
                                      % (args.point, n, v.shape[1] - 1))
                 v = v[:, args.point]
+            if len(pr.t) < 2:
+                print("probe %s has %d sample: no spectrum" % (n, len(pr.t)), file=sys.stderr)
+                continue
             omega, amp = read.probe_spectrum(pr.t, v)
             print("probe %s: %s spectrum peaks at omega = %.6g omega_p"
                   % (n, q, omega[int(np.argmax(amp))]), file=sys.stderr)
