@@ -112,6 +112,14 @@ else
   fail "dumps differ"
 fi
 
+# the tracks' XDMF series, rebuilt by the restart from the texts kept in tracks.h5
+if cmp -s "$tmp/straight/tracks/series.xmf" "$tmp/cut/tracks/series.xmf"; then
+  pass "tracks/series.xmf identical"
+else
+  fail "tracks/series.xmf differs: $(diff "$tmp/straight/tracks/series.xmf" \
+    "$tmp/cut/tracks/series.xmf" | head -5)"
+fi
+
 out=$("$EMPIC" --restart "$tmp/cut" "$tmp/deck.cfg" 2>&1); rc=$?
 [ $rc -eq 2 ] && [[ "$out" == *"deck stored in the checkpoint"* ]] \
   && pass "restart refuses a deck" \

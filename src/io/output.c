@@ -450,8 +450,10 @@ static hid_t open_or_make(h5w *w, hid_t loc, const char *name)
 }
 
 /* The step's tracked particles appended to the tracks file as /data/<step>/particles (and
- * the clouds' XDMF shapes as /xdmf/<step>); a step already there is replaced. */
-static void write_tracks(h5w *w, const char *path, const output_frame *fr, const out_units *u)
+ * the clouds' XDMF shapes as /xdmf/<step>, the step's XDMF text, *text (malloc'd), as
+ * /xdmf_text/<step>); a step already there is replaced. */
+static void write_tracks(h5w *w, const char *path, const output_frame *fr, const out_units *u,
+                         char **text)
 {
     if (tracks_open(w, path, fr))
         return;
@@ -471,6 +473,17 @@ static void write_tracks(h5w *w, const char *path, const output_frame *fr, const
         if (fr->sp[s].id != NULL)
             write_species(w, parts, xg, fr, u, s);
     h5out_close(xg, H5Gclose);
+    /* the step's XDMF text (no .xmf file per step): the series is rebuilt from these */
+    hid_t xt = open_or_make(w, w->file, "xdmf_text");
+    if (!w->err && H5Lexists(xt, name, H5P_DEFAULT) > 0 && H5Ldelete(xt, name, H5P_DEFAULT) < 0)
+        h5out_fail(w, name);
+    if (!w->err) {
+        *text = xdmf_tracks(w, fr);
+        hsize_t len = strlen(*text);
+        h5out_close(h5out_dataset(w, xt, name, 1, &len, H5T_STD_U8LE, H5T_NATIVE_UCHAR, *text),
+                    H5Dclose);
+    }
+    h5out_close(xt, H5Gclose);
     h5out_close(parts, H5Gclose);
     h5out_close(it, H5Gclose);
     h5out_close(xall, H5Gclose);
@@ -556,8 +569,9 @@ int output_tracks_begin(const char *outdir, long first, int restart)
     }
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
-    int rc = f < 0 || output_drop_steps(f, "data", first, dir, "tracks") ||
-             output_drop_steps(f, "xdmf", first, NULL, NULL);
+    int rc = f < 0 || output_drop_steps(f, "data", first, NULL, NULL) ||
+             output_drop_steps(f, "xdmf", first, NULL, NULL) ||
+             output_drop_steps(f, "xdmf_text", first, NULL, NULL);
     if (f >= 0 && H5Fclose(f) < 0)
         rc = 1;
     if (rc)
@@ -570,10 +584,6 @@ int output_tracks_begin(const char *outdir, long first, int restart)
 
 static void write_file(h5w *w, const char *name, const output_frame *fr, const out_units *u)
 {
-    if (fr->tracks) {
-        write_tracks(w, name, fr, u);
-        return;
-    }
     if (h5out_create(w, name))
         return;
     char fmt[64];
@@ -623,10 +633,20 @@ int output_dump(const char *outdir, const output_frame *fr)
     for (int s = 0; s < fr->nspecies && s < DECK_MAX_SPECIES; s++)
         h5out_safe_name(w->species[s], DECK_NAME_MAX, fr->sp[s].cfg->name);
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    write_file(w, path, fr, &u);
-    int rc = fr->tracks ? tracks_close(w, path) : h5out_commit(w, path, "dump");
-    if (rc == 0)
-        rc = xdmf_dump(dir, series(fr), w, fr);
+    int rc;
+    if (fr->tracks) {
+        char *text = NULL;
+        write_tracks(w, path, fr, &u, &text);
+        rc = tracks_close(w, path);
+        if (rc == 0)
+            rc = xdmf_tracks_series(dir, fr, text);
+        free(text);
+    } else {
+        write_file(w, path, fr, &u);
+        rc = h5out_commit(w, path, "dump");
+        if (rc == 0)
+            rc = xdmf_dump(dir, series(fr), w, fr);
+    }
     free(w);
     return rc;
 }
