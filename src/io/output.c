@@ -505,8 +505,7 @@ static int tracks_close(h5w *w, const char *path)
     return 0;
 }
 
-/* Steps >= first removed from the groups /data and /xdmf of an open series file (and their
- * .xmf descriptions from dir when dir is set). */
+/* Steps >= first removed from a group of an open series file (output_drop_steps). */
 typedef struct {
     long first;
     int n, cap;
@@ -531,23 +530,15 @@ static herr_t later_step(hid_t g, const char *name, const H5L_info_t *info, void
     return 0;
 }
 
-int output_drop_steps(hid_t file, const char *group, long first, const char *xmf_dir,
-                      const char *xmf_series)
+int output_drop_steps(hid_t file, const char *group, long first)
 {
     if (H5Lexists(file, group, H5P_DEFAULT) <= 0)
         return 0;
     hid_t g = H5Gopen2(file, group, H5P_DEFAULT);
     later_steps l = {first, 0, 0, NULL};
     int rc = g < 0 || H5Literate(g, H5_INDEX_NAME, H5_ITER_NATIVE, NULL, later_step, &l) < 0;
-    for (int k = 0; k < l.n && !rc; k++) {
+    for (int k = 0; k < l.n && !rc; k++)
         rc = H5Ldelete(g, l.names[k], H5P_DEFAULT) < 0;
-        if (xmf_dir) {
-            char path[OUT_PATH + 64];
-            snprintf(path, sizeof path, "%s/%s%08ld.xmf", xmf_dir, xmf_series,
-                     strtol(l.names[k], NULL, 10));
-            unlink(path);
-        }
-    }
     free(l.names);
     h5out_close(g, H5Gclose);
     return rc ? -1 : 0;
@@ -569,9 +560,8 @@ int output_tracks_begin(const char *outdir, long first, int restart)
     }
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
-    int rc = f < 0 || output_drop_steps(f, "data", first, NULL, NULL) ||
-             output_drop_steps(f, "xdmf", first, NULL, NULL) ||
-             output_drop_steps(f, "xdmf_text", first, NULL, NULL);
+    int rc = f < 0 || output_drop_steps(f, "data", first) || output_drop_steps(f, "xdmf", first) ||
+             output_drop_steps(f, "xdmf_text", first);
     if (f >= 0 && H5Fclose(f) < 0)
         rc = 1;
     if (rc)
