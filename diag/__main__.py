@@ -339,6 +339,11 @@ def _summary_insitu(args, d, u):
             read.skip(e, "histogram %s skipped" % n)
     for s in read.tracked_species(d):
         out.append(plot.trajectories(read.read_tracks(d, s), _png(args, "tracks_%s" % s)))
+    try:  # the field probes' time series (a damaged probes.h5 named and left out)
+        for n in read.list_probes(d):
+            out.append(plot.probe_series(read.read_probe(d, n), _png(args, "probe_%s" % n)))
+    except read.Damaged as e:
+        read.skip(e, "the probes skipped")
     return out
 
 

@@ -169,6 +169,29 @@ def test_empic_diag_probes(vacuum, tmp_path):
     res = subprocess.run([sys.executable, "-m", "diag", "probes", vacuum, "--name", "axis",
                           "--q", "Ex"], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert res.returncode == 1 and "probe axis has no Ex" in res.stderr, res.stderr
+    res = subprocess.run([sys.executable, "-m", "diag", "summary", vacuum, "--out",
+                          str(tmp_path / "s")], cwd=ROOT, capture_output=True, text=True,
+                         timeout=300)
+    assert res.returncode == 0, res.stderr
+    assert {"probe_centre.png", "probe_axis.png"} <= {os.path.basename(p)
+                                                      for p in res.stdout.split()}
+
+
+def test_damaged_probes_file_is_named(vacuum, tmp_path):
+    """A byte changed in a probe's data: the checksum names the file instead of a plot."""
+    bad = tmp_path / "bad"
+    shutil.copytree(vacuum, bad)
+    path = bad / "probes" / "probes.h5"
+    with h5py.File(path, "r") as f:
+        chunk = f["centre/Ey"].id.get_chunk_info(0)
+    with open(path, "r+b") as fh:
+        fh.seek(chunk.byte_offset + chunk.size // 2)
+        b = fh.read(1)
+        fh.seek(chunk.byte_offset + chunk.size // 2)
+        fh.write(bytes([b[0] ^ 4]))
+    res = subprocess.run([sys.executable, "-m", "diag", "probes", str(bad), "--name",
+                          "centre"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 1 and "probes.h5 is damaged" in res.stderr, res.stderr
 
 
 def test_uniform_external_field(tmp_path):
