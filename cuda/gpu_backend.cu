@@ -43,6 +43,8 @@ void gpu_close(void *ctx, pic_state *st)
     gpu_walls_free(g);
     gpu_window_free(g);
     gpu_diag_free(g);
+    cudaFree(g->probe_req);
+    cudaFree(g->probe_out);
     gpu_memory_close(g, st);
 }
 
@@ -101,6 +103,54 @@ void gpu_fetch_fields(void *ctx, pic_state *st, float *per)
 }
 
 
+/* The arrays a probe reads, by quantity (PROBE_*). */
+struct probe_arrays {
+    const float *a[PROBE_COUNT];
+};
+
+/* One thread per request: probe.h's gather, as the CPU's cpu_probe. */
+__global__ void k_probe(probe_arrays a, int s, const probe_req *__restrict__ req, int n,
+                        float *__restrict__ out)
+{
+    const int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r < n) {
+        const probe_req q = req[r];
+        out[r] = probe_gather(a.a[q.m], q.m, q.k, s, q.x, q.y);
+    }
+}
+
+/* Field probes: the requests up, one small kernel, the n values back (no field copied). */
+void gpu_probe(void *ctx, pic_state *st, int need, int n, const probe_req *req, float *out)
+{
+    gpu_state *g = (gpu_state *)ctx;
+    gpu_fields_join(g);
+    if (need & PROBE_NEED_RHO)
+        rho_all(g, st);
+    if (need & PROBE_NEED_J)
+        gpu_guard_fill(g, g->j[0], g->j[1], g->j[2]);
+    if (n <= 0)
+        return;
+    if (n > g->probe_cap) {
+        cudaFree(g->probe_req);
+        cudaFree(g->probe_out);
+        g->probe_req = NULL;
+        g->probe_out = NULL;
+        GPU_CK(cudaMalloc((void **)&g->probe_req, (size_t)n * sizeof *req));
+        GPU_CK(cudaMalloc((void **)&g->probe_out, (size_t)n * sizeof *out));
+        g->probe_cap = n;
+    }
+    probe_arrays a = {{g->e[0], g->e[1], g->e[2], g->b[0], g->b[1], g->b[2], g->j[0], g->j[1],
+                       g->j[2], g->rho}};
+    GPU_CK(cudaMemcpyAsync(g->probe_req, req, (size_t)n * sizeof *req, cudaMemcpyHostToDevice,
+                           g->stream));
+    k_probe<<<(n + 127) / 128, 128, 0, g->stream>>>(a, g->stride, g->probe_req, n,
+                                                   g->probe_out);
+    GPU_LAUNCHED(g, "k_probe");
+    GPU_CK(cudaMemcpyAsync(out, g->probe_out, (size_t)n * sizeof *out, cudaMemcpyDeviceToHost,
+                           g->stream));
+    GPU_CK(cudaStreamSynchronize(g->stream));
+}
+
 /* The charge density at the current positions is deposited here (never copied to the host). */
 void gpu_field_diag(void *ctx, pic_state *st, double *energy_e, double *energy_b,
                     double *gauss)
@@ -144,6 +194,7 @@ const backend *cuda_backend(char *name, size_t len)
     b.field_diag = gpu_field_diag;
     b.fetch_fields = gpu_fetch_fields;
     b.fetch_particles = gpu_fetch_particles;
+    b.probe = gpu_probe;
     b.fetch_tracked = gpu_fetch_tracked;
     b.release_tracked = gpu_release_tracked;
     b.phasespace = gpu_phasespace;

@@ -172,6 +172,9 @@ struct gpu_state {
                                      (gpu_debug.cu) */
     long long dropped[DECK_MAX_SPECIES]; /* particles the last sort dropped or sent to other
                                             ranks less received (for gpu_debug.cu) */
+    probe_req *probe_req;         /* field probes: the requests and their values (device; */
+    float *probe_out;             /* probe_cap entries each, grown when a call needs more) */
+    int probe_cap;
     size_t bytes;                 /* device bytes allocated */
     void *pinned;                 /* pinned host buffer of the compacted dumps (gpu_diag.cu) */
     void *trk;                    /* device buffer of the compacted dumps, kept between them */

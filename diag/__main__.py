@@ -1,5 +1,5 @@
 """Command line: empic-diag (or python3 -m diag) {summary,info,field,lineout,movie,energy,
-phase,spectrum,timing,phasespace,tracks,charge-states} OUTDIR.
+phase,spectrum,timing,phasespace,tracks,charge-states,probes} OUTDIR.
 
 Plots go to OUTDIR/plots/ (or --out DIR); every file written is printed. --si draws lengths
 in µm, times in fs, fields in V/m and T, energies in MeV (from the run's n0)."""
@@ -171,6 +171,41 @@ def cmd_tracks(args):
             for s in species]
 
 
+def cmd_probes(args):
+    """Time series of the field probes; with --spectrum Q, the spectrum of one quantity
+    (of point --point of a line probe), whose peak frequency is printed on stderr."""
+    names = args.name or read.list_probes(args.outdir)
+    if not names:
+        raise FileNotFoundError("no probes in %s" % read.probes_path(args.outdir))
+    out = []
+    for n in names:
+        pr = read.read_probe(args.outdir, n)
+        for q in args.q or []:
+            if q not in pr.values:
+                raise KeyError("probe %s has no %s (has %s)" % (n, q, ", ".join(pr.values)))
+        out.append(plot.probe_series(pr, _png(args, "probe_%s" % n), args.q))
+        if args.spectrum:
+            q = args.spectrum
+            if q not in pr.values:
+                raise KeyError("probe %s has no %s (has %s)" % (n, q, ", ".join(pr.values)))
+            v = pr.values[q]
+            if pr.kind != "point":
+                if not 0 <= args.point < v.shape[1]:
+                    raise ValueError("--point %d: probe %s has points 0..%d"
+                                     % (args.point, n, v.shape[1] - 1))
+                v = v[:, args.point]
+            if len(pr.t) < 2:
+                print("probe %s has %d sample: no spectrum" % (n, len(pr.t)), file=sys.stderr)
+                continue
+            omega, amp = read.probe_spectrum(pr.t, v)
+            print("probe %s: %s spectrum peaks at omega = %.6g omega_p"
+                  % (n, q, omega[int(np.argmax(amp))]), file=sys.stderr)
+            out.append(plot.probe_spectrum(pr, q, omega, amp,
+                                           _png(args, "probe_%s_%s_spectrum" % (n, q)),
+                                           args.point))
+    return out
+
+
 def _largest_field(outdir, it=None):
     """(record, component) of the E/B component with the largest rms in dump `it`."""
     best, best_rms = None, -1.0
@@ -304,6 +339,11 @@ def _summary_insitu(args, d, u):
             read.skip(e, "histogram %s skipped" % n)
     for s in read.tracked_species(d):
         out.append(plot.trajectories(read.read_tracks(d, s), _png(args, "tracks_%s" % s)))
+    try:  # the field probes' time series (a damaged probes.h5 named and left out)
+        for n in read.list_probes(d):
+            out.append(plot.probe_series(read.read_probe(d, n), _png(args, "probe_%s" % n)))
+    except read.Damaged as e:
+        read.skip(e, "the probes skipped")
     return out
 
 
@@ -402,6 +442,15 @@ def build_parser(prog=None):
     p.add_argument("--it", type=int, help="step of the dump (default: last with particles)")
     p = add("tracks", cmd_tracks, "trajectories of the tracked particles", si=False)
     p.add_argument("--species", action="append", help="species (default: all tracked)")
+    p = add("probes", cmd_probes, "time series of the field probes (diagnostics.probes) "
+            "and the spectrum of one quantity", si=False)
+    p.add_argument("--name", action="append", help="probe (repeatable; default: all)")
+    p.add_argument("--q", action="append", help="quantity to draw, e.g. Ey (repeatable; "
+                   "default: all the probe recorded)")
+    p.add_argument("--spectrum", metavar="Q", help="also the spectrum |FFT| of quantity Q "
+                   "(e.g. Ey), its peak frequency printed")
+    p.add_argument("--point", type=int, default=0,
+                   help="point of a line probe for --spectrum (default 0, its start)")
     return ap
 
 

@@ -341,3 +341,42 @@ def trajectories(tr, path, max_tracks=200):
     au.grid(alpha=0.3)
     fig.tight_layout()
     return _save(fig, path)
+
+
+def probe_series(pr, path, quantities=None, units=NORMALISED):
+    """Time series of a field probe (diag.read.Probe): one panel per quantity; a line probe
+    as a map over time and position along the line."""
+    qs = quantities or list(pr.values)
+    fig, axes = plt.subplots(len(qs), 1, figsize=(7.5, 1.0 + 2.0 * len(qs)), squeeze=False,
+                             sharex=True)
+    for ax, q in zip(axes[:, 0], qs):
+        v = pr.values[q]
+        if pr.kind == "point":
+            ax.plot(pr.t, v, lw=0.8)
+            ax.set_ylabel(q)
+        else:
+            s = np.hypot(pr.x - pr.x[0], pr.y - pr.y[0])
+            lim = float(np.max(np.abs(v))) or 1.0
+            m = ax.pcolormesh(pr.t, s, v.T, cmap="RdBu_r", vmin=-lim, vmax=lim,
+                              shading="nearest")
+            fig.colorbar(m, ax=ax, label=q)
+            ax.set_ylabel("along the line")
+    axes[-1, 0].set_xlabel("t [1/omega_p]")
+    axes[0, 0].set_title("probe %s (%s)" % (pr.name, pr.kind))
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def probe_spectrum(pr, q, omega, amp, path, point=0):
+    """Spectrum |FFT| of quantity q of a probe against omega (in omega_p), its peak marked."""
+    fig, ax = plt.subplots(figsize=(7.0, 4.0))
+    ax.semilogy(omega, amp + 1e-300, lw=0.8)
+    k = int(np.argmax(amp))
+    ax.axvline(omega[k], color="C3", ls="--", lw=0.8, label="peak %.4g" % omega[k])
+    ax.set_xlabel("omega [omega_p]")
+    ax.set_ylabel("|FFT(%s)|" % q)
+    ax.set_title("probe %s, %s%s" % (pr.name, q, "" if pr.kind == "point" else
+                                     " at point %d" % point))
+    ax.legend()
+    fig.tight_layout()
+    return _save(fig, path)

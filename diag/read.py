@@ -459,12 +459,30 @@ def read_phasespace(outdir, name, it=None):
         return Histogram(name, _str(d.attrs.get("species", "")), it, t, data, labels, edges)
 
 
+def tracks_file(outdir):
+    """OUTDIR/tracks/tracks.h5, the run's tracks: one openPMD group-based file, a group
+    /data/<step> per tracks step."""
+    return os.path.join(outdir, "tracks", "tracks.h5")
+
+
 def tracks_path(outdir, it):
+    """The file holding tracks step `it`: tracks.h5, or for a run of an empic that wrote one
+    file per tracks step, tracks/tracksNNNNNNNN.h5."""
+    if os.path.exists(tracks_file(outdir)):
+        return tracks_file(outdir)
     return os.path.join(outdir, "tracks", "tracks%08d.h5" % it)
 
 
 def list_tracks(outdir):
-    """Steps of the tracks files."""
+    """Steps of the tracks (the groups of tracks.h5, or the older per-step files)."""
+    path = tracks_file(outdir)
+    if os.path.exists(path):
+        try:
+            with _open(path) as f:
+                return sorted(int(k) for k in f.get("data", {}).keys() if k.isdigit())
+        except Damaged as e:
+            skip(e)
+            return []
     return _series_steps(os.path.join(outdir, "tracks"), _TRACK_RE)
 
 
@@ -528,3 +546,63 @@ def read_tracks(outdir, species):
             arr[a][rows, k] = getattr(p, a)
         t[k] = p.t
     return Tracks(species, ids, np.array(steps), t, **arr)
+
+
+# ---- field probes (OUTDIR/probes/probes.h5) -------------------------------------------------
+
+def probes_path(outdir):
+    return os.path.join(outdir, "probes", "probes.h5")
+
+
+@dataclass
+class Probe:
+    """One field probe: steps and times [samples], its points x, y [n] and values[q] per
+    quantity q ("Ex" ... "rho"), [samples] for a point probe, [samples, n] for a line, in
+    the normalised units of the dumps (unit_si[q] their SI factor)."""
+    name: str
+    kind: str
+    steps: np.ndarray
+    t: np.ndarray
+    x: np.ndarray
+    y: np.ndarray
+    values: dict
+    unit_si: dict
+
+
+def list_probes(outdir):
+    """Names of the probes in probes.h5 (empty without the file)."""
+    path = probes_path(outdir)
+    if not os.path.exists(path):
+        return []
+    with _open(path) as f:
+        return sorted(k for k in f.keys() if isinstance(f[k], h5py.Group))
+
+
+def read_probe(outdir, name):
+    """Probe `name` of OUTDIR/probes/probes.h5 (every sample; checksums checked)."""
+    path = probes_path(outdir)
+    if not os.path.exists(path):
+        raise FileNotFoundError("no probes in %s (no %s)" % (outdir, path))
+    with _open(path) as f:
+        if name not in f:
+            raise KeyError("no probe %r in %s (have %s)" % (name, path, sorted(f.keys())))
+        g = f[name]
+        fields = [_str(q) for q in g.attrs["fields"]]
+        vals = {q: np.asarray(g[q][()], dtype=np.float64) for q in fields if q in g}
+        usi = {q: float(g[q].attrs.get("unitSI", 1.0)) for q in vals}
+        return Probe(name, _str(g.attrs["kind"]), np.asarray(g["step"][()]),
+                     np.asarray(g["time"][()], dtype=np.float64), np.asarray(g["x"][()]),
+                     np.asarray(g["y"][()]), vals, usi)
+
+
+def probe_spectrum(t, v, pad=16):
+    """(omega, |FFT|) of the samples v at even times t (mean removed, Hann window, zero
+    padded `pad` times), omega in 1/(the unit of t) (2 pi f)."""
+    t = np.asarray(t, dtype=np.float64)
+    v = np.asarray(v, dtype=np.float64)
+    if len(t) < 2:
+        raise ValueError("a spectrum needs at least 2 samples (have %d)" % len(t))
+    dt = float(np.median(np.diff(t)))
+    n = len(v) * pad
+    a = np.abs(np.fft.rfft((v - v.mean()) * np.hanning(len(v)), n))
+    return 2 * np.pi * np.fft.rfftfreq(n, dt), a

@@ -24,6 +24,20 @@ typedef struct {
     long every;
 } deck_phasespace;
 
+/* One field probe (diagnostics.probes, src/io/probes.h): a point (x0, y0), or n points from
+ * (x0, y0) to (x1, y1) evenly (both ends included), in c/omega_p within the box (the box's
+ * frame: it moves with the moving window). */
+typedef struct {
+    char name[DECK_NAME_MAX];
+    int line;                          /* 0: a point, 1: a line of n points */
+    int n;                             /* points (1 for a point) */
+    double x0, y0, x1, y1;
+    int fields;                        /* bit m: quantity m of probe.h (PROBE_EX .. PROBE_RHO) */
+    long every;                        /* steps between samples (default 1) */
+} deck_probe;
+/* The names of the probe quantities in PROBE_* order, NULL-terminated. */
+extern const char *const DECK_PROBE_FIELDS[];
+
 /* A piecewise-linear function f(s) through n points (s strictly increasing); constant
  * continuation outside [s[0], s[n-1]]. n == 0 means f = 1. */
 typedef struct {
@@ -138,6 +152,8 @@ typedef struct deck {
     long tracks_every;                 /* 0 = off */
     double tracks_fraction;            /* share of each tracked species given an id at load */
     int tracks_species_mask;           /* bit s = species s tracked; default all mobile */
+    int nprobes;
+    deck_probe probes[DECK_MAX_PROBES];
     long checkpoint_every;             /* 0 = off */
     /* found by the checks of deck_load: particles of each species in the fullest box-wide
      * window of its load and injection columns (estimated when too many to visit) */

@@ -11,6 +11,8 @@
 #define DECK_MAX_LASERS 8
 #define DECK_MAX_PHASESPACE 16
 #define DECK_MAX_COLLISIONS 16
+#define DECK_MAX_PROBES 16
+#define DECK_PROBE_POINTS 4096 /* points of one line probe at most */
 
 enum deck_side { SIDE_XMIN = 0, SIDE_XMAX, SIDE_YMIN, SIDE_YMAX };
 enum deck_fbnd { FBND_PERIODIC = 0, FBND_PML, FBND_MUR };

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # restart.sh - a run stopped by SIGTERM writes a checkpoint and exits with 143; `empic
 # --restart` continues it to the end, and the dumps (fields and particles, tracks by id,
-# in-code phase spaces) and energy.csv are bitwise those of a straight run. Also: --restart
+# in-code phase spaces, field probes) and energy.csv are bitwise those of a straight run. Also: --restart
 # refuses a deck argument and an empty folder.
 # EMPIC=path overrides the binary (default bin/empic from the repo root). BACKEND=cuda runs it
 # on the GPU (tools/gpu-test), with the same bitwise checks: the GPU's deposit, sort and
@@ -28,7 +28,9 @@ species = (
 diagnostics = { output = "unused"; energy = { every = 10; }; fields = { every = 100; };
   particles = { every = 200; fraction = 0.1; }; checkpoint = { every = 20; };
   phasespace = ( { species = "up"; axes = ["x", "uz"]; bins = [32, 32]; every = 100; } );
-  tracks = { every = 50; fraction = 0.1; species = ["up", "down"]; }; };
+  tracks = { every = 50; fraction = 0.1; species = ["up", "down"]; };
+  probes = ( { name = "p"; at = [3.2, 3.2]; fields = ["Ey", "Bz", "Jx", "rho"]; every = 3; },
+             { name = "l"; from = [0.0, 1.0]; to = [6.35, 1.0]; n = 16; } ); };
 EOF
 
 "${run[@]}" --quiet --output "$tmp/straight" "$tmp/deck.cfg" > "$tmp/straight.log" 2>&1
@@ -63,13 +65,16 @@ else
   fail "energy.csv differs: $(diff "$tmp/straight/energy.csv" "$tmp/cut/energy.csv" | head -5)"
 fi
 
-# every dataset of every dump bitwise equal (attributes such as the date may differ)
+# every dataset of every dump bitwise equal (attributes such as the date may differ); the
+# files a run appends to (tracks.h5) hold the same objects and attributes too
 if python3 - "$tmp/straight" "$tmp/cut" <<'EOF'
 import glob, os, sys
 import h5py
+import numpy as np
+APPENDED = ("tracks.h5", "probes.h5")  # one file per run, appended to
 a_top, b_top = sys.argv[1:3]
 bad, names = [], []
-for sub in ("data", "tracks", "phasespace"):
+for sub in ("data", "tracks", "phasespace", "probes"):
     a_dir, b_dir = os.path.join(a_top, sub), os.path.join(b_top, sub)
     sub_names = sorted(os.path.basename(p) for p in glob.glob(a_dir + "/*.h5"))
     assert sub_names and sub_names == sorted(os.path.basename(p)
@@ -84,6 +89,20 @@ for sub in ("data", "tracks", "phasespace"):
                             x.tobytes() != y.tobytes():
                         bad.append(n + ":" + key)
             A.visititems(visit)
+            if n in APPENDED:  # a file the restart continued: the same objects and attributes
+                ka, kb = [], []
+                A.visit(ka.append)
+                B.visit(kb.append)
+                if ka != kb:
+                    bad.append(n + ": objects %s" % sorted(set(ka) ^ set(kb))[:5])
+                for key in [None] + ka:
+                    oa, ob = (A, B) if key is None else (A[key], B[key])
+                    aa = {k: v for k, v in oa.attrs.items() if k != "date"}
+                    ab = {k: v for k, v in ob.attrs.items() if k != "date"}
+                    if sorted(aa) != sorted(ab) or any(
+                            np.asarray(aa[k]).tobytes() != np.asarray(ab[k]).tobytes()
+                            for k in aa):
+                        bad.append(n + ":" + (key or "/") + " attributes")
 print("compared %d dumps; differing datasets: %s" % (len(names), bad or "none"))
 sys.exit(1 if bad else 0)
 EOF
@@ -91,6 +110,14 @@ then
   pass "dumps bitwise equal"
 else
   fail "dumps differ"
+fi
+
+# the tracks' XDMF series, rebuilt by the restart from the texts kept in tracks.h5
+if cmp -s "$tmp/straight/tracks/series.xmf" "$tmp/cut/tracks/series.xmf"; then
+  pass "tracks/series.xmf identical"
+else
+  fail "tracks/series.xmf differs: $(diff "$tmp/straight/tracks/series.xmf" \
+    "$tmp/cut/tracks/series.xmf" | head -5)"
 fi
 
 out=$("$EMPIC" --restart "$tmp/cut" "$tmp/deck.cfg" 2>&1); rc=$?

@@ -120,14 +120,14 @@ def test_changed_bytes_are_detected_by_the_checksums(out, tmp_path):
     _flip(bad / "data" / "data00000050.h5", "data/50/meshes/E/z")
     _flip(bad / "data" / "data00000025.h5", "data/25/particles/electrons/momentum/x")
     _flip(bad / "phasespace" / "ps00000050.h5", "data/50/meshes/electrons_x_ux")
-    _flip(bad / "tracks" / "tracks00000025.h5", "data/25/particles/electrons/momentum/x")
+    _flip(bad / "tracks" / "tracks.h5", "data/25/particles/electrons/momentum/x")
     res = diag("info", str(bad))
     assert res.returncode == 1
     assert "dump 50 DAMAGED" in res.stdout and "dump 25 DAMAGED" in res.stdout, res.stdout
     assert "checksum does not match" in res.stdout
     res = diag("summary", str(bad))
     assert res.returncode == 0, res.stderr
-    for name in ("data00000050.h5", "data00000025.h5", "ps00000050.h5", "tracks00000025.h5"):
+    for name in ("data00000050.h5", "data00000025.h5", "ps00000050.h5", "tracks.h5"):
         assert name + " is damaged" in res.stderr, (name, res.stderr)
     drawn = res.stdout.split()
     assert any("field_" in f for f in drawn) and any("tracks_" in f for f in drawn), drawn

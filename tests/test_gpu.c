@@ -4,8 +4,9 @@
  * drifting plasma front that overflows cluster segments (global rearrangement on the device,
  * no particle lost, tracking ids kept), the in-situ phase-space histograms binned on the
  * device against the CPU's, field ionization of He and N in a static field (helium's
- * ionized fraction as ADK's, nitrogen's charge states as the CPU's, one electron each), and
- * binary collisions against the CPU's. Skips cleanly, returning 0, where no GPU is
+ * ionized fraction as ADK's, nitrogen's charge states as the CPU's, one electron each),
+ * binary collisions against the CPU's, and the field probes' device gather against the
+ * CPU's. Skips cleanly, returning 0, where no GPU is
  * available. */
 #include "adk.h"
 #include "elements.h"
@@ -172,6 +173,65 @@ static void compare_steps(int steps, double tol)
 
 static void test_one_step(void) { compare_steps(1, 1e-6); }
 static void test_ten_steps(void) { compare_steps(10, 1e-5); }
+
+/* Field probes (backend.h's `probe`): the device kernel's values at points all over the box
+ * (every quantity, J's guards and rho prepared on the device) against the same gather on the
+ * host of the fields fetched from the device (float rounding: nvcc may fuse the bilinear
+ * weights' multiply-adds), and against the CPU backend's after the same ten steps. */
+static void test_probes(void)
+{
+    enum { STEPS = 10, NP = 23 };
+    deck d;
+    sim C, G;
+    warm_deck(&d, 48, 40, STEPS, BACKEND_CPU, "cpup");
+    CU_ASSERT_FATAL(sim_init(&C, &d, 1) == 0);
+    warm_deck(&d, 48, 40, STEPS, BACKEND_CUDA, "gpup");
+    CU_ASSERT_FATAL(sim_init(&G, &d, 1) == 0);
+    CU_ASSERT_FATAL(G.backend == BACKEND_CUDA);
+    for (int n = 0; n < STEPS; n++) {
+        sim_step(&C);
+        sim_step(&G);
+    }
+    C.be->b_half(C.be_ctx, &C.st); /* E and B at t = n dt, as at a step's diagnostics */
+    G.be->b_half(G.be_ctx, &G.st);
+    static probe_req req[NP * PROBE_COUNT];
+    static float vc[NP * PROBE_COUNT], vg[NP * PROBE_COUNT];
+    int n = 0;
+    for (int q = 0; q < NP; q++) { /* points anywhere, the box's edges included */
+        const double x = fmod(0.37 + 2.113 * q, 48 * 0.1), y = fmod(0.11 * q * q, 40 * 0.1);
+        const int i = (int)floor(x / 0.1), j = (int)floor(y / 0.1);
+        for (int m = 0; m < PROBE_COUNT; m++)
+            req[n++] = (probe_req){emf_idx(&C.f, i, j), m, (float)(x / 0.1 - i),
+                                   (float)(y / 0.1 - j)};
+    }
+    const int need = PROBE_NEED_RHO | PROBE_NEED_J;
+    C.be->probe(C.be_ctx, &C.st, need, n, req, vc);
+    G.be->probe(G.be_ctx, &G.st, need, n, req, vg);
+    /* the device's arrays on the host (J's guards as the probe filled them, rho as deposited) */
+    sim_fetch(&G);
+    G.be->rho(G.be_ctx, &G.st, NULL);
+    const emf *f = &G.f;
+    const float *const a[PROBE_COUNT] = {f->e[0], f->e[1], f->e[2], f->b[0], f->b[1], f->b[2],
+                                         f->j[0], f->j[1], f->j[2], f->rho};
+    double scale[PROBE_COUNT] = {0}, dh = 0.0, dc = 0.0;
+    for (int r = 0; r < n; r++)
+        scale[req[r].m] = fmax(scale[req[r].m], fabs((double)vc[r]));
+    for (int r = 0; r < n; r++) {
+        const probe_req *q = &req[r];
+        const float h = probe_gather(a[q->m], q->m, q->k, f->stride, q->x, q->y);
+        const double s = scale[q->m] > 0 ? scale[q->m] : 1.0;
+        dh = fmax(dh, fabs((double)vg[r] - h) / s);
+        dc = fmax(dc, fabs((double)vg[r] - vc[r]) / s);
+    }
+    printf(" [%d probe values: device kernel vs host gather %.1e, vs the CPU backend %.1e] ", n,
+           dh, dc);
+    CU_ASSERT(dh < 1e-6);
+    CU_ASSERT(dc < 1e-5);
+    remove_output(&C);
+    remove_output(&G);
+    sim_free(&C);
+    sim_free(&G);
+}
 
 static void test_warm_plasma(void)
 {
@@ -868,6 +928,7 @@ int main(void)
     CU_add_test(s, "one step equals the CPU", test_one_step);
     CU_add_test(s, "ten steps equal the CPU", test_ten_steps);
     CU_add_test(s, "warm plasma: Gauss and energies", test_warm_plasma);
+    CU_add_test(s, "field probes on the device equal the CPU's", test_probes);
     CU_add_test(s, "overflowing clusters are re-laid", test_rearrangement);
     CU_add_test(s, "laser in vacuum, PML sides", test_laser_pml);
     CU_add_test(s, "circular super-Gaussian laser from ymax, Mur sides", test_laser_mur);

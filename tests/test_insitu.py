@@ -88,8 +88,15 @@ def h5files(run, sub):
 def test_files_and_no_temporaries(run):
     assert [os.path.basename(f) for f in h5files(run, "phasespace")] == \
         ["ps%08d.h5" % s for s in range(0, STEPS + 1, 5)]
-    assert [os.path.basename(f) for f in h5files(run, "tracks")] == \
-        ["tracks%08d.h5" % s for s in range(0, STEPS + 1, TRACK_EVERY)]
+    # the tracks: one group-based openPMD file for the run, a group per tracks step
+    assert [os.path.basename(f) for f in h5files(run, "tracks")] == ["tracks.h5"]
+    with h5py.File(h5files(run, "tracks")[0], "r") as f:
+        assert f.attrs["iterationEncoding"] == b"groupBased"
+        assert f.attrs["iterationFormat"] == b"/data/%T/"
+        assert sorted(int(k) for k in f["data"]) == list(range(0, STEPS + 1, TRACK_EVERY))
+        for k in f["data"]:
+            assert float(f["data"][k].attrs["time"]) == pytest.approx(int(k) * DT)
+    assert read.list_tracks(run) == list(range(0, STEPS + 1, TRACK_EVERY))
     for root, _, files in os.walk(run):
         assert not [f for f in files if f.endswith(".tmp")], root
 
@@ -109,7 +116,13 @@ def test_xdmf_references(run, sub):
     d = os.path.join(run, sub)
     xmfs = sorted(f for f in os.listdir(d) if f.endswith(".xmf"))
     assert "series.xmf" in xmfs
-    assert len([f for f in xmfs if not f.startswith("series")]) == len(h5files(run, sub))
+    # a .xmf per data dump; none per tracks step (the series point into tracks.h5)
+    dumps = len(h5files(run, sub)) if sub == "data" else 0
+    assert len([f for f in xmfs if not f.startswith("series")]) == dumps
+    if sub == "tracks":
+        root = ET.parse(os.path.join(d, "series.xmf")).getroot()
+        times = {t.get("Value") for t in root.iter("Time")}
+        assert len(times) == len(read.list_tracks(run))
     for name in xmfs:
         root = ET.parse(os.path.join(d, name)).getroot()
         for di in root.iter("DataItem"):
@@ -132,6 +145,12 @@ def test_openpmd_viewer(run):
     assert len(x) == len(ux) == len(pid) > 0
     tr = viewer.OpenPMDTimeSeries(os.path.join(run, "tracks"), check_all_files=False)
     assert list(tr.iterations) == list(range(0, STEPS + 1, TRACK_EVERY))
+    # the file itself opens as a series too (openPMD-viewer takes a group-based file's path)
+    one = viewer.OpenPMDTimeSeries(os.path.join(run, "tracks", "tracks.h5"))
+    assert list(one.iterations) == list(range(0, STEPS + 1, TRACK_EVERY))
+    ida, = one.get_particle(["id"], species="electrons", iteration=TRACK_EVERY)
+    idb, = tr.get_particle(["id"], species="electrons", iteration=TRACK_EVERY)
+    assert np.array_equal(ida, idb) and len(ida) > 0
     pid, y = tr.get_particle(["id", "y"], species="electrons", iteration=STEPS)
     assert len(pid) > 0 and np.all(pid > 0)
     assert np.all((y >= 0) & (y <= LY * 5.3141e-6 * (1 + 1e-6)))

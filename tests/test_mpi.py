@@ -1,9 +1,9 @@
 """MPI domain decomposition (docs/design.md §12): the same deck on 1, 2 and 4 CPU ranks, split
 along x, along y and both, gives bitwise-identical energy.csv and dumps (fields, particles
-with their counts per cluster, tracks, phase spaces), for a periodic warm plasma, a laser deck
-with PML, filter, walls and the moving window (also with PML layers that span two ranks, on 8
-ranks), a laser from ymin with Mur sides, a converging flow, and a laser that ionizes a
-nitrogen gas (its electrons, charge states and their draws); a checkpoint written by
+with their counts per cluster, tracks, phase spaces, field probes), for a periodic warm
+plasma, a laser deck with PML, filter, walls and the moving window (also with PML layers
+that span two ranks, on 8 ranks), a laser from ymin with Mur sides, a converging flow, and
+a laser that ionizes a nitrogen gas (its electrons, charge states and their draws); a checkpoint written by
 2 ranks continues on 4 ranks and on 1 exactly as the straight run. Several ranks share the two
 cores of the test machine (oversubscribed, one OpenMP thread each).
 
@@ -71,7 +71,7 @@ def contents(path):
     return out
 
 
-def assert_same(a, b, folders=("data", "tracks", "phasespace"), more_ok=False):
+def assert_same(a, b, folders=("data", "tracks", "phasespace", "probes"), more_ok=False):
     """Run folder b holds exactly what a holds: energy.csv and every dump, bit for bit (and
     no other dump unless more_ok: a run stopped early writes its final dumps there)."""
     assert (a / "energy.csv").read_bytes() == (b / "energy.csv").read_bytes()

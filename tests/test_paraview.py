@@ -1,7 +1,7 @@
 """ParaView opens every kind of .xmf empic writes, with each of its XDMF readers.
 
 A tiny run (fields every 10 steps, particle samples every 20, tracks every 5) gives a
-fields-only dump, fields + particles dumps, tracks dumps and both series; pvpython
+fields-only dump, fields + particles dumps, tracks (steps of tracks/tracks.h5) and both series; pvpython
 (Debian's python3-paraview, installed by tools/install-deps) reads them with the legacy
 XDMF reader, both Xdmf3 readers and OpenDataFile's choice (tests/paraview_read.py), and the
 blocks it returns are compared with the openPMD files: arrays, staggered node positions,
@@ -68,15 +68,18 @@ def run(tmp_path_factory):
     assert res.returncode == 0, res.stdout + res.stderr
     files = [out / "data" / "data00000010.xmf",    # fields only
              out / "data" / "data00000020.xmf",    # fields + particles
-             out / "tracks" / "tracks00000015.xmf",
              out / "data" / "series.xmf",
-             out / "tracks" / "series.xmf",
+             out / "tracks" / "series.xmf",                   # steps of tracks/tracks.h5
+             out / "tracks" / "series_particles_electrons.xmf",
              out / "data" / "series_fields_yhalf.xmf",        # one block alone, for VisIt
              out / "data" / "series_fields_xyhalf.xmf",
              out / "data" / "series_fields.xmf",
              out / "data" / "series_particles_electrons.xmf"]
     for f in files:
         assert f.is_file(), f
+    # the tracks have no .xmf per step: their series point into the one tracks.h5
+    assert sorted(p.name for p in (out / "tracks").iterdir()) == [
+        "series.xmf", "series_particles_electrons.xmf", "tracks.h5"]
     seen = {}
     for kind in READERS:
         res = subprocess.run([pvpython(), "--force-offscreen-rendering", READ, kind] +
@@ -91,6 +94,8 @@ def h5_for(xmf, t):
     """The openPMD file of the dump at time t next to xmf."""
     series = os.path.basename(os.path.dirname(xmf))  # data/ or tracks/
     step = int(round(t / DT))
+    if series == "tracks":  # one file for the run, a group per step
+        return os.path.join(os.path.dirname(xmf), "tracks.h5"), step
     return os.path.join(os.path.dirname(xmf), "%s%08d.h5" % (series, step)), step
 
 

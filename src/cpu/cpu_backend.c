@@ -181,6 +181,22 @@ static void cpu_fetch_fields(void *ctx, pic_state *st, float *per)
 
 static void cpu_fetch_particles(void *ctx, pic_state *st) { (void)ctx, (void)st; }
 
+/* Field probes: read from the host arrays. */
+static void cpu_probe(void *ctx, pic_state *st, int need, int n, const probe_req *req,
+                      float *out)
+{
+    emf *f = st->f;
+    if (need & PROBE_NEED_RHO)
+        cpu_rho(ctx, st, NULL);
+    if (need & PROBE_NEED_J)
+        for (int c = 0; c < 3; c++)
+            emf_guard_fill(f, f->j[c]);
+    const float *const a[PROBE_COUNT] = {f->e[0], f->e[1], f->e[2], f->b[0], f->b[1], f->b[2],
+                                         f->j[0], f->j[1], f->j[2], f->rho};
+    for (int r = 0; r < n; r++)
+        out[r] = probe_gather(a[req[r].m], req[r].m, req[r].k, f->stride, req[r].x, req[r].y);
+}
+
 static species *cpu_fetch_tracked(void *ctx, pic_state *st, species *out)
 {
     (void)ctx, (void)out;
@@ -304,6 +320,7 @@ const backend cpu_backend = {
     .field_diag = cpu_field_diag,
     .fetch_fields = cpu_fetch_fields,
     .fetch_particles = cpu_fetch_particles,
+    .probe = cpu_probe,
     .fetch_tracked = cpu_fetch_tracked,
     .release_tracked = cpu_release_tracked,
     .phasespace = cpu_phasespace,

@@ -42,7 +42,7 @@ static const char *const DENS_KEYS[] = {"profile", "n", "n_cm3", "n_nc", "x", "f
 static const char *const MOM_KEYS[] = {"thermal", "temperature_eV", "temperature_keV", "drift",
                                        NULL};
 static const char *const DIAG_KEYS[] = {"output", "energy", "fields", "particles", "checkpoint",
-                                        "phasespace", "tracks", NULL};
+                                        "phasespace", "tracks", "probes", NULL};
 static const char *const EVERY_KEYS[] = {"every", NULL};
 static const char *const ENERGY_KEYS[] = {"every", "growth_limit", NULL};
 static const char *const FDIAG_KEYS[] = {"every", "quantities", NULL};

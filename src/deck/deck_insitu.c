@@ -1,9 +1,11 @@
 /* deck_insitu.c - the deck keys of the in-situ diagnostics (design.md §8, docs/deck.md):
  * diagnostics.phasespace (histograms), diagnostics.tracks (particle tracking by
- * id) and the region/energy selection of diagnostics.particles. Part of the deck module:
+ * id), diagnostics.probes (field probes) and the region/energy selection of
+ * diagnostics.particles. Part of the deck module:
  * deck.c calls these while it parses diagnostics and writes them back in deck_write. */
 #include "deck_read.h"
 #include "empic.h"
+#include "probe.h"
 
 #include <limits.h>
 #include <string.h>
@@ -88,6 +90,107 @@ static void parse_one(dk_ctx *c, const cs *g, deck_phasespace *p, const char *co
         parse_range(c, g, p);
 }
 
+static const char *const PROBE_KEYS[] = {"name", "at", "from", "to", "n", "fields", "every",
+                                          NULL};
+const char *const DECK_PROBE_FIELDS[] = {"Ex", "Ey", "Ez", "Bx", "By", "Bz", "Jx", "Jy", "Jz",
+                                         "rho", NULL};
+
+/* A probe point (x, y) of setting s (key): inside the box, [0, Lx) x [0, Ly). */
+static void probe_inside(dk_ctx *c, const cs *g, const char *key, double x, double y)
+{
+    const deck *d = c->d;
+    const double lx = d->nx * d->dx, ly = d->ny * d->dy;
+    if (c->box_ok && !(x >= 0 && x < lx && y >= 0 && y < ly))
+        dk_report(c, g, key, "[%g, %g] is outside the box; expected 0 <= x < %g and "
+                  "0 <= y < %g (grid.cells times grid.dx, in c/omega_p)", x, y, lx, ly);
+}
+
+static void parse_probe(dk_ctx *c, const cs *g, deck_probe *p, int i)
+{
+    dk_keys(c, g, PROBE_KEYS);
+    snprintf(p->name, sizeof p->name, "probe%d", i);
+    dk_str(c, g, "name", p->name, sizeof p->name, 0);
+    if (!p->name[0])
+        dk_report(c, g, "name", "is empty; expected a name for the probe's group");
+    double v[2];
+    const int at = dk_member(g, "at") != NULL, from = dk_member(g, "from") != NULL;
+    if (at && (from || dk_member(g, "to") || dk_member(g, "n")))
+        dk_report(c, g, NULL, "has both `at` and `from`/`to`/`n`; expected a point (at = [x, y]) "
+                  "or a line (from = [x0, y0]; to = [x1, y1]; n = points)");
+    else if (at) {
+        p->n = 1;
+        if (dk_vec(c, g, "at", v, 2, DK_ANY, 1) > 0) {
+            p->x0 = p->x1 = v[0], p->y0 = p->y1 = v[1];
+            probe_inside(c, g, "at", v[0], v[1]);
+        }
+    } else if (from || dk_member(g, "to")) {
+        p->line = 1;
+        if (dk_vec(c, g, "from", v, 2, DK_ANY, 1) > 0) {
+            p->x0 = v[0], p->y0 = v[1];
+            probe_inside(c, g, "from", v[0], v[1]);
+        }
+        if (dk_vec(c, g, "to", v, 2, DK_ANY, 1) > 0) {
+            p->x1 = v[0], p->y1 = v[1];
+            probe_inside(c, g, "to", v[0], v[1]);
+        }
+        DK_INT(g, "n", p->n, 2, DECK_PROBE_POINTS, 1);
+    } else {
+        dk_report(c, g, NULL, "has no position; expected at = [x, y] (a point) or from = "
+                  "[x0, y0]; to = [x1, y1]; n = points (a line)");
+    }
+    p->fields = (1 << PROBE_EX) | (1 << PROBE_EY) | (1 << PROBE_EZ) | (1 << PROBE_BX) |
+                (1 << PROBE_BY) | (1 << PROBE_BZ);
+    const cs *f = dk_seq(c, g, "fields", -1, "names of Ex Ey Ez Bx By Bz Jx Jy Jz rho", 0);
+    if (f && config_setting_length(f) == 0)
+        dk_report(c, f, NULL, "is empty; expected some of Ex Ey Ez Bx By Bz Jx Jy Jz rho");
+    for (int k = 0; f && k < config_setting_length(f); k++) {
+        int m;
+        if (k == 0)
+            p->fields = 0;
+        if (dk_enum_of(c, config_setting_get_elem(f, (unsigned)k), DECK_PROBE_FIELDS, &m))
+            continue;
+        if ((p->fields >> m) & 1)
+            dk_report(c, config_setting_get_elem(f, (unsigned)k), NULL, "names \"%s\" twice",
+                      DECK_PROBE_FIELDS[m]);
+        p->fields |= 1 << m;
+    }
+    p->every = 1;
+    DK_INT(g, "every", p->every, 1, LONG_MAX, 0);
+}
+
+static void parse_probes(dk_ctx *c, const cs *diag)
+{
+    deck *d = c->d;
+    const cs *l = dk_member(diag, "probes");
+    if (!l)
+        return;
+    if (!config_setting_is_list(l)) {
+        dk_report(c, l, NULL, "got %s; expected a list probes = ( { ... }, ... );", dk_tname(l));
+        return;
+    }
+    d->nprobes = config_setting_length(l);
+    if (d->nprobes > DECK_MAX_PROBES) {
+        dk_report(c, l, NULL, "has %d entries; expected at most %d", d->nprobes, DECK_MAX_PROBES);
+        d->nprobes = DECK_MAX_PROBES;
+    }
+    for (int i = 0; i < d->nprobes; i++) {
+        const cs *e = config_setting_get_elem(l, (unsigned)i);
+        if (!config_setting_is_group(e)) {
+            dk_report(c, e, NULL, "got %s; expected a group { ... }", dk_tname(e));
+            continue;
+        }
+        parse_probe(c, e, &d->probes[i], i);
+        char a[DECK_NAME_MAX], b[DECK_NAME_MAX];
+        deck_output_name(a, sizeof a, d->probes[i].name);
+        for (int k = 0; k < i; k++) {
+            deck_output_name(b, sizeof b, d->probes[k].name);
+            if (!strcmp(a, b))
+                dk_report(c, e, "name", "\"%s\" is the name of probe %d too (as \"%s\" in the "
+                          "file); expected a name of its own", d->probes[i].name, k, a);
+        }
+    }
+}
+
 void deck_insitu_parse(dk_ctx *c, const cs *diag, const char *const snames[])
 {
     deck *d = c->d;
@@ -118,6 +221,7 @@ void deck_insitu_parse(dk_ctx *c, const cs *diag, const char *const snames[])
                 dk_report(c, e, NULL, "got %s; expected a group { ... }", dk_tname(e));
         }
     }
+    parse_probes(c, diag);
     const cs *t = dk_group(c, diag, "tracks", 0);
     if (t) {
         dk_keys(c, t, TRACK_KEYS);

@@ -4,6 +4,7 @@
 #include "deck_read.h"
 #include "elements.h"
 #include "empic.h"
+#include "probe.h"
 
 #include <limits.h>
 #include <math.h>
@@ -240,6 +241,24 @@ void deck_write(const deck *d, FILE *f)
         fprintf(f, " log = %s; every = %s; }", p->log ? "true" : "false", I(p->every).s);
     }
     fputs(d->nphasespace ? "\n  );\n" : "", f);
+    for (int i = 0; i < d->nprobes && i < DECK_MAX_PROBES; i++) {
+        const deck_probe *p = &d->probes[i];
+        fprintf(f, "%s\n    { name = ", i ? "," : "  probes = (");
+        wstr(f, p->name);
+        fputs(";", f);
+        if (p->line) {
+            const double a[2] = {p->x0, p->y0}, b[2] = {p->x1, p->y1};
+            wvec(f, " from", a, 2);
+            wvec(f, " to", b, 2);
+            fprintf(f, " n = %d;", p->n);
+        } else {
+            const double a[2] = {p->x0, p->y0};
+            wvec(f, " at", a, 2);
+        }
+        wmask(f, " fields", p->fields, DECK_PROBE_FIELDS, PROBE_COUNT);
+        fprintf(f, " every = %s; }", I(p->every).s);
+    }
+    fputs(d->nprobes ? "\n  );\n" : "", f);
     if (d->tracks_every > 0) {
         fprintf(f, "  tracks = { every = %s; fraction = %s; ", I(d->tracks_every).s,
                 N(d->tracks_fraction).s);

@@ -246,7 +246,8 @@ static void clear_files(const char *dir, const char *const ends[])
 /* The files `top` of folder dir and those ending in one of `ends` in its sub-folders. */
 static void clear_listed(const char *dir, const char *const *top, const char *const *ends)
 {
-    static const char *const sub[] = {"checkpoint", "data", "tracks", "phasespace", NULL};
+    static const char *const sub[] = {"checkpoint", "data", "tracks", "phasespace", "probes",
+                                      NULL};
     char p[PATH_MAX];
     for (int k = 0; top[k]; k++)
         if (snprintf(p, sizeof p, "%s/%s", dir, top[k]) < (int)sizeof p)

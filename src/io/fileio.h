@@ -38,7 +38,8 @@ void fileio_sync_dir(const char *dir);
  * descriptor, or -1 after reporting. */
 int fileio_lock_output(const char *dir, int own, int overwrite);
 /* Remove the files an empic run leaves in dir (run.cfg, energy.csv, timing.json, and the
- * .h5/.xmf files of checkpoint/, data/, tracks/, phasespace/); others are left alone. */
+ * .h5/.xmf files of checkpoint/, data/, tracks/, phasespace/, probes/); others are left
+ * alone. */
 void fileio_clear_run(const char *dir);
 /* Remove the temporary files (NAME.tmp of run.cfg, timing.json and the .h5/.xmf files of
  * checkpoint/, data/, tracks/, phasespace/) a killed run left in dir; energy.csv.tmp stays

@@ -105,8 +105,8 @@ void h5out_attr_strs(h5w *w, hid_t obj, const char *name, int n, const char *con
     size_t len = 1;
     for (int k = 0; k < n; k++)
         len = strlen(s[k]) > len ? strlen(s[k]) : len;
-    char buf[8 * 32] = {0};
-    if (n > 8 || len > 32) {
+    char buf[16 * 32] = {0};
+    if (n > 16 || len > 32) {
         h5out_fail(w, name);
         return;
     }
@@ -332,7 +332,9 @@ void h5out_root_attrs(h5w *w, const char *iteration_format, int meshes, int part
         h5out_attr_str(w, r, "meshesPath", "meshes/");
     if (particles)
         h5out_attr_str(w, r, "particlesPath", "particles/");
-    h5out_attr_str(w, r, "iterationEncoding", "fileBased");
+    /* "/data/%T/": all iterations in one file */
+    h5out_attr_str(w, r, "iterationEncoding",
+                   iteration_format[0] == '/' ? "groupBased" : "fileBased");
     h5out_attr_str(w, r, "iterationFormat", iteration_format);
     h5out_attr_str(w, r, "software", "empic");
     h5out_attr_str(w, r, "softwareVersion", empic_version_string());

@@ -89,7 +89,7 @@ int h5out_room(size_t image);
  * when the memory is short). */
 int h5out_create(h5w *w, const char *name);
 /* openPMD 1.1.0 root attributes of a file-based series (iteration_format e.g.
- * "data%08T.h5"); meshesPath / particlesPath only when the file holds them. */
+ * "data%08T.h5"), or of a group-based one (iteration_format "/data/%T/"); meshesPath / particlesPath only when the file holds them. */
 void h5out_root_attrs(h5w *w, const char *iteration_format, int meshes, int particles,
                       const char *comment);
 /* Group /data/<step> with time, dt and timeUnitSI; *data gets /data (close both). */

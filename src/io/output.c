@@ -4,7 +4,8 @@
  * interior cells as float32 [ny][nx] in normalised units with unitSI factors from n0; each
  * component's `position` is its Yee offset (§3) in (y, x) order. Particle records hold a
  * deterministic sample of each selected species within the region/energy selection (or, in
- * the tracks series tracks/tracks%08T.h5, every tracked particle):
+ * the tracks file tracks/tracks.h5, one group-based openPMD series per run with a group
+ * /data/<step> per tracks step, every tracked particle):
  *   position/x,y   float64, absolute, in c/ω_p (positionOffset: constant zeros)
  *   momentum/x,y,z float32, p = m u in m_e c per real particle (macroWeighted 0,
  *                  weightingPower 1), at t - dt/2 (timeOffset)
@@ -15,7 +16,8 @@
  *                  charge state
  *   id             uint64 tracking id (0: untracked), for a species of diagnostics.tracks
  *   particlePatches one patch per cluster (the sample is written cluster by cluster).
- * Every file goes to a temporary name first and is renamed when complete. */
+ * Every dump goes to a temporary name first and is renamed when complete; the tracks file is
+ * appended to in place and closed after each step. */
 #include "output.h"
 #include "deck.h"
 #include "empic.h"
@@ -412,6 +414,162 @@ static void write_species(h5w *w, hid_t parts, hid_t xg, const output_frame *fr,
     free(num);
 }
 
+/* ---- the tracks file: one per run, an openPMD group-based series ---- */
+
+/* Open OUTDIR/tracks/tracks.h5 for appending into w->file, or make it with its root
+ * attributes (iterationEncoding groupBased) when missing; 0, or -1 with w->err set. */
+static int tracks_open(h5w *w, const char *path, const output_frame *fr)
+{
+    if (access(path, F_OK) == 0) {
+        w->file = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+        if (w->file < 0)
+            h5out_fail(w, "opening the file for appending");
+        return w->file < 0 ? -1 : 0;
+    }
+    w->file = H5Fcreate(path, H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT);
+    if (w->file < 0) {
+        h5out_fail(w, "file creation");
+        return -1;
+    }
+    h5out_root_attrs(w, "/data/%T/", 0, 1, fr->d->name);
+    return w->err ? -1 : 0;
+}
+
+/* Group `name` of loc, opened when it exists, else made. */
+static hid_t open_or_make(h5w *w, hid_t loc, const char *name)
+{
+    if (w->err)
+        return -1;
+    if (H5Lexists(loc, name, H5P_DEFAULT) > 0) {
+        hid_t g = H5Gopen2(loc, name, H5P_DEFAULT);
+        if (g < 0)
+            h5out_fail(w, name);
+        return g;
+    }
+    return h5out_group(w, loc, name);
+}
+
+/* The step's tracked particles appended to the tracks file as /data/<step>/particles (and
+ * the clouds' XDMF shapes as /xdmf/<step>, the step's XDMF text, *text (malloc'd), as
+ * /xdmf_text/<step>); a step already there is replaced. */
+static void write_tracks(h5w *w, const char *path, const output_frame *fr, const out_units *u,
+                         char **text)
+{
+    if (tracks_open(w, path, fr))
+        return;
+    char name[32];
+    snprintf(name, sizeof name, "%ld", fr->step);
+    hid_t data = open_or_make(w, w->file, "data"), xall = open_or_make(w, w->file, "xdmf");
+    if (!w->err && H5Lexists(data, name, H5P_DEFAULT) > 0 && H5Ldelete(data, name, H5P_DEFAULT) < 0)
+        h5out_fail(w, name);
+    if (!w->err && H5Lexists(xall, name, H5P_DEFAULT) > 0 && H5Ldelete(xall, name, H5P_DEFAULT) < 0)
+        h5out_fail(w, name);
+    hid_t it = h5out_group(w, data, name);
+    h5out_attr_f64(w, it, "time", fr->t);
+    h5out_attr_f64(w, it, "dt", fr->d->dt);
+    h5out_attr_f64(w, it, "timeUnitSI", u->time);
+    hid_t parts = h5out_group(w, it, "particles"), xg = h5out_group(w, xall, name);
+    for (int s = 0; s < fr->nspecies && !w->err; s++)
+        if (fr->sp[s].id != NULL)
+            write_species(w, parts, xg, fr, u, s);
+    h5out_close(xg, H5Gclose);
+    /* the step's XDMF text (no .xmf file per step): the series is rebuilt from these */
+    hid_t xt = open_or_make(w, w->file, "xdmf_text");
+    if (!w->err && H5Lexists(xt, name, H5P_DEFAULT) > 0 && H5Ldelete(xt, name, H5P_DEFAULT) < 0)
+        h5out_fail(w, name);
+    if (!w->err) {
+        *text = xdmf_tracks(w, fr);
+        hsize_t len = strlen(*text);
+        h5out_close(h5out_dataset(w, xt, name, 1, &len, H5T_STD_U8LE, H5T_NATIVE_UCHAR, *text),
+                    H5Dclose);
+    }
+    h5out_close(xt, H5Gclose);
+    h5out_close(parts, H5Gclose);
+    h5out_close(it, H5Gclose);
+    h5out_close(xall, H5Gclose);
+    h5out_close(data, H5Gclose);
+}
+
+/* Close the tracks file (flushed to the file system: a run killed later keeps the step). */
+static int tracks_close(h5w *w, const char *path)
+{
+    if (w->file >= 0 && !w->err && H5Fflush(w->file, H5F_SCOPE_GLOBAL) < 0)
+        h5out_fail(w, "flushing the file");
+    if (w->file >= 0 && H5Fclose(w->file) < 0)
+        h5out_fail(w, "file close");
+    w->file = -1;
+    if (w->err) {
+        empic_report(path, 0, "HDF5 error at %s; tracks of this step not written", w->what);
+        return -1;
+    }
+    return 0;
+}
+
+/* Steps >= first removed from a group of an open series file (output_drop_steps). */
+typedef struct {
+    long first;
+    int n, cap;
+    char (*names)[32];
+} later_steps;
+
+static herr_t later_step(hid_t g, const char *name, const H5L_info_t *info, void *arg)
+{
+    (void)g, (void)info;
+    later_steps *l = arg;
+    char *end;
+    long step = strtol(name, &end, 10);
+    if (*end || end == name || step < l->first)
+        return 0;
+    if (l->n == l->cap) {
+        l->cap = 2 * l->cap + 16;
+        l->names = realloc(l->names, (size_t)l->cap * sizeof *l->names);
+        if (!l->names)
+            return -1;
+    }
+    snprintf(l->names[l->n++], sizeof *l->names, "%s", name);
+    return 0;
+}
+
+int output_drop_steps(hid_t file, const char *group, long first)
+{
+    if (H5Lexists(file, group, H5P_DEFAULT) <= 0)
+        return 0;
+    hid_t g = H5Gopen2(file, group, H5P_DEFAULT);
+    later_steps l = {first, 0, 0, NULL};
+    int rc = g < 0 || H5Literate(g, H5_INDEX_NAME, H5_ITER_NATIVE, NULL, later_step, &l) < 0;
+    for (int k = 0; k < l.n && !rc; k++)
+        rc = H5Ldelete(g, l.names[k], H5P_DEFAULT) < 0;
+    free(l.names);
+    h5out_close(g, H5Gclose);
+    return rc ? -1 : 0;
+}
+
+int output_tracks_begin(const char *outdir, long first, int restart)
+{
+    char dir[OUT_PATH], path[OUT_PATH + 64];
+    snprintf(dir, sizeof dir, "%s/tracks", outdir);
+    snprintf(path, sizeof path, "%s/tracks.h5", dir);
+    if (access(path, F_OK) != 0)
+        return 0;
+    if (!restart) {
+        if (unlink(path) == 0)
+            return 0;
+        empic_report(path, 0, "cannot remove the tracks file of an earlier run: %s",
+                     strerror(errno));
+        return -1;
+    }
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+    int rc = f < 0 || output_drop_steps(f, "data", first) || output_drop_steps(f, "xdmf", first) ||
+             output_drop_steps(f, "xdmf_text", first);
+    if (f >= 0 && H5Fclose(f) < 0)
+        rc = 1;
+    if (rc)
+        empic_report(path, 0, "cannot open the tracks file to continue it from step %ld "
+                     "(damaged? move it away to start a new one)", first);
+    return rc ? -1 : 0;
+}
+
 /* ---- the file ---- */
 
 static void write_file(h5w *w, const char *name, const output_frame *fr, const out_units *u)
@@ -454,7 +612,10 @@ int output_dump(const char *outdir, const output_frame *fr)
     snprintf(dir, sizeof dir, "%s/%s", outdir, series(fr));
     if (fileio_mkdir_p(dir, "dump folder"))
         return -1;
-    snprintf(path, sizeof path, "%s/%s%08ld.h5", dir, series(fr), fr->step);
+    if (fr->tracks)
+        snprintf(path, sizeof path, "%s/tracks.h5", dir);
+    else
+        snprintf(path, sizeof path, "%s/%s%08ld.h5", dir, series(fr), fr->step);
     out_units u;
     h5out_units(fr->d->n0, &u);
     h5w *w = empic_calloc(1, sizeof *w, "output writer");
@@ -462,10 +623,20 @@ int output_dump(const char *outdir, const output_frame *fr)
     for (int s = 0; s < fr->nspecies && s < DECK_MAX_SPECIES; s++)
         h5out_safe_name(w->species[s], DECK_NAME_MAX, fr->sp[s].cfg->name);
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    write_file(w, path, fr, &u);
-    int rc = h5out_commit(w, path, "dump");
-    if (rc == 0)
-        rc = xdmf_dump(dir, series(fr), w, fr);
+    int rc;
+    if (fr->tracks) {
+        char *text = NULL;
+        write_tracks(w, path, fr, &u, &text);
+        rc = tracks_close(w, path);
+        if (rc == 0)
+            rc = xdmf_tracks_series(dir, fr, text);
+        free(text);
+    } else {
+        write_file(w, path, fr, &u);
+        rc = h5out_commit(w, path, "dump");
+        if (rc == 0)
+            rc = xdmf_dump(dir, series(fr), w, fr);
+    }
     free(w);
     return rc;
 }

@@ -29,6 +29,7 @@
 #include "fileio.h"
 
 #include <dirent.h>
+#include <hdf5.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -183,6 +184,17 @@ static int cmp_long(const void *a, const void *b)
 }
 
 /* Steps of the SERIES%08ld.xmf files in dir that have their .h5, sorted; *n of them. */
+/* DIR/SERIES%08ld.h5, the HDF5 file of a dump (without dir: its name alone); the tracks
+ * series is one file, DIR/tracks.h5. */
+static void h5_name(char *buf, size_t len, const char *dir, const char *series, long step)
+{
+    const char *sep = dir ? "/" : "";
+    if (!strcmp(series, "tracks"))
+        snprintf(buf, len, "%s%stracks.h5", dir ? dir : "", sep);
+    else
+        snprintf(buf, len, "%s%s%s%08ld.h5", dir ? dir : "", sep, series, step);
+}
+
 static long *list_steps(const char *dir, const char *series, size_t *n)
 {
     DIR *dd = opendir(dir);
@@ -202,7 +214,7 @@ static long *list_steps(const char *dir, const char *series, size_t *n)
             sscanf(e->d_name + pre, "%ld.xmf%n", &step, &end) != 1 || end == 0 ||
             e->d_name[pre + (size_t)end] != '\0' || step < 0)
             continue;
-        snprintf(path, sizeof path, "%s/%s%08ld.h5", dir, series, step);
+        h5_name(path, sizeof path, dir, series, step);
         if (access(path, R_OK) != 0)
             continue;
         if (*n == cap) {
@@ -321,6 +333,72 @@ static void texts_push(series_texts *c, long step, char *text)
     c->text[c->n++] = text;
 }
 
+/* Collect the names of the groups in /xdmf_text (steps). */
+typedef struct {
+    long *step;
+    size_t n, cap;
+} step_list;
+
+static herr_t text_step(hid_t g, const char *name, const H5L_info_t *info, void *arg)
+{
+    (void)g, (void)info;
+    step_list *l = arg;
+    char *end;
+    long step = strtol(name, &end, 10);
+    if (*end || end == name)
+        return 0;
+    if (l->n == l->cap) {
+        l->cap = 2 * l->cap + 16;
+        if (!(l->step = realloc(l->step, l->cap * sizeof *l->step)))
+            EMPIC_DIE("out of host memory writing the XDMF series");
+    }
+    l->step[l->n++] = step;
+    return 0;
+}
+
+/* The XDMF texts of every tracks step, from DIR/tracks.h5's /xdmf_text/<step> (what
+ * xdmf_tracks keeps there), into c in step order; 0, or -1 after reporting. */
+static int tracks_texts(series_texts *c, const char *dir)
+{
+    char path[OUT_PATH + 64];
+    snprintf(path, sizeof path, "%s/tracks.h5", dir);
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT), g = -1;
+    step_list l = {NULL, 0, 0};
+    int rc = f < 0;
+    if (!rc && H5Lexists(f, "xdmf_text", H5P_DEFAULT) > 0) {
+        g = H5Gopen2(f, "xdmf_text", H5P_DEFAULT);
+        rc = g < 0 || H5Literate(g, H5_INDEX_NAME, H5_ITER_NATIVE, NULL, text_step, &l) < 0;
+    }
+    if (l.n)
+        qsort(l.step, l.n, sizeof *l.step, cmp_long);
+    for (size_t k = 0; k < l.n && !rc; k++) {
+        char name[32];
+        snprintf(name, sizeof name, "%ld", l.step[k]);
+        hid_t d = H5Dopen2(g, name, H5P_DEFAULT), sp = d < 0 ? -1 : H5Dget_space(d);
+        hssize_t n = sp < 0 ? -1 : H5Sget_simple_extent_npoints(sp);
+        char *t = n >= 0 ? malloc((size_t)n + 1) : NULL;
+        rc = !t || (n > 0 && H5Dread(d, H5T_NATIVE_UCHAR, H5S_ALL, H5S_ALL, H5P_DEFAULT, t) < 0);
+        if (!rc) {
+            t[n] = '\0';
+            texts_push(c, l.step[k], t);
+        } else {
+            free(t);
+        }
+        if (sp >= 0)
+            H5Sclose(sp);
+        if (d >= 0)
+            H5Dclose(d);
+    }
+    free(l.step);
+    if (g >= 0)
+        H5Gclose(g);
+    if (f >= 0)
+        H5Fclose(f);
+    if (rc)
+        empic_report(path, 0, "cannot read the XDMF descriptions of the tracks steps");
+    return rc ? -1 : 0;
+}
+
 /* The kept texts of dir with the dump of `step` (its text) added; NULL after reporting. */
 static series_texts *texts_with(const char *dir, const char *series, long step,
                                 const char *text)
@@ -339,6 +417,13 @@ static series_texts *texts_with(const char *dir, const char *series, long step,
             free(c->text[k]);
         c->n = 0;
         snprintf(c->dir, sizeof c->dir, "%s", dir);
+        if (!strcmp(series, "tracks")) { /* the texts are kept in tracks.h5 */
+            if (tracks_texts(c, dir)) {
+                c->dir[0] = '\0';
+                return NULL;
+            }
+            return c;
+        }
         size_t n;
         long *steps = list_steps(dir, series, &n);
         if (!steps) {
@@ -447,10 +532,31 @@ static void dump_text(FILE *x, const h5w *w, const output_frame *fr, const char 
     fputs("</Xdmf>\n", x);
 }
 
+char *xdmf_tracks(const h5w *w, const output_frame *fr)
+{
+    char run[DECK_NAME_MAX];
+    h5out_safe_name(run, sizeof run, fr->d->name);
+    char *out = NULL;
+    size_t olen = 0;
+    FILE *x = open_memstream(&out, &olen);
+    if (!x)
+        EMPIC_DIE("out of host memory writing XDMF");
+    dump_text(x, w, fr, "tracks.h5", run);
+    fclose(x);
+    return out;
+}
+
+int xdmf_tracks_series(const char *dir, const output_frame *fr, const char *text)
+{
+    char run[DECK_NAME_MAX];
+    h5out_safe_name(run, sizeof run, fr->d->name);
+    return write_series(dir, "tracks", run, fr->step, text);
+}
+
 int xdmf_dump(const char *dir, const char *series, const h5w *w, const output_frame *fr)
 {
     char h5name[64], path[OUT_PATH + 64], run[DECK_NAME_MAX];
-    snprintf(h5name, sizeof h5name, "%s%08ld.h5", series, fr->step);
+    h5_name(h5name, sizeof h5name, NULL, series, fr->step);
     h5out_safe_name(run, sizeof run, fr->d->name);
     char *out = NULL;
     size_t olen = 0;

@@ -17,5 +17,11 @@ extern const double XDMF_ST_POS[ST_COUNT][2];
  * species), so that every reader shows the same block names at every time; and, for VisIt,
  * DIR/series_<block>.xmf with one block's series each. 0 or -1. */
 int xdmf_dump(const char *dir, const char *series, const h5w *w, const output_frame *fr);
+/* The tracks series keeps no .xmf per step: the XDMF text of a tracks step (xdmf_tracks,
+ * malloc'd; output.c stores it in tracks.h5 as /xdmf_text/<step>) and DIR/series.xmf (and
+ * series_<block>.xmf) refreshed with it (xdmf_tracks_series; after a restart the texts are
+ * read back from tracks.h5). */
+char *xdmf_tracks(const h5w *w, const output_frame *fr);
+int xdmf_tracks_series(const char *dir, const output_frame *fr, const char *text);
 
 #endif

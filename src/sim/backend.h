@@ -14,6 +14,7 @@
 #include "emf.h"
 #include "ionize.h"
 #include "phasespace.h"
+#include "probe.h"
 #include "species.h"
 
 #ifdef __cplusplus
@@ -113,6 +114,15 @@ typedef struct backend {
     void (*phasespace)(void *ctx, pic_state *st, int s, const ps_grid *g, double *h);
     int (*phasespace_extent)(void *ctx, pic_state *st, int s, const ps_grid *g, int axis,
                              int positive, double mm[2]);
+    /* Field probes (diagnostics.probes): out[r] = quantity req[r].m at its point (probe.h's
+     * probe_gather: E and B as a particle there gathers them, without the external fields)
+     * for r < n, this rank's points only; E and B at their current time levels (at a step's
+     * diagnostics both at t = n dt), J at t - dt/2. need (probe.h): PROBE_NEED_RHO, the
+     * charge density deposited first at the current positions (as `rho`) for the PROBE_RHO
+     * requests; PROBE_NEED_J, J's guard cells filled first (the particles' next deposit
+     * starts J anew). Every rank calls it together with the same `need` (n may be 0: both
+     * exchange with the neighbours). Only the n values cross from a device to the host. */
+    void (*probe)(void *ctx, pic_state *st, int need, int n, const probe_req *req, float *out);
     /* Wait for the work queued so far and settle the phase timers (before the timing table
      * or a checkpoint). */
     void (*finish)(void *ctx, pic_state *st);

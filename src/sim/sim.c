@@ -11,6 +11,7 @@
 #include "insitu.h"
 #include "lasers.h"
 #include "output.h"
+#include "probes.h"
 #include "cpu_particles.h"
 #include "report.h"
 
@@ -102,6 +103,12 @@ int sim_init_from(sim *S, const deck *d, int quiet, const char *checkpoint)
     health_energy_ref(S); /* the host state, before a device backend takes it over */
     /* rank 0 alone creates the files: every rank learns whether it could */
     int bad = S->be->open(st, &S->be_ctx) || report_open(S, run[0] ? run : NULL);
+    /* the run's tracks file: a fresh run's new, a restart's continued from its step */
+    if (!bad && comm_rank() == 0 && S->d.tracks_every > 0)
+        bad = output_tracks_begin(S->d.output, S->step, checkpoint != NULL);
+    /* the field probes: this rank's points; their file, as the tracks file */
+    if (!bad)
+        bad = probes_open(S, checkpoint != NULL);
     comm_max_int(&bad, 1);
     if (bad)
         return -1;
@@ -111,6 +118,7 @@ int sim_init_from(sim *S, const deck *d, int quiet, const char *checkpoint)
 void sim_free(sim *S)
 {
     writer_wait(&S->out);
+    probes_free(S);
     column_free(&S->front);
     if (S->energy) /* a run that stopped before report_close */
         fclose(S->energy);
@@ -269,6 +277,8 @@ static void diagnose(sim *S, int want_e, double *fe, double *fb, double *gauss)
     double t0 = omp_get_wtime();
     dump(S, due(d->fields_every, S->step), due(d->particles_every, S->step),
          due(d->tracks_every, S->step), 0);
+    if (!S->io_failed)
+        probes_sample(S); /* E(n), B(n) (+ the external fields), J(n-1/2) */
     if (want_e)
         S->be->field_diag(S->be_ctx, &S->st, fe, fb, gauss);
     S->st.phase_s[PH_OTHER] += omp_get_wtime() - t0;
@@ -574,6 +584,10 @@ int sim_after_step(sim *S)
     /* and after the last step, so that --restart --steps N can extend any run */
     const int ckpt = req || (d->checkpoint_every > 0 && (S->step % d->checkpoint_every == 0 ||
                                                          S->step == d->steps));
+    /* the probe samples held in memory into their file before the checkpoint: a restart
+     * continues the file from the checkpoint's step */
+    if (ckpt && probes_flush(S))
+        S->io_failed = 1;
     if (unhealthy(S, ckpt) || (ckpt && write_checkpoint(S)))
         return -1;
     S->stop_req = req;
@@ -660,6 +674,8 @@ int sim_run(sim *S)
     sim_signals(0);
     sim_wait_writes(S);
     S->be->finish(S->be_ctx, &S->st);
+    if (probes_flush(S))
+        S->io_failed = 1;
     if (stop) {
         report_progress(S, 1);
         report_close(S);
@@ -678,6 +694,13 @@ int sim_run(sim *S)
         S->be->b_half(S->be_ctx, &S->st);
         dump(S, fields, parts, tracks, 1);
         sim_wait_writes(S);
+    }
+    if (S->probes && !S->io_failed) { /* the probes due at the last step's time, as dumps */
+        if (!(fields || parts || tracks || hists))
+            S->be->b_half(S->be_ctx, &S->st);
+        probes_sample(S);
+        if (probes_flush(S))
+            S->io_failed = 1;
     }
     report_progress(S, 1);
     int rc = report_close(S);

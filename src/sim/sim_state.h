@@ -43,6 +43,7 @@ typedef struct {
     FILE *energy;             /* energy.csv (under its temporary name while running) */
     float *rho_sp;            /* per-species charge scratch, allocated at first dump */
     writer out;               /* the dump being written in the background (CUDA backend) */
+    struct probes *probes;    /* the field probes (probes.h), or NULL */
     column front;             /* the moving window's next front column, made ahead on a
                                  device backend */
     int io_failed;            /* an output file could not be written (it was reported): the
