@@ -109,8 +109,8 @@ struct probe_arrays {
 };
 
 /* One thread per request: probe.h's gather, as the CPU's cpu_probe. */
-__global__ void k_probe(probe_arrays a, int s, const probe_req *__restrict__ req, int n,
-                        float *__restrict__ out)
+__global__ void k_field_probe(probe_arrays a, int s, const probe_req *__restrict__ req, int n,
+                              float *__restrict__ out)
 {
     const int r = blockIdx.x * blockDim.x + threadIdx.x;
     if (r < n) {
@@ -143,9 +143,9 @@ void gpu_probe(void *ctx, pic_state *st, int need, int n, const probe_req *req, 
                        g->j[2], g->rho}};
     GPU_CK(cudaMemcpyAsync(g->probe_req, req, (size_t)n * sizeof *req, cudaMemcpyHostToDevice,
                            g->stream));
-    k_probe<<<(n + 127) / 128, 128, 0, g->stream>>>(a, g->stride, g->probe_req, n,
+    k_field_probe<<<(n + 127) / 128, 128, 0, g->stream>>>(a, g->stride, g->probe_req, n,
                                                    g->probe_out);
-    GPU_LAUNCHED(g, "k_probe");
+    GPU_LAUNCHED(g, "k_field_probe");
     GPU_CK(cudaMemcpyAsync(out, g->probe_out, (size_t)n * sizeof *out, cudaMemcpyDeviceToHost,
                            g->stream));
     GPU_CK(cudaStreamSynchronize(g->stream));
