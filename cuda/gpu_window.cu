@@ -7,6 +7,7 @@
  * CPU), uploaded to a staging buffer and appended to the segments of the last cluster
  * column (re-laid first when one would overflow). */
 #include "gpu_internal.h"
+#include "ebal.h"
 #include "particle.h"
 
 #include <stdlib.h>
@@ -148,6 +149,31 @@ __global__ void k_window_particles(kwindow w, const int *cx_of, int ncx)
         hist[9 * c + threadIdx.x] = sh[threadIdx.x];
 }
 
+/* Before the particles' shift: the energy (ebal.h) of the particles the back column drops,
+ * cluster (0, blockIdx.x) of species blockIdx.y, each thread's particles in order, then a
+ * fixed-order sum over the block, into lost[species ncl + cluster]. */
+typedef struct {
+    const uint32_t *cell[DECK_MAX_SPECIES];
+    const uint8_t *code[DECK_MAX_SPECIES];
+    const float2 *uxy[DECK_MAX_SPECIES], *uzw[DECK_MAX_SPECIES];
+    const int *start[DECK_MAX_SPECIES], *count[DECK_MAX_SPECIES];
+} kwindow_lost;
+
+__global__ void k_window_lost(kwindow_lost w, int ncx, int ncl, double *lost)
+{
+    __shared__ double sh[32];
+    const int sp = blockIdx.y, c = ncx * blockIdx.x;
+    const int b = w.start[sp][c], n = w.count[sp][c];
+    double v = 0.0;
+    for (int p = b + threadIdx.x; p < b + n; p += blockDim.x)
+        if (ebal_window_drops(cell_i(w.cell[sp][p]), w.code[sp][p]))
+            v += ebal_particle(w.uzw[sp][p].y, w.uxy[sp][p].x, w.uxy[sp][p].y,
+                               w.uzw[sp][p].x);
+    v = gpu_block_sum(v, sh);
+    if (threadIdx.x == 0)
+        lost[(size_t)sp * ncl + c] += v;
+}
+
 void gpu_window_shift(void *ctx, pic_state *st)
 {
     gpu_state *g = (gpu_state *)ctx;
@@ -198,6 +224,19 @@ void gpu_window_shift(void *ctx, pic_state *st)
     gpu_toc(g, t, PH_FIELD);
     gpu_fields_end(g);
     t = gpu_tic(g, st);
+    kwindow_lost wl;
+    for (int s = 0; s < g->nsp; s++) {
+        const gpu_species *d = &g->sp[s];
+        wl.cell[s] = d->cell;
+        wl.code[s] = d->code;
+        wl.uxy[s] = d->uxy;
+        wl.uzw[s] = d->uzw;
+        wl.start[s] = d->start;
+        wl.count[s] = d->count;
+    }
+    k_window_lost<<<dim3((unsigned)g->ncy, (unsigned)g->nsp), GPU_THREADS, 0, g->stream>>>(
+        wl, g->ncx, g->ncl, g->lost);
+    GPU_LAUNCHED(g, "k_window_lost");
     kwindow w;
     for (int s = 0; s < g->nsp; s++) {
         const gpu_species *d = &g->sp[s];
