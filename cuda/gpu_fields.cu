@@ -10,6 +10,7 @@
 #include "yee.h"
 
 #include <math.h>
+#include <string.h>
 
 #define FX 32
 #define FY 8
@@ -364,11 +365,19 @@ void gpu_fields(void *ctx, pic_state *st)
  * balance region r and of the stagger term inside it (ebal.h) (double) and max |div E - (rho - rho_bg)| over its cells
  * (the Gauss-law nodes in [glo, ghi) only), each thread's cells in a fixed order, then a
  * fixed tree: the same sums whatever the ranks (other ranks' clusters: 0). */
+/* The lasers' B columns at E's time level (laser.h e = 0), for the stagger term. */
+typedef struct {
+    laser_beam beam[DECK_MAX_LASERS];
+    laser_line ln[DECK_MAX_LASERS];
+    int axis[DECK_MAX_LASERS], n;
+} klaser_cols;
+
 __global__ void k_field_diag(mesh m, const int *x0, const int *y0, int ncx, const float *ex,
                              const float *ey, const float *ez, const float *bx,
                              const float *by, const float *bz, const float *rho,
                              double rho_bg, float idx, float idy, int2 glo, int2 ghi,
-                             ebal_region r, float hx, float hy, double *partial)
+                             ebal_region r, float hx, float hy, klaser_cols lc,
+                             double *partial)
 {
     __shared__ double se[FX * FY], sb[FX * FY], sl[FX * FY], ss[FX * FY], sg[FX * FY];
     const int c = blockIdx.x, t = threadIdx.x, cx = c % ncx, cy = c / ncx;
@@ -384,6 +393,9 @@ __global__ void k_field_diag(mesh m, const int *x0, const int *y0, int ncx, cons
                 if (!ebal_inside(&r, n, i, j))
                     vl += (double)a[n][k] * a[n][k];
             vs += ebal_stagger(&r, i, j, ex, ey, ez, k, m.stride, hx, hy);
+            for (int l = 0; l < lc.n; l++)
+                vs += ebal_stagger_laser(&r, &lc.beam[l], &lc.ln[l], lc.axis[l], i, j, ex, ey,
+                                         ez, k, m.stride, hx, hy);
             if (i >= glo.x && i < ghi.x && j >= glo.y && j < ghi.y)
                 vg = fmax(vg, yee_gauss_residual(ex, ey, rho, rho_bg, k, m.stride, idx, idy));
         }
@@ -418,11 +430,20 @@ void gpu_fields_energy(gpu_state *g, pic_state *st, double *energy_e, double *en
                        double *fbal, double *gauss)
 {
     const emf *f = st->f;
+    klaser_cols lc;
+    memset(&lc, 0, sizeof lc);
+    for (int l = 0; f->fb && l < f->fb->nlasers; l++) {
+        const laser_src *L = &f->fb->lasers[l];
+        lc.beam[l] = L->beam;
+        lc.ln[l] = laser_line_of(L, 0, f->step, f->dt, f->dx, f->dy, g->shift);
+        lc.axis[l] = L->axis;
+        lc.n = l + 1;
+    }
     k_field_diag<<<g->ncl, FX * FY, 0, g->stream>>>(
         mesh_of(g), g->x0, g->y0, g->ncx, g->e[0], g->e[1], g->e[2], g->b[0], g->b[1],
         g->b[2], g->rho, f->rho_bg, (float)(1.0 / f->dx), (float)(1.0 / f->dy),
         make_int2(f->glo[0], f->glo[1]), make_int2(f->ghi[0], f->ghi[1]), st->reg,
-        (float)(0.5 * f->dt / f->dx), (float)(0.5 * f->dt / f->dy), g->partial);
+        (float)(0.5 * f->dt / f->dx), (float)(0.5 * f->dt / f->dy), lc, g->partial);
     GPU_LAUNCHED(g, "k_field_diag");
     const size_t n = (size_t)g->ncl * 5;
     GPU_CK(cudaMemcpyAsync(g->h_partial, g->partial, n * sizeof(double),

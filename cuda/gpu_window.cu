@@ -149,6 +149,24 @@ __global__ void k_window_particles(kwindow w, const int *cx_of, int ncx)
         hist[9 * c + threadIdx.x] = sh[threadIdx.x];
 }
 
+/* Before the fields' shift: the field energy it moves out of the balance region at xmin and
+ * in from the xmax layer (ebal_shift_column; the CPU's fbnd_shift_flows), side blockIdx.y,
+ * slot (cluster row) = thread, its rows in order. */
+__global__ void k_ebal_shift(ebal_region r, const int *y0, const int *cx_of, int ncx, int ncy,
+                             int4 own, const float *ex, const float *ey, const float *ez,
+                             const float *bx, const float *by, const float *bz, int off,
+                             int stride, double h, int nslot, double *bal)
+{
+    const int sl = blockIdx.x * blockDim.x + threadIdx.x, k = blockIdx.y;
+    const int node = k ? r.hi[0] : r.lo[0];
+    if (sl >= ncy || !in_box(own, cx_of[node], sl))
+        return;
+    double v = 0.0;
+    for (int t = y0[sl]; t < y0[sl + 1]; t++)
+        v += ebal_shift_column(&r, k, t, ex, ey, ez, bx, by, bz, off, stride);
+    bal[k * nslot + sl] += k ? -h * v : h * v;
+}
+
 /* Before the particles' shift: the energy (ebal.h) of the particles the back column drops,
  * cluster (0, blockIdx.x) of species blockIdx.y, each thread's particles in order, then a
  * fixed-order sum over the block, into lost[species ncl + cluster]. */
@@ -187,6 +205,13 @@ void gpu_window_shift(void *ctx, pic_state *st)
      * shifted too, E's and B's guards are right one cell deep after the shift, all that is
      * read before the next fills (the right guard two cells out is cleared) */
     const int first = g->nb[SIDE_XMIN] >= 0 && g->i0 > 0 ? 0 : EMF_GUARD;
+    if (st->f->fb) {
+        k_ebal_shift<<<dim3(gpu_blocks((size_t)g->ncy, 64), 2), 64, 0, g->stream>>>(
+            st->reg, g->y0, g->cx_of, g->ncx, g->ncy, g->own, g->e[0], g->e[1], g->e[2],
+            g->b[0], g->b[1], g->b[2], g->off, g->stride, 0.5 * st->f->dx * st->f->dy,
+            st->nslot, g->bal);
+        GPU_LAUNCHED(g, "k_ebal_shift");
+    }
     k_shift_rows<<<dim3((unsigned)g->rows, 9), 256, 0, g->stream>>>(arr, g->stride, first);
     GPU_LAUNCHED(g, "k_shift_rows");
     if (st->f->fb && g->nlayers > 0) {

@@ -140,6 +140,27 @@ EMPIC_HD double ebal_laser(const ebal_region *r, const laser_beam *b, const lase
     return w;
 }
 
+/* The moving window's shift moves the fields one cell toward -x: in row t the components at
+ * index lo along x leave the region through xmin (hi = 0), those at hi + 1 (on a node along
+ * x) and hi (half a cell up) enter it from the xmax layer (hi = 1). Their sum of squares
+ * before the shift (E(n+1), B(n+1/2): (1/2) dx dy times it is the energy moved); cell (0, 0)
+ * of the mesh at off, row stride s. */
+EMPIC_HD double ebal_shift_column(const ebal_region *r, int hi, int t, const float *ex,
+                                  const float *ey, const float *ez, const float *bx,
+                                  const float *by, const float *bz, int off, int s)
+{
+    const float *const a[6] = {ex, ey, ez, bx, by, bz};
+    double v = 0.0;
+    for (int m = 0; m < 6; m++) {
+        const int i = hi ? r->hi[0] + !yee_hx(m) : r->lo[0];
+        if (ebal_inside(r, m, hi ? i - 1 : i, t)) {
+            const double q = a[m][off + i + t * s];
+            v += q * q;
+        }
+    }
+    return v;
+}
+
 /* The cluster (slot) a line entry's sum belongs to: entry t of a line along y at node
  * column `node` (x side, x laser) lies in cluster (cx_of[node], cy_of[t]); of a line along x
  * in (cx_of[t], cy_of[node]). */

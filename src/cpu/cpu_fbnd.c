@@ -194,3 +194,20 @@ void fbnd_flows(emf *f, const clusters *cl, const ebal_region *r, double *flow, 
                                       laser_slot(f, cl, r, L, &l1, a[l1.d1], a[l1.d2], sl));
     }
 }
+
+void fbnd_shift_flows(emf *f, const clusters *cl, const ebal_region *r, double *flow, int nslot)
+{
+    const double h = 0.5 * f->dx * f->dy;
+    for (int k = SIDE_XMIN; k <= SIDE_XMAX; k++) {
+        const int node = k ? r->hi[0] : r->lo[0];
+        for (int sl = 0; sl < cl->ncy; sl++) {
+            if (!cl->own[ebal_cluster(0, node, sl, cl->cx_of, cl->cy_of, cl->ncx)])
+                continue;
+            double v = 0.0;
+            for (int t = cl->y0[sl]; t < cl->y0[sl + 1]; t++)
+                v += ebal_shift_column(r, k, t, f->e[0], f->e[1], f->e[2], f->b[0], f->b[1],
+                                       f->b[2], f->off, f->stride);
+            flow[k * nslot + sl] += k ? -h * v : h * v;
+        }
+    }
+}

@@ -18,6 +18,11 @@ void fbnd_e(emf *f);
  * halves). Nothing when fb is NULL. */
 void fbnd_flows(emf *f, const clusters *cl, const ebal_region *r, double *flow, int nslot,
                 int after);
+/* Before the moving window's shift: the field energy the shift moves out of the balance
+ * region at xmin into flow's out_xmin, and what it brings in from the xmax layer out of
+ * out_xmax (ebal_shift_column). */
+void fbnd_shift_flows(emf *f, const clusters *cl, const ebal_region *r, double *flow,
+                      int nslot);
 /* The moving window shifted the fields one cell toward -x: shift the layer state with them. */
 void fbnd_shift(emf *f);
 
