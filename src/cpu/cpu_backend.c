@@ -118,7 +118,8 @@ static void cpu_window_shift(void *ctx, pic_state *st)
 {
     (void)ctx;
     double t0 = omp_get_wtime(), c0 = comm_exchange_s();
-    fbnd_shift_flows(st->f, st->cl, &st->reg, st->flow, st->nslot);
+    if (st->f->fb)
+        fbnd_shift_flows(st->f, st->cl, &st->reg, st->flow, st->nslot);
     window_shift(st->f, st->sp, st->nsp, st->cl, st->lost);
     timed(st, PH_SORT, t0, c0);
 }
