@@ -13,9 +13,12 @@
  * with E(n+1/2) = (E(n) + E(n+1))/2 on the region's edge node line and B(n+1/2) on the half
  * line just outside it: S_x = Ey Bz - Ez By on an x side, S_y = Ez Bx - Ex Bz on a y side
  * (outward positive: negated on a low side). The TFSF laser terms are the sources: the E
- * plane gets dE = E(n+1) - E(n) - dt curl B - what the scheme adds, the B column 2 dB per
- * step (one dB after each half step). Each is accumulated in two halves: the E(n) half
- * before the E step and the E(n+1) half after it, with the same B(n+1/2).
+ * plane's adds dE to E in the step (work E(n+1/2) dE), the B column's adds dB(n) after each
+ * of the two half steps with E(n) (work B(n+1/2) (dB(n) + dB(n+1)) per step). The E terms
+ * are accumulated in two halves: the E(n) half before the E step and the E(n+1) half after
+ * it, with the same B(n+1/2). The field energy reported (yee_energy of E(n), B(n)) differs
+ * from W' by the stagger term (ebal_stagger), and the moving window's shift moves a column
+ * across the region's x edges (ebal_shift_column).
  *
  * Sums are per slot: the cluster row (x side, x laser) or column (y side, y laser) the line
  * entry lies in, one rank owning each slot, each slot's entries added in order: any rank or
