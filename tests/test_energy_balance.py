@@ -24,11 +24,15 @@ ENV = dict(os.environ, OMP_NUM_THREADS="1", OMPI_ALLOW_RUN_AS_ROOT="1",
            OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_rmaps_base_oversubscribe="1")
 
 
-def run(deck, out, args=(), threads=1, ranks=None, more=""):
+def run(deck, out, args=(), threads=1, ranks=None, more="", edits=()):
     """bin/empic on tests/balance/deck into out (the deck text `more` added to its
-    diagnostics, parallel.ranks = ranks); returns the rows of energy.csv."""
+    diagnostics, each (old, new) of edits replaced, parallel.ranks = ranks); returns the rows
+    of energy.csv."""
     text = open(os.path.join(DECKS, deck)).read().replace("diagnostics = {",
                                                           "diagnostics = {\n" + more)
+    for old, new in edits:
+        assert old in text
+        text = text.replace(old, new)
     n = 1
     if ranks:
         text = re.sub(r"^(simulation = .*)$", r"\1\nparallel = { ranks = [%d, %d]; };" % ranks,
@@ -84,6 +88,22 @@ def test_vacuum(tmp_path):
     assert last["field_E"] + last["field_B"] < 1e-6 * last["in"]
     assert last["out_xmax"] == pytest.approx(last["in"], rel=1e-3)
     assert abs(last["out_xmin"]) < 1e-3 * last["in"]
+
+
+@pytest.mark.parametrize("side", ["ymin", "ymax"])
+def test_vacuum_y(tmp_path, side):
+    """The same with the beam along y (from ymin or ymax), Mur sides along y, a square box."""
+    r = run("laser-vacuum.cfg", tmp_path / side, edits=[
+        ("cells = [400, 128]; dx = [0.05, 0.1]", "cells = [128, 256]; dx = [0.05, 0.05]"),
+        ("dt = 0.04; tmax = 36.0", "dt = 0.03; tmax = 24.0"),
+        ('ymin = "pml"; ymax = "pml"', 'ymin = "mur"; ymax = "mur"'),
+        ("focus = 10.0; center = 6.4", "focus = 5.0; center = 3.2"),
+        ('boundary = "xmin"', 'boundary = "%s"' % side)])
+    check_sum(r)
+    assert closure(r) < 1e-5
+    last = r[-1]
+    far = "out_ymax" if side == "ymin" else "out_ymin"
+    assert last[far] > 0.9 * last["in"]
 
 
 def test_slab(tmp_path):
