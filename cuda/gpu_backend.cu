@@ -153,12 +153,21 @@ void gpu_probe(void *ctx, pic_state *st, int need, int n, const probe_req *req, 
 
 /* The charge density at the current positions is deposited here (never copied to the host). */
 void gpu_field_diag(void *ctx, pic_state *st, double *energy_e, double *energy_b,
-                    double *gauss)
+                    double *fbal, double *gauss)
 {
     gpu_state *g = (gpu_state *)ctx;
     gpu_fields_join(g);
     rho_all(g, st);
-    gpu_fields_energy(g, st, energy_e, energy_b, gauss);
+    gpu_fields_energy(g, st, energy_e, energy_b, fbal, gauss);
+}
+
+/* The balance sums (flow and lost; gain is the host's) into the host copies. */
+void gpu_flows(void *ctx, pic_state *st)
+{
+    gpu_state *g = (gpu_state *)ctx;
+    gpu_fields_join(g);
+    GPU_CK(cudaStreamSynchronize(g->stream));
+    GPU_CK(cudaMemcpy(st->flow, g->bal, g->bal_n * sizeof(double), cudaMemcpyDeviceToHost));
 }
 
 /* The sort error flags of the last step read back and the phase timers settled. */
@@ -192,6 +201,7 @@ const backend *cuda_backend(char *name, size_t len)
     b.ionize = gpu_ionize;
     b.rho = gpu_rho;
     b.field_diag = gpu_field_diag;
+    b.flows = gpu_flows;
     b.fetch_fields = gpu_fetch_fields;
     b.fetch_particles = gpu_fetch_particles;
     b.probe = gpu_probe;

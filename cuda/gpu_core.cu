@@ -424,8 +424,8 @@ static void open_tables(gpu_state *g, const pic_state *st)
                                        "current tiles");
     GPU_CK(cudaMemset(g->tiles, 0, g->ntiles * g->tile_set * sizeof(long long)));
     g->acc = (long long *)gpu_malloc(g, 3 * g->size * sizeof(long long), "current sums");
-    /* per cluster: 3 field sums, or the kinetic energy of each species */
-    const size_t np = (size_t)g->ncl * (g->nsp > 3 ? g->nsp : 3);
+    /* per cluster: 5 field sums, or the kinetic energy of each species */
+    const size_t np = (size_t)g->ncl * (g->nsp > 5 ? g->nsp : 5);
     g->partial = (double *)gpu_malloc(g, np * sizeof(double), "reductions");
     GPU_CK(cudaMallocHost(&g->h_partial, np * sizeof(double)));
     g->order = (int *)gpu_malloc(g, (size_t)g->ncl * g->nsp * sizeof(int), "cluster order");

@@ -4,6 +4,7 @@
  * small kernels over their cells, launched in the CPU's order (the two layers of one axis,
  * whose cells are apart, in one launch). Nothing here runs for a periodic deck. */
 #include "gpu_internal.h"
+#include "ebal.h"
 #include "laser.h"
 #include "pml.h"
 
@@ -16,6 +17,11 @@ void gpu_fbnd_setup(gpu_state *g, const pic_state *st)
 {
     const emf *f = st->f;
     const fbnd *b = f->fb;
+    /* the energy balance's sums (flow and lost, host-owned gain apart) */
+    g->bal_n = (size_t)st->nterm * st->nslot + (size_t)st->nsp * st->cl->n;
+    g->bal = (double *)gpu_malloc(g, g->bal_n * sizeof(double), "energy balance");
+    g->lost = g->bal + (size_t)st->nterm * st->nslot;
+    GPU_CK(cudaMemcpy(g->bal, st->flow, g->bal_n * sizeof(double), cudaMemcpyHostToDevice));
     if (b) {
         g->nlayers = b->nlayers;
         for (int l = 0; l < b->nlayers; l++) {
@@ -46,6 +52,8 @@ void gpu_fbnd_setup(gpu_state *g, const pic_state *st)
 
 void gpu_fbnd_free(gpu_state *g)
 {
+    if (g->bal)
+        cudaFree(g->bal);
     for (int l = 0; l < g->nlayers; l++) {
         cudaFree(g->layer[l].coef);
         for (int m = 0; m < 4; m++)
@@ -252,4 +260,109 @@ void gpu_fbnd_e(gpu_state *g, const pic_state *st)
     }
     laser_lines(g, f, 1);
     mur_sides(g, st, 0);
+}
+
+/* ---- the energy balance (ebal.h; the CPU's fbnd_flows) ---- */
+
+/* Whether this rank holds cluster c (columns [own.x, own.y), rows [own.z, own.w)). */
+__device__ __forceinline__ bool owns_cluster(int4 own, int c, int ncx)
+{
+    return in_box(own, c % ncx, c / ncx);
+}
+
+typedef struct {
+    ebal_region r;
+    const int *t0, *cx_of, *cy_of; /* first cell of each slot along the line */
+    int ncx, nsl, off, stride;
+    int4 own;
+} kline;
+
+/* Side k, its edge node line `node`: slot sl = thread, its entries in order. */
+__global__ void k_ebal_side(kline a, int k, int node, const float *ex, const float *ey,
+                            const float *ez, const float *bx, const float *by, const float *bz,
+                            double h, double *out)
+{
+    const int sl = blockIdx.x * blockDim.x + threadIdx.x;
+    if (sl >= a.nsl ||
+        !owns_cluster(a.own, ebal_cluster(k / 2, node, sl, a.cx_of, a.cy_of, a.ncx), a.ncx))
+        return;
+    double v = 0.0;
+    for (int t = a.t0[sl]; t < a.t0[sl + 1]; t++)
+        v += ebal_side(&a.r, k, t, ex, ey, ez, bx, by, bz, a.off, a.stride);
+    out[sl] += h * v;
+}
+
+/* Laser line ln (and ln2 when two: the B column's dB(n) and dB(n+1)) of a beam along axis:
+ * slot sl = thread. */
+__global__ void k_ebal_laser(kline a, laser_beam beam, laser_line ln, laser_line ln2, int two,
+                             int axis, const float *a1, const float *a2, double h, double *out)
+{
+    const int sl = blockIdx.x * blockDim.x + threadIdx.x;
+    if (sl >= a.nsl ||
+        !owns_cluster(a.own, ebal_cluster(axis, ln.at, sl, a.cx_of, a.cy_of, a.ncx), a.ncx))
+        return;
+    double v = 0.0, v2 = 0.0;
+    for (int t = a.t0[sl]; t < a.t0[sl + 1]; t++) {
+        const int k = axis ? a.off + t + ln.at * a.stride : a.off + ln.at + t * a.stride;
+        v += ebal_laser(&a.r, &beam, &ln, axis, t, a1, a2, k);
+    }
+    if (two) {
+        for (int t = a.t0[sl]; t < a.t0[sl + 1]; t++) {
+            const int k = axis ? a.off + t + ln2.at * a.stride : a.off + ln2.at + t * a.stride;
+            v2 += ebal_laser(&a.r, &beam, &ln2, axis, t, a1, a2, k);
+        }
+        v += v2;
+    }
+    out[sl] += h * v;
+}
+
+void gpu_fbnd_flows(gpu_state *g, const pic_state *st, int after)
+{
+    const emf *f = st->f;
+    const fbnd *b = f->fb;
+    if (!b)
+        return;
+    kline a;
+    a.r = st->reg;
+    a.cx_of = g->cx_of;
+    a.cy_of = g->cy_of;
+    a.ncx = g->ncx;
+    a.off = g->off;
+    a.stride = g->stride;
+    a.own = g->own;
+    const int ns = st->nslot;
+    for (int k = 0; k < EBAL_SIDES; k++) {
+        if (b->bnd[k] == FBND_PERIODIC)
+            continue;
+        const int axis = k / 2, node = k & 1 ? a.r.hi[axis] : a.r.lo[axis];
+        a.t0 = axis ? g->x0 : g->y0;
+        a.nsl = axis ? g->ncx : g->ncy;
+        k_ebal_side<<<gpu_blocks((size_t)a.nsl, 64), 64, 0, g->stream>>>(
+            a, k, node, g->e[0], g->e[1], g->e[2], g->b[0], g->b[1], g->b[2],
+            0.5 * f->dt * (axis ? f->dx : f->dy), g->bal + (size_t)k * ns);
+        GPU_LAUNCHED(g, "k_ebal_side");
+    }
+    float *const arr[6] = {g->e[0], g->e[1], g->e[2], g->b[0], g->b[1], g->b[2]};
+    const double dxdy = f->dx * f->dy;
+    for (int l = 0; l < b->nlasers; l++) {
+        const laser_src *L = &b->lasers[l];
+        double *fe = g->bal + (size_t)(EBAL_SIDES + 2 * l) * ns, *fb = fe + ns;
+        a.t0 = L->axis ? g->x0 : g->y0;
+        a.nsl = L->axis ? g->ncx : g->ncy;
+        const laser_line le = laser_line_of(L, 1, f->step, f->dt, f->dx, f->dy, g->shift);
+        if (le.on) {
+            k_ebal_laser<<<gpu_blocks((size_t)a.nsl, 64), 64, 0, g->stream>>>(
+                a, L->beam, le, le, 0, L->axis, arr[le.d1], arr[le.d2], 0.5 * dxdy, fe);
+            GPU_LAUNCHED(g, "k_ebal_laser");
+        }
+        if (after)
+            continue;
+        const laser_line l0 = laser_line_of(L, 0, f->step, f->dt, f->dx, f->dy, g->shift);
+        const laser_line l1 = laser_line_of(L, 0, f->step + 1, f->dt, f->dx, f->dy, g->shift);
+        if (l0.on) {
+            k_ebal_laser<<<gpu_blocks((size_t)a.nsl, 64), 64, 0, g->stream>>>(
+                a, L->beam, l0, l1, 1, L->axis, arr[l0.d1], arr[l0.d2], dxdy, fb);
+            GPU_LAUNCHED(g, "k_ebal_laser");
+        }
+    }
 }

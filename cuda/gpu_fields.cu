@@ -6,9 +6,11 @@
  * over this rank's cells (global indices, as emf.h) and the exchanges with the neighbours
  * go through gpu_halo.cu. */
 #include "gpu_internal.h"
+#include "ebal.h"
 #include "yee.h"
 
 #include <math.h>
+#include <string.h>
 
 #define FX 32
 #define FY 8
@@ -332,15 +334,19 @@ void gpu_fields(void *ctx, pic_state *st)
     b_half(g, st);
     gpu_fields_filter(g, st, g->j[0], g->j[1], g->j[2]);
     const float dt = (float)f->dt, cx = (float)(f->dt / f->dx), cy = (float)(f->dt / f->dy);
-    if (f->fb)
+    if (f->fb) {
         gpu_fbnd_e_save(g, st);
+        gpu_fbnd_flows(g, st, 0);
+    }
     const mesh m = update_mesh(g, st);
     k_e_advance<<<interior_grid(g), dim3(FX, FY), 0, g->stream>>>(
         m, g->e[0], g->e[1], g->e[2], g->b[0], g->b[1], g->b[2], g->j[0], g->j[1], g->j[2], dt,
         cx, cy);
     GPU_LAUNCHED(g, "k_e_advance");
-    if (f->fb)
+    if (f->fb) {
         gpu_fbnd_e(g, st);
+        gpu_fbnd_flows(g, st, 1);
+    }
     if (st->window_next && g->ranks > 1) {
         /* and J's: its right guard column, the neighbour's current, moves into this rank's
          * cells (dumped as on one rank); E's and B's guards one cell deep stay right after
@@ -355,69 +361,106 @@ void gpu_fields(void *ctx, pic_state *st)
     gpu_debug(g, st, DBG_FIELDS);
 }
 
-/* Per cluster (one block each): sum E^2, sum B^2 (double) and max |div E - (rho - rho_bg)|
- * over its cells (the Gauss-law nodes in [glo, ghi) only), each thread's cells in a fixed
- * order, then a fixed tree: the same sums whatever the ranks (other ranks' clusters: 0). */
+/* Per cluster (one block each): sum E^2, sum B^2, the sum of the squares outside the
+ * balance region r and of the stagger term inside it (ebal.h) (double) and max |div E - (rho - rho_bg)| over its cells
+ * (the Gauss-law nodes in [glo, ghi) only), each thread's cells in a fixed order, then a
+ * fixed tree: the same sums whatever the ranks (other ranks' clusters: 0). */
+/* The lasers' B columns at E's time level (laser.h e = 0), for the stagger term. */
+typedef struct {
+    laser_beam beam[DECK_MAX_LASERS];
+    laser_line ln[DECK_MAX_LASERS];
+    int axis[DECK_MAX_LASERS], n;
+} klaser_cols;
+
 __global__ void k_field_diag(mesh m, const int *x0, const int *y0, int ncx, const float *ex,
                              const float *ey, const float *ez, const float *bx,
                              const float *by, const float *bz, const float *rho,
                              double rho_bg, float idx, float idy, int2 glo, int2 ghi,
+                             ebal_region r, float hx, float hy, klaser_cols lc,
                              double *partial)
 {
-    __shared__ double se[FX * FY], sb[FX * FY], sg[FX * FY];
+    __shared__ double se[FX * FY], sb[FX * FY], sl[FX * FY], ss[FX * FY], sg[FX * FY];
     const int c = blockIdx.x, t = threadIdx.x, cx = c % ncx, cy = c / ncx;
     const int ci0 = x0[cx], cw = x0[cx + 1] - ci0, cj0 = y0[cy], ch = y0[cy + 1] - cj0;
-    double ve = 0.0, vb = 0.0, vg = 0.0;
+    double ve = 0.0, vb = 0.0, vl = 0.0, vs = 0.0, vg = 0.0;
+    const float *const a[6] = {ex, ey, ez, bx, by, bz};
     if (ci0 >= m.i0 && ci0 < m.i1 && cj0 >= m.j0 && cj0 < m.j1)
         for (int q = t; q < cw * ch; q += FX * FY) {
             const int i = ci0 + q % cw, j = cj0 + q / cw, k = m.off + i + j * m.stride;
             ve += yee_square(ex, ey, ez, k);
             vb += yee_square(bx, by, bz, k);
+            for (int n = 0; n < 6; n++)
+                if (!ebal_inside(&r, n, i, j))
+                    vl += (double)a[n][k] * a[n][k];
+            vs += ebal_stagger(&r, i, j, ex, ey, ez, k, m.stride, hx, hy);
+            for (int l = 0; l < lc.n; l++)
+                vs += ebal_stagger_laser(&r, &lc.beam[l], &lc.ln[l], lc.axis[l], i, j, ex, ey,
+                                         ez, k, m.stride, hx, hy);
             if (i >= glo.x && i < ghi.x && j >= glo.y && j < ghi.y)
                 vg = fmax(vg, yee_gauss_residual(ex, ey, rho, rho_bg, k, m.stride, idx, idy));
         }
     se[t] = ve;
     sb[t] = vb;
+    sl[t] = vl;
+    ss[t] = vs;
     sg[t] = vg;
     __syncthreads();
     for (int h = FX * FY / 2; h > 0; h >>= 1) {
         if (t < h) {
             se[t] += se[t + h];
             sb[t] += sb[t + h];
+            sl[t] += sl[t + h];
+            ss[t] += ss[t + h];
             sg[t] = fmax(sg[t], sg[t + h]);
         }
         __syncthreads();
     }
     if (t == 0) {
-        partial[3 * c] = se[0];
-        partial[3 * c + 1] = sb[0];
-        partial[3 * c + 2] = sg[0];
+        partial[5 * c] = se[0];
+        partial[5 * c + 1] = sb[0];
+        partial[5 * c + 2] = sl[0];
+        partial[5 * c + 3] = ss[0];
+        partial[5 * c + 4] = sg[0];
     }
 }
 
 /* Field energies (E and B at their own time levels) and max |div E - rho + rho_bg| with g->rho
  * as deposited (emf_energy_e, emf_energy_b, emf_gauss_max). */
 void gpu_fields_energy(gpu_state *g, pic_state *st, double *energy_e, double *energy_b,
-                       double *gauss)
+                       double *fbal, double *gauss)
 {
     const emf *f = st->f;
+    klaser_cols lc;
+    memset(&lc, 0, sizeof lc);
+    for (int l = 0; f->fb && l < f->fb->nlasers; l++) {
+        const laser_src *L = &f->fb->lasers[l];
+        lc.beam[l] = L->beam;
+        lc.ln[l] = laser_line_of(L, 0, f->step, f->dt, f->dx, f->dy, g->shift);
+        lc.axis[l] = L->axis;
+        lc.n = l + 1;
+    }
     k_field_diag<<<g->ncl, FX * FY, 0, g->stream>>>(
         mesh_of(g), g->x0, g->y0, g->ncx, g->e[0], g->e[1], g->e[2], g->b[0], g->b[1],
         g->b[2], g->rho, f->rho_bg, (float)(1.0 / f->dx), (float)(1.0 / f->dy),
-        make_int2(f->glo[0], f->glo[1]), make_int2(f->ghi[0], f->ghi[1]), g->partial);
+        make_int2(f->glo[0], f->glo[1]), make_int2(f->ghi[0], f->ghi[1]), st->reg,
+        (float)(0.5 * f->dt / f->dx), (float)(0.5 * f->dt / f->dy), lc, g->partial);
     GPU_LAUNCHED(g, "k_field_diag");
-    const size_t n = (size_t)g->ncl * 3;
+    const size_t n = (size_t)g->ncl * 5;
     GPU_CK(cudaMemcpyAsync(g->h_partial, g->partial, n * sizeof(double),
                            cudaMemcpyDeviceToHost, g->stream));
     gpu_harvest(g, st);
     comm_sum_double(g->h_partial, n); /* each cluster's entries from its rank alone: exact */
-    double se = 0.0, sb = 0.0, gm = 0.0;
+    double se = 0.0, sb = 0.0, sl = 0.0, ss = 0.0, gm = 0.0;
     for (int c = 0; c < g->ncl; c++) {
-        se += g->h_partial[3 * c];
-        sb += g->h_partial[3 * c + 1];
-        gm = fmax(gm, g->h_partial[3 * c + 2]);
+        se += g->h_partial[5 * c];
+        sb += g->h_partial[5 * c + 1];
+        sl += g->h_partial[5 * c + 2];
+        ss += g->h_partial[5 * c + 3];
+        gm = fmax(gm, g->h_partial[5 * c + 4]);
     }
     *energy_e = yee_energy(se, f->dx, f->dy);
     *energy_b = yee_energy(sb, f->dx, f->dy);
+    fbal[0] = yee_energy(sl, f->dx, f->dy);
+    fbal[1] = yee_energy(ss, f->dx, f->dy);
     *gauss = gm;
 }

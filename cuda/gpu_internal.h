@@ -188,6 +188,10 @@ struct gpu_state {
     size_t ion_dz_n;
     int pinned_fields;            /* the host field arrays (emf.store) are page-locked */
     size_t pinned_n;
+    /* the energy balance (ebal.h): device copies of st->flow (nterm x nslot) and st->lost
+     * (nsp x ncl) in one array, bal_n doubles; lost = bal + nterm nslot */
+    double *bal, *lost;
+    size_t bal_n;
 };
 
 /* A species' particle arrays as the kernels that move particles between slots see them. */
@@ -275,6 +279,25 @@ __device__ __forceinline__ void gpu_parts_copy(const gpu_parts &a, int dst, int 
 
 /* Whether (x, y) lies in box b: x in [b.x, b.y), y in [b.z, b.w) (this rank's clusters or
  * cells, as the int4 boxes of gpu_state). */
+/* Sum of v over the block, in a fixed order (warp shuffles, then the warps' sums in order):
+ * the same double for the same values whatever the scheduling; the sum in thread 0. Every
+ * thread of the block calls it; blockDim a multiple of 32, at most 1024; sh: 32 doubles of
+ * shared memory. */
+__device__ __forceinline__ double gpu_block_sum(double v, double *sh)
+{
+    for (int o = 16; o > 0; o >>= 1)
+        v += __shfl_down_sync(0xffffffffu, v, o);
+    __syncthreads();
+    if ((threadIdx.x & 31) == 0)
+        sh[threadIdx.x >> 5] = v;
+    __syncthreads();
+    double s = 0.0;
+    if (threadIdx.x == 0)
+        for (int w = 0; w < (int)(blockDim.x >> 5); w++)
+            s += sh[w];
+    return s;
+}
+
 __device__ __forceinline__ bool in_box(int4 b, int x, int y)
 {
     return x >= b.x && x < b.y && y >= b.z && y < b.w;
@@ -334,7 +357,8 @@ int gpu_open(pic_state *st, void **ctx);                                  /* gpu
 void gpu_close(void *ctx, pic_state *st);
 void gpu_rho(void *ctx, pic_state *st, float *per);
 void gpu_field_diag(void *ctx, pic_state *st, double *energy_e, double *energy_b,
-                    double *gauss);
+                    double *fbal, double *gauss);
+void gpu_flows(void *ctx, pic_state *st);
 void gpu_fetch_fields(void *ctx, pic_state *st, float *per);
 void gpu_finish(void *ctx, pic_state *st);
 void gpu_fetch_particles(void *ctx, pic_state *st);                       /* gpu_core.cu */
@@ -375,7 +399,7 @@ void gpu_acc_finish(gpu_state *g, int ncomp, float *d0, float *d1, float *d2);
 void gpu_fields_filter(gpu_state *g, const pic_state *st, float *a0, float *a1, float *a2);
 /* Field energies and max |div E - rho + rho_bg| with g->rho as deposited (gpu_field_diag). */
 void gpu_fields_energy(gpu_state *g, pic_state *st, double *energy_e, double *energy_b,
-                       double *gauss);
+                       double *fbal, double *gauss);
 /* Several ranks (gpu_halo.cu): the guard fill (fold = 0: float arrays) or the fold of the
  * fixed-point sums (fold = 1) of ncomp arrays a[] with the neighbour ranks, staged through
  * the pinned host mirror with emf.c's own exchanges, x then y; an axis this rank holds alone
@@ -426,6 +450,9 @@ void gpu_fbnd_b(gpu_state *g, const pic_state *st);
 void gpu_fbnd_e_save(gpu_state *g, const pic_state *st);
 void gpu_fbnd_e(gpu_state *g, const pic_state *st);
 void gpu_fbnd_fetch(gpu_state *g, pic_state *st);
+/* The energy balance's field sums (the CPU's fbnd_flows: after = 0 before the E step, 1
+ * after it and its boundaries) into g->bal, one thread per slot, on the device. */
+void gpu_fbnd_flows(gpu_state *g, const pic_state *st, int after);
 /* Particle walls (gpu_walls.cu, the twin of cpu_walls.c): setup and free; the wall fix-ups
  * of species which[0 .. n) after their move (which[k]'s current in tile set k: the mobile
  * species in order; before the colour write-back), one launch; the drop of species s's

@@ -4,6 +4,7 @@
  * CPU's walls_cluster and walls_tile), and the removal of the particles marked to drop before
  * the sort (gpu_walls_drop, the CPU's walls_drop). Nothing here runs for a periodic deck. */
 #include "gpu_internal.h"
+#include "ebal.h"
 #include "pbnd.h"
 
 #include <stdlib.h>
@@ -59,6 +60,7 @@ typedef struct {
     int tile_stride;
     long step;
     pbnd_walls w;
+    double *lost;             /* per cluster: what the walls took (ebal.h) */
 } kwalls;
 
 /* The species with walls, in one launch (blockIdx.y: the species' entry). */
@@ -76,10 +78,20 @@ __global__ void k_walls(const __grid_constant__ kwalls_all all)
     const pbnd_edges e = pbnd_edges_of(&a.w, cx, cy);
     const int s0 = a.start[c], n = a.count[c];
     int *hist = a.hist + 9 * c;
-    for (int p = s0 + threadIdx.x; p < s0 + n; p += blockDim.x)
+    double v = 0.0; /* the energy the walls took: each thread's particles in order, then a
+                       fixed-order sum over the block */
+    for (int p = s0 + threadIdx.x; p < s0 + n; p += blockDim.x) {
+        const unsigned c0 = a.code[p];
+        const float ux = a.uxy[p].x, uy = a.uxy[p].y, uz = a.uzw[p].x;
         pbnd_fixup(&a.w, &e, cx, cy, a.cx_of, a.cy_of, a.step, &a.code[p], hist, &a.cell[p],
                    &a.xy[p].x, &a.xy[p].y, &a.uxy[p].x, &a.uxy[p].y, &a.uzw[p].x);
+        v += ebal_wall(c0, a.code[p], a.uzw[p].y, ux, uy, uz, a.uxy[p].x, a.uxy[p].y,
+                       a.uzw[p].x);
+    }
+    __shared__ double sh[32];
+    v = gpu_block_sum(v, sh);
     if (threadIdx.x == 0) {
+        a.lost[c] += v;
         const cluster_tile T = cluster_tile_of(a.x0, a.y0, a.w.ncx, c);
         const int tsz = T.w * T.h;
         long long *t = a.tiles + (size_t)c * a.tile_stride;
@@ -98,7 +110,8 @@ void gpu_walls_clusters(gpu_state *g, const pic_state *st, int n, const int *whi
         long long *tiles = g->tiles + k * g->tile_set;
         all.s[m] = kwalls{d->xy,    d->uxy,   d->uzw,  d->cell, d->code, d->start, d->count,
                           d->edge,  g->x0,    g->y0,   g->cx_of, g->cy_of, d->hist, tiles,
-                          3 * g->tsz_max, st->f->step, d->walls};
+                          3 * g->tsz_max, st->f->step, d->walls,
+                          g->lost + (size_t)which[k] * g->ncl};
         all.nedge[m++] = d->nedge;
         most = d->nedge > most ? d->nedge : most;
     }

@@ -7,6 +7,7 @@
  * CPU), uploaded to a staging buffer and appended to the segments of the last cluster
  * column (re-laid first when one would overflow). */
 #include "gpu_internal.h"
+#include "ebal.h"
 #include "particle.h"
 
 #include <stdlib.h>
@@ -148,6 +149,49 @@ __global__ void k_window_particles(kwindow w, const int *cx_of, int ncx)
         hist[9 * c + threadIdx.x] = sh[threadIdx.x];
 }
 
+/* Before the fields' shift: the field energy it moves out of the balance region at xmin and
+ * in from the xmax layer (ebal_shift_column; the CPU's fbnd_shift_flows), side blockIdx.y,
+ * slot (cluster row) = thread, its rows in order. */
+__global__ void k_ebal_shift(ebal_region r, const int *y0, const int *cx_of, int ncx, int ncy,
+                             int4 own, const float *ex, const float *ey, const float *ez,
+                             const float *bx, const float *by, const float *bz, int off,
+                             int stride, double h, int nslot, double *bal)
+{
+    const int sl = blockIdx.x * blockDim.x + threadIdx.x, k = blockIdx.y;
+    const int node = k ? r.hi[0] : r.lo[0];
+    if (sl >= ncy || !in_box(own, cx_of[node], sl))
+        return;
+    double v = 0.0;
+    for (int t = y0[sl]; t < y0[sl + 1]; t++)
+        v += ebal_shift_column(&r, k, t, ex, ey, ez, bx, by, bz, off, stride);
+    bal[k * nslot + sl] += k ? -h * v : h * v;
+}
+
+/* Before the particles' shift: the energy (ebal.h) of the particles the back column drops,
+ * cluster (0, blockIdx.x) of species blockIdx.y, each thread's particles in order, then a
+ * fixed-order sum over the block, into lost[species ncl + cluster]. */
+typedef struct {
+    const uint32_t *cell[DECK_MAX_SPECIES];
+    const uint8_t *code[DECK_MAX_SPECIES];
+    const float2 *uxy[DECK_MAX_SPECIES], *uzw[DECK_MAX_SPECIES];
+    const int *start[DECK_MAX_SPECIES], *count[DECK_MAX_SPECIES];
+} kwindow_lost;
+
+__global__ void k_window_lost(kwindow_lost w, int ncx, int ncl, double *lost)
+{
+    __shared__ double sh[32];
+    const int sp = blockIdx.y, c = ncx * blockIdx.x;
+    const int b = w.start[sp][c], n = w.count[sp][c];
+    double v = 0.0;
+    for (int p = b + threadIdx.x; p < b + n; p += blockDim.x)
+        if (ebal_window_drops(cell_i(w.cell[sp][p]), w.code[sp][p]))
+            v += ebal_particle(w.uzw[sp][p].y, w.uxy[sp][p].x, w.uxy[sp][p].y,
+                               w.uzw[sp][p].x);
+    v = gpu_block_sum(v, sh);
+    if (threadIdx.x == 0)
+        lost[(size_t)sp * ncl + c] += v;
+}
+
 void gpu_window_shift(void *ctx, pic_state *st)
 {
     gpu_state *g = (gpu_state *)ctx;
@@ -161,6 +205,13 @@ void gpu_window_shift(void *ctx, pic_state *st)
      * shifted too, E's and B's guards are right one cell deep after the shift, all that is
      * read before the next fills (the right guard two cells out is cleared) */
     const int first = g->nb[SIDE_XMIN] >= 0 && g->i0 > 0 ? 0 : EMF_GUARD;
+    if (st->f->fb) {
+        k_ebal_shift<<<dim3(gpu_blocks((size_t)g->ncy, 64), 2), 64, 0, g->stream>>>(
+            st->reg, g->y0, g->cx_of, g->ncx, g->ncy, g->own, g->e[0], g->e[1], g->e[2],
+            g->b[0], g->b[1], g->b[2], g->off, g->stride, 0.5 * st->f->dx * st->f->dy,
+            st->nslot, g->bal);
+        GPU_LAUNCHED(g, "k_ebal_shift");
+    }
     k_shift_rows<<<dim3((unsigned)g->rows, 9), 256, 0, g->stream>>>(arr, g->stride, first);
     GPU_LAUNCHED(g, "k_shift_rows");
     if (st->f->fb && g->nlayers > 0) {
@@ -198,6 +249,19 @@ void gpu_window_shift(void *ctx, pic_state *st)
     gpu_toc(g, t, PH_FIELD);
     gpu_fields_end(g);
     t = gpu_tic(g, st);
+    kwindow_lost wl;
+    for (int s = 0; s < g->nsp; s++) {
+        const gpu_species *d = &g->sp[s];
+        wl.cell[s] = d->cell;
+        wl.code[s] = d->code;
+        wl.uxy[s] = d->uxy;
+        wl.uzw[s] = d->uzw;
+        wl.start[s] = d->start;
+        wl.count[s] = d->count;
+    }
+    k_window_lost<<<dim3((unsigned)g->ncy, (unsigned)g->nsp), GPU_THREADS, 0, g->stream>>>(
+        wl, g->ncx, g->ncl, g->lost);
+    GPU_LAUNCHED(g, "k_window_lost");
     kwindow w;
     for (int s = 0; s < g->nsp; s++) {
         const gpu_species *d = &g->sp[s];

@@ -194,12 +194,48 @@ def spectrum(samples, path, bins=100, units=NORMALISED):
     return _save(fig, path)
 
 
+BALANCE_TERMS = ("in", "out_xmin", "out_xmax", "out_ymin", "out_ymax", "field_layers",
+                 "field_stagger")
+
+
+def open_box(en):
+    """Whether energy.csv's balance columns show energy crossing the box's edges (a laser, a
+    field leaving, particles leaving or brought in): then `balance`, not `total`, is what
+    stays constant."""
+    if "balance" not in en:
+        return False
+    keys = [k for k in en if k in ("in",) or k.startswith("out_") or k.startswith("lost_")]
+    return any(np.any(np.asarray(en[k], float) != 0) for k in keys)
+
+
+def balance_drift(en):
+    """The energy balance's drift: (balance - balance at the first row) at the last row and
+    its largest magnitude, relative to the laser energy put in (when a laser put some in,
+    else to the first row's total), and what it is relative to ("in" or "total")."""
+    b = np.asarray(en["balance"], float)
+    ein = float(np.asarray(en.get("in", [0.0]), float)[-1])
+    ref, what = (ein, "in") if ein > 0 else (abs(float(en["total"][0])), "total")
+    if not len(b) or ref == 0:
+        return 0.0, 0.0, what
+    d = (b - b[0]) / ref
+    return float(d[-1]), float(np.max(np.abs(d))), what
+
+
 def energy_history(en, path, log=None, growth=None, units=NORMALISED):
     """Field, kinetic and total energies against t (log axis when log, or by default when
     the field energies span more than 3 decades), a fitted exponential growth (a
-    diag.analysis.Growth) drawn over its window, and gauss_max on a log axis."""
-    fig, (ax, ag) = plt.subplots(2, 1, figsize=(8, 7), sharex=True,
-                                 gridspec_kw={"height_ratios": [2, 1]})
+    diag.analysis.Growth) drawn over its window, and gauss_max on a log axis. An open box
+    (open_box: lasers, absorbing sides, walls, a moving window) gets a panel of the energy
+    balance's terms (laser energy in, field energy out per side, particle energy lost per
+    species) with the balance's drift relative to the laser energy in, which the title
+    gives instead of the total's drift."""
+    opened = open_box(en)
+    if opened:
+        fig, (ax, ab, ag) = plt.subplots(3, 1, figsize=(8, 10), sharex=True,
+                                         gridspec_kw={"height_ratios": [2, 1.5, 1]})
+    else:
+        fig, (ax, ag) = plt.subplots(2, 1, figsize=(8, 7), sharex=True,
+                                     gridspec_kw={"height_ratios": [2, 1]})
     tu, tlab = units.time()
     t = np.asarray(en.get("t", en.get("step")), dtype=float)
     keys = [k for k in en if k in ("field_E", "field_B", "total") or k.startswith("kinetic_")]
@@ -230,7 +266,27 @@ def energy_history(en, path, log=None, growth=None, units=NORMALISED):
     ax.set_ylabel(r"energy [$m_e c^2 n_0 (c/\omega_p)^2$]")
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3, which="both" if log else "major")
-    if "total" in en and len(en["total"]) and en["total"][0] != 0:
+    if opened:
+        last, worst, what = balance_drift(en)
+        ax.set_title("energy history (balance drift %.3g, at most %.3g, of the %s)"
+                     % (last, worst, "laser energy in" if what == "in" else "initial total"))
+        for k in [k for k in en if k in BALANCE_TERMS or k.startswith("lost_")]:
+            v = np.asarray(en[k], dtype=float)
+            if np.any(v != 0):
+                ab.plot(t * tu, v, lw=1.2, label=k)
+        ab.set_ylabel("balance terms")
+        ab.grid(alpha=0.3)
+        b = np.asarray(en["balance"], dtype=float)
+        ein = float(np.asarray(en.get("in", [0.0]), float)[-1])
+        ref = ein if ein > 0 else abs(float(en["total"][0])) or 1.0
+        ad = ab.twinx()
+        ad.plot(t * tu, (b - b[0]) / ref, "k--", lw=1.5,
+                label="(balance - balance$_0$) / %s" % ("in" if ein > 0 else "total$_0$"))
+        ad.set_ylabel("balance drift")
+        h1, l1 = ab.get_legend_handles_labels()
+        h2, l2 = ad.get_legend_handles_labels()
+        ab.legend(h1 + h2, l1 + l2, fontsize=7, loc="best")
+    elif "total" in en and len(en["total"]) and en["total"][0] != 0:
         drift = (en["total"][-1] - en["total"][0]) / abs(en["total"][0])
         ax.set_title("energy history (total drift %.3g)" % drift)
     if "gauss_max" in en:

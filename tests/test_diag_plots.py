@@ -169,6 +169,30 @@ def test_energy_fit_on_the_command_line(tmp_path):
     assert res.returncode == 1 and "--fit: expected T0,T1" in res.stderr
 
 
+def test_energy_balance_panel(tmp_path):
+    """A laser run's energy.csv: the title gives the balance's drift relative to the laser
+    energy in, not the total's drift (the total rises as the pulse enters)."""
+    t = np.linspace(0, 40, 41)
+    ein = 50.0 * np.minimum(t, 10) / 10
+    out = 50.0 * np.clip(t - 25, 0, 10) / 10
+    field = ein - out
+    rows = ["step,t,field_E,field_B,total,gauss_max,field_layers,field_stagger,in,out_xmin,"
+            "out_xmax,out_ymin,out_ymax,balance"]
+    rows += ["%d,%g,%g,%g,%g,0,0,0,%g,0,%g,0,0,%g" % (k, tk, f / 2, f / 2, f, a, b,
+                                                      f + b - a + 1e-4 * k / 40)
+             for k, (tk, f, a, b) in enumerate(zip(t, field, ein, out))]
+    (tmp_path / "energy.csv").write_text("\n".join(rows) + "\n")
+    en = read.read_energy(str(tmp_path))
+    assert plot.open_box(en)
+    last, worst, what = plot.balance_drift(en)
+    assert what == "in" and last == pytest.approx(2e-6) and worst == pytest.approx(2e-6)
+    res = diag_cli(["energy", str(tmp_path)], cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert os.path.isfile(tmp_path / "plots" / "energy.png")
+    closed = {k: v for k, v in en.items() if k not in ("in", "out_xmax")}
+    assert not plot.open_box(closed)
+
+
 def test_si_units():
     u = units.Units(True, 1e18)
     assert u.length()[0] == pytest.approx(5.3141, rel=1e-4)          # c/omega_p in um

@@ -92,10 +92,11 @@ static int last_energy(const sim *S, double *total, double *gauss)
 {
     static double rows[STEPS + 1][TU_ECOLS];
     int ncol, n = tu_energy_rows(S->d.output, rows, STEPS + 1, &ncol);
-    if (n < 1 || ncol < 6)
+    const int kt = tu_energy_col(S->d.output, "total"), kg = tu_energy_col(S->d.output, "gauss_max");
+    if (n < 1 || kt < 0 || kg < 0)
         return -1;
-    *total = rows[n - 1][ncol - 2];
-    *gauss = rows[n - 1][ncol - 1];
+    *total = rows[n - 1][kt];
+    *gauss = rows[n - 1][kg];
     return n;
 }
 

@@ -175,8 +175,13 @@ def test_xdmf_references(run):
 
 def test_energy_and_timing(run):
     en = read.read_energy(run)
-    assert list(en)[:2] == ["step", "t"] and list(en)[-2:] == ["total", "gauss_max"]
+    cols = list(en)
+    assert cols[:2] == ["step", "t"] and cols[cols.index("total"):][:2] == ["total", "gauss_max"]
     assert {"field_E", "field_B", "kinetic_electrons", "kinetic_ions"} <= set(en)
+    # the energy balance's columns close the header (docs/output.md)
+    assert cols[cols.index("gauss_max") + 1:] == [
+        "field_layers", "field_stagger", "in", "out_xmin", "out_xmax", "out_ymin", "out_ymax",
+        "lost_electrons", "lost_ions", "balance"]
     assert len(en["step"]) >= 4
     tm = read.read_timing(run)
     for key in ("backend", "device", "steps", "particles", "wall_s", "ns_per_particle_step",

@@ -78,11 +78,32 @@ static inline unsigned tu_run_tests(void)
     return failed;
 }
 
-#define TU_ECOLS 12
+#define TU_ECOLS 48
 
-/* Rows of OUTDIR/energy.csv (step, t, field_E, field_B, kinetic..., total, gauss_max), at
- * most TU_ECOLS columns (*ncol from the header; no rows if there are more). Returns the rows
- * read. */
+/* The column of OUTDIR/energy.csv named `name` (its header), or -1. */
+static inline int tu_energy_col(const char *outdir, const char *name)
+{
+    char path[DECK_PATH_MAX + 32], line[2048];
+    snprintf(path, sizeof path, "%s/energy.csv", outdir);
+    FILE *f = fopen(path, "r");
+    int k = -1;
+    if (f && fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = '\0';
+        int n = 0;
+        for (char *p = strtok(line, ","); p; p = strtok(NULL, ","), n++)
+            if (strcmp(p, name) == 0) {
+                k = n;
+                break;
+            }
+    }
+    if (f)
+        fclose(f);
+    return k;
+}
+
+/* Rows of OUTDIR/energy.csv (step, t, field_E, field_B, kinetic..., total, gauss_max, then
+ * the ionization and energy balance columns), at most TU_ECOLS columns (*ncol from the
+ * header; no rows if there are more). Returns the rows read. */
 static inline int tu_energy_rows(const char *outdir, double rows[][TU_ECOLS], int max, int *ncol)
 {
     char path[DECK_PATH_MAX + 32], line[2048];

@@ -15,6 +15,8 @@
 #include "cpu_fields.h"
 #include "cpu_fbnd.h"
 #include "cpu_ionize.h"
+#include "yee.h"
+#include "laser.h"
 
 #include <float.h>
 #include <omp.h>
@@ -72,7 +74,8 @@ static void cpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic
     memset(acc_of(f), 0, 3 * f->size * sizeof(long long));
     for (int s = 0; s < st->nsp; s++) {
         particles_stats ps = {0};
-        particles_advance(&st->sp[s], f, st->cl, st->ext_e, st->ext_b, want_ke, &ps);
+        particles_advance(&st->sp[s], f, st->cl, st->ext_e, st->ext_b, want_ke,
+                          st->lost + (size_t)s * st->cl->n, &ps);
         kinetic[s] = ps.kinetic;
         st->phase_s[PH_PUSH] += ps.t_push;
         st->phase_s[PH_DEPOSIT] += ps.t_deposit;
@@ -97,11 +100,15 @@ static void cpu_fields(void *ctx, pic_state *st)
     double t0 = omp_get_wtime(), c0 = comm_exchange_s();
     b_half(f);
     fields_current_finish(f);
-    if (f->fb)
+    if (f->fb) {
         fbnd_e_save(f); /* what Mur needs of E(n) */
+        fbnd_flows(f, st->cl, &st->reg, st->flow, st->nslot, 0);
+    }
     fields_e_advance(f);
-    if (f->fb)
+    if (f->fb) {
         fbnd_e(f);      /* PML terms, laser E sources, Mur edges at E's time level n */
+        fbnd_flows(f, st->cl, &st->reg, st->flow, st->nslot, 1);
+    }
     for (int c = 0; c < 3; c++)
         emf_guard_fill(f, f->e[c]);
     timed(st, PH_FIELD, t0, c0);
@@ -111,7 +118,9 @@ static void cpu_window_shift(void *ctx, pic_state *st)
 {
     (void)ctx;
     double t0 = omp_get_wtime(), c0 = comm_exchange_s();
-    window_shift(st->f, st->sp, st->nsp, st->cl);
+    if (st->f->fb)
+        fbnd_shift_flows(st->f, st->cl, &st->reg, st->flow, st->nslot);
+    window_shift(st->f, st->sp, st->nsp, st->cl, st->lost);
     timed(st, PH_SORT, t0, c0);
 }
 
@@ -164,13 +173,62 @@ static void cpu_rho(void *ctx, pic_state *st, float *per)
     emf_guard_fill(f, f->rho);
 }
 
-static void cpu_field_diag(void *ctx, pic_state *st, double *fe, double *fb, double *gauss)
+/* The balance's field terms (ebal.h): the field energy outside the balance region r (E and
+ * B) into out[0], the stagger term inside it into out[1]; per cluster (its cells row by row,
+ * the components in order), summed over the ranks exactly, in cluster order. */
+static void energy_layers(const emf *f, const clusters *cl, const ebal_region *r, double *out)
+{
+    double sum = 0.0, sum2 = 0.0;
+    double *part = empic_calloc(2 * (size_t)cl->n, sizeof(double), "energy sums");
+    const float hx = (float)(0.5 * f->dt / f->dx), hy = (float)(0.5 * f->dt / f->dy);
+    laser_line ln[DECK_MAX_LASERS];
+    const int nl = f->fb ? f->fb->nlasers : 0;
+    for (int l = 0; l < nl; l++)
+        ln[l] = laser_line_of(&f->fb->lasers[l], 0, f->step, f->dt, f->dx, f->dy,
+                              f->fb->shift);
+    float *const a[6] = {f->e[0], f->e[1], f->e[2], f->b[0], f->b[1], f->b[2]};
+#pragma omp parallel for schedule(dynamic)
+    for (int c = 0; c < cl->n; c++) {
+        if (!cl->own[c])
+            continue;
+        const int cx = c % cl->ncx, cy = c / cl->ncx;
+        double v = 0.0, v2 = 0.0;
+        for (int j = cl->y0[cy]; j < cl->y0[cy + 1]; j++)
+            for (int i = cl->x0[cx]; i < cl->x0[cx + 1]; i++) {
+                const int k = emf_idx(f, i, j);
+                for (int m = 0; m < 6; m++)
+                    if (!ebal_inside(r, m, i, j))
+                        v += (double)a[m][k] * a[m][k];
+                v2 += ebal_stagger(r, i, j, a[0], a[1], a[2], k, f->stride, hx, hy);
+                for (int l = 0; l < nl; l++)
+                    v2 += ebal_stagger_laser(r, &f->fb->lasers[l].beam, &ln[l],
+                                             f->fb->lasers[l].axis, i, j, a[0], a[1], a[2], k,
+                                             f->stride, hx, hy);
+            }
+        part[2 * c] = v;
+        part[2 * c + 1] = v2;
+    }
+    comm_sum_double(part, 2 * (size_t)cl->n);
+    for (int c = 0; c < cl->n; c++) {
+        sum += part[2 * c];
+        sum2 += part[2 * c + 1];
+    }
+    free(part);
+    out[0] = yee_energy(sum, f->dx, f->dy);
+    out[1] = yee_energy(sum2, f->dx, f->dy);
+}
+
+static void cpu_field_diag(void *ctx, pic_state *st, double *fe, double *fb, double *fl,
+                           double *gauss)
 {
     cpu_rho(ctx, st, NULL);
     *fe = emf_energy_e(st->f, st->cl);
     *fb = emf_energy_b(st->f, st->cl);
+    energy_layers(st->f, st->cl, &st->reg, fl);
     *gauss = emf_gauss_max(st->f, st->f->rho);
 }
+
+static void cpu_flows(void *ctx, pic_state *st) { (void)ctx, (void)st; }
 
 /* The host arrays are the state: a fetch only computes the charge densities asked for. */
 static void cpu_fetch_fields(void *ctx, pic_state *st, float *per)
@@ -318,6 +376,7 @@ const backend cpu_backend = {
     .inject = cpu_inject,
     .rho = cpu_rho,
     .field_diag = cpu_field_diag,
+    .flows = cpu_flows,
     .fetch_fields = cpu_fetch_fields,
     .fetch_particles = cpu_fetch_particles,
     .probe = cpu_probe,

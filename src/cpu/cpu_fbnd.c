@@ -3,6 +3,7 @@
  * (cpu_fbnd.h; state in fbnd.h; cuda/gpu_fbnd.cu is the device's twin). */
 #include "cpu_fbnd.h"
 #include "empic.h"
+#include "ebal.h"
 #include "pml.h"
 
 #include <string.h>
@@ -128,4 +129,85 @@ void fbnd_shift(emf *f)
     }
     fbnd_shift_exchange(f);
     b->shift++;
+}
+
+/* Sum of ebal_side over the entries of slot sl of side k (in order). */
+static double side_slot(const emf *f, const clusters *cl, const ebal_region *r, int k, int sl)
+{
+    const int *t0 = k / 2 ? cl->x0 : cl->y0;
+    double v = 0.0;
+    for (int t = t0[sl]; t < t0[sl + 1]; t++)
+        v += ebal_side(r, k, t, f->e[0], f->e[1], f->e[2], f->b[0], f->b[1], f->b[2], f->off,
+                       f->stride);
+    return v;
+}
+
+/* Sum of ebal_laser over the entries of slot sl of laser line ln of L on fields a1, a2. */
+static double laser_slot(const emf *f, const clusters *cl, const ebal_region *r,
+                         const laser_src *L, const laser_line *ln, const float *a1,
+                         const float *a2, int sl)
+{
+    const int *t0 = L->axis ? cl->x0 : cl->y0;
+    double v = 0.0;
+    for (int t = t0[sl]; t < t0[sl + 1]; t++) {
+        const int k = L->axis ? emf_idx(f, t, ln->at) : emf_idx(f, ln->at, t);
+        v += ebal_laser(r, &L->beam, ln, L->axis, t, a1, a2, k);
+    }
+    return v;
+}
+
+void fbnd_flows(emf *f, const clusters *cl, const ebal_region *r, double *flow, int nslot,
+                int after)
+{
+    const fbnd *b = f->fb;
+    if (!b)
+        return;
+    for (int k = 0; k < EBAL_SIDES; k++) {
+        if (b->bnd[k] == FBND_PERIODIC)
+            continue;
+        const int axis = k / 2, node = k & 1 ? r->hi[axis] : r->lo[axis];
+        const double h = 0.5 * f->dt * (axis ? f->dx : f->dy);
+        for (int sl = 0; sl < (axis ? cl->ncx : cl->ncy); sl++)
+            if (cl->own[ebal_cluster(axis, node, sl, cl->cx_of, cl->cy_of, cl->ncx)])
+                flow[k * nslot + sl] += h * side_slot(f, cl, r, k, sl);
+    }
+    float *const a[6] = {f->e[0], f->e[1], f->e[2], f->b[0], f->b[1], f->b[2]};
+    const double dxdy = f->dx * f->dy;
+    for (int l = 0; l < b->nlasers; l++) {
+        const laser_src *L = &b->lasers[l];
+        const int ns = L->axis ? cl->ncx : cl->ncy;
+        double *fe = flow + (size_t)(EBAL_SIDES + 2 * l) * nslot, *fb = fe + nslot;
+        const laser_line le = laser_line_of(L, 1, f->step, f->dt, f->dx, f->dy, b->shift);
+        if (le.on)
+            for (int sl = 0; sl < ns; sl++)
+                if (cl->own[ebal_cluster(L->axis, le.at, sl, cl->cx_of, cl->cy_of, cl->ncx)])
+                    fe[sl] += 0.5 * dxdy * laser_slot(f, cl, r, L, &le, a[le.d1], a[le.d2], sl);
+        if (after)
+            continue;
+        /* B(n+1/2) with the column's dB(n) and dB(n+1) */
+        const laser_line l0 = laser_line_of(L, 0, f->step, f->dt, f->dx, f->dy, b->shift);
+        const laser_line l1 = laser_line_of(L, 0, f->step + 1, f->dt, f->dx, f->dy, b->shift);
+        if (l0.on)
+            for (int sl = 0; sl < ns; sl++)
+                if (cl->own[ebal_cluster(L->axis, l0.at, sl, cl->cx_of, cl->cy_of, cl->ncx)])
+                    fb[sl] += dxdy * (laser_slot(f, cl, r, L, &l0, a[l0.d1], a[l0.d2], sl) +
+                                      laser_slot(f, cl, r, L, &l1, a[l1.d1], a[l1.d2], sl));
+    }
+}
+
+void fbnd_shift_flows(emf *f, const clusters *cl, const ebal_region *r, double *flow, int nslot)
+{
+    const double h = 0.5 * f->dx * f->dy;
+    for (int k = SIDE_XMIN; k <= SIDE_XMAX; k++) {
+        const int node = k ? r->hi[0] : r->lo[0];
+        for (int sl = 0; sl < cl->ncy; sl++) {
+            if (!cl->own[ebal_cluster(0, node, sl, cl->cx_of, cl->cy_of, cl->ncx)])
+                continue;
+            double v = 0.0;
+            for (int t = cl->y0[sl]; t < cl->y0[sl + 1]; t++)
+                v += ebal_shift_column(r, k, t, f->e[0], f->e[1], f->e[2], f->b[0], f->b[1],
+                                       f->b[2], f->off, f->stride);
+            flow[k * nslot + sl] += k ? -h * v : h * v;
+        }
+    }
 }

@@ -226,7 +226,7 @@ static void move_cluster(species *s, const emf *f, int c, tile *t)
 }
 
 void particles_advance(species *s, emf *f, const clusters *cl, const float ext_e[3],
-              const float ext_b[3], int want_ke, particles_stats *out)
+              const float ext_b[3], int want_ke, double *lost, particles_stats *out)
 {
     const float qdt2m = boris_qdt2m(f->dt, s->qm);
     double ke = 0.0, tp = 0.0, td = 0.0;
@@ -256,7 +256,7 @@ void particles_advance(species *s, emf *f, const clusters *cl, const float ext_e
                 tile_open(&t, store, cl, c, 3);
                 move_cluster(s, f, c, &t);
                 if (species_on_wall(s, cl, c)) { /* walls: particles that crossed them, their current */
-                    walls_cluster(s, f, cl, c);
+                    walls_cluster(s, f, cl, c, &lost[c]);
                     walls_tile(s, f, cl, c, &t.c, t.a[0], t.a[1], t.a[2]);
                 }
                 tile_add(&t, f, 0, 3);

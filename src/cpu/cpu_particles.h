@@ -14,9 +14,10 @@ typedef struct {
 
 /* One step for species s: gather E, B at x(n), Boris u(n-1/2) -> u(n+1/2), move to x(n+1),
  * deposit J(n+1/2) into f->j (guards included), write migration codes and histograms;
- * the kinetic energy only when want_ke. */
+ * the kinetic energy only when want_ke; lost[c] += what the walls took from cluster c's
+ * particles (ebal_wall). */
 void particles_advance(species *s, emf *f, const clusters *cl, const float ext_e[3],
-              const float ext_b[3], int want_ke, particles_stats *out);
+              const float ext_b[3], int want_ke, double *lost, particles_stats *out);
 /* Initial u(0) -> u(-1/2) with the initial fields. */
 void particles_half_back(species *s, const emf *f, const clusters *cl, const float ext_e[3],
                     const float ext_b[3]);

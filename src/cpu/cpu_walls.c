@@ -3,18 +3,25 @@
 #include "deck.h"
 #include "empic.h"
 #include "particle.h"
+#include "ebal.h"
 #include "pbnd.h"
 
-void walls_cluster(species *s, const emf *f, const clusters *cl, int c)
+void walls_cluster(species *s, const emf *f, const clusters *cl, int c, double *lost)
 {
     const int cx = c % cl->ncx, cy = c / cl->ncx;
     pbnd_walls w;
     species_walls(s, cl, f->nx, f->ny, &w);
     const pbnd_edges e = pbnd_edges_of(&w, cx, cy);
     int *hist = s->hist + 9 * c;
-    for (int p = s->start[c]; p < s->start[c] + s->count[c]; p++)
+    double v = 0.0; /* the energy the walls took, in particle order */
+    for (int p = s->start[c]; p < s->start[c] + s->count[c]; p++) {
+        const unsigned c0 = s->code[p];
+        const float ux = s->ux[p], uy = s->uy[p], uz = s->uz[p];
         pbnd_fixup(&w, &e, cx, cy, cl->cx_of, cl->cy_of, f->step, &s->code[p], hist,
                    &s->cell[p], &s->x[p], &s->y[p], &s->ux[p], &s->uy[p], &s->uz[p]);
+        v += ebal_wall(c0, s->code[p], s->w[p], ux, uy, uz, s->ux[p], s->uy[p], s->uz[p]);
+    }
+    *lost += v;
 }
 
 void walls_tile(const species *s, const emf *f, const clusters *cl, int c, const cluster_tile *T,

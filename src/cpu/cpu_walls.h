@@ -11,7 +11,7 @@
 /* After the move of cluster c (cells wrapped periodically, migration codes and histogram
  * written): apply the walls to the particles whose code says they crossed one (a move off
  * the grid's first or last cluster), fixing cell, offset, momentum, code and histogram. */
-void walls_cluster(species *s, const emf *f, const clusters *cl, int c);
+void walls_cluster(species *s, const emf *f, const clusters *cl, int c, double *lost);
 
 /* Fold (reflecting, thermal) or drop (absorbing) the current that cluster c's tile T holds
  * beyond the walls. */

@@ -4,6 +4,7 @@
 #include "empic.h"
 #include "cpu_fbnd.h"
 #include "particle.h"
+#include "ebal.h"
 #include "pbnd.h"
 
 #include <string.h>
@@ -24,12 +25,19 @@ static void shift_array(const emf *f, float *a)
 
 /* Every particle one cell toward -x (window_shift_particle); then the cluster's histogram
  * of codes (four interleaved counters, so the counts do not wait on each other). */
-static void shift_particles(species *s, const clusters *cl)
+static void shift_particles(species *s, const clusters *cl, double *lost)
 {
 #pragma omp parallel for schedule(dynamic)
     for (int c = 0; c < cl->n; c++) {
         const int cx = c % cl->ncx, *restrict cxo = cl->cx_of;
         const int b = s->start[c], e = b + s->count[c];
+        if (cx == 0) { /* the back column's particles: their energy leaves with them */
+            double v = 0.0;
+            for (int p = b; p < e; p++)
+                if (ebal_window_drops(cell_i(s->cell[p]), s->code[p]))
+                    v += ebal_particle(s->w[p], s->ux[p], s->uy[p], s->uz[p]);
+            lost[c] += v;
+        }
         uint32_t *restrict cell = s->cell;
         uint8_t *restrict code = s->code;
 #pragma omp simd
@@ -53,7 +61,7 @@ static void shift_particles(species *s, const clusters *cl)
     }
 }
 
-void window_shift(emf *f, species *sp, int nsp, const clusters *cl)
+void window_shift(emf *f, species *sp, int nsp, const clusters *cl, double *lost)
 {
     /* J's right guards hold this rank's own deposit there, not the neighbour's current, until
      * filled: the column they move into is dumped (as on one rank) */
@@ -72,5 +80,5 @@ void window_shift(emf *f, species *sp, int nsp, const clusters *cl)
     if (f->fb)
         fbnd_shift(f);
     for (int s = 0; s < nsp; s++)
-        shift_particles(&sp[s], cl);
+        shift_particles(&sp[s], cl, lost + (size_t)s * cl->n);
 }

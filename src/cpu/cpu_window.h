@@ -11,6 +11,8 @@
  * cluster's histogram are updated so that the sort puts it into its new cluster; particles
  * leaving the back get PBND_DROP (walls_drop with window = 1 removes them). The caller counts
  * the cell (window.h: window.cells). */
-void window_shift(emf *f, species *sp, int nsp, const clusters *cl);
+/* lost[s * cl->n + c] += the energy (ebal.h) of species s's particles the back column drops
+ * from cluster c. */
+void window_shift(emf *f, species *sp, int nsp, const clusters *cl, double *lost);
 
 #endif

@@ -5,7 +5,8 @@
  * whole file in its user block, so that a damaged file is refused on reading):
  *   /version /step /backend /nspecies /clusters[ncx, ncy] /deck (run.cfg text, bytes)
  *   /run/     particle_steps wall_s phase_s[6] en_step en_e en_b en_gauss en_kin[nspecies]
- *             window_cells (cells the moving window has moved)
+ *             window_cells (cells the moving window has moved), balance (the energy
+ *             balance's sums of all ranks: flow, lost, gain as sim_state.h lays them out)
  *   /fields/  shape[rows, stride] ex ey ez bx by bz jx jy jz rho (whole arrays with guards)
  *             rho_bg step (E at step dt, the lasers' clock)
  *             with non-periodic sides or lasers: fbnd_psi_step fbnd_shift, psi<layer>_<m>
@@ -314,6 +315,8 @@ static char *build_image(sim *S, const char *name, ck_io *io, size_t *len)
     ck_put_f64(io, g, "en_gauss", 1, &S->en_gauss);
     ck_put_f64(io, g, "en_kin", (size_t)S->nsp, S->en_kin);
     ck_put_i64(io, g, "window_cells", S->win.cells);
+    if (S->bal_ck) /* the energy balance's sums of all ranks (sim.c) */
+        ck_put_f64(io, g, "balance", S->bal_n, S->bal_ck);
     ck_close_group(g);
 
     const emf *f = &S->f;
@@ -754,6 +757,9 @@ int checkpoint_load(sim *S, const char *path)
     ck_get(&io, g, "en_gauss", H5T_NATIVE_DOUBLE, 1, &S->en_gauss);
     ck_get(&io, g, "en_kin", H5T_NATIVE_DOUBLE, (size_t)S->nsp, S->en_kin);
     S->win.cells = (long)ck_get_i64(&io, g, "window_cells");
+    /* the energy balance's sums (a checkpoint from before them: from zero) */
+    if (ck_len(g, "balance") == (long long)S->bal_n)
+        ck_get(&io, g, "balance", H5T_NATIVE_DOUBLE, S->bal_n, S->st.flow);
     ck_close_group(g);
 
     emf *fl = &S->f;

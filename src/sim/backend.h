@@ -11,6 +11,7 @@
 #ifndef BACKEND_H
 #define BACKEND_H
 
+#include "ebal.h"
 #include "emf.h"
 #include "ionize.h"
 #include "phasespace.h"
@@ -43,6 +44,15 @@ typedef struct {
     const char *transport;    /* how the ranks exchange, set by open: "none" (one rank),
                                  "staged" (GPU ranks through the host), "nccl"; NULL: the
                                  backend's own MPI calls */
+    /* The energy balance (ebal.h, docs/output.md): cumulative sums of this rank's slots,
+     * zero in the others' (sims sum them over the ranks exactly). flow[term * nslot + slot]
+     * (nterm = ebal_terms(lasers)): field energy out through each side, laser energy in
+     * per laser (E plane, B column), each in energy units; lost[s * cl->n + c]: sum of
+     * w (gamma - 1) of species s's particles that walls and the window took out of cluster
+     * c, less what thermal walls gave back (times m dx dy in energy.csv). */
+    ebal_region reg;
+    int nslot, nterm;
+    double *flow, *lost;
 } pic_state;
 
 typedef struct backend {
@@ -94,11 +104,16 @@ typedef struct backend {
     /* Charge density of all species at the current positions into f->rho, and of each into
      * per + s * f->size when per != NULL; guards folded and filtered like J. */
     void (*rho)(void *ctx, pic_state *st, float *per);
-    /* Field energies (E and B at their own time levels) and max |div E - rho + rho_bg|, with
+    /* Field energies (E and B at their own time levels), the balance's field terms (ebal.h):
+     * fbal[0] the part of both outside the balance region (st->reg: the absorbing layers and
+     * edges), fbal[1] the stagger term (ebal_stagger) inside it, and max |div E - rho + rho_bg|, with
      * rho at the current positions deposited by field_diag itself (the caller does not call
      * `rho` first: a device backend keeps it on the device). */
     void (*field_diag)(void *ctx, pic_state *st, double *energy_e, double *energy_b,
-                       double *gauss);
+                       double *fbal, double *gauss);
+    /* The balance sums (st->flow, st->lost) up to date on the host: a device backend copies
+     * its own; nothing on the CPU. */
+    void (*flows)(void *ctx, pic_state *st);
     /* Device state into the host copies: E, B, J and the boundary memories and clocks
      * (f->fb: psi_step, shift) (with the charge densities into f->rho and per when per !=
      * NULL, as `rho`: a dump calls fetch_fields(per) alone); every species' particles and

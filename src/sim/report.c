@@ -120,6 +120,10 @@ int report_open(sim *S, const char *resume_dir)
             if (S->sp[s].ion)
                 fprintf(S->energy, ",ionized_%s,zmean_%s", S->sp[s].cfg->name,
                         S->sp[s].cfg->name);
+        fprintf(S->energy, ",field_layers,field_stagger,in,out_xmin,out_xmax,out_ymin,out_ymax");
+        for (int s = 0; s < S->nsp; s++)
+            fprintf(S->energy, ",lost_%s", S->sp[s].cfg->name);
+        fprintf(S->energy, ",balance");
         fputc('\n', S->energy);
         if (rows)
             fputs(rows, S->energy);
@@ -140,7 +144,7 @@ int report_open(sim *S, const char *resume_dir)
 }
 
 void report_energy_row(sim *S, double fe, double fb, const double *kin, double gauss,
-                       const ionize_stats *ist)
+                       const ionize_stats *ist, const ebal_row *bal)
 {
     if (!S->energy)
         return;
@@ -155,6 +159,18 @@ void report_energy_row(sim *S, double fe, double fb, const double *kin, double g
         if (S->sp[s].ion)
             fprintf(S->energy, ",%lld,%.9g", ist[s].events,
                     ist[s].w > 0 ? ist[s].zw / ist[s].w : (double)S->sp[s].z0);
+    /* balance = total - field_layers - field_stagger + out + lost - in */
+    double b = total - bal->layers - bal->stagger - bal->in;
+    fprintf(S->energy, ",%.12g,%.12g,%.12g", bal->layers, bal->stagger, bal->in);
+    for (int k = 0; k < 4; k++) {
+        fprintf(S->energy, ",%.12g", bal->out[k]);
+        b += bal->out[k];
+    }
+    for (int s = 0; s < S->nsp; s++) {
+        fprintf(S->energy, ",%.12g", bal->lost[s]);
+        b += bal->lost[s];
+    }
+    fprintf(S->energy, ",%.12g", b);
     fputc('\n', S->energy);
     fflush(S->energy);
 }

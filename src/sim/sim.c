@@ -14,6 +14,7 @@
 #include "probes.h"
 #include "cpu_particles.h"
 #include "report.h"
+#include "particle.h"
 
 #include <math.h>
 #include <signal.h>
@@ -55,6 +56,35 @@ static int share(sim *S, int restarting)
     return 0;
 }
 
+/* After a restart: the balance sums of the slots and clusters of other ranks zeroed (each
+ * rank adds to its own alone, and the rows sum them over the ranks). */
+static void balance_own(sim *S)
+{
+    const pic_state *st = &S->st;
+    const clusters *cl = &S->cl;
+    const ebal_region *r = &st->reg;
+    for (int k = 0; k < st->nterm; k++)
+        for (int sl = 0; sl < st->nslot; sl++) {
+            int axis, node;
+            if (k < EBAL_SIDES) {
+                axis = k / 2;
+                node = k & 1 ? r->hi[axis] : r->lo[axis];
+            } else {
+                const laser_src *L = &S->f.fb->lasers[(k - EBAL_SIDES) / 2];
+                axis = L->axis;
+                node = laser_line_of(L, (k - EBAL_SIDES) % 2 == 0, 0, 1.0, 1.0, 1.0, 0).at;
+            }
+            const int n = axis ? cl->ncx : cl->ncy;
+            if (node < 0 || node >= (axis ? S->d.ny : S->d.nx) || sl >= n ||
+                !cl->own[ebal_cluster(axis, node, sl, cl->cx_of, cl->cy_of, cl->ncx)])
+                st->flow[(size_t)k * st->nslot + sl] = 0.0;
+        }
+    for (int s = 0; s < S->nsp; s++)
+        for (int c = 0; c < cl->n; c++)
+            if (!cl->own[c])
+                st->lost[(size_t)s * cl->n + c] = S->gain[(size_t)s * cl->n + c] = 0.0;
+}
+
 int sim_init_from(sim *S, const deck *d, int quiet, const char *checkpoint)
 {
     char run[DECK_PATH_MAX] = ""; /* the run a checkpoint continues */
@@ -72,6 +102,13 @@ int sim_init_from(sim *S, const deck *d, int quiet, const char *checkpoint)
     st->sp = S->sp;
     st->nsp = S->nsp;
     st->window = S->win.enabled;
+    st->reg = fbnd_region(&S->d);
+    st->nslot = S->cl.ncx > S->cl.ncy ? S->cl.ncx : S->cl.ncy;
+    st->nterm = ebal_terms(S->d.nlasers);
+    S->bal_n = (size_t)st->nterm * st->nslot + 2 * (size_t)S->nsp * S->cl.n;
+    st->flow = empic_calloc(S->bal_n, sizeof(double), "energy balance");
+    st->lost = st->flow + (size_t)st->nterm * st->nslot;
+    S->gain = st->lost + (size_t)S->nsp * S->cl.n;
     for (int a = 0; a < 3; a++) {
         st->ext_e[a] = (float)S->d.ext_E[a];
         st->ext_b[a] = (float)S->d.ext_B[a];
@@ -79,6 +116,7 @@ int sim_init_from(sim *S, const deck *d, int quiet, const char *checkpoint)
     if (checkpoint) {
         if (checkpoint_load(S, checkpoint))
             return -1;
+        balance_own(S);
         checkpoint_run_dir(checkpoint, run, sizeof run);
         S->f.acc_scale = species_acc_scale(S->sp, S->nsp, &S->f);
     } else {
@@ -130,6 +168,8 @@ void sim_free(sim *S)
     emf_free(&S->f);
     clusters_free(&S->cl);
     free(S->rho_sp);
+    free(S->st.flow);
+    free(S->bal_ck);
     deck_free(&S->d);
 }
 
@@ -270,8 +310,48 @@ static void dump(sim *S, int fields, int parts, int tracks, int final)
 
 static int due(long every, long step) { return every > 0 && step % every == 0; }
 
+/* The balance sums of all ranks into S->bal_ck (every rank calls it: each slot and
+ * cluster is one rank's, so the sums are exact). */
+static double *balance_all(sim *S)
+{
+    S->be->flows(S->be_ctx, &S->st);
+    if (!S->bal_ck)
+        S->bal_ck = empic_alloc(S->bal_n * sizeof(double), "energy balance");
+    memcpy(S->bal_ck, S->st.flow, S->bal_n * sizeof(double));
+    comm_sum_double(S->bal_ck, S->bal_n);
+    return S->bal_ck;
+}
+
+/* The balance terms of an energy row at t = n dt (what crossed up to it), in fixed order. */
+static void balance(sim *S, ebal_row *r)
+{
+    const pic_state *st = &S->st;
+    const double *a = balance_all(S);
+    const int ns = st->nslot, ncl = S->cl.n;
+    memset(r->out, 0, sizeof r->out);
+    r->in = 0.0;
+    for (int k = 0; k < st->nterm; k++) {
+        double v = 0.0;
+        for (int sl = 0; sl < ns; sl++)
+            v += a[(size_t)k * ns + sl];
+        if (k < EBAL_SIDES)
+            r->out[k] = v;
+        else
+            r->in += v;
+    }
+    const double *lost = a + (size_t)st->nterm * ns, *gain = lost + (size_t)S->nsp * ncl;
+    for (int s = 0; s < S->nsp; s++) {
+        double l = 0.0, g = 0.0;
+        for (int c = 0; c < ncl; c++) {
+            l += lost[(size_t)s * ncl + c];
+            g += gain[(size_t)s * ncl + c];
+        }
+        r->lost[s] = kinetic_total(l - g, S->sp[s].m, S->d.dx, S->d.dy);
+    }
+}
+
 /* Dumps and energies at t = n dt (E, B and x at n). */
-static void diagnose(sim *S, int want_e, double *fe, double *fb, double *gauss)
+static void diagnose(sim *S, int want_e, double *fe, double *fb, double *gauss, ebal_row *r)
 {
     const deck *d = &S->d;
     double t0 = omp_get_wtime();
@@ -279,8 +359,13 @@ static void diagnose(sim *S, int want_e, double *fe, double *fb, double *gauss)
          due(d->tracks_every, S->step), 0);
     if (!S->io_failed)
         probes_sample(S); /* E(n), B(n) (+ the external fields), J(n-1/2) */
-    if (want_e)
-        S->be->field_diag(S->be_ctx, &S->st, fe, fb, gauss);
+    if (want_e) {
+        double fbal[2];
+        S->be->field_diag(S->be_ctx, &S->st, fe, fb, fbal, gauss);
+        r->layers = fbal[0];
+        r->stagger = fbal[1];
+        balance(S, r);
+    }
     S->st.phase_s[PH_OTHER] += omp_get_wtime() - t0;
 }
 
@@ -301,6 +386,17 @@ static void inject(sim *S)
         S->sp[s].np += c->n[s];
         if (c->col[s].bad.found && !S->sp[s].bad.found) /* sim_after_step stops the run */
             S->sp[s].bad = c->col[s].bad;
+        /* the energy the fresh plasma brings (ebal.h), per cluster row in particle order */
+        const species *col = &c->col[s];
+        const int *add = c->add + (size_t)s * (S->cl.ncy + 1);
+        for (int cy = 0, p = 0; cy < S->cl.ncy; cy++) {
+            const int cl = S->cl.ncx - 1 + S->cl.ncx * cy;
+            double v = 0.0;
+            for (int q = 0; q < add[cy]; q++, p++)
+                v += ebal_particle(col->w[p], col->ux[p], col->uy[p], col->uz[p]);
+            if (S->cl.own[cl])
+                S->gain[(size_t)s * S->cl.n + cl] += v;
+        }
     }
     S->st.phase_s[PH_SORT] += omp_get_wtime() - t0;
     S->be->inject(S->be_ctx, &S->st, c->col, c->add);
@@ -335,14 +431,14 @@ static void ionize(sim *S, int want_e, ionize_stats *ist)
 }
 
 static void energy_row(sim *S, const double *kin, double fe, double fb, double gauss,
-                       const ionize_stats *ist)
+                       const ionize_stats *ist, const ebal_row *bal)
 {
     S->en_step = S->step;
     S->en_e = fe;
     S->en_b = fb;
     S->en_gauss = gauss;
     memcpy(S->en_kin, kin, sizeof S->en_kin);
-    report_energy_row(S, fe, fb, kin, gauss, ist);
+    report_energy_row(S, fe, fb, kin, gauss, ist, bal);
 }
 
 /* The entries of the collisions list due at this step (every), each a fresh pairing keyed by
@@ -371,11 +467,13 @@ void sim_step(sim *S)
     double t0 = omp_get_wtime(), kin[DECK_MAX_SPECIES] = {0}, fe = 0, fb = 0, gauss = 0;
     long long dropped[DECK_MAX_SPECIES] = {0};
     ionize_stats ist[DECK_MAX_SPECIES] = {{0, 0.0, 0.0}};
+    ebal_row bal;
+    memset(&bal, 0, sizeof bal);
 
     /* 1. B(n) = B(n-1/2) - dt/2 curl E(n) */
     be->b_half(bc, st);
     /* dumps and field energies at t = n dt: E(n), B(n), x(n) */
-    diagnose(S, want_e, &fe, &fb, &gauss);
+    diagnose(S, want_e, &fe, &fb, &gauss, &bal);
     /* 2-3. u(n-1/2) -> u(n+1/2) with E(n), B(n) at x(n); x(n) -> x(n+1); J(n+1/2);
      * kinetic energy at n from u(n-1/2) and u(n+1/2) */
     be->particles(bc, st, want_e, kin);
@@ -402,7 +500,7 @@ void sim_step(sim *S)
     /* 9. binary collisions among the particles of each cell at x(n+1), u(n+1/2) */
     collide(S);
     if (want_e)
-        energy_row(S, kin, fe, fb, gauss, ist);
+        energy_row(S, kin, fe, fb, gauss, ist, &bal);
     sim_note_peak(S);
     long long pushed = sim_particles(S);
     comm_sum_ll(&pushed, 1);
@@ -467,6 +565,7 @@ int sim_signal_pending(void) { return sig_seen; }
 /* A checkpoint of the whole run (collected on rank 0, which writes it, over several ranks). */
 static int write_checkpoint(sim *S)
 {
+    balance_all(S); /* the balance sums of all ranks into S->bal_ck, which it keeps */
     if (comm_size() == 1) {
         const double t0 = omp_get_wtime();
         const int rc = checkpoint_write(S);
@@ -478,7 +577,10 @@ static int write_checkpoint(sim *S)
     const double t0 = omp_get_wtime();
     whole_collect(S, &W, 1);
     if (comm_rank() == 0) {
+        W.bal_ck = S->bal_ck;
+        W.bal_n = S->bal_n;
         rc = checkpoint_write(&W);
+        W.bal_ck = NULL;
         memcpy(S->checkpoint_last, W.checkpoint_last, sizeof S->checkpoint_last);
         whole_free(&W);
     }

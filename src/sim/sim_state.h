@@ -58,6 +58,11 @@ typedef struct {
     double ckpt_s;            /* wall time of this process's last checkpoint (0: none yet) */
     int stop_req;             /* why sim_after_step stopped the run (sim.c's REQ_*), or 0 */
     double energy_ref;        /* total energy the guard compares with (0: guard off) */
+    /* the energy balance (ebal.h): st.flow and st.lost (the backend's), gain[s * cl.n + c]
+     * the energy w (gamma - 1) of the particles the window brought into cluster c; bal_ck
+     * (when set) all three summed over the ranks, as a checkpoint keeps them */
+    double *gain, *bal_ck;
+    size_t bal_n;             /* entries of bal_ck: nterm nslot + 2 nsp cl.n */
 } sim;
 
 /* Particles of the mobile species (those a step pushes). */

@@ -74,6 +74,22 @@ fbnd *fbnd_new(emf *f, const deck *d)
     return b;
 }
 
+ebal_region fbnd_region(const deck *d)
+{
+    ebal_region r;
+    for (int axis = 0; axis < 2; axis++) {
+        const int n = axis ? d->ny : d->nx;
+        int depth[2];
+        for (int hi = 0; hi < 2; hi++) {
+            const int b = d->fbnd[2 * axis + hi];
+            depth[hi] = b == FBND_PML ? d->pml_cells : b == FBND_MUR ? 1 : 0;
+        }
+        r.lo[axis] = depth[0];
+        r.hi[axis] = n - depth[1];
+    }
+    return r;
+}
+
 void fbnd_free(fbnd *b)
 {
     if (!b)

@@ -13,6 +13,7 @@
 
 #include "kinds.h"
 #include "emf.h"
+#include "ebal.h"
 #include "lasers.h"
 
 /* One CPML layer: cells [first, first+n) along `axis` (0: columns at x, 1: rows at y), all
@@ -44,6 +45,9 @@ typedef struct fbnd {
  * planes excluded). */
 fbnd *fbnd_new(emf *f, const struct deck *d);
 void fbnd_free(fbnd *b);
+/* The energy balance region of a deck (ebal.h): the box less its PML layers and Mur edge
+ * node lines, the same depths as the Gauss-law check's. */
+ebal_region fbnd_region(const struct deck *d);
 /* Its exchange between ranks, after the layers' memories were shifted (also the CUDA
  * backend's, on host copies): the last column of this rank's cells from the rank on the
  * right. */
