@@ -149,6 +149,78 @@ static void wcollisions(FILE *f, const deck *d)
     fputs(d->ncollisions ? "\n);\n" : "", f);
 }
 
+/* The lasers list's entries (the caller writes the list's brackets). */
+static void wlasers(FILE *f, const deck *d)
+{
+    for (int i = 0; i < d->nlasers && i < DECK_MAX_LASERS; i++) {
+        const deck_laser *L = &d->lasers[i];
+        fprintf(f, "%s\n  { a0 = %s; omega0 = %s; polarization = ", i ? "," : "", N(L->a0).s,
+                N(L->omega0).s);
+        fputs(L->circular ? "\"circular\"" : N(L->polarization).s, f);
+        fprintf(f, "; w0 = %s; focus = %s;\n    center = %s; duration = %s; envelope = \"%s\";",
+                N(L->w0).s, N(L->focus).s, N(L->center).s, N(L->duration).s,
+                nm(DK_ENVELOPES, 3, L->envelope));
+        if (L->envelope == ENV_FLATTOP)
+            fprintf(f, " ramp = %s;", N(L->ramp).s);
+        fprintf(f, " boundary = \"%s\"; phase = %s;", nm(DK_SIDES, 4, L->boundary),
+                N(L->phase).s);
+        fprintf(f, "\n    profile = \"%s\";", nm(DK_LPROFILES, 3, L->profile));
+        if (L->profile == LPROF_SUPERGAUSSIAN)
+            fprintf(f, " order = %s;", N(L->order).s);
+        if (L->profile == LPROF_FLATTOP)
+            fprintf(f, " edge = %s;", N(L->edge).s);
+        if (L->angle != 0.0)
+            fprintf(f, " angle = %s;", N(L->angle).s);
+        fputs(" }", f);
+    }
+}
+
+/* diagnostics.phasespace, when there is one (species by name: snames[0 .. ns)). */
+static void wphasespaces(FILE *f, const deck *d, const char *const *snames, int ns)
+{
+    for (int i = 0; i < d->nphasespace && i < DECK_MAX_PHASESPACE; i++) {
+        const deck_phasespace *p = &d->phasespace[i];
+        fprintf(f, "%s\n    { species = ", i ? "," : "  phasespace = (");
+        wstr(f, snames[p->species < ns ? p->species : 0]);
+        fprintf(f, "; axes = [\"%s\"", nm(DECK_PS_AXES, PSA_COUNT, p->axis[0]));
+        if (p->naxes == 2)
+            fprintf(f, ", \"%s\"", nm(DECK_PS_AXES, PSA_COUNT, p->axis[1]));
+        fprintf(f, p->naxes == 2 ? "]; bins = [%d, %d];" : "]; bins = [%d];", p->bins[0],
+                p->bins[1]);
+        if (p->fixed[0] && (p->naxes == 1 || p->fixed[1])) {
+            fputs(" range = (", f);
+            for (int a = 0; a < p->naxes; a++)
+                fprintf(f, "%s[%s, %s]", a ? ", " : "", N(p->range[a][0]).s, N(p->range[a][1]).s);
+            fputs(");", f);
+        }
+        fprintf(f, " log = %s; every = %s; }", p->log ? "true" : "false", I(p->every).s);
+    }
+    fputs(d->nphasespace ? "\n  );\n" : "", f);
+}
+
+/* diagnostics.probes, when there are any. */
+static void wprobes(FILE *f, const deck *d)
+{
+    for (int i = 0; i < d->nprobes && i < DECK_MAX_PROBES; i++) {
+        const deck_probe *p = &d->probes[i];
+        fprintf(f, "%s\n    { name = ", i ? "," : "  probes = (");
+        wstr(f, p->name);
+        fputs(";", f);
+        if (p->line) {
+            const double a[2] = {p->x0, p->y0}, b[2] = {p->x1, p->y1};
+            wvec(f, " from", a, 2);
+            wvec(f, " to", b, 2);
+            fprintf(f, " n = %d;", p->n);
+        } else {
+            const double a[2] = {p->x0, p->y0};
+            wvec(f, " at", a, 2);
+        }
+        wmask(f, " fields", p->fields, DECK_PROBE_FIELDS, PROBE_COUNT);
+        fprintf(f, " every = %s; }", I(p->every).s);
+    }
+    fputs(d->nprobes ? "\n  );\n" : "", f);
+}
+
 void deck_write(const deck *d, FILE *f)
 {
     if (!d || !f)
@@ -178,27 +250,7 @@ void deck_write(const deck *d, FILE *f)
     wvec(f, "B", d->ext_B, 3);
     fprintf(f, " };\n  moving_window = { enabled = %s; t_start = %s; };\n};\nlasers = (",
             d->window_enabled ? "true" : "false", N(d->window_t_start).s);
-    for (int i = 0; i < d->nlasers && i < DECK_MAX_LASERS; i++) {
-        const deck_laser *L = &d->lasers[i];
-        fprintf(f, "%s\n  { a0 = %s; omega0 = %s; polarization = ", i ? "," : "", N(L->a0).s,
-                N(L->omega0).s);
-        fputs(L->circular ? "\"circular\"" : N(L->polarization).s, f);
-        fprintf(f, "; w0 = %s; focus = %s;\n    center = %s; duration = %s; envelope = \"%s\";",
-                N(L->w0).s, N(L->focus).s, N(L->center).s, N(L->duration).s,
-                nm(DK_ENVELOPES, 3, L->envelope));
-        if (L->envelope == ENV_FLATTOP)
-            fprintf(f, " ramp = %s;", N(L->ramp).s);
-        fprintf(f, " boundary = \"%s\"; phase = %s;", nm(DK_SIDES, 4, L->boundary),
-                N(L->phase).s);
-        fprintf(f, "\n    profile = \"%s\";", nm(DK_LPROFILES, 3, L->profile));
-        if (L->profile == LPROF_SUPERGAUSSIAN)
-            fprintf(f, " order = %s;", N(L->order).s);
-        if (L->profile == LPROF_FLATTOP)
-            fprintf(f, " edge = %s;", N(L->edge).s);
-        if (L->angle != 0.0)
-            fprintf(f, " angle = %s;", N(L->angle).s);
-        fputs(" }", f);
-    }
+    wlasers(f, d);
     fputs("\n);\nspecies = (", f);
     for (int i = 0; i < d->nspecies && i < DECK_MAX_SPECIES; i++) {
         fputs(i ? ",\n" : "\n", f);
@@ -223,42 +275,8 @@ void deck_write(const deck *d, FILE *f)
     if (d->particles_energy)
         wvec(f, " energy", d->particles_erange, 2);
     fprintf(f, " };\n  checkpoint = { every = %s; };\n", I(d->checkpoint_every).s);
-    for (int i = 0; i < d->nphasespace && i < DECK_MAX_PHASESPACE; i++) {
-        const deck_phasespace *p = &d->phasespace[i];
-        fprintf(f, "%s\n    { species = ", i ? "," : "  phasespace = (");
-        wstr(f, snames[p->species < ns ? p->species : 0]);
-        fprintf(f, "; axes = [\"%s\"", nm(DECK_PS_AXES, PSA_COUNT, p->axis[0]));
-        if (p->naxes == 2)
-            fprintf(f, ", \"%s\"", nm(DECK_PS_AXES, PSA_COUNT, p->axis[1]));
-        fprintf(f, p->naxes == 2 ? "]; bins = [%d, %d];" : "]; bins = [%d];", p->bins[0],
-                p->bins[1]);
-        if (p->fixed[0] && (p->naxes == 1 || p->fixed[1])) {
-            fputs(" range = (", f);
-            for (int a = 0; a < p->naxes; a++)
-                fprintf(f, "%s[%s, %s]", a ? ", " : "", N(p->range[a][0]).s, N(p->range[a][1]).s);
-            fputs(");", f);
-        }
-        fprintf(f, " log = %s; every = %s; }", p->log ? "true" : "false", I(p->every).s);
-    }
-    fputs(d->nphasespace ? "\n  );\n" : "", f);
-    for (int i = 0; i < d->nprobes && i < DECK_MAX_PROBES; i++) {
-        const deck_probe *p = &d->probes[i];
-        fprintf(f, "%s\n    { name = ", i ? "," : "  probes = (");
-        wstr(f, p->name);
-        fputs(";", f);
-        if (p->line) {
-            const double a[2] = {p->x0, p->y0}, b[2] = {p->x1, p->y1};
-            wvec(f, " from", a, 2);
-            wvec(f, " to", b, 2);
-            fprintf(f, " n = %d;", p->n);
-        } else {
-            const double a[2] = {p->x0, p->y0};
-            wvec(f, " at", a, 2);
-        }
-        wmask(f, " fields", p->fields, DECK_PROBE_FIELDS, PROBE_COUNT);
-        fprintf(f, " every = %s; }", I(p->every).s);
-    }
-    fputs(d->nprobes ? "\n  );\n" : "", f);
+    wphasespaces(f, d, snames, ns);
+    wprobes(f, d);
     if (d->tracks_every > 0) {
         fprintf(f, "  tracks = { every = %s; fraction = %s; ", I(d->tracks_every).s,
                 N(d->tracks_fraction).s);

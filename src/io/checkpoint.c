@@ -269,6 +269,51 @@ static size_t image_estimate(const sim *S)
 /* The whole checkpoint built in memory (HDF5 core driver, no backing store), so that no
  * half-written HDF5 file can exist: the disk sees one plain write of the finished image.
  * Returns the image (malloc'd, *len bytes), or NULL with io->err set. */
+/* The run's counters and clocks (group run). */
+static void write_run(ck_io *io, hid_t file, const sim *S)
+{
+    hid_t g = ck_group(io, file, "run", 1);
+    ck_put_i64(io, g, "particle_steps", S->particle_steps);
+    ck_put_f64(io, g, "wall_s", 1, &S->wall_s);
+    ck_put_f64(io, g, "phase_s", PH_COUNT, S->st.phase_s);
+    ck_put_i64(io, g, "en_step", S->en_step);
+    ck_put_f64(io, g, "en_e", 1, &S->en_e);
+    ck_put_f64(io, g, "en_b", 1, &S->en_b);
+    ck_put_f64(io, g, "en_gauss", 1, &S->en_gauss);
+    ck_put_f64(io, g, "en_kin", (size_t)S->nsp, S->en_kin);
+    ck_put_i64(io, g, "window_cells", S->win.cells);
+    if (S->bal_ck) /* the energy balance's sums of all ranks (sim.c) */
+        ck_put_f64(io, g, "balance", S->bal_n, S->bal_ck);
+    ck_close_group(g);
+}
+
+/* The fields with their guards and the boundary memories (group fields). */
+static void write_fields(ck_io *io, hid_t file, const sim *S)
+{
+    const emf *f = &S->f;
+    const char *fname[EMF_STATE] = {"ex", "ey", "ez", "bx", "by", "bz", "jx", "jy", "jz", "rho"};
+    float *fa[EMF_STATE];
+    emf_state(f, fa);
+    const int shape[2] = {f->rows, f->stride};
+    hid_t g = ck_group(io, file, "fields", 1);
+    ck_put_i32(io, g, "shape", 2, shape);
+    for (int k = 0; k < EMF_STATE; k++)
+        ck_put(io, g, fname[k], H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, f->size, fa[k]);
+    ck_put_f64(io, g, "rho_bg", 1, &f->rho_bg);
+    ck_put_i64(io, g, "step", f->step);
+    if (f->fb) {
+        char name[CK_FBND_MAX][16];
+        float *data[CK_FBND_MAX];
+        size_t len[CK_FBND_MAX];
+        int n = fbnd_arrays(f, name, data, len);
+        ck_put_i64(io, g, "fbnd_psi_step", f->fb->psi_step);
+        ck_put_i64(io, g, "fbnd_shift", f->fb->shift);
+        for (int k = 0; k < n; k++)
+            ck_put(io, g, name[k], H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, len[k], data[k]);
+    }
+    ck_close_group(g);
+}
+
 static char *build_image(sim *S, const char *name, ck_io *io, size_t *len)
 {
     if (h5out_room(image_estimate(S))) {
@@ -305,44 +350,9 @@ static char *build_image(sim *S, const char *name, ck_io *io, size_t *len)
     ck_put_text(io, file, "deck", text, tlen);
     free(text);
 
-    hid_t g = ck_group(io, file, "run", 1);
-    ck_put_i64(io, g, "particle_steps", S->particle_steps);
-    ck_put_f64(io, g, "wall_s", 1, &S->wall_s);
-    ck_put_f64(io, g, "phase_s", PH_COUNT, S->st.phase_s);
-    ck_put_i64(io, g, "en_step", S->en_step);
-    ck_put_f64(io, g, "en_e", 1, &S->en_e);
-    ck_put_f64(io, g, "en_b", 1, &S->en_b);
-    ck_put_f64(io, g, "en_gauss", 1, &S->en_gauss);
-    ck_put_f64(io, g, "en_kin", (size_t)S->nsp, S->en_kin);
-    ck_put_i64(io, g, "window_cells", S->win.cells);
-    if (S->bal_ck) /* the energy balance's sums of all ranks (sim.c) */
-        ck_put_f64(io, g, "balance", S->bal_n, S->bal_ck);
-    ck_close_group(g);
-
-    const emf *f = &S->f;
-    const char *fname[EMF_STATE] = {"ex", "ey", "ez", "bx", "by", "bz", "jx", "jy", "jz", "rho"};
-    float *fa[EMF_STATE];
-    emf_state(f, fa);
-    const int shape[2] = {f->rows, f->stride};
-    g = ck_group(io, file, "fields", 1);
-    ck_put_i32(io, g, "shape", 2, shape);
-    for (int k = 0; k < EMF_STATE; k++)
-        ck_put(io, g, fname[k], H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, f->size, fa[k]);
-    ck_put_f64(io, g, "rho_bg", 1, &f->rho_bg);
-    ck_put_i64(io, g, "step", f->step);
-    if (f->fb) {
-        char name[CK_FBND_MAX][16];
-        float *data[CK_FBND_MAX];
-        size_t len[CK_FBND_MAX];
-        int n = fbnd_arrays(f, name, data, len);
-        ck_put_i64(io, g, "fbnd_psi_step", f->fb->psi_step);
-        ck_put_i64(io, g, "fbnd_shift", f->fb->shift);
-        for (int k = 0; k < n; k++)
-            ck_put(io, g, name[k], H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, len[k], data[k]);
-    }
-    ck_close_group(g);
-
-    g = ck_group(io, file, "species", 1);
+    write_run(io, file, S);
+    write_fields(io, file, S);
+    hid_t g = ck_group(io, file, "species", 1);
     for (int s = 0; s < S->nsp; s++) {
         char name[16];
         snprintf(name, sizeof name, "%d", s);

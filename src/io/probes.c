@@ -14,7 +14,8 @@
  * Every growing dataset is chunked with an unlimited first dimension and Fletcher-32. */
 #include "probes.h"
 #include "comm.h"
-#include "sim.h"
+#include "sim_state.h"
+#include "writer.h"
 #include "empic.h"
 #include "fileio.h"
 #include "h5out.h"
@@ -458,7 +459,8 @@ void probes_sample(sim *S)
         S->io_failed = 1;
     if (S->out.busy && P->held < PROBES_HOLD)
         return;
-    sim_wait_writes(S);
+    if (writer_wait(&S->out)) /* the dump writer's work first */
+        S->io_failed = 1;
     if (write_rows(S))
         S->io_failed = 1;
     P->written_at = now;
@@ -468,7 +470,8 @@ int probes_flush(sim *S)
 {
     if (!S->probes || comm_rank() != 0)
         return 0;
-    sim_wait_writes(S);
+    if (writer_wait(&S->out)) /* the dump writer's work first */
+        S->io_failed = 1;
     return write_rows(S);
 }
 
