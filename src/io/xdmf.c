@@ -532,18 +532,24 @@ static void dump_text(FILE *x, const h5w *w, const output_frame *fr, const char 
     fputs("</Xdmf>\n", x);
 }
 
-char *xdmf_tracks(const h5w *w, const output_frame *fr)
+/* dump_text of the dump in file h5name as a string (its length into *len). */
+static char *dump_string(const h5w *w, const output_frame *fr, const char *h5name, size_t *len)
 {
     char run[DECK_NAME_MAX];
     h5out_safe_name(run, sizeof run, fr->d->name);
     char *out = NULL;
-    size_t olen = 0;
-    FILE *x = open_memstream(&out, &olen);
+    FILE *x = open_memstream(&out, len);
     if (!x)
         EMPIC_DIE("out of host memory writing XDMF");
-    dump_text(x, w, fr, "tracks.h5", run);
+    dump_text(x, w, fr, h5name, run);
     fclose(x);
     return out;
+}
+
+char *xdmf_tracks(const h5w *w, const output_frame *fr)
+{
+    size_t len;
+    return dump_string(w, fr, "tracks.h5", &len);
 }
 
 int xdmf_tracks_series(const char *dir, const output_frame *fr, const char *text)
@@ -558,13 +564,8 @@ int xdmf_dump(const char *dir, const char *series, const h5w *w, const output_fr
     char h5name[64], path[OUT_PATH + 64], run[DECK_NAME_MAX];
     h5_name(h5name, sizeof h5name, NULL, series, fr->step);
     h5out_safe_name(run, sizeof run, fr->d->name);
-    char *out = NULL;
     size_t olen = 0;
-    FILE *x = open_memstream(&out, &olen);
-    if (!x)
-        EMPIC_DIE("out of host memory writing XDMF");
-    dump_text(x, w, fr, h5name, run);
-    fclose(x);
+    char *out = dump_string(w, fr, h5name, &olen);
     snprintf(path, sizeof path, "%s/%s%08ld.xmf", dir, series, fr->step);
     int rc = fileio_write_replace(path, out, olen);
     if (!rc)
