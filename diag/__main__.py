@@ -45,6 +45,16 @@ def cmd_info(args):
             pass
         for s in read.list_species(d):
             print("species %s" % s)
+    steps = read.list_tracks(d)
+    if steps:
+        print("tracks: %d steps (%d to %d) of %s" % (len(steps), steps[0], steps[-1],
+                                                     " ".join(read.tracked_species(d)) or "none"))
+    for name in read.list_probes(d):
+        p = read.read_probe(d, name)
+        t = "t=%.6g to %.6g" % (p.t[0], p.t[-1]) if len(p.t) else "no samples"
+        print("probe %s (%s, %d point%s): %s; %d samples, %s" % (
+            name, p.kind, len(p.x), "" if len(p.x) == 1 else "s", " ".join(p.values),
+            len(p.steps), t))
     for name in ("energy.csv", "timing.json"):
         if os.path.isfile(os.path.join(d, name)):
             print("found %s" % name)
