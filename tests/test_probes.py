@@ -175,6 +175,11 @@ def test_empic_diag_probes(vacuum, tmp_path):
     assert res.returncode == 0, res.stderr
     assert {"probe_centre.png", "probe_axis.png"} <= {os.path.basename(p)
                                                       for p in res.stdout.split()}
+    res = subprocess.run([sys.executable, "-m", "diag", "info", vacuum], cwd=ROOT,
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    assert "probe axis (line, 9 points): Ey Bz;" in res.stdout, res.stdout
+    assert "probe centre (point, 1 point):" in res.stdout, res.stdout
 
 
 def test_damaged_probes_file_is_named(vacuum, tmp_path):
