@@ -67,47 +67,20 @@ static void write_file(const char *path, const char *data, size_t n)
     fclose(f);
 }
 
-/* deck_load on a file holding text, with stderr captured into errbuf. */
+/* deck_load on a file, its stderr captured into errbuf. */
 static int load_path(const char *path, deck *d)
 {
-    char errpath[512];
-    snprintf(errpath, sizeof errpath, "%s/stderr.txt", tmpdir);
-    fflush(stderr);
-    int saved = dup(2);
-    FILE *ef = fopen(errpath, "w+");
-    if (!ef || saved < 0)
-        return -2;
-    dup2(fileno(ef), 2);
-    int rc = deck_load(path, d);
-    fflush(stderr);
-    dup2(saved, 2);
-    close(saved);
-    rewind(ef);
-    size_t n = fread(errbuf, 1, sizeof errbuf - 1, ef);
-    errbuf[n] = '\0';
-    fclose(ef);
-    return rc;
+    return tu_deck_load_path(tmpdir, path, d, errbuf, sizeof errbuf);
 }
 
 static int load_text(const char *text, deck *d)
 {
-    char path[512];
-    snprintf(path, sizeof path, "%s/deck.cfg", tmpdir);
-    write_file(path, text, strlen(text));
-    return load_path(path, d);
+    return tu_deck_load_text(tmpdir, text, d, errbuf, sizeof errbuf);
 }
 
 static void expect_fail(const char *text, const char *want1, const char *want2)
 {
-    deck d;
-    int rc = load_text(text, &d);
-    CU_ASSERT_EQUAL(rc, -1);
-    CU_ASSERT_PTR_NOT_NULL(strstr(errbuf, want1));
-    if (want2)
-        CU_ASSERT_PTR_NOT_NULL(strstr(errbuf, want2));
-    if (rc != -1 || !strstr(errbuf, want1) || (want2 && !strstr(errbuf, want2)))
-        fprintf(stdout, "\n  expected '%s'%s%s in:\n%s", want1, want2 ? " and " : "",
-                want2 ? want2 : "", errbuf);
+    tu_deck_refused(tmpdir, text, want1, want2, errbuf, sizeof errbuf);
 }
 
 static int pwl_equal(const deck_pwl *a, const deck_pwl *b)

@@ -19,40 +19,12 @@ static char errbuf[16384]; /* stderr of the last load_text() */
 /* deck_load on text, stderr captured into errbuf. */
 static int load_text(const char *text, deck *d)
 {
-    char path[512], errpath[512];
-    snprintf(path, sizeof path, "%s/deck.cfg", tmpdir);
-    snprintf(errpath, sizeof errpath, "%s/stderr.txt", tmpdir);
-    FILE *f = fopen(path, "w");
-    CU_ASSERT_FATAL(f != NULL);
-    fputs(text, f);
-    fclose(f);
-    fflush(stderr);
-    int saved = dup(2);
-    FILE *ef = fopen(errpath, "w+");
-    CU_ASSERT_FATAL(ef != NULL && saved >= 0);
-    dup2(fileno(ef), 2);
-    int rc = deck_load(path, d);
-    fflush(stderr);
-    dup2(saved, 2);
-    close(saved);
-    rewind(ef);
-    size_t n = fread(errbuf, 1, sizeof errbuf - 1, ef);
-    errbuf[n] = '\0';
-    fclose(ef);
-    return rc;
+    return tu_deck_load_text(tmpdir, text, d, errbuf, sizeof errbuf);
 }
 
 static void expect_fail(const char *text, const char *want1, const char *want2)
 {
-    deck d;
-    int rc = load_text(text, &d);
-    int ok = rc == -1 && strstr(errbuf, want1) && (!want2 || strstr(errbuf, want2));
-    CU_ASSERT(ok);
-    if (!ok)
-        fprintf(stdout, "\n  expected '%s'%s%s in:\n%s", want1, want2 ? " and " : "",
-                want2 ? want2 : "", errbuf);
-    if (rc == 0)
-        deck_free(&d);
+    tu_deck_refused(tmpdir, text, want1, want2, errbuf, sizeof errbuf);
 }
 
 static int close_to(double a, double b, double rel) { return fabs(a - b) <= rel * fabs(b); }

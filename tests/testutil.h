@@ -68,6 +68,66 @@ static inline void tu_blob_species(deck *d)
     tu_species(d, "ions", 1, 1836, 2, 0)->immobile = 1;
 }
 
+/* deck_load of the file at path with its stderr captured into err (n bytes; the capture
+ * goes through dir/stderr.txt); -2 when stderr could not be redirected. */
+static inline int tu_deck_load_path(const char *dir, const char *path, deck *d, char *err,
+                                    size_t n)
+{
+    char errpath[512];
+    snprintf(errpath, sizeof errpath, "%s/stderr.txt", dir);
+    fflush(stderr);
+    int saved = dup(2);
+    FILE *ef = fopen(errpath, "w+");
+    if (!ef || saved < 0) {
+        if (ef)
+            fclose(ef);
+        if (saved >= 0)
+            close(saved);
+        return -2;
+    }
+    dup2(fileno(ef), 2);
+    int rc = deck_load(path, d);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    rewind(ef);
+    size_t got = fread(err, 1, n - 1, ef);
+    err[got] = '\0';
+    fclose(ef);
+    return rc;
+}
+
+/* The same on text, written to dir/deck.cfg first. */
+static inline int tu_deck_load_text(const char *dir, const char *text, deck *d, char *err,
+                                    size_t n)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/deck.cfg", dir);
+    FILE *f = fopen(path, "w");
+    CU_ASSERT_FATAL(f != NULL);
+    fputs(text, f);
+    fclose(f);
+    return tu_deck_load_path(dir, path, d, err, n);
+}
+
+/* A deck that must be refused with messages holding want1 (and want2 when given); what was
+ * printed is shown when not. */
+static inline void tu_deck_refused(const char *dir, const char *text, const char *want1,
+                                   const char *want2, char *err, size_t n)
+{
+    deck d;
+    int rc = tu_deck_load_text(dir, text, &d, err, n);
+    CU_ASSERT_EQUAL(rc, -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, want1));
+    if (want2)
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, want2));
+    if (rc != -1 || !strstr(err, want1) || (want2 && !strstr(err, want2)))
+        fprintf(stdout, "\n  expected '%s'%s%s in:\n%s", want1, want2 ? " and " : "",
+                want2 ? want2 : "", err);
+    if (rc == 0)
+        deck_free(&d);
+}
+
 /* Run the registered suites verbosely and free the registry; returns the failures. */
 static inline unsigned tu_run_tests(void)
 {
