@@ -83,6 +83,18 @@ static void expect_fail(const char *text, const char *want1, const char *want2)
     tu_deck_refused(tmpdir, text, want1, want2, errbuf, sizeof errbuf);
 }
 
+/* d written by deck_write and read back into r (the resolved deck a restart reads). */
+static int reload(const deck *d, deck *r)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/resolved.cfg", tmpdir);
+    FILE *f = fopen(path, "w");
+    CU_ASSERT_FATAL(f != NULL);
+    deck_write(d, f);
+    fclose(f);
+    return load_path(path, r);
+}
+
 static int pwl_equal(const deck_pwl *a, const deck_pwl *b)
 {
     if (a->n != b->n)
@@ -149,7 +161,6 @@ static void assert_same(deck *a, deck *b)
 static void test_ionization_roundtrip(void)
 {
     deck a, b;
-    char path[512];
     CU_ASSERT_EQUAL_FATAL(
         load_text("grid = { cells = [64, 32]; dx = [0.1, 0.1]; };\n" TIME
                   "species = ( { name = \"e_N\"; charge = -1.0; ppc = [0, 0]; },\n"
@@ -163,12 +174,7 @@ static void test_ionization_roundtrip(void)
     CU_ASSERT(a.species[1].element == 7 && a.species[1].ionize && a.species[1].max_charge == 7);
     CU_ASSERT(a.species[1].ion_electrons == 0 && a.species[1].charge == 2.0);
     CU_ASSERT(a.species[2].element == 18 && a.species[2].max_charge == 8);
-    snprintf(path, sizeof path, "%s/resolved.cfg", tmpdir);
-    FILE *f = fopen(path, "w");
-    CU_ASSERT_FATAL(f != NULL);
-    deck_write(&a, f);
-    fclose(f);
-    CU_ASSERT_EQUAL_FATAL(load_path(path, &b), 0);
+    CU_ASSERT_EQUAL_FATAL(reload(&a, &b), 0);
     assert_same(&a, &b);
     deck_free(&a);
     deck_free(&b);
@@ -177,7 +183,6 @@ static void test_ionization_roundtrip(void)
 static void test_roundtrip(void)
 {
     deck a, b, c;
-    char path[512];
     CU_ASSERT_EQUAL_FATAL(load_text(GOOD, &a), 0);
     /* spot checks of what was read */
     CU_ASSERT(a.nx == 128 && a.ny == 64 && a.dy == 0.2 && a.cluster[0] == 8);
@@ -199,19 +204,10 @@ static void test_roundtrip(void)
     CU_ASSERT(a.species[1].pwl_x.n == 3 && a.species[1].pwl_y.n == 2);
     CU_ASSERT(a.fields_quantities == (FQ_E | FQ_RHO) && a.particles_species_mask == 2);
 
-    snprintf(path, sizeof path, "%s/resolved.cfg", tmpdir);
-    FILE *f = fopen(path, "w");
-    CU_ASSERT_FATAL(f != NULL);
-    deck_write(&a, f);
-    fclose(f);
-    CU_ASSERT_EQUAL_FATAL(load_path(path, &b), 0);
+    CU_ASSERT_EQUAL_FATAL(reload(&a, &b), 0);
     assert_same(&a, &b);
     /* and once more: writing the reloaded deck gives the same deck again */
-    f = fopen(path, "w");
-    CU_ASSERT_FATAL(f != NULL);
-    deck_write(&b, f);
-    fclose(f);
-    CU_ASSERT_EQUAL_FATAL(load_path(path, &c), 0);
+    CU_ASSERT_EQUAL_FATAL(reload(&b, &c), 0);
     assert_same(&b, &c);
     deck_free(&a);
     deck_free(&b);
@@ -226,7 +222,6 @@ static void test_roundtrip(void)
 static void test_collisions(void)
 {
     deck a, b;
-    char path[512];
     CU_ASSERT_EQUAL_FATAL(load_text(N0 GRID TIME TWO "collisions = ( { species = [\"electrons\", "
                                     "\"ions\"]; coulomb_log = 7.5; every = 3; },\n"
                                     "  { species = [\"electrons\", \"electrons\"]; } );\n", &a), 0);
@@ -234,12 +229,7 @@ static void test_collisions(void)
     CU_ASSERT(a.collisions[0].species[1] == 1 && a.collisions[0].coulomb_log == 7.5);
     CU_ASSERT(a.collisions[0].every == 3 && a.collisions[1].species[1] == 0);
     CU_ASSERT(a.collisions[1].coulomb_log == 0.0 && a.collisions[1].every == 1);
-    snprintf(path, sizeof path, "%s/resolved.cfg", tmpdir);
-    FILE *f = fopen(path, "w");
-    CU_ASSERT_FATAL(f != NULL);
-    deck_write(&a, f);
-    fclose(f);
-    CU_ASSERT_EQUAL_FATAL(load_path(path, &b), 0);
+    CU_ASSERT_EQUAL_FATAL(reload(&a, &b), 0);
     CU_ASSERT(b.ncollisions == 2 && b.n0 == 1e21);
     CU_ASSERT(!memcmp(a.collisions, b.collisions, sizeof a.collisions));
     deck_free(&a);
@@ -478,13 +468,8 @@ static void test_constants(void)
     formula_free(f);
     CU_ASSERT_DOUBLE_EQUAL(strtod(d.species[0].drift[2] + 1, NULL), 4 * M_PI, 1e-14);
     /* the resolved deck keeps the values */
-    char path[512];
-    snprintf(path, sizeof path, "%s/resolved.cfg", tmpdir);
-    FILE *o = fopen(path, "w");
-    deck_write(&d, o);
-    fclose(o);
     deck r;
-    CU_ASSERT_EQUAL_FATAL(load_path(path, &r), 0);
+    CU_ASSERT_EQUAL_FATAL(reload(&d, &r), 0);
     assert_same(&d, &r);
     CU_ASSERT_EQUAL(r.nconstants, 4);
     deck_free(&r);
