@@ -5,6 +5,7 @@
 #include "fileio.h"
 #include "units.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -353,4 +354,27 @@ hid_t h5out_iteration(h5w *w, hid_t *data, long step, double t, double dt, doubl
     h5out_attr_f64(w, it, "dt", dt);
     h5out_attr_f64(w, it, "timeUnitSI", time_si);
     return it;
+}
+
+int h5out_continue(const char *path, const char *what, long first, int restart,
+                   int (*trim)(hid_t file, long first))
+{
+    if (access(path, F_OK) != 0)
+        return 0;
+    if (!restart) {
+        if (unlink(path) == 0)
+            return 0;
+        empic_report(path, 0, "cannot remove the %s file of an earlier run: %s", what,
+                     strerror(errno));
+        return -1;
+    }
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+    int rc = f < 0 || trim(f, first);
+    if (f >= 0 && H5Fclose(f) < 0)
+        rc = 1;
+    if (rc)
+        empic_report(path, 0, "cannot open the %s file to continue it from step %ld "
+                     "(damaged? move it away to start a new one)", what, first);
+    return rc ? -1 : 0;
 }

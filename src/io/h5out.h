@@ -100,5 +100,10 @@ hid_t h5out_iteration(h5w *w, hid_t *data, long step, double t, double dt, doubl
 int h5out_commit(h5w *w, const char *path, const char *what);
 /* Names in the file must be [A-Za-z0-9_] (openPMD record naming). */
 void h5out_safe_name(char *dst, size_t len, const char *src);
+/* A file a run appends to (what: "tracks", "probes") at its start: a fresh run removes one
+ * an earlier run left; a restart opens it and trim(file, first) drops what it holds from
+ * step first on. 0, or -1 after reporting. */
+int h5out_continue(const char *path, const char *what, long first, int restart,
+                   int (*trim)(hid_t file, long first));
 
 #endif

@@ -26,7 +26,6 @@
 #include "phasespace.h"
 #include "xdmf.h"
 
-#include <errno.h>
 #include <hdf5.h>
 #include <math.h>
 #include <stdint.h>
@@ -544,30 +543,18 @@ int output_drop_steps(hid_t file, const char *group, long first)
     return rc ? -1 : 0;
 }
 
+/* The tracks file's steps from first on: their data, XDMF shapes and XDMF texts. */
+static int tracks_trim(hid_t file, long first)
+{
+    return output_drop_steps(file, "data", first) || output_drop_steps(file, "xdmf", first) ||
+           output_drop_steps(file, "xdmf_text", first);
+}
+
 int output_tracks_begin(const char *outdir, long first, int restart)
 {
-    char dir[OUT_PATH], path[OUT_PATH + 64];
-    snprintf(dir, sizeof dir, "%s/tracks", outdir);
-    snprintf(path, sizeof path, "%s/tracks.h5", dir);
-    if (access(path, F_OK) != 0)
-        return 0;
-    if (!restart) {
-        if (unlink(path) == 0)
-            return 0;
-        empic_report(path, 0, "cannot remove the tracks file of an earlier run: %s",
-                     strerror(errno));
-        return -1;
-    }
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
-    int rc = f < 0 || output_drop_steps(f, "data", first) || output_drop_steps(f, "xdmf", first) ||
-             output_drop_steps(f, "xdmf_text", first);
-    if (f >= 0 && H5Fclose(f) < 0)
-        rc = 1;
-    if (rc)
-        empic_report(path, 0, "cannot open the tracks file to continue it from step %ld "
-                     "(damaged? move it away to start a new one)", first);
-    return rc ? -1 : 0;
+    char path[OUT_PATH + 64];
+    snprintf(path, sizeof path, "%s/tracks/tracks.h5", outdir);
+    return h5out_continue(path, "tracks", first, restart, tracks_trim);
 }
 
 /* ---- the file ---- */

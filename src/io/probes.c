@@ -21,7 +21,6 @@
 #include "h5out.h"
 #include "version.h"
 
-#include <errno.h>
 #include <hdf5.h>
 #include <math.h>
 #include <omp.h>
@@ -317,26 +316,10 @@ static herr_t trim_probe(hid_t file, const char *name, const H5L_info_t *info, v
     return rc ? -1 : 0;
 }
 
-static int prepare_file(const char *path, long first, int restart)
+/* Every probe's samples from step first on. */
+static int probes_trim(hid_t file, long first)
 {
-    if (access(path, F_OK) != 0)
-        return 0;
-    if (!restart) {
-        if (unlink(path) == 0)
-            return 0;
-        empic_report(path, 0, "cannot remove the probes file of an earlier run: %s",
-                     strerror(errno));
-        return -1;
-    }
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
-    int rc = f < 0 || H5Literate(f, H5_INDEX_NAME, H5_ITER_NATIVE, NULL, trim_probe, &first) < 0;
-    if (f >= 0 && H5Fclose(f) < 0)
-        rc = 1;
-    if (rc)
-        empic_report(path, 0, "cannot open the probes file to continue it from step %ld "
-                     "(damaged? move it away to start a new one)", first);
-    return rc ? -1 : 0;
+    return H5Literate(file, H5_INDEX_NAME, H5_ITER_NATIVE, NULL, trim_probe, &first) < 0;
 }
 
 /* ---- requests and samples ---- */
@@ -385,7 +368,9 @@ int probes_open(sim *S, int restart)
             }
         }
     }
-    return comm_rank() == 0 ? prepare_file(P->path, S->step, restart) : 0;
+    if (comm_rank() != 0)
+        return 0;
+    return h5out_continue(P->path, "probes", S->step, restart, probes_trim);
 }
 
 static void hold(probes *P, int p, long step, int nv, const double *vals)
