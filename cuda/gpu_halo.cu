@@ -7,7 +7,8 @@
  * first, then y with the corners the x exchange brought, as on the CPU. */
 #include "gpu_internal.h"
 
-/* The mirror: room for three components of 8-byte entries (the current's sums). */
+/* The mirror: room for three components of 8-byte entries (the current's sums), or six of
+ * 4-byte ones (GPU_HALO_MAX fields). */
 static char *mirror(gpu_state *g)
 {
     if (!g->h_halo)
