@@ -277,8 +277,6 @@ __device__ __forceinline__ void gpu_parts_copy(const gpu_parts &a, int dst, int 
     gpu_parts_put(a, dst, gpu_parts_get(a, src));
 }
 
-/* Whether (x, y) lies in box b: x in [b.x, b.y), y in [b.z, b.w) (this rank's clusters or
- * cells, as the int4 boxes of gpu_state). */
 /* Sum of v over the block, in a fixed order (warp shuffles, then the warps' sums in order):
  * the same double for the same values whatever the scheduling; the sum in thread 0. Every
  * thread of the block calls it; blockDim a multiple of 32, at most 1024; sh: 32 doubles of
@@ -298,6 +296,34 @@ __device__ __forceinline__ double gpu_block_sum(double v, double *sh)
     return s;
 }
 
+/* Block-wide exclusive prefix sum of v and the block's total (an int, or four 16-bit counts
+ * packed in one 64-bit word); every thread of the block calls it; warp_tot: one T per warp
+ * of shared memory. */
+template <typename T>
+__device__ __forceinline__ T gpu_block_scan(T v, T *warp_tot, T *total)
+{
+    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    T inc = v;
+    for (int o = 1; o < 32; o <<= 1) {
+        const T t = __shfl_up_sync(0xffffffffu, inc, o);
+        if (lane >= o)
+            inc += t;
+    }
+    if (lane == 31)
+        warp_tot[wid] = inc;
+    __syncthreads();
+    T before = 0, all = 0;
+    for (int w = 0; w < nw; w++) {
+        before += w < wid ? warp_tot[w] : (T)0;
+        all += warp_tot[w];
+    }
+    __syncthreads(); /* warp_tot read by all before the next scan writes it */
+    *total = all;
+    return before + inc - v;
+}
+
+/* Whether (x, y) lies in box b: x in [b.x, b.y), y in [b.z, b.w) (this rank's clusters or
+ * cells, as the int4 boxes of gpu_state). */
 __device__ __forceinline__ bool in_box(int4 b, int x, int y)
 {
     return x >= b.x && x < b.y && y >= b.z && y < b.w;

@@ -153,13 +153,17 @@ __device__ __forceinline__ void stage_fields(const kpart &a, const cluster_tile 
 }
 
 /* Push particle q of the group, of charge state zq (1 for a species without charge states):
- * u(n-1/2) -> u(n+1/2); returns w (gamma - 1) at time n when KE. */
+ * u(n-1/2) -> u(n+1/2); returns w (gamma - 1) at time n when KE. A neutral atom (zq 0) feels
+ * no field: its u is kept as it is, unpushed (a push at zero charge changes nothing but the
+ * sign of a zero component). */
 template <bool KE>
 __device__ __forceinline__ double push_one(const kpart &a, const kspecies &sp,
                                            const cluster_tile &T, const float *sf, pgroup &g,
                                            int q, float zq)
 {
     float e[3], b[3], u[3] = {g.u[0][q], g.u[1][q], g.u[2][q]};
+    if (zq == 0.0f)
+        return KE ? kinetic_share(g.w[q], u[0], u[1], u[2], u[0], u[1], u[2]) : 0.0;
     gather_tile(sf, a.tszp, cluster_tile_k(&T, g.cell[q]), T.w, g.x[q], g.y[q], e, b);
     for (int d = 0; d < 3; d++) {
         e[d] += a.ext[d];
@@ -202,9 +206,10 @@ __device__ __forceinline__ void block_sum(double v, double *red, double *out)
  * different cells met twice the bank conflicts). fixed_atomic_add_low adds the low words;
  * the same exact sum modulo 2^64. */
 
-/* Move particle q of the group, of charge state zq, and deposit its current into the split tile (the low words of
- * the three components, tszp apart, then their high words, 3 tszp further; the pieces, their
- * order and their fixed_of values are deposit_pieces_fixed's); returns its migration code.
+/* Move particle q of the group, of charge state zq, and deposit its current into the split
+ * tile (the low words of the three components, tszp apart, then their high words, 3 tszp
+ * further; the pieces, their order and their fixed_of values are deposit_pieces_fixed's);
+ * returns its migration code.
  * Only the pieces deposited are worked out (move_to's rule, piece by piece): a particle that
  * stays in its cell, most of them, needs one of the three. */
 __device__ __forceinline__ unsigned move_one(const kpart &a, const kspecies &sp,
@@ -217,9 +222,14 @@ __device__ __forceinline__ unsigned move_one(const kpart &a, const kspecies &sp,
     /* no vz, no Jz (uz = 0 in a cold plasma, or with Ez = Bx = By = 0: an in-plane
        polarised laser in 2D) */
     const bool jz = e.cz != 0.0f;
+    int dcx, dcy;
+    if (zq == 0.0f) { /* a neutral atom: it moves, it carries no current */
+        cells |= move_cell(&T, a.nx, a.ny, e.x1, e.y1, &g.cell[q], &g.x[q], &g.y[q], &dcx, &dcy,
+                           0) & 4u;
+        return mig_code(dcx, dcy);
+    }
     kong_split path;
     kong_split3(g.x[q], g.y[q], e.x1, e.y1, &path);
-    int dcx, dcy;
     const unsigned pieces = move_cell(&T, a.nx, a.ny, e.x1, e.y1, &g.cell[q], &g.x[q], &g.y[q],
                                       &dcx, &dcy, path.t[2] != path.t[1]);
     cells |= pieces & 4u; /* a new cell */

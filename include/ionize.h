@@ -28,10 +28,11 @@
 #define IONIZE_WMIN 1e-15
 
 /* The ADK levels of an ion species: W_k(E) = exp(lna[k] - p[k] ln E - b[k] / E) per step for
- * state k -> k + 1, from the initial state up to zmax. */
+ * state k -> k + 1, from the initial state up to zmax; below emin[k] (where W_k still grows
+ * with E) W_k < IONIZE_WMIN, so that weak fields skip the exponential. */
 typedef struct {
     int zmax;
-    double lna[IONIZE_LEVELS], p[IONIZE_LEVELS], b[IONIZE_LEVELS];
+    double lna[IONIZE_LEVELS], p[IONIZE_LEVELS], b[IONIZE_LEVELS], emin[IONIZE_LEVELS];
 } ionize_table;
 
 /* The room to lay out for a cluster's electrons when they outgrow their segment: those
@@ -98,6 +99,8 @@ EMPIC_HD int ionize_ion(const ionize_table *t, int z, double e, ionize_stream *r
     double left = 1.0, u[2] = {0.0, 0.0}; /* the fraction of the step left */
     int used = 2;
     for (; z < t->zmax && e > 0.0; z++) {
+        if (e < t->emin[z])
+            break; /* the rate would be below IONIZE_WMIN */
         const double w = ionize_rate(t, z, e);
         if (!(w * left > IONIZE_WMIN))
             break;

@@ -21,12 +21,15 @@ static int charge_cluster(species *s, const emf *f, int c,
     double a = 0.0, b = 0.0;
     for (int p = s->start[c]; p < s->start[c] + s->count[c]; p++) {
         const int i = cell_i(s->cell[p]), j = cell_j(s->cell[p]);
-        const double e = ionize_field(f->e[0], f->e[1], f->e[2], emf_idx(f, i, j), f->stride,
-                                      s->x[p], s->y[p], ext_e);
-        ionize_stream r = ionize_stream_of(s->seed, (unsigned)s->index,
-                                           (uint32_t)(i + window_cells),
-                                           (uint32_t)j, (uint32_t)(p - s->start[c]), step);
-        const int z = ionize_ion(s->ion, s->z[p], e, &r);
+        int z = s->z[p];
+        if (z < s->ion->zmax) { /* an ion stripped to zmax needs no field */
+            const double e = ionize_field(f->e[0], f->e[1], f->e[2], emf_idx(f, i, j),
+                                          f->stride, s->x[p], s->y[p], ext_e);
+            ionize_stream r = ionize_stream_of(s->seed, (unsigned)s->index,
+                                               (uint32_t)(i + window_cells), (uint32_t)j,
+                                               (uint32_t)(p - s->start[c]), step);
+            z = ionize_ion(s->ion, z, e, &r);
+        }
         dz[p] = (uint8_t)(z - s->z[p]);
         n += dz[p];
         s->z[p] = (uint8_t)z;
