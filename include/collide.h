@@ -287,8 +287,11 @@ EMPIC_HD void collide_pair(double u1[3], double u2[3], double m1, double m2, dou
     const float r1 = rng_uniform(r), r2 = rng_uniform(r), r3 = rng_uniform(r);
     collide_turn(ps, psm, collide_omc(s, r1, r2), r3);
     const double vp = vc[0] * ps[0] + vc[1] * ps[1] + vc[2] * ps[2];
-    const double k1 = f * vp + m1 * g1s * gc, wmax = w1 > w2 ? w1 : w2;
-    const int move1 = w2 >= rng_uniform(r) * wmax, move2 = w1 >= rng_uniform(r) * wmax;
+    const double k1 = f * vp + m1 * g1s * gc;
+    /* the lighter (or either of equal weights) always moves; the heavier with probability
+     * w_light / w_heavy: one draw at most */
+    const int move1 = w2 >= w1 || w2 >= rng_uniform(r) * w1;
+    const int move2 = w1 >= w2 || w1 >= rng_uniform(r) * w2;
     const double i1 = 1.0 / m1, i2 = 1.0 / m2;
     for (int a = 0; a < 3; a++) {
         const double p1f = ps[a] + vc[a] * k1; /* 2 takes the rest: the sum is kept exactly */
