@@ -47,7 +47,7 @@ static int share(sim *S, int restarting)
                    "%d ranks split for the grid\n", d->ranks[0], d->ranks[1], comm_size());
         d->ranks[0] = d->ranks[1] = 0;
     }
-    if (clusters_decompose(&S->cl, d, comm_size(), comm_rank()))
+    if (clusters_decompose(&S->cl, d, comm_size(), comm_rank(), S->backend == BACKEND_CUDA))
         return -1;
     const clusters *cl = &S->cl;
     const int lo[2] = {cl->x0[cl->cx0], cl->y0[cl->cy0]};
