@@ -423,6 +423,8 @@ static void open_tables(gpu_state *g, const pic_state *st)
     g->tiles = (long long *)gpu_malloc(g, g->ntiles * g->tile_set * sizeof(long long),
                                        "current tiles");
     GPU_CK(cudaMemset(g->tiles, 0, g->ntiles * g->tile_set * sizeof(long long)));
+    g->tile_live = (int *)gpu_malloc(g, (size_t)g->ntiles * g->ncl * sizeof(int), "tile flags");
+    GPU_CK(cudaMemset(g->tile_live, 0, (size_t)g->ntiles * g->ncl * sizeof(int)));
     g->acc = (long long *)gpu_malloc(g, 3 * g->size * sizeof(long long), "current sums");
     /* per cluster: 5 field sums, or the kinetic energy of each species */
     const size_t np = (size_t)g->ncl * (g->nsp > 5 ? g->nsp : 5);
@@ -455,9 +457,9 @@ void gpu_memory_close(gpu_state *g, pic_state *st)
         cudaHostUnregister(st->f->store);
     for (int s = 0; s < g->nsp; s++)
         free_species(&g->sp[s]);
-    void *p[] = {g->store, g->x0,    g->y0,          g->cx_of, g->cy_of, g->tiles, g->acc,
-                 g->partial, g->flags, g->lists, g->spare_start, g->room, g->order,
-                 g->ion_tab, g->ion_dz};
+    void *p[] = {g->store,   g->x0,    g->y0,          g->cx_of, g->cy_of, g->tiles,
+                 g->tile_live, g->acc, g->partial, g->flags, g->lists, g->spare_start,
+                 g->room,    g->order, g->ion_tab, g->ion_dz};
     for (size_t k = 0; k < sizeof p / sizeof p[0]; k++)
         if (p[k])
             cudaFree(p[k]);

@@ -115,6 +115,9 @@ struct gpu_state {
                                      charge deposit uses the first) */
     int ntiles;
     size_t tile_set;
+    int *tile_live;               /* per tile set and cluster: whether the particle kernel
+                                     stored the tile (it deposited something; else it is zero
+                                     and the sums skip it) */
     /* current and charge tiles in shared memory */
     int tszp;                     /* padded component stride in shared memory */
     size_t smem_move, smem_rho;   /* dynamic shared memory of k_push_move and k_rho */

@@ -42,6 +42,7 @@ typedef struct {
     const int *start, *count;
     int *hist;
     long long *tiles;
+    int *live;                  /* per cluster: whether its tile was stored (gpu_state) */
     double *partial;
     float qdt2m;
     move_step mv;
@@ -349,6 +350,7 @@ __global__ void __launch_bounds__(GPU_MOVE_THREADS, 2) k_push_move(const __grid_
     __syncthreads();
     int mv[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     double ke = 0.0;
+    bool charged = false; /* a particle of this thread deposited */
     for (int t = 0; t < group_trips(n, GPU_MOVE_THREADS); t++) {
         /* the warp's 32 GPU_VEC slots from base */
         const int base = GPU_VEC * (t * GPU_MOVE_THREADS + 32 * (tid >> 5));
@@ -361,6 +363,7 @@ __global__ void __launch_bounds__(GPU_MOVE_THREADS, 2) k_push_move(const __grid_
             if (group_off(lane, q) < left) {
                 /* read here, not in the group: one register, and only ions read it */
                 const float zq = sp.z ? (float)sp.z[p + group_off(lane, q)] : 1.0f;
+                charged |= zq != 0.0f;
                 ke += push_one<KE>(a, sp, T, sf, g, q, zq);
                 codes |= move_one(a, sp, T, sw, g, q, zq, cells) << (8 * q);
             }
@@ -383,7 +386,13 @@ __global__ void __launch_bounds__(GPU_MOVE_THREADS, 2) k_push_move(const __grid_
             moved += b == 4 ? 0 : shist[b];
         sp.hist[9 * c + tid] = tid == 4 ? n - moved : shist[tid];
     }
-    tile_store_split(sw, a.tszp, T.w * T.h, sp.tiles + (size_t)c * a.tile_stride);
+    /* a tile nothing was deposited into (no particle, or neutral atoms only) is not stored:
+       the sums skip it (most of them in a foil's vacuum or an unionized gas) */
+    const int live = __syncthreads_or(charged);
+    if (tid == 0)
+        sp.live[c] = live;
+    if (live)
+        tile_store_split(sw, a.tszp, T.w * T.h, sp.tiles + (size_t)c * a.tile_stride);
 }
 
 /* Charge of one species at the current positions into the tile buffer: one shared-memory
@@ -432,9 +441,11 @@ __global__ void __launch_bounds__(GPU_THREADS) k_rho(krho a)
         dst[idx] = sr[idx];
 }
 
-/* The tile sets and the cluster table the tile sums read. */
+/* The tile sets and the cluster table the tile sums read; live[m ncl + c]: whether tile c
+ * of set m holds anything (NULL: all do). */
 typedef struct {
     const long long *tiles;
+    const int *live;
     int nset, tile_stride, ncomp;
     size_t tile_set;
     const int *x0, *y0, *cx_of, *cy_of;
@@ -459,6 +470,8 @@ __device__ __forceinline__ void tiles_sum_cell(const ktiles &a, int i, int j,
         for (int p = 0; p < nxs; p++)
             for (int q = 0; q < nys; q++) {
                 const int c = cxs[p] + cys[q] * a.ncx;
+                if (a.live && !a.live[m * a.ncx * a.ncy + c])
+                    continue;
                 const cluster_tile T = cluster_tile_of(a.x0, a.y0, a.ncx, c);
                 const int tsz = T.w * T.h, idx = (i - T.i0) + (j - T.j0) * T.w;
                 const long long *t = a.tiles + m * a.tile_set + (size_t)c * a.tile_stride + idx;
@@ -551,6 +564,8 @@ __global__ void __launch_bounds__(256) k_tiles_mesh(ktiles a, int px, int py, in
                     continue;
                 const int tsz = nb_w[q] * nb_h[q];
                 for (int m = 0; m < a.nset; m++) {
+                    if (a.live && !a.live[m * ncl + n])
+                        continue;
                     const long long *t = a.tiles + m * a.tile_set + (size_t)n * a.tile_stride +
                                          li + lj * nb_w[q];
 #pragma unroll
@@ -565,17 +580,18 @@ __global__ void __launch_bounds__(256) k_tiles_mesh(ktiles a, int px, int py, in
     }
 }
 
-static ktiles ktiles_of(const gpu_state *g, int nset, int ncomp)
+static ktiles ktiles_of(const gpu_state *g, const int *live, int nset, int ncomp)
 {
-    return ktiles{g->tiles, nset, 3 * g->tsz_max, ncomp, g->tile_set, g->x0, g->y0, g->cx_of,
-                  g->cy_of, g->ncx, g->ncy, g->nx, g->ny};
+    return ktiles{g->tiles, live, nset, 3 * g->tsz_max, ncomp, g->tile_set, g->x0, g->y0,
+                  g->cx_of, g->cy_of, g->ncx, g->ncy, g->nx, g->ny};
 }
 
-/* nset tile sets of ncomp components into g->acc (added when `add`). */
-static void tiles_sum(gpu_state *g, int nset, int ncomp, int add)
+/* nset tile sets of ncomp components into g->acc (added when `add`); live: the current's
+ * flags, or NULL (the charge's tiles are all stored). */
+static void tiles_sum(gpu_state *g, const int *live, int nset, int ncomp, int add)
 {
     k_tiles_sum<<<gpu_blocks(g->size, 256), 256, 0, g->stream>>>(
-        ktiles_of(g, nset, ncomp), add, g->acc, g->size, g->stride, g->i0, g->j0);
+        ktiles_of(g, live, nset, ncomp), add, g->acc, g->size, g->stride, g->i0, g->j0);
     GPU_LAUNCHED(g, "k_tiles_sum");
 }
 
@@ -583,12 +599,13 @@ static void tiles_sum(gpu_state *g, int nset, int ncomp, int add)
 static void tiles_current(gpu_state *g, int nset)
 {
     if (g->ranks > 1) {
-        tiles_sum(g, nset, 3, 0);
+        tiles_sum(g, g->tile_live, nset, 3, 0);
         gpu_acc_finish(g, 3, g->j[0], g->j[1], g->j[2]);
         return;
     }
     k_tiles_mesh<<<(unsigned)g->ncl + 32, 256, 0, g->stream>>>(
-        ktiles_of(g, nset, 3), g->px, g->py, g->rows, g->stride, 1.0 / (double)g->scale,
+        ktiles_of(g, g->tile_live, nset, 3), g->px, g->py, g->rows, g->stride,
+        1.0 / (double)g->scale,
         g->j[0], g->j[1], g->j[2]);
     GPU_LAUNCHED(g, "k_tiles_mesh");
 }
@@ -686,6 +703,7 @@ void gpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic)
             continue;
         a.sp[m] = kspecies{d->xy,    d->uxy,   d->uzw,  d->cell,
                            d->code,  d->start, d->count, d->hist, g->tiles + m * g->tile_set,
+                           g->tile_live + (size_t)m * g->ncl,
                            g->partial + (size_t)m * g->ncl, boris_qdt2m(f->dt, d->qm),
                            move_step_of(f->dt, f->dx, f->dy, d->q), d->z};
         mob[m++] = s;
@@ -758,7 +776,7 @@ void gpu_particles_rho(gpu_state *g, int s, float *dst)
                   g->ncx, g->tszp, 3 * g->tsz_max, d->q, g->scale, d->z};
         k_rho<<<g->ncl, GPU_THREADS, g->smem_rho, g->stream>>>(a);
         GPU_LAUNCHED(g, "k_rho");
-        tiles_sum(g, 1, 1, !first);
+        tiles_sum(g, NULL, 1, 1, !first);
         first = 0;
     }
     gpu_acc_finish(g, 1, dst, NULL, NULL);
