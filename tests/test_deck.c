@@ -116,8 +116,8 @@ static void assert_same(deck *a, deck *b)
     CU_ASSERT(memcmp(a->fbnd, b->fbnd, sizeof a->fbnd) == 0);
     CU_ASSERT(a->pml_cells == b->pml_cells && a->filter_passes == b->filter_passes);
     CU_ASSERT(a->filter_compensate == b->filter_compensate);
-    CU_ASSERT(memcmp(a->ext_E, b->ext_E, sizeof a->ext_E) == 0);
-    CU_ASSERT(memcmp(a->ext_B, b->ext_B, sizeof a->ext_B) == 0);
+    for (int m = 0; m < 6; m++)
+        CU_ASSERT_STRING_EQUAL(a->ext[m], b->ext[m]);
     CU_ASSERT(a->window_enabled == b->window_enabled);
     CU_ASSERT(a->window_t_start == b->window_t_start);
     CU_ASSERT_EQUAL_FATAL(a->nlasers, b->nlasers);
@@ -420,25 +420,36 @@ static void test_broken(void)
 static void test_formula(void)
 {
     char err[256] = "";
-    formula *f = formula_new("1+0.5*sin(2*pi*x/10)", err, sizeof err);
+    formula *f = formula_new("1+0.5*sin(2*pi*x/10)", 0, err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
     CU_ASSERT_DOUBLE_EQUAL(formula_eval(f, 0.0, 3.0), 1.0, 1e-15);
     CU_ASSERT_DOUBLE_EQUAL(formula_eval(f, 2.5, 0.0), 1.5, 1e-15);
     CU_ASSERT_DOUBLE_EQUAL(formula_eval(f, 7.5, 1.0), 0.5, 1e-15);
     CU_ASSERT_DOUBLE_EQUAL(formula_eval(f, 1.0, 0.0), 1 + 0.5 * sin(2 * M_PI / 10), 1e-15);
     formula_free(f);
-    f = formula_new("x*y + e^0 - max(0, y - 10)", err, sizeof err);
+    f = formula_new("x*y + e^0 - max(0, y - 10)", 0, err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
     CU_ASSERT_DOUBLE_EQUAL(formula_eval(f, 2.0, 3.0), 7.0, 1e-15);
     CU_ASSERT_DOUBLE_EQUAL(formula_eval(f, 1.0, 12.0), 11.0, 1e-15);
     formula_free(f);
-    CU_ASSERT_PTR_NULL(formula_new("1+", err, sizeof err));
+    CU_ASSERT_PTR_NULL(formula_new("1+", 0, err, sizeof err));
     CU_ASSERT(strlen(err) > 0);
-    CU_ASSERT_PTR_NULL(formula_new("z", err, sizeof err));
-    CU_ASSERT_PTR_NULL(formula_new("", err, sizeof err));
-    CU_ASSERT_PTR_NULL(formula_new("1, 2", err, sizeof err));
-    CU_ASSERT_PTR_NULL(formula_new(NULL, NULL, 0));
+    CU_ASSERT_PTR_NULL(formula_new("z", 0, err, sizeof err));
+    CU_ASSERT_PTR_NULL(formula_new("", 0, err, sizeof err));
+    CU_ASSERT_PTR_NULL(formula_new("1, 2", 0, err, sizeof err));
+    CU_ASSERT_PTR_NULL(formula_new(NULL, 0, NULL, 0));
     formula_free(NULL);
+    /* t only where asked; the variables an expression reads */
+    CU_ASSERT_PTR_NULL(formula_new("cos(t)", 0, err, sizeof err));
+    f = formula_new("2*cos(t) + y", 1, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT_EQUAL(formula_vars(f), FORMULA_Y | FORMULA_T);
+    CU_ASSERT_DOUBLE_EQUAL(formula_eval_t(f, 5.0, 1.0, M_PI), -1.0, 1e-15);
+    formula_free(f);
+    f = formula_new("0.5*pi", 1, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT_EQUAL(formula_vars(f), 0);
+    formula_free(f);
 }
 
 /* User constants: numbers and formulas of earlier constants, usable in density and drift
@@ -462,7 +473,7 @@ static void test_constants(void)
     CU_ASSERT_EQUAL(d.nconstants, 4);
     CU_ASSERT_DOUBLE_EQUAL(d.constants[2].value, 4 * M_PI, 1e-14);
     char err[256];
-    formula *f = formula_new(d.species[0].density_expr, err, sizeof err);
+    formula *f = formula_new(d.species[0].density_expr, 0, err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
     CU_ASSERT_DOUBLE_EQUAL(formula_eval(f, M_PI, 0.0), 1 + 0.1 * sin(0.5 * M_PI), 1e-15);
     formula_free(f);

@@ -74,7 +74,7 @@ static void cpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic
     memset(acc_of(f), 0, 3 * f->size * sizeof(long long));
     for (int s = 0; s < st->nsp; s++) {
         particles_stats ps = {0};
-        particles_advance(&st->sp[s], f, st->cl, st->ext_e, st->ext_b, want_ke,
+        particles_advance(&st->sp[s], f, st->cl, &st->ext, want_ke,
                           st->lost + (size_t)s * st->cl->n, &ps);
         kinetic[s] = ps.kinetic;
         st->phase_s[PH_PUSH] += ps.t_push;
@@ -89,7 +89,7 @@ static void cpu_ionize(void *ctx, pic_state *st, long long step, ionize_stats *o
     for (int s = 0; s < st->nsp; s++)
         if (st->sp[s].ion)
             out[s] = ionize_species(&st->sp[s], &st->sp[st->sp[s].ion_to], st->f, st->cl,
-                                    st->ext_e, step, st->window_cells);
+                                    &st->ext, step, st->window_cells);
     timed(st, PH_SORT, t0, c0);
 }
 
@@ -239,6 +239,9 @@ static void cpu_fetch_fields(void *ctx, pic_state *st, float *per)
 
 static void cpu_fetch_particles(void *ctx, pic_state *st) { (void)ctx, (void)st; }
 
+/* The push reads the external fields' host arrays. */
+static void cpu_ext_fields(void *ctx, pic_state *st) { (void)ctx, (void)st; }
+
 /* Field probes: read from the host arrays. */
 static void cpu_probe(void *ctx, pic_state *st, int need, int n, const probe_req *req,
                       float *out)
@@ -251,8 +254,11 @@ static void cpu_probe(void *ctx, pic_state *st, int need, int n, const probe_req
             emf_guard_fill(f, f->j[c]);
     const float *const a[PROBE_COUNT] = {f->e[0], f->e[1], f->e[2], f->b[0], f->b[1], f->b[2],
                                          f->j[0], f->j[1], f->j[2], f->rho};
-    for (int r = 0; r < n; r++)
-        out[r] = probe_gather(a[req[r].m], req[r].m, req[r].k, f->stride, req[r].x, req[r].y);
+    for (int r = 0; r < n; r++) {
+        const int m = req[r].m;
+        out[r] = probe_gather(a[m], m < PROBE_JX ? st->ext.a[m] : NULL, m, req[r].k, f->stride,
+                              req[r].x, req[r].y);
+    }
 }
 
 static species *cpu_fetch_tracked(void *ctx, pic_state *st, species *out)
@@ -379,6 +385,7 @@ const backend cpu_backend = {
     .flows = cpu_flows,
     .fetch_fields = cpu_fetch_fields,
     .fetch_particles = cpu_fetch_particles,
+    .ext_fields = cpu_ext_fields,
     .probe = cpu_probe,
     .fetch_tracked = cpu_fetch_tracked,
     .release_tracked = cpu_release_tracked,

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const RESERVED[] = {"x", "y", "pi", "e", NULL};
+static const char *const RESERVED[] = {"x", "y", "t", "pi", "e", NULL};
 
 static int valid_name(const char *s)
 {
@@ -40,7 +40,7 @@ void dk_constants(dk_ctx *c, const cs *root)
             reserved |= !strcmp(name, RESERVED[k]);
         if (!valid_name(name) || strlen(name) >= DECK_NAME_MAX || reserved) {
             dk_report(c, s, NULL, "invalid constant name '%s'; expected letters, digits and _ "
-                      "(not x, y, pi or e)", name);
+                      "(not x, y, t, pi or e)", name);
             continue;
         }
         if (d->nconstants == DECK_MAX_CONSTANTS) {

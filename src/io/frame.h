@@ -11,6 +11,8 @@ typedef struct {
     const emf *f;             /* E at t, B at t, J at t - dt/2, interior cells written */
     const float *rho;         /* total charge density (emf layout), or NULL */
     const float *const *rho_species; /* per species (emf layout), or NULL */
+    float *ext;               /* the external fields Ex, Ey, Ez, Bx, By, Bz at t (6 arrays of
+                                 the emf layout: extfield_fill), or NULL */
     const species *sp;        /* the species */
     int nspecies;
     const clusters *cl;

@@ -21,6 +21,7 @@
 #include "output.h"
 #include "deck.h"
 #include "empic.h"
+#include "extfield.h"
 #include "fileio.h"
 #include "h5out.h"
 #include "phasespace.h"
@@ -83,6 +84,14 @@ static void mesh_units(const char *name, const char **norm, const char **si)
     }
 }
 
+/* The XDMF name of component comp of record name: the component after the record's first
+ * part ("Ex", "Ex_ext"). */
+static void item_name(char *dst, size_t len, const char *name, const char *comp)
+{
+    const size_t k = strcspn(name, "_");
+    snprintf(dst, len, "%.*s%s%s", (int)k, name, comp, name + k);
+}
+
 /* Vector record NAME with components x, y, z at staggering st[c]. */
 static void mesh_vector(h5w *w, hid_t meshes, const output_frame *fr, const out_units *u,
                         const char *name, float *const a[3], const int st[3], double unit,
@@ -97,7 +106,7 @@ static void mesh_vector(h5w *w, hid_t meshes, const output_frame *fr, const out_
         h5out_attr_f64v(w, d, "position", 2, XDMF_ST_POS[st[c]]);
         char xname[96];
         const char *norm, *si;
-        snprintf(xname, sizeof xname, "%s%s", name, comp[c]);
+        item_name(xname, sizeof xname, name, comp[c]);
         mesh_units(name, &norm, &si);
         item_units(h5out_add_item(w, 0, st[c], 4, 0, xname, d), norm, unit, si);
         h5out_close(d, H5Dclose);
@@ -127,6 +136,15 @@ static void write_meshes(h5w *w, hid_t it, const output_frame *fr, const out_uni
         mesh_vector(w, meshes, fr, u, "E", f->e, st_e, u->e, H5OUT_DIM_E, 0.0, buf);
     if (q & FQ_B)
         mesh_vector(w, meshes, fr, u, "B", f->b, st_b, u->b, H5OUT_DIM_B, 0.0, buf);
+    if (fr->ext) { /* the external fields as the particles feel them at t (extfield.h) */
+        float *const xe[3] = {fr->ext, fr->ext + f->size, fr->ext + 2 * f->size};
+        float *const xb[3] = {fr->ext + 3 * f->size, fr->ext + 4 * f->size,
+                              fr->ext + 5 * f->size};
+        if ((q & FQ_E) && extfield_present(fr->d, 0))
+            mesh_vector(w, meshes, fr, u, "E_ext", xe, st_e, u->e, H5OUT_DIM_E, 0.0, buf);
+        if ((q & FQ_B) && extfield_present(fr->d, 1))
+            mesh_vector(w, meshes, fr, u, "B_ext", xb, st_b, u->b, H5OUT_DIM_B, 0.0, buf);
+    }
     if (q & FQ_J)
         mesh_vector(w, meshes, fr, u, "J", f->j, st_e, u->j, H5OUT_DIM_J, -0.5 * fr->d->dt, buf);
     if ((q & FQ_RHO) && fr->rho)

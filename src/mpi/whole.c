@@ -125,6 +125,9 @@ static void whole_empty(const sim *S, sim *W)
     *W = *S; /* the deck, counters and settings; the state below is W's own */
     W->energy = NULL;
     W->rho_sp = NULL;
+    W->ext_dump = NULL;
+    memset(&W->ext, 0, sizeof W->ext);
+    memset(&W->st.ext, 0, sizeof W->st.ext);
     memset(&W->out, 0, sizeof W->out);
     memset(&W->front, 0, sizeof W->front);
     clusters_init(&W->cl, &S->d);
@@ -212,7 +215,7 @@ static void collect_species(const sim *S, sim *W, int s)
     free(count);
 }
 
-void whole_collect(const sim *S, sim *W, int particles)
+void whole_collect(const sim *S, sim *W, int particles, int dumps)
 {
     const int root = comm_rank() == 0;
     sim whole;
@@ -233,6 +236,13 @@ void whole_collect(const sim *S, sim *W, int particles)
         for (int s = 0; s < S->nsp; s++)
             collect_array(f, S->rho_sp + (size_t)s * f->size, g,
                          root ? whole.rho_sp + (size_t)s * g->size : NULL, box);
+    }
+    if (dumps && S->ext_dump) {
+        if (root)
+            whole.ext_dump = empic_alloc(6 * g->size * sizeof(float), "external field dumps");
+        for (int m = 0; m < 6; m++)
+            collect_array(f, S->ext_dump + (size_t)m * f->size, g,
+                          root ? whole.ext_dump + (size_t)m * g->size : NULL, box);
     }
     free(box);
     if (f->fb) { /* every rank's copy made whole, then rank 0's taken */
@@ -259,4 +269,5 @@ void whole_free(sim *W)
     emf_free(&W->f);
     clusters_free(&W->cl);
     free(W->rho_sp);
+    free(W->ext_dump);
 }

@@ -8,9 +8,10 @@
 #include "sim_state.h"
 
 /* Collective. On rank 0, W becomes the whole of S: fields (with S->rho_sp when set), the
- * boundary memories and, when particles, every species in cluster order; whole_free(W)
+ * boundary memories, when particles every species in cluster order, and when dumps the
+ * arrays a field dump writes beside the fields (S->ext_dump when set); whole_free(W)
  * after. W is not touched on the other ranks. */
-void whole_collect(const sim *S, sim *W, int particles);
+void whole_collect(const sim *S, sim *W, int particles, int dumps);
 void whole_free(sim *W);
 
 #endif

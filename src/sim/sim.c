@@ -109,10 +109,7 @@ int sim_init_from(sim *S, const deck *d, int quiet, const char *checkpoint)
     st->flow = empic_calloc(S->bal_n, sizeof(double), "energy balance");
     st->lost = st->flow + (size_t)st->nterm * st->nslot;
     S->gain = st->lost + (size_t)S->nsp * S->cl.n;
-    for (int a = 0; a < 3; a++) {
-        st->ext_e[a] = (float)S->d.ext_E[a];
-        st->ext_b[a] = (float)S->d.ext_B[a];
-    }
+    extfield_init(&S->ext, &S->d, &S->f, &st->ext);
     if (checkpoint) {
         if (checkpoint_load(S, checkpoint))
             return -1;
@@ -133,9 +130,11 @@ int sim_init_from(sim *S, const deck *d, int quiet, const char *checkpoint)
             fprintf(stderr, "empic: note: the box is not periodic and the initial plasma is "
                             "not neutral (max |rho| = %.3g): E starts at 0, so Gauss's law "
                             "is off by that charge from the start (gauss_max)\n", q);
-        for (int s = 0; s < S->nsp; s++)
-            particles_half_back(&S->sp[s], &S->f, &S->cl, st->ext_e, st->ext_b);
     }
+    /* the external fields at E's time level (t = 0, or the checkpoint's) */
+    extfield_update(&S->ext, S->f.step, S->win.cells, &st->ext);
+    for (int s = 0; !checkpoint && s < S->nsp; s++)
+        particles_half_back(&S->sp[s], &S->f, &S->cl, &st->ext);
     st->window_cells = S->win.cells;
     sim_note_peak(S);
     health_energy_ref(S); /* the host state, before a device backend takes it over */
@@ -165,9 +164,11 @@ void sim_free(sim *S)
     for (int s = 0; s < S->nsp; s++)
         species_free(&S->sp[s]);
     fbnd_free(S->f.fb);
+    extfield_free(&S->ext);
     emf_free(&S->f);
     clusters_free(&S->cl);
     free(S->rho_sp);
+    free(S->ext_dump);
     free(S->st.flow);
     free(S->bal_ck);
     deck_free(&S->d);
@@ -200,6 +201,20 @@ static int failed(sim *S)
     return S->io_failed;
 }
 
+/* The external fields at the dump's time into S->ext_dump, where a field dump writes them
+ * (E_ext, B_ext: output.c); else NULL. */
+static float *ext_for_dump(sim *S, int fields)
+{
+    const deck *d = &S->d;
+    if (!fields || !((extfield_present(d, 0) && (d->fields_quantities & FQ_E)) ||
+                     (extfield_present(d, 1) && (d->fields_quantities & FQ_B))))
+        return NULL;
+    if (!S->ext_dump)
+        S->ext_dump = empic_alloc(6 * S->f.size * sizeof(float), "external field dumps");
+    extfield_fill(&S->st.ext, &S->f, S->ext_dump);
+    return S->ext_dump;
+}
+
 /* Several ranks: the run collected whole on rank 0, which writes it as one rank would. */
 static void dump_ranks(sim *S, int fields, int parts, int tracks)
 {
@@ -210,8 +225,9 @@ static void dump_ranks(sim *S, int fields, int parts, int tracks)
             S->rho_sp = empic_alloc((size_t)S->nsp * S->f.size * sizeof(float), "charge dumps");
         S->be->fetch_fields(S->be_ctx, &S->st, S->rho_sp);
     }
+    const float *ext = ext_for_dump(S, fields);
     sim W;
-    whole_collect(S, &W, parts || tracks);
+    whole_collect(S, &W, parts || tracks, fields);
     if (comm_rank() != 0)
         return;
     const float *per[DECK_MAX_SPECIES];
@@ -224,6 +240,7 @@ static void dump_ranks(sim *S, int fields, int parts, int tracks)
         S->io_failed = 1;
     fr.rho = W.f.rho;
     fr.rho_species = W.rho_sp ? per : NULL;
+    fr.ext = ext ? W.ext_dump : NULL;
     fr.fields = fields;
     fr.particles = parts;
     fr.tracks = 0;
@@ -292,6 +309,7 @@ static void dump(sim *S, int fields, int parts, int tracks, int final)
         fr[n] = at;
         fr[n].rho = S->f.rho;
         fr[n].rho_species = per;
+        fr[n].ext = ext_for_dump(S, fields);
         fr[n].fields = fields;
         fr[n].particles = parts;
         fr[n].tracks = 0;
@@ -495,6 +513,11 @@ void sim_step(sim *S)
         S->sp[s].np -= dropped[s];
     if (moved)
         inject(S);
+    /* the external fields at t = (n+1) dt: the ionization's and the next push's */
+    const double t1 = omp_get_wtime();
+    if (extfield_update(&S->ext, S->f.step, S->win.cells, &st->ext))
+        be->ext_fields(bc, st);
+    st->phase_s[PH_FIELD] += omp_get_wtime() - t1;
     /* 8. field ionization at E(n+1), x(n+1): new charge states and electrons */
     ionize(S, want_e, ist);
     /* 9. binary collisions among the particles of each cell at x(n+1), u(n+1/2) */
@@ -575,7 +598,7 @@ static int write_checkpoint(sim *S)
     sim W;
     int rc = 0;
     const double t0 = omp_get_wtime();
-    whole_collect(S, &W, 1);
+    whole_collect(S, &W, 1, 0);
     if (comm_rank() == 0) {
         W.bal_ck = S->bal_ck;
         W.bal_n = S->bal_n;
