@@ -3,6 +3,7 @@
  * charge density, the field diagnostics, the fetch of the fields and the end of a run's
  * steps. The other operations are in the files of their phase (gpu_internal.h lists them). */
 #include "gpu_internal.h"
+#include "average.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -122,6 +123,43 @@ void gpu_ext_fields(void *ctx, pic_state *st)
     GPU_CK(cudaEventRecord(g->ext_done, g->stream));
 }
 
+/* One thread per entry: average.h's sum. */
+__global__ void k_avg_add(double *__restrict__ sum, const float *__restrict__ a, int square,
+                          int first, size_t n)
+{
+    const size_t k = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    if (k < n)
+        avg_add(sum, a, square, first, k);
+}
+
+/* The averaged dumps' sums, on the device (the CPU's cpu_avg_add). */
+void gpu_avg_add(void *ctx, pic_state *st, int first)
+{
+    gpu_state *g = (gpu_state *)ctx;
+    gpu_fields_join(g);
+    if (st->avg_q & FQ_RHO)
+        rho_all(g, st);
+    const float *const src[EMF_STATE] = {g->e[0], g->e[1], g->e[2], g->b[0], g->b[1],
+                                         g->b[2], g->j[0], g->j[1], g->j[2], g->rho};
+    for (int c = 0, n = 0; c < AVG_COUNT; c++)
+        if (avg_on(st->avg_q, c)) {
+            k_avg_add<<<gpu_blocks(g->size, 256), 256, 0, g->stream>>>(
+                g->avg + (size_t)n++ * g->size, src[avg_source(c)], avg_square(c), first,
+                g->size);
+            GPU_LAUNCHED(g, "k_avg_add");
+        }
+}
+
+void gpu_avg_fetch(void *ctx, pic_state *st)
+{
+    gpu_state *g = (gpu_state *)ctx;
+    gpu_fields_join(g);
+    GPU_CK(cudaStreamSynchronize(g->stream));
+    GPU_CK(cudaMemcpy(st->avg, g->avg,
+                      (size_t)avg_arrays(st->avg_q) * g->size * sizeof(double),
+                      cudaMemcpyDeviceToHost));
+}
+
 /* The arrays a probe reads, by quantity (PROBE_*), and the external fields' (E and B). */
 struct probe_arrays {
     const float *a[PROBE_COUNT];
@@ -226,6 +264,8 @@ const backend *cuda_backend(char *name, size_t len)
     b.flows = gpu_flows;
     b.fetch_fields = gpu_fetch_fields;
     b.fetch_particles = gpu_fetch_particles;
+    b.avg_add = gpu_avg_add;
+    b.avg_fetch = gpu_avg_fetch;
     b.ext_fields = gpu_ext_fields;
     b.probe = gpu_probe;
     b.fetch_tracked = gpu_fetch_tracked;

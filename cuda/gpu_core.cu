@@ -2,6 +2,7 @@
  * phase timers and the bandwidth measurement: what every phase file uses (the table and the
  * operations that call several phases are in gpu_backend.cu). */
 #include "gpu_internal.h"
+#include "average.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -233,6 +234,7 @@ static size_t deck_bytes(const pic_state *st, size_t tile_entries)
 {
     size_t b = 12 * st->f->size * sizeof(float) + 3 * st->f->size * sizeof(long long) +
                gpu_ext_arrays(st) * st->f->size * sizeof(float) +
+               (size_t)avg_arrays(st->avg_q) * st->f->size * sizeof(double) +
                tile_entries * sizeof(long long) +
                (size_t)st->cl->n * 3 * sizeof(double);
     for (int s = 0; s < st->nsp; s++) {
@@ -430,6 +432,16 @@ static void open_ext(gpu_state *g, pic_state *st)
     gpu_ext_fields(g, st);
 }
 
+/* The averaged dumps' sums, uploaded (zeros, or a restart's). */
+static void open_avg(gpu_state *g, const pic_state *st)
+{
+    const size_t bytes = (size_t)avg_arrays(st->avg_q) * g->size * sizeof(double);
+    if (!bytes)
+        return;
+    g->avg = (double *)gpu_malloc(g, bytes, "averaged field sums");
+    GPU_CK(cudaMemcpy(g->avg, st->avg, bytes, cudaMemcpyHostToDevice));
+}
+
 /* The cluster tables, the tile sets, the fixed-point sums, the reductions and the flags. */
 static void open_tables(gpu_state *g, const pic_state *st)
 {
@@ -469,6 +481,7 @@ void gpu_memory_open(gpu_state *g, pic_state *st)
 {
     open_fields(g, st->f);
     open_ext(g, st);
+    open_avg(g, st);
     open_tables(g, st);
     for (int s = 0; s < st->nsp; s++)
         upload_species(g, st, s);
@@ -484,7 +497,7 @@ void gpu_memory_close(gpu_state *g, pic_state *st)
         free_species(&g->sp[s]);
     void *p[] = {g->store, g->x0,    g->y0,          g->cx_of, g->cy_of, g->tiles, g->acc,
                  g->partial, g->flags, g->lists, g->spare_start, g->room, g->order,
-                 g->ion_tab, g->ion_dz};
+                 g->ion_tab, g->ion_dz, g->avg};
     for (size_t k = 0; k < sizeof p / sizeof p[0]; k++)
         if (p[k])
             cudaFree(p[k]);

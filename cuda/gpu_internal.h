@@ -110,6 +110,8 @@ struct gpu_state {
                                      that vary in space, else NULL: copies of st->ext.a */
     float *h_ext;                 /* their pinned staging (gpu_ext_fields), and the event of */
     cudaEvent_t ext_done;         /* its last copy */
+    double *avg;                  /* the averaged field dumps' sums (average.h: the arrays of
+                                     st->avg_q, size entries each), or NULL */
     /* clusters */
     int ncx, ncy, ncl, wmax, hmax;
     int *x0, *y0;                 /* device copies of clusters.x0 / y0 */
@@ -365,6 +367,8 @@ void gpu_field_diag(void *ctx, pic_state *st, double *energy_e, double *energy_b
 void gpu_flows(void *ctx, pic_state *st);
 void gpu_fetch_fields(void *ctx, pic_state *st, float *per);
 void gpu_ext_fields(void *ctx, pic_state *st);
+void gpu_avg_add(void *ctx, pic_state *st, int first);
+void gpu_avg_fetch(void *ctx, pic_state *st);
 void gpu_finish(void *ctx, pic_state *st);
 void gpu_fetch_particles(void *ctx, pic_state *st);                       /* gpu_core.cu */
 double gpu_bandwidth(void *ctx);

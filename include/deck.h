@@ -141,6 +141,11 @@ typedef struct deck {
                                           (0 = off; default 10) */
     long fields_every;                 /* 0 = off; default 0 */
     int fields_quantities;             /* mask of enum deck_fieldq; default all */
+    long avg_every;                    /* diagnostics.fields_avg: steps between averaged field
+                                          dumps (0 = off; fieldavg.h) */
+    long avg_steps;                    /* steps averaged before each, 1..avg_every (default
+                                          avg_every) */
+    int avg_quantities;                /* mask of enum deck_fieldq; default E, B, E2, B2 */
     long particles_every;              /* 0 = off */
     double particles_fraction;         /* default 0.01 */
     int particles_species_mask;        /* bit s = species s dumped; default all */

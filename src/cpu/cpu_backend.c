@@ -3,6 +3,7 @@
  * cpu_window.c) or over the mesh (cpu_fields.c, cpu_fbnd.c), timed here with the wall clock. */
 #include "backend.h"
 #include "cpu_walls.h"
+#include "average.h"
 #include "comm.h"
 #include "empic.h"
 #include "fbnd.h"
@@ -239,6 +240,27 @@ static void cpu_fetch_fields(void *ctx, pic_state *st, float *per)
 
 static void cpu_fetch_particles(void *ctx, pic_state *st) { (void)ctx, (void)st; }
 
+static void cpu_avg_add(void *ctx, pic_state *st, int first)
+{
+    emf *f = st->f;
+    if (st->avg_q & FQ_RHO)
+        cpu_rho(ctx, st, NULL);
+    float *a[EMF_STATE];
+    emf_state(f, a);
+    for (int c = 0, n = 0; c < AVG_COUNT; c++) {
+        if (!avg_on(st->avg_q, c))
+            continue;
+        double *sum = st->avg + (size_t)n++ * f->size;
+        const float *src = a[avg_source(c)];
+        const int sq = avg_square(c);
+#pragma omp parallel for schedule(static)
+        for (size_t k = 0; k < f->size; k++)
+            avg_add(sum, src, sq, first, k);
+    }
+}
+
+static void cpu_avg_fetch(void *ctx, pic_state *st) { (void)ctx, (void)st; }
+
 /* The push reads the external fields' host arrays. */
 static void cpu_ext_fields(void *ctx, pic_state *st) { (void)ctx, (void)st; }
 
@@ -385,6 +407,8 @@ const backend cpu_backend = {
     .flows = cpu_flows,
     .fetch_fields = cpu_fetch_fields,
     .fetch_particles = cpu_fetch_particles,
+    .avg_add = cpu_avg_add,
+    .avg_fetch = cpu_avg_fetch,
     .ext_fields = cpu_ext_fields,
     .probe = cpu_probe,
     .fetch_tracked = cpu_fetch_tracked,

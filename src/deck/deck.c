@@ -41,11 +41,12 @@ static const char *const DENS_KEYS[] = {"profile", "n", "n_cm3", "n_nc", "x", "f
                                         "x_um", "y_um", "expr", NULL};
 static const char *const MOM_KEYS[] = {"thermal", "temperature_eV", "temperature_keV", "drift",
                                        NULL};
-static const char *const DIAG_KEYS[] = {"output", "energy", "fields", "particles", "checkpoint",
-                                        "phasespace", "tracks", "probes", NULL};
+static const char *const DIAG_KEYS[] = {"output", "energy", "fields", "fields_avg", "particles",
+                                        "checkpoint", "phasespace", "tracks", "probes", NULL};
 static const char *const EVERY_KEYS[] = {"every", NULL};
 static const char *const ENERGY_KEYS[] = {"every", "growth_limit", NULL};
 static const char *const FDIAG_KEYS[] = {"every", "quantities", NULL};
+static const char *const FAVG_KEYS[] = {"every", "steps", "quantities", NULL};
 static const char *const PDIAG_KEYS[] = {"every", "fraction", "species", "region", "energy",
                                          NULL};
 
@@ -604,6 +605,7 @@ static void parse_diagnostics(dk_ctx *c, const cs *root)
     d->energy_every = 10;
     d->energy_growth_limit = 10.0;
     d->fields_quantities = FQ_E | FQ_B | FQ_J | FQ_RHO;
+    d->avg_quantities = FQ_E | FQ_B | FQ_E2 | FQ_B2;
     d->particles_fraction = 0.01;
     d->particles_species_mask = (int)((1u << d->nspecies) - 1);
     const cs *g = dk_group(c, root, "diagnostics", 0), *s;
@@ -624,6 +626,20 @@ static void parse_diagnostics(dk_ctx *c, const cs *root)
         dk_keys(c, s, FDIAG_KEYS);
         DK_INT(s, "every", d->fields_every, 0, LONG_MAX, 0);
         get_name_mask(c, s, "quantities", DK_FQ, &d->fields_quantities);
+    }
+    if ((s = dk_group(c, g, "fields_avg", 0))) { /* each dump the mean of `steps` steps */
+        dk_keys(c, s, FAVG_KEYS);
+        DK_INT(s, "every", d->avg_every, 0, LONG_MAX, 1);
+        d->avg_steps = d->avg_every;
+        DK_INT(s, "steps", d->avg_steps, 1, LONG_MAX, 0);
+        if (d->avg_every > 0 && d->avg_steps > d->avg_every)
+            dk_report(c, dk_member(s, "steps"), NULL, "%ld steps averaged before dumps %ld "
+                      "steps apart; expected at most %ld (the windows may not overlap)",
+                      d->avg_steps, d->avg_every, d->avg_every);
+        get_name_mask(c, s, "quantities", DK_AQ, &d->avg_quantities);
+        if (!d->avg_quantities)
+            dk_report(c, dk_member(s, "quantities"), NULL, "is empty; expected some of E, B, "
+                      "J, rho, E2, B2");
     }
     if ((s = dk_group(c, g, "particles", 0))) {
         dk_keys(c, s, PDIAG_KEYS);

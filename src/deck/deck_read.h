@@ -127,6 +127,8 @@ void dk_temperature(dk_ctx *c, const cs *g, deck_species *sp);
 /* The names of the deck's enumerations (kinds.h), NULL-terminated, in enum order. */
 extern const char *const DK_SIDES[], *const DK_FBND[], *const DK_PBND[], *const DK_PROFILES[],
     *const DK_BACKENDS[], *const DK_ENVELOPES[], *const DK_FQ[], *const DK_LPROFILES[];
+/* The quantities of the averaged field dumps (DK_FQ's, then E2 and B2: enum deck_fieldq). */
+extern const char *const DK_AQ[];
 /* 1 and the value in *v when s is a whole finite number (blanks after it allowed), else 0. */
 int dk_numeric_text(const char *s, double *v);
 

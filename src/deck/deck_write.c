@@ -269,6 +269,11 @@ void deck_write(const deck *d, FILE *f)
     fprintf(f, ";\n  energy = { every = %s; growth_limit = %s; };\n  fields = { every = %s; ",
             I(d->energy_every).s, N(d->energy_growth_limit).s, I(d->fields_every).s);
     wmask(f, "quantities", d->fields_quantities, DK_FQ, 4);
+    if (d->avg_every > 0) {
+        fprintf(f, " };\n  fields_avg = { every = %s; steps = %s; ", I(d->avg_every).s,
+                I(d->avg_steps).s);
+        wmask(f, "quantities", d->avg_quantities, DK_AQ, 6);
+    }
     fprintf(f, " };\n  particles = { every = %s; fraction = %s; ", I(d->particles_every).s,
             N(d->particles_fraction).s);
     const char *snames[DECK_MAX_SPECIES];
