@@ -8,8 +8,9 @@
 #include "species.h"
 
 /* Ionize the particles of s (s->ion) in the field E (with the external E of ext) at step
- * `step` (E(step) and x(step): after the sort) and append the electrons to species e in each ion's cluster, in the ions'
- * slot order; window_cells: the global column of cell column 0. */
+ * `step` (E(step) and x(step): after the sort) and append the electrons to species e in
+ * each ion's cluster, in the ions' slot order; window_cells: the global column of cell
+ * column 0. */
 ionize_stats ionize_species(species *s, species *e, const emf *f, const clusters *cl,
                             const ext_fields *ext, long long step, long window_cells);
 

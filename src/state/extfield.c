@@ -28,6 +28,17 @@ static formula *parse(const char *expr, int m)
     return f;
 }
 
+int extfield_arrays(const deck *d)
+{
+    int n = 0;
+    for (int m = 0; m < 6; m++) {
+        formula *f = formula_new(d->ext[m], 1, NULL, 0);
+        n += f && (formula_vars(f) & (FORMULA_X | FORMULA_Y));
+        formula_free(f);
+    }
+    return n;
+}
+
 void extfield_init(extfield *x, const deck *d, const emf *f, ext_fields *out)
 {
     memset(x, 0, sizeof *x);

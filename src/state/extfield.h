@@ -41,6 +41,8 @@ typedef struct {
 
 /* 1 when the deck's external E (b = 0) or B (b = 1) has a component that is not 0. */
 int extfield_present(const deck *d, int b);
+/* The components that vary in space (one array each). */
+int extfield_arrays(const deck *d);
 /* The deck's external fields on the layout of f; out has the values that never change. */
 void extfield_init(extfield *x, const deck *d, const emf *f, ext_fields *out);
 /* out at t = step dt with the box origin at cells (window cells): what changed evaluated.
