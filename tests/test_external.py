@@ -24,7 +24,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EMPIC = os.path.join(ROOT, "bin", "empic")
 BACKEND = os.environ.get("EMPIC_TEST_BACKEND", "cpu")
 EMPIC_CMD = os.environ.get("EMPIC_TEST_EMPIC", EMPIC).split()
-ENV = dict(os.environ, OMP_NUM_THREADS="2", OMPI_ALLOW_RUN_AS_ROOT="1",
+ENV = dict(os.environ, OMP_NUM_THREADS="1", OMPI_ALLOW_RUN_AS_ROOT="1",
            OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_rmaps_base_oversubscribe="1")
 
 # a cold electron beam of negligible density (its own fields ~1e-8 of the external ones)
@@ -41,6 +41,19 @@ diagnostics = {{ output = "{out}"; energy = {{ every = 20; }};
   fields = {{ every = {fevery}; }};
   particles = {{ every = {pevery}; fraction = 1.0; }}; {more} }};
 """
+
+
+def validator():
+    """The openPMD validator's command (installed by tools/install-deps; a GPU machine's
+    bundle may lack it: the check is then left out there)."""
+    exe = shutil.which("openPMD_check_h5")
+    if exe:
+        return [exe]
+    has = subprocess.run([sys.executable, "-c", "import openpmd_validator"],
+                         capture_output=True).returncode == 0
+    if not has and BACKEND == "cpu":
+        pytest.fail("the openPMD validator is missing (tools/install-deps installs it)")
+    return [sys.executable, "-m", "openpmd_validator.check_h5"] if has else None
 
 
 def need_empic():
@@ -214,10 +227,10 @@ def test_dump_records(tmp_path):
     assert 'Name="Ey_ext"' in xmf and 'Name="Bz_ext"' in xmf
     with h5py.File(out / "data" / "data00000000.h5", "r") as f:  # only where the deck has them
         assert "E_ext" in f["data/0/meshes"]
-    exe = shutil.which("openPMD_check_h5")
-    cmd = [exe] if exe else [sys.executable, "-m", "openpmd_validator.check_h5"]
-    res = subprocess.run(cmd + ["-i", str(path)], capture_output=True, text=True, timeout=120)
-    assert res.returncode == 0 and "Result: 0 Errors" in res.stdout, res.stdout + res.stderr
+    cmd = validator()
+    res = cmd and subprocess.run(cmd + ["-i", str(path)], capture_output=True, text=True,
+                                 timeout=120)
+    assert not cmd or (res.returncode == 0 and "Result: 0 Errors" in res.stdout), res
 
 
 def test_no_records_without_external(tmp_path):

@@ -22,7 +22,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EMPIC = os.path.join(ROOT, "bin", "empic")
 BACKEND = os.environ.get("EMPIC_TEST_BACKEND", "cpu")
 EMPIC_CMD = os.environ.get("EMPIC_TEST_EMPIC", EMPIC).split()
-ENV = dict(os.environ, OMP_NUM_THREADS="2", OMPI_ALLOW_RUN_AS_ROOT="1",
+ENV = dict(os.environ, OMP_NUM_THREADS="1", OMPI_ALLOW_RUN_AS_ROOT="1",
            OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_rmaps_base_oversubscribe="1")
 ALL = '["E", "B", "J", "rho", "E2", "B2"]'
 
@@ -57,6 +57,19 @@ PLASMA = """species = (
     momentum = { thermal = [0.01, 0.01, 0.01]; }; },
   { name = "i"; charge = 1.0; mass = 1836.0; ppc = [2, 2]; immobile = true;
     density = { profile = "expr"; expr = "x > 3 && x < 7 ? 0.05 : 0"; }; } );"""
+
+
+def validator():
+    """The openPMD validator's command (installed by tools/install-deps; a GPU machine's
+    bundle may lack it: the check is then left out there)."""
+    exe = shutil.which("openPMD_check_h5")
+    if exe:
+        return [exe]
+    has = subprocess.run([sys.executable, "-c", "import openpmd_validator"],
+                         capture_output=True).returncode == 0
+    if not has and BACKEND == "cpu":
+        pytest.fail("the openPMD validator is missing (tools/install-deps installs it)")
+    return [sys.executable, "-m", "openpmd_validator.check_h5"] if has else None
 
 
 def need_empic():
@@ -171,9 +184,8 @@ def test_plane_wave_means(tmp_path):
     xmf = (out / "data" / "data00000400.xmf").read_text()
     for name in ("Ey_avg", "E2y_avg", "Bz_avg", "B2z_avg"):
         assert 'Name="%s"' % name in xmf
-    exe = shutil.which("openPMD_check_h5")
-    cmd = [exe] if exe else [sys.executable, "-m", "openpmd_validator.check_h5"]
-    for s in (200, 400):
+    cmd = validator()
+    for s in (200, 400) if cmd else ():
         res = subprocess.run(cmd + ["-i", str(out / "data" / ("data%08d.h5" % s))],
                              capture_output=True, text=True, timeout=120)
         assert res.returncode == 0 and "Result: 0 Errors" in res.stdout, res.stdout
