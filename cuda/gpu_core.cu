@@ -508,13 +508,6 @@ void gpu_memory_close(gpu_state *g, pic_state *st)
         cudaFreeHost(g->h_ext);
         cudaEventDestroy(g->ext_done);
     }
-    for (int m = 0; m < 6; m++)
-        if (g->ext[m])
-            cudaFree(g->ext[m]);
-    if (g->h_ext) {
-        cudaFreeHost(g->h_ext);
-        cudaEventDestroy(g->ext_done);
-    }
     if (g->h_partial)
         cudaFreeHost(g->h_partial);
     if (g->h_flags)

@@ -12,20 +12,14 @@ EMPIC_TEST_BACKEND=cuda (and EMPIC_TEST_EMPIC, EMPIC_TEST_MPIRUN), as tests/test
 
 import math
 import os
-import shutil
 import subprocess
-import sys
 
 import h5py
 import numpy as np
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-EMPIC = os.path.join(ROOT, "bin", "empic")
-BACKEND = os.environ.get("EMPIC_TEST_BACKEND", "cpu")
-EMPIC_CMD = os.environ.get("EMPIC_TEST_EMPIC", EMPIC).split()
-ENV = dict(os.environ, OMP_NUM_THREADS="1", OMPI_ALLOW_RUN_AS_ROOT="1",
-           OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_rmaps_base_oversubscribe="1")
+from runs import (EMPIC_CMD, ENV, assert_same_dumps, empic, has_mpi, need_empic,
+                  validate)
 
 # a cold electron beam of negligible density (its own fields ~1e-8 of the external ones)
 BEAM = """
@@ -43,27 +37,8 @@ diagnostics = {{ output = "{out}"; energy = {{ every = 20; }};
 """
 
 
-def validator():
-    """The openPMD validator's command (installed by tools/install-deps; a GPU machine's
-    bundle may lack it: the check is then left out there)."""
-    exe = shutil.which("openPMD_check_h5")
-    if exe:
-        return [exe]
-    has = subprocess.run([sys.executable, "-c", "import openpmd_validator"],
-                         capture_output=True).returncode == 0
-    if not has and BACKEND == "cpu":
-        pytest.fail("the openPMD validator is missing (tools/install-deps installs it)")
-    return [sys.executable, "-m", "openpmd_validator.check_h5"] if has else None
-
-
-def need_empic():
-    if not os.path.isfile(EMPIC_CMD[0]):
-        pytest.skip("bin/empic is missing")
-
-
 def run(tmp_path, name, args=(), ranks=1, **kw):
     """bin/empic on BEAM with kw into tmp_path/name; returns the output folder."""
-    need_empic()
     p = dict(parallel="", nx=16, ny=16, dt=0.01, steps=200, ux=0.0, fevery=100, pevery=10,
              more="", external="")
     p.update(kw)
@@ -71,13 +46,7 @@ def run(tmp_path, name, args=(), ranks=1, **kw):
     p["out"] = out
     deck = tmp_path / (name + ".cfg")
     deck.write_text(BEAM.format(**p))
-    cmd = EMPIC_CMD + ["--backend", BACKEND, "--quiet", "--overwrite", *args, str(deck)]
-    if ranks > 1:
-        mpirun = os.environ.get("EMPIC_TEST_MPIRUN") or shutil.which("mpirun")
-        assert mpirun, "mpirun is missing: tools/install-deps installs OpenMPI (make does)"
-        cmd = [mpirun, "-np", str(ranks)] + cmd
-    res = subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=300)
-    assert res.returncode == 0, res.stdout + res.stderr
+    empic("--overwrite", *args, str(deck), ranks=ranks)
     return out
 
 
@@ -94,30 +63,6 @@ def particles(out, step):
         return {k: np.asarray(g[p])[order] for k, p in (
             ("x", "position/x"), ("y", "position/y"), ("ux", "momentum/x"),
             ("uy", "momentum/y"))}
-
-
-def contents(path):
-    """Every dataset and attribute of an HDF5 file as bytes, but the creation date."""
-    out = {}
-    with h5py.File(path, "r") as f:
-        def visit(name, obj):
-            for k, v in obj.attrs.items():
-                out[name + "@" + k] = np.asarray(v).tobytes()
-            if isinstance(obj, h5py.Dataset):
-                out[name] = np.asarray(obj[()]).tobytes()
-        f.visititems(visit)
-        out.update({"@" + k: np.asarray(v).tobytes() for k, v in f.attrs.items() if k != "date"})
-    return out
-
-
-def assert_same_run(a, b, steps=None):
-    """energy.csv and every data dump of a (or those at `steps`) bitwise in b."""
-    assert (a / "energy.csv").read_bytes() == (b / "energy.csv").read_bytes()
-    for s in steps or steps_of(a):
-        name = "data%08d.h5" % s
-        ca, cb = contents(a / "data" / name), contents(b / "data" / name)
-        bad = [k for k in set(ca) | set(cb) if ca.get(k) != cb.get(k)]
-        assert not bad, "%s differs in %s" % (name, sorted(bad)[:6])
 
 
 def gyration_rate(out, dt):
@@ -155,7 +100,7 @@ def test_number_and_formula_bitwise(tmp_path):
     runs = [run(tmp_path, "b%d" % k, ux=0.1, external=ext % bz)
             for k, bz in enumerate(["2.0", '"B0"', '"B0*cos(0*t)"'])]
     for other in runs[1:]:
-        assert_same_run(runs[0], other)
+        assert_same_dumps(runs[0], other, steps_of(runs[0]))
 
 
 def test_exb_drift_in_sin_ky(tmp_path):
@@ -227,10 +172,7 @@ def test_dump_records(tmp_path):
     assert 'Name="Ey_ext"' in xmf and 'Name="Bz_ext"' in xmf
     with h5py.File(out / "data" / "data00000000.h5", "r") as f:  # only where the deck has them
         assert "E_ext" in f["data/0/meshes"]
-    cmd = validator()
-    res = cmd and subprocess.run(cmd + ["-i", str(path)], capture_output=True, text=True,
-                                 timeout=120)
-    assert not cmd or (res.returncode == 0 and "Result: 0 Errors" in res.stdout), res
+    validate(path)
 
 
 def test_no_records_without_external(tmp_path):
@@ -258,14 +200,10 @@ def test_moving_window_lab_frame(tmp_path):
     """With the moving window, an x-dependent field stays at its lab position: the box's
     B_ext at every dump is the formula at x0 + (i + 1/2) dx, x0 the window's origin (the
     arrays moved a cell at each shift, the new column evaluated)."""
-    need_empic()
     out = tmp_path / "w"
     deck = tmp_path / "w.cfg"
     deck.write_text(WINDOW.format(out=out))
-    res = subprocess.run(EMPIC_CMD + ["--backend", BACKEND, "--quiet", "--overwrite",
-                                      str(deck)], capture_output=True, text=True, env=ENV,
-                         timeout=300)
-    assert res.returncode == 0, res.stderr
+    empic("--overwrite", str(deck))
     moved = 0
     for s in steps_of(out):
         with h5py.File(out / "data" / ("data%08d.h5" % s), "r") as f:
@@ -286,16 +224,12 @@ def test_ranks_and_restart_bitwise(tmp_path):
     kw = dict(nx=32, ny=16, ux=0.05, steps=200, pevery=50, fevery=50, external=ext,
               more="checkpoint = { every = 100; };")
     one = run(tmp_path, "one", **kw)
-    if "no MPI" not in subprocess.run(EMPIC_CMD + ["--version"], capture_output=True,
-                                      text=True).stdout:
+    if has_mpi():
         two = run(tmp_path, "two", ranks=2, parallel="parallel = { ranks = [2, 1]; };", **kw)
-        assert_same_run(one, two)
+        assert_same_dumps(one, two, steps_of(one))
     cut = run(tmp_path, "cut", args=("--steps", "100"), **kw)
-    res = subprocess.run(EMPIC_CMD + ["--backend", BACKEND, "--quiet", "--restart", str(cut),
-                                      "--steps", "200"], capture_output=True, text=True,
-                         env=ENV, timeout=300)
-    assert res.returncode == 0, res.stderr
-    assert_same_run(one, cut)
+    empic("--restart", str(cut), "--steps", "200")
+    assert_same_dumps(one, cut, steps_of(one))
 
 
 @pytest.mark.parametrize("external,message", [

@@ -10,20 +10,14 @@ run the CUDA backend with EMPIC_TEST_BACKEND=cuda (and EMPIC_TEST_EMPIC, EMPIC_T
 
 import math
 import os
-import shutil
 import subprocess
-import sys
 
 import h5py
 import numpy as np
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-EMPIC = os.path.join(ROOT, "bin", "empic")
-BACKEND = os.environ.get("EMPIC_TEST_BACKEND", "cpu")
-EMPIC_CMD = os.environ.get("EMPIC_TEST_EMPIC", EMPIC).split()
-ENV = dict(os.environ, OMP_NUM_THREADS="1", OMPI_ALLOW_RUN_AS_ROOT="1",
-           OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_rmaps_base_oversubscribe="1")
+from runs import EMPIC_CMD, ENV, assert_same_dumps, empic, has_mpi, need_empic, validate
+
 ALL = '["E", "B", "J", "rho", "E2", "B2"]'
 
 STATIC = """
@@ -59,36 +53,11 @@ PLASMA = """species = (
     density = { profile = "expr"; expr = "x > 3 && x < 7 ? 0.05 : 0"; }; } );"""
 
 
-def validator():
-    """The openPMD validator's command (installed by tools/install-deps; a GPU machine's
-    bundle may lack it: the check is then left out there)."""
-    exe = shutil.which("openPMD_check_h5")
-    if exe:
-        return [exe]
-    has = subprocess.run([sys.executable, "-c", "import openpmd_validator"],
-                         capture_output=True).returncode == 0
-    if not has and BACKEND == "cpu":
-        pytest.fail("the openPMD validator is missing (tools/install-deps installs it)")
-    return [sys.executable, "-m", "openpmd_validator.check_h5"] if has else None
-
-
-def need_empic():
-    if not os.path.isfile(EMPIC_CMD[0]):
-        pytest.skip("bin/empic is missing")
-
-
 def run(tmp_path, name, text, args=(), ranks=1):
-    need_empic()
     out = tmp_path / name
     deck = tmp_path / (name + ".cfg")
     deck.write_text(text.replace("{out}", str(out)))
-    cmd = EMPIC_CMD + ["--backend", BACKEND, "--quiet", "--overwrite", *args, str(deck)]
-    if ranks > 1:
-        mpirun = os.environ.get("EMPIC_TEST_MPIRUN") or shutil.which("mpirun")
-        assert mpirun, "mpirun is missing: tools/install-deps installs OpenMPI (make does)"
-        cmd = [mpirun, "-np", str(ranks)] + cmd
-    res = subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=300)
-    assert res.returncode == 0, res.stdout + res.stderr
+    empic("--overwrite", *args, str(deck), ranks=ranks)
     return out
 
 
@@ -108,29 +77,6 @@ def meshes(out, step):
             else:
                 got.update({name + "/" + c: rec[c][()] for c in rec})
         return got
-
-
-def contents(path):
-    """Every dataset and attribute of an HDF5 file as bytes, but the creation date."""
-    out = {}
-    with h5py.File(path, "r") as f:
-        def visit(name, obj):
-            for k, v in obj.attrs.items():
-                out[name + "@" + k] = np.asarray(v).tobytes()
-            if isinstance(obj, h5py.Dataset):
-                out[name] = np.asarray(obj[()]).tobytes()
-        f.visititems(visit)
-        out.update({"@" + k: np.asarray(v).tobytes() for k, v in f.attrs.items() if k != "date"})
-    return out
-
-
-def assert_same(a, b, steps):
-    assert (a / "energy.csv").read_bytes() == (b / "energy.csv").read_bytes()
-    for s in steps:
-        name = "data%08d.h5" % s
-        ca, cb = contents(a / "data" / name), contents(b / "data" / name)
-        bad = [k for k in set(ca) | set(cb) if ca.get(k) != cb.get(k)]
-        assert not bad, "%s differs in %s" % (name, sorted(bad)[:6])
 
 
 def test_static_field_means_are_the_field(tmp_path):
@@ -184,11 +130,8 @@ def test_plane_wave_means(tmp_path):
     xmf = (out / "data" / "data00000400.xmf").read_text()
     for name in ("Ey_avg", "E2y_avg", "Bz_avg", "B2z_avg"):
         assert 'Name="%s"' % name in xmf
-    cmd = validator()
-    for s in (200, 400) if cmd else ():
-        res = subprocess.run(cmd + ["-i", str(out / "data" / ("data%08d.h5" % s))],
-                             capture_output=True, text=True, timeout=120)
-        assert res.returncode == 0 and "Result: 0 Errors" in res.stdout, res.stdout
+    for s in (200, 400):
+        validate(out / "data" / ("data%08d.h5" % s))
 
 
 def test_restart_inside_window_and_ranks(tmp_path):
@@ -202,21 +145,17 @@ def test_restart_inside_window_and_ranks(tmp_path):
     cut = run(tmp_path, "cut", text, args=("--steps", "120"))
     with h5py.File(sorted((cut / "checkpoint").glob("ckpt*.h5"))[-1], "r") as f:
         assert f["step"][()] == 120 and f["fields/avg_held"][()] == 29
-    res = subprocess.run(EMPIC_CMD + ["--backend", BACKEND, "--quiet", "--restart", str(cut),
-                                      "--steps", "300"], capture_output=True, text=True,
-                         env=ENV, timeout=300)
-    assert res.returncode == 0, res.stderr
-    assert_same(one, cut, (150, 200, 300))
+    empic("--restart", str(cut), "--steps", "300")
+    assert_same_dumps(one, cut, (150, 200, 300))
     m = meshes(one, 300)
     assert np.any(m["J_avg/y"] != 0) and np.any(m["rho_avg"] != 0)
-    if "no MPI" in subprocess.run(EMPIC_CMD + ["--version"], capture_output=True,
-                                  text=True).stdout:
+    if not has_mpi():
         pytest.skip("bin/empic was built with MPI=0")
     for split in ((2, 1), (1, 2)):
         par = "parallel = { ranks = [%d, %d]; };" % split
         two = run(tmp_path, "r%dx%d" % split, wave(steps=300, every=150, avg=60, q=ALL,
                                                    species=PLASMA, parallel=par), ranks=2)
-        assert_same(one, two, (150, 200, 300))
+        assert_same_dumps(one, two, (150, 200, 300))
 
 
 @pytest.mark.parametrize("group,message", [
