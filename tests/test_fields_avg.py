@@ -1,6 +1,7 @@
-"""Time-averaged field dumps (diagnostics.fields_avg, docs/output.md; fieldavg.h): in a
-static field (an immobile, non-uniform charge) every mean is the field itself, bit for bit
-(E_avg = E, rho_avg = rho, J_avg = B_avg = 0, E2_avg = E^2 rounded once); a plane wave in
+"""Time-averaged field dumps (diagnostics.fields_avg, docs/output.md; fieldavg.h): every
+mean is the double sum of the instantaneous dumps of its window over the steps, rounded
+once (squares for E2, B2), bit for bit, and in a static field (an immobile, non-uniform
+charge) the field itself to rounding (rho_avg = rho, J_avg = 0); a plane wave in
 vacuum averaged over two periods gives <Ey^2> = <Bz^2> = E0^2/2 and <Ey> = 0; the records
 have the openPMD attributes of E and B with averageSteps and the window's mid time in
 timeOffset (openPMD validator), and the XDMF lists them; a run stopped inside an averaging
@@ -105,15 +106,15 @@ def test_static_field_means_are_the_field(tmp_path):
 
 def test_plane_wave_means(tmp_path):
     """Two periods (80 steps) averaged where the flat top of the wave has arrived (x from 2
-    to 5 at t = 10): <Ey^2> and <Bz^2> = E0^2/2 within 1 %, <Ey> below 1e-3 E0."""
+    to 5 at t = 10): <Ey^2> = E0^2/2 within 0.1 % (<Bz^2> within 1 %), <Ey> below 1e-4 E0."""
     out = run(tmp_path, "wave", wave())
     e0 = 0.01 * 2 * math.pi
     m = meshes(out, 400)
     x = slice(40, 100)
     ey2, bz2, ey = m["E2_avg/y"][:, x], m["B2_avg/z"][:, x], m["E_avg/y"][:, x]
-    assert np.allclose(ey2, e0 * e0 / 2, rtol=1e-2)
-    assert np.allclose(bz2, e0 * e0 / 2, rtol=1e-2)
-    assert np.abs(ey).max() < 1e-3 * e0
+    assert np.allclose(ey2, e0 * e0 / 2, rtol=1e-3)
+    assert np.allclose(bz2, e0 * e0 / 2, rtol=1e-2)  # B(n): the mean of its half steps
+    assert np.abs(ey).max() < 1e-4 * e0
     assert np.abs(m["E_avg/z"]).max() == 0 and np.abs(m["E2_avg/x"][:, x]).max() < 1e-6 * e0 ** 2
     with h5py.File(out / "data" / "data00000400.h5", "r") as f:
         mm = f["data/400/meshes"]
