@@ -3,10 +3,10 @@
  *
  * A constant is a number, or a formula string in the constants defined before it (pi, e and
  * the expression library's functions included), evaluated by the expression library with
- * those constants as its variables. In density.expr and momentum.drift every name of a
- * constant (a whole identifier, not a function call) is replaced by its value, so that the
- * resolved deck (run.cfg, checkpoints) holds formulas that read on their own; the constants
- * are written there too. */
+ * those constants as its variables. In density.expr, momentum.drift and fields.external every
+ * name of a constant (a whole identifier, not a function call) is replaced by its value, so
+ * that the resolved deck (run.cfg, checkpoints) holds formulas that read on their own; the
+ * constants are written there too. */
 #include "deck_read.h"
 #include "empic.h"
 
