@@ -166,6 +166,13 @@ typedef struct deck {
     double load_particles[DECK_MAX_SPECIES];
 } deck;
 
+/* 1 when the run's data dumps have meshes at all: field dumps or averaged ones (every dump
+ * of the series then has a meshes group, empty where it has none). */
+static inline int deck_dumps_meshes(const deck *d)
+{
+    return d->fields_every > 0 || d->avg_every > 0;
+}
+
 /* Load and validate; 0 on success, -1 after reporting the error(s). */
 int deck_load(const char *path, deck *d);
 /* The profile checks of deck_load again, after d->steps changed (the moving window injects

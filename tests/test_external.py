@@ -270,6 +270,7 @@ def test_check_prints_and_lab_units(tmp_path):
     assert res.returncode == 0, res.stderr
     line = [l for l in res.stdout.splitlines() if "external" in l][0]
     assert '"(0.01)*cos((1.3)*t)"' in line
+    assert "# external Ey = (0.01)*cos((1.3)*t): uniform, evaluated at every step" in res.stdout
     wp = math.sqrt(1e25 * 1.602176634e-19 ** 2 / (8.8541878128e-12 * 9.1093837015e-31))
     b = 1.5 / (9.1093837015e-31 * wp / 1.602176634e-19)
     got = float(line.split("B = [")[1].split("]")[0].split(",")[2])

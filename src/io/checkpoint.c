@@ -742,6 +742,25 @@ static void read_species(ck_io *io, hid_t g, sim *S, int s)
         ck_fail(io, "particles (some outside their clusters)");
 }
 
+/* Inside a window of the averaged dumps at step: their sums from group g (fields), this
+ * rank's share (its cells and guards of the whole arrays). */
+static void read_avg(ck_io *io, hid_t g, sim *S, long step)
+{
+    const long held = fieldavg_held(&S->d, step);
+    if (!held)
+        return;
+    if (!io->err && ck_get_i64(io, g, "avg_held") != held)
+        ck_fail(io, "fields/avg_held (not the samples of the deck's averaging window)");
+    const emf *f = &S->f;
+    const size_t whole = (size_t)(f->ny + 2 * EMF_GUARD) * (f->nx + 2 * EMF_GUARD);
+    const size_t stride = (size_t)f->nx + 2 * EMF_GUARD;
+    const int n = avg_arrays(S->st.avg_q);
+    for (int k = 0; k < n; k++)
+        ck_get_slab(io, g, "avg", H5T_NATIVE_DOUBLE, n * whole,
+                    k * whole + (size_t)f->j0 * stride + f->i0, stride, f->rows, f->stride,
+                    S->st.avg + (size_t)k * f->size);
+}
+
 int checkpoint_load(sim *S, const char *path)
 {
     ck_io io = {0};
@@ -798,14 +817,7 @@ int checkpoint_load(sim *S, const char *path)
                     (size_t)fl->j0 * stride + fl->i0, stride, fl->rows, fl->stride, fa[k]);
     ck_get(&io, g, "rho_bg", H5T_NATIVE_DOUBLE, 1, &fl->rho_bg);
     fl->step = (long)ck_get_i64(&io, g, "step");
-    const long held = fieldavg_held(&S->d, step);
-    if (held && !io.err && ck_get_i64(&io, g, "avg_held") != held)
-        ck_fail(&io, "fields/avg_held (not the samples of the deck's averaging window)");
-    const int navg = avg_arrays(S->st.avg_q);
-    for (int k = 0; held && k < navg; k++) /* the averaged dumps' sums, this rank's share */
-        ck_get_slab(&io, g, "avg", H5T_NATIVE_DOUBLE, (size_t)navg * rows * stride,
-                    (size_t)k * rows * stride + (size_t)fl->j0 * stride + fl->i0, stride,
-                    fl->rows, fl->stride, S->st.avg + (size_t)k * fl->size);
+    read_avg(&io, g, S, step);
     if (fl->fb) {
         char name[CK_FBND_MAX][16];
         float *data[CK_FBND_MAX];

@@ -36,8 +36,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int output_meshes(const deck *d) { return d->fields_every > 0 || d->avg_every > 0; }
-
 /* File series of a frame: "data" (meshes and particle samples) or "tracks". */
 static const char *series(const output_frame *fr) { return fr->tracks ? "tracks" : "data"; }
 
@@ -632,7 +630,7 @@ static void write_file(h5w *w, const char *name, const output_frame *fr, const o
      * from one file for all): meshesPath and particlesPath whenever the run dumps them at
      * all, with an empty group in a dump without them (the standard wants the group behind
      * a set path to exist). */
-    const int meshes = fr->fields || fr->avg || (!fr->tracks && output_meshes(fr->d));
+    const int meshes = fr->fields || fr->avg || (!fr->tracks && deck_dumps_meshes(fr->d));
     const int parts = fr->particles || (!fr->tracks && fr->d->particles_every > 0);
     h5out_root_attrs(w, fmt, meshes, parts, fr->d->name);
     hid_t data, it = h5out_iteration(w, &data, fr->step, fr->t, fr->d->dt, u->time);

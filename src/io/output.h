@@ -14,9 +14,6 @@
  * Returns 0, or -1 after reporting the failing file. Files are written under a temporary
  * name and renamed when complete. */
 int output_dump(const char *outdir, const output_frame *fr);
-/* 1 when the run's data dumps have meshes at all: field dumps or averaged ones (every dump
- * of the series then has a meshes group, empty where it has none). */
-int output_meshes(const struct deck *d);
 
 /* Before a run's first tracks step (rank 0): a fresh run removes an earlier run's
  * OUTDIR/tracks/tracks.h5; a restart from step `first` keeps it and drops the steps >= first
