@@ -7,9 +7,11 @@ sin(w t), theta = w dt, both as a uniform formula in t and as an array re-evalua
 step; a number and the same constant as a formula run bitwise alike; the dumps hold E_ext
 and B_ext with the attributes of E and B (openPMD validator), at lab positions with the
 moving window; 1 and 2 MPI ranks and a restart give the same run bitwise; bad formulas are
-refused with the key path. On the GPU machine the same tests run the CUDA backend with
+refused with the key path; a B_ext varying in space does no work (the energies drift as
+without it). On the GPU machine the same tests run the CUDA backend with
 EMPIC_TEST_BACKEND=cuda (and EMPIC_TEST_EMPIC, EMPIC_TEST_MPIRUN), as tests/test_mpi.py."""
 
+import csv
 import math
 import os
 import subprocess
@@ -230,6 +232,38 @@ def test_ranks_and_restart_bitwise(tmp_path):
     cut = run(tmp_path, "cut", args=("--steps", "100"), **kw)
     empic("--restart", str(cut), "--steps", "200")
     assert_same_dumps(one, cut, steps_of(one))
+
+
+WARM = """
+simulation = {{ name = "ext-energy"; seed = 7; }};
+grid = {{ cells = [64, 48]; dx = [0.1, 0.1]; cluster = [8, 8]; }};
+time = {{ dt = 0.05; steps = 400; }};
+fields = {{ external = {{ {external} }}; }};
+species = ( {{ name = "e"; charge = -1.0; ppc = [3, 3];
+              momentum = {{ thermal = [0.2, 0.2, 0.2]; }}; }},
+            {{ name = "p"; charge = 1.0; ppc = [3, 3];
+              momentum = {{ thermal = [0.2, 0.2, 0.2]; }}; }} );
+diagnostics = {{ output = "{out}"; energy = {{ every = 50; }}; }};
+"""
+
+
+def test_magnetic_field_does_no_work(tmp_path):
+    """A warm plasma in a B_ext varying in x and y: the total energy of energy.csv (which
+    leaves the external field out) and the balance drift as much as without it (the
+    scheme's grid heating: 0.26 % without, 0.24 % with): a magnetic field does no work."""
+    drift = []
+    for k, ext in enumerate(['B = [0.0, 0.0, 0.0];', 'B = ("0.3*sin(2*pi*y/4.8)", 0.0, '
+                                                     '"1.0 + 0.5*cos(2*pi*x/6.4)");']):
+        out = tmp_path / ("w%d" % k)
+        deck = tmp_path / ("w%d.cfg" % k)
+        deck.write_text(WARM.format(external=ext, out=out))
+        empic("--overwrite", str(deck))
+        rows = list(csv.DictReader(open(out / "energy.csv")))
+        total = [float(r["total"]) for r in rows]
+        bal = [float(r["balance"]) for r in rows]
+        drift.append((abs(total[-1] / total[0] - 1), abs(bal[-1] / bal[0] - 1)))
+    assert drift[1][0] < 1.5 * drift[0][0] and drift[1][1] < 1.5 * drift[0][1]
+    assert drift[1][0] < 5e-3
 
 
 @pytest.mark.parametrize("external,message", [
