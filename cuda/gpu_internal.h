@@ -106,6 +106,12 @@ struct gpu_state {
     gpu_border border[DECK_MAX_SPECIES];
     float *store;                 /* e[3], b[3], j[3], rho, tmp, rho2 */
     float *e[3], *b[3], *j[3], *rho, *tmp, *rho2;
+    float *ext[6];                /* the external fields' arrays (extfield.h) of the components
+                                     that vary in space, else NULL: copies of st->ext.a */
+    float *h_ext;                 /* their pinned staging (gpu_ext_fields), and the event of */
+    cudaEvent_t ext_done;         /* its last copy */
+    double *avg;                  /* the averaged field dumps' sums (average.h: the arrays of
+                                     st->avg_q, size entries each), or NULL */
     /* clusters */
     int ncx, ncy, ncl, wmax, hmax;
     int *x0, *y0;                 /* device copies of clusters.x0 / y0 */
@@ -389,6 +395,9 @@ void gpu_field_diag(void *ctx, pic_state *st, double *energy_e, double *energy_b
                     double *fbal, double *gauss);
 void gpu_flows(void *ctx, pic_state *st);
 void gpu_fetch_fields(void *ctx, pic_state *st, float *per);
+void gpu_ext_fields(void *ctx, pic_state *st);
+void gpu_avg_add(void *ctx, pic_state *st, int first);
+void gpu_avg_fetch(void *ctx, pic_state *st);
 void gpu_finish(void *ctx, pic_state *st);
 void gpu_fetch_particles(void *ctx, pic_state *st);                       /* gpu_core.cu */
 double gpu_bandwidth(void *ctx);

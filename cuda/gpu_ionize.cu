@@ -28,7 +28,8 @@ typedef struct {
     int *add;                     /* per cluster: electrons made */
     double *sums;                 /* per cluster: sum w z, sum w */
     const float *e[3];
-    float ext[3];
+    const float *xe[3];           /* the external E's arrays (NULL where uniform) */
+    float ext[3];                 /* its uniform values */
     int off, stride;
     unsigned long long seed;
     unsigned species;
@@ -64,7 +65,7 @@ __global__ void __launch_bounds__(GPU_THREADS) k_ionize_charge(const __grid_cons
             const uint32_t cell = a.ion.cell[p];
             const int i = cell_i(cell), j = cell_j(cell);
             const float2 xy = a.ion.xy[p];
-            const double e = ionize_field(a.e[0], a.e[1], a.e[2], a.off + i + j * a.stride,
+            const double e = ionize_field(a.e[0], a.e[1], a.e[2], a.xe, a.off + i + j * a.stride,
                                           a.stride, xy.x, xy.y, a.ext);
             ionize_stream r = ionize_stream_of(a.seed, a.species, (uint32_t)(i + a.window_cells),
                                                (uint32_t)j, (uint32_t)k, a.step);
@@ -153,7 +154,8 @@ static ionize_stats ionize_one(gpu_state *g, pic_state *st, int s, long long ste
     a.sums = sums;
     for (int k = 0; k < 3; k++) {
         a.e[k] = g->e[k];
-        a.ext[k] = st->ext_e[k];
+        a.xe[k] = g->ext[k];
+        a.ext[k] = st->ext.u[k];
     }
     a.off = g->off;
     a.stride = g->stride;

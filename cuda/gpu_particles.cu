@@ -59,7 +59,9 @@ typedef struct {
     int ncl, ncx, stride, off, nx, ny;
     int tszp, tile_stride;
     float scale;                /* fixed-point scale of the current tile */
-    float ext[6];               /* external E, B */
+    float ext[6];               /* external E, B: uniform values, added after the gather */
+    const float *x[6];          /* their arrays where they vary in space (else NULL), added
+                                   to the staged fields (extfield.h) */
 } kpart;
 
 /* An index the compiler must treat as unknown (an empty asm that may change it). */
@@ -140,7 +142,8 @@ __device__ __forceinline__ void group_load(pgroup &g, const kspecies &a, int p, 
     }
 }
 
-/* Stage the cluster's six field components (tile T, with ghosts) in shared memory. */
+/* Stage the cluster's six field components (tile T, with ghosts) in shared memory, the
+ * external fields' arrays added at the same points (gather_yee_ext's sums). */
 __device__ __forceinline__ void stage_fields(const kpart &a, const cluster_tile &T, float *sf)
 {
     const int tsz = T.w * T.h;
@@ -149,7 +152,7 @@ __device__ __forceinline__ void stage_fields(const kpart &a, const cluster_tile 
         int gk = a.off + T.i0 + (idx - r * T.w) + (T.j0 + r) * a.stride;
 #pragma unroll
         for (int comp = 0; comp < 6; comp++)
-            sf[comp * a.tszp + idx] = a.f[comp][gk];
+            sf[comp * a.tszp + idx] = a.x[comp] ? a.f[comp][gk] + a.x[comp][gk] : a.f[comp][gk];
     }
 }
 
@@ -711,8 +714,10 @@ void gpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic)
     for (int k = 0; k < 3; k++) {
         a.f[k] = g->e[k];
         a.f[3 + k] = g->b[k];
-        a.ext[k] = st->ext_e[k];
-        a.ext[3 + k] = st->ext_b[k];
+    }
+    for (int k = 0; k < 6; k++) {
+        a.ext[k] = st->ext.u[k];
+        a.x[k] = g->ext[k];
     }
     a.order = g->order;
     a.x0 = g->x0;

@@ -116,13 +116,15 @@ EMPIC_HD int ionize_ion(const ionize_table *t, int z, double e, ionize_stream *r
     return z;
 }
 
-/* |E| at offset (x, y) of cell k (row stride s) with the uniform external field ext. */
-EMPIC_HD double ionize_field(const float *ex, const float *ey, const float *ez, int k, int s,
-                             float x, float y, const float ext[3])
+/* |E| at offset (x, y) of cell k (row stride s) with the external field: its arrays xa[]
+ * (NULL where uniform) added at the Yee points, its uniform values ext[] after (extfield.h). */
+EMPIC_HD double ionize_field(const float *ex, const float *ey, const float *ez,
+                             const float *const xa[3], int k, int s, float x, float y,
+                             const float ext[3])
 {
-    const double a = (double)gather_yee(ex, YEE_EX, k, s, x, y) + ext[0];
-    const double b = (double)gather_yee(ey, YEE_EY, k, s, x, y) + ext[1];
-    const double c = (double)gather_yee(ez, YEE_EZ, k, s, x, y) + ext[2];
+    const double a = (double)gather_yee_ext(ex, xa[0], YEE_EX, k, s, x, y) + ext[0];
+    const double b = (double)gather_yee_ext(ey, xa[1], YEE_EY, k, s, x, y) + ext[1];
+    const double c = (double)gather_yee_ext(ez, xa[2], YEE_EZ, k, s, x, y) + ext[2];
     return sqrt(a * a + b * b + c * c);
 }
 

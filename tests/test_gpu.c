@@ -218,7 +218,7 @@ static void test_probes(void)
         scale[req[r].m] = fmax(scale[req[r].m], fabs((double)vc[r]));
     for (int r = 0; r < n; r++) {
         const probe_req *q = &req[r];
-        const float h = probe_gather(a[q->m], q->m, q->k, f->stride, q->x, q->y);
+        const float h = probe_gather(a[q->m], NULL, q->m, q->k, f->stride, q->x, q->y);
         const double s = scale[q->m] > 0 ? scale[q->m] : 1.0;
         dh = fmax(dh, fabs((double)vg[r] - h) / s);
         dc = fmax(dc, fabs((double)vg[r] - vc[r]) / s);
@@ -895,7 +895,7 @@ static void test_collide_cycle(void)
 static void ionize_deck(deck *d, int backend, const char *tag)
 {
     tu_deck(d, 64, 64, 0.1, 0.07, 140);
-    d->ext_E[2] = 1.9;
+    snprintf(d->ext[2], sizeof d->ext[2], "1.9");
     const char *el[2] = {"He", "N"};
     const int z[2] = {2, 7};
     for (int k = 0; k < 2; k++) {

@@ -16,9 +16,9 @@ import re
 import shutil
 import subprocess
 
-import h5py
-import numpy as np
 import pytest
+
+from runs import contents
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EMPIC = os.path.join(ROOT, "bin", "empic")
@@ -54,20 +54,6 @@ def run(deck, out, ranks=None, args=(), more=""):
         "--backend", BACKEND, "--quiet", "--overwrite", "--output", str(out), *args, str(path)]
     res = subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=300)
     assert res.returncode == 0, res.stdout + res.stderr
-    return out
-
-
-def contents(path):
-    """Every dataset and attribute of an HDF5 file as bytes, but the file's creation date."""
-    out = {}
-    with h5py.File(path, "r") as f:
-        def visit(name, obj):
-            for k, v in obj.attrs.items():
-                out[name + "@" + k] = np.asarray(v).tobytes()
-            if isinstance(obj, h5py.Dataset):
-                out[name] = np.asarray(obj[()]).tobytes()
-        f.visititems(visit)
-        out.update({"@" + k: np.asarray(v).tobytes() for k, v in f.attrs.items() if k != "date"})
     return out
 
 

@@ -12,6 +12,9 @@
  *             with non-periodic sides or lasers: fbnd_psi_step fbnd_shift, psi<layer>_<m>
  *             (CPML memories), mur<side> (Mur edge memories); coefficients and laser
  *             geometry come from the deck
+ *             inside a window of the averaged field dumps (fieldavg.h): avg (its sums, the
+ *             arrays of average.h's order one after the other, float64 with guards) and
+ *             avg_held (the samples they hold)
  *   /species/<s>/ name np alloc rearrangements start count cap peak hist[9 n]
  *             cell x y ux uy uz w code (the live particles, cluster after cluster), and id
  *             (uint64 tracking ids) for a species of diagnostics.tracks, charge_state
@@ -20,7 +23,9 @@
  * several ranks reads each rank's share only: its cells with their guards (one strided
  * selection), the particles of its clusters. */
 #include "checkpoint.h"
+#include "average.h"
 #include "ckpt_io.h"
+#include "fieldavg.h"
 #include "empic.h"
 #include "fbnd.h"
 #include "fileio.h"
@@ -249,6 +254,8 @@ static size_t chunked(size_t n, size_t e)
 static size_t image_estimate(const sim *S)
 {
     size_t b = ((size_t)4 << 20) + 10 * chunked(S->f.size, sizeof(float));
+    if (fieldavg_held(&S->d, S->step))
+        b += chunked((size_t)avg_arrays(S->st.avg_q) * S->f.size, sizeof(double));
     if (S->f.fb) {
         char name[CK_FBND_MAX][16];
         float *data[CK_FBND_MAX];
@@ -301,6 +308,11 @@ static void write_fields(ck_io *io, hid_t file, const sim *S)
         ck_put(io, g, fname[k], H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, f->size, fa[k]);
     ck_put_f64(io, g, "rho_bg", 1, &f->rho_bg);
     ck_put_i64(io, g, "step", f->step);
+    const long held = fieldavg_held(&S->d, S->step);
+    if (held) {
+        ck_put_f64(io, g, "avg", (size_t)avg_arrays(S->st.avg_q) * f->size, S->st.avg);
+        ck_put_i64(io, g, "avg_held", held);
+    }
     if (f->fb) {
         char name[CK_FBND_MAX][16];
         float *data[CK_FBND_MAX];
@@ -730,6 +742,25 @@ static void read_species(ck_io *io, hid_t g, sim *S, int s)
         ck_fail(io, "particles (some outside their clusters)");
 }
 
+/* Inside a window of the averaged dumps at step: their sums from group g (fields), this
+ * rank's share (its cells and guards of the whole arrays). */
+static void read_avg(ck_io *io, hid_t g, sim *S, long step)
+{
+    const long held = fieldavg_held(&S->d, step);
+    if (!held)
+        return;
+    if (!io->err && ck_get_i64(io, g, "avg_held") != held)
+        ck_fail(io, "fields/avg_held (not the samples of the deck's averaging window)");
+    const emf *f = &S->f;
+    const size_t whole = (size_t)(f->ny + 2 * EMF_GUARD) * (f->nx + 2 * EMF_GUARD);
+    const size_t stride = (size_t)f->nx + 2 * EMF_GUARD;
+    const int n = avg_arrays(S->st.avg_q);
+    for (int k = 0; k < n; k++)
+        ck_get_slab(io, g, "avg", H5T_NATIVE_DOUBLE, n * whole,
+                    k * whole + (size_t)f->j0 * stride + f->i0, stride, f->rows, f->stride,
+                    S->st.avg + (size_t)k * f->size);
+}
+
 int checkpoint_load(sim *S, const char *path)
 {
     ck_io io = {0};
@@ -786,6 +817,7 @@ int checkpoint_load(sim *S, const char *path)
                     (size_t)fl->j0 * stride + fl->i0, stride, fl->rows, fl->stride, fa[k]);
     ck_get(&io, g, "rho_bg", H5T_NATIVE_DOUBLE, 1, &fl->rho_bg);
     fl->step = (long)ck_get_i64(&io, g, "step");
+    read_avg(&io, g, S, step);
     if (fl->fb) {
         char name[CK_FBND_MAX][16];
         float *data[CK_FBND_MAX];

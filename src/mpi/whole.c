@@ -7,6 +7,7 @@
  * The boundary memories (thin whole-box strips on every rank) are summed as 32-bit patterns
  * over the ranks, each entry non-zero on one rank only. */
 #include "whole.h"
+#include "average.h"
 #include "comm.h"
 #include "empic.h"
 #include "fbnd.h"
@@ -33,32 +34,50 @@ static int *rank_boxes(const clusters *cl, const emf *f, int size)
     return b;
 }
 
-/* This rank's rectangle (box) of its array a collected into the whole array dst of w on
- * rank 0 (w and dst unused elsewhere). */
-static void collect_array(const emf *f, const float *a, const emf *w, float *dst,
-                         const int *box)
+/* This rank's rectangle (box) of its array a of esz-byte entries collected into the whole
+ * array dst of w on rank 0 (w and dst unused elsewhere). */
+static void collect_entries(const emf *f, const void *a, const emf *w, void *dst,
+                            const int *box, size_t esz)
 {
     const int me = comm_rank(), size = comm_size();
     const int *m = box + 4 * me, cols = m[1] - m[0];
     size_t *bytes = empic_alloc((size_t)size * sizeof(size_t), "fields collected on rank 0"), total = 0;
     for (int r = 0; r < size; r++)
         total += bytes[r] = (size_t)(box[4 * r + 1] - box[4 * r]) *
-                            (size_t)(box[4 * r + 3] - box[4 * r + 2]) * sizeof(float);
-    float *mine = empic_alloc(bytes[me] ? bytes[me] : 1, "fields collected on rank 0");
+                            (size_t)(box[4 * r + 3] - box[4 * r + 2]) * esz;
+    char *mine = empic_alloc(bytes[me] ? bytes[me] : 1, "fields collected on rank 0");
     for (int j = m[2]; j < m[3]; j++)
-        memcpy(mine + (size_t)(j - m[2]) * cols, a + emf_idx(f, m[0], j),
-               (size_t)cols * sizeof(float));
-    float *all = me == 0 ? empic_alloc(total ? total : 1, "fields collected on rank 0") : NULL;
+        memcpy(mine + (size_t)(j - m[2]) * cols * esz,
+               (const char *)a + (size_t)emf_idx(f, m[0], j) * esz, (size_t)cols * esz);
+    char *all = me == 0 ? empic_alloc(total ? total : 1, "fields collected on rank 0") : NULL;
     comm_gather(mine, bytes[me], all, bytes);
-    const float *p = all;
+    const char *p = all;
     for (int r = 0; me == 0 && r < size; r++) {
         const int *q = box + 4 * r, n = q[1] - q[0];
-        for (int j = q[2]; j < q[3]; j++, p += n)
-            memcpy(dst + emf_idx(w, q[0], j), p, (size_t)n * sizeof(float));
+        for (int j = q[2]; j < q[3]; j++, p += (size_t)n * esz)
+            memcpy((char *)dst + (size_t)emf_idx(w, q[0], j) * esz, p, (size_t)n * esz);
     }
     free(all);
     free(mine);
     free(bytes);
+}
+
+static void collect_array(const emf *f, const float *a, const emf *w, float *dst,
+                          const int *box)
+{
+    collect_entries(f, a, w, dst, box, sizeof(float));
+}
+
+/* n arrays of esz-byte entries one after the other (src on f's layout), collected into
+ * arrays on w's layout that it returns on rank 0 (NULL elsewhere). */
+static void *collect_arrays(const emf *f, const void *src, const emf *w, const int *box,
+                            int n, size_t esz, const char *what)
+{
+    char *dst = comm_rank() == 0 ? empic_alloc((size_t)n * w->size * esz, what) : NULL;
+    for (int k = 0; k < n; k++)
+        collect_entries(f, (const char *)src + (size_t)k * f->size * esz, w,
+                        dst ? dst + (size_t)k * w->size * esz : NULL, box, esz);
+    return dst;
 }
 
 /* The same for a boundary memory of n floats where own(k) says which entries this rank
@@ -125,6 +144,10 @@ static void whole_empty(const sim *S, sim *W)
     *W = *S; /* the deck, counters and settings; the state below is W's own */
     W->energy = NULL;
     W->rho_sp = NULL;
+    W->ext_dump = W->avg_dump = NULL;
+    W->st.avg = NULL;
+    memset(&W->ext, 0, sizeof W->ext);
+    memset(&W->st.ext, 0, sizeof W->st.ext);
     memset(&W->out, 0, sizeof W->out);
     memset(&W->front, 0, sizeof W->front);
     clusters_init(&W->cl, &S->d);
@@ -212,7 +235,7 @@ static void collect_species(const sim *S, sim *W, int s)
     free(count);
 }
 
-void whole_collect(const sim *S, sim *W, int particles)
+void whole_collect(const sim *S, sim *W, int what)
 {
     const int root = comm_rank() == 0;
     sim whole;
@@ -234,6 +257,16 @@ void whole_collect(const sim *S, sim *W, int particles)
             collect_array(f, S->rho_sp + (size_t)s * f->size, g,
                          root ? whole.rho_sp + (size_t)s * g->size : NULL, box);
     }
+    const int navg = avg_arrays(S->st.avg_q);
+    if (what & WHOLE_EXT)
+        whole.ext_dump = collect_arrays(f, S->ext_dump, g, box, 6, sizeof(float),
+                                        "external field dumps");
+    if (what & WHOLE_MEANS)
+        whole.avg_dump = collect_arrays(f, S->avg_dump, g, box, navg, sizeof(float),
+                                        "averaged field dumps");
+    if (what & WHOLE_SUMS)
+        whole.st.avg = collect_arrays(f, S->st.avg, g, box, navg, sizeof(double),
+                                      "averaged field sums");
     free(box);
     if (f->fb) { /* every rank's copy made whole, then rank 0's taken */
         collect_fbnd(f, f->fb);
@@ -243,7 +276,7 @@ void whole_collect(const sim *S, sim *W, int particles)
     for (int s = 0; s < S->nsp; s++) { /* names and tables: a field dump names them too */
         if (root)
             species_open(&whole.sp[s], &S->d, s, &whole.cl);
-        if (particles)
+        if (what & WHOLE_PARTICLES)
             collect_species(S, &whole, s);
     }
     if (root)
@@ -259,4 +292,7 @@ void whole_free(sim *W)
     emf_free(&W->f);
     clusters_free(&W->cl);
     free(W->rho_sp);
+    free(W->ext_dump);
+    free(W->avg_dump);
+    free(W->st.avg);
 }

@@ -7,10 +7,13 @@
 
 #include "sim_state.h"
 
-/* Collective. On rank 0, W becomes the whole of S: fields (with S->rho_sp when set), the
- * boundary memories and, when particles, every species in cluster order; whole_free(W)
- * after. W is not touched on the other ranks. */
-void whole_collect(const sim *S, sim *W, int particles);
+/* What whole_collect collects beside the fields (with S->rho_sp when set) and the boundary
+ * memories: every species in cluster order, the external fields of a dump (S->ext_dump),
+ * the means of an averaged dump (S->avg_dump), the averaged dumps' sums (S->st.avg). */
+enum { WHOLE_PARTICLES = 1, WHOLE_EXT = 2, WHOLE_MEANS = 4, WHOLE_SUMS = 8 };
+/* Collective. On rank 0, W becomes the whole of S: the fields and what `what` asks for;
+ * whole_free(W) after. W is not touched on the other ranks. */
+void whole_collect(const sim *S, sim *W, int what);
 void whole_free(sim *W);
 
 #endif
