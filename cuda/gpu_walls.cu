@@ -123,30 +123,6 @@ void gpu_walls_clusters(gpu_state *g, const pic_state *st, int n, const int *whi
 
 /* ---- removal of dropped particles ---- */
 
-/* Block-wide exclusive prefix sum of v and the block's total (every thread of the block
- * must call it). */
-__device__ __forceinline__ int block_excl_sum(int v, int *warp_n, int *total)
-{
-    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5, nw = blockDim.x >> 5;
-    int inc = v;
-    for (int o = 1; o < 32; o <<= 1) {
-        const int t = __shfl_up_sync(0xffffffffu, inc, o);
-        if (lane >= o)
-            inc += t;
-    }
-    if (lane == 31)
-        warp_n[wid] = inc;
-    __syncthreads();
-    int before = 0, all = 0;
-    for (int w = 0; w < nw; w++) {
-        before += w < wid ? warp_n[w] : 0;
-        all += warp_n[w];
-    }
-    __syncthreads();
-    *total = all;
-    return before + inc - v;
-}
-
 /* Bit b set when code i + b (of the 16 at i, a multiple of 16) is PBND_DROP, for slots in
  * [lo, hi) only. */
 __device__ __forceinline__ unsigned drop_mask(const uint8_t *code, int i, int lo, int hi)
@@ -188,7 +164,7 @@ __global__ void __launch_bounds__(GPU_THREADS) k_drop(kdrop a)
     const uint8_t *code = a.p.code + s0;
     int nd = 0, tot;
     for (int i0 = 0; i0 < n; i0 += 16 * blockDim.x) {
-        block_excl_sum(__popc(drop_mask(code, i0 + 16 * tid, 0, n)), warp_n, &tot);
+        gpu_block_scan(__popc(drop_mask(code, i0 + 16 * tid, 0, n)), warp_n, &tot);
         nd += tot;
     }
     if (nd == 0)
@@ -203,7 +179,7 @@ __global__ void __launch_bounds__(GPU_THREADS) k_drop(kdrop a)
             const unsigned tail = keep <= i ? 0xffffu : 0xffffu & ~((1u << (keep - i)) - 1u);
             f = ~drop_mask(code, i, 0, n) & valid & tail;
         }
-        int r = done + block_excl_sum(__popc(f), warp_n, &tot);
+        int r = done + gpu_block_scan(__popc(f), warp_n, &tot);
         for (; f; f &= f - 1u)
             a.scratch[s0 + r++] = i + __ffs(f) - 1;
         done += tot;
@@ -213,7 +189,7 @@ __global__ void __launch_bounds__(GPU_THREADS) k_drop(kdrop a)
     for (int i0 = 0; i0 < keep; i0 += 16 * blockDim.x) { /* the holes, in slot order */
         const int i = i0 + 16 * tid;
         unsigned h = drop_mask(code, i, 0, keep);
-        int r = done + block_excl_sum(__popc(h), warp_n, &tot);
+        int r = done + gpu_block_scan(__popc(h), warp_n, &tot);
         for (; h; h &= h - 1u, r++)
             gpu_parts_copy(a.p, s0 + i + __ffs(h) - 1, s0 + a.scratch[s0 + r]);
         done += tot;
