@@ -16,9 +16,12 @@
  *             cell x y ux uy uz w code (the live particles, cluster after cluster), and id
  *             (uint64 tracking ids) for a species of diagnostics.tracks, charge_state
  *             (uint8) for an ionizing species
- * Slots outside the live segments hold no state (not stored, not read back). A restart on
- * several ranks reads each rank's share only: its cells with their guards (one strided
- * selection), the particles of its clusters. */
+ * Slots outside the live segments hold no state (not stored, not read back). Several ranks
+ * write the one file together (h5par.h), each its share: its rectangle of the field arrays,
+ * its clusters' particles; the tables summed over the ranks, with the segment layout of the
+ * counts (a one-rank run stores its own). A restart on several ranks reads each rank's share
+ * only: its cells with their guards (one strided selection), the particles of its clusters
+ * (one run of the stored cluster order per cluster row, found from the counts). */
 #include "checkpoint.h"
 #include "ckpt_io.h"
 #include "comm.h"
