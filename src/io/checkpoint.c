@@ -252,7 +252,8 @@ static void write_species(ck_io *io, hid_t g, species *s, const clusters *cl)
     ck_put_i32(io, g, "hist", (size_t)ncl * 9, t.hist);
     h5slab *run = empic_alloc((size_t)(cl->cy1 - cl->cy0) * sizeof *run, "checkpoint staging");
     size_t mine = 0;
-    const h5part part = {h5par_runs(cl, t.num, 1, run, &mine), run, 0, {{0}, {0}, {0}, {0}}};
+    const h5part part = {h5par_runs(cl, t.num, 1, run, &mine), run, {0, 0},
+                         {{0}, {0}, {0}, {0}}};
     char *stage = empic_alloc((mine ? mine : 1) * 8, "checkpoint staging");
     ck_array a[10];
     const int na = species_arrays(s, a);
@@ -384,7 +385,7 @@ static void write_fields(ck_io *io, hid_t file, const sim *S)
     const hsize_t ni = (hsize_t)(hi[0] - lo[0]), nj = (hsize_t)(hi[1] - lo[1]);
     const h5slab box = {{(hsize_t)(lo[1] + G) * (hsize_t)shape[1] + (hsize_t)(lo[0] + G), 0},
                         {(hsize_t)shape[1], 1}, {nj, 1}, {ni, 1}};
-    const h5part part = {1, &box, f->size,
+    const h5part part = {1, &box, {f->size, 1},
                          {{(hsize_t)emf_idx(f, lo[0], lo[1]), 0}, {(hsize_t)f->stride, 1},
                           {nj, 1}, {ni, 1}}};
     hid_t g = ck_group(io, file, "fields", 1);

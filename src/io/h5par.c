@@ -38,7 +38,7 @@ void h5par_root(h5part *p, h5slab *s, hsize_t rows, hsize_t cols, int shared)
     *s = h5par_rows(0, rows, cols);
     p->n = !shared || comm_rank() == 0;
     p->slab = s;
-    p->src_len = 0;
+    p->src_dims[0] = p->src_dims[1] = 0;
 }
 
 int h5par_runs(const clusters *cl, const long long *num, hsize_t cols, h5slab *slab,
@@ -76,11 +76,18 @@ int h5par_write(hid_t d, hid_t mtype, const h5part *p, const void *buf, int shar
         bad = H5Sselect_hyperslab(fs, k ? H5S_SELECT_OR : H5S_SELECT_SET, s->start, s->stride,
                                   s->count, s->block) < 0;
     }
+    /* the buffer in the dataset's shape: its whole rows, or the source array */
     const hssize_t pts = bad ? -1 : H5Sget_select_npoints(fs);
-    hsize_t len = p->src_len > 0 ? p->src_len : (hsize_t)(pts > 0 ? pts : 1);
-    bad = bad || pts < 0 || (ms = H5Screate_simple(1, &len, NULL)) < 0 ||
+    const int rank = bad ? 0 : H5Sget_simple_extent_ndims(fs);
+    hsize_t dims[2] = {1, 1}, mdims[2] = {(hsize_t)(pts > 0 ? pts : 1), 1};
+    bad = bad || pts < 0 || rank < 1 || rank > 2 || H5Sget_simple_extent_dims(fs, dims, NULL) < 0;
+    if (!bad && rank == 2 && p->src_dims[0] == 0 && pts > 0) {
+        mdims[1] = dims[1];
+        mdims[0] = (hsize_t)pts / dims[1];
+    }
+    bad = bad || (ms = H5Screate_simple(rank, p->src_dims[0] ? p->src_dims : mdims, NULL)) < 0 ||
           (pts == 0 && H5Sselect_none(ms) < 0) ||
-          (pts > 0 && p->src_len > 0 &&
+          (pts > 0 && p->src_dims[0] &&
            H5Sselect_hyperslab(ms, H5S_SELECT_SET, p->src.start, p->src.stride, p->src.count,
                                p->src.block) < 0);
 #ifdef EMPIC_MPI

@@ -61,10 +61,10 @@ static void mesh_record_attrs(h5w *w, hid_t rec, const output_frame *fr, const o
 static hid_t mesh_data(h5w *w, hid_t loc, const char *name, const emf *f, const float *a)
 {
     const hsize_t ni = (hsize_t)(f->i1 - f->i0), nj = (hsize_t)(f->j1 - f->j0);
+    const hsize_t at = (hsize_t)emf_idx(f, f->i0, f->j0), stride = (hsize_t)f->stride;
     const h5slab cells = {{(hsize_t)f->j0, (hsize_t)f->i0}, {1, 1}, {1, 1}, {nj, ni}};
-    const h5part part = {1, &cells, f->size,
-                         {{(hsize_t)emf_idx(f, f->i0, f->j0), 0}, {(hsize_t)f->stride, 1},
-                          {nj, 1}, {ni, 1}}};
+    const h5part part = {1, &cells, {(hsize_t)f->rows, stride},
+                         {{at / stride, at % stride}, {1, 1}, {1, 1}, {nj, ni}}};
     hsize_t dims[2] = {(hsize_t)f->ny, (hsize_t)f->nx};
     return h5out_dataset_part(w, loc, name, 2, dims, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, &part,
                               a);
@@ -225,7 +225,7 @@ static hid_t chosen_data(h5w *w, hid_t loc, const char *name, const chosen *ch, 
                          hid_t mtype, const void *buf)
 {
     hsize_t dim = (hsize_t)ch->n;
-    const h5part part = {ch->nrun, ch->run, 0, {{0}, {0}, {0}, {0}}};
+    const h5part part = {ch->nrun, ch->run, {0, 0}, {{0}, {0}, {0}, {0}}};
     return h5out_dataset_part(w, loc, name, 1, &dim, ftype, mtype, &part, buf);
 }
 
@@ -288,7 +288,7 @@ static void write_xdmf_shape(h5w *w, hid_t xg, const output_frame *fr, int s, co
     }
     hid_t g = h5out_group(w, xg, w->species[s]);
     hsize_t dims[2] = {(hsize_t)ch->n, 2};
-    const h5part rows = {ch->nrun, ch->run2, 0, {{0}, {0}, {0}, {0}}};
+    const h5part rows = {ch->nrun, ch->run2, {0, 0}, {{0}, {0}, {0}, {0}}};
     hid_t d = h5out_dataset_part(w, g, "xy", 2, dims, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &rows,
                                  xy);
     h5out_add_item(w, 1, s, 8, (long long)ch->n, "geom_xy", d);
