@@ -98,12 +98,17 @@ int h5par_write(hid_t d, hid_t mtype, const h5part *p, const void *buf, int shar
     (void)shared;
 #endif
     bad = bad || H5Dwrite(d, mtype, ms, fs, xfer, pts > 0 ? buf : &none) < 0;
+    /* the failure's error stack kept past the closes below (each API call clears it): the
+     * callers read it (out of memory?) */
+    const hid_t stack = bad ? H5Eget_current_stack() : -1;
     if (xfer != H5P_DEFAULT && xfer >= 0)
         H5Pclose(xfer);
     if (ms >= 0)
         H5Sclose(ms);
     if (fs >= 0)
         H5Sclose(fs);
+    if (stack >= 0)
+        H5Eset_current_stack(stack);
     return bad ? -1 : 0;
 }
 
