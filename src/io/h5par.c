@@ -76,16 +76,20 @@ int h5par_write(hid_t d, hid_t mtype, const h5part *p, const void *buf, int shar
         bad = H5Sselect_hyperslab(fs, k ? H5S_SELECT_OR : H5S_SELECT_SET, s->start, s->stride,
                                   s->count, s->block) < 0;
     }
-    /* the buffer in the dataset's shape: its whole rows, or the source array */
+    /* the buffer as HDF5 maps it onto the chunks: a block of the file's shape (rows of a 2-D
+     * dataset, the source array) goes chunk by chunk; a buffer of another shape value by
+     * value, cheaply in 1-D (values in a row merge), a node per row in 2-D (100 MB for a
+     * rank's 2 M particle positions), so a part of several runs is given in 1-D */
     const hssize_t pts = bad ? -1 : H5Sget_select_npoints(fs);
     const int rank = bad ? 0 : H5Sget_simple_extent_ndims(fs);
     hsize_t dims[2] = {1, 1}, mdims[2] = {(hsize_t)(pts > 0 ? pts : 1), 1};
     bad = bad || pts < 0 || rank < 1 || rank > 2 || H5Sget_simple_extent_dims(fs, dims, NULL) < 0;
-    if (!bad && rank == 2 && p->src_dims[0] == 0 && pts > 0) {
+    const int mrank = p->src_dims[0] || p->n == 1 ? rank : 1;
+    if (!bad && mrank == 2 && p->src_dims[0] == 0 && pts > 0) {
         mdims[1] = dims[1];
         mdims[0] = (hsize_t)pts / dims[1];
     }
-    bad = bad || (ms = H5Screate_simple(rank, p->src_dims[0] ? p->src_dims : mdims, NULL)) < 0 ||
+    bad = bad || (ms = H5Screate_simple(mrank, p->src_dims[0] ? p->src_dims : mdims, NULL)) < 0 ||
           (pts == 0 && H5Sselect_none(ms) < 0) ||
           (pts > 0 && p->src_dims[0] &&
            H5Sselect_hyperslab(ms, H5S_SELECT_SET, p->src.start, p->src.stride, p->src.count,

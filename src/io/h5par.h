@@ -23,8 +23,7 @@ typedef struct {
 /* This rank's part of a dataset: the union of the n slabs of the file (n = 0: nothing),
  * from a buffer that holds their values one after the other in the file's order (whole rows
  * of a 2-D dataset), or, when src_dims[0] > 0, from the slab src of an array of src_dims, of
- * the dataset's rank (a field with its guards). The buffer is given HDF5 in the dataset's
- * shape: a selection of another shape makes HDF5 map chunks value by value. */
+ * the dataset's rank (a field with its guards: one slab of the file). */
 typedef struct {
     int n;
     const h5slab *slab;
