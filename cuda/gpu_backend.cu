@@ -3,8 +3,10 @@
  * charge density, the field diagnostics, the fetch of the fields and the end of a run's
  * steps. The other operations are in the files of their phase (gpu_internal.h lists them). */
 #include "gpu_internal.h"
+#include "average.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 int gpu_open(pic_state *st, void **ctx)
 {
@@ -102,10 +104,66 @@ void gpu_fetch_fields(void *ctx, pic_state *st, float *per)
         gpu_rho(ctx, st, per);
 }
 
+/* The external fields' arrays from the host, through their pinned staging: copied in stream
+ * order (after the work queued that reads them), the host waiting only for the previous
+ * copy to have left the staging before it refills it. */
+void gpu_ext_fields(void *ctx, pic_state *st)
+{
+    gpu_state *g = (gpu_state *)ctx;
+    if (!g->h_ext)
+        return;
+    GPU_CK(cudaEventSynchronize(g->ext_done));
+    for (int m = 0, k = 0; m < 6; m++)
+        if (g->ext[m]) {
+            float *h = g->h_ext + (size_t)k++ * g->size;
+            memcpy(h, st->ext.a[m], g->size * sizeof(float));
+            GPU_CK(cudaMemcpyAsync(g->ext[m], h, g->size * sizeof(float),
+                                   cudaMemcpyHostToDevice, g->stream));
+        }
+    GPU_CK(cudaEventRecord(g->ext_done, g->stream));
+}
 
-/* The arrays a probe reads, by quantity (PROBE_*). */
+/* One thread per entry: average.h's sum. */
+__global__ void k_avg_add(double *__restrict__ sum, const float *__restrict__ a, int square,
+                          int first, size_t n)
+{
+    const size_t k = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    if (k < n)
+        avg_add(sum, a, square, first, k);
+}
+
+/* The averaged dumps' sums, on the device (the CPU's cpu_avg_add). */
+void gpu_avg_add(void *ctx, pic_state *st, int first)
+{
+    gpu_state *g = (gpu_state *)ctx;
+    gpu_fields_join(g);
+    if (st->avg_q & FQ_RHO)
+        rho_all(g, st);
+    const float *const src[EMF_STATE] = {g->e[0], g->e[1], g->e[2], g->b[0], g->b[1],
+                                         g->b[2], g->j[0], g->j[1], g->j[2], g->rho};
+    for (int c = 0, n = 0; c < AVG_COUNT; c++)
+        if (avg_on(st->avg_q, c)) {
+            k_avg_add<<<gpu_blocks(g->size, 256), 256, 0, g->stream>>>(
+                g->avg + (size_t)n++ * g->size, src[avg_source(c)], avg_square(c), first,
+                g->size);
+            GPU_LAUNCHED(g, "k_avg_add");
+        }
+}
+
+void gpu_avg_fetch(void *ctx, pic_state *st)
+{
+    gpu_state *g = (gpu_state *)ctx;
+    gpu_fields_join(g);
+    GPU_CK(cudaStreamSynchronize(g->stream));
+    GPU_CK(cudaMemcpy(st->avg, g->avg,
+                      (size_t)avg_arrays(st->avg_q) * g->size * sizeof(double),
+                      cudaMemcpyDeviceToHost));
+}
+
+/* The arrays a probe reads, by quantity (PROBE_*), and the external fields' (E and B). */
 struct probe_arrays {
     const float *a[PROBE_COUNT];
+    const float *x[6];
 };
 
 /* One thread per request: probe.h's gather, as the CPU's cpu_probe. */
@@ -115,7 +173,8 @@ __global__ void k_field_probe(probe_arrays a, int s, const probe_req *__restrict
     const int r = blockIdx.x * blockDim.x + threadIdx.x;
     if (r < n) {
         const probe_req q = req[r];
-        out[r] = probe_gather(a.a[q.m], q.m, q.k, s, q.x, q.y);
+        out[r] = probe_gather(a.a[q.m], q.m < PROBE_JX ? a.x[q.m] : NULL, q.m, q.k, s, q.x,
+                              q.y);
     }
 }
 
@@ -140,7 +199,8 @@ void gpu_probe(void *ctx, pic_state *st, int need, int n, const probe_req *req, 
         g->probe_cap = n;
     }
     probe_arrays a = {{g->e[0], g->e[1], g->e[2], g->b[0], g->b[1], g->b[2], g->j[0], g->j[1],
-                       g->j[2], g->rho}};
+                       g->j[2], g->rho},
+                      {g->ext[0], g->ext[1], g->ext[2], g->ext[3], g->ext[4], g->ext[5]}};
     GPU_CK(cudaMemcpyAsync(g->probe_req, req, (size_t)n * sizeof *req, cudaMemcpyHostToDevice,
                            g->stream));
     k_field_probe<<<(n + 127) / 128, 128, 0, g->stream>>>(a, g->stride, g->probe_req, n,
@@ -204,6 +264,9 @@ const backend *cuda_backend(char *name, size_t len)
     b.flows = gpu_flows;
     b.fetch_fields = gpu_fetch_fields;
     b.fetch_particles = gpu_fetch_particles;
+    b.avg_add = gpu_avg_add;
+    b.avg_fetch = gpu_avg_fetch;
+    b.ext_fields = gpu_ext_fields;
     b.probe = gpu_probe;
     b.fetch_tracked = gpu_fetch_tracked;
     b.release_tracked = gpu_release_tracked;

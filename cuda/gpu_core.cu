@@ -2,6 +2,7 @@
  * phase timers and the bandwidth measurement: what every phase file uses (the table and the
  * operations that call several phases are in gpu_backend.cu). */
 #include "gpu_internal.h"
+#include "average.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -217,12 +218,23 @@ static int id_bytes(const species *h)
     return h->id ? (h->id_max <= 0xffffffffu ? 4 : 8) : 0;
 }
 
+/* The external fields' arrays (st->ext.a). */
+static size_t gpu_ext_arrays(const pic_state *st)
+{
+    size_t n = 0;
+    for (int m = 0; m < 6; m++)
+        n += st->ext.a[m] != NULL;
+    return n;
+}
+
 /* Device bytes of the deck: fields, tiles, tables and the particle slots, with room for every
  * electron field ionization can make (max_charge less the initial state per ion, with the
  * slack of a segment), allocated as they come. */
 static size_t deck_bytes(const pic_state *st, size_t tile_entries)
 {
     size_t b = 12 * st->f->size * sizeof(float) + 3 * st->f->size * sizeof(long long) +
+               gpu_ext_arrays(st) * st->f->size * sizeof(float) +
+               (size_t)avg_arrays(st->avg_q) * st->f->size * sizeof(double) +
                tile_entries * sizeof(long long) +
                (size_t)st->cl->n * 3 * sizeof(double);
     for (int s = 0; s < st->nsp; s++) {
@@ -404,6 +416,32 @@ static void open_fields(gpu_state *g, const emf *f)
     GPU_CK(cudaMemcpy(g->rho, f->rho, g->size * sizeof(float), cudaMemcpyHostToDevice));
 }
 
+/* The external fields' arrays (the components that vary in space) and their staging,
+ * uploaded. */
+static void open_ext(gpu_state *g, pic_state *st)
+{
+    const size_t n = gpu_ext_arrays(st);
+    if (!n)
+        return;
+    for (int m = 0; m < 6; m++)
+        if (st->ext.a[m])
+            g->ext[m] = (float *)gpu_malloc(g, g->size * sizeof(float), "external fields");
+    GPU_CK(cudaMallocHost(&g->h_ext, n * g->size * sizeof(float)));
+    GPU_CK(cudaEventCreateWithFlags(&g->ext_done, cudaEventDisableTiming));
+    GPU_CK(cudaEventRecord(g->ext_done, g->stream));
+    gpu_ext_fields(g, st);
+}
+
+/* The averaged dumps' sums, uploaded (zeros, or a restart's). */
+static void open_avg(gpu_state *g, const pic_state *st)
+{
+    const size_t bytes = (size_t)avg_arrays(st->avg_q) * g->size * sizeof(double);
+    if (!bytes)
+        return;
+    g->avg = (double *)gpu_malloc(g, bytes, "averaged field sums");
+    GPU_CK(cudaMemcpy(g->avg, st->avg, bytes, cudaMemcpyHostToDevice));
+}
+
 /* The cluster tables, the tile sets, the fixed-point sums, the reductions and the flags. */
 static void open_tables(gpu_state *g, const pic_state *st)
 {
@@ -423,6 +461,8 @@ static void open_tables(gpu_state *g, const pic_state *st)
     g->tiles = (long long *)gpu_malloc(g, g->ntiles * g->tile_set * sizeof(long long),
                                        "current tiles");
     GPU_CK(cudaMemset(g->tiles, 0, g->ntiles * g->tile_set * sizeof(long long)));
+    g->tile_live = (int *)gpu_malloc(g, (size_t)g->ntiles * g->ncl * sizeof(int), "tile flags");
+    GPU_CK(cudaMemset(g->tile_live, 0, (size_t)g->ntiles * g->ncl * sizeof(int)));
     g->acc = (long long *)gpu_malloc(g, 3 * g->size * sizeof(long long), "current sums");
     /* per cluster: 5 field sums, or the kinetic energy of each species */
     const size_t np = (size_t)g->ncl * (g->nsp > 5 ? g->nsp : 5);
@@ -442,6 +482,8 @@ static void open_tables(gpu_state *g, const pic_state *st)
 void gpu_memory_open(gpu_state *g, pic_state *st)
 {
     open_fields(g, st->f);
+    open_ext(g, st);
+    open_avg(g, st);
     open_tables(g, st);
     for (int s = 0; s < st->nsp; s++)
         upload_species(g, st, s);
@@ -455,12 +497,19 @@ void gpu_memory_close(gpu_state *g, pic_state *st)
         cudaHostUnregister(st->f->store);
     for (int s = 0; s < g->nsp; s++)
         free_species(&g->sp[s]);
-    void *p[] = {g->store, g->x0,    g->y0,          g->cx_of, g->cy_of, g->tiles, g->acc,
-                 g->partial, g->flags, g->lists, g->spare_start, g->room, g->order,
-                 g->ion_tab, g->ion_dz};
+    void *p[] = {g->store,   g->x0,    g->y0,          g->cx_of, g->cy_of, g->tiles,
+                 g->tile_live, g->acc, g->partial, g->flags, g->lists, g->spare_start,
+                 g->room,    g->order, g->ion_tab, g->ion_dz, g->avg};
     for (size_t k = 0; k < sizeof p / sizeof p[0]; k++)
         if (p[k])
             cudaFree(p[k]);
+    for (int m = 0; m < 6; m++)
+        if (g->ext[m])
+            cudaFree(g->ext[m]);
+    if (g->h_ext) {
+        cudaFreeHost(g->h_ext);
+        cudaEventDestroy(g->ext_done);
+    }
     if (g->h_partial)
         cudaFreeHost(g->h_partial);
     if (g->h_flags)

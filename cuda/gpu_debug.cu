@@ -188,10 +188,12 @@ static void debug_verify(gpu_state *g, const pic_state *st)
             long long bad = 0;
             for (int c = 0; c < g->ncl; c++)
                 for (int q = p->start[c]; q < p->start[c] + p->count[c]; q++) {
-                    float e[3], b[3], v[3] = {p->u[0][q], p->u[1][q], p->u[2][q]};
+                    float e[6], v[3] = {p->u[0][q], p->u[1][q], p->u[2][q]};
                     int i = cell_i(p->cell[q]), j = cell_j(p->cell[q]);
-                    gather_eb(p->f[0], p->f[1], p->f[2], p->f[3], p->f[4], p->f[5],
-                              emf_idx(f, i, j), f->stride, p->x[q], p->y[q], e, b);
+                    for (int m = 0; m < 6; m++) /* with the external fields, as the push */
+                        e[m] = gather_yee_ext(p->f[m], st->ext.a[m], m, emf_idx(f, i, j),
+                                              f->stride, p->x[q], p->y[q]) + st->ext.u[m];
+                    const float *b = e + 3;
                     boris_push(v, e, b, p->z ? qdt2m * (float)p->z[q] : qdt2m);
                     const cluster_tile T = cluster_tile_of(st->cl->x0, st->cl->y0, st->cl->ncx, c);
                     uint32_t c1 = p->cell[q];

@@ -277,43 +277,60 @@ typedef struct {
     int4 own;
 } kline;
 
-/* Side k, its edge node line `node`: slot sl = thread, its entries in order. */
-__global__ void k_ebal_side(kline a, int k, int node, const float *ex, const float *ey,
-                            const float *ez, const float *bx, const float *by, const float *bz,
-                            double h, double *out)
+/* The non-periodic sides of one launch: side k's edge node line `node`, its slots (t0, nsl)
+ * and their sums (out, times h). */
+typedef struct {
+    int k, node, nsl;
+    const int *t0;
+    double h, *out;
+} kside;
+
+typedef struct {
+    kside s[EBAL_SIDES];
+} ksides;
+
+/* One block per slot (blockIdx.x) of side blockIdx.y: the slot's entries over the threads,
+ * then gpu_block_sum's fixed tree (the same sum on any rank split). */
+__global__ void k_ebal_side(kline a, ksides sides, const float *ex, const float *ey,
+                            const float *ez, const float *bx, const float *by, const float *bz)
 {
-    const int sl = blockIdx.x * blockDim.x + threadIdx.x;
-    if (sl >= a.nsl ||
-        !owns_cluster(a.own, ebal_cluster(k / 2, node, sl, a.cx_of, a.cy_of, a.ncx), a.ncx))
+    __shared__ double sh[32];
+    const kside q = sides.s[blockIdx.y];
+    const int sl = blockIdx.x;
+    if (sl >= q.nsl ||
+        !owns_cluster(a.own, ebal_cluster(q.k / 2, q.node, sl, a.cx_of, a.cy_of, a.ncx), a.ncx))
         return;
     double v = 0.0;
-    for (int t = a.t0[sl]; t < a.t0[sl + 1]; t++)
-        v += ebal_side(&a.r, k, t, ex, ey, ez, bx, by, bz, a.off, a.stride);
-    out[sl] += h * v;
+    for (int t = q.t0[sl] + threadIdx.x; t < q.t0[sl + 1]; t += blockDim.x)
+        v += ebal_side(&a.r, q.k, t, ex, ey, ez, bx, by, bz, a.off, a.stride);
+    v = gpu_block_sum(v, sh);
+    if (threadIdx.x == 0)
+        q.out[sl] += q.h * v;
 }
 
 /* Laser line ln (and ln2 when two: the B column's dB(n) and dB(n+1)) of a beam along axis:
- * slot sl = thread. */
+ * one block per slot, its entries over the threads, a fixed tree. */
 __global__ void k_ebal_laser(kline a, laser_beam beam, laser_line ln, laser_line ln2, int two,
                              int axis, const float *a1, const float *a2, double h, double *out)
 {
-    const int sl = blockIdx.x * blockDim.x + threadIdx.x;
+    __shared__ double sh[32];
+    const int sl = blockIdx.x;
     if (sl >= a.nsl ||
         !owns_cluster(a.own, ebal_cluster(axis, ln.at, sl, a.cx_of, a.cy_of, a.ncx), a.ncx))
         return;
-    double v = 0.0, v2 = 0.0;
-    for (int t = a.t0[sl]; t < a.t0[sl + 1]; t++) {
+    double v = 0.0;
+    for (int t = a.t0[sl] + threadIdx.x; t < a.t0[sl + 1]; t += blockDim.x) {
         const int k = axis ? a.off + t + ln.at * a.stride : a.off + ln.at + t * a.stride;
-        v += ebal_laser(&a.r, &beam, &ln, axis, t, a1, a2, k);
-    }
-    if (two) {
-        for (int t = a.t0[sl]; t < a.t0[sl + 1]; t++) {
-            const int k = axis ? a.off + t + ln2.at * a.stride : a.off + ln2.at + t * a.stride;
-            v2 += ebal_laser(&a.r, &beam, &ln2, axis, t, a1, a2, k);
+        double w = ebal_laser(&a.r, &beam, &ln, axis, t, a1, a2, k);
+        if (two) {
+            const int k2 = axis ? a.off + t + ln2.at * a.stride : a.off + ln2.at + t * a.stride;
+            w += ebal_laser(&a.r, &beam, &ln2, axis, t, a1, a2, k2);
         }
-        v += v2;
+        v += w;
     }
-    out[sl] += h * v;
+    v = gpu_block_sum(v, sh);
+    if (threadIdx.x == 0)
+        out[sl] += h * v;
 }
 
 void gpu_fbnd_flows(gpu_state *g, const pic_state *st, int after)
@@ -331,15 +348,24 @@ void gpu_fbnd_flows(gpu_state *g, const pic_state *st, int after)
     a.stride = g->stride;
     a.own = g->own;
     const int ns = st->nslot;
+    ksides sides;
+    int nsides = 0, most = 0;
     for (int k = 0; k < EBAL_SIDES; k++) {
         if (b->bnd[k] == FBND_PERIODIC)
             continue;
-        const int axis = k / 2, node = k & 1 ? a.r.hi[axis] : a.r.lo[axis];
-        a.t0 = axis ? g->x0 : g->y0;
-        a.nsl = axis ? g->ncx : g->ncy;
-        k_ebal_side<<<gpu_blocks((size_t)a.nsl, 64), 64, 0, g->stream>>>(
-            a, k, node, g->e[0], g->e[1], g->e[2], g->b[0], g->b[1], g->b[2],
-            0.5 * f->dt * (axis ? f->dx : f->dy), g->bal + (size_t)k * ns);
+        const int axis = k / 2;
+        kside *q = &sides.s[nsides++];
+        q->k = k;
+        q->node = k & 1 ? a.r.hi[axis] : a.r.lo[axis];
+        q->t0 = axis ? g->x0 : g->y0;
+        q->nsl = axis ? g->ncx : g->ncy;
+        q->h = 0.5 * f->dt * (axis ? f->dx : f->dy);
+        q->out = g->bal + (size_t)k * ns;
+        most = q->nsl > most ? q->nsl : most;
+    }
+    if (nsides > 0) {
+        k_ebal_side<<<dim3((unsigned)most, (unsigned)nsides), 32, 0, g->stream>>>(
+            a, sides, g->e[0], g->e[1], g->e[2], g->b[0], g->b[1], g->b[2]);
         GPU_LAUNCHED(g, "k_ebal_side");
     }
     float *const arr[6] = {g->e[0], g->e[1], g->e[2], g->b[0], g->b[1], g->b[2]};
@@ -351,7 +377,7 @@ void gpu_fbnd_flows(gpu_state *g, const pic_state *st, int after)
         a.nsl = L->axis ? g->ncx : g->ncy;
         const laser_line le = laser_line_of(L, 1, f->step, f->dt, f->dx, f->dy, g->shift);
         if (le.on) {
-            k_ebal_laser<<<gpu_blocks((size_t)a.nsl, 64), 64, 0, g->stream>>>(
+            k_ebal_laser<<<(unsigned)a.nsl, 32, 0, g->stream>>>(
                 a, L->beam, le, le, 0, L->axis, arr[le.d1], arr[le.d2], 0.5 * dxdy, fe);
             GPU_LAUNCHED(g, "k_ebal_laser");
         }
@@ -360,7 +386,7 @@ void gpu_fbnd_flows(gpu_state *g, const pic_state *st, int after)
         const laser_line l0 = laser_line_of(L, 0, f->step, f->dt, f->dx, f->dy, g->shift);
         const laser_line l1 = laser_line_of(L, 0, f->step + 1, f->dt, f->dx, f->dy, g->shift);
         if (l0.on) {
-            k_ebal_laser<<<gpu_blocks((size_t)a.nsl, 64), 64, 0, g->stream>>>(
+            k_ebal_laser<<<(unsigned)a.nsl, 32, 0, g->stream>>>(
                 a, L->beam, l0, l1, 1, L->axis, arr[l0.d1], arr[l0.d2], dxdy, fb);
             GPU_LAUNCHED(g, "k_ebal_laser");
         }

@@ -106,6 +106,12 @@ struct gpu_state {
     gpu_border border[DECK_MAX_SPECIES];
     float *store;                 /* e[3], b[3], j[3], rho, tmp, rho2 */
     float *e[3], *b[3], *j[3], *rho, *tmp, *rho2;
+    float *ext[6];                /* the external fields' arrays (extfield.h) of the components
+                                     that vary in space, else NULL: copies of st->ext.a */
+    float *h_ext;                 /* their pinned staging (gpu_ext_fields), and the event of */
+    cudaEvent_t ext_done;         /* its last copy */
+    double *avg;                  /* the averaged field dumps' sums (average.h: the arrays of
+                                     st->avg_q, size entries each), or NULL */
     /* clusters */
     int ncx, ncy, ncl, wmax, hmax;
     int *x0, *y0;                 /* device copies of clusters.x0 / y0 */
@@ -115,6 +121,9 @@ struct gpu_state {
                                      charge deposit uses the first) */
     int ntiles;
     size_t tile_set;
+    int *tile_live;               /* per tile set and cluster: whether the particle kernel
+                                     stored the tile (it deposited something; else it is zero
+                                     and the sums skip it) */
     /* current and charge tiles in shared memory */
     int tszp;                     /* padded component stride in shared memory */
     size_t smem_move, smem_rho;   /* dynamic shared memory of k_push_move and k_rho */
@@ -277,8 +286,6 @@ __device__ __forceinline__ void gpu_parts_copy(const gpu_parts &a, int dst, int 
     gpu_parts_put(a, dst, gpu_parts_get(a, src));
 }
 
-/* Whether (x, y) lies in box b: x in [b.x, b.y), y in [b.z, b.w) (this rank's clusters or
- * cells, as the int4 boxes of gpu_state). */
 /* Sum of v over the block, in a fixed order (warp shuffles, then the warps' sums in order):
  * the same double for the same values whatever the scheduling; the sum in thread 0. Every
  * thread of the block calls it; blockDim a multiple of 32, at most 1024; sh: 32 doubles of
@@ -298,6 +305,34 @@ __device__ __forceinline__ double gpu_block_sum(double v, double *sh)
     return s;
 }
 
+/* Block-wide exclusive prefix sum of v and the block's total (an int, or four 16-bit counts
+ * packed in one 64-bit word); every thread of the block calls it; warp_tot: one T per warp
+ * of shared memory. */
+template <typename T>
+__device__ __forceinline__ T gpu_block_scan(T v, T *warp_tot, T *total)
+{
+    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    T inc = v;
+    for (int o = 1; o < 32; o <<= 1) {
+        const T t = __shfl_up_sync(0xffffffffu, inc, o);
+        if (lane >= o)
+            inc += t;
+    }
+    if (lane == 31)
+        warp_tot[wid] = inc;
+    __syncthreads();
+    T before = 0, all = 0;
+    for (int w = 0; w < nw; w++) {
+        before += w < wid ? warp_tot[w] : (T)0;
+        all += warp_tot[w];
+    }
+    __syncthreads(); /* warp_tot read by all before the next scan writes it */
+    *total = all;
+    return before + inc - v;
+}
+
+/* Whether (x, y) lies in box b: x in [b.x, b.y), y in [b.z, b.w) (this rank's clusters or
+ * cells, as the int4 boxes of gpu_state). */
 __device__ __forceinline__ bool in_box(int4 b, int x, int y)
 {
     return x >= b.x && x < b.y && y >= b.z && y < b.w;
@@ -360,6 +395,9 @@ void gpu_field_diag(void *ctx, pic_state *st, double *energy_e, double *energy_b
                     double *fbal, double *gauss);
 void gpu_flows(void *ctx, pic_state *st);
 void gpu_fetch_fields(void *ctx, pic_state *st, float *per);
+void gpu_ext_fields(void *ctx, pic_state *st);
+void gpu_avg_add(void *ctx, pic_state *st, int first);
+void gpu_avg_fetch(void *ctx, pic_state *st);
 void gpu_finish(void *ctx, pic_state *st);
 void gpu_fetch_particles(void *ctx, pic_state *st);                       /* gpu_core.cu */
 double gpu_bandwidth(void *ctx);

@@ -28,7 +28,8 @@ typedef struct {
     int *add;                     /* per cluster: electrons made */
     double *sums;                 /* per cluster: sum w z, sum w */
     const float *e[3];
-    float ext[3];
+    const float *xe[3];           /* the external E's arrays (NULL where uniform) */
+    float ext[3];                 /* its uniform values */
     int off, stride;
     unsigned long long seed;
     unsigned species;
@@ -58,15 +59,18 @@ __global__ void __launch_bounds__(GPU_THREADS) k_ionize_charge(const __grid_cons
     const int c = blockIdx.x, n = a.count[c], s0 = a.start[c];
     double zw = 0.0, w = 0.0, ne = 0.0;
     for (int k = threadIdx.x; k < n; k += blockDim.x) {
-        const int p = s0 + k;
-        const uint32_t cell = a.ion.cell[p];
-        const int i = cell_i(cell), j = cell_j(cell);
-        const float2 xy = a.ion.xy[p];
-        const double e = ionize_field(a.e[0], a.e[1], a.e[2], a.off + i + j * a.stride,
-                                      a.stride, xy.x, xy.y, a.ext);
-        ionize_stream r = ionize_stream_of(a.seed, a.species, (uint32_t)(i + a.window_cells),
-                                           (uint32_t)j, (uint32_t)k, a.step);
-        const int z0 = a.ion.z[p], z = ionize_ion(&a.t, z0, e, &r);
+        const int p = s0 + k, z0 = a.ion.z[p];
+        int z = z0;
+        if (z0 < a.t.zmax) { /* an ion stripped to zmax needs no field */
+            const uint32_t cell = a.ion.cell[p];
+            const int i = cell_i(cell), j = cell_j(cell);
+            const float2 xy = a.ion.xy[p];
+            const double e = ionize_field(a.e[0], a.e[1], a.e[2], a.xe, a.off + i + j * a.stride,
+                                          a.stride, xy.x, xy.y, a.ext);
+            ionize_stream r = ionize_stream_of(a.seed, a.species, (uint32_t)(i + a.window_cells),
+                                               (uint32_t)j, (uint32_t)k, a.step);
+            z = ionize_ion(&a.t, z0, e, &r);
+        }
         a.dz[p] = (uint8_t)(z - z0);
         a.ion.z[p] = (uint8_t)z;
         const float pw = a.ion.uzw[p].y;
@@ -84,28 +88,6 @@ __global__ void __launch_bounds__(GPU_THREADS) k_ionize_charge(const __grid_cons
     }
 }
 
-/* The exclusive prefix sum of v over the block, and the block's total into *total. */
-__device__ __forceinline__ int block_scan(int v, int *warp_tot, int *total)
-{
-    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
-    int x = v;
-    for (int o = 1; o < 32; o <<= 1) {
-        const int y = __shfl_up_sync(FULL, x, o);
-        x += lane >= o ? y : 0;
-    }
-    if (lane == 31)
-        warp_tot[wid] = x;
-    __syncthreads();
-    int before = 0, tot = 0;
-    for (int k = 0; k < (int)blockDim.x / 32; k++) {
-        before += k < wid ? warp_tot[k] : 0;
-        tot += warp_tot[k];
-    }
-    __syncthreads(); /* warp_tot read by all before the next scan writes it */
-    *total = tot;
-    return before + x - v;
-}
-
 __global__ void __launch_bounds__(GPU_THREADS) k_ionize_emit(const __grid_constant__ kionize a)
 {
     __shared__ int warp_tot[GPU_THREADS / 32];
@@ -117,7 +99,7 @@ __global__ void __launch_bounds__(GPU_THREADS) k_ionize_emit(const __grid_consta
         const int k = base + (int)threadIdx.x, p = s0 + k;
         const int d = k < n ? a.dz[p] : 0;
         int total;
-        const int q = at + block_scan(d, warp_tot, &total);
+        const int q = at + gpu_block_scan(d, warp_tot, &total);
         if (d) {
             gpu_part v = gpu_parts_get(a.ion, p);
             v.code = 0;
@@ -172,7 +154,8 @@ static ionize_stats ionize_one(gpu_state *g, pic_state *st, int s, long long ste
     a.sums = sums;
     for (int k = 0; k < 3; k++) {
         a.e[k] = g->e[k];
-        a.ext[k] = st->ext_e[k];
+        a.xe[k] = g->ext[k];
+        a.ext[k] = st->ext.u[k];
     }
     a.off = g->off;
     a.stride = g->stride;
@@ -226,9 +209,7 @@ void gpu_ionize(void *ctx, pic_state *st, long long step, ionize_stats *out)
 {
     gpu_state *g = (gpu_state *)ctx;
     gpu_fields_join(g); /* E(n+1) */
-    const int t = gpu_tic(g, st);
-    for (int s = 0; s < g->nsp; s++)
+    for (int s = 0; s < g->nsp; s++) /* untimed: the "other" phase, as on the CPU */
         if (g->sp[s].ion)
             out[s] = ionize_one(g, st, s, step);
-    gpu_toc(g, t, PH_SORT);
 }

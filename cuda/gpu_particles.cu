@@ -42,6 +42,7 @@ typedef struct {
     const int *start, *count;
     int *hist;
     long long *tiles;
+    int *live;                  /* per cluster: whether its tile was stored (gpu_state) */
     double *partial;
     float qdt2m;
     move_step mv;
@@ -58,7 +59,9 @@ typedef struct {
     int ncl, ncx, stride, off, nx, ny;
     int tszp, tile_stride;
     float scale;                /* fixed-point scale of the current tile */
-    float ext[6];               /* external E, B */
+    float ext[6];               /* external E, B: uniform values, added after the gather */
+    const float *x[6];          /* their arrays where they vary in space (else NULL), added
+                                   to the staged fields (extfield.h) */
 } kpart;
 
 /* An index the compiler must treat as unknown (an empty asm that may change it). */
@@ -139,7 +142,8 @@ __device__ __forceinline__ void group_load(pgroup &g, const kspecies &a, int p, 
     }
 }
 
-/* Stage the cluster's six field components (tile T, with ghosts) in shared memory. */
+/* Stage the cluster's six field components (tile T, with ghosts) in shared memory, the
+ * external fields' arrays added at the same points (gather_yee_ext's sums). */
 __device__ __forceinline__ void stage_fields(const kpart &a, const cluster_tile &T, float *sf)
 {
     const int tsz = T.w * T.h;
@@ -148,18 +152,22 @@ __device__ __forceinline__ void stage_fields(const kpart &a, const cluster_tile 
         int gk = a.off + T.i0 + (idx - r * T.w) + (T.j0 + r) * a.stride;
 #pragma unroll
         for (int comp = 0; comp < 6; comp++)
-            sf[comp * a.tszp + idx] = a.f[comp][gk];
+            sf[comp * a.tszp + idx] = a.x[comp] ? a.f[comp][gk] + a.x[comp][gk] : a.f[comp][gk];
     }
 }
 
 /* Push particle q of the group, of charge state zq (1 for a species without charge states):
- * u(n-1/2) -> u(n+1/2); returns w (gamma - 1) at time n when KE. */
+ * u(n-1/2) -> u(n+1/2); returns w (gamma - 1) at time n when KE. A neutral atom (zq 0) feels
+ * no field: its u is kept as it is, unpushed (a push at zero charge changes nothing but the
+ * sign of a zero component). */
 template <bool KE>
 __device__ __forceinline__ double push_one(const kpart &a, const kspecies &sp,
                                            const cluster_tile &T, const float *sf, pgroup &g,
                                            int q, float zq)
 {
     float e[3], b[3], u[3] = {g.u[0][q], g.u[1][q], g.u[2][q]};
+    if (zq == 0.0f)
+        return KE ? kinetic_share(g.w[q], u[0], u[1], u[2], u[0], u[1], u[2]) : 0.0;
     gather_tile(sf, a.tszp, cluster_tile_k(&T, g.cell[q]), T.w, g.x[q], g.y[q], e, b);
     for (int d = 0; d < 3; d++) {
         e[d] += a.ext[d];
@@ -202,9 +210,10 @@ __device__ __forceinline__ void block_sum(double v, double *red, double *out)
  * different cells met twice the bank conflicts). fixed_atomic_add_low adds the low words;
  * the same exact sum modulo 2^64. */
 
-/* Move particle q of the group, of charge state zq, and deposit its current into the split tile (the low words of
- * the three components, tszp apart, then their high words, 3 tszp further; the pieces, their
- * order and their fixed_of values are deposit_pieces_fixed's); returns its migration code.
+/* Move particle q of the group, of charge state zq, and deposit its current into the split
+ * tile (the low words of the three components, tszp apart, then their high words, 3 tszp
+ * further; the pieces, their order and their fixed_of values are deposit_pieces_fixed's);
+ * returns its migration code.
  * Only the pieces deposited are worked out (move_to's rule, piece by piece): a particle that
  * stays in its cell, most of them, needs one of the three. */
 __device__ __forceinline__ unsigned move_one(const kpart &a, const kspecies &sp,
@@ -217,9 +226,14 @@ __device__ __forceinline__ unsigned move_one(const kpart &a, const kspecies &sp,
     /* no vz, no Jz (uz = 0 in a cold plasma, or with Ez = Bx = By = 0: an in-plane
        polarised laser in 2D) */
     const bool jz = e.cz != 0.0f;
+    int dcx, dcy;
+    if (zq == 0.0f) { /* a neutral atom: it moves, it carries no current */
+        cells |= move_cell(&T, a.nx, a.ny, e.x1, e.y1, &g.cell[q], &g.x[q], &g.y[q], &dcx, &dcy,
+                           0) & 4u;
+        return mig_code(dcx, dcy);
+    }
     kong_split path;
     kong_split3(g.x[q], g.y[q], e.x1, e.y1, &path);
-    int dcx, dcy;
     const unsigned pieces = move_cell(&T, a.nx, a.ny, e.x1, e.y1, &g.cell[q], &g.x[q], &g.y[q],
                                       &dcx, &dcy, path.t[2] != path.t[1]);
     cells |= pieces & 4u; /* a new cell */
@@ -339,6 +353,7 @@ __global__ void __launch_bounds__(GPU_MOVE_THREADS, 2) k_push_move(const __grid_
     __syncthreads();
     int mv[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     double ke = 0.0;
+    bool charged = false; /* a particle of this thread deposited */
     for (int t = 0; t < group_trips(n, GPU_MOVE_THREADS); t++) {
         /* the warp's 32 GPU_VEC slots from base */
         const int base = GPU_VEC * (t * GPU_MOVE_THREADS + 32 * (tid >> 5));
@@ -351,6 +366,7 @@ __global__ void __launch_bounds__(GPU_MOVE_THREADS, 2) k_push_move(const __grid_
             if (group_off(lane, q) < left) {
                 /* read here, not in the group: one register, and only ions read it */
                 const float zq = sp.z ? (float)sp.z[p + group_off(lane, q)] : 1.0f;
+                charged |= zq != 0.0f;
                 ke += push_one<KE>(a, sp, T, sf, g, q, zq);
                 codes |= move_one(a, sp, T, sw, g, q, zq, cells) << (8 * q);
             }
@@ -373,7 +389,13 @@ __global__ void __launch_bounds__(GPU_MOVE_THREADS, 2) k_push_move(const __grid_
             moved += b == 4 ? 0 : shist[b];
         sp.hist[9 * c + tid] = tid == 4 ? n - moved : shist[tid];
     }
-    tile_store_split(sw, a.tszp, T.w * T.h, sp.tiles + (size_t)c * a.tile_stride);
+    /* a tile nothing was deposited into (no particle, or neutral atoms only) is not stored:
+       the sums skip it (most of them in a foil's vacuum or an unionized gas) */
+    const int live = __syncthreads_or(charged);
+    if (tid == 0)
+        sp.live[c] = live;
+    if (live)
+        tile_store_split(sw, a.tszp, T.w * T.h, sp.tiles + (size_t)c * a.tile_stride);
 }
 
 /* Charge of one species at the current positions into the tile buffer: one shared-memory
@@ -422,9 +444,11 @@ __global__ void __launch_bounds__(GPU_THREADS) k_rho(krho a)
         dst[idx] = sr[idx];
 }
 
-/* The tile sets and the cluster table the tile sums read. */
+/* The tile sets and the cluster table the tile sums read; live[m ncl + c]: whether tile c
+ * of set m holds anything (NULL: all do). */
 typedef struct {
     const long long *tiles;
+    const int *live;
     int nset, tile_stride, ncomp;
     size_t tile_set;
     const int *x0, *y0, *cx_of, *cy_of;
@@ -449,6 +473,8 @@ __device__ __forceinline__ void tiles_sum_cell(const ktiles &a, int i, int j,
         for (int p = 0; p < nxs; p++)
             for (int q = 0; q < nys; q++) {
                 const int c = cxs[p] + cys[q] * a.ncx;
+                if (a.live && !a.live[m * a.ncx * a.ncy + c])
+                    continue;
                 const cluster_tile T = cluster_tile_of(a.x0, a.y0, a.ncx, c);
                 const int tsz = T.w * T.h, idx = (i - T.i0) + (j - T.j0) * T.w;
                 const long long *t = a.tiles + m * a.tile_set + (size_t)c * a.tile_stride + idx;
@@ -541,6 +567,8 @@ __global__ void __launch_bounds__(256) k_tiles_mesh(ktiles a, int px, int py, in
                     continue;
                 const int tsz = nb_w[q] * nb_h[q];
                 for (int m = 0; m < a.nset; m++) {
+                    if (a.live && !a.live[m * ncl + n])
+                        continue;
                     const long long *t = a.tiles + m * a.tile_set + (size_t)n * a.tile_stride +
                                          li + lj * nb_w[q];
 #pragma unroll
@@ -555,17 +583,18 @@ __global__ void __launch_bounds__(256) k_tiles_mesh(ktiles a, int px, int py, in
     }
 }
 
-static ktiles ktiles_of(const gpu_state *g, int nset, int ncomp)
+static ktiles ktiles_of(const gpu_state *g, const int *live, int nset, int ncomp)
 {
-    return ktiles{g->tiles, nset, 3 * g->tsz_max, ncomp, g->tile_set, g->x0, g->y0, g->cx_of,
-                  g->cy_of, g->ncx, g->ncy, g->nx, g->ny};
+    return ktiles{g->tiles, live, nset, 3 * g->tsz_max, ncomp, g->tile_set, g->x0, g->y0,
+                  g->cx_of, g->cy_of, g->ncx, g->ncy, g->nx, g->ny};
 }
 
-/* nset tile sets of ncomp components into g->acc (added when `add`). */
-static void tiles_sum(gpu_state *g, int nset, int ncomp, int add)
+/* nset tile sets of ncomp components into g->acc (added when `add`); live: the current's
+ * flags, or NULL (the charge's tiles are all stored). */
+static void tiles_sum(gpu_state *g, const int *live, int nset, int ncomp, int add)
 {
     k_tiles_sum<<<gpu_blocks(g->size, 256), 256, 0, g->stream>>>(
-        ktiles_of(g, nset, ncomp), add, g->acc, g->size, g->stride, g->i0, g->j0);
+        ktiles_of(g, live, nset, ncomp), add, g->acc, g->size, g->stride, g->i0, g->j0);
     GPU_LAUNCHED(g, "k_tiles_sum");
 }
 
@@ -573,12 +602,13 @@ static void tiles_sum(gpu_state *g, int nset, int ncomp, int add)
 static void tiles_current(gpu_state *g, int nset)
 {
     if (g->ranks > 1) {
-        tiles_sum(g, nset, 3, 0);
+        tiles_sum(g, g->tile_live, nset, 3, 0);
         gpu_acc_finish(g, 3, g->j[0], g->j[1], g->j[2]);
         return;
     }
     k_tiles_mesh<<<(unsigned)g->ncl + 32, 256, 0, g->stream>>>(
-        ktiles_of(g, nset, 3), g->px, g->py, g->rows, g->stride, 1.0 / (double)g->scale,
+        ktiles_of(g, g->tile_live, nset, 3), g->px, g->py, g->rows, g->stride,
+        1.0 / (double)g->scale,
         g->j[0], g->j[1], g->j[2]);
     GPU_LAUNCHED(g, "k_tiles_mesh");
 }
@@ -676,6 +706,7 @@ void gpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic)
             continue;
         a.sp[m] = kspecies{d->xy,    d->uxy,   d->uzw,  d->cell,
                            d->code,  d->start, d->count, d->hist, g->tiles + m * g->tile_set,
+                           g->tile_live + (size_t)m * g->ncl,
                            g->partial + (size_t)m * g->ncl, boris_qdt2m(f->dt, d->qm),
                            move_step_of(f->dt, f->dx, f->dy, d->q), d->z};
         mob[m++] = s;
@@ -683,8 +714,10 @@ void gpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic)
     for (int k = 0; k < 3; k++) {
         a.f[k] = g->e[k];
         a.f[3 + k] = g->b[k];
-        a.ext[k] = st->ext_e[k];
-        a.ext[3 + k] = st->ext_b[k];
+    }
+    for (int k = 0; k < 6; k++) {
+        a.ext[k] = st->ext.u[k];
+        a.x[k] = g->ext[k];
     }
     a.order = g->order;
     a.x0 = g->x0;
@@ -748,7 +781,7 @@ void gpu_particles_rho(gpu_state *g, int s, float *dst)
                   g->ncx, g->tszp, 3 * g->tsz_max, d->q, g->scale, d->z};
         k_rho<<<g->ncl, GPU_THREADS, g->smem_rho, g->stream>>>(a);
         GPU_LAUNCHED(g, "k_rho");
-        tiles_sum(g, 1, 1, !first);
+        tiles_sum(g, NULL, 1, 1, !first);
         first = 0;
     }
     gpu_acc_finish(g, 1, dst, NULL, NULL);

@@ -93,32 +93,6 @@ typedef struct {
     int lcap;   /* entries per list */
 } ksorts;
 
-/* Block-wide exclusive prefix sum of v (four 16-bit counts packed in one word) and the
- * block's total; every thread of the block calls it. */
-__device__ __forceinline__ unsigned long long block_scan(unsigned long long v,
-                                                         unsigned long long *warp_tot,
-                                                         unsigned long long *total)
-{
-    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5, nw = blockDim.x >> 5;
-    unsigned long long inc = v;
-    for (int o = 1; o < 32; o <<= 1) {
-        unsigned long long t = __shfl_up_sync(0xffffffffu, inc, o);
-        if (lane >= o)
-            inc += t;
-    }
-    if (lane == 31)
-        warp_tot[wid] = inc;
-    __syncthreads();
-    unsigned long long before = 0, all = 0;
-    for (int w = 0; w < nw; w++) {
-        before += w < wid ? warp_tot[w] : 0ull;
-        all += warp_tot[w];
-    }
-    __syncthreads();
-    *total = all;
-    return before + inc - v;
-}
-
 /* Write slot i + b for each set bit b of mask, in bit order, from list[at] on. */
 __device__ __forceinline__ void list_bits(int *list, int at, int cap, unsigned mask, int i)
 {
@@ -172,7 +146,7 @@ __device__ __forceinline__ void pair_lists(const gpu_parts &pa, int as, int sa, 
             code_masks(pa.code + as, i, sa, keep_a, 1u, shift, la, fa);
         if (i < sb)
             code_masks(pb.code + bs, i, sb, keep_b, 2u, shift, lb, fb);
-        unsigned long long tot, pre = block_scan(
+        unsigned long long tot, pre = gpu_block_scan(
             (unsigned long long)__popc(la) | (unsigned long long)__popc(fa) << 16 |
                 (unsigned long long)__popc(lb) << 32 | (unsigned long long)__popc(fb) << 48,
             wtot, &tot);
@@ -336,7 +310,8 @@ __global__ void __launch_bounds__(GPU_THREADS) k_sort_extract(const __grid_const
         unsigned lm = 0, fm = 0;
         if (i < n)
             code_masks(a.p.code + s0, i, n, n, dir, shift, lm, fm);
-        unsigned long long tot, pre = block_scan((unsigned long long)__popc(lm), wtot, &tot);
+        unsigned long long tot,
+            pre = gpu_block_scan((unsigned long long)__popc(lm), wtot, &tot);
         for (int k = got + (int)pre; lm && k < e.w; k++) {
             const int b = __ffs(lm) - 1;
             lm &= lm - 1u;

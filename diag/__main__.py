@@ -234,7 +234,10 @@ def meaningful_dump(outdir):
     energy.csv, at the nearest row) is largest, so that a pulse that has left the box or a
     field that has not grown yet is not what the summary draws; the last dump without an
     energy.csv."""
-    its = [it for it in read.list_iterations(outdir) if read.list_fields(outdir, it)]
+    its = [it for it in read.list_iterations(outdir)
+           if any(not read.derived_mesh(q) for q in read.list_fields(outdir, it))]
+    if not its:  # averaged dumps alone
+        its = [it for it in read.list_iterations(outdir) if read.list_fields(outdir, it)]
     if not its:
         return None
     try:
@@ -314,7 +317,7 @@ def _summary_maps(args, d, u):
     if big and big not in maps:
         maps.append(big)
     for q in sorted(fields):  # the densities of the species, one-signed maps
-        if q.startswith("rho_"):
+        if q.startswith("rho_") and not read.derived_mesh(q):
             maps.append((q, None))
     if not maps:
         q = sorted(fields)[0]

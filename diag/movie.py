@@ -14,13 +14,15 @@ from .units import Units
 def field_movie(outdir, q, c, plots, units=Units(False), fps=5.0, vmin=None, vmax=None,
                 log=False, cmap=None):
     """Frames plots/movie_<name>/frame_NNNN.png of mesh q (component c) at every dump with
-    meshes, and plots/movie_<name>.mp4 (or .gif); returns the files written."""
+    that mesh, and plots/movie_<name>.mp4 (or .gif); returns the files written."""
     its = []
     for it in read.list_iterations(outdir):
-        if read.list_fields(outdir, it):
+        meshes = read.list_fields(outdir, it)
+        if q in meshes:
             its.append(it)
-        else:
-            read.note("dump %d has no meshes: not in the movie" % it)
+        else:  # a particle dump, or an averaged dump beside the field dumps
+            read.note("dump %d has no %s: not in the movie" % (
+                it, "mesh %s" % q if meshes else "meshes"))
     if not its:
         raise FileNotFoundError("no field dumps in %s" % read.data_dir(outdir))
     fields = []

@@ -203,6 +203,13 @@ def list_fields(outdir, it=None):
                 for k in m.keys()}
 
 
+def derived_mesh(name):
+    """Whether mesh record `name` is no field of the grid: an averaged record (E_avg, E2_avg,
+    rho_avg, ...: the mean over the steps of its attribute averageSteps) or the external
+    fields (E_ext, B_ext)."""
+    return name.endswith("_avg") or name.endswith("_ext")
+
+
 def list_species(outdir, it=None):
     """Species names of a dump's particles (the last dump with particles by default)."""
     try:

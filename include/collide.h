@@ -127,27 +127,28 @@ EMPIC_HD int collide_lane_pair(int l, int t, int na, int nb, int intra)
     return t == 0 ? l : -1;
 }
 
-/* Moments of one species in one cell: sum w (its density), sum w m u.v (3 n T), count. */
+/* Moments of one species in one cell: sum w (its density), sum w m u.v (3 n T), count. The
+ * terms in single precision (they set the Debye length only), their sums in double. */
 typedef struct {
     double n, pv;
     int count;
 } collide_moments;
 
-EMPIC_HD void collide_moments_add(collide_moments *mo, double m, float w, float ux, float uy,
+EMPIC_HD void collide_moments_add(collide_moments *mo, float m, float w, float ux, float uy,
                                   float uz)
 {
-    double u2 = (double)ux * ux + (double)uy * uy + (double)uz * uz;
+    const float u2 = ux * ux + uy * uy + uz * uz;
     mo->count++;
     mo->n += w;
-    mo->pv += w * m * u2 / sqrt(1.0 + u2);
+    mo->pv += w * m * u2 / sqrtf(1.0f + u2);
 }
 
 /* What every pair of a cell shares: the largest impact parameter squared (the Debye length of
  * the pair's species, at least the interatomic distance), the density factor of the pair's s
  * (min(Na, Nb) per unit weight) and the cap on s at low temperature (Pérez Eq. 23, to be
- * multiplied by n12 and the relative velocity). */
+ * multiplied by n12 and the relative velocity). Single precision, as s itself. */
 typedef struct {
-    double bmax2, nmin, cap;
+    float bmax2, nmin, cap;
 } collide_cell;
 
 EMPIC_HD collide_cell collide_cell_of(const collide_par *p, const collide_moments *a,
@@ -161,45 +162,52 @@ EMPIC_HD collide_cell collide_cell_of(const collide_par *p, const collide_moment
         ld2 += qa * qa * a->n * a->n * 3.0 / a->pv;
     if (!intra && b->n > 0.0 && b->pv > 0.0)
         ld2 += qb * qb * b->n * b->n * 3.0 / b->pv;
-    double ra = cbrt(3.0 * p->re_kp / (nmax > 0.0 ? nmax : 1.0)); /* (3 / (4 pi n))^1/3 */
-    c.bmax2 = ld2 > 0.0 ? fmax(1.0 / ld2, ra * ra) : ra * ra;
-    c.nmin = intra ? a->count : (a->count < b->count ? a->count : b->count);
-    double na = a->n / four_pi_r, nb = (intra ? a->n : b->n) / four_pi_r;
-    double den = fmax(ma * cbrt(na * na), mb * cbrt(nb * nb));
-    c.cap = den > 0.0 ? cbrt(4.0 * M_PI / 3.0) * p->dt * (ma + mb) / (four_pi_r * den) : 0.0;
+    const float ra = cbrtf((float)(3.0 * p->re_kp / (nmax > 0.0 ? nmax : 1.0))); /* (3/(4 pi n))^1/3 */
+    c.bmax2 = ld2 > 0.0 ? fmaxf((float)(1.0 / ld2), ra * ra) : ra * ra;
+    c.nmin = (float)(intra ? a->count : (a->count < b->count ? a->count : b->count));
+    const float na = (float)(a->n / four_pi_r), nb = (float)((intra ? a->n : b->n) / four_pi_r);
+    const float den = fmaxf((float)ma * cbrtf(na * na), (float)mb * cbrtf(nb * nb));
+    c.cap = den > 0.0f ? (float)(cbrt(4.0 * M_PI / 3.0) * p->dt * (ma + mb) / four_pi_r) / den
+                       : 0.0f;
     return c;
 }
 
-/* Nanbu's cos(chi) for the normalised path s with a uniform r in (0, 1] (the fit of Pérez
- * Eq. 10 for A(s)); r2 replaces r when the small-s form leaves [-1, 1]. */
-EMPIC_HD double collide_cos_chi(double s, double r, double r2)
+/* 1 - cos(chi) of Nanbu's angle for the normalised path s with a uniform r in (0, 1] (the fit
+ * of Pérez Eq. 10 for A(s)); r2 replaces r when the small-s form leaves [-1, 1]. One minus
+ * the cosine, in single precision: small angles keep their relative precision (a cosine in
+ * float would round 1 - 1e-8 to 1 and lose every collision of a weakly collisional plasma). */
+EMPIC_HD float collide_omc(float s, float r, float r2)
 {
-    if (s <= 0.1) {
-        double c = 1.0 + s * log(r);
-        return c < -1.0 ? 1.0 + s * log(r2) : c;
+    if (s <= 0.1f) {
+        const float d = -s * logf(r);
+        return d > 2.0f ? -s * logf(r2) : d;
     }
-    if (s <= 3.0) {
-        double ai = 0.0056958 + s * (0.9560202 + s * (-0.508139 + s * (0.47913906 +
-                    s * (-0.12788975 + s * 0.02389567))));
-        return ai * log(exp(-1.0 / ai) + 2.0 * r * sinh(1.0 / ai));
+    if (s <= 3.0f) {
+        const float ai = 0.0056958f + s * (0.9560202f + s * (-0.508139f + s * (0.47913906f +
+                         s * (-0.12788975f + s * 0.02389567f))));
+        return 1.0f - ai * logf(expf(-1.0f / ai) + 2.0f * r * sinhf(1.0f / ai));
     }
-    if (s <= 6.0) {
-        double a = 3.0 * exp(-s);
-        return log(exp(-a) + 2.0 * r * sinh(a)) / a;
+    if (s <= 6.0f) {
+        const float a = 3.0f * expf(-s);
+        return 1.0f - logf(expf(-a) + 2.0f * r * sinhf(a)) / a;
     }
-    return 2.0 * r - 1.0;
+    return 2.0f - 2.0f * r;
 }
 
-/* p* (momentum of 1 in the centre-of-momentum frame) turned by the angles (chi, phi). */
-EMPIC_HD void collide_turn(double ps[3], double cx, double phi)
+/* p* (momentum of 1 in the centre-of-momentum frame, magnitude pm) turned by chi (1 - cos chi
+ * = omc) and the azimuth 2 pi r. The sines from the cosines in double: the turn keeps |p*|
+ * to double rounding whatever the precision of the angles. */
+EMPIC_HD void collide_turn(double ps[3], double pm, double omc, float r)
 {
-    double sx = sqrt(fmax(0.0, 1.0 - cx * cx)), cp = cos(phi), sp = sin(phi);
-    double pm = sqrt(ps[0] * ps[0] + ps[1] * ps[1] + ps[2] * ps[2]);
-    double pp = sqrt(ps[0] * ps[0] + ps[1] * ps[1]);
+    const double cx = 1.0 - omc, sx = sqrt(fmax(0.0, omc * (2.0 - omc)));
+    const double cp = cosf(6.2831853f * r), sp = (r <= 0.5f ? 1.0 : -1.0) *
+                                                 sqrt(fmax(0.0, 1.0 - cp * cp));
+    const double pp = sqrt(ps[0] * ps[0] + ps[1] * ps[1]);
     double o[3];
     if (pp > 1e-12 * pm) {
-        o[0] = ps[0] * ps[2] / pp * sx * cp + ps[1] * pm / pp * sx * sp + ps[0] * cx;
-        o[1] = ps[1] * ps[2] / pp * sx * cp - ps[0] * pm / pp * sx * sp + ps[1] * cx;
+        const double ip = 1.0 / pp, a = ps[2] * ip * sx * cp, b = pm * ip * sx * sp;
+        o[0] = ps[0] * a + ps[1] * b + ps[0] * cx;
+        o[1] = ps[1] * a - ps[0] * b + ps[1] * cx;
         o[2] = -pp * sx * cp + ps[2] * cx;
     } else { /* p* along z: any perpendicular pair of axes will do */
         o[0] = pm * sx * cp;
@@ -212,55 +220,61 @@ EMPIC_HD void collide_turn(double ps[3], double cx, double phi)
 }
 
 /* The normalised path s of a pair (Pérez Eqs. 9 and 22 in the cross-section form, with the
- * Coulomb logarithm from the cell's bmax when par->lnl is 0, floor 2, and the cap of Eq. 23).
- * In: the COM quantities. n12: density factor max(w1, w2) min(Na, Nb), times the pair's
- * share of the time. */
-EMPIC_HD double collide_s(const collide_par *p, const collide_cell *c, double q1q2, double m1,
-                          double m2, double g1, double g2, double g1s, double g2s, double psm,
-                          double n12)
+ * Coulomb logarithm from the cell's bmax when par->lnl is 0, floor 2, and the cap of Eq. 23),
+ * in single precision: s sets only the distribution of the angle. In: the COM quantities.
+ * n12: density factor max(w1, w2) min(Na, Nb), times the pair's share of the time. */
+EMPIC_HD float collide_s(const collide_par *p, const collide_cell *c, float q1q2, float m1,
+                         float m2, float g1, float g2, float g1s, float g2s, float psm, float n12)
 {
-    double mu = g1s * m1 * g2s * m2 / (g1s * m1 + g2s * m2);
-    double vrel = psm / mu;                                 /* |v1* - v2*| */
-    double vinv = vrel / (1.0 + psm * psm / (m1 * g1s * m2 * g2s));
-    double b0 = 2.0 * p->re_kp * fabs(q1q2) / (mu * vrel * vinv); /* in c/w_p */
-    double lnl = p->lnl;
-    if (lnl <= 0.0) {
-        double bmin = fmax(0.5 * b0, 0.5 * p->lc_kp / psm);
-        lnl = fmax(2.0, 0.5 * log(1.0 + c->bmax2 / (bmin * bmin)));
+    const float a = g1s * m1, b = g2s * m2, mu = a * b / (a + b);
+    const float vrel = psm / mu;                                 /* |v1* - v2*| */
+    const float vinv = vrel / (1.0f + psm * psm / (a * b));
+    const float re = (float)p->re_kp;
+    const float b0 = 2.0f * re * fabsf(q1q2) / (mu * vrel * vinv); /* in c/w_p */
+    float lnl = (float)p->lnl;
+    if (lnl <= 0.0f) {
+        const float bmin = fmaxf(0.5f * b0, 0.5f * (float)p->lc_kp / psm);
+        lnl = fmaxf(2.0f, 0.5f * logf(1.0f + c->bmax2 / (bmin * bmin)));
     }
-    double s = M_PI * b0 * b0 * lnl * n12 / (4.0 * M_PI * p->re_kp) * p->dt * vrel * g1s * g2s /
-               (g1 * g2);
-    double cap = c->cap * n12 * vrel;
+    /* pi b0^2 lnl n12 / (4 pi re) dt vrel g1s g2s / (g1 g2), in an order that keeps the
+     * factors of float's range */
+    const float s = b0 * (0.25f * b0 / re) * lnl * n12 * (float)p->dt * vrel * (g1s / g1) *
+                    (g2s / g2);
+    const float cap = c->cap * n12 * vrel;
     return s < cap ? s : cap;
 }
 
 /* One pair: momenta u1, u2 (per mass) of masses m1, m2, charges' product q1q2, weights w1, w2
- * scattered in place (each of them or not, by the rejection rule). */
+ * scattered in place (each of them or not, by the rejection rule). The Lorentz transforms in
+ * double (they carry the energy: rest mass included, it is conserved to double rounding),
+ * the scattering's s and angles in float. */
 EMPIC_HD void collide_pair(double u1[3], double u2[3], double m1, double m2, double q1q2,
                            double w1, double w2, double n12, const collide_par *p,
                            const collide_cell *c, rng_stream *r)
 {
-    double d2 = 0.0, p1[3], p2[3], pt[3];
+    double d2 = 0.0, p1[3], pt[3], a1 = 0.0, a2 = 0.0;
     for (int a = 0; a < 3; a++) {
         p1[a] = m1 * u1[a];
-        p2[a] = m2 * u2[a];
-        pt[a] = p1[a] + p2[a];
+        pt[a] = p1[a] + m2 * u2[a];
         d2 += (u1[a] - u2[a]) * (u1[a] - u2[a]);
+        a1 += u1[a] * u1[a];
+        a2 += u2[a] * u2[a];
     }
     if (d2 == 0.0)
         return;
-    double g1 = sqrt(1.0 + u1[0] * u1[0] + u1[1] * u1[1] + u1[2] * u1[2]);
-    double g2 = sqrt(1.0 + u2[0] * u2[0] + u2[1] * u2[1] + u2[2] * u2[2]);
-    double mg = m1 * g1 + m2 * g2, vc[3], vc2 = 0.0, vv1 = 0.0, vv2 = 0.0;
+    const double g1 = sqrt(1.0 + a1), g2 = sqrt(1.0 + a2), e = 1.0 / (m1 * g1 + m2 * g2);
+    double vc[3], vc2 = 0.0, vu1 = 0.0, vu2 = 0.0;
     for (int a = 0; a < 3; a++) {
-        vc[a] = pt[a] / mg;
+        vc[a] = pt[a] * e;
         vc2 += vc[a] * vc[a];
-        vv1 += vc[a] * u1[a] / g1;
-        vv2 += vc[a] * u2[a] / g2;
+        vu1 += vc[a] * u1[a];
+        vu2 += vc[a] * u2[a];
     }
-    double gc = 1.0 / sqrt(1.0 - vc2), f = gc * gc / (1.0 + gc); /* (gc - 1) / vc^2 */
-    double g1s = (1.0 - vv1) * gc * g1, g2s = (1.0 - vv2) * gc * g2, ps[3], psm = 0.0;
-    double l1 = (f * vv1 - gc) * m1 * g1;
+    const double vv1 = vu1 / g1, vv2 = vu2 / g2; /* v_c . v_1, v_c . v_2 */
+    const double gc = 1.0 / sqrt(1.0 - vc2), f = gc * gc / (1.0 + gc); /* (gc - 1) / vc^2 */
+    const double g1s = (1.0 - vv1) * gc * g1, g2s = (1.0 - vv2) * gc * g2;
+    const double l1 = (f * vv1 - gc) * m1 * g1;
+    double ps[3], psm = 0.0;
     for (int a = 0; a < 3; a++) {
         ps[a] = p1[a] + vc[a] * l1;
         psm += ps[a] * ps[a];
@@ -268,18 +282,23 @@ EMPIC_HD void collide_pair(double u1[3], double u2[3], double m1, double m2, dou
     psm = sqrt(psm);
     if (!(psm > 0.0))
         return;
-    double s = collide_s(p, c, q1q2, m1, m2, g1, g2, g1s, g2s, psm, n12);
-    double r1 = rng_uniform(r), r2 = rng_uniform(r), phi = 2.0 * M_PI * rng_uniform(r);
-    collide_turn(ps, collide_cos_chi(s, r1, r2), phi);
-    double vp = vc[0] * ps[0] + vc[1] * ps[1] + vc[2] * ps[2];
-    double k1 = f * vp + m1 * g1s * gc, wmax = w1 > w2 ? w1 : w2;
-    int move1 = w2 >= rng_uniform(r) * wmax, move2 = w1 >= rng_uniform(r) * wmax;
+    const float s = collide_s(p, c, (float)q1q2, (float)m1, (float)m2, (float)g1, (float)g2,
+                              (float)g1s, (float)g2s, (float)psm, (float)n12);
+    const float r1 = rng_uniform(r), r2 = rng_uniform(r), r3 = rng_uniform(r);
+    collide_turn(ps, psm, collide_omc(s, r1, r2), r3);
+    const double vp = vc[0] * ps[0] + vc[1] * ps[1] + vc[2] * ps[2];
+    const double k1 = f * vp + m1 * g1s * gc;
+    /* the lighter (or either of equal weights) always moves; the heavier with probability
+     * w_light / w_heavy: one draw at most */
+    const int move1 = w2 >= w1 || w2 >= rng_uniform(r) * w1;
+    const int move2 = w1 >= w2 || w1 >= rng_uniform(r) * w2;
+    const double i1 = 1.0 / m1, i2 = 1.0 / m2;
     for (int a = 0; a < 3; a++) {
-        double p1f = ps[a] + vc[a] * k1; /* 2 takes the rest: the sum is kept exactly */
+        const double p1f = ps[a] + vc[a] * k1; /* 2 takes the rest: the sum is kept exactly */
         if (move1)
-            u1[a] = p1f / m1;
+            u1[a] = p1f * i1;
         if (move2)
-            u2[a] = (pt[a] - p1f) / m2;
+            u2[a] = (pt[a] - p1f) * i2;
     }
 }
 

@@ -124,7 +124,8 @@ typedef struct deck {
     int fbnd[4];                       /* enum deck_fbnd per side */
     int pml_cells;                     /* PML thickness, default 16 */
     int filter_passes, filter_compensate;
-    double ext_E[3], ext_B[3];
+    char ext[6][DECK_EXPR_MAX];        /* external Ex, Ey, Ez, Bx, By, Bz: formulas in x, y,
+                                          t (extfield.h); numbers as their "%.17g" text */
     int window_enabled;
     double window_t_start;
     int nlasers;
@@ -140,6 +141,11 @@ typedef struct deck {
                                           (0 = off; default 10) */
     long fields_every;                 /* 0 = off; default 0 */
     int fields_quantities;             /* mask of enum deck_fieldq; default all */
+    long avg_every;                    /* diagnostics.fields_avg: steps between averaged field
+                                          dumps (0 = off; fieldavg.h) */
+    long avg_steps;                    /* steps averaged before each, 1..avg_every (default
+                                          avg_every) */
+    int avg_quantities;                /* mask of enum deck_fieldq; default E, B, E2, B2 */
     long particles_every;              /* 0 = off */
     double particles_fraction;         /* default 0.01 */
     int particles_species_mask;        /* bit s = species s dumped; default all */
@@ -160,6 +166,13 @@ typedef struct deck {
     double load_particles[DECK_MAX_SPECIES];
 } deck;
 
+/* 1 when the run's data dumps have meshes at all: field dumps or averaged ones (every dump
+ * of the series then has a meshes group, empty where it has none). */
+static inline int deck_dumps_meshes(const deck *d)
+{
+    return d->fields_every > 0 || d->avg_every > 0;
+}
+
 /* Load and validate; 0 on success, -1 after reporting the error(s). */
 int deck_load(const char *path, deck *d);
 /* The profile checks of deck_load again, after d->steps changed (the moving window injects
@@ -178,16 +191,20 @@ double deck_courant_dt(double dx, double dy);
 void deck_write(const deck *d, FILE *f);
 void deck_free(deck *d);
 
-/* Formulas in x and y (constants pi and e) through the expression library. Not thread
- * safe: give each thread its own (formula_new again). */
+/* Formulas in x and y, and t where asked (constants pi and e) through the expression
+ * library. Not thread safe: give each thread its own (formula_new again). */
 typedef struct formula formula;
-/* NULL on a parse error, with the library's message in err. */
-formula *formula_new(const char *expr, char *err, size_t errlen);
+/* NULL on a parse error, with the library's message in err; time: t is a variable too. */
+formula *formula_new(const char *expr, int time, char *err, size_t errlen);
 /* Value of a constant expression (no x, y) in which the n constants k[] are known; 0, or -1
  * with the library's message in err. */
 int formula_constant(const char *expr, const deck_constant *k, int n, double *value,
                      char *err, size_t errlen);
 double formula_eval(formula *f, double x, double y);
+double formula_eval_t(formula *f, double x, double y, double t);
+/* The variables the expression reads (FORMULA_X | FORMULA_Y | FORMULA_T). */
+enum { FORMULA_X = 1, FORMULA_Y = 2, FORMULA_T = 4 };
+int formula_vars(const formula *f);
 void formula_free(formula *f);
 
 #endif

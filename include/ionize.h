@@ -28,10 +28,11 @@
 #define IONIZE_WMIN 1e-15
 
 /* The ADK levels of an ion species: W_k(E) = exp(lna[k] - p[k] ln E - b[k] / E) per step for
- * state k -> k + 1, from the initial state up to zmax. */
+ * state k -> k + 1, from the initial state up to zmax; below emin[k] (where W_k still grows
+ * with E) W_k < IONIZE_WMIN, so that weak fields skip the exponential. */
 typedef struct {
     int zmax;
-    double lna[IONIZE_LEVELS], p[IONIZE_LEVELS], b[IONIZE_LEVELS];
+    double lna[IONIZE_LEVELS], p[IONIZE_LEVELS], b[IONIZE_LEVELS], emin[IONIZE_LEVELS];
 } ionize_table;
 
 /* The room to lay out for a cluster's electrons when they outgrow their segment: those
@@ -98,6 +99,8 @@ EMPIC_HD int ionize_ion(const ionize_table *t, int z, double e, ionize_stream *r
     double left = 1.0, u[2] = {0.0, 0.0}; /* the fraction of the step left */
     int used = 2;
     for (; z < t->zmax && e > 0.0; z++) {
+        if (e < t->emin[z])
+            break; /* the rate would be below IONIZE_WMIN */
         const double w = ionize_rate(t, z, e);
         if (!(w * left > IONIZE_WMIN))
             break;
@@ -113,13 +116,15 @@ EMPIC_HD int ionize_ion(const ionize_table *t, int z, double e, ionize_stream *r
     return z;
 }
 
-/* |E| at offset (x, y) of cell k (row stride s) with the uniform external field ext. */
-EMPIC_HD double ionize_field(const float *ex, const float *ey, const float *ez, int k, int s,
-                             float x, float y, const float ext[3])
+/* |E| at offset (x, y) of cell k (row stride s) with the external field: its arrays xa[]
+ * (NULL where uniform) added at the Yee points, its uniform values ext[] after (extfield.h). */
+EMPIC_HD double ionize_field(const float *ex, const float *ey, const float *ez,
+                             const float *const xa[3], int k, int s, float x, float y,
+                             const float ext[3])
 {
-    const double a = (double)gather_yee(ex, YEE_EX, k, s, x, y) + ext[0];
-    const double b = (double)gather_yee(ey, YEE_EY, k, s, x, y) + ext[1];
-    const double c = (double)gather_yee(ez, YEE_EZ, k, s, x, y) + ext[2];
+    const double a = (double)gather_yee_ext(ex, xa[0], YEE_EX, k, s, x, y) + ext[0];
+    const double b = (double)gather_yee_ext(ey, xa[1], YEE_EY, k, s, x, y) + ext[1];
+    const double c = (double)gather_yee_ext(ez, xa[2], YEE_EZ, k, s, x, y) + ext[2];
     return sqrt(a * a + b * b + c * c);
 }
 

@@ -21,7 +21,9 @@ enum deck_profile { PROFILE_UNIFORM = 0, PROFILE_PIECEWISE, PROFILE_EXPR };
 enum deck_backend { BACKEND_AUTO = 0, BACKEND_CPU, BACKEND_CUDA };
 enum deck_envelope { ENV_SIN2 = 0, ENV_GAUSSIAN, ENV_FLATTOP };
 enum deck_lprofile { LPROF_GAUSSIAN = 0, LPROF_SUPERGAUSSIAN, LPROF_FLATTOP }; /* transverse */
-enum deck_fieldq { FQ_E = 1, FQ_B = 2, FQ_J = 4, FQ_RHO = 8 };
+/* Field dump quantities; the averaged dumps (diagnostics.fields_avg) also take E2, B2: the
+ * squares of E's and B's components. */
+enum deck_fieldq { FQ_E = 1, FQ_B = 2, FQ_J = 4, FQ_RHO = 8, FQ_E2 = 16, FQ_B2 = 32 };
 /* Phase-space axes: position, momentum u = gamma v, kinetic energy (gamma - 1) m c^2 per
  * particle of the species, in m_e c^2. */
 enum deck_psaxis { PSA_X = 0, PSA_Y, PSA_UX, PSA_UY, PSA_UZ, PSA_ENERGY, PSA_COUNT };

@@ -51,6 +51,21 @@ EMPIC_HD float gather_yee(const float *f, int m, int k, int s, float x, float y)
     return gather_component(f, k, s, x, y, yee_hx(m), yee_hy(m));
 }
 
+/* Component m at offset (x, y) of cell k of the sum of the grid's array f and an external
+ * field's array g (extfield.h) at the same Yee points, summed before the interpolation as the
+ * push's field stage sums them (g NULL: gather_yee of f). */
+EMPIC_HD float gather_yee_ext(const float *f, const float *g, int m, int k, int s, float x,
+                              float y)
+{
+    if (!g)
+        return gather_yee(f, m, k, s, x, y);
+    int ox, oy;
+    float wx = gather_axis(x, yee_hx(m), &ox), wy = gather_axis(y, yee_hy(m), &oy);
+    int b = k + ox + oy * s;
+    return gather_bilinear(f[b] + g[b], f[b + 1] + g[b + 1], f[b + s] + g[b + s],
+                           f[b + s + 1] + g[b + s + 1], wx, wy);
+}
+
 /* E and B at offset (x, y) of cell k. */
 EMPIC_HD void gather_eb(const float *ex, const float *ey, const float *ez, const float *bx,
                         const float *by, const float *bz, int k, int s, float x, float y,

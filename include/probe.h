@@ -22,12 +22,14 @@ typedef struct {
 } probe_req;
 
 /* Quantity m from its array a (the rank's layout, row stride s) at offset (x, y) of cell k:
- * E and B at their Yee points (gather_yee: the particle gather), Jx, Jy, Jz at the points
- * of Ex, Ey, Ez (where they are stored), rho at the nodes (as Ez). */
-EMPIC_HD float probe_gather(const float *a, int m, int k, int s, float x, float y)
+ * E and B at their Yee points with the external field's array g of the component where it
+ * varies in space (gather_yee_ext: the particle gather; g NULL otherwise), Jx, Jy, Jz at
+ * the points of Ex, Ey, Ez (where they are stored), rho at the nodes (as Ez). */
+EMPIC_HD float probe_gather(const float *a, const float *g, int m, int k, int s, float x,
+                            float y)
 {
     const int yee = m < PROBE_JX ? m : m < PROBE_RHO ? m - PROBE_JX : YEE_EZ;
-    return gather_yee(a, yee, k, s, x, y);
+    return gather_yee_ext(a, g, yee, k, s, x, y);
 }
 
 #endif

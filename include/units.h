@@ -25,6 +25,13 @@ static inline double units_wp(double n0_cm3)
 static inline double units_length_um(double n0_cm3) { return UNITS_C / units_wp(n0_cm3) * 1e6; }
 static inline double units_time_fs(double n0_cm3) { return 1e15 / units_wp(n0_cm3); }
 
+/* The unit of E, m_e c omega_p / e, in V/m and of B, m_e omega_p / e, in T. */
+static inline double units_field_Vm(double n0_cm3)
+{
+    return UNITS_ME * UNITS_C * units_wp(n0_cm3) / UNITS_E;
+}
+static inline double units_field_T(double n0_cm3) { return UNITS_ME * units_wp(n0_cm3) / UNITS_E; }
+
 /* m_e c^2 in eV (510998.95). */
 static inline double units_mc2_eV(void) { return UNITS_ME * UNITS_C * UNITS_C / UNITS_E; }
 

@@ -5,7 +5,8 @@
  * The collisions run alone (tu_collide: no push, no fields), so that nothing but the
  * collision operator changes the momenta. Rates: the time the simulation takes to reach a
  * set point of the relaxation against the time the theory's equation takes, from the
- * measured initial state; each within 10 %. */
+ * measured initial state; each within 10 %. EMPIC_TEST_BACKEND=cuda (tools/gpu-test) runs
+ * the rate and conservation tests with the CUDA backend. */
 #include "testutil.h"
 
 #include <omp.h>
@@ -14,11 +15,21 @@
 #define LNL 10.0     /* the Coulomb logarithm of the rate tests (the theory's too) */
 #define KEV (1.0 / 511.0)
 
+static int test_backend = BACKEND_CPU; /* of the tests that run sims */
+
 /* A periodic 8 x 8 box, no diagnostics. */
 static void box(deck *d)
 {
     tu_deck(d, 8, 8, 0.5, 0.1, 0);
     d->cluster[0] = d->cluster[1] = 8;
+    d->backend = test_backend;
+}
+
+/* The moments of species s, the device's particles fetched first. */
+static tu_moments moments(sim *S, int s)
+{
+    S->be->fetch_particles(S->be_ctx, &S->st);
+    return tu_species_moments(&S->sp[s], &S->cl);
 }
 
 /* Linear interpolation of the time at which f (n samples every dt) first crosses level. */
@@ -63,12 +74,12 @@ static void test_isotropization(void)
     enum { NS = 450 };
     const double dt = 10.0;
     double delta[NS + 1];
-    tu_moments m = tu_species_moments(&S.sp[0], &S.cl);
+    tu_moments m = moments(&S, 0);
     double tperp = 0.5 * (m.t[0] + m.t[1]) / m.n, tpar = m.t[2] / m.n, d0 = tperp - tpar;
     delta[0] = d0;
     for (int k = 1; k <= NS; k++) {
         tu_collide(&S, dt, k);
-        m = tu_species_moments(&S.sp[0], &S.cl);
+        m = moments(&S, 0);
         delta[k] = 0.5 * (m.t[0] + m.t[1]) / m.n - m.t[2] / m.n;
     }
     double t_sim = crossing(delta, NS + 1, dt, 0.5 * d0), t = 0.0, h = dt / 20.0;
@@ -94,9 +105,9 @@ static double nu_eq(double ma, double mb, double ta, double tb, double nb)
 }
 
 /* The temperature (3 T = sum w m u.v / n) of species s. */
-static double temperature(const sim *S, int s)
+static double temperature(sim *S, int s)
 {
-    tu_moments m = tu_species_moments(&S->sp[s], &S->cl);
+    tu_moments m = moments(S, s);
     return (m.t[0] + m.t[1] + m.t[2]) / (3.0 * m.n);
 }
 
@@ -156,7 +167,7 @@ static void test_slowing_down(void)
     for (int k = 0; k <= NS; k++) {
         if (k)
             tu_collide(&S, dt, k);
-        tu_moments m = tu_species_moments(&S.sp[1], &S.cl);
+        tu_moments m = moments(&S, 1);
         v[k] = m.v[2] / m.n;
     }
     double t_sim = crossing(v, NS + 1, dt, 0.85 * v[0]);
@@ -188,12 +199,12 @@ static void test_relativistic(void)
     for (int k = 0; k <= NS; k++) {
         if (k)
             tu_collide(&S, dt, k);
-        tu_moments m = tu_species_moments(&S.sp[0], &S.cl);
+        tu_moments m = moments(&S, 0);
         uz[k] = m.p[2] / m.n;
         ke0 = k ? ke0 : m.ke / m.n;
     }
     double t_sim = crossing(uz, NS + 1, dt, uz[0] / M_E), t = u * u * beta / (re * LNL);
-    tu_moments m = tu_species_moments(&S.sp[0], &S.cl);
+    tu_moments m = moments(&S, 0);
     printf(" [<u_z> at 1/e at t = %.4g, theory %.4g: %+.1f %%; electron energy %+.2g] ", t_sim,
            t, 100.0 * (t_sim / t - 1.0), m.ke / m.n / ke0 - 1.0);
     CU_ASSERT(t_sim > 0 && fabs(t_sim / t - 1.0) < 0.10);
@@ -267,11 +278,11 @@ static void test_coulomb_log(void)
 }
 
 /* Total momentum and kinetic energy of all species. */
-static void totals(const sim *S, double p[3], double *ke, double *pn)
+static void totals(sim *S, double p[3], double *ke, double *pn)
 {
     p[0] = p[1] = p[2] = *ke = *pn = 0;
     for (int s = 0; s < S->nsp; s++) {
-        tu_moments m = tu_species_moments(&S->sp[s], &S->cl);
+        tu_moments m = moments(S, s);
         for (int a = 0; a < 3; a++) {
             p[a] += m.p[a];
             *pn += sqrt(m.t[a] * m.n * S->sp[s].m); /* the momentum scale: n sqrt(m T) */
@@ -388,6 +399,8 @@ static void test_threads(void)
 
 int main(void)
 {
+    const char *b = getenv("EMPIC_TEST_BACKEND");
+    test_backend = b && !strcmp(b, "cuda") ? BACKEND_CUDA : BACKEND_CPU;
     CU_initialize_registry();
     CU_pSuite s = CU_add_suite("collisions", NULL, NULL);
     CU_add_test(s, "pair: momentum and energy to rounding", test_pair_conservation);

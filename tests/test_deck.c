@@ -24,7 +24,7 @@ static const char *GOOD =
     "  boundary = { xmin = \"pml\"; xmax = \"mur\"; ymin = \"periodic\"; ymax = \"periodic\"; };\n"
     "  pml = { cells = 8; };\n"
     "  filter = { passes = 2; compensate = true; };\n"
-    "  external = { E = [0.0, 0.1, 0.0]; B = [0.0, 0.0, 0.5]; };\n"
+    "  external = { E = [0.0, 0.1, 0.0]; B = (0.0, \"0.01*cos(t)*sin(y)\", 0.5); };\n"
     "  moving_window = { enabled = true; t_start = 30; };\n"
     "};\n"
     "lasers = ( { a0 = 2.0; omega0 = 10.0; polarization = 0.3; w0 = 4.0; focus = 2.0;\n"
@@ -50,6 +50,7 @@ static const char *GOOD =
     "  output = \"out-weibel\";\n"
     "  energy = { every = 5; };\n"
     "  fields = { every = 50; quantities = [\"E\", \"rho\"]; };\n"
+    "  fields_avg = { every = 25; steps = 10; quantities = [\"rho\", \"B2\"]; };\n"
     "  particles = { every = 20; fraction = 0.5; species = [\"ions\"]; };\n"
     "  checkpoint = { every = 1000; };\n"
     "};\n";
@@ -116,8 +117,8 @@ static void assert_same(deck *a, deck *b)
     CU_ASSERT(memcmp(a->fbnd, b->fbnd, sizeof a->fbnd) == 0);
     CU_ASSERT(a->pml_cells == b->pml_cells && a->filter_passes == b->filter_passes);
     CU_ASSERT(a->filter_compensate == b->filter_compensate);
-    CU_ASSERT(memcmp(a->ext_E, b->ext_E, sizeof a->ext_E) == 0);
-    CU_ASSERT(memcmp(a->ext_B, b->ext_B, sizeof a->ext_B) == 0);
+    for (int m = 0; m < 6; m++)
+        CU_ASSERT_STRING_EQUAL(a->ext[m], b->ext[m]);
     CU_ASSERT(a->window_enabled == b->window_enabled);
     CU_ASSERT(a->window_t_start == b->window_t_start);
     CU_ASSERT_EQUAL_FATAL(a->nlasers, b->nlasers);
@@ -151,6 +152,8 @@ static void assert_same(deck *a, deck *b)
     CU_ASSERT_STRING_EQUAL(a->output, b->output);
     CU_ASSERT(a->energy_every == b->energy_every && a->fields_every == b->fields_every);
     CU_ASSERT(a->fields_quantities == b->fields_quantities);
+    CU_ASSERT(a->avg_every == b->avg_every && a->avg_steps == b->avg_steps);
+    CU_ASSERT(a->avg_quantities == b->avg_quantities);
     CU_ASSERT(a->particles_every == b->particles_every);
     CU_ASSERT(a->particles_fraction == b->particles_fraction);
     CU_ASSERT(a->particles_species_mask == b->particles_species_mask);
@@ -203,6 +206,9 @@ static void test_roundtrip(void)
     CU_ASSERT_STRING_EQUAL(a.species[0].drift[2], "0.001");
     CU_ASSERT(a.species[1].pwl_x.n == 3 && a.species[1].pwl_y.n == 2);
     CU_ASSERT(a.fields_quantities == (FQ_E | FQ_RHO) && a.particles_species_mask == 2);
+    CU_ASSERT(a.avg_every == 25 && a.avg_steps == 10 && a.avg_quantities == (FQ_RHO | FQ_B2));
+    CU_ASSERT_STRING_EQUAL(a.ext[1], "0.10000000000000001");
+    CU_ASSERT_STRING_EQUAL(a.ext[4], "0.01*cos(t)*sin(y)");
 
     CU_ASSERT_EQUAL_FATAL(reload(&a, &b), 0);
     assert_same(&a, &b);
@@ -274,6 +280,8 @@ static void test_defaults(void)
     CU_ASSERT_STRING_EQUAL(d.output, "out");
     CU_ASSERT(d.energy_every == 10 && d.fields_every == 0 && d.checkpoint_every == 0);
     CU_ASSERT(d.fields_quantities == (FQ_E | FQ_B | FQ_J | FQ_RHO));
+    CU_ASSERT(d.avg_every == 0 && d.avg_quantities == (FQ_E | FQ_B | FQ_E2 | FQ_B2));
+    CU_ASSERT_STRING_EQUAL(d.ext[5], "0");
     CU_ASSERT(d.particles_fraction == 0.01 && d.particles_species_mask == 1);
     const deck_species *s = &d.species[0];
     CU_ASSERT(s->mass == 1 && s->n == 1 && s->profile == PROFILE_UNIFORM && !s->immobile);
@@ -420,25 +428,36 @@ static void test_broken(void)
 static void test_formula(void)
 {
     char err[256] = "";
-    formula *f = formula_new("1+0.5*sin(2*pi*x/10)", err, sizeof err);
+    formula *f = formula_new("1+0.5*sin(2*pi*x/10)", 0, err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
     CU_ASSERT_DOUBLE_EQUAL(formula_eval(f, 0.0, 3.0), 1.0, 1e-15);
     CU_ASSERT_DOUBLE_EQUAL(formula_eval(f, 2.5, 0.0), 1.5, 1e-15);
     CU_ASSERT_DOUBLE_EQUAL(formula_eval(f, 7.5, 1.0), 0.5, 1e-15);
     CU_ASSERT_DOUBLE_EQUAL(formula_eval(f, 1.0, 0.0), 1 + 0.5 * sin(2 * M_PI / 10), 1e-15);
     formula_free(f);
-    f = formula_new("x*y + e^0 - max(0, y - 10)", err, sizeof err);
+    f = formula_new("x*y + e^0 - max(0, y - 10)", 0, err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
     CU_ASSERT_DOUBLE_EQUAL(formula_eval(f, 2.0, 3.0), 7.0, 1e-15);
     CU_ASSERT_DOUBLE_EQUAL(formula_eval(f, 1.0, 12.0), 11.0, 1e-15);
     formula_free(f);
-    CU_ASSERT_PTR_NULL(formula_new("1+", err, sizeof err));
+    CU_ASSERT_PTR_NULL(formula_new("1+", 0, err, sizeof err));
     CU_ASSERT(strlen(err) > 0);
-    CU_ASSERT_PTR_NULL(formula_new("z", err, sizeof err));
-    CU_ASSERT_PTR_NULL(formula_new("", err, sizeof err));
-    CU_ASSERT_PTR_NULL(formula_new("1, 2", err, sizeof err));
-    CU_ASSERT_PTR_NULL(formula_new(NULL, NULL, 0));
+    CU_ASSERT_PTR_NULL(formula_new("z", 0, err, sizeof err));
+    CU_ASSERT_PTR_NULL(formula_new("", 0, err, sizeof err));
+    CU_ASSERT_PTR_NULL(formula_new("1, 2", 0, err, sizeof err));
+    CU_ASSERT_PTR_NULL(formula_new(NULL, 0, NULL, 0));
     formula_free(NULL);
+    /* t only where asked; the variables an expression reads */
+    CU_ASSERT_PTR_NULL(formula_new("cos(t)", 0, err, sizeof err));
+    f = formula_new("2*cos(t) + y", 1, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT_EQUAL(formula_vars(f), FORMULA_Y | FORMULA_T);
+    CU_ASSERT_DOUBLE_EQUAL(formula_eval_t(f, 5.0, 1.0, M_PI), -1.0, 1e-15);
+    formula_free(f);
+    f = formula_new("0.5*pi", 1, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT_EQUAL(formula_vars(f), 0);
+    formula_free(f);
 }
 
 /* User constants: numbers and formulas of earlier constants, usable in density and drift
@@ -462,7 +481,7 @@ static void test_constants(void)
     CU_ASSERT_EQUAL(d.nconstants, 4);
     CU_ASSERT_DOUBLE_EQUAL(d.constants[2].value, 4 * M_PI, 1e-14);
     char err[256];
-    formula *f = formula_new(d.species[0].density_expr, err, sizeof err);
+    formula *f = formula_new(d.species[0].density_expr, 0, err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
     CU_ASSERT_DOUBLE_EQUAL(formula_eval(f, M_PI, 0.0), 1 + 0.1 * sin(0.5 * M_PI), 1e-15);
     formula_free(f);

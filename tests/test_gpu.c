@@ -218,7 +218,7 @@ static void test_probes(void)
         scale[req[r].m] = fmax(scale[req[r].m], fabs((double)vc[r]));
     for (int r = 0; r < n; r++) {
         const probe_req *q = &req[r];
-        const float h = probe_gather(a[q->m], q->m, q->k, f->stride, q->x, q->y);
+        const float h = probe_gather(a[q->m], NULL, q->m, q->k, f->stride, q->x, q->y);
         const double s = scale[q->m] > 0 ? scale[q->m] : 1.0;
         dh = fmax(dh, fabs((double)vg[r] - h) / s);
         dc = fmax(dc, fabs((double)vg[r] - vc[r]) / s);
@@ -820,7 +820,8 @@ static double momenta_diff(const sim *a, const sim *b)
 
 /* Ten collision steps alone (tu_collide) from the same load on the CPU and twice on the GPU:
  * the momenta agree to float rounding (the device contracts products into FMAs, the host
- * does not: the random numbers and pairs are the same), the GPU runs are bitwise equal. */
+ * does not, and the scattering's logf, expf and cosf may differ in the last bit: the random
+ * numbers and pairs are the same), the GPU runs are bitwise equal. */
 static void collide_case(int big)
 {
     deck d;
@@ -842,7 +843,7 @@ static void collide_case(int big)
     printf(" [%s: |u_gpu - u_cpu| <= %.2g, the collisions changed u by up to %.2g] ",
            big ? "global index" : "shared index", dgc, moved);
     CU_ASSERT(moved > 1e-2);
-    CU_ASSERT(dgc < 1e-5);
+    CU_ASSERT(dgc < 1e-4);
     CU_ASSERT(dgh == 0.0);
     sim_free(&C);
     sim_free(&Z);
@@ -894,7 +895,7 @@ static void test_collide_cycle(void)
 static void ionize_deck(deck *d, int backend, const char *tag)
 {
     tu_deck(d, 64, 64, 0.1, 0.07, 140);
-    d->ext_E[2] = 1.9;
+    snprintf(d->ext[2], sizeof d->ext[2], "1.9");
     const char *el[2] = {"He", "N"};
     const int z[2] = {2, 7};
     for (int k = 0; k < 2; k++) {

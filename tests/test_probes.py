@@ -18,6 +18,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EMPIC = os.path.join(ROOT, "bin", "empic")
 sys.path.insert(0, ROOT)
 from diag import read  # noqa: E402
+from runs import contents  # noqa: E402
 
 ENV = dict(os.environ, OMP_NUM_THREADS="1", OMPI_ALLOW_RUN_AS_ROOT="1",
            OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_rmaps_base_oversubscribe="1")
@@ -98,20 +99,6 @@ def empic(deck_text, tmp_path, name, args=(), ranks=1, check=True):
     if check:
         assert res.returncode == 0, res.stdout + res.stderr
     return res
-
-
-def contents(path):
-    """Every dataset and attribute of an HDF5 file as bytes."""
-    out = {}
-    with h5py.File(path, "r") as f:
-        def visit(name, obj):
-            for k, v in obj.attrs.items():
-                out[name + "@" + k] = np.asarray(v).tobytes()
-            if isinstance(obj, h5py.Dataset):
-                out[name] = np.asarray(obj[()]).tobytes()
-        f.visititems(visit)
-        out.update({"@" + k: np.asarray(v).tobytes() for k, v in f.attrs.items()})
-    return out
 
 
 @pytest.fixture(scope="module")

@@ -31,7 +31,10 @@ static inline void tu_deck(deck *d, int nx, int ny, double dx, double dt, long s
     d->steps = steps;
     d->particles_fraction = 0.01;
     d->fields_quantities = FQ_E | FQ_B | FQ_J | FQ_RHO;
+    d->avg_quantities = FQ_E | FQ_B | FQ_E2 | FQ_B2;
     d->particles_species_mask = ~0;
+    for (int m = 0; m < 6; m++)
+        snprintf(d->ext[m], sizeof d->ext[m], "0");
     snprintf(d->output, sizeof d->output, "/tmp/empic-test-%d", (int)getpid());
 }
 

@@ -3,6 +3,7 @@
  * cpu_window.c) or over the mesh (cpu_fields.c, cpu_fbnd.c), timed here with the wall clock. */
 #include "backend.h"
 #include "cpu_walls.h"
+#include "average.h"
 #include "comm.h"
 #include "empic.h"
 #include "fbnd.h"
@@ -74,7 +75,7 @@ static void cpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic
     memset(acc_of(f), 0, 3 * f->size * sizeof(long long));
     for (int s = 0; s < st->nsp; s++) {
         particles_stats ps = {0};
-        particles_advance(&st->sp[s], f, st->cl, st->ext_e, st->ext_b, want_ke,
+        particles_advance(&st->sp[s], f, st->cl, &st->ext, want_ke,
                           st->lost + (size_t)s * st->cl->n, &ps);
         kinetic[s] = ps.kinetic;
         st->phase_s[PH_PUSH] += ps.t_push;
@@ -89,7 +90,7 @@ static void cpu_ionize(void *ctx, pic_state *st, long long step, ionize_stats *o
     for (int s = 0; s < st->nsp; s++)
         if (st->sp[s].ion)
             out[s] = ionize_species(&st->sp[s], &st->sp[st->sp[s].ion_to], st->f, st->cl,
-                                    st->ext_e, step, st->window_cells);
+                                    &st->ext, step, st->window_cells);
     timed(st, PH_SORT, t0, c0);
 }
 
@@ -239,6 +240,30 @@ static void cpu_fetch_fields(void *ctx, pic_state *st, float *per)
 
 static void cpu_fetch_particles(void *ctx, pic_state *st) { (void)ctx, (void)st; }
 
+static void cpu_avg_add(void *ctx, pic_state *st, int first)
+{
+    emf *f = st->f;
+    if (st->avg_q & FQ_RHO)
+        cpu_rho(ctx, st, NULL);
+    float *a[EMF_STATE];
+    emf_state(f, a);
+    for (int c = 0, n = 0; c < AVG_COUNT; c++) {
+        if (!avg_on(st->avg_q, c))
+            continue;
+        double *sum = st->avg + (size_t)n++ * f->size;
+        const float *src = a[avg_source(c)];
+        const int sq = avg_square(c);
+#pragma omp parallel for schedule(static)
+        for (size_t k = 0; k < f->size; k++)
+            avg_add(sum, src, sq, first, k);
+    }
+}
+
+static void cpu_avg_fetch(void *ctx, pic_state *st) { (void)ctx, (void)st; }
+
+/* The push reads the external fields' host arrays. */
+static void cpu_ext_fields(void *ctx, pic_state *st) { (void)ctx, (void)st; }
+
 /* Field probes: read from the host arrays. */
 static void cpu_probe(void *ctx, pic_state *st, int need, int n, const probe_req *req,
                       float *out)
@@ -251,8 +276,11 @@ static void cpu_probe(void *ctx, pic_state *st, int need, int n, const probe_req
             emf_guard_fill(f, f->j[c]);
     const float *const a[PROBE_COUNT] = {f->e[0], f->e[1], f->e[2], f->b[0], f->b[1], f->b[2],
                                          f->j[0], f->j[1], f->j[2], f->rho};
-    for (int r = 0; r < n; r++)
-        out[r] = probe_gather(a[req[r].m], req[r].m, req[r].k, f->stride, req[r].x, req[r].y);
+    for (int r = 0; r < n; r++) {
+        const int m = req[r].m;
+        out[r] = probe_gather(a[m], m < PROBE_JX ? st->ext.a[m] : NULL, m, req[r].k, f->stride,
+                              req[r].x, req[r].y);
+    }
 }
 
 static species *cpu_fetch_tracked(void *ctx, pic_state *st, species *out)
@@ -379,6 +407,9 @@ const backend cpu_backend = {
     .flows = cpu_flows,
     .fetch_fields = cpu_fetch_fields,
     .fetch_particles = cpu_fetch_particles,
+    .avg_add = cpu_avg_add,
+    .avg_fetch = cpu_avg_fetch,
+    .ext_fields = cpu_ext_fields,
     .probe = cpu_probe,
     .fetch_tracked = cpu_fetch_tracked,
     .release_tracked = cpu_release_tracked,

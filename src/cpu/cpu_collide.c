@@ -56,7 +56,8 @@ static collide_moments moments(const species *s, const int *ix, int n)
 {
     collide_moments m = {0.0, 0.0, 0};
     for (int k = 0; k < n; k++)
-        collide_moments_add(&m, s->m, s->w[ix[k]], s->ux[ix[k]], s->uy[ix[k]], s->uz[ix[k]]);
+        collide_moments_add(&m, (float)s->m, s->w[ix[k]], s->ux[ix[k]], s->uy[ix[k]],
+                            s->uz[ix[k]]);
     return m;
 }
 

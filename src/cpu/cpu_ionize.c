@@ -14,19 +14,22 @@
 /* New charge states of cluster c's ions; their increments into dz. Returns the electrons
  * they give; sums of w z and w into *zw, *w. */
 static int charge_cluster(species *s, const emf *f, int c,
-                          const float ext_e[3], long long step, long window_cells,
+                          const ext_fields *ext, long long step, long window_cells,
                           uint8_t *dz, double *zw, double *w)
 {
     int n = 0;
     double a = 0.0, b = 0.0;
     for (int p = s->start[c]; p < s->start[c] + s->count[c]; p++) {
         const int i = cell_i(s->cell[p]), j = cell_j(s->cell[p]);
-        const double e = ionize_field(f->e[0], f->e[1], f->e[2], emf_idx(f, i, j), f->stride,
-                                      s->x[p], s->y[p], ext_e);
-        ionize_stream r = ionize_stream_of(s->seed, (unsigned)s->index,
-                                           (uint32_t)(i + window_cells),
-                                           (uint32_t)j, (uint32_t)(p - s->start[c]), step);
-        const int z = ionize_ion(s->ion, s->z[p], e, &r);
+        int z = s->z[p];
+        if (z < s->ion->zmax) { /* an ion stripped to zmax needs no field */
+            const double e = ionize_field(f->e[0], f->e[1], f->e[2], ext->a, emf_idx(f, i, j),
+                                          f->stride, s->x[p], s->y[p], ext->u);
+            ionize_stream r = ionize_stream_of(s->seed, (unsigned)s->index,
+                                               (uint32_t)(i + window_cells), (uint32_t)j,
+                                               (uint32_t)(p - s->start[c]), step);
+            z = ionize_ion(s->ion, z, e, &r);
+        }
         dz[p] = (uint8_t)(z - s->z[p]);
         n += dz[p];
         s->z[p] = (uint8_t)z;
@@ -60,7 +63,7 @@ static void emit_cluster(const species *s, species *e, int c, const uint8_t *dz)
 }
 
 ionize_stats ionize_species(species *s, species *e, const emf *f, const clusters *cl,
-                            const float ext_e[3], long long step, long window_cells)
+                            const ext_fields *ext, long long step, long window_cells)
 {
     ionize_stats st = {0, 0.0, 0.0};
     uint8_t *dz = empic_alloc(s->alloc ? s->alloc : 1, "ionization");
@@ -72,7 +75,7 @@ ionize_stats ionize_species(species *s, species *e, const emf *f, const clusters
     for (int c = 0; c < cl->n; c++) {
         if (!cl->own[c])
             continue;
-        add[c] = charge_cluster(s, f, c, ext_e, step, window_cells, dz, &sums[2 * c],
+        add[c] = charge_cluster(s, f, c, ext, step, window_cells, dz, &sums[2 * c],
                                 &sums[2 * c + 1]);
         grow |= e->count[c] + add[c] > e->cap[c];
     }

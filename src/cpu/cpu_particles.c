@@ -63,7 +63,30 @@ static size_t stage_floats(const clusters *cl)
     return (size_t)4 * REC * cl->wmax * cl->hmax + 16; /* + room to align */
 }
 
-static void stage_fill(float *restrict rec, const emf *f, int x0, int y0, int w, int h)
+/* An external field's array of component m added to the records' stencil values of m at
+ * the same Yee points (gather_yee_ext's sums). */
+static void stage_add(float *restrict rec, const emf *f, const float *ext, int m, int x0,
+                      int y0, int w, int h)
+{
+    const int stride = f->stride;
+    for (int b = 0; b < h; b++)
+        for (int qy = 0; qy < 2; qy++)
+            for (int a = 0; a < w; a++)
+                for (int qx = 0; qx < 2; qx++) {
+                    float *r = rec + (size_t)REC * ((2 * b + qy) * 2 * w + 2 * a + qx) + 4 * m;
+                    const float *g = ext + emf_idx(f, x0 + a, y0 + b) +
+                                     gather_corner(m, qx, qy, stride);
+                    r[0] += g[0];
+                    r[1] += g[1];
+                    r[2] += g[stride];
+                    r[3] += g[stride + 1];
+                }
+}
+
+/* The records of cluster cells [x0, x0 + w) x [y0, y0 + h), with the external fields'
+ * arrays added. */
+static void stage_fill(float *restrict rec, const emf *f, const ext_fields *ext, int x0,
+                       int y0, int w, int h)
 {
     const int stride = f->stride;
     const float *const src[6] = {f->e[0], f->e[1], f->e[2], f->b[0], f->b[1], f->b[2]};
@@ -83,6 +106,9 @@ static void stage_fill(float *restrict rec, const emf *f, int x0, int y0, int w,
                     for (int m = 24; m < REC; m++)
                         r[m] = 0.0f;
                 }
+    for (int m = 0; m < 6; m++)
+        if (ext->a[m])
+            stage_add(rec, f, ext->a[m], m, x0, y0, w, h);
 }
 
 #if defined(__AVX__)
@@ -117,8 +143,7 @@ rec_transpose8(const float *rec, const int *q, int m0, float (*fv)[PCHUNK], int 
  * weights and operations) and applies boris_step. */
 static inline __attribute__((always_inline)) double
 push_range(species *s, const emf *f, const clusters *cl, int c, float *restrict stage,
-           const float ext_e[3], const float ext_b[3], float qdt2m, const int want_ke,
-           const int charged)
+           const ext_fields *ext, float qdt2m, const int want_ke, const int charged)
 {
     double ke = 0.0;
     const int end = s->start[c] + s->count[c];
@@ -128,13 +153,13 @@ push_range(species *s, const emf *f, const clusters *cl, int c, float *restrict 
     const int x0 = cl->x0[cx], y0 = cl->y0[cy];
     const int w = cl->x0[cx + 1] - x0, h = cl->y0[cy + 1] - y0;
     float *restrict rec = (float *)(((uintptr_t)stage + 63) & ~(uintptr_t)63);
-    stage_fill(rec, f, x0, y0, w, h);
+    stage_fill(rec, f, ext, x0, y0, w, h);
     const float *restrict px = s->x, *restrict py = s->y, *restrict pw = s->w;
     const uint8_t *restrict pz = s->z;
     const uint32_t *restrict cell = s->cell;
     float *restrict pux = s->ux, *restrict puy = s->uy, *restrict puz = s->uz;
-    const float e0 = ext_e[0], e1 = ext_e[1], e2 = ext_e[2];
-    const float b0 = ext_b[0], b1 = ext_b[1], b2 = ext_b[2];
+    const float e0 = ext->u[0], e1 = ext->u[1], e2 = ext->u[2];
+    const float b0 = ext->u[3], b1 = ext->u[4], b2 = ext->u[5];
     _Alignas(32) int q[PCHUNK];
     /* field values, 4 stencil points per component: Ex, Ey, Ez, Bx, By, Bz */
     _Alignas(32) float fv[24][PCHUNK];
@@ -191,17 +216,16 @@ push_range(species *s, const emf *f, const clusters *cl, int c, float *restrict 
  * particle charge states) constant and vectorised. stage: stage_floats(cl) floats of the
  * calling thread. */
 static double push_cluster(species *s, const emf *f, const clusters *cl, int c, float *stage,
-                           const float ext_e[3], const float ext_b[3], float qdt2m, int want_ke)
+                           const ext_fields *ext, float qdt2m, int want_ke)
 {
     if (s->z)
-        return want_ke ? push_range(s, f, cl, c, stage, ext_e, ext_b, qdt2m, 1, 1)
-                       : push_range(s, f, cl, c, stage, ext_e, ext_b, qdt2m, 0, 1);
-    return want_ke ? push_range(s, f, cl, c, stage, ext_e, ext_b, qdt2m, 1, 0)
-                   : push_range(s, f, cl, c, stage, ext_e, ext_b, qdt2m, 0, 0);
+        return want_ke ? push_range(s, f, cl, c, stage, ext, qdt2m, 1, 1)
+                       : push_range(s, f, cl, c, stage, ext, qdt2m, 0, 1);
+    return want_ke ? push_range(s, f, cl, c, stage, ext, qdt2m, 1, 0)
+                   : push_range(s, f, cl, c, stage, ext, qdt2m, 0, 0);
 }
 
-void particles_half_back(species *s, const emf *f, const clusters *cl, const float ext_e[3],
-                    const float ext_b[3])
+void particles_half_back(species *s, const emf *f, const clusters *cl, const ext_fields *ext)
 {
     if (s->immobile)
         return;
@@ -211,7 +235,7 @@ void particles_half_back(species *s, const emf *f, const clusters *cl, const flo
         float *stage = empic_alloc(stage_floats(cl) * sizeof(float), "field stage");
 #pragma omp for schedule(dynamic)
         for (int c = 0; c < cl->n; c++)
-            push_cluster(s, f, cl, c, stage, ext_e, ext_b, qdt2m, 0);
+            push_cluster(s, f, cl, c, stage, ext, qdt2m, 0);
         free(stage);
     }
 }
@@ -225,8 +249,8 @@ static void move_cluster(species *s, const emf *f, int c, tile *t)
                     s->hist + 9 * c);
 }
 
-void particles_advance(species *s, emf *f, const clusters *cl, const float ext_e[3],
-              const float ext_b[3], int want_ke, double *lost, particles_stats *out)
+void particles_advance(species *s, emf *f, const clusters *cl, const ext_fields *ext,
+                       int want_ke, double *lost, particles_stats *out)
 {
     const float qdt2m = boris_qdt2m(f->dt, s->qm);
     double ke = 0.0, tp = 0.0, td = 0.0;
@@ -250,7 +274,7 @@ void particles_advance(species *s, emf *f, const clusters *cl, const float ext_e
                 if ((cx & 1) + 2 * (cy & 1) != color || !cl->own[c])
                     continue;
                 double t0 = omp_get_wtime();
-                kc[c] = push_cluster(s, f, cl, c, stage, ext_e, ext_b, qdt2m, want_ke);
+                kc[c] = push_cluster(s, f, cl, c, stage, ext, qdt2m, want_ke);
                 double t1 = omp_get_wtime();
                 tile t;
                 tile_open(&t, store, cl, c, 3);

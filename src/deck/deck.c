@@ -25,7 +25,7 @@ static const char *const FIELD_KEYS[] = {"boundary", "pml", "filter", "external"
                                          "moving_window", NULL};
 static const char *const PML_KEYS[] = {"cells", NULL};
 static const char *const FILTER_KEYS[] = {"passes", "compensate", NULL};
-static const char *const EXT_KEYS[] = {"E", "B", NULL};
+static const char *const EXT_KEYS[] = {"E", "B", "E_Vm", "B_T", NULL};
 static const char *const WIN_KEYS[] = {"enabled", "t_start", "t_start_fs", NULL};
 static const char *const LASER_KEYS[] = {"a0", "intensity", "omega0", "lambda0", "polarization",
                                          "w0", "w0_um", "focus", "focus_um", "center",
@@ -41,27 +41,62 @@ static const char *const DENS_KEYS[] = {"profile", "n", "n_cm3", "n_nc", "x", "f
                                         "x_um", "y_um", "expr", NULL};
 static const char *const MOM_KEYS[] = {"thermal", "temperature_eV", "temperature_keV", "drift",
                                        NULL};
-static const char *const DIAG_KEYS[] = {"output", "energy", "fields", "particles", "checkpoint",
-                                        "phasespace", "tracks", "probes", NULL};
+static const char *const DIAG_KEYS[] = {"output", "energy", "fields", "fields_avg", "particles",
+                                        "checkpoint", "phasespace", "tracks", "probes", NULL};
 static const char *const EVERY_KEYS[] = {"every", NULL};
 static const char *const ENERGY_KEYS[] = {"every", "growth_limit", NULL};
 static const char *const FDIAG_KEYS[] = {"every", "quantities", NULL};
+static const char *const FAVG_KEYS[] = {"every", "steps", "quantities", NULL};
 static const char *const PDIAG_KEYS[] = {"every", "fraction", "species", "region", "energy",
                                          NULL};
 
 /* ---------------------------------------------------------------- sections */
 
-static void check_formula(dk_ctx *c, const cs *s, const char *expr)
+/* A formula in x and y (and t when time) that parses. */
+static void check_formula(dk_ctx *c, const cs *s, const char *expr, int time)
 {
     char err[256];
-    formula *f = formula_new(expr, err, sizeof err);
+    formula *f = formula_new(expr, time, err, sizeof err);
     if (!f) {
-        dk_report(c, s, NULL, "cannot parse formula \"%.200s\": %s; expected an expression in x "
-                  "and y (constants pi, e and those of the deck's constants group; functions "
-                  "sin, exp, sqrt, min, max, ...)", expr, err);
+        dk_report(c, s, NULL, "cannot parse formula \"%.200s\": %s; expected an expression in %s "
+                  "(constants pi, e and those of the deck's constants group; functions "
+                  "sin, exp, sqrt, min, max, ...)", expr, err, time ? "x, y and t" : "x and y");
         return;
     }
     formula_free(f); /* its values are checked where the run evaluates them: deck_run.c */
+}
+
+/* Member key of g, 3 components each a number or a formula string in x, y (and t when
+ * time), into out[] as formula texts (numbers as "%.17g"), each value times scale (a lab
+ * twin's conversion: a formula f becomes "(f)*scale"). */
+static void parse_formula_vec(dk_ctx *c, const cs *g, const char *key,
+                              char (*out)[DECK_EXPR_MAX], int time, double scale)
+{
+    const cs *s = dk_seq(c, g, key, 3, time ? "components, each a number or a formula string "
+                         "in x, y, t" : "components, each a number or a formula string in x, y",
+                         0);
+    for (int i = 0; s && i < 3; i++) {
+        const cs *e = config_setting_get_elem(s, (unsigned)i);
+        char expr[DECK_EXPR_MAX];
+        double v;
+        if (config_setting_type(e) == CONFIG_TYPE_STRING) {
+            if (dk_str_of(c, e, expr, sizeof expr))
+                continue;
+            dk_expand(c, e, expr, sizeof expr);
+            if (dk_numeric_text(expr, &v)) {
+                snprintf(out[i], DECK_EXPR_MAX, "%.17g", v * scale);
+                continue;
+            }
+            check_formula(c, e, expr, time);
+            if (scale == 1.0)
+                memcpy(out[i], expr, sizeof expr);
+            else if (snprintf(out[i], DECK_EXPR_MAX, "(%s)*%.17g", expr, scale) >= DECK_EXPR_MAX)
+                dk_report(c, e, NULL, "formula \"%.200s\" is longer than %d characters once "
+                          "converted to normalised units", expr, DECK_EXPR_MAX - 32);
+        } else if (dk_num_of(c, e, &v) == 0) {
+            snprintf(out[i], DECK_EXPR_MAX, "%.17g", v * scale);
+        }
+    }
 }
 
 /* Side keys xmin..ymax with names[] (index 0 = "periodic"), then the periodic-pair rule. */
@@ -184,6 +219,8 @@ static void parse_fields(dk_ctx *c, const cs *root)
 {
     deck *d = c->d;
     d->pml_cells = 16;
+    for (int m = 0; m < 6; m++)
+        snprintf(d->ext[m], DECK_EXPR_MAX, "0");
     const cs *g = dk_group(c, root, "fields", 0), *s;
     if (!g)
         return;
@@ -210,8 +247,15 @@ static void parse_fields(dk_ctx *c, const cs *root)
     }
     if ((s = dk_group(c, g, "external", 0))) {
         dk_keys(c, s, EXT_KEYS);
-        dk_vec(c, s, "E", d->ext_E, 3, DK_ANY, 0);
-        dk_vec(c, s, "B", d->ext_B, 3, DK_ANY, 0);
+        const dk_alt ea[] = {{"E", "m_e c omega_p/e", 1, NULL},
+                             {"E_Vm", "V/m", dk_lab_vm(c), NULL}};
+        const dk_alt ba[] = {{"B", "m_e omega_p/e", 1, NULL},
+                             {"B_T", "T", dk_lab_tesla(c), NULL}};
+        int k = dk_alt_which(c, s, ea, 2, 0);
+        if (k >= 0)
+            parse_formula_vec(c, s, ea[k].key, d->ext, 1, ea[k].scale);
+        if ((k = dk_alt_which(c, s, ba, 2, 0)) >= 0)
+            parse_formula_vec(c, s, ba[k].key, d->ext + 3, 1, ba[k].scale);
     }
     if ((s = dk_group(c, g, "moving_window", 0))) {
         dk_keys(c, s, WIN_KEYS);
@@ -393,7 +437,7 @@ static void parse_density(dk_ctx *c, const cs *g, deck_species *sp)
     } else if (sp->profile == PROFILE_EXPR) {
         if (dk_str(c, g, "expr", sp->density_expr, sizeof sp->density_expr, 1) > 0) {
             dk_expand(c, dk_member(g, "expr"), sp->density_expr, sizeof sp->density_expr);
-            check_formula(c, dk_member(g, "expr"), sp->density_expr);
+            check_formula(c, dk_member(g, "expr"), sp->density_expr, 0);
         }
     }
 }
@@ -402,25 +446,7 @@ static void parse_momentum(dk_ctx *c, const cs *g, deck_species *sp)
 {
     dk_keys(c, g, MOM_KEYS);
     dk_temperature(c, g, sp);
-    const cs *s = dk_member(g, "drift");
-    if (!s)
-        return;
-    s = dk_seq(c, g, "drift", 3, "components, each a number or a formula string in x, y", 0);
-    for (int i = 0; s && i < 3; i++) {
-        const cs *e = config_setting_get_elem(s, (unsigned)i);
-        double v;
-        if (config_setting_type(e) == CONFIG_TYPE_STRING) {
-            if (dk_str_of(c, e, sp->drift[i], DECK_EXPR_MAX))
-                continue;
-            dk_expand(c, e, sp->drift[i], DECK_EXPR_MAX);
-            if (dk_numeric_text(sp->drift[i], &v))
-                snprintf(sp->drift[i], DECK_EXPR_MAX, "%.17g", v);
-            else
-                check_formula(c, e, sp->drift[i]);
-        } else if (dk_num_of(c, e, &v) == 0) {
-            snprintf(sp->drift[i], DECK_EXPR_MAX, "%.17g", v);
-        }
-    }
+    parse_formula_vec(c, g, "drift", sp->drift, 0, 1.0);
 }
 
 static void parse_one_species(dk_ctx *c, const cs *g, deck_species *sp)
@@ -579,6 +605,7 @@ static void parse_diagnostics(dk_ctx *c, const cs *root)
     d->energy_every = 10;
     d->energy_growth_limit = 10.0;
     d->fields_quantities = FQ_E | FQ_B | FQ_J | FQ_RHO;
+    d->avg_quantities = FQ_E | FQ_B | FQ_E2 | FQ_B2;
     d->particles_fraction = 0.01;
     d->particles_species_mask = (int)((1u << d->nspecies) - 1);
     const cs *g = dk_group(c, root, "diagnostics", 0), *s;
@@ -599,6 +626,20 @@ static void parse_diagnostics(dk_ctx *c, const cs *root)
         dk_keys(c, s, FDIAG_KEYS);
         DK_INT(s, "every", d->fields_every, 0, LONG_MAX, 0);
         get_name_mask(c, s, "quantities", DK_FQ, &d->fields_quantities);
+    }
+    if ((s = dk_group(c, g, "fields_avg", 0))) { /* each dump the mean of `steps` steps */
+        dk_keys(c, s, FAVG_KEYS);
+        DK_INT(s, "every", d->avg_every, 0, LONG_MAX, 1);
+        d->avg_steps = d->avg_every;
+        DK_INT(s, "steps", d->avg_steps, 1, LONG_MAX, 0);
+        if (d->avg_every > 0 && d->avg_steps > d->avg_every)
+            dk_report(c, dk_member(s, "steps"), NULL, "%ld steps averaged before dumps %ld "
+                      "steps apart; expected at most %ld (the windows may not overlap)",
+                      d->avg_steps, d->avg_every, d->avg_every);
+        get_name_mask(c, s, "quantities", DK_AQ, &d->avg_quantities);
+        if (!d->avg_quantities)
+            dk_report(c, dk_member(s, "quantities"), NULL, "is empty; expected some of E, B, "
+                      "J, rho, E2, B2");
     }
     if ((s = dk_group(c, g, "particles", 0))) {
         dk_keys(c, s, PDIAG_KEYS);

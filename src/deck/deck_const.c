@@ -3,10 +3,10 @@
  *
  * A constant is a number, or a formula string in the constants defined before it (pi, e and
  * the expression library's functions included), evaluated by the expression library with
- * those constants as its variables. In density.expr and momentum.drift every name of a
- * constant (a whole identifier, not a function call) is replaced by its value, so that the
- * resolved deck (run.cfg, checkpoints) holds formulas that read on their own; the constants
- * are written there too. */
+ * those constants as its variables. In density.expr, momentum.drift and fields.external every
+ * name of a constant (a whole identifier, not a function call) is replaced by its value, so
+ * that the resolved deck (run.cfg, checkpoints) holds formulas that read on their own; the
+ * constants are written there too. */
 #include "deck_read.h"
 #include "empic.h"
 
@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const RESERVED[] = {"x", "y", "pi", "e", NULL};
+static const char *const RESERVED[] = {"x", "y", "t", "pi", "e", NULL};
 
 static int valid_name(const char *s)
 {
@@ -40,7 +40,7 @@ void dk_constants(dk_ctx *c, const cs *root)
             reserved |= !strcmp(name, RESERVED[k]);
         if (!valid_name(name) || strlen(name) >= DECK_NAME_MAX || reserved) {
             dk_report(c, s, NULL, "invalid constant name '%s'; expected letters, digits and _ "
-                      "(not x, y, pi or e)", name);
+                      "(not x, y, t, pi or e)", name);
             continue;
         }
         if (d->nconstants == DECK_MAX_CONSTANTS) {

@@ -49,6 +49,8 @@ cs *dk_given(const cs *g, const char *key, const char *lab)
 
 double dk_lab_um(const dk_ctx *c) { return c->n0_known ? 1.0 / units_length_um(c->d->n0) : 0.0; }
 double dk_lab_fs(const dk_ctx *c) { return c->n0_known ? 1.0 / units_time_fs(c->d->n0) : 0.0; }
+double dk_lab_vm(const dk_ctx *c) { return c->n0_known ? 1.0 / units_field_Vm(c->d->n0) : 0.0; }
+double dk_lab_tesla(const dk_ctx *c) { return c->n0_known ? 1.0 / units_field_T(c->d->n0) : 0.0; }
 
 /* "k0 (u0), k1 (u1) or k2 (u2)" */
 static const char *alt_list(const dk_alt *alt, int n, char *buf, size_t len)

@@ -411,6 +411,7 @@ const char *const DK_PROFILES[] = {"uniform", "piecewise", "expr", NULL};
 const char *const DK_BACKENDS[] = {"auto", "cpu", "cuda", NULL};
 const char *const DK_ENVELOPES[] = {"sin2", "gaussian", "flattop", NULL};
 const char *const DK_FQ[] = {"E", "B", "J", "rho", NULL};
+const char *const DK_AQ[] = {"E", "B", "J", "rho", "E2", "B2", NULL};
 const char *const DK_LPROFILES[] = {"gaussian", "supergaussian", "flattop", NULL};
 
 int dk_numeric_text(const char *s, double *v)

@@ -101,9 +101,11 @@ typedef struct {
 cs *dk_given(const cs *g, const char *key, const char *lab);
 /* n0 from simulation.n0, else from the first laser's lambda0 (before any lab key is read). */
 void dk_lab_reference(dk_ctx *c, const cs *root);
-/* Normalised units per um and per fs (0 when n0 is unknown). */
+/* Normalised units per um, per fs, per V/m and per T (0 when n0 is unknown). */
 double dk_lab_um(const dk_ctx *c);
 double dk_lab_fs(const dk_ctx *c);
+double dk_lab_vm(const dk_ctx *c);
+double dk_lab_tesla(const dk_ctx *c);
 /* Which of the n alternatives of g is given: its index, -1 for none (reported when req), -2
  * after reporting two given, or a lab twin that cannot be converted. */
 int dk_alt_which(dk_ctx *c, const cs *g, const dk_alt *alt, int n, int req);
@@ -125,6 +127,8 @@ void dk_temperature(dk_ctx *c, const cs *g, deck_species *sp);
 /* The names of the deck's enumerations (kinds.h), NULL-terminated, in enum order. */
 extern const char *const DK_SIDES[], *const DK_FBND[], *const DK_PBND[], *const DK_PROFILES[],
     *const DK_BACKENDS[], *const DK_ENVELOPES[], *const DK_FQ[], *const DK_LPROFILES[];
+/* The quantities of the averaged field dumps (DK_FQ's, then E2 and B2: enum deck_fieldq). */
+extern const char *const DK_AQ[];
 /* 1 and the value in *v when s is a whole finite number (blanks after it allowed), else 0. */
 int dk_numeric_text(const char *s, double *v);
 

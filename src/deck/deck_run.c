@@ -97,10 +97,6 @@ static void check_ranges(dk_ctx *c, const cs *root)
     dk_float_range(c, dx, "box length nx dx", d->nx * d->dx, 0);
     dk_float_range(c, dx, "box length ny dy", d->ny * d->dy, 0);
     dk_float_range(c, dk_given(elem(root, "time", -1, NULL), "dt", "dt_fs"), "dt", d->dt, 0);
-    for (int k = 0; k < 3; k++) {
-        dk_float_range(c, elem(root, "fields", -1, "external"), "external E", d->ext_E[k], 1);
-        dk_float_range(c, elem(root, "fields", -1, "external"), "external B", d->ext_B[k], 1);
-    }
     for (int s = 0; s < d->nspecies; s++) {
         const deck_species *sp = &d->species[s];
         const cs *g = elem(root, "species", s, NULL);
@@ -426,12 +422,49 @@ static void check_edges(dk_ctx *c, const cs *root)
     }
 }
 
+/* The external fields (fields.external): a number in single precision's range, or a formula
+ * whose values there are, on a 9 x 9 lattice over the box (and the lab positions the moving
+ * window reaches) at 9 times from 0 to the end of the run (the run evaluates them at the Yee
+ * points at every step: extfield.h). The first bad value is reported with its place. */
+static void check_external(dk_ctx *c, const cs *root)
+{
+    const deck *d = c->d;
+    const cs *g = elem(root, "fields", -1, "external");
+    const double T = d->steps * d->dt;
+    const double lx = d->nx * d->dx + (d->window_enabled ? fmax(0.0, T - d->window_t_start) : 0);
+    for (int m = 0; m < 6; m++) {
+        const cs *v = dk_given(g, m < 3 ? "E" : "B", m < 3 ? "E_Vm" : "B_T");
+        const cs *at = v ? config_setting_get_elem(v, (unsigned)(m % 3)) : g;
+        char what[32];
+        snprintf(what, sizeof what, "external %c%c", "EB"[m / 3], "xyz"[m % 3]);
+        double num;
+        if (dk_numeric_text(d->ext[m], &num)) {
+            dk_float_range(c, at, what, num, 1);
+            continue;
+        }
+        formula *f = formula_new(d->ext[m], 1, NULL, 0);
+        for (int k = 0; f && k < 9 * 9 * 9; k++) {
+            const double x = lx * (k % 9) / 8.0, y = d->ny * d->dy * (k / 9 % 9) / 8.0;
+            const double t = T * (k / 81) / 8.0, e = formula_eval_t(f, x, y, t);
+            if (fabs(e) <= FLOAT_HI && (e == 0 || fabs(e) >= FLOAT_LO))
+                continue;
+            snprintf(what + strlen(what), sizeof what - strlen(what), " at (x, y, t)");
+            dk_report(c, at, NULL, "%s = (%.6g, %.6g, %.6g) is %g; expected a finite value of "
+                      "magnitude in [%g, %g] or 0 (the run evaluates the formula at every "
+                      "step)", what, x, y, t, e, FLOAT_LO, FLOAT_HI);
+            break;
+        }
+        formula_free(f);
+    }
+}
+
 void deck_check(dk_ctx *c, const cs *root)
 {
     if (!c->box_ok)
         return;
     check_clusters(c, root);
     check_ranges(c, root);
+    check_external(c, root);
     check_lasers(c, root);
     check_names(c, root);
     if (c->nerr) /* the profiles need parsed formulas and a sound box */

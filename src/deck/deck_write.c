@@ -57,6 +57,24 @@ static void wstr(FILE *f, const char *s)
     fputc('"', f);
 }
 
+/* key = [a, b, c]; of 3 numbers, or a list ( ... ) where a formula is among them. */
+static void wformulas(FILE *f, const char *key, const char (*e)[DECK_EXPR_MAX])
+{
+    double v[3];
+    int numeric = 1;
+    for (int k = 0; k < 3; k++)
+        numeric &= dk_numeric_text(e[k], &v[k]);
+    fprintf(f, "%s = %c", key, numeric ? '[' : '(');
+    for (int k = 0; k < 3; k++) {
+        fputs(k ? ", " : "", f);
+        if (dk_numeric_text(e[k], &v[k]))
+            fputs(N(v[k]).s, f);
+        else
+            wstr(f, e[k]);
+    }
+    fputs(numeric ? "];" : ");", f);
+}
+
 static const char *nm(const char *const names[], int n, int i)
 {
     return i >= 0 && i < n ? names[i] : names[0];
@@ -106,19 +124,8 @@ static void wspecies(FILE *f, const deck *d, const deck_species *sp)
     }
     fputs(" };\n    momentum = { ", f);
     wvec(f, "thermal", sp->uth, 3);
-    double v[3];
-    int numeric = 1;
-    for (int k = 0; k < 3; k++)
-        numeric &= dk_numeric_text(sp->drift[k], &v[k]);
-    fputs(numeric ? " drift = [" : " drift = (", f);
-    for (int k = 0; k < 3; k++) {
-        fputs(k ? ", " : "", f);
-        if (dk_numeric_text(sp->drift[k], &v[k]))
-            fputs(N(v[k]).s, f);
-        else
-            wstr(f, sp->drift[k]);
-    }
-    fputs(numeric ? "]; };\n" : "); };\n", f);
+    wformulas(f, " drift", sp->drift);
+    fputs(" };\n", f);
     wsides(f, "    ", DK_PBND, 4, sp->bnd);
     fputs("  }", f);
 }
@@ -245,9 +252,8 @@ void deck_write(const deck *d, FILE *f)
     fprintf(f, "  pml = { cells = %d; };\n  filter = { passes = %d; compensate = %s; };\n  "
             "external = { ", d->pml_cells, d->filter_passes,
             d->filter_compensate ? "true" : "false");
-    wvec(f, "E", d->ext_E, 3);
-    fputc(' ', f);
-    wvec(f, "B", d->ext_B, 3);
+    wformulas(f, "E", d->ext);
+    wformulas(f, " B", d->ext + 3);
     fprintf(f, " };\n  moving_window = { enabled = %s; t_start = %s; };\n};\nlasers = (",
             d->window_enabled ? "true" : "false", N(d->window_t_start).s);
     wlasers(f, d);
@@ -263,6 +269,11 @@ void deck_write(const deck *d, FILE *f)
     fprintf(f, ";\n  energy = { every = %s; growth_limit = %s; };\n  fields = { every = %s; ",
             I(d->energy_every).s, N(d->energy_growth_limit).s, I(d->fields_every).s);
     wmask(f, "quantities", d->fields_quantities, DK_FQ, 4);
+    if (d->avg_every > 0) {
+        fprintf(f, " };\n  fields_avg = { every = %s; steps = %s; ", I(d->avg_every).s,
+                I(d->avg_steps).s);
+        wmask(f, "quantities", d->avg_quantities, DK_AQ, 6);
+    }
     fprintf(f, " };\n  particles = { every = %s; fraction = %s; ", I(d->particles_every).s,
             N(d->particles_fraction).s);
     const char *snames[DECK_MAX_SPECIES];

@@ -12,6 +12,9 @@
  *             with non-periodic sides or lasers: fbnd_psi_step fbnd_shift, psi<layer>_<m>
  *             (CPML memories), mur<side> (Mur edge memories); coefficients and laser
  *             geometry come from the deck
+ *             inside a window of the averaged field dumps (fieldavg.h): avg (its sums, the
+ *             arrays of average.h's order one after the other, float64 with guards) and
+ *             avg_held (the samples they hold)
  *   /species/<s>/ name np alloc rearrangements start count cap peak hist[9 n]
  *             cell x y ux uy uz w code (the live particles, cluster after cluster), and id
  *             (uint64 tracking ids) for a species of diagnostics.tracks, charge_state
@@ -23,8 +26,10 @@
  * only: its cells with their guards (one strided selection), the particles of its clusters
  * (one run of the stored cluster order per cluster row, found from the counts). */
 #include "checkpoint.h"
+#include "average.h"
 #include "ckpt_io.h"
 #include "comm.h"
+#include "fieldavg.h"
 #include "empic.h"
 #include "fbnd.h"
 #include "fileio.h"
@@ -252,8 +257,7 @@ static void write_species(ck_io *io, hid_t g, species *s, const clusters *cl)
     ck_put_i32(io, g, "hist", (size_t)ncl * 9, t.hist);
     h5slab *run = empic_alloc((size_t)(cl->cy1 - cl->cy0) * sizeof *run, "checkpoint staging");
     size_t mine = 0;
-    const h5part part = {h5par_runs(cl, t.num, 1, run, &mine), run, {0, 0},
-                         {{0}, {0}, {0}, {0}}};
+    const h5part part = {h5par_runs(cl, t.num, 1, run, &mine), run, {0, 0}, NULL};
     char *stage = empic_alloc((mine ? mine : 1) * 8, "checkpoint staging");
     ck_array a[10];
     const int na = species_arrays(s, a);
@@ -340,6 +344,8 @@ static size_t chunked(size_t n, size_t e)
 static size_t image_estimate(const sim *S)
 {
     size_t b = ((size_t)4 << 20) + 10 * chunked(S->f.size, sizeof(float));
+    if (fieldavg_held(&S->d, S->step))
+        b += chunked((size_t)avg_arrays(S->st.avg_q) * S->f.size, sizeof(double));
     ck_fbnd fa[CK_FBND_MAX];
     const int n = fbnd_arrays(&S->f, fa);
     for (int k = 0; k < n; k++)
@@ -371,8 +377,28 @@ static void write_run(ck_io *io, hid_t file, const sim *S)
     ck_close_group(g);
 }
 
-/* The fields with their guards (group fields): each rank's rectangle of the whole arrays,
- * its cells and the guards of the box edges next to them; the boundary memories. */
+/* This rank's rectangle of n whole arrays with guards stored one after the other (the file's
+ * and f's layouts): its cells and the guards of the box edges next to them, array k's in
+ * file[k] and, of n arrays of f's, in src[k] (slabs of 1-D datasets). */
+static void field_boxes(const emf *f, int n, h5slab *file, h5slab *src)
+{
+    const int G = EMF_GUARD;
+    const hsize_t stride = (hsize_t)f->nx + 2 * G, whole = stride * (hsize_t)(f->ny + 2 * G);
+    const int lo[2] = {f->i0 - (f->i0 == 0 ? G : 0), f->j0 - (f->j0 == 0 ? G : 0)};
+    const int hi[2] = {f->i1 + (f->i1 == f->nx ? G : 0), f->j1 + (f->j1 == f->ny ? G : 0)};
+    const hsize_t ni = (hsize_t)(hi[0] - lo[0]), nj = (hsize_t)(hi[1] - lo[1]);
+    for (int k = 0; k < n; k++) {
+        const h5slab a = {{(hsize_t)k * whole + (hsize_t)(lo[1] + G) * stride +
+                               (hsize_t)(lo[0] + G), 0}, {stride, 1}, {nj, 1}, {ni, 1}};
+        const h5slab b = {{(hsize_t)k * f->size + (hsize_t)emf_idx(f, lo[0], lo[1]), 0},
+                          {(hsize_t)f->stride, 1}, {nj, 1}, {ni, 1}};
+        file[k] = a;
+        src[k] = b;
+    }
+}
+
+/* The fields with their guards (group fields): each rank's rectangle of the whole arrays
+ * (field_boxes); the averaged dumps' sums inside a window; the boundary memories. */
 static void write_fields(ck_io *io, hid_t file, const sim *S)
 {
     const emf *f = &S->f;
@@ -380,21 +406,25 @@ static void write_fields(ck_io *io, hid_t file, const sim *S)
     float *fa[EMF_STATE];
     emf_state(f, fa);
     const int G = EMF_GUARD, shape[2] = {f->ny + 2 * G, f->nx + 2 * G};
-    const int lo[2] = {f->i0 - (f->i0 == 0 ? G : 0), f->j0 - (f->j0 == 0 ? G : 0)};
-    const int hi[2] = {f->i1 + (f->i1 == f->nx ? G : 0), f->j1 + (f->j1 == f->ny ? G : 0)};
-    const hsize_t ni = (hsize_t)(hi[0] - lo[0]), nj = (hsize_t)(hi[1] - lo[1]);
-    const h5slab box = {{(hsize_t)(lo[1] + G) * (hsize_t)shape[1] + (hsize_t)(lo[0] + G), 0},
-                        {(hsize_t)shape[1], 1}, {nj, 1}, {ni, 1}};
-    const h5part part = {1, &box, {f->size, 1},
-                         {{(hsize_t)emf_idx(f, lo[0], lo[1]), 0}, {(hsize_t)f->stride, 1},
-                          {nj, 1}, {ni, 1}}};
+    const size_t whole = (size_t)shape[0] * (size_t)shape[1];
+    const int navg = avg_arrays(S->st.avg_q);
+    h5slab box[AVG_COUNT], src[AVG_COUNT];
+    field_boxes(f, 1, box, src);
+    const h5part part = {1, box, {f->size, 1}, src};
     hid_t g = ck_group(io, file, "fields", 1);
     ck_put_i32(io, g, "shape", 2, shape);
     for (int k = 0; k < EMF_STATE; k++)
-        ck_put_part(io, g, fname[k], H5T_IEEE_F32LE, H5T_NATIVE_FLOAT,
-                    (size_t)shape[0] * (size_t)shape[1], &part, fa[k]);
+        ck_put_part(io, g, fname[k], H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, whole, &part, fa[k]);
     ck_put_f64(io, g, "rho_bg", 1, &f->rho_bg);
     ck_put_i64(io, g, "step", f->step);
+    const long held = fieldavg_held(&S->d, S->step);
+    if (held) {
+        field_boxes(f, navg, box, src);
+        const h5part sums = {navg, box, {(size_t)navg * f->size, 1}, src};
+        ck_put_part(io, g, "avg", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, (size_t)navg * whole,
+                    &sums, S->st.avg);
+        ck_put_i64(io, g, "avg_held", held);
+    }
     if (f->fb) {
         ck_fbnd a[CK_FBND_MAX];
         const int n = fbnd_arrays(f, a);
@@ -929,6 +959,25 @@ static void read_species(ck_io *io, hid_t g, sim *S, int s)
         ck_fail(io, "particles (some outside their clusters)");
 }
 
+/* Inside a window of the averaged dumps at step: their sums from group g (fields), this
+ * rank's share (its cells and guards of the whole arrays). */
+static void read_avg(ck_io *io, hid_t g, sim *S, long step)
+{
+    const long held = fieldavg_held(&S->d, step);
+    if (!held)
+        return;
+    if (!io->err && ck_get_i64(io, g, "avg_held") != held)
+        ck_fail(io, "fields/avg_held (not the samples of the deck's averaging window)");
+    const emf *f = &S->f;
+    const size_t whole = (size_t)(f->ny + 2 * EMF_GUARD) * (f->nx + 2 * EMF_GUARD);
+    const size_t stride = (size_t)f->nx + 2 * EMF_GUARD;
+    const int n = avg_arrays(S->st.avg_q);
+    for (int k = 0; k < n; k++)
+        ck_get_slab(io, g, "avg", H5T_NATIVE_DOUBLE, n * whole,
+                    k * whole + (size_t)f->j0 * stride + f->i0, stride, f->rows, f->stride,
+                    S->st.avg + (size_t)k * f->size);
+}
+
 int checkpoint_load(sim *S, const char *path)
 {
     ck_io io = {0};
@@ -985,6 +1034,7 @@ int checkpoint_load(sim *S, const char *path)
                     (size_t)fl->j0 * stride + fl->i0, stride, fl->rows, fl->stride, fa[k]);
     ck_get(&io, g, "rho_bg", H5T_NATIVE_DOUBLE, 1, &fl->rho_bg);
     fl->step = (long)ck_get_i64(&io, g, "step");
+    read_avg(&io, g, S, step);
     if (fl->fb) {
         ck_fbnd a[CK_FBND_MAX];
         const int n = fbnd_arrays(fl, a);

@@ -34,8 +34,8 @@ void h5out_units(double n0_cm3, out_units *u)
     double wp = units_wp(n0_cm3);
     u->time = 1.0 / wp;
     u->length = UNITS_C / wp;
-    u->e = UNITS_ME * UNITS_C * wp / UNITS_E;
-    u->b = UNITS_ME * wp / UNITS_E;
+    u->e = units_field_Vm(n0_cm3);
+    u->b = units_field_T(n0_cm3);
     u->j = UNITS_E * n0 * UNITS_C;
     u->rho = UNITS_E * n0;
     u->momentum = UNITS_ME * UNITS_C;

@@ -39,6 +39,7 @@ void h5par_root(h5part *p, h5slab *s, hsize_t rows, hsize_t cols, int shared)
     p->n = !shared || comm_rank() == 0;
     p->slab = s;
     p->src_dims[0] = p->src_dims[1] = 0;
+    p->src = NULL;
 }
 
 int h5par_runs(const clusters *cl, const long long *num, hsize_t cols, h5slab *slab,
@@ -84,16 +85,18 @@ int h5par_write(hid_t d, hid_t mtype, const h5part *p, const void *buf, int shar
     const int rank = bad ? 0 : H5Sget_simple_extent_ndims(fs);
     hsize_t dims[2] = {1, 1}, mdims[2] = {(hsize_t)(pts > 0 ? pts : 1), 1};
     bad = bad || pts < 0 || rank < 1 || rank > 2 || H5Sget_simple_extent_dims(fs, dims, NULL) < 0;
-    const int mrank = p->src_dims[0] || p->n == 1 ? rank : 1;
-    if (!bad && mrank == 2 && p->src_dims[0] == 0 && pts > 0) {
+    const int mrank = p->src || p->n == 1 ? rank : 1;
+    if (!bad && mrank == 2 && !p->src && pts > 0) {
         mdims[1] = dims[1];
         mdims[0] = (hsize_t)pts / dims[1];
     }
-    bad = bad || (ms = H5Screate_simple(mrank, p->src_dims[0] ? p->src_dims : mdims, NULL)) < 0 ||
-          (pts == 0 && H5Sselect_none(ms) < 0) ||
-          (pts > 0 && p->src_dims[0] &&
-           H5Sselect_hyperslab(ms, H5S_SELECT_SET, p->src.start, p->src.stride, p->src.count,
-                               p->src.block) < 0);
+    bad = bad || (ms = H5Screate_simple(mrank, p->src ? p->src_dims : mdims, NULL)) < 0 ||
+          (pts == 0 && H5Sselect_none(ms) < 0);
+    for (int k = 0; !bad && pts > 0 && p->src && k < p->n; k++) {
+        const h5slab *s = &p->src[k];
+        bad = H5Sselect_hyperslab(ms, k ? H5S_SELECT_OR : H5S_SELECT_SET, s->start, s->stride,
+                                  s->count, s->block) < 0;
+    }
 #ifdef EMPIC_MPI
     if (!bad && shared) /* every rank takes part: HDF5 filters chunks in collective writes */
         bad = (xfer = H5Pcreate(H5P_DATASET_XFER)) < 0 ||

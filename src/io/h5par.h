@@ -22,13 +22,13 @@ typedef struct {
 
 /* This rank's part of a dataset: the union of the n slabs of the file (n = 0: nothing),
  * from a buffer that holds their values one after the other in the file's order (whole rows
- * of a 2-D dataset), or, when src_dims[0] > 0, from the slab src of an array of src_dims, of
- * the dataset's rank (a field with its guards: one slab of the file). */
+ * of a 2-D dataset), or, when src is set, from the n slabs src of an array of src_dims, of
+ * the dataset's rank (fields with their guards). */
 typedef struct {
     int n;
     const h5slab *slab;
     hsize_t src_dims[2];
-    h5slab src;
+    const h5slab *src;
 } h5part;
 
 /* 1 when the ranks' files are shared: several ranks (asks MPI: on the main thread). */

@@ -22,6 +22,7 @@
 #include "comm.h"
 #include "deck.h"
 #include "empic.h"
+#include "extfield.h"
 #include "fileio.h"
 #include "h5out.h"
 #include "phasespace.h"
@@ -41,9 +42,15 @@ static const char *series(const output_frame *fr) { return fr->tracks ? "tracks"
 
 /* ---- meshes ---- */
 
+/* The attributes of a mesh record; an averaged one (fieldavg.h) also has averageSteps,
+ * and its timeOffset is that of the middle of the steps it averages. */
 static void mesh_record_attrs(h5w *w, hid_t rec, const output_frame *fr, const out_units *u,
-                              const double dim[7], double time_offset)
+                              const double dim[7], double time_offset, int averaged)
 {
+    if (averaged) {
+        h5out_attr_u32(w, rec, "averageSteps", (uint32_t)fr->d->avg_steps);
+        time_offset -= 0.5 * (double)(fr->d->avg_steps - 1) * fr->d->dt;
+    }
     static const char *const labels[2] = {"y", "x"};
     double spacing[2] = {fr->f->dy, fr->f->dx}, offset[2] = {fr->y0, fr->x0};
     h5out_attr_str(w, rec, "geometry", "cartesian");
@@ -63,8 +70,8 @@ static hid_t mesh_data(h5w *w, hid_t loc, const char *name, const emf *f, const 
     const hsize_t ni = (hsize_t)(f->i1 - f->i0), nj = (hsize_t)(f->j1 - f->j0);
     const hsize_t at = (hsize_t)emf_idx(f, f->i0, f->j0), stride = (hsize_t)f->stride;
     const h5slab cells = {{(hsize_t)f->j0, (hsize_t)f->i0}, {1, 1}, {1, 1}, {nj, ni}};
-    const h5part part = {1, &cells, {(hsize_t)f->rows, stride},
-                         {{at / stride, at % stride}, {1, 1}, {1, 1}, {nj, ni}}};
+    const h5slab src = {{at / stride, at % stride}, {1, 1}, {1, 1}, {nj, ni}};
+    const h5part part = {1, &cells, {(hsize_t)f->rows, stride}, &src};
     hsize_t dims[2] = {(hsize_t)f->ny, (hsize_t)f->nx};
     return h5out_dataset_part(w, loc, name, 2, dims, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, &part,
                               a);
@@ -77,15 +84,27 @@ static void item_units(out_item *it, const char *norm, double si, const char *si
         snprintf(it->units, sizeof it->units, "%s = %.6g %s", norm, si, si_unit);
 }
 
-/* Normalised and SI unit names of the mesh records E, B, J and rho (charge densities). */
+/* Normalised and SI unit names of the mesh records E, B, J and rho (charge densities), and
+ * of the squares E2, B2. */
 static void mesh_units(const char *name, const char **norm, const char **si)
 {
+    const int sq = name[1] == '2';
     switch (name[0]) {
-    case 'E': *norm = "m_e c omega_p / e", *si = "V/m"; break;
-    case 'B': *norm = "m_e omega_p / e", *si = "T"; break;
+    case 'E': *norm = sq ? "(m_e c omega_p / e)^2" : "m_e c omega_p / e",
+              *si = sq ? "V^2/m^2" : "V/m"; break;
+    case 'B': *norm = sq ? "(m_e omega_p / e)^2" : "m_e omega_p / e", *si = sq ? "T^2" : "T";
+              break;
     case 'J': *norm = "e n0 c", *si = "A/m^2"; break;
     default: *norm = "e n0", *si = "C/m^3"; break;
     }
+}
+
+/* The XDMF name of component comp of record name: the component after the record's first
+ * part ("Ex", "Ex_ext"). */
+static void item_name(char *dst, size_t len, const char *name, const char *comp)
+{
+    const size_t k = strcspn(name, "_");
+    snprintf(dst, len, "%.*s%s%s", (int)k, name, comp, name + k);
 }
 
 /* Vector record NAME with components x, y, z at staggering st[c]. */
@@ -95,14 +114,14 @@ static void mesh_vector(h5w *w, hid_t meshes, const output_frame *fr, const out_
 {
     static const char *const comp[3] = {"x", "y", "z"};
     hid_t rec = h5out_group(w, meshes, name);
-    mesh_record_attrs(w, rec, fr, u, dim, time_offset);
+    mesh_record_attrs(w, rec, fr, u, dim, time_offset, strstr(name, "_avg") != NULL);
     for (int c = 0; c < 3; c++) {
         hid_t d = mesh_data(w, rec, comp[c], fr->f, a[c]);
         h5out_attr_f64(w, d, "unitSI", unit);
         h5out_attr_f64v(w, d, "position", 2, XDMF_ST_POS[st[c]]);
         char xname[96];
         const char *norm, *si;
-        snprintf(xname, sizeof xname, "%s%s", name, comp[c]);
+        item_name(xname, sizeof xname, name, comp[c]);
         mesh_units(name, &norm, &si);
         item_units(h5out_add_item(w, 0, st[c], 4, 0, xname, d), norm, unit, si);
         h5out_close(d, H5Dclose);
@@ -114,25 +133,64 @@ static void mesh_scalar(h5w *w, hid_t meshes, const output_frame *fr, const out_
                         const char *name, const float *a)
 {
     hid_t d = mesh_data(w, meshes, name, fr->f, a);
-    mesh_record_attrs(w, d, fr, u, H5OUT_DIM_RHO, 0.0);
+    mesh_record_attrs(w, d, fr, u, H5OUT_DIM_RHO, 0.0, strstr(name, "_avg") != NULL);
     h5out_attr_f64(w, d, "unitSI", u->rho);
     h5out_attr_f64v(w, d, "position", 2, XDMF_ST_POS[ST_NODE]);
     item_units(h5out_add_item(w, 0, ST_NODE, 4, 0, name, d), "e n0", u->rho, "C/m^3");
     h5out_close(d, H5Dclose);
 }
 
+static const int ST_E[3] = {ST_X, ST_Y, ST_NODE}, ST_B[3] = {ST_Y, ST_X, ST_XY};
+
+/* The averaged dump's records (fieldavg.h), from the means fr->avg in average.h's order:
+ * E_avg, B_avg, J_avg, rho_avg and the squares E2_avg, B2_avg. */
+static void write_averages(h5w *w, hid_t meshes, const output_frame *fr, const out_units *u)
+{
+    static const char *const name[5] = {"E_avg", "B_avg", "J_avg", "E2_avg", "B2_avg"};
+    static const int bit[5] = {FQ_E, FQ_B, FQ_J, FQ_E2, FQ_B2};
+    const size_t n = fr->f->size;
+    const double unit[5] = {u->e, u->b, u->j, u->e * u->e, u->b * u->b};
+    double dim[5][7];
+    for (int k = 0; k < 7; k++) {
+        dim[0][k] = H5OUT_DIM_E[k], dim[1][k] = H5OUT_DIM_B[k], dim[2][k] = H5OUT_DIM_J[k];
+        dim[3][k] = 2 * H5OUT_DIM_E[k], dim[4][k] = 2 * H5OUT_DIM_B[k];
+    }
+    const int q = fr->d->avg_quantities;
+    float *a = fr->avg;
+    for (int r = 0; r < 5; r++) {
+        if (r == 3 && (q & FQ_RHO)) { /* rho comes between J and the squares */
+            mesh_scalar(w, meshes, fr, u, "rho_avg", a);
+            a += n;
+        }
+        if (!(q & bit[r]))
+            continue;
+        float *const c[3] = {a, a + n, a + 2 * n};
+        mesh_vector(w, meshes, fr, u, name[r], c, r == 1 || r == 4 ? ST_B : ST_E, unit[r],
+                    dim[r], r == 2 ? -0.5 * fr->d->dt : 0.0);
+        a += 3 * n;
+    }
+}
+
 static void write_meshes(h5w *w, hid_t it, const output_frame *fr, const out_units *u)
 {
-    static const int st_e[3] = {ST_X, ST_Y, ST_NODE}, st_b[3] = {ST_Y, ST_X, ST_XY};
     const emf *f = fr->f;
-    const int q = fr->d->fields_quantities;
+    const int q = fr->fields ? fr->d->fields_quantities : 0;
     hid_t meshes = h5out_group(w, it, "meshes");
     if (q & FQ_E)
-        mesh_vector(w, meshes, fr, u, "E", f->e, st_e, u->e, H5OUT_DIM_E, 0.0);
+        mesh_vector(w, meshes, fr, u, "E", f->e, ST_E, u->e, H5OUT_DIM_E, 0.0);
     if (q & FQ_B)
-        mesh_vector(w, meshes, fr, u, "B", f->b, st_b, u->b, H5OUT_DIM_B, 0.0);
+        mesh_vector(w, meshes, fr, u, "B", f->b, ST_B, u->b, H5OUT_DIM_B, 0.0);
+    if (fr->ext && q) { /* the external fields as the particles feel them at t (extfield.h) */
+        float *const xe[3] = {fr->ext, fr->ext + f->size, fr->ext + 2 * f->size};
+        float *const xb[3] = {fr->ext + 3 * f->size, fr->ext + 4 * f->size,
+                              fr->ext + 5 * f->size};
+        if ((q & FQ_E) && extfield_present(fr->d, 0))
+            mesh_vector(w, meshes, fr, u, "E_ext", xe, ST_E, u->e, H5OUT_DIM_E, 0.0);
+        if ((q & FQ_B) && extfield_present(fr->d, 1))
+            mesh_vector(w, meshes, fr, u, "B_ext", xb, ST_B, u->b, H5OUT_DIM_B, 0.0);
+    }
     if (q & FQ_J)
-        mesh_vector(w, meshes, fr, u, "J", f->j, st_e, u->j, H5OUT_DIM_J, -0.5 * fr->d->dt);
+        mesh_vector(w, meshes, fr, u, "J", f->j, ST_E, u->j, H5OUT_DIM_J, -0.5 * fr->d->dt);
     if ((q & FQ_RHO) && fr->rho)
         mesh_scalar(w, meshes, fr, u, "rho", fr->rho);
     if ((q & FQ_RHO) && fr->rho_species)
@@ -142,6 +200,8 @@ static void write_meshes(h5w *w, hid_t it, const output_frame *fr, const out_uni
                 snprintf(name, sizeof name, "rho_%s", w->species[s]);
                 mesh_scalar(w, meshes, fr, u, name, fr->rho_species[s]);
             }
+    if (fr->avg)
+        write_averages(w, meshes, fr, u);
     h5out_close(meshes, H5Gclose);
 }
 
@@ -225,7 +285,7 @@ static hid_t chosen_data(h5w *w, hid_t loc, const char *name, const chosen *ch, 
                          hid_t mtype, const void *buf)
 {
     hsize_t dim = (hsize_t)ch->n;
-    const h5part part = {ch->nrun, ch->run, {0, 0}, {{0}, {0}, {0}, {0}}};
+    const h5part part = {ch->nrun, ch->run, {0, 0}, NULL};
     return h5out_dataset_part(w, loc, name, 1, &dim, ftype, mtype, &part, buf);
 }
 
@@ -288,7 +348,7 @@ static void write_xdmf_shape(h5w *w, hid_t xg, const output_frame *fr, int s, co
     }
     hid_t g = h5out_group(w, xg, w->species[s]);
     hsize_t dims[2] = {(hsize_t)ch->n, 2};
-    const h5part rows = {ch->nrun, ch->run2, {0, 0}, {{0}, {0}, {0}, {0}}};
+    const h5part rows = {ch->nrun, ch->run2, {0, 0}, NULL};
     hid_t d = h5out_dataset_part(w, g, "xy", 2, dims, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &rows,
                                  xy);
     h5out_add_item(w, 1, s, 8, (long long)ch->n, "geom_xy", d);
@@ -631,11 +691,11 @@ static void write_file(h5w *w, const char *name, const output_frame *fr, const o
      * from one file for all): meshesPath and particlesPath whenever the run dumps them at
      * all, with an empty group in a dump without them (the standard wants the group behind
      * a set path to exist). */
-    const int meshes = fr->fields || (!fr->tracks && fr->d->fields_every > 0);
+    const int meshes = fr->fields || fr->avg || (!fr->tracks && deck_dumps_meshes(fr->d));
     const int parts = fr->particles || (!fr->tracks && fr->d->particles_every > 0);
     h5out_root_attrs(w, fmt, meshes, parts, fr->d->name);
     hid_t data, it = h5out_iteration(w, &data, fr->step, fr->t, fr->d->dt, u->time);
-    if (fr->fields)
+    if (fr->fields || fr->avg)
         write_meshes(w, it, fr, u);
     else if (meshes)
         h5out_close(h5out_group(w, it, "meshes"), H5Gclose);

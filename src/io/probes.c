@@ -410,7 +410,8 @@ void probes_sample(sim *S)
             P->due_req[n++] = P->req[r];
     S->be->probe(S->be_ctx, &S->st, need, n, P->due_req, P->due_out);
     /* the values in each probe's block (this rank's points; 0 elsewhere), the uniform
-     * external fields added as the particle gather adds them, summed over the ranks */
+     * external fields added as the particle gather adds them (the backend added their
+     * arrays), summed over the ranks */
     int r = 0;
     for (int p = 0; p < d->nprobes; p++) {
         if (!((due >> p) & 1))
@@ -422,10 +423,8 @@ void probes_sample(sim *S)
                 continue;
             const int m = P->req[k].m;
             float v = P->due_out[r++];
-            if (m < PROBE_BX)
-                v = v + S->st.ext_e[m];
-            else if (m < PROBE_JX)
-                v = v + S->st.ext_b[m - PROBE_BX];
+            if (m < PROBE_JX)
+                v = v + S->st.ext.u[m];
             P->vals[P->slot[k]] = v;
         }
         comm_sum_double(P->vals, (size_t)nv);

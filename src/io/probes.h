@@ -7,9 +7,9 @@
  * unlimited first dimension and Fletcher-32 checksums).
  *
  * Values are sampled at the step's diagnostics (sim.c's diagnose): E and B at t = n dt (B
- * advanced by its half step, as in the dumps), plus the deck's uniform external fields, as
- * the particle push of step n sees them; J at t - dt/2 (the last step's current); rho
- * deposited at x(n). Over several ranks each point is read by the rank that holds its cell
+ * advanced by its half step, as in the dumps), plus the deck's external fields
+ * (extfield.h: at the same time), as the particle push of step n sees them; J at t - dt/2
+ * (the last step's current); rho deposited at x(n). Over several ranks each point is read by the rank that holds its cell
  * and the values are summed into every rank in a fixed order (bitwise the one-rank values);
  * rank 0 writes. */
 #ifndef PROBES_H

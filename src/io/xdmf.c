@@ -26,6 +26,7 @@
  * (VTK puts a 2D CoRect mesh in the y-z plane, away from the x-y particle clouds). */
 #include "xdmf.h"
 #include "empic.h"
+#include "deck.h"
 #include "fileio.h"
 
 #include <dirent.h>
@@ -515,7 +516,7 @@ static void dump_text(FILE *x, const h5w *w, const output_frame *fr, const char 
             XDMF_HEAD, run);
     if (fields)
         fields_block(x, w, fr, h5name, ST_ALL);
-    else if (!fr->tracks && fr->d->fields_every > 0)
+    else if (!fr->tracks && deck_dumps_meshes(fr->d))
         empty_block(x, "fields", fr->t);
     for (int s = 0; s < fr->nspecies && s < DECK_MAX_SPECIES; s++)
         if (series_species(fr, s) || (fr->particles && particle_item(w, s, "geom_xy")))

@@ -13,6 +13,7 @@
 
 #include "ebal.h"
 #include "emf.h"
+#include "extfield.h"
 #include "ionize.h"
 #include "phasespace.h"
 #include "probe.h"
@@ -36,7 +37,12 @@ typedef struct {
     const clusters *cl;
     species *sp;              /* nsp species: cluster tables and particle arrays */
     int nsp;
-    float ext_e[3], ext_b[3]; /* uniform external fields added at the gather */
+    ext_fields ext;           /* the external fields the gather adds (extfield.h), at E's
+                                 time level: uniform values and host arrays */
+    int avg_q;                /* the quantities of the averaged field dumps (enum
+                                 deck_fieldq; 0: none), and their sums (average.h: */
+    double *avg;              /* avg_arrays(avg_q) arrays of f->size, the host's; a device
+                                 backend keeps its own, copied here by avg_fetch) */
     int window;               /* the deck has a moving window */
     long window_cells;        /* cells the moving window has moved (box origin x0 = cells dx) */
     int window_next;          /* the window shifts after this step's `fields` (set before it) */
@@ -129,8 +135,19 @@ typedef struct backend {
     void (*phasespace)(void *ctx, pic_state *st, int s, const ps_grid *g, double *h);
     int (*phasespace_extent)(void *ctx, pic_state *st, int s, const ps_grid *g, int axis,
                              int positive, double mm[2]);
+    /* The averaged field dumps (fieldavg.h): the arrays of st->avg_q (average.h) at their
+     * current time levels (at a step's diagnostics E and B at t = n dt, J at t - dt/2, the
+     * charge density deposited first at the current positions) added to the sums, which
+     * start anew when first; avg_fetch: the sums into st->avg (a no-op on the CPU, whose
+     * sums they are). A device backend uploads st->avg in open (a restart's sums). */
+    void (*avg_add)(void *ctx, pic_state *st, int first);
+    void (*avg_fetch)(void *ctx, pic_state *st);
+    /* The arrays of st->ext changed on the host (extfield_update): a device backend copies
+     * them (one host-to-device copy of each array); nothing on the CPU, which reads them. */
+    void (*ext_fields)(void *ctx, pic_state *st);
     /* Field probes (diagnostics.probes): out[r] = quantity req[r].m at its point (probe.h's
-     * probe_gather: E and B as a particle there gathers them, without the external fields)
+     * probe_gather: E and B as a particle there gathers them, with the external fields'
+     * arrays but not their uniform values, which the caller adds)
      * for r < n, this rank's points only; E and B at their current time levels (at a step's
      * diagnostics both at t = n dt), J at t - dt/2. need (probe.h): PROBE_NEED_RHO, the
      * charge density deposited first at the current positions (as `rho`) for the PROBE_RHO

@@ -197,10 +197,8 @@ int health_faults(const sim *S)
 
 int health_growth_on(const deck *d)
 {
-    int ext = 0;
-    for (int k = 0; k < 3; k++)
-        ext |= d->ext_E[k] != 0;
-    return d->energy_growth_limit > 0 && d->nlasers == 0 && !d->window_enabled && !ext;
+    return d->energy_growth_limit > 0 && d->nlasers == 0 && !d->window_enabled &&
+           !extfield_present(d, 0);
 }
 
 /* The sum over species sp's particles of w (gamma - 1) (rest = 0) or of w (rest = 1),

@@ -3,7 +3,9 @@
  * host figure was checked against the peak RSS of the example decks, on one rank and on
  * several (docs/running.md). */
 #include "memory.h"
+#include "average.h"
 #include "empic.h"
+#include "extfield.h"
 #include "species.h"
 
 #include <math.h>
@@ -65,6 +67,11 @@ void memory_estimate(const deck *d, int ranks, memory_need *m)
     const double ncl = (double)clusters_along(d->nx, d->cluster[0]) *
                        clusters_along(d->ny, d->cluster[1]);
     m->fields = 11.0 * 4.0 * size; /* emf.store */
+    /* the external fields' arrays (extfield.h); the averaged dumps' sums, and their means
+       from the first such dump on (fieldavg.h) */
+    const double ext = extfield_arrays(d);
+    const double avg = d->avg_every > 0 ? avg_arrays(d->avg_quantities) : 0;
+    m->fields += (4.0 * ext + 12.0 * avg) * size;
     for (int k = 0; k < 4; k++) {
         double len = k < 2 ? d->ny : d->nx;
         if (d->fbnd[k] == FBND_PML || (d->fbnd[k] != FBND_PERIODIC && d->nlasers > 0))
@@ -139,16 +146,18 @@ void memory_estimate(const deck *d, int ranks, memory_need *m)
     }
     m->transient = t + persist;
     m->rank = m->host = BASE_BYTES + m->fields + m->slots + m->transient;
-    /* device (the gpu_malloc calls of cuda/): 12 field arrays, three current tiles per
-     * cluster with their guards, the particle slots, and the drop lists of one species where
-     * particles can leave, each rank its share; the host keeps its own copy of the state */
+    /* device (the gpu_malloc calls of cuda/): 12 field arrays, the external fields' arrays
+     * and the averaged dumps' sums, three current tiles per cluster with their guards, the
+     * particle slots, and the drop lists of one species where particles can leave, each rank
+     * its share; the host keeps its own copy of the state */
     const int kx = clusters_along(d->nx, d->cluster[0]), ky = clusters_along(d->ny, d->cluster[1]);
     const double wmax = ceil((double)d->nx / kx), hmax = ceil((double)d->ny / ky);
     int open = d->window_enabled;
     for (int s = 0; s < d->nspecies; s++)
         for (int k = 0; k < 4; k++)
             open |= d->species[s].bnd[k] != PBND_PERIODIC;
-    m->gpu = (12.0 * 4.0 * size + 12.0 * ncl * (wmax + 3) * (hmax + 3)) * share + m->slots +
+    m->gpu = ((12.0 * 4.0 + 4.0 * ext + 8.0 * avg) * size +
+              12.0 * ncl * (wmax + 3) * (hmax + 3)) * share + m->slots +
              (open ? 4.0 * slots_max / SLOT_BYTES : 0.0);
 }
 

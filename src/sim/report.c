@@ -402,6 +402,27 @@ static void scales_lasers(const deck *d, FILE *o, const out_units *u)
     }
 }
 
+/* The external fields' components that are formulas, with how the run evaluates each
+ * (extfield.h). */
+static void scales_external(const deck *d, FILE *o)
+{
+    for (int m = 0; m < 6; m++) {
+        formula *f = formula_new(d->ext[m], 1, NULL, 0);
+        const int v = f ? formula_vars(f) : 0;
+        formula_free(f);
+        if (!v) /* a number, or a formula of constants */
+            continue;
+        const int space = v & (FORMULA_X | FORMULA_Y);
+        fprintf(o, "# external %c%c = %s: %s, evaluated %s\n", "EB"[m / 3], "xyz"[m % 3],
+                d->ext[m], space ? "sampled at its Yee points" : "uniform",
+                v & FORMULA_T ? (space ? "at every step (the whole array, copied to a GPU)"
+                                       : "at every step")
+                : v & FORMULA_X && d->window_enabled ? "once, and its new column at each "
+                                                       "window shift"
+                                                     : "once");
+    }
+}
+
 /* Per species: its density scale in n0, cm^-3 and n_c, its temperature in keV. */
 static void scales_species(const deck *d, FILE *o)
 {
@@ -435,4 +456,5 @@ void report_scales(const deck *d, FILE *o)
             d->dt * fs, d->steps, d->steps * d->dt * fs);
     scales_lasers(d, o, &u);
     scales_species(d, o);
+    scales_external(d, o);
 }

@@ -4,6 +4,8 @@
 #include "collide.h"
 #include "empic.h"
 #include "column.h"
+#include "average.h"
+#include "fieldavg.h"
 #include "comm.h"
 #include "fbnd.h"
 #include "h5par.h"
@@ -47,7 +49,7 @@ static int share(sim *S, int restarting)
                    "%d ranks split for the grid\n", d->ranks[0], d->ranks[1], comm_size());
         d->ranks[0] = d->ranks[1] = 0;
     }
-    if (clusters_decompose(&S->cl, d, comm_size(), comm_rank()))
+    if (clusters_decompose(&S->cl, d, comm_size(), comm_rank(), S->backend == BACKEND_CUDA))
         return -1;
     const clusters *cl = &S->cl;
     const int lo[2] = {cl->x0[cl->cx0], cl->y0[cl->cy0]};
@@ -109,10 +111,11 @@ int sim_init_from(sim *S, const deck *d, int quiet, const char *checkpoint)
     st->flow = empic_calloc(S->bal_n, sizeof(double), "energy balance");
     st->lost = st->flow + (size_t)st->nterm * st->nslot;
     S->gain = st->lost + (size_t)S->nsp * S->cl.n;
-    for (int a = 0; a < 3; a++) {
-        st->ext_e[a] = (float)S->d.ext_E[a];
-        st->ext_b[a] = (float)S->d.ext_B[a];
-    }
+    extfield_init(&S->ext, &S->d, &S->f, &st->ext);
+    st->avg_q = S->d.avg_every > 0 ? S->d.avg_quantities : 0;
+    if (st->avg_q) /* the averaged dumps' sums (a restart inside a window reads them) */
+        st->avg = empic_calloc((size_t)avg_arrays(st->avg_q) * S->f.size, sizeof(double),
+                               "averaged field sums");
     if (checkpoint) {
         if (checkpoint_load(S, checkpoint))
             return -1;
@@ -133,9 +136,11 @@ int sim_init_from(sim *S, const deck *d, int quiet, const char *checkpoint)
             fprintf(stderr, "empic: note: the box is not periodic and the initial plasma is "
                             "not neutral (max |rho| = %.3g): E starts at 0, so Gauss's law "
                             "is off by that charge from the start (gauss_max)\n", q);
-        for (int s = 0; s < S->nsp; s++)
-            particles_half_back(&S->sp[s], &S->f, &S->cl, st->ext_e, st->ext_b);
     }
+    /* the external fields at E's time level (t = 0, or the checkpoint's) */
+    extfield_update(&S->ext, S->f.step, S->win.cells, &st->ext);
+    for (int s = 0; !checkpoint && s < S->nsp; s++)
+        particles_half_back(&S->sp[s], &S->f, &S->cl, &st->ext);
     st->window_cells = S->win.cells;
     sim_note_peak(S);
     health_energy_ref(S); /* the host state, before a device backend takes it over */
@@ -165,9 +170,13 @@ void sim_free(sim *S)
     for (int s = 0; s < S->nsp; s++)
         species_free(&S->sp[s]);
     fbnd_free(S->f.fb);
+    extfield_free(&S->ext);
     emf_free(&S->f);
     clusters_free(&S->cl);
     free(S->rho_sp);
+    free(S->ext_dump);
+    free(S->avg_dump);
+    free(S->st.avg);
     free(S->st.flow);
     free(S->bal_ck);
     deck_free(&S->d);
@@ -195,6 +204,20 @@ static int failed(sim *S)
     return S->io_failed;
 }
 
+/* The external fields at the dump's time into S->ext_dump, where a field dump writes them
+ * (E_ext, B_ext: output.c); else NULL. */
+static float *ext_for_dump(sim *S, int fields)
+{
+    const deck *d = &S->d;
+    if (!fields || !((extfield_present(d, 0) && (d->fields_quantities & FQ_E)) ||
+                     (extfield_present(d, 1) && (d->fields_quantities & FQ_B))))
+        return NULL;
+    if (!S->ext_dump)
+        S->ext_dump = empic_alloc(6 * S->f.size * sizeof(float), "external field dumps");
+    extfield_fill(&S->st.ext, &S->f, S->ext_dump);
+    return S->ext_dump;
+}
+
 /* A phase-space histogram due at this step (insitu_phasespace writes it with HDF5). */
 static int hists_due(const sim *S, int final)
 {
@@ -215,10 +238,12 @@ static int hists_due(const sim *S, int final)
 static void dump(sim *S, int fields, int parts, int tracks, int final)
 {
     const backend *be = S->be;
+    fieldavg_sample(S); /* the averaged dumps' sums (on the backend) */
+    const int avg = fieldavg_due(&S->d, S->step);
     /* a step with nothing due leaves the background writes going (they read host copies
      * that no step changes, and only they use HDF5 meanwhile); a failure they report stops
      * the run after the step (sim_after_step) */
-    if (!(fields || parts || tracks || hists_due(S, final))) {
+    if (!(fields || parts || tracks || avg || hists_due(S, final))) {
         if (writer_poll(&S->out))
             S->io_failed = 1;
         return;
@@ -228,7 +253,7 @@ static void dump(sim *S, int fields, int parts, int tracks, int final)
         return; /* the run stops after this step (sim_after_step) */
     if (insitu_phasespace(S, final))
         S->io_failed = 1;
-    if (failed(S) || (!fields && !parts && !tracks))
+    if (failed(S) || (!fields && !parts && !tracks && !avg))
         return;
     /* one rank: a background thread writes the host copies, which stay untouched until the
      * next fetch; several: every rank writes its share into the one file with the others,
@@ -252,15 +277,20 @@ static void dump(sim *S, int fields, int parts, int tracks, int final)
         }
         n++;
     }
-    if (fields || parts) {
-        if (!S->rho_sp)
-            S->rho_sp = empic_alloc((size_t)S->nsp * S->f.size * sizeof(float), "charge dumps");
-        be->fetch_fields(S->be_ctx, &S->st, S->rho_sp);
-        for (int s = 0; s < S->nsp; s++)
-            per[s] = S->rho_sp + (size_t)s * S->f.size;
+    if (fields || parts || avg) {
         fr[n] = at;
-        fr[n].rho = S->f.rho;
-        fr[n].rho_species = per;
+        if (fields || parts) {
+            if (!S->rho_sp)
+                S->rho_sp = empic_alloc((size_t)S->nsp * S->f.size * sizeof(float),
+                                        "charge dumps");
+            be->fetch_fields(S->be_ctx, &S->st, S->rho_sp);
+            for (int s = 0; s < S->nsp; s++)
+                per[s] = S->rho_sp + (size_t)s * S->f.size;
+            fr[n].rho = S->f.rho;
+            fr[n].rho_species = per;
+        }
+        fr[n].ext = ext_for_dump(S, fields);
+        fr[n].avg = avg ? fieldavg_means(S) : NULL;
         fr[n].fields = fields;
         fr[n].particles = parts;
         fr[n].tracks = 0;
@@ -464,6 +494,11 @@ void sim_step(sim *S)
         S->sp[s].np -= dropped[s];
     if (moved)
         inject(S);
+    /* the external fields at t = (n+1) dt: the ionization's and the next push's */
+    const double t1 = omp_get_wtime();
+    if (extfield_update(&S->ext, S->f.step, S->win.cells, &st->ext))
+        be->ext_fields(bc, st);
+    st->phase_s[PH_FIELD] += omp_get_wtime() - t1;
     /* 8. field ionization at E(n+1), x(n+1): new charge states and electrons */
     ionize(S, want_e, ist);
     /* 9. binary collisions among the particles of each cell at x(n+1), u(n+1/2) */
@@ -535,6 +570,8 @@ int sim_signal_pending(void) { return sig_seen; }
 static int write_checkpoint(sim *S)
 {
     balance_all(S); /* the balance sums of all ranks into S->bal_ck, which it keeps */
+    if (fieldavg_held(&S->d, S->step)) /* inside an averaging window: its sums */
+        S->be->avg_fetch(S->be_ctx, &S->st);
     const double t0 = omp_get_wtime();
     const int rc = checkpoint_write(S);
     S->ckpt_s = omp_get_wtime() - t0;
@@ -743,13 +780,14 @@ int sim_run(sim *S)
     int tracks = S->d.tracks_every > 0, hists = 0;
     for (int k = 0; k < S->d.nphasespace; k++)
         hists |= S->d.phasespace[k].every > 0;
-    if (fields || parts || tracks || hists) {
+    const int avg = fieldavg_due(&S->d, S->step);
+    if (fields || parts || tracks || hists || avg) {
         S->be->b_half(S->be_ctx, &S->st);
         dump(S, fields, parts, tracks, 1);
         sim_wait_writes(S);
     }
     if (S->probes && !S->io_failed) { /* the probes due at the last step's time, as dumps */
-        if (!(fields || parts || tracks || hists))
+        if (!(fields || parts || tracks || hists || avg))
             S->be->b_half(S->be_ctx, &S->st);
         probes_sample(S);
         if (probes_flush(S))

@@ -42,6 +42,10 @@ typedef struct {
     double en_e, en_b, en_kin[DECK_MAX_SPECIES], en_gauss;
     FILE *energy;             /* energy.csv (under its temporary name while running) */
     float *rho_sp;            /* per-species charge scratch, allocated at first dump */
+    extfield ext;             /* the external fields' formulas and arrays (st.ext's values) */
+    float *ext_dump;          /* the external fields at a dump's time (6 x f.size), written
+                                 while the run steps on; allocated at the first such dump */
+    float *avg_dump;          /* the means of an averaged dump (fieldavg.h), likewise */
     writer out;               /* the dump being written in the background (CUDA backend) */
     struct probes *probes;    /* the field probes (probes.h), or NULL */
     column front;             /* the moving window's next front column, made ahead on a

@@ -37,6 +37,26 @@ double adk_rate_si(double ip_ev, int z, double e_si)
     return exp(lnc - p * log(e) - b / e) / ADK_TIME_AU;
 }
 
+/* The field below which exp(lna - p ln E - b / E) < IONIZE_WMIN: ln W grows with E up to
+ * E = b / p; the root of ln W = ln IONIZE_WMIN there by bisection, less a margin (1e-6 of it:
+ * ln W then lies 1e-5 or more below, far beyond the rounding of the rate) so that every
+ * field below it gives a rate ionize_ion would discard anyway. */
+static double adk_emin(double lna, double p, double b)
+{
+    const double lw = log(IONIZE_WMIN), top = p > 0.0 ? b / p : 1e30;
+    if (lna - p * log(top) - b / top < lw)
+        return top; /* never above IONIZE_WMIN while growing: the rate sets in above top */
+    double lo = 0.0, hi = top;
+    for (int it = 0; it < 200; it++) {
+        const double mid = 0.5 * (lo + hi);
+        if (mid > 0.0 && lna - p * log(mid) - b / mid >= lw)
+            hi = mid;
+        else
+            lo = mid;
+    }
+    return lo * (1.0 - 1e-6);
+}
+
 void adk_table(const deck *d, int index, ionize_table *t)
 {
     const deck_species *sp = &d->species[index];
@@ -51,5 +71,6 @@ void adk_table(const deck *d, int index, ionize_table *t)
         t->p[k] = p;
         t->b[k] = b / f;
         t->lna[k] = lnc - p * log(f) + ldt;
+        t->emin[k] = adk_emin(t->lna[k], t->p[k], t->b[k]);
     }
 }

@@ -1,4 +1,5 @@
-/* formula.c - density and drift formulas in x, y through muparser's C API (deck.h). */
+/* formula.c - formulas in x, y (densities, drifts) and in x, y, t (external fields) through
+ * muparser's C API (deck.h). */
 #include "deck.h"
 
 #include <math.h>
@@ -9,7 +10,7 @@
 
 struct formula {
     muParserHandle_t h;
-    double x, y;            /* the variables the expression reads, bound by address */
+    double x, y, t;         /* the variables the expression reads, bound by address */
 };
 
 static void set_err(char *err, size_t errlen, const char *msg)
@@ -22,7 +23,7 @@ static void set_err(char *err, size_t errlen, const char *msg)
         err[--n] = '\0';
 }
 
-formula *formula_new(const char *expr, char *err, size_t errlen)
+formula *formula_new(const char *expr, int time, char *err, size_t errlen)
 {
     if (!expr) {
         set_err(err, errlen, "no expression");
@@ -41,6 +42,8 @@ formula *formula_new(const char *expr, char *err, size_t errlen)
     }
     mupDefineVar(f->h, "x", &f->x);
     mupDefineVar(f->h, "y", &f->y);
+    if (time)
+        mupDefineVar(f->h, "t", &f->t);
     mupDefineConst(f->h, "pi", 3.14159265358979323846);
     mupDefineConst(f->h, "e", 2.71828182845904523536);
     if (mupError(f->h)) {
@@ -70,12 +73,28 @@ formula *formula_new(const char *expr, char *err, size_t errlen)
     return f;
 }
 
-double formula_eval(formula *f, double x, double y)
+int formula_vars(const formula *f)
+{
+    int m = 0;
+    const int n = mupGetExprVarNum(f->h);
+    for (int i = 0; i < n; i++) {
+        const muChar_t *name = NULL;
+        muFloat_t *at = NULL;
+        mupGetExprVar(f->h, (unsigned)i, &name, &at);
+        m |= at == &f->x ? FORMULA_X : at == &f->y ? FORMULA_Y : at == &f->t ? FORMULA_T : 0;
+    }
+    return m;
+}
+
+double formula_eval(formula *f, double x, double y) { return formula_eval_t(f, x, y, 0.0); }
+
+double formula_eval_t(formula *f, double x, double y, double t)
 {
     if (!f)
         return NAN;
     f->x = x;
     f->y = y;
+    f->t = t;
     double v = mupEval(f->h);
     if (mupError(f->h))
         return NAN;

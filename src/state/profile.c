@@ -46,14 +46,15 @@ void profile_open(profile_eval *p, const deck_species *c)
 {
     char err[256];
     memset(p, 0, sizeof *p);
-    if (c->profile == PROFILE_EXPR && !(p->dens = formula_new(c->density_expr, err, sizeof err)))
+    if (c->profile == PROFILE_EXPR &&
+        !(p->dens = formula_new(c->density_expr, 0, err, sizeof err)))
         EMPIC_DIE("species %s: density formula: %s", c->name, err);
     for (int a = 0; a < 3; a++) {
         char *end;
         p->drift_const[a] = strtod(c->drift[a], &end);
         if (end != c->drift[a] && *end == '\0')
             continue;
-        if (!(p->drift[a] = formula_new(c->drift[a], err, sizeof err)))
+        if (!(p->drift[a] = formula_new(c->drift[a], 0, err, sizeof err)))
             EMPIC_DIE("species %s: drift formula: %s", c->name, err);
     }
 }

@@ -90,7 +90,24 @@ void clusters_init(clusters *c, const deck *d)
     set_share(c, 1, 1, 0);
 }
 
-int clusters_decompose(clusters *c, const deck *d, int size, int rank)
+/* The split of size ranks into nrx x nry with the shortest borders between ranks, each
+ * rank at least 2 clusters along each axis; strips: only 1 x size or size x 1 (the x strips
+ * on a tie). Returns 0 when none fits. */
+static int shortest_split(const clusters *c, const deck *d, int size, int strips, int *nrx,
+                          int *nry)
+{
+    long best = -1;
+    for (int a = size; a >= 1; a--)
+        if (size % a == 0 && a <= c->ncx / 2 && size / a <= c->ncy / 2 &&
+            (!strips || a == 1 || a == size)) {
+            long cut = (long)(size / a - 1) * d->nx + (long)(a - 1) * d->ny;
+            if (best < 0 || cut < best)
+                best = cut, *nrx = a, *nry = size / a;
+        }
+    return best >= 0;
+}
+
+int clusters_decompose(clusters *c, const deck *d, int size, int rank, int strips)
 {
     int nrx = d->ranks[0], nry = d->ranks[1];
     empic_mute(rank != 0); /* the same verdict on every rank: rank 0 gives it */
@@ -102,16 +119,9 @@ int clusters_decompose(clusters *c, const deck *d, int size, int rank)
             empic_mute(0);
             return -1;
         }
-    } else { /* the split with the shortest borders between ranks */
-        long best = -1;
-        for (int a = 1; a <= size; a++)
-            if (size % a == 0 && a <= c->ncx / 2 && size / a <= c->ncy / 2) {
-                long cut = (long)(size / a - 1) * d->nx + (long)(a - 1) * d->ny;
-                if (best < 0 || cut <= best)
-                    best = cut, nrx = a, nry = size / a;
-            }
-        if (best < 0)
-            nrx = size, nry = 1; /* reported below */
+    } else if (!(strips && shortest_split(c, d, size, 1, &nrx, &nry)) &&
+               !shortest_split(c, d, size, 0, &nrx, &nry)) {
+        nrx = size, nry = 1; /* reported below */
     }
     if (nrx > c->ncx / 2 || nry > c->ncy / 2) {
         empic_report(d->file, 0, "%d x %d ranks cannot split %d x %d clusters (each rank "

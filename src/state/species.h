@@ -33,8 +33,10 @@ typedef struct clusters {
 /* The partition of d's grid, all of it owned by one rank. */
 void clusters_init(clusters *c, const struct deck *d);
 /* This rank's share among `size` ranks: d->ranks when given, else the nrx x nry split with
- * the shortest borders. 0, or -1 after reporting an impossible split. */
-int clusters_decompose(clusters *c, const struct deck *d, int size, int rank);
+ * the shortest borders; with strips (GPU ranks) a split along one axis when one fits (each
+ * rank then exchanges with two neighbours, not eight: faster on GPUs for every deck
+ * measured, docs/performance.md). 0, or -1 after reporting an impossible split. */
+int clusters_decompose(clusters *c, const struct deck *d, int size, int rank, int strips);
 void clusters_free(clusters *c);
 static inline int cluster_id(const clusters *c, int cx, int cy) { return cx + cy * c->ncx; }
 /* Several ranks: into h (every cluster's 9-bin migration histogram, this rank's filled) the
