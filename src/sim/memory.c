@@ -57,6 +57,38 @@ size_t memory_probe_bytes(void)
     return b < lo ? lo : b > hi ? hi : b;
 }
 
+/* The largest passing need of a rank's dumps and checkpoints: one rank builds each file
+ * whole in memory, then writes its copy (h5out.c); several stage their share of each (32 B
+ * per particle of a dump, a species' 8-byte array of a checkpoint) while HDF5 gathers the
+ * chunks to filter them (h5par.h). mesh: bytes of a field dump's meshes; parts, tracked: a
+ * rank's particles of a particle and a tracks dump; ckpt: the one-rank checkpoint image;
+ * live: a rank's particles of its largest species. */
+static double files_need(const deck *d, int ranks, double mesh, double parts, double tracked,
+                         double ckpt, double live)
+{
+    double t = 0.0;
+    if (ranks == 1) {
+        if (d->fields_every > 0)
+            t = dmax(t, image(mesh));
+        if (d->particles_every > 0)
+            t = dmax(t, image(64.0 * parts) + 16.0 * parts);
+        if (d->tracks_every > 0)
+            t = dmax(t, image(64.0 * tracked) + 16.0 * tracked);
+        if (d->checkpoint_every > 0) /* the image (allocated whole), its copy, a species staged */
+            t = dmax(t, 2.0 * ckpt + 8.0 * live);
+        return t;
+    }
+    if (d->fields_every > 0)
+        t = dmax(t, H5_CHUNKS);
+    if (parts > 0.0)
+        t = dmax(t, H5_CHUNKS + 32.0 * parts);
+    if (d->tracks_every > 0)
+        t = dmax(t, H5_CHUNKS + 32.0 * tracked);
+    if (d->checkpoint_every > 0) /* and the checksum's block */
+        t = dmax(t, H5_CHUNKS + 8.0 * live + 4.0 * MIB);
+    return t;
+}
+
 void memory_estimate(const deck *d, int ranks, memory_need *m)
 {
     memset(m, 0, sizeof *m);
@@ -114,27 +146,7 @@ void memory_estimate(const deck *d, int ranks, memory_need *m)
         persist = 4.0 * size * d->nspecies * share; /* per-species charge, kept from the first dump */
     const double parts = d->particles_every > 0 ? m->particles * d->particles_fraction * share
                                                 : 0.0;
-    if (ranks == 1) { /* each file built whole in memory, then its copy written (h5out.c) */
-        if (d->fields_every > 0)
-            t = dmax(t, image(4.0 * cells * q));
-        if (d->particles_every > 0)
-            t = dmax(t, image(64.0 * parts) + 16.0 * parts);
-        if (d->tracks_every > 0)
-            t = dmax(t, image(64.0 * tracked) + 16.0 * tracked);
-        if (d->checkpoint_every > 0) /* the image (allocated whole), its copy, a species staged */
-            t = dmax(t, 2.0 * ckpt + 8.0 * live_max);
-    } else { /* a rank's share of each file staged (a species' slots and 32 B per particle
-                of a dump, 8 of a checkpoint) and the chunks HDF5 gathers to filter them */
-        const double chunks = H5_CHUNKS;
-        if (d->fields_every > 0)
-            t = dmax(t, chunks);
-        if (parts > 0.0)
-            t = dmax(t, chunks + 32.0 * parts);
-        if (d->tracks_every > 0)
-            t = dmax(t, chunks + 32.0 * tracked);
-        if (d->checkpoint_every > 0)
-            t = dmax(t, chunks + 8.0 * live_max + 4.0 * MIB);
-    }
+    t = dmax(t, files_need(d, ranks, 4.0 * cells * q, parts, tracked, ckpt, live_max));
     if (d->window_enabled) /* a rearrangement holds a species twice */
         t = dmax(t, slots_max);
     /* the CPU's bandwidth probe at the end of a run, on rank 0, when its two buffers fit with
