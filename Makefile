@@ -6,7 +6,7 @@ CC      ?= gcc
 MARCH   ?= native
 CFLAGS  ?= -O3 -g
 CFLAGS  += -fno-math-errno -fno-trapping-math -std=c11 -march=$(MARCH) -Wall -Wextra -fopenmp -D_GNU_SOURCE
-PKGS    := hdf5 libconfig muparser
+PKGS    := libconfig muparser
 NVCC    ?= nvcc
 CUDA    ?= $(if $(shell command -v $(NVCC) 2>/dev/null),1,0)
 CUDA_ARCH ?= sm_90
@@ -43,8 +43,21 @@ MPI     ?= auto
 ifneq ($(MPI),0)
 MPI_PKG  = $(shell pkg-config --exists mpi-c 2>/dev/null && echo mpi-c)
 endif
-PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) $(MPI_PKG)) $(if $(MPI_PKG),-DEMPIC_MPI)
-PKG_LIBS   = $(shell pkg-config --libs $(PKGS) $(MPI_PKG))
+# HDF5: with MPI the parallel library (Debian's libhdf5-openmpi-dev: the ranks write each dump
+# and checkpoint together through MPI-IO), found by pkg-config (hdf5-openmpi) or in Debian's
+# folders; without, the serial one (hdf5-serial, else hdf5). Named, not taken from the hdf5.pc
+# alternative, which installing the parallel library may switch.
+H5_PAR_INC := /usr/include/hdf5/openmpi
+H5_PAR_LIB := /usr/lib/x86_64-linux-gnu/hdf5/openmpi
+H5_PKG   = $(shell if [ -n "$(MPI_PKG)" ]; then pkg-config --exists hdf5-openmpi && echo hdf5-openmpi; \
+             else pkg-config --exists hdf5-serial && echo hdf5-serial || echo hdf5; fi 2>/dev/null)
+H5_DIRS  = $(if $(MPI_PKG),$(if $(H5_PKG),,$(if $(wildcard $(H5_PAR_INC)/hdf5.h),yes,$(error \
+             MPI build without the parallel HDF5: install libhdf5-openmpi-dev (tools/install-deps) \
+             or build with MPI=0))))
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) $(H5_PKG) $(MPI_PKG)) $(if $(MPI_PKG),-DEMPIC_MPI) \
+             $(if $(H5_DIRS),-I$(H5_PAR_INC))
+PKG_LIBS   = $(shell pkg-config --libs $(PKGS) $(H5_PKG) $(MPI_PKG)) \
+             $(if $(H5_DIRS),-L$(H5_PAR_LIB) -lhdf5)
 LIBS    = $(PKG_LIBS) -lfftw3 $(CU_LIBS) -lstdc++ -lm
 
 TESTS   := $(wildcard tests/test_*.c)

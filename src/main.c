@@ -55,14 +55,15 @@ static void print_memory(const memory_need *m)
 {
     char src[64];
     double avail = memory_available(src, sizeof src);
-    char node[64] = "";
+    char node[96] = "";
     if (m->ranks > 1)
-        snprintf(node, sizeof node, " on rank 0's node (%d of %d ranks)", m->node_ranks,
-                 m->ranks);
-    printf("# memory: %.4g particles at most; host %.1f MiB%s (fields %.1f, particles %.1f, "
-           "passing peaks %.1f), %.1f MiB available (%s); GPU %.1f MiB\n",
-           m->particles, m->host / 1048576.0, node, m->fields / 1048576.0, m->slots / 1048576.0,
-           m->transient / 1048576.0, avail / 1048576.0, src, m->gpu / 1048576.0);
+        snprintf(node, sizeof node, " on rank 0's node (%d of %d ranks, %.1f MiB each)",
+                 m->node_ranks, m->ranks, (m->rank - m->probe) / 1048576.0);
+    printf("# memory: %.4g particles at most; host %.1f MiB%s (%sfields %.1f, particles %.1f, "
+           "passing peaks %.1f), %.1f MiB available (%s); GPU %.1f MiB%s\n",
+           m->particles, m->host / 1048576.0, node, m->ranks > 1 ? "a rank: " : "",
+           m->fields / 1048576.0, m->slots / 1048576.0, m->transient / 1048576.0,
+           avail / 1048576.0, src, m->gpu / 1048576.0, m->ranks > 1 ? " a rank" : "");
     if (m->probe > 0)
         printf("# memory: %.1f MiB of the host figure are the bandwidth probe at the end, made "
                "only when that much is free\n", m->probe / 1048576.0);
@@ -225,8 +226,8 @@ static int run(const options *opt)
     empic_mute(0);
     const int root = comm_rank() == 0;
     memory_need need;
-    memory_estimate(&d, &need);
-    memory_ranks(&need, comm_size(), comm_node_ranks());
+    memory_estimate(&d, comm_size(), &need);
+    memory_node(&need, comm_node_ranks());
     if (o.check) {
         if (!root) {
             deck_free(&d);

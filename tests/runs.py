@@ -31,16 +31,16 @@ def has_mpi():
                                           text=True).stdout
 
 
-def empic(*args, ranks=1):
-    """bin/empic with args on the test's backend (under mpirun with ranks > 1); its result,
-    asserted to succeed."""
+def empic(*args, ranks=1, cwd=None):
+    """bin/empic with args on the test's backend (under mpirun with ranks > 1; in folder cwd
+    when given); its result, asserted to succeed."""
     need_empic()
     cmd = EMPIC_CMD + ["--backend", BACKEND, "--quiet", *args]
     if ranks > 1:
         mpirun = os.environ.get("EMPIC_TEST_MPIRUN") or shutil.which("mpirun")
         assert mpirun, "mpirun is missing: tools/install-deps installs OpenMPI (make does)"
         cmd = [mpirun, "-np", str(ranks)] + cmd
-    res = subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=300)
+    res = subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=300, cwd=cwd)
     assert res.returncode == 0, res.stdout + res.stderr
     return res
 

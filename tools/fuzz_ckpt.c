@@ -50,7 +50,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (checkpoint_find(file, path, sizeof path, &step) || checkpoint_read_deck(path, &d))
         return 0;
     memory_need need;
-    memory_estimate(&d, &need);
+    memory_estimate(&d, 1, &need);
     if (need.host - need.transient > 256.0 * 1048576.0) { /* a mutated deck asking for more */
         deck_free(&d);
         return 0;

@@ -19,18 +19,23 @@
  *             cell x y ux uy uz w code (the live particles, cluster after cluster), and id
  *             (uint64 tracking ids) for a species of diagnostics.tracks, charge_state
  *             (uint8) for an ionizing species
- * Slots outside the live segments hold no state (not stored, not read back). A restart on
- * several ranks reads each rank's share only: its cells with their guards (one strided
- * selection), the particles of its clusters. */
+ * Slots outside the live segments hold no state (not stored, not read back). Several ranks
+ * write the one file together (h5par.h), each its share: its rectangle of the field arrays,
+ * its clusters' particles; the tables summed over the ranks, with the segment layout of the
+ * counts (a one-rank run stores its own). A restart on several ranks reads each rank's share
+ * only: its cells with their guards (one strided selection), the particles of its clusters
+ * (one run of the stored cluster order per cluster row, found from the counts). */
 #include "checkpoint.h"
 #include "average.h"
 #include "ckpt_io.h"
+#include "comm.h"
 #include "fieldavg.h"
 #include "empic.h"
 #include "fbnd.h"
 #include "fileio.h"
 #include "h5out.h"
 #include "memory.h"
+#include "pml.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -194,53 +199,138 @@ static long long live_particles(const species *s, int ncl)
     return n;
 }
 
-static void write_species(ck_io *io, hid_t g, species *s, int ncl)
+/* A species' tables as the file keeps them, of every cluster: count and hist (summed over
+ * the ranks: each holds its own clusters'), num (count as the runs of h5par_runs take it),
+ * np, and the segment layout that a one-rank restart from the file takes: the run's own on
+ * one rank, else the layout of its counts (species_segments). */
+typedef struct {
+    int *count, *hist, *start, *cap, *peak;
+    long long *num, np, alloc;
+} ck_tables;
+
+static void tables_of(const species *s, const clusters *cl, int shared, ck_tables *t)
 {
-    const long long live = live_particles(s, ncl);
+    const size_t n = (size_t)cl->n;
+    t->count = empic_alloc(n * 13 * sizeof(int), "checkpoint tables");
+    t->start = t->count + n;
+    t->cap = t->start + n;
+    t->peak = t->cap + n;
+    t->hist = t->peak + n;
+    t->num = empic_alloc(n * sizeof(long long), "checkpoint tables");
+    memcpy(t->count, s->count, n * sizeof(int));
+    memcpy(t->hist, s->hist, n * 9 * sizeof(int));
+    if (shared) {
+        comm_sum_int(t->count, n);
+        comm_sum_int(t->hist, n * 9);
+    }
+    t->np = 0;
+    for (size_t c = 0; c < n; c++)
+        t->np += t->num[c] = t->count[c];
+    if (shared) { /* the load's layout of these counts, as one rank lays them */
+        species w = *s;
+        w.own = NULL;
+        w.peak = memset(t->peak, 0, n * sizeof(int));
+        t->alloc = (long long)species_segments(&w, cl->n, t->count, NULL, t->start, t->cap);
+    } else {
+        memcpy(t->start, s->start, n * sizeof(int));
+        memcpy(t->cap, s->cap, n * sizeof(int));
+        memcpy(t->peak, s->peak, n * sizeof(int));
+        t->alloc = (long long)s->alloc;
+    }
+}
+
+/* The species' tables and its live particles, cluster after cluster: this rank's, where
+ * its clusters lie among all (one run per cluster row of its share). */
+static void write_species(ck_io *io, hid_t g, species *s, const clusters *cl)
+{
+    const int ncl = cl->n;
+    ck_tables t;
+    tables_of(s, cl, io->shared, &t);
     ck_put_text(io, g, "name", s->cfg->name, strlen(s->cfg->name));
-    ck_put_i64(io, g, "np", s->np);
-    ck_put_i64(io, g, "alloc", (long long)s->alloc);
+    ck_put_i64(io, g, "np", t.np);
+    ck_put_i64(io, g, "alloc", t.alloc);
     ck_put_i64(io, g, "rearrangements", s->rearrangements);
-    ck_put_i32(io, g, "start", (size_t)ncl, s->start);
-    ck_put_i32(io, g, "count", (size_t)ncl, s->count);
-    ck_put_i32(io, g, "cap", (size_t)ncl, s->cap);
-    ck_put_i32(io, g, "peak", (size_t)ncl, s->peak);
-    ck_put_i32(io, g, "hist", (size_t)ncl * 9, s->hist);
-    char *stage = empic_alloc((size_t)live * 8, "checkpoint staging");
+    ck_put_i32(io, g, "start", (size_t)ncl, t.start);
+    ck_put_i32(io, g, "count", (size_t)ncl, t.count);
+    ck_put_i32(io, g, "cap", (size_t)ncl, t.cap);
+    ck_put_i32(io, g, "peak", (size_t)ncl, t.peak);
+    ck_put_i32(io, g, "hist", (size_t)ncl * 9, t.hist);
+    h5slab *run = empic_alloc((size_t)(cl->cy1 - cl->cy0) * sizeof *run, "checkpoint staging");
+    size_t mine = 0;
+    const h5part part = {h5par_runs(cl, t.num, 1, run, &mine), run, {0, 0}, NULL};
+    char *stage = empic_alloc((mine ? mine : 1) * 8, "checkpoint staging");
     ck_array a[10];
     const int na = species_arrays(s, a);
-    for (int k = 0; k < na && !io->err; k++) {
+    for (int k = 0; k < na; k++) { /* (every rank: after a failure too) */
         size_t o = 0;
-        for (int c = 0; c < ncl; c++) {
+        for (int c = 0; c < ncl; c++) { /* this rank's clusters hold its particles */
             memcpy(stage + o * a[k].size, (char *)a[k].a + (size_t)s->start[c] * a[k].size,
                    (size_t)s->count[c] * a[k].size);
             o += (size_t)s->count[c];
         }
-        ck_put(io, g, a[k].name, a[k].ftype, a[k].mtype, (size_t)live, stage);
+        ck_put_part(io, g, a[k].name, a[k].ftype, a[k].mtype, (size_t)t.np, &part, stage);
     }
     free(stage);
+    free(run);
+    free(t.num);
+    free(t.count);
 }
 
-/* The state arrays of the non-periodic field boundaries (CPML memories psi, Mur edge
- * memories): names, data and lengths; returns their number (0 for a periodic box). */
+/* The state arrays of the non-periodic field boundaries (CPML memories psi of a layer,
+ * Mur edge memories of a side), each over the whole box on every rank. */
 #define CK_FBND_MAX (4 * 4 + 4)
-static int fbnd_arrays(const emf *f, char name[][16], float **data, size_t *len)
+typedef struct {
+    char name[16];
+    float *data;
+    size_t len;
+    int layer, side; /* a CPML memory of layer `layer` (side -1), or the Mur memory of side */
+} ck_fbnd;
+
+/* The boundary arrays of f into a; returns their number (0 for a periodic box). */
+static int fbnd_arrays(const emf *f, ck_fbnd *a)
 {
     const fbnd *b = f->fb;
     int n = 0;
     for (int l = 0; b && l < b->nlayers; l++)
-        for (int m = 0; m < 4; m++) {
-            snprintf(name[n], 16, "psi%d_%d", l, m);
-            data[n] = b->layer[l].psi[m];
-            len[n++] = (size_t)b->layer[l].n * (size_t)b->layer[l].len;
+        for (int m = 0; m < 4; m++, n++) {
+            snprintf(a[n].name, sizeof a[n].name, "psi%d_%d", l, m);
+            a[n].data = b->layer[l].psi[m];
+            a[n].len = (size_t)b->layer[l].n * (size_t)b->layer[l].len;
+            a[n].layer = l;
+            a[n].side = -1;
         }
     for (int k = 0; b && k < 4; k++)
         if (b->mur_old[k]) {
-            snprintf(name[n], 16, "mur%d", k);
-            data[n] = b->mur_old[k];
-            len[n++] = 4 * (size_t)(k / 2 ? f->nx : f->ny);
+            snprintf(a[n].name, sizeof a[n].name, "mur%d", k);
+            a[n].data = b->mur_old[k];
+            a[n].len = 4 * (size_t)(k / 2 ? f->nx : f->ny);
+            a[n].layer = -1;
+            a[n++].side = k;
         }
     return n;
+}
+
+/* Boundary array a made whole into out: each rank holds the entries of its cells, which
+ * travel as 32-bit patterns summed over the ranks (every entry non-zero on one rank). */
+static void fbnd_whole(const emf *f, const ck_fbnd *a, uint32_t *out)
+{
+    for (size_t e = 0; e < a->len; e++) {
+        int i, j;
+        if (a->side < 0) {
+            const pml_layer *L = &f->fb->layer[a->layer];
+            const pml_strip st = {L->axis, L->first, L->n, L->len};
+            pml_strip_cell(&st, (int)e, &i, &j);
+        } else { /* 4 rows along the edge (pml.h: mur_save), held by the node inside it */
+            const int axis = a->side / 2, len = axis ? f->nx : f->ny, t = (int)(e % (size_t)len);
+            const int first = a->side & 1 ? (axis ? f->ny : f->nx) - 1 : 1;
+            i = axis ? t : first;
+            j = axis ? first : t;
+        }
+        out[e] = 0;
+        if (emf_owns(f, i, j))
+            memcpy(&out[e], &a->data[e], 4);
+    }
+    comm_sum_int((int *)out, a->len);
 }
 
 /* Bytes a dataset of n values of e bytes takes: whole chunks once it is chunked in several. */
@@ -250,20 +340,16 @@ static size_t chunked(size_t n, size_t e)
 }
 
 /* Bytes the file will take, a little more: the core driver's first allocation, so that it
- * never grows (a growth would add a whole second step). */
+ * never grows (a growth would add a whole second step). One rank. */
 static size_t image_estimate(const sim *S)
 {
     size_t b = ((size_t)4 << 20) + 10 * chunked(S->f.size, sizeof(float));
     if (fieldavg_held(&S->d, S->step))
         b += chunked((size_t)avg_arrays(S->st.avg_q) * S->f.size, sizeof(double));
-    if (S->f.fb) {
-        char name[CK_FBND_MAX][16];
-        float *data[CK_FBND_MAX];
-        size_t len[CK_FBND_MAX];
-        int n = fbnd_arrays(&S->f, name, data, len);
-        for (int k = 0; k < n; k++)
-            b += chunked(len[k], sizeof(float));
-    }
+    ck_fbnd fa[CK_FBND_MAX];
+    const int n = fbnd_arrays(&S->f, fa);
+    for (int k = 0; k < n; k++)
+        b += chunked(fa[k].len, sizeof(float));
     for (int s = 0; s < S->nsp; s++) {
         size_t live = (size_t)live_particles(&S->sp[s], S->cl.n);
         b += 7 * chunked(live, 4) + chunked(live, 1) + (S->sp[s].id ? chunked(live, 8) : 0) +
@@ -273,10 +359,7 @@ static size_t image_estimate(const sim *S)
     return (b + ((size_t)1 << 20) - 1) & ~(((size_t)1 << 20) - 1);
 }
 
-/* The whole checkpoint built in memory (HDF5 core driver, no backing store), so that no
- * half-written HDF5 file can exist: the disk sees one plain write of the finished image.
- * Returns the image (malloc'd, *len bytes), or NULL with io->err set. */
-/* The run's counters and clocks (group run). */
+/* The run's counters and clocks (group run; the timers are rank 0's). */
 static void write_run(ck_io *io, hid_t file, const sim *S)
 {
     hid_t g = ck_group(io, file, "run", 1);
@@ -294,58 +377,76 @@ static void write_run(ck_io *io, hid_t file, const sim *S)
     ck_close_group(g);
 }
 
-/* The fields with their guards and the boundary memories (group fields). */
+/* This rank's rectangle of n whole arrays with guards stored one after the other (the file's
+ * and f's layouts): its cells and the guards of the box edges next to them, array k's in
+ * file[k] and, of n arrays of f's, in src[k] (slabs of 1-D datasets). */
+static void field_boxes(const emf *f, int n, h5slab *file, h5slab *src)
+{
+    const int G = EMF_GUARD;
+    const hsize_t stride = (hsize_t)f->nx + 2 * G, whole = stride * (hsize_t)(f->ny + 2 * G);
+    const int lo[2] = {f->i0 - (f->i0 == 0 ? G : 0), f->j0 - (f->j0 == 0 ? G : 0)};
+    const int hi[2] = {f->i1 + (f->i1 == f->nx ? G : 0), f->j1 + (f->j1 == f->ny ? G : 0)};
+    const hsize_t ni = (hsize_t)(hi[0] - lo[0]), nj = (hsize_t)(hi[1] - lo[1]);
+    for (int k = 0; k < n; k++) {
+        const h5slab a = {{(hsize_t)k * whole + (hsize_t)(lo[1] + G) * stride +
+                               (hsize_t)(lo[0] + G), 0}, {stride, 1}, {nj, 1}, {ni, 1}};
+        const h5slab b = {{(hsize_t)k * f->size + (hsize_t)emf_idx(f, lo[0], lo[1]), 0},
+                          {(hsize_t)f->stride, 1}, {nj, 1}, {ni, 1}};
+        file[k] = a;
+        src[k] = b;
+    }
+}
+
+/* The fields with their guards (group fields): each rank's rectangle of the whole arrays
+ * (field_boxes); the averaged dumps' sums inside a window; the boundary memories. */
 static void write_fields(ck_io *io, hid_t file, const sim *S)
 {
     const emf *f = &S->f;
     const char *fname[EMF_STATE] = {"ex", "ey", "ez", "bx", "by", "bz", "jx", "jy", "jz", "rho"};
     float *fa[EMF_STATE];
     emf_state(f, fa);
-    const int shape[2] = {f->rows, f->stride};
+    const int G = EMF_GUARD, shape[2] = {f->ny + 2 * G, f->nx + 2 * G};
+    const size_t whole = (size_t)shape[0] * (size_t)shape[1];
+    const int navg = avg_arrays(S->st.avg_q);
+    h5slab box[AVG_COUNT], src[AVG_COUNT];
+    field_boxes(f, 1, box, src);
+    const h5part part = {1, box, {f->size, 1}, src};
     hid_t g = ck_group(io, file, "fields", 1);
     ck_put_i32(io, g, "shape", 2, shape);
     for (int k = 0; k < EMF_STATE; k++)
-        ck_put(io, g, fname[k], H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, f->size, fa[k]);
+        ck_put_part(io, g, fname[k], H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, whole, &part, fa[k]);
     ck_put_f64(io, g, "rho_bg", 1, &f->rho_bg);
     ck_put_i64(io, g, "step", f->step);
     const long held = fieldavg_held(&S->d, S->step);
     if (held) {
-        ck_put_f64(io, g, "avg", (size_t)avg_arrays(S->st.avg_q) * f->size, S->st.avg);
+        field_boxes(f, navg, box, src);
+        const h5part sums = {navg, box, {(size_t)navg * f->size, 1}, src};
+        ck_put_part(io, g, "avg", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, (size_t)navg * whole,
+                    &sums, S->st.avg);
         ck_put_i64(io, g, "avg_held", held);
     }
     if (f->fb) {
-        char name[CK_FBND_MAX][16];
-        float *data[CK_FBND_MAX];
-        size_t len[CK_FBND_MAX];
-        int n = fbnd_arrays(f, name, data, len);
+        ck_fbnd a[CK_FBND_MAX];
+        const int n = fbnd_arrays(f, a);
         ck_put_i64(io, g, "fbnd_psi_step", f->fb->psi_step);
         ck_put_i64(io, g, "fbnd_shift", f->fb->shift);
-        for (int k = 0; k < n; k++)
-            ck_put(io, g, name[k], H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, len[k], data[k]);
+        for (int k = 0; k < n; k++) {
+            uint32_t *whole = io->shared ? empic_alloc(a[k].len * 4 + 4, "checkpoint staging")
+                                         : NULL;
+            if (whole)
+                fbnd_whole(f, &a[k], whole);
+            ck_put(io, g, a[k].name, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, a[k].len,
+                   whole ? (const void *)whole : a[k].data);
+            free(whole);
+        }
     }
     ck_close_group(g);
 }
 
-static char *build_image(sim *S, const char *name, ck_io *io, size_t *len)
+/* The checkpoint's datasets into the open file (every rank its part of a shared one; the
+ * deck is rank 0's text). */
+static void write_content(ck_io *io, hid_t file, sim *S)
 {
-    if (h5out_room(image_estimate(S))) {
-        ck_fail(io, "allocating the file image");
-        return NULL;
-    }
-    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS), fcpl = H5Pcreate(H5P_FILE_CREATE), file = -1;
-    /* the user block (ignored by HDF5) takes the checksum of the whole file: ck_sum */
-    if (fapl >= 0 && fcpl >= 0 && H5Pset_fapl_core(fapl, image_estimate(S), 0) >= 0 &&
-        H5Pset_userblock(fcpl, CK_USERBLOCK) >= 0 &&
-        H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG) >= 0)
-        file = H5Fcreate(name, H5F_ACC_TRUNC, fcpl, fapl);
-    if (fcpl >= 0)
-        H5Pclose(fcpl);
-    if (file < 0)
-        ck_fail(io, "creating the file"); /* before any other call clears the error stack */
-    if (fapl >= 0)
-        H5Pclose(fapl);
-    if (file < 0)
-        return NULL;
     ck_put_i64(io, file, "version", CHECKPOINT_VERSION);
     ck_put_i64(io, file, "step", S->step);
     ck_put_i64(io, file, "backend", S->backend);
@@ -354,11 +455,15 @@ static char *build_image(sim *S, const char *name, ck_io *io, size_t *len)
     ck_put_i32(io, file, "clusters", 2, ncl);
     char *text = NULL;
     size_t tlen = 0;
-    FILE *m = open_memstream(&text, &tlen);
-    if (!m)
-        EMPIC_DIE("out of host memory writing a checkpoint");
-    deck_write(&S->d, m);
-    fclose(m);
+    if (!io->shared || comm_rank() == 0) {
+        FILE *m = open_memstream(&text, &tlen);
+        if (!m)
+            EMPIC_DIE("out of host memory writing a checkpoint");
+        deck_write(&S->d, m);
+        fclose(m);
+    }
+    if (io->shared)
+        comm_bcast(&tlen, sizeof tlen, 0);
     ck_put_text(io, file, "deck", text, tlen);
     free(text);
 
@@ -369,10 +474,34 @@ static char *build_image(sim *S, const char *name, ck_io *io, size_t *len)
         char name[16];
         snprintf(name, sizeof name, "%d", s);
         hid_t gs = ck_group(io, g, name, 1);
-        write_species(io, gs, &S->sp[s], S->cl.n);
+        write_species(io, gs, &S->sp[s], &S->cl);
         ck_close_group(gs);
     }
     ck_close_group(g);
+}
+
+/* One rank: the whole checkpoint built in memory (HDF5 core driver, no backing store), so
+ * that no half-written HDF5 file can exist: the disk sees one plain write of the finished
+ * image. Returns the image (malloc'd, *len bytes), or NULL with io->err set. */
+static char *build_image(sim *S, const char *name, ck_io *io, size_t *len)
+{
+    if (h5out_room(image_estimate(S))) {
+        ck_fail(io, "allocating the file image");
+        return NULL;
+    }
+    hid_t fapl = h5par_fapl(0, image_estimate(S)), fcpl = H5Pcreate(H5P_FILE_CREATE), file = -1;
+    /* the user block (ignored by HDF5) takes the checksum of the whole file: ck_sum */
+    if (fapl >= 0 && fcpl >= 0 && H5Pset_userblock(fcpl, CK_USERBLOCK) >= 0)
+        file = H5Fcreate(name, H5F_ACC_TRUNC, fcpl, fapl);
+    if (fcpl >= 0)
+        H5Pclose(fcpl);
+    if (file < 0)
+        ck_fail(io, "creating the file"); /* before any other call clears the error stack */
+    if (fapl >= 0)
+        H5Pclose(fapl);
+    if (file < 0)
+        return NULL;
+    write_content(io, file, S);
     char *image = NULL;
     ssize_t n = -1;
     if (!io->err && H5Fflush(file, H5F_SCOPE_GLOBAL) < 0)
@@ -394,40 +523,87 @@ static char *build_image(sim *S, const char *name, ck_io *io, size_t *len)
     return image;
 }
 
+/* Several ranks: the checkpoint written by all of them together under its temporary name
+ * (MPI-IO), each its share, then sealed (every rank hashing and syncing its share of the
+ * file) and renamed by rank 0, which reports a failure. 0, or -1 on every rank. */
+static int write_shared(sim *S, const char *path, ck_io *io)
+{
+    char tmp[CK_PATH + 8];
+    const int root = comm_rank() == 0;
+    hid_t fapl = h5par_fapl(1, 0), fcpl = H5Pcreate(H5P_FILE_CREATE), file = -1;
+    if (fileio_tmp_name(path, tmp, sizeof tmp) == 0 && fapl >= 0 && fcpl >= 0 &&
+        H5Pset_userblock(fcpl, CK_USERBLOCK) >= 0)
+        file = H5Fcreate(tmp, H5F_ACC_TRUNC, fcpl, fapl);
+    if (file < 0)
+        ck_fail(io, "creating the file");
+    if (fcpl >= 0)
+        H5Pclose(fcpl);
+    if (fapl >= 0)
+        H5Pclose(fapl);
+    ck_agree(io);
+    if (file >= 0) {
+        write_content(io, file, S);
+        ck_agree(io);
+        if (H5Fclose(file) < 0)
+            ck_fail(io, "closing the file");
+        ck_agree(io);
+    }
+    if (!io->err)
+        ck_seal_file(tmp, io);
+    int rc = io->err ? -1 : 0;
+    if (root && rc) {
+        unlink(tmp);
+        empic_report(path, 0, "cannot write the checkpoint: HDF5 failed at %s%s%s", io->what,
+                     io->cause[0] ? ": " : "", io->cause);
+    } else if (root) {
+        rc = fileio_commit_tmp(path, 1);
+    }
+    comm_bcast(&rc, sizeof rc, 0);
+    return rc;
+}
+
 int checkpoint_write(sim *S)
 {
     char dir[DECK_PATH_MAX + 16], path[DECK_PATH_MAX + 64];
     snprintf(dir, sizeof dir, "%s/checkpoint", S->d.output);
     snprintf(path, sizeof path, "%s/ckpt%08ld.h5", dir, S->step);
     const char *prev = S->checkpoint_last[0] ? S->checkpoint_last : NULL;
+    const int shared = h5par_shared(), root = !shared || comm_rank() == 0;
     double t0 = omp_get_wtime();
-    ck_io io = {0};
+    ck_io io = {.shared = shared};
     size_t len = 0;
     char *image = NULL;
-    int bad = 1;
+    int bad = root ? fileio_mkdir_p(dir, "checkpoint folder") != 0 : 0;
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    if (fileio_mkdir_p(dir, "checkpoint folder"))
+    if (shared)
+        comm_bcast(&bad, sizeof bad, 0);
+    /* the dumps before it to disk first (fileio_write_replace; every rank its view) */
+    if (!bad && fileio_sync_all(S->d.output))
+        S->io_failed = 1;
+    if (bad)
         ;
-    else if (!(image = build_image(S, path, &io, &len)))
+    else if (shared)
+        bad = write_shared(S, path, &io) != 0;
+    else if (!(image = build_image(S, path, &io, &len))) {
         /* built in host memory (no file yet): a failure there is a failure to allocate */
         empic_report(path, 0, "cannot build the checkpoint: HDF5 failed at %s%s%s; the file is "
                      "built in host memory first (%.0f MiB), which ran short", io.what,
                      io.cause[0] ? ": " : "", io.cause, image_estimate(S) / 1048576.0);
-    else { /* the dumps before it to disk first (fileio_write_replace); then temporary name,
-              fsync, rename; the temporary file is removed on failure */
-        if (fileio_sync_all(S->d.output))
-            S->io_failed = 1;
+        bad = 1;
+    } else { /* temporary name, fsync, rename; the temporary file is removed on failure */
         bad = fileio_write_atomic(path, image, len) != 0;
     }
     free(image);
     if (bad) {
-        empic_report(path, 0, "checkpoint not written; %s%s",
-                     prev ? "the previous checkpoint is intact: " : "no earlier checkpoint of "
-                                                                    "this run exists",
-                     prev ? prev : "");
+        if (root)
+            empic_report(path, 0, "checkpoint not written; %s%s",
+                         prev ? "the previous checkpoint is intact: "
+                              : "no earlier checkpoint of this run exists",
+                         prev ? prev : "");
         return -1;
     }
-    prune(dir, path, S->checkpoint_last);
+    if (root)
+        prune(dir, path, S->checkpoint_last);
     snprintf(S->checkpoint_last, sizeof S->checkpoint_last, "%s", path);
     if (!S->quiet) {
         struct stat st;
@@ -447,39 +623,79 @@ static hid_t open_ro(const char *path)
     return H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
 }
 
-/* Read every value of dataset `name` of loc (checksums verified by HDF5). */
+/* The walk over a file's datasets that reads every value back (HDF5 verifies the chunks'
+ * checksums), each rank its share: the chunks of all datasets numbered in the walk's order,
+ * chunk k read by rank k mod ranks. */
+typedef struct {
+    ck_io *io;
+    int rank, ranks;
+    size_t next; /* the number of the next chunk */
+} ck_walk;
+
+/* Values [first, first + n) of dataset ds (1-D, or whole when not) into buf. */
+static int read_values(hid_t ds, hid_t mt, int rank1, hsize_t first, hsize_t n, void *buf)
+{
+    hid_t fs = rank1 ? H5Dget_space(ds) : H5S_ALL, ms = rank1 ? H5Screate_simple(1, &n, NULL)
+                                                             : H5S_ALL;
+    int bad = (rank1 && (fs < 0 || ms < 0 ||
+                         H5Sselect_hyperslab(fs, H5S_SELECT_SET, &first, NULL, &n, NULL) < 0)) ||
+              H5Dread(ds, mt, ms, fs, H5P_DEFAULT, buf) < 0;
+    if (rank1 && ms >= 0)
+        H5Sclose(ms);
+    if (rank1 && fs >= 0)
+        H5Sclose(fs);
+    return bad ? -1 : 0;
+}
+
+/* This rank's chunks of dataset `name` of loc read back. */
 static herr_t verify_object(hid_t loc, const char *name, const H5O_info_t *info, void *data)
 {
-    ck_io *io = data;
+    ck_walk *v = data;
     if (info->type != H5O_TYPE_DATASET)
         return 0;
     hid_t ds = H5Dopen2(loc, name, H5P_DEFAULT);
     hid_t ft = ds < 0 ? -1 : H5Dget_type(ds), sp = ds < 0 ? -1 : H5Dget_space(ds);
+    hid_t pl = ds < 0 ? -1 : H5Dget_create_plist(ds);
     hid_t mt = ft < 0 ? -1 : H5Tget_native_type(ft, H5T_DIR_ASCEND);
     hssize_t n = sp < 0 ? -1 : H5Sget_simple_extent_npoints(sp);
+    const int rank1 = sp >= 0 && H5Sget_simple_extent_ndims(sp) == 1;
+    hsize_t chunk = (hsize_t)(n > 0 ? n : 1); /* a dataset of one chunk, or several */
+    if (rank1 && pl >= 0 && H5Pget_layout(pl) == H5D_CHUNKED && H5Pget_chunk(pl, 1, &chunk) < 1)
+        chunk = 0;
     size_t tsize = mt < 0 ? 0 : H5Tget_size(mt);
-    void *buf = n >= 0 && tsize > 0 && tsize <= 16 && (size_t)n < ((size_t)1 << 40) / tsize
-                    ? malloc((size_t)n * tsize + 1)
+    void *buf = n >= 0 && chunk > 0 && tsize > 0 && tsize <= 16 &&
+                        (size_t)chunk < ((size_t)1 << 40) / tsize
+                    ? malloc((size_t)chunk * tsize + 1)
                     : NULL;
-    if (!buf || (n > 0 && H5Dread(ds, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0))
-        ck_fail(io, name);
+    int bad = !buf;
+    for (hsize_t at = 0; !bad && at < (hsize_t)n; at += chunk, v->next++)
+        if ((int)(v->next % (size_t)v->ranks) == v->rank)
+            bad = read_values(ds, mt, rank1, at, (hsize_t)n - at < chunk ? (hsize_t)n - at : chunk,
+                              buf) != 0;
+    if (bad)
+        ck_fail(v->io, name);
     free(buf);
     if (mt >= 0)
         H5Tclose(mt);
+    if (pl >= 0)
+        H5Pclose(pl);
     if (ft >= 0)
         H5Tclose(ft);
     if (sp >= 0)
         H5Sclose(sp);
     if (ds >= 0)
         H5Dclose(ds);
-    return io->err ? -1 : 0;
+    return v->io->err ? -1 : 0;
 }
 
 /* 0 when path is a checkpoint of this version whose every dataset reads back intact (HDF5
- * checksums of data and metadata); its step in *step. Else -1 with what failed in why. */
+ * checksums of data and metadata); its step in *step. Else -1 with what failed in why.
+ * Collective over the ranks: each checks its share of the file (ck_sum_check, ck_walk), and
+ * all agree. */
 static int verify(const char *path, long *step, char *why, size_t len)
 {
-    ck_io io = {0};
+    ck_io io = {.shared = h5par_shared()};
+    ck_walk walk = {&io, io.shared ? comm_rank() : 0, io.shared ? comm_size() : 1, 0};
     hid_t f = ck_sum_check(path, &io) ? -1 : open_ro(path);
     if (f < 0) {
         ck_fail(&io, "opening the file");
@@ -488,11 +704,12 @@ static int verify(const char *path, long *step, char *why, size_t len)
         *step = (long)ck_get_i64(&io, f, "step");
         if (!io.err && v != CHECKPOINT_VERSION)
             ck_fail(&io, "version (another version of empic)");
-        if (!io.err && H5Ovisit2(f, H5_INDEX_NAME, H5_ITER_NATIVE, verify_object, &io,
-                                    H5O_INFO_BASIC) < 0)
+        if (!io.err && H5Ovisit2(f, H5_INDEX_NAME, H5_ITER_NATIVE, verify_object, &walk,
+                                 H5O_INFO_BASIC) < 0)
             ck_fail(&io, "walking the file");
         H5Fclose(f);
     }
+    ck_agree(&io);
     snprintf(why, len, "%s%s%s", io.what, io.cause[0] ? ": " : "", io.cause);
     return io.err ? -1 : 0;
 }
@@ -819,14 +1036,12 @@ int checkpoint_load(sim *S, const char *path)
     fl->step = (long)ck_get_i64(&io, g, "step");
     read_avg(&io, g, S, step);
     if (fl->fb) {
-        char name[CK_FBND_MAX][16];
-        float *data[CK_FBND_MAX];
-        size_t len[CK_FBND_MAX];
-        int n = fbnd_arrays(fl, name, data, len);
+        ck_fbnd a[CK_FBND_MAX];
+        const int n = fbnd_arrays(fl, a);
         fl->fb->psi_step = (long)ck_get_i64(&io, g, "fbnd_psi_step");
         fl->fb->shift = (long)ck_get_i64(&io, g, "fbnd_shift");
         for (int k = 0; k < n; k++)
-            ck_get(&io, g, name[k], H5T_NATIVE_FLOAT, len[k], data[k]);
+            ck_get(&io, g, a[k].name, H5T_NATIVE_FLOAT, a[k].len, a[k].data);
     }
     ck_close_group(g);
 

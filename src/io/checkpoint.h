@@ -17,11 +17,13 @@
 
 /* Write S's state from the host arrays (the caller fetches a device backend's state first) to
  * S->d.output/checkpoint/ckpt<step>.h5, then remove the run's older checkpoints except the
- * previous one. 0, or -1 after reporting (earlier checkpoints are left untouched). */
+ * previous one. Collective: every rank writes its share. 0, or -1 after reporting (earlier
+ * checkpoints are left untouched; the same on every rank). */
 int checkpoint_write(sim *S);
 /* The newest complete checkpoint for DIR: DIR itself when it is a file, else the newest
  * readable ckpt%08ld.h5 in DIR/checkpoint/ or in DIR. Its path goes to path, its step to
- * *step. 0, or -1 after reporting. */
+ * *step. Collective: the ranks check the files together, each its share. 0, or -1 after
+ * reporting. */
 int checkpoint_find(const char *dir, char *path, size_t len, long *step);
 /* Load the deck stored in the checkpoint at path; diagnostics.output becomes the folder that
  * holds its checkpoint/ folder, or the checkpoint's own folder when that is not a run's

@@ -59,7 +59,7 @@ static void dir_of(const char *path, char *buf, size_t len)
         s[s == buf] = '\0';
 }
 
-static int tmp_name(const char *path, char *tmp, size_t len)
+int fileio_tmp_name(const char *path, char *tmp, size_t len)
 {
     if (snprintf(tmp, len, "%s.tmp", path) < (int)len)
         return 0;
@@ -86,7 +86,7 @@ static int commit(const char *tmp, const char *path, int sync)
 static int write_whole(const char *path, const void *data, size_t len, int sync)
 {
     char tmp[PATH_MAX];
-    if (tmp_name(path, tmp, sizeof tmp))
+    if (fileio_tmp_name(path, tmp, sizeof tmp))
         return -1;
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) {
@@ -116,6 +116,12 @@ static int write_whole(const char *path, const void *data, size_t len, int sync)
     return commit(tmp, path, sync);
 }
 
+int fileio_commit_tmp(const char *path, int sync)
+{
+    char tmp[PATH_MAX];
+    return fileio_tmp_name(path, tmp, sizeof tmp) ? -1 : commit(tmp, path, sync);
+}
+
 int fileio_write_atomic(const char *path, const void *data, size_t len)
 {
     return write_whole(path, data, len, 1);
@@ -142,7 +148,7 @@ int fileio_sync_all(const char *dir)
 FILE *fileio_open_tmp(const char *path)
 {
     char tmp[PATH_MAX];
-    if (tmp_name(path, tmp, sizeof tmp))
+    if (fileio_tmp_name(path, tmp, sizeof tmp))
         return NULL;
     FILE *f = fopen(tmp, "we");
     if (!f)
@@ -153,7 +159,7 @@ FILE *fileio_open_tmp(const char *path)
 int fileio_finish(FILE *f, const char *path)
 {
     char tmp[PATH_MAX];
-    if (tmp_name(path, tmp, sizeof tmp)) {
+    if (fileio_tmp_name(path, tmp, sizeof tmp)) {
         fclose(f);
         return -1;
     }

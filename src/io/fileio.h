@@ -18,6 +18,12 @@ int fileio_write_atomic(const char *path, const void *data, size_t len);
  * the run wait for the disk): a reader still never sees a partial file; fileio_sync_all puts
  * them on disk at the next checkpoint and at the end of the run. */
 int fileio_write_replace(const char *path, const void *data, size_t len);
+/* PATH.tmp, the temporary name of path, into tmp (len bytes); 0, or -1 after reporting. */
+int fileio_tmp_name(const char *path, char *tmp, size_t len);
+/* Put PATH.tmp, written by other means (the ranks through MPI-IO, each syncing its part
+ * when `sync`), in place: rename, then with `sync` fsync of the folder. The temporary file
+ * is removed on failure. 0, or -1 after reporting. */
+int fileio_commit_tmp(const char *path, int sync);
 /* Flush everything written to the file system that holds dir to disk (syncfs), so that the
  * dumps written before a checkpoint or the end of a run survive a crash of the machine. 0, or
  * -1 after reporting (a write that failed on its way to the disk). */

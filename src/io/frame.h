@@ -8,7 +8,8 @@
 
 typedef struct {
     const struct deck *d;
-    const emf *f;             /* E at t, B at t, J at t - dt/2, interior cells written */
+    const emf *f;             /* E at t, B at t, J at t - dt/2, interior cells written (this
+                                 rank's) */
     const float *rho;         /* total charge density (emf layout), or NULL */
     const float *const *rho_species; /* per species (emf layout), or NULL */
     float *ext;               /* the external fields Ex, Ey, Ez, Bx, By, Bz at t (6 arrays of
@@ -26,6 +27,9 @@ typedef struct {
     int particles;            /* write the species selected by d->particles_species_mask */
     int tracks;               /* instead: the tracked particles (id != 0) of every tracked
                                  species into OUTDIR/tracks/tracks%08T.h5 (particles = 1) */
+    int shared;               /* every rank writes its share (its cells, its clusters'
+                                 particles) into the one file with the others (h5par.h);
+                                 0: this rank writes the whole run alone */
 } output_frame;
 
 #endif

@@ -1,5 +1,6 @@
 /* h5out.c - HDF5 writing helpers for the openPMD writers (see h5out.h). */
 #include "h5out.h"
+#include "comm.h"
 #include "empic.h"
 #include "version.h"
 #include "fileio.h"
@@ -64,6 +65,15 @@ void h5out_fail(h5w *w, const char *what)
 }
 
 void h5out_close(hid_t id, herr_t (*closer)(hid_t)) { (void)(id >= 0 && closer(id)); }
+
+void h5out_agree(h5w *w)
+{
+    const int root = h5par_failed(&w->err, w->shared);
+    if (root >= 0 && w->shared) {
+        comm_bcast(w->what, sizeof w->what, root);
+        comm_bcast(&w->memory, sizeof w->memory, root);
+    }
+}
 
 /* ---- attributes ---- */
 
@@ -185,9 +195,10 @@ static hid_t dataset_checked(int rank, const hsize_t *dims, hid_t ftype)
     return pl;
 }
 
-hid_t h5out_dataset(h5w *w, hid_t loc, const char *name, int rank, const hsize_t *dims,
-                     hid_t ftype, hid_t mtype, const void *buf)
+hid_t h5out_dataset_part(h5w *w, hid_t loc, const char *name, int rank, const hsize_t *dims,
+                         hid_t ftype, hid_t mtype, const h5part *part, const void *buf)
 {
+    h5out_agree(w);
     if (w->err)
         return -1;
     hsize_t n = dims[0] * (rank > 1 ? dims[1] : 1);
@@ -195,12 +206,24 @@ hid_t h5out_dataset(h5w *w, hid_t loc, const char *name, int rank, const hsize_t
                                                               : H5P_DEFAULT;
     hid_t d = sp < 0 || pl < 0 ? -1 : H5Dcreate2(loc, name, ftype, sp, H5P_DEFAULT, pl,
                                                  H5P_DEFAULT);
-    if (d < 0 || (n > 0 && H5Dwrite(d, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0))
+    if (d < 0)
+        h5out_fail(w, name);
+    h5out_agree(w);
+    if (!w->err && n > 0 && h5par_write(d, mtype, part, buf, w->shared))
         h5out_fail(w, name);
     h5out_close(sp, H5Sclose);
     if (pl != H5P_DEFAULT)
         h5out_close(pl, H5Pclose);
     return d;
+}
+
+hid_t h5out_dataset(h5w *w, hid_t loc, const char *name, int rank, const hsize_t *dims,
+                    hid_t ftype, hid_t mtype, const void *buf)
+{
+    h5part p;
+    h5slab s;
+    h5par_root(&p, &s, dims[0], rank > 1 ? dims[1] : 1, w->shared);
+    return h5out_dataset_part(w, loc, name, rank, dims, ftype, mtype, &p, buf);
 }
 
 out_item *h5out_add_item(h5w *w, int particle, int stagger, int precision, long long n,
@@ -238,8 +261,34 @@ static void close_all(hid_t file)
         H5Fclose(file);
 }
 
+/* The end of a shared file: closed by all ranks, renamed into place by rank 0 (or removed
+ * after a failure, which rank 0 reports). */
+static int commit_shared(h5w *w, const char *path, const char *what)
+{
+    h5out_agree(w);
+    if (w->file >= 0 && H5Fclose(w->file) < 0) {
+        h5out_fail(w, "file close");
+        close_all(w->file);
+    }
+    w->file = -1;
+    h5out_agree(w);
+    int rc = w->err ? -1 : 0;
+    if (comm_rank() == 0 && w->err) {
+        char tmp[OUT_PATH + 8];
+        if (fileio_tmp_name(path, tmp, sizeof tmp) == 0)
+            unlink(tmp);
+        empic_report(path, 0, "HDF5 error at %s; %s not written", w->what, what);
+    } else if (comm_rank() == 0) {
+        rc = fileio_commit_tmp(path, 0);
+    }
+    comm_bcast(&rc, sizeof rc, 0);
+    return rc;
+}
+
 int h5out_commit(h5w *w, const char *path, const char *what)
 {
+    if (w->shared)
+        return commit_shared(w, path, what);
     void *image = NULL;
     ssize_t n = -1;
     if (w->file >= 0 && !w->err && H5Fflush(w->file, H5F_SCOPE_GLOBAL) < 0)
@@ -295,36 +344,43 @@ int h5out_room(size_t image)
 
 int h5out_create(h5w *w, const char *name)
 {
+    char tmp[OUT_PATH + 8];
     if (h5out_room(0)) {
         h5out_fail(w, "file creation");
         w->memory = 1;
-        return -1;
     }
-    /* built in memory (core driver, no backing store) and written by h5out_commit in one
-     * piece: HDF5 never writes to the disk itself, so a full disk fails a plain write().
-     * The driver grows its image by 256 KiB steps, zeroing each: an 8 MiB step zeroed 8 MiB
-     * for every small tracks file (1 ms each, a fifth of such a dump's time) */
-    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
-    if (fapl < 0 || H5Pset_fapl_core(fapl, (size_t)1 << 18, 0) < 0 ||
-        H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG) < 0)
+    /* one rank: built in memory (core driver, no backing store) and written by h5out_commit
+     * in one piece: HDF5 never writes to the disk itself, so a full disk fails a plain
+     * write(). The driver grows its image by 256 KiB steps, zeroing each: an 8 MiB step
+     * zeroed 8 MiB for every small tracks file (1 ms each, a fifth of such a dump's time).
+     * Shared: every rank writes its part through MPI-IO, under the temporary name */
+    hid_t fapl = w->err ? -1 : h5par_fapl(w->shared, (size_t)1 << 18);
+    if (!w->err && fapl < 0)
         h5out_fail(w, "file access properties");
-    w->file = w->err ? -1 : H5Fcreate(name, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    if (!w->err && w->shared && fileio_tmp_name(name, tmp, sizeof tmp))
+        h5out_fail(w, "file name");
+    h5out_agree(w);
+    w->file = w->err ? -1 : H5Fcreate(w->shared ? tmp : name, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
     h5out_close(fapl, H5Pclose);
-    if (w->file < 0) {
+    if (w->file < 0)
         h5out_fail(w, "file creation");
-        return -1;
-    }
-    return 0;
+    h5out_agree(w);
+    return w->err ? -1 : 0;
 }
 
 void h5out_root_attrs(h5w *w, const char *iteration_format, int meshes, int particles,
                       const char *comment)
 {
-    char date[64] = "1970-01-01 00:00:00 +0000";
+    char date[64] = "1970-01-01 00:00:00 +0000", author[256];
     time_t now = time(NULL);
     struct tm tm;
     if (localtime_r(&now, &tm))
         strftime(date, sizeof date, "%Y-%m-%d %H:%M:%S %z", &tm);
+    snprintf(author, sizeof author, "%s", empic_author());
+    if (w->shared) { /* the same attributes on every rank: rank 0's */
+        comm_bcast(date, sizeof date, 0);
+        comm_bcast(author, sizeof author, 0);
+    }
     hid_t r = w->file;
     h5out_attr_str(w, r, "openPMD", "1.1.0");
     h5out_attr_u32(w, r, "openPMDextension", 0);
@@ -340,7 +396,7 @@ void h5out_root_attrs(h5w *w, const char *iteration_format, int meshes, int part
     h5out_attr_str(w, r, "software", "empic");
     h5out_attr_str(w, r, "softwareVersion", empic_version_string());
     h5out_attr_str(w, r, "date", date);
-    h5out_attr_str(w, r, "author", empic_author());
+    h5out_attr_str(w, r, "author", author);
     h5out_attr_str(w, r, "comment", comment);
 }
 

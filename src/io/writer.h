@@ -1,6 +1,8 @@
-/* writer.h - dumps written by a background thread. On the CUDA backend the host holds only
- * copies of the device state, which nothing changes between two fetches: a dump can then be
- * written by HDF5 while the GPU goes on stepping, so the time loop stalls only for the copy.
+/* writer.h - dumps written by a background thread (one rank: several write each dump
+ * together on the main thread, where MPI is called, h5par.h). On the CUDA backend the host
+ * holds only copies of the device state, which nothing changes between two fetches: a dump
+ * can then be written by HDF5 while the GPU goes on stepping, so the time loop stalls only
+ * for the copy.
  * Whoever fetches from the device again or uses HDF5 (the next dump, in-code diagnostics,
  * checkpoints) waits for the writer first (sim_wait_writes); the steps in between only poll
  * it (writer_poll), so a tracks dump every few steps overlaps those steps. */

@@ -1,6 +1,7 @@
 /* memory.c - the memory a run needs and what the machine has (memory.h). The figures follow
  * the allocations of emf.c, fbnd.c, species.c, output.c, checkpoint.c and report.c; the
- * host figure was checked against the peak RSS of the example decks (docs/running.md). */
+ * host figure was checked against the peak RSS of the example decks, on one rank and on
+ * several (docs/running.md). */
 #include "memory.h"
 #include "average.h"
 #include "empic.h"
@@ -19,6 +20,9 @@
 #define BASE_BYTES (16.0 * MIB)
 #define SLOT_BYTES 29.0         /* cell, x, y, ux, uy, uz, w (4 B each), migration code */
 #define CORE_GROWTH (8.0 * MIB) /* growth step of the in-memory HDF5 files (h5out.c) */
+/* what HDF5 holds while the ranks write a shared file (h5par.h): the chunks (up to 8 MiB)
+ * it gathers from the ranks to filter them, measured (docs/running.md) */
+#define H5_CHUNKS (24.0 * MIB)
 
 /* Clusters along an axis, as species.c's split_axis makes them. */
 static int clusters_along(int n, int want)
@@ -53,10 +57,44 @@ size_t memory_probe_bytes(void)
     return b < lo ? lo : b > hi ? hi : b;
 }
 
-void memory_estimate(const deck *d, memory_need *m)
+/* The largest passing need of a rank's dumps and checkpoints: one rank builds each file
+ * whole in memory, then writes its copy (h5out.c); several stage their share of each (32 B
+ * per particle of a dump, a species' 8-byte array of a checkpoint) while HDF5 gathers the
+ * chunks to filter them (h5par.h). mesh: bytes of a field dump's meshes; parts, tracked: a
+ * rank's particles of a particle and a tracks dump; ckpt: the one-rank checkpoint image;
+ * live: a rank's particles of its largest species. */
+static double files_need(const deck *d, int ranks, double mesh, double parts, double tracked,
+                         double ckpt, double live)
+{
+    double t = 0.0;
+    if (ranks == 1) {
+        if (d->fields_every > 0)
+            t = dmax(t, image(mesh));
+        if (d->particles_every > 0)
+            t = dmax(t, image(64.0 * parts) + 16.0 * parts);
+        if (d->tracks_every > 0)
+            t = dmax(t, image(64.0 * tracked) + 16.0 * tracked);
+        if (d->checkpoint_every > 0) /* the image (allocated whole), its copy, a species staged */
+            t = dmax(t, 2.0 * ckpt + 8.0 * live);
+        return t;
+    }
+    if (d->fields_every > 0)
+        t = dmax(t, H5_CHUNKS);
+    if (parts > 0.0)
+        t = dmax(t, H5_CHUNKS + 32.0 * parts);
+    if (d->tracks_every > 0)
+        t = dmax(t, H5_CHUNKS + 32.0 * tracked);
+    if (d->checkpoint_every > 0) /* and the checksum's block */
+        t = dmax(t, H5_CHUNKS + 8.0 * live + 4.0 * MIB);
+    return t;
+}
+
+void memory_estimate(const deck *d, int ranks, memory_need *m)
 {
     memset(m, 0, sizeof *m);
-    m->ranks = m->node_ranks = 1;
+    m->ranks = ranks = ranks > 1 ? ranks : 1;
+    m->node_ranks = 1;
+    const double share = 1.0 / ranks; /* of the fields and particles, guards aside */
     const double size = (double)(d->nx + 4) * (d->ny + 4), cells = (double)d->nx * d->ny;
     const double ncl = (double)clusters_along(d->nx, d->cluster[0]) *
                        clusters_along(d->ny, d->cluster[1]);
@@ -73,6 +111,7 @@ void memory_estimate(const deck *d, memory_need *m)
         if (d->fbnd[k] == FBND_MUR)
             m->fields += 4.0 * 4.0 * len;
     }
+    m->fields *= share;
     double live_max = 0.0, slots_max = 0.0, tracked = 0.0;
     double ckpt = 4.0 * MIB + 10.0 * chunked(size, 4.0); /* checkpoint.c's image_estimate */
     for (int s = 0; s < d->nspecies; s++) {
@@ -85,36 +124,29 @@ void memory_estimate(const deck *d, memory_need *m)
            that the plasma emptied keeps more: species_segments; not counted here) */
         const double slots = n * (1.0 + d->slack) + 48.0 * ncl;
         const double zb = d->species[s].ionize ? 1.0 : 0.0; /* charge states */
-        const double bytes = slots * (SLOT_BYTES + (track ? 8.0 : 0.0) + zb) + 13.0 * 4.0 * ncl;
+        const double bytes = (slots * (SLOT_BYTES + (track ? 8.0 : 0.0) + zb) + 13.0 * 4.0 * ncl) *
+                             share;
         m->slots += bytes;
         m->particles += n;
         ckpt += 7.0 * chunked(n, 4.0) + (1.0 + zb) * chunked(n, 1.0) +
                 (track ? chunked(n, 8.0) : 0.0);
-        live_max = dmax(live_max, n);
+        live_max = dmax(live_max, n * share);
         slots_max = dmax(slots_max, bytes);
-        tracked += track ? n * d->tracks_fraction : 0.0;
+        tracked += track ? n * d->tracks_fraction * share : 0.0;
     }
     /* what passes: the largest of these (they come one at a time) */
     double t = 0.0;
     if (d->fbnd[SIDE_XMIN] == FBND_PERIODIC && d->fbnd[SIDE_YMIN] == FBND_PERIODIC)
         t = dmax(t, 8.0 * cells + 16.0 * (d->nx / 2 + 1) * d->ny); /* initial Poisson solve */
     double persist = 0.0;
-    if (d->fields_every > 0 || d->particles_every > 0) {
-        persist = 4.0 * size * d->nspecies; /* per-species charge, kept from the first dump */
-        double q = 0.0;
-        for (int k = 0; k < 4; k++)
-            q += ((d->fields_quantities >> k) & 1) ? (k < 3 ? 3.0 : 1.0 + d->nspecies) : 0.0;
-        if (d->fields_every > 0)
-            t = dmax(t, image(4.0 * cells * q) + 4.0 * cells);
-    }
-    if (d->particles_every > 0) {
-        double n = m->particles * d->particles_fraction;
-        t = dmax(t, image(64.0 * n) + 16.0 * n);
-    }
-    if (d->tracks_every > 0)
-        t = dmax(t, image(64.0 * tracked) + 16.0 * tracked);
-    if (d->checkpoint_every > 0) /* the image (allocated whole), its copy, one species staged */
-        t = dmax(t, 2.0 * ckpt + 8.0 * live_max);
+    double q = 0.0;
+    for (int k = 0; k < 4; k++)
+        q += ((d->fields_quantities >> k) & 1) ? (k < 3 ? 3.0 : 1.0 + d->nspecies) : 0.0;
+    if (d->fields_every > 0 || d->particles_every > 0)
+        persist = 4.0 * size * d->nspecies * share; /* per-species charge, kept from the first dump */
+    const double parts = d->particles_every > 0 ? m->particles * d->particles_fraction * share
+                                                : 0.0;
+    t = dmax(t, files_need(d, ranks, 4.0 * cells * q, parts, tracked, ckpt, live_max));
     if (d->window_enabled) /* a rearrangement holds a species twice */
         t = dmax(t, slots_max);
     /* the CPU's bandwidth probe at the end of a run, on rank 0, when its two buffers fit with
@@ -125,31 +157,26 @@ void memory_estimate(const deck *d, memory_need *m)
         t += m->probe;
     }
     m->transient = t + persist;
-    m->host = BASE_BYTES + m->fields + m->slots + m->transient;
+    m->rank = m->host = BASE_BYTES + m->fields + m->slots + m->transient;
     /* device (the gpu_malloc calls of cuda/): 12 field arrays, the external fields' arrays
      * and the averaged dumps' sums, three current tiles per cluster with their guards, the
-     * particle slots, and the drop lists of one species where particles can leave; the host
-     * keeps its own copy of the state */
+     * particle slots, and the drop lists of one species where particles can leave, each rank
+     * its share; the host keeps its own copy of the state */
     const int kx = clusters_along(d->nx, d->cluster[0]), ky = clusters_along(d->ny, d->cluster[1]);
     const double wmax = ceil((double)d->nx / kx), hmax = ceil((double)d->ny / ky);
     int open = d->window_enabled;
     for (int s = 0; s < d->nspecies; s++)
         for (int k = 0; k < 4; k++)
             open |= d->species[s].bnd[k] != PBND_PERIODIC;
-    m->gpu = (12.0 * 4.0 + 4.0 * ext + 8.0 * avg) * size +
-             12.0 * ncl * (wmax + 3) * (hmax + 3) + m->slots +
+    m->gpu = ((12.0 * 4.0 + 4.0 * ext + 8.0 * avg) * size +
+              12.0 * ncl * (wmax + 3) * (hmax + 3)) * share + m->slots +
              (open ? 4.0 * slots_max / SLOT_BYTES : 0.0);
 }
 
-void memory_ranks(memory_need *m, int ranks, int node_ranks)
+void memory_node(memory_need *m, int node_ranks)
 {
-    m->ranks = ranks;
-    m->node_ranks = node_ranks;
-    if (ranks <= 1)
-        return;
-    const double share = (m->fields + m->slots) / ranks;
-    m->host += share + (node_ranks - 1) * (BASE_BYTES + share);
-    m->gpu /= ranks; /* per GPU rank: its share (guards aside) */
+    m->node_ranks = node_ranks > 1 ? node_ranks : 1;
+    m->host = m->rank + (m->node_ranks - 1) * (m->rank - m->probe); /* the probe: rank 0's */
 }
 
 /* First number on the line of /proc/meminfo starting with key, in bytes; < 0 if none. */
@@ -232,14 +259,15 @@ int memory_check(const deck *d, const memory_need *m)
     double avail = memory_available(src, sizeof src);
     if (avail < 0 || m->host - m->probe <= avail) /* the probe is skipped when short */
         return 0;
-    char node[64] = "";
+    char node[96] = "";
     if (m->ranks > 1)
-        snprintf(node, sizeof node, " on the node of rank 0 (%d of the %d ranks)",
-                 m->node_ranks, m->ranks);
-    empic_report(d->file, 0, "the run needs about %.2f GiB of host memory%s (fields %.2f, "
+        snprintf(node, sizeof node, " on the node of rank 0 (%d of the %d ranks, %.2f GiB "
+                 "each)", m->node_ranks, m->ranks, (m->rank - m->probe) / GIB);
+    empic_report(d->file, 0, "the run needs about %.2f GiB of host memory%s (%sfields %.2f, "
                  "%.3g particles %.2f, passing peaks %.2f), but %.2f GiB are available (%s); "
                  "use fewer cells or particles per cell, fewer ranks per node, or a larger "
-                 "machine", (m->host - m->probe) / GIB, node, m->fields / GIB, m->particles,
-                 m->slots / GIB, (m->transient - m->probe) / GIB, avail / GIB, src);
+                 "machine", (m->host - m->probe) / GIB, node, m->ranks > 1 ? "a rank: " : "",
+                 m->fields / GIB, m->particles, m->slots / GIB,
+                 (m->transient - m->probe) / GIB, avail / GIB, src);
     return -1;
 }

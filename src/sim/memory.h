@@ -6,26 +6,29 @@
 #include "deck.h"
 
 typedef struct {
-    double particles;   /* macro-particles at the fullest (deck.load_particles) */
-    double fields;      /* bytes: field arrays and open-boundary memories */
-    double slots;       /* bytes: particle storage with its slack */
-    double transient;   /* bytes: the largest passing need (dump or checkpoint image, initial
-                           Poisson solve, segment rearrangement, end-of-run bandwidth probe) */
+    double particles;   /* macro-particles at the fullest (deck.load_particles), all ranks */
+    /* the rest per rank, of rank 0 (the others' alike, less the probe): */
+    double fields;      /* bytes: field arrays and open-boundary memories (its share) */
+    double slots;       /* bytes: particle storage with its slack (its share) */
+    double transient;   /* bytes: the largest passing need (one rank: a dump or checkpoint
+                           image; several: the staging of its share of a dump or checkpoint;
+                           initial Poisson solve, segment rearrangement, end-of-run bandwidth
+                           probe) */
     double probe;       /* bytes: what the CPU's bandwidth probe adds to the peak; it runs
                            only when they are free, so the run does not need them */
-    double host;        /* bytes: peak host memory (the sum, plus the program itself); of
-                           the node of rank 0 after memory_ranks */
-    int ranks, node_ranks; /* memory_ranks: ranks in all and on rank 0's node (1, 1 before) */
+    double rank;        /* bytes: rank 0's peak host memory (the sum, plus the program) */
+    double host;        /* bytes: peak host memory of rank 0's node, rank 0 and the other
+                           ranks there (memory_node; rank until then) */
+    int ranks, node_ranks; /* ranks in all and on rank 0's node */
     double gpu;         /* bytes: device allocations of the CUDA backend (of one rank) */
 } memory_need;
 
-/* The estimate for deck d (checked by deck_load, which counted its particles). */
-void memory_estimate(const deck *d, memory_need *m);
-/* Several ranks: host becomes the need of rank 0's node, where rank 0 holds its share and
- * the whole run collected for a dump or a checkpoint (whole.h; the figure of one rank) and
- * each other rank of the node its share of the fields and particles; gpu becomes a rank's
- * share. */
-void memory_ranks(memory_need *m, int ranks, int node_ranks);
+/* The estimate for deck d (checked by deck_load, which counted its particles) run on
+ * `ranks` ranks: each holds its share of the fields and particles, and writes its share of
+ * every dump and checkpoint (h5par.h); one rank builds each file in memory first. */
+void memory_estimate(const deck *d, int ranks, memory_need *m);
+/* The node of rank 0 holds node_ranks ranks: host becomes their sum. */
+void memory_node(memory_need *m, int node_ranks);
 /* Host memory available to this process: MemAvailable, or less under a cgroup limit; bytes
  * and where the figure comes from (for messages). */
 double memory_available(char *source, size_t len);

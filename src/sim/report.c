@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -210,6 +211,8 @@ typedef struct {
     double np_min, np_max, busy_min, busy_max; /* per rank: mobile particles, and seconds
                                                   in the phases (waits at exchanges in) */
     double ex_min, ex_max;               /* per rank: seconds in exchanges */
+    double rss0, rss_min, rss_max;       /* peak resident bytes of rank 0, and the least and
+                                            most of the other ranks (-1: none) */
 } timing;
 
 static void timing_measure(sim *S, timing *t)
@@ -221,8 +224,16 @@ static void timing_measure(sim *S, timing *t)
     for (int p = 0; p < PH_OTHER; p++)
         busy += S->st.phase_s[p] - S->run0.phase_s[p];
     const double ex = S->st.phase_s[PH_EXCHANGE] - S->run0.phase_s[PH_EXCHANGE];
-    double mm[6] = {(double)np, -(double)np, busy, -busy, ex, -ex};
-    comm_max_double(mm, 6);
+    /* the peak memory so far (before the bandwidth probe below), rank 0's apart */
+    struct rusage ru;
+    const double rss = getrusage(RUSAGE_SELF, &ru) == 0 ? ru.ru_maxrss * 1024.0 : 0.0;
+    const int other = comm_rank() > 0;
+    double mm[9] = {(double)np, -(double)np, busy, -busy, ex, -ex, other ? rss : -1.0,
+                    other ? -rss : -1e300, other ? 0.0 : rss};
+    comm_max_double(mm, 9);
+    t->rss0 = mm[8];
+    t->rss_max = mm[6];
+    t->rss_min = mm[7] > -1e300 ? -mm[7] : -1.0;
     t->ranks = comm_size();
     t->np_max = mm[0];
     t->np_min = -mm[1];
@@ -297,8 +308,13 @@ static void timing_json(const sim *S, const timing *t, FILE *m)
     fprintf(m, "  \"transport\": \"%s\",\n", transport_of(S));
     fprintf(m, "  \"ranks\": %d,\n  \"rank_particles\": {\"min\": %.0f, \"max\": %.0f},\n"
                "  \"rank_phase_s\": {\"min\": %.6g, \"max\": %.6g},\n"
-               "  \"rank_exchange_s\": {\"min\": %.6g, \"max\": %.6g}\n}\n",
+               "  \"rank_exchange_s\": {\"min\": %.6g, \"max\": %.6g},\n",
             t->ranks, t->np_min, t->np_max, t->busy_min, t->busy_max, t->ex_min, t->ex_max);
+    fprintf(m, "  \"peak_rss_bytes\": {\"rank0\": %.0f", t->rss0);
+    if (t->rss_max >= 0)
+        fprintf(m, ", \"others_min\": %.0f, \"others_max\": %.0f}\n}\n", t->rss_min, t->rss_max);
+    else
+        fprintf(m, ", \"others_min\": null, \"others_max\": null}\n}\n");
 }
 
 static void timing_table(const sim *S, const timing *t)

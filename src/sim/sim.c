@@ -8,7 +8,7 @@
 #include "fieldavg.h"
 #include "comm.h"
 #include "fbnd.h"
-#include "whole.h"
+#include "h5par.h"
 #include "health.h"
 #include "insitu.h"
 #include "lasers.h"
@@ -196,13 +196,8 @@ void sim_fetch(sim *S)
     S->be->fetch_particles(S->be_ctx, &S->st);
 }
 
-/* Field and particle dumps and particle tracks of the current step (fields at t = step dt),
- * then the phase-space histograms due (all of them when final). The backend copies only
- * what is written: all particles for a particle dump, else the tracked ones; the charge
- * densities of a field dump are deposited where the particles live. A backend with a state
- * of its own (the GPU) steps on while a background thread writes the host copies. */
-/* 1 when an output file failed on any rank (rank 0 writes them): every rank then skips the
- * rest of the step's output alike. */
+/* 1 when an output file failed on any rank: every rank then skips the rest of the step's
+ * output alike. */
 static int failed(sim *S)
 {
     comm_max_int(&S->io_failed, 1);
@@ -223,44 +218,6 @@ static float *ext_for_dump(sim *S, int fields)
     return S->ext_dump;
 }
 
-/* Several ranks: the run collected whole on rank 0, which writes it as one rank would. */
-static void dump_ranks(sim *S, int fields, int parts, int tracks, int avg)
-{
-    if (parts || tracks)
-        S->be->fetch_particles(S->be_ctx, &S->st);
-    if (fields || parts) { /* the charge densities (CPU backend: exchanges) */
-        if (!S->rho_sp)
-            S->rho_sp = empic_alloc((size_t)S->nsp * S->f.size * sizeof(float), "charge dumps");
-        S->be->fetch_fields(S->be_ctx, &S->st, S->rho_sp);
-    }
-    const float *ext = ext_for_dump(S, fields);
-    if (avg)
-        fieldavg_means(S);
-    sim W;
-    whole_collect(S, &W, (parts || tracks ? WHOLE_PARTICLES : 0) |
-                             (ext ? WHOLE_EXT : 0) | (avg ? WHOLE_MEANS : 0));
-    if (comm_rank() != 0)
-        return;
-    const float *per[DECK_MAX_SPECIES];
-    for (int s = 0; s < S->nsp; s++)
-        per[s] = W.rho_sp ? W.rho_sp + (size_t)s * W.f.size : NULL;
-    output_frame fr = {.d = &S->d, .f = &W.f, .sp = W.sp, .nspecies = S->nsp, .cl = &W.cl,
-                       .step = S->step, .t = S->step * S->d.dt, .x0 = S->win.cells * S->d.dx,
-                       .particles = 1, .tracks = 1};
-    if (tracks && output_dump(S->d.output, &fr))
-        S->io_failed = 1;
-    fr.rho = W.f.rho;
-    fr.rho_species = W.rho_sp ? per : NULL;
-    fr.ext = W.ext_dump;
-    fr.avg = W.avg_dump;
-    fr.fields = fields;
-    fr.particles = parts;
-    fr.tracks = 0;
-    if (!S->io_failed && (fields || parts || avg) && output_dump(S->d.output, &fr))
-        S->io_failed = 1;
-    whole_free(&W);
-}
-
 /* A phase-space histogram due at this step (insitu_phasespace writes it with HDF5). */
 static int hists_due(const sim *S, int final)
 {
@@ -272,6 +229,12 @@ static int hists_due(const sim *S, int final)
     return 0;
 }
 
+/* Field and particle dumps and particle tracks of the current step (fields at t = step dt),
+ * then the phase-space histograms due (all of them when final). The backend copies only
+ * what is written, of this rank's share: all particles for a particle dump, else the
+ * tracked ones; the charge densities of a field dump are deposited where the particles
+ * live. A backend with a state of its own (the GPU) on one rank steps on while a background
+ * thread writes the host copies. */
 static void dump(sim *S, int fields, int parts, int tracks, int final)
 {
     const backend *be = S->be;
@@ -292,14 +255,14 @@ static void dump(sim *S, int fields, int parts, int tracks, int final)
         S->io_failed = 1;
     if (failed(S) || (!fields && !parts && !tracks && !avg))
         return;
-    if (comm_size() > 1) {
-        dump_ranks(S, fields, parts, tracks, avg);
-        return;
-    }
-    const int own = !be->on_host; /* host copies untouched until the next fetch */
+    /* one rank: a background thread writes the host copies, which stay untouched until the
+     * next fetch; several: every rank writes its share into the one file with the others,
+     * here (MPI is called on this thread alone) */
+    const int shared = h5par_shared(), own = !be->on_host && !shared;
     const output_frame at = {.d = &S->d, .f = &S->f, .sp = S->sp, .nspecies = S->nsp,
                              .cl = &S->cl, .step = S->step, .t = S->step * S->d.dt,
-                             .x0 = S->win.cells * S->d.dx, .particles = 1, .tracks = 1};
+                             .x0 = S->win.cells * S->d.dx, .particles = 1, .tracks = 1,
+                             .shared = shared};
     output_frame fr[WRITER_FRAMES];
     const float *per[DECK_MAX_SPECIES];
     int n = 0;
@@ -603,32 +566,14 @@ void sim_signals(int on)
 
 int sim_signal_pending(void) { return sig_seen; }
 
-/* A checkpoint of the whole run (collected on rank 0, which writes it, over several ranks). */
+/* A checkpoint of the whole run, every rank writing its share into the one file. */
 static int write_checkpoint(sim *S)
 {
     balance_all(S); /* the balance sums of all ranks into S->bal_ck, which it keeps */
     if (fieldavg_held(&S->d, S->step)) /* inside an averaging window: its sums */
         S->be->avg_fetch(S->be_ctx, &S->st);
-    if (comm_size() == 1) {
-        const double t0 = omp_get_wtime();
-        const int rc = checkpoint_write(S);
-        S->ckpt_s = omp_get_wtime() - t0;
-        return rc;
-    }
-    sim W;
-    int rc = 0;
     const double t0 = omp_get_wtime();
-    whole_collect(S, &W, WHOLE_PARTICLES | (fieldavg_held(&S->d, S->step) ? WHOLE_SUMS : 0));
-    if (comm_rank() == 0) {
-        W.bal_ck = S->bal_ck;
-        W.bal_n = S->bal_n;
-        rc = checkpoint_write(&W);
-        W.bal_ck = NULL;
-        memcpy(S->checkpoint_last, W.checkpoint_last, sizeof S->checkpoint_last);
-        whole_free(&W);
-    }
-    comm_bcast(&rc, sizeof rc, 0);
-    comm_bcast(S->checkpoint_last, sizeof S->checkpoint_last, 0);
+    const int rc = checkpoint_write(S);
     S->ckpt_s = omp_get_wtime() - t0;
     return rc;
 }

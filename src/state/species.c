@@ -135,15 +135,6 @@ int clusters_decompose(clusters *c, const deck *d, int size, int rank, int strip
     return 0;
 }
 
-/* The rank r of p whose share [lo, hi) along an axis of n clusters holds cluster k. */
-static int share_of(int n, int p, int k)
-{
-    int r = 0, lo, hi;
-    for (rank_share(n, p, r, &lo, &hi); k >= hi; rank_share(n, p, ++r, &lo, &hi))
-        ;
-    return r;
-}
-
 /* Histograms of the clusters c = cluster_id(lo..hi along the axis, at `at` across it)
  * between h and buf (9 ints each; `at` and lo..hi wrapped around the box). */
 static void hist_line(const clusters *cl, int *h, int axis, int at, int lo, int hi, int *buf,
@@ -184,22 +175,6 @@ void clusters_hist_halo(const clusters *cl, int *h)
         }
     }
     free(buf);
-}
-
-int clusters_rank_of(const clusters *c, int k)
-{
-    return share_of(c->ncx, c->nrx, k % c->ncx) + c->nrx * share_of(c->ncy, c->nry, k / c->ncx);
-}
-
-void clusters_cells_of(const clusters *c, int r, int cells[4])
-{
-    int lo, hi;
-    rank_share(c->ncx, c->nrx, r % c->nrx, &lo, &hi);
-    cells[0] = c->x0[lo];
-    cells[1] = c->x0[hi];
-    rank_share(c->ncy, c->nry, r / c->nrx, &lo, &hi);
-    cells[2] = c->y0[lo];
-    cells[3] = c->y0[hi];
 }
 
 void clusters_free(clusters *c)

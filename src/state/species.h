@@ -38,10 +38,6 @@ void clusters_init(clusters *c, const struct deck *d);
  * measured, docs/performance.md). 0, or -1 after reporting an impossible split. */
 int clusters_decompose(clusters *c, const struct deck *d, int size, int rank, int strips);
 void clusters_free(clusters *c);
-/* The rank that holds cluster k. */
-int clusters_rank_of(const clusters *c, int k);
-/* The cells [cells[0], cells[1]) x [cells[2], cells[3]) of rank r's share. */
-void clusters_cells_of(const clusters *c, int r, int cells[4]);
 static inline int cluster_id(const clusters *c, int cx, int cy) { return cx + cy * c->ncx; }
 /* Several ranks: into h (every cluster's 9-bin migration histogram, this rank's filled) the
  * histograms of the ring of clusters around this rank's share, corners included, from the
