@@ -28,6 +28,7 @@ int gpu_open(pic_state *st, void **ctx)
     gpu_fbnd_setup(g, st);
     gpu_walls_setup(g, st);
     gpu_transport_open(g, st);
+    gpu_trace_open(g);
     GPU_CK(cudaDeviceSynchronize());
     *ctx = g;
     return 0;
@@ -40,6 +41,7 @@ void gpu_close(void *ctx, pic_state *st)
         return;
     gpu_fields_join(g);
     cudaStreamSynchronize(g->stream);
+    gpu_trace_close(g);
     gpu_transport_close(g);
     gpu_fbnd_free(g);
     gpu_walls_free(g);

@@ -20,6 +20,8 @@ void gpu_cuda_ok(cudaError_t e, const char *what, const char *file, int line)
 void gpu_launched(gpu_state *g, const char *kernel, const char *file, int line)
 {
     cudaError_t e = cudaGetLastError();
+    if (e == cudaSuccess && g && g->trace)
+        gpu_trace_mark(g, kernel);
     if (e == cudaSuccess && g && g->sync_each)
         e = cudaStreamSynchronize(g->stream);
     if (e != cudaSuccess) {
@@ -127,9 +129,11 @@ void gpu_exchange_end(gpu_state *g, int begin)
 
 void gpu_harvest(gpu_state *g, pic_state *st)
 {
+    const double w0 = gpu_trace_now(g);
     GPU_CK(cudaStreamSynchronize(g->main_stream));
     if (g->field_stream)
         GPU_CK(cudaStreamSynchronize(g->field_stream));
+    gpu_trace_wait(g, "wait-harvest", w0);
     for (int k = 0; k < g->npend; k++) {
         float ms = 0.0f;
         GPU_CK(cudaEventElapsedTime(&ms, g->ev[g->pend_a[k]], g->ev[g->pend_b[k]]));

@@ -317,6 +317,7 @@ static void b_half(gpu_state *g, const pic_state *st)
 void gpu_b_half(void *ctx, pic_state *st)
 {
     gpu_state *g = (gpu_state *)ctx;
+    gpu_trace_step(g, st->f->step);
     gpu_fields_begin(g); /* beside the end of the last step's sort */
     int t = gpu_tic(g, st);
     b_half(g, st);
