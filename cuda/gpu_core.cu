@@ -393,8 +393,13 @@ int gpu_memory_fits(gpu_state *g, const pic_state *st, const char *name)
  * pinned, so that dumps copy them at full bus speed (not fatal if refused). */
 static void open_fields(gpu_state *g, const emf *f)
 {
-    GPU_CK(cudaStreamCreateWithFlags(&g->main_stream, cudaStreamNonBlocking));
-    GPU_CK(cudaStreamCreateWithFlags(&g->field_stream, cudaStreamNonBlocking));
+    /* over several ranks the main stream's chain (the sort with its exchanges) is the
+     * step's longest: its kernels go first when both streams have work */
+    int least = 0, greatest = 0;
+    GPU_CK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    GPU_CK(cudaStreamCreateWithPriority(&g->main_stream, cudaStreamNonBlocking,
+                                        g->ranks > 1 ? greatest : least));
+    GPU_CK(cudaStreamCreateWithPriority(&g->field_stream, cudaStreamNonBlocking, least));
     GPU_CK(cudaEventCreateWithFlags(&g->pushed, cudaEventDisableTiming));
     GPU_CK(cudaEventCreateWithFlags(&g->fields_done, cudaEventDisableTiming));
     g->stream = g->main_stream;
