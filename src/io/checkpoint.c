@@ -378,14 +378,14 @@ static void write_run(ck_io *io, hid_t file, const sim *S)
 }
 
 /* This rank's rectangle of n whole arrays with guards stored one after the other (the file's
- * and f's layouts): its cells and the guards of the box edges next to them, array k's in
- * file[k] and, of n arrays of f's, in src[k] (slabs of 1-D datasets). */
-static void field_boxes(const emf *f, int n, h5slab *file, h5slab *src)
+ * and f's layouts): its cells and, with edges, the guards of the box edges next to them,
+ * array k's in file[k] and, of n arrays of f's, in src[k] (slabs of 1-D datasets). */
+static void field_boxes(const emf *f, int n, int edges, h5slab *file, h5slab *src)
 {
-    const int G = EMF_GUARD;
+    const int G = EMF_GUARD, e = edges ? G : 0;
     const hsize_t stride = (hsize_t)f->nx + 2 * G, whole = stride * (hsize_t)(f->ny + 2 * G);
-    const int lo[2] = {f->i0 - (f->i0 == 0 ? G : 0), f->j0 - (f->j0 == 0 ? G : 0)};
-    const int hi[2] = {f->i1 + (f->i1 == f->nx ? G : 0), f->j1 + (f->j1 == f->ny ? G : 0)};
+    const int lo[2] = {f->i0 - (f->i0 == 0 ? e : 0), f->j0 - (f->j0 == 0 ? e : 0)};
+    const int hi[2] = {f->i1 + (f->i1 == f->nx ? e : 0), f->j1 + (f->j1 == f->ny ? e : 0)};
     const hsize_t ni = (hsize_t)(hi[0] - lo[0]), nj = (hsize_t)(hi[1] - lo[1]);
     for (int k = 0; k < n; k++) {
         const h5slab a = {{(hsize_t)k * whole + (hsize_t)(lo[1] + G) * stride +
@@ -409,7 +409,7 @@ static void write_fields(ck_io *io, hid_t file, const sim *S)
     const size_t whole = (size_t)shape[0] * (size_t)shape[1];
     const int navg = avg_arrays(S->st.avg_q);
     h5slab box[AVG_COUNT], src[AVG_COUNT];
-    field_boxes(f, 1, box, src);
+    field_boxes(f, 1, 1, box, src);
     const h5part part = {1, box, {f->size, 1}, src};
     hid_t g = ck_group(io, file, "fields", 1);
     ck_put_i32(io, g, "shape", 2, shape);
@@ -418,8 +418,8 @@ static void write_fields(ck_io *io, hid_t file, const sim *S)
     ck_put_f64(io, g, "rho_bg", 1, &f->rho_bg);
     ck_put_i64(io, g, "step", f->step);
     const long held = fieldavg_held(&S->d, S->step);
-    if (held) {
-        field_boxes(f, navg, box, src);
+    if (held) { /* the cells' sums (their guards' are read by nothing; the file's stay 0) */
+        field_boxes(f, navg, 0, box, src);
         const h5part sums = {navg, box, {(size_t)navg * f->size, 1}, src};
         ck_put_part(io, g, "avg", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, (size_t)navg * whole,
                     &sums, S->st.avg);
