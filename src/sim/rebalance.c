@@ -77,34 +77,36 @@ static void borders(sim *S, int *bx, int *by, double mm[4])
     free(count);
 }
 
-/* Whether every rank has the memory for its share of plan p (host: this rank's figure for
- * each rank of its node against what the node has available; device: the backend's); else
- * the warning, once per run. */
+/* Whether every rank has the memory for its share of plan p (host: its figure times the
+ * ranks of its node against what the node has available; device: the backend's); else the
+ * warning (the first time) naming the first rank that lacks it. */
 static int fits(sim *S, const reshare_plan *p)
 {
+    const int size = comm_size(), me = comm_rank();
     char src[64];
-    const double avail = memory_available(src, sizeof src);
-    const double host = p->host_bytes * comm_node_ranks();
-    double worst[2] = {avail >= 0 && host > avail ? host : 0.0, 0.0};
-    if (!S->be->fits(S->be_ctx, &S->st, p->size, p->alloc, p->np))
-        worst[1] = 1.0;
-    comm_max_double(worst, 2);
-    if (!(worst[0] > 0.0 || worst[1] > 0.0))
-        return 1;
-    if (comm_rank() == 0 && S->rebal_refused == 0) {
-        if (worst[0] > 0.0)
-            fprintf(stderr, "empic: warning: step %ld: the ranks keep their borders: a rank "
-                            "of the new split would need %.1f MiB of host memory with the "
-                            "other ranks of its node, %.1f MiB are available (%s); later "
-                            "refusals are counted in timing.json\n",
-                    S->step, worst[0] / 1048576.0, avail / 1048576.0, src);
+    double *v = empic_calloc(3 * (size_t)size, sizeof(double), "rebalance");
+    v[3 * me] = p->host_bytes * comm_node_ranks();
+    v[3 * me + 1] = memory_available(src, sizeof src);
+    v[3 * me + 2] = !S->be->fits(S->be_ctx, &S->st, p->size, p->alloc, p->np);
+    comm_sum_double(v, 3 * (size_t)size); /* each rank's entries, exactly */
+    int r = 0;
+    while (r < size && !(v[3 * r + 1] >= 0 && v[3 * r] > v[3 * r + 1]) && !v[3 * r + 2])
+        r++;
+    if (r < size && me == 0 && S->rebal_refused == 0) {
+        if (v[3 * r + 2])
+            fprintf(stderr, "empic: warning: step %ld: the ranks keep their borders: the GPU "
+                            "of rank %d lacks the memory for its share of the new split; "
+                            "later refusals are counted in timing.json\n", S->step, r);
         else
-            fprintf(stderr, "empic: warning: step %ld: the ranks keep their borders: a rank's "
-                            "GPU lacks the memory for its share of the new split; later "
-                            "refusals are counted in timing.json\n", S->step);
+            fprintf(stderr, "empic: warning: step %ld: the ranks keep their borders: rank %d "
+                            "would need %.1f MiB of host memory for its share of the new split "
+                            "(with the other ranks of its node), %.1f MiB are available there; "
+                            "later refusals are counted in timing.json\n", S->step, r,
+                    v[3 * r] / 1048576.0, v[3 * r + 1] / 1048576.0);
     }
-    S->rebal_refused++;
-    return 0;
+    free(v);
+    S->rebal_refused += r < size;
+    return r == size;
 }
 
 /* The borders as cells, "a b c" into buf. */
