@@ -10,7 +10,6 @@
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
-#include <string.h>
 
 /* Borders b[0..p] of p parts of m units (cluster pairs) with loads w, each part at least one
  * unit: border k where the prefix sum comes nearest k/p of the total (the first such unit),
