@@ -276,6 +276,8 @@ const backend *cuda_backend(char *name, size_t len)
     b.release_tracked = gpu_release_tracked;
     b.phasespace = gpu_phasespace;
     b.phasespace_extent = gpu_phasespace_extent;
+    b.counts = gpu_counts;
+    b.fits = gpu_fits;
     b.finish = gpu_finish;
     b.bandwidth = gpu_bandwidth;
     b.particle_bytes = gpu_particle_bytes;

@@ -389,6 +389,30 @@ int gpu_memory_fits(gpu_state *g, const pic_state *st, const char *name)
     return 0;
 }
 
+/* Another split's state of this rank (rebalance.h: size entries per field array, alloc[s]
+ * slots for np[s] particles) against the free memory and this context's own, which the
+ * rebalance frees before it opens the new one; the same margin as gpu_memory_fits. */
+int gpu_fits(void *ctx, const pic_state *st, size_t size, const size_t *alloc,
+             const long long *np)
+{
+    const gpu_state *g = (const gpu_state *)ctx;
+    emf f = *st->f;
+    f.size = size;
+    species sp[DECK_MAX_SPECIES];
+    for (int s = 0; s < st->nsp; s++) {
+        sp[s] = st->sp[s];
+        sp[s].alloc = alloc[s];
+        sp[s].np = np[s];
+    }
+    pic_state t = *st;
+    t.f = &f;
+    t.sp = sp;
+    const size_t need = deck_bytes(&t, g->ntiles * g->tile_set);
+    size_t fr = 0, tot = 0;
+    GPU_CK(cudaMemGetInfo(&fr, &tot));
+    return need + ((size_t)64 << 20) <= fr + g->bytes;
+}
+
 /* The stream, the timer events and the field arrays (E, B, J, rho uploaded); the host fields
  * pinned, so that dumps copy them at full bus speed (not fatal if refused). */
 static void open_fields(gpu_state *g, const emf *f)
@@ -611,6 +635,17 @@ void gpu_fetch_particles(void *ctx, pic_state *st)
         GPU_CK(cudaMemcpy(h->cap, d->cap, nc * sizeof(int), cudaMemcpyDeviceToHost));
         GPU_CK(cudaMemcpy(h->hist, d->hist, nc * 9 * sizeof(int), cudaMemcpyDeviceToHost));
     }
+}
+
+void gpu_counts(void *ctx, pic_state *st, int *count)
+{
+    gpu_state *g = (gpu_state *)ctx;
+    const size_t nc = (size_t)g->ncl;
+    gpu_fields_join(g);
+    GPU_CK(cudaStreamSynchronize(g->stream));
+    for (int s = 0; s < st->nsp; s++)
+        GPU_CK(cudaMemcpy(count + (size_t)s * nc, g->sp[s].count, nc * sizeof(int),
+                          cudaMemcpyDeviceToHost));
 }
 
 double gpu_bandwidth(void *ctx)

@@ -401,6 +401,9 @@ void gpu_avg_add(void *ctx, pic_state *st, int first);
 void gpu_avg_fetch(void *ctx, pic_state *st);
 void gpu_finish(void *ctx, pic_state *st);
 void gpu_fetch_particles(void *ctx, pic_state *st);                       /* gpu_core.cu */
+void gpu_counts(void *ctx, pic_state *st, int *count);
+int gpu_fits(void *ctx, const pic_state *st, size_t size, const size_t *alloc,
+             const long long *np);
 double gpu_bandwidth(void *ctx);
 double gpu_particle_bytes(void *ctx, const pic_state *st);
 void gpu_b_half(void *ctx, pic_state *st);                                /* gpu_fields.cu */

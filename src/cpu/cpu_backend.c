@@ -385,6 +385,20 @@ static double cpu_bandwidth(void *ctx)
     return best;
 }
 
+static void cpu_counts(void *ctx, pic_state *st, int *count)
+{
+    (void)ctx;
+    for (int s = 0; s < st->nsp; s++)
+        memcpy(count + (size_t)s * st->cl->n, st->sp[s].count, (size_t)st->cl->n * sizeof(int));
+}
+
+static int cpu_fits(void *ctx, const pic_state *st, size_t size, const size_t *alloc,
+                    const long long *np)
+{
+    (void)ctx, (void)st, (void)size, (void)alloc, (void)np;
+    return 1;
+}
+
 static double cpu_particle_bytes(void *ctx, const pic_state *st)
 {
     (void)ctx;
@@ -421,6 +435,8 @@ const backend cpu_backend = {
     .release_tracked = cpu_release_tracked,
     .phasespace = cpu_phasespace,
     .phasespace_extent = cpu_phasespace_extent,
+    .counts = cpu_counts,
+    .fits = cpu_fits,
     .finish = cpu_finish,
     .bandwidth = cpu_bandwidth,
     .particle_bytes = cpu_particle_bytes,

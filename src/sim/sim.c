@@ -14,6 +14,7 @@
 #include "lasers.h"
 #include "output.h"
 #include "probes.h"
+#include "rebalance.h"
 #include "cpu_particles.h"
 #include "report.h"
 #include "particle.h"
@@ -58,9 +59,7 @@ static int share(sim *S, int restarting)
     return 0;
 }
 
-/* After a restart: the balance sums of the slots and clusters of other ranks zeroed (each
- * rank adds to its own alone, and the rows sum them over the ranks). */
-static void balance_own(sim *S)
+void sim_ebal_own(sim *S)
 {
     const pic_state *st = &S->st;
     const clusters *cl = &S->cl;
@@ -119,7 +118,7 @@ int sim_init_from(sim *S, const deck *d, int quiet, const char *checkpoint)
     if (checkpoint) {
         if (checkpoint_load(S, checkpoint))
             return -1;
-        balance_own(S);
+        sim_ebal_own(S);
         checkpoint_run_dir(checkpoint, run, sizeof run);
         S->f.acc_scale = species_acc_scale(S->sp, S->nsp, &S->f);
     } else {
@@ -155,6 +154,8 @@ int sim_init_from(sim *S, const deck *d, int quiet, const char *checkpoint)
     comm_max_int(&bad, 1);
     if (bad)
         return -1;
+    if (checkpoint) /* the split for the grid, balanced */
+        rebalance_check(S, 1);
     return 0;
 }
 
@@ -173,6 +174,7 @@ void sim_free(sim *S)
     extfield_free(&S->ext);
     emf_free(&S->f);
     clusters_free(&S->cl);
+    rebalance_free(S);
     free(S->rho_sp);
     free(S->ext_dump);
     free(S->avg_dump);
@@ -309,9 +311,7 @@ static void dump(sim *S, int fields, int parts, int tracks, int final)
 
 static int due(long every, long step) { return every > 0 && step % every == 0; }
 
-/* The balance sums of all ranks into S->bal_ck (every rank calls it: each slot and
- * cluster is one rank's, so the sums are exact). */
-static double *balance_all(sim *S)
+double *sim_ebal_all(sim *S)
 {
     S->be->flows(S->be_ctx, &S->st);
     if (!S->bal_ck)
@@ -325,7 +325,7 @@ static double *balance_all(sim *S)
 static void balance(sim *S, ebal_row *r)
 {
     const pic_state *st = &S->st;
-    const double *a = balance_all(S);
+    const double *a = sim_ebal_all(S);
     const int ns = st->nslot, ncl = S->cl.n;
     memset(r->out, 0, sizeof r->out);
     r->in = 0.0;
@@ -569,7 +569,7 @@ int sim_signal_pending(void) { return sig_seen; }
 /* A checkpoint of the whole run, every rank writing its share into the one file. */
 static int write_checkpoint(sim *S)
 {
-    balance_all(S); /* the balance sums of all ranks into S->bal_ck, which it keeps */
+    sim_ebal_all(S); /* the balance sums of all ranks into S->bal_ck, which it keeps */
     if (fieldavg_held(&S->d, S->step)) /* inside an averaging window: its sums */
         S->be->avg_fetch(S->be_ctx, &S->st);
     /* B's guards as one rank holds them: over several ranks of a box without field
@@ -691,7 +691,10 @@ int sim_after_step(sim *S)
         snprintf(path, sizeof path, "%s/STOP", d->output);
         unlink(path);
     }
-    return req >= REQ_SIG ? 128 + req - REQ_SIG : (req ? SIM_STOPPED : 0);
+    if (req)
+        return req >= REQ_SIG ? 128 + req - REQ_SIG : SIM_STOPPED;
+    rebalance_check(S, 0); /* the split for the steps that follow */
+    return 0;
 }
 
 static const char *signal_name(int sig)
