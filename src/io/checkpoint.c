@@ -218,6 +218,9 @@ static void tables_of(const species *s, const clusters *cl, int shared, ck_table
     t->num = empic_alloc(n * sizeof(long long), "checkpoint tables");
     memcpy(t->count, s->count, n * sizeof(int));
     memcpy(t->hist, s->hist, n * 9 * sizeof(int));
+    for (size_t c = 0; shared && c < n; c++) /* the GPU keeps its neighbours' border lines */
+        if (!cl->own[c])
+            t->count[c] = 0, memset(t->hist + 9 * c, 0, 9 * sizeof(int));
     if (shared) {
         comm_sum_int(t->count, n);
         comm_sum_int(t->hist, n * 9);
