@@ -5,7 +5,6 @@
 #include "empic.h"
 #include "memory.h"
 #include "reshare.h"
-#include "sim.h"
 
 #include <math.h>
 #include <omp.h>
@@ -153,7 +152,11 @@ static int move(sim *S, const int *bx, const int *by)
 {
     const backend *be = S->be;
     column_free(&S->front); /* made ahead for the old share */
-    sim_fetch(S);
+    if (writer_wait(&S->out)) /* a dump written from the host copies (it said why) */
+        S->io_failed = 1;
+    be->finish(S->be_ctx, &S->st);
+    be->fetch_fields(S->be_ctx, &S->st, NULL);
+    be->fetch_particles(S->be_ctx, &S->st);
     be->flows(S->be_ctx, &S->st);
     if (S->st.avg)
         be->avg_fetch(S->be_ctx, &S->st);

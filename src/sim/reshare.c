@@ -2,10 +2,10 @@
 #include "reshare.h"
 #include "average.h"
 #include "comm.h"
+#include "ebalsum.h"
 #include "empic.h"
 #include "fbnd.h"
 #include "probes.h"
-#include "sim.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -283,7 +283,7 @@ void reshare(sim *S, reshare_plan *p)
     for (int s = 0; s < nsp; s++)
         move_species(S, s, obx, oby, p->count + (size_t)s * n, p->hist + (size_t)s * n * 9,
                      p->peak + (size_t)s * n);
-    sim_ebal_own(S);
+    ebalsum_own(S);
     extfield_free(&S->ext);
     extfield_init(&S->ext, &S->d, &S->f, &st->ext);
     extfield_update(&S->ext, S->f.step, S->win.cells, &st->ext);

@@ -1,6 +1,7 @@
 /* sim.c - simulation setup and the PIC time cycle over the backend's table (backend.h). */
 #include "sim.h"
 #include "checkpoint.h"
+#include "ebalsum.h"
 #include "collide.h"
 #include "empic.h"
 #include "column.h"
@@ -59,33 +60,6 @@ static int share(sim *S, int restarting)
     return 0;
 }
 
-void sim_ebal_own(sim *S)
-{
-    const pic_state *st = &S->st;
-    const clusters *cl = &S->cl;
-    const ebal_region *r = &st->reg;
-    for (int k = 0; k < st->nterm; k++)
-        for (int sl = 0; sl < st->nslot; sl++) {
-            int axis, node;
-            if (k < EBAL_SIDES) {
-                axis = k / 2;
-                node = k & 1 ? r->hi[axis] : r->lo[axis];
-            } else {
-                const laser_src *L = &S->f.fb->lasers[(k - EBAL_SIDES) / 2];
-                axis = L->axis;
-                node = laser_line_of(L, (k - EBAL_SIDES) % 2 == 0, 0, 1.0, 1.0, 1.0, 0).at;
-            }
-            const int n = axis ? cl->ncx : cl->ncy;
-            if (node < 0 || node >= (axis ? S->d.ny : S->d.nx) || sl >= n ||
-                !cl->own[ebal_cluster(axis, node, sl, cl->cx_of, cl->cy_of, cl->ncx)])
-                st->flow[(size_t)k * st->nslot + sl] = 0.0;
-        }
-    for (int s = 0; s < S->nsp; s++)
-        for (int c = 0; c < cl->n; c++)
-            if (!cl->own[c])
-                st->lost[(size_t)s * cl->n + c] = S->gain[(size_t)s * cl->n + c] = 0.0;
-}
-
 int sim_init_from(sim *S, const deck *d, int quiet, const char *checkpoint)
 {
     char run[DECK_PATH_MAX] = ""; /* the run a checkpoint continues */
@@ -118,7 +92,7 @@ int sim_init_from(sim *S, const deck *d, int quiet, const char *checkpoint)
     if (checkpoint) {
         if (checkpoint_load(S, checkpoint))
             return -1;
-        sim_ebal_own(S);
+        ebalsum_own(S);
         checkpoint_run_dir(checkpoint, run, sizeof run);
         S->f.acc_scale = species_acc_scale(S->sp, S->nsp, &S->f);
     } else {
@@ -311,21 +285,11 @@ static void dump(sim *S, int fields, int parts, int tracks, int final)
 
 static int due(long every, long step) { return every > 0 && step % every == 0; }
 
-double *sim_ebal_all(sim *S)
-{
-    S->be->flows(S->be_ctx, &S->st);
-    if (!S->bal_ck)
-        S->bal_ck = empic_alloc(S->bal_n * sizeof(double), "energy balance");
-    memcpy(S->bal_ck, S->st.flow, S->bal_n * sizeof(double));
-    comm_sum_double(S->bal_ck, S->bal_n);
-    return S->bal_ck;
-}
-
 /* The balance terms of an energy row at t = n dt (what crossed up to it), in fixed order. */
 static void balance(sim *S, ebal_row *r)
 {
     const pic_state *st = &S->st;
-    const double *a = sim_ebal_all(S);
+    const double *a = ebalsum_all(S);
     const int ns = st->nslot, ncl = S->cl.n;
     memset(r->out, 0, sizeof r->out);
     r->in = 0.0;
@@ -569,7 +533,7 @@ int sim_signal_pending(void) { return sig_seen; }
 /* A checkpoint of the whole run, every rank writing its share into the one file. */
 static int write_checkpoint(sim *S)
 {
-    sim_ebal_all(S); /* the balance sums of all ranks into S->bal_ck, which it keeps */
+    ebalsum_all(S); /* the balance sums of all ranks into S->bal_ck, which it keeps */
     if (fieldavg_held(&S->d, S->step)) /* inside an averaging window: its sums */
         S->be->avg_fetch(S->be_ctx, &S->st);
     /* B's guards as one rank holds them: over several ranks of a box without field

@@ -44,12 +44,5 @@ void sim_wait_writes(sim *S);
 /* The whole backend state into the host arrays (fields, particles), after the background
  * dump: for checkpoints and guards. */
 void sim_fetch(sim *S);
-/* The energy balance's sums (ebal.h) of all ranks into S->bal_ck, returned (every rank calls
- * it: each slot and cluster is one rank's, so the sums are exact). */
-double *sim_ebal_all(sim *S);
-/* The balance sums of the slots and clusters of other ranks zeroed (each rank adds to its
- * own alone, and the rows sum them over the ranks): after a restart or a rebalance, which
- * start from the sums of all ranks. */
-void sim_ebal_own(sim *S);
 
 #endif
