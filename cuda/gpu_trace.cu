@@ -64,17 +64,25 @@ static void flush(gpu_state *g)
     t->n = 0;
 }
 
+/* The next mark's slot (the batch read first when full): what, at host time `host`. */
+static int slot(gpu_state *g, const char *what, double host)
+{
+    gpu_trace *t = g->trace;
+    if (t->n == TRACE_MARKS)
+        flush(g);
+    const int k = t->n++;
+    t->host[k] = host;
+    t->what[k] = what;
+    t->step[k] = t->now;
+    return k;
+}
+
 void gpu_trace_mark(gpu_state *g, const char *what)
 {
     gpu_trace *t = g->trace;
     if (!t)
         return;
-    if (t->n == TRACE_MARKS)
-        flush(g);
-    const int k = t->n++;
-    t->host[k] = omp_get_wtime();
-    t->what[k] = what;
-    t->step[k] = t->now;
+    const int k = slot(g, what, omp_get_wtime());
     t->field[k] = g->stream == g->field_stream && g->field_stream != g->main_stream;
     t->wait_s[k] = -1.0;
     GPU_CK(cudaEventRecord(t->ev[k], g->stream));
@@ -87,12 +95,7 @@ void gpu_trace_wait(gpu_state *g, const char *what, double since)
     gpu_trace *t = g->trace;
     if (!t)
         return;
-    if (t->n == TRACE_MARKS)
-        flush(g);
-    const int k = t->n++;
-    t->host[k] = since;
-    t->what[k] = what;
-    t->step[k] = t->now;
+    const int k = slot(g, what, since);
     t->field[k] = 0;
     t->wait_s[k] = omp_get_wtime() - since;
 }
