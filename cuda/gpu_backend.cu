@@ -44,7 +44,7 @@ void gpu_close(void *ctx, pic_state *st)
     gpu_fields_join(g);
     cudaStreamSynchronize(g->stream);
     gpu_trace_close(g);
-    gpu_transport_close(g);
+    gpu_transport_close(g, st);
     gpu_fbnd_free(g);
     gpu_walls_free(g);
     gpu_window_free(g);

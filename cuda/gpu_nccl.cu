@@ -89,6 +89,8 @@ static void nccl_check(ncclResult_t r, const char *what, const char *file, int l
     empic_exit(1);
 }
 #define NCCL_CK(call) nccl_check((call), #call, __FILE__, __LINE__)
+
+static void nccl_connect(gpu_state *g, gpu_nccl *n);
 #else
 struct gpu_nccl {
     struct nccl_sort *sort;
@@ -109,6 +111,15 @@ void gpu_transport_open(gpu_state *g, pic_state *st)
     g->overlap = g->ranks == 1; /* staged exchanges wait on the host: no field stream */
     if (g->ranks == 1)
         return;
+#ifdef EMPIC_NCCL
+    if (st->kept) { /* a rebalance's reopen: the communicators of the last open */
+        gpu_nccl *n = (gpu_nccl *)st->kept;
+        st->kept = NULL;
+        nccl_connect(g, n);
+        st->transport = "nccl";
+        return;
+    }
+#endif
     const char *env = getenv("EMPIC_TRANSPORT");
     const int force = env && !strcmp(env, "nccl");
     if (env && *env && strcmp(env, "auto") && strcmp(env, "staged") && !force)
@@ -168,12 +179,22 @@ void gpu_transport_open(gpu_state *g, pic_state *st)
     gpu_nccl *n = (gpu_nccl *)empic_calloc(1, sizeof *n, "NCCL state");
     NCCL_CK(fn.comm_init_rank(&n->comm, g->ranks, id[0], g->rank));
     NCCL_CK(fn.comm_init_rank(&n->halo, g->ranks, id[1], g->rank));
+    nccl_connect(g, n);
+    st->transport = "nccl";
+#endif
+}
+
+#ifdef EMPIC_NCCL
+/* The halo's message areas for this share, and the neighbours connected. */
+static void nccl_connect(gpu_state *g, gpu_nccl *n)
+{
     const int widest = g->rows > g->stride ? g->rows : g->stride;
     n->each = (size_t)3 * sizeof(long long) * EMF_GUARD * widest;
     n->buf = (char *)gpu_malloc(g, 4 * n->each, "NCCL halo messages");
     /* NCCL connects to a peer at the first message (most of a second): one byte to and from
      * each neighbour now, so that the timed phases do not pay it (to nb[k] goes what the rank
-     * on side k takes from its side k ^ 1: this rank) */
+     * on side k takes from its side k ^ 1: this rank; a peer connected before is not
+     * connected again) */
     GPU_CK(cudaMemset(n->buf, 0, 8));
     for (int c = 0; c < 2; c++) {
         ncclComm_t comm = c ? n->halo : n->comm;
@@ -189,19 +210,25 @@ void gpu_transport_open(gpu_state *g, pic_state *st)
     }
     g->nccl = n;
     g->overlap = 1;
-    st->transport = "nccl";
-#endif
 }
+#endif
 
 static void nccl_sort_free(gpu_nccl *n);
 
-void gpu_transport_close(gpu_state *g)
+void gpu_transport_close(gpu_state *g, pic_state *st)
 {
     if (!g->nccl)
         return;
     nccl_sort_free(g->nccl);
 #ifdef EMPIC_NCCL
     GPU_CK(cudaStreamSynchronize(g->stream));
+    cudaFree(g->nccl->buf);
+    g->nccl->buf = NULL;
+    if (st->reopen) { /* a rebalance: the communicators do not depend on the share */
+        st->kept = g->nccl;
+        g->nccl = NULL;
+        return;
+    }
     for (int c = 0; c < 2; c++) {
         ncclComm_t comm = c ? g->nccl->halo : g->nccl->comm;
         ncclResult_t async = ncclSuccess;
@@ -209,7 +236,6 @@ void gpu_transport_close(gpu_state *g)
         NCCL_CK(async);
         NCCL_CK(fn.comm_destroy(comm));
     }
-    cudaFree(g->nccl->buf);
 #endif
     free(g->nccl);
     g->nccl = NULL;

@@ -17,8 +17,9 @@ struct gpu_state;
  * gpu_open, after cudaSetDevice), set g->nccl when NCCL runs, and the name into
  * st->transport. */
 void gpu_transport_open(struct gpu_state *g, pic_state *st);
-/* The NCCL communicator and buffers freed (g->nccl NULL after). */
-void gpu_transport_close(struct gpu_state *g);
+/* The NCCL communicators and buffers freed (g->nccl NULL after); around a rebalance
+ * (st->reopen) the communicators are left in st->kept for the next open to take. */
+void gpu_transport_close(struct gpu_state *g, pic_state *st);
 
 /* gpu_halo on the device (g->nccl set): the same guard fill (fold = 0, float arrays) or fold
  * (fold = 1, 64-bit fixed-point sums) of ncomp arrays a[], x then y, bitwise the staged

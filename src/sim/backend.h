@@ -50,6 +50,10 @@ typedef struct {
     const char *transport;    /* how the ranks exchange, set by open: "none" (one rank),
                                  "staged" (GPU ranks through the host), "nccl"; NULL: the
                                  backend's own MPI calls */
+    int reopen;               /* close and open around a rebalance (rebalance.h): close may
+                                 leave in `kept` what does not depend on the share (the GPU
+                                 ranks' NCCL communicators) for open to take back */
+    void *kept;
     /* The energy balance (ebal.h, docs/output.md): cumulative sums of this rank's slots,
      * zero in the others' (sims sum them over the ranks exactly). flow[term * nslot + slot]
      * (nterm = ebal_terms(lasers)): field energy out through each side, laser energy in

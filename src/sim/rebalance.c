@@ -117,7 +117,8 @@ static void cells_text(const int *first, const int *b, int n, char *buf, size_t 
 }
 
 /* Rank 0 notes the rebalance (the run log, timing.json). */
-static void note(sim *S, const int *bx, const int *by, const double mm[4], double seconds)
+static void note(sim *S, const int *bx, const int *by, const double mm[4], double seconds,
+                 const double part_s[3])
 {
     const clusters *cl = &S->cl;
     if (comm_rank() != 0)
@@ -128,6 +129,8 @@ static void note(sim *S, const int *bx, const int *by, const double mm[4], doubl
     rebalance_entry *e = &S->rebal[S->nrebal++];
     e->step = S->step;
     e->seconds = seconds;
+    for (int k = 0; k < 3; k++)
+        e->part_s[k] = part_s[k];
     for (int k = 0; k < 4; k++)
         e->load[k] = (long long)mm[k];
     e->cells = empic_alloc((size_t)(cl->nrx + cl->nry + 2) * sizeof(int), "rebalance");
@@ -141,16 +144,19 @@ static void note(sim *S, const int *bx, const int *by, const double mm[4], doubl
     cells_text(cl->x0, bx, cl->nrx, x, sizeof x);
     cells_text(cl->y0, by, cl->nry, y, sizeof y);
     printf("empic: step %ld: ranks rebalanced: mobile particles per rank %lld to %lld, now %lld "
-           "to %lld; borders at cells x = %s, y = %s (%.3f s)\n", S->step, e->load[0],
-           e->load[1], e->load[2], e->load[3], x, y, seconds);
+           "to %lld; borders at cells x = %s, y = %s (%.3f s: fetch %.3f, move %.3f, open %.3f)\n",
+           S->step, e->load[0], e->load[1], e->load[2], e->load[3], x, y, seconds, part_s[0],
+           part_s[1], part_s[2]);
     fflush(stdout);
 }
 
 /* The move to borders bx, by when every rank can hold its share: the state fetched, the
- * backend closed, the state moved (reshare.h) and the backend opened on it. 1 when moved. */
-static int move(sim *S, const int *bx, const int *by)
+ * backend closed, the state moved (reshare.h) and the backend opened on it (part_s: the
+ * seconds of these three, the slowest rank's). 1 when moved. */
+static int move(sim *S, const int *bx, const int *by, double part_s[3])
 {
     const backend *be = S->be;
+    double t = omp_get_wtime();
     column_free(&S->front); /* made ahead for the old share */
     if (writer_wait(&S->out)) /* a dump written from the host copies (it said why) */
         S->io_failed = 1;
@@ -166,10 +172,18 @@ static int move(sim *S, const int *bx, const int *by)
         reshare_plan_free(&p);
         return 0;
     }
+    part_s[0] = omp_get_wtime() - t;
+    t = omp_get_wtime();
+    S->st.reopen = 1; /* the backend keeps what does not depend on the share */
     be->close(S->be_ctx, &S->st);
     S->be_ctx = NULL;
     reshare(S, &p);
+    part_s[1] = omp_get_wtime() - t;
+    t = omp_get_wtime();
     int bad = be->open(&S->st, &S->be_ctx);
+    S->st.reopen = 0;
+    part_s[2] = omp_get_wtime() - t;
+    comm_max_double(part_s, 3);
     comm_max_int(&bad, 1);
     if (bad)
         EMPIC_DIE("the %s backend could not take this rank's share after the rebalance at "
@@ -191,13 +205,13 @@ void rebalance_check(sim *S, int now)
     if (load[0] > (1.0 + d->balance_threshold) * load[1] / comm_size()) {
         const clusters *cl = &S->cl;
         int *b = empic_alloc((size_t)(cl->nrx + cl->nry + 2) * sizeof(int), "rebalance");
-        double mm[4];
+        double mm[4], part_s[3];
         borders(S, b, b + cl->nrx + 1, mm);
         /* a gain of half the imbalance allowed at least: small drifts (a tie between two
          * borders) do not move the borders back and forth */
         const double gain = 0.5 * d->balance_threshold * load[1] / comm_size();
-        if (mm[1] - mm[3] >= gain && mm[3] < mm[1] && move(S, b, b + cl->nrx + 1))
-            note(S, b, b + cl->nrx + 1, mm, omp_get_wtime() - t0);
+        if (mm[1] - mm[3] >= gain && mm[3] < mm[1] && move(S, b, b + cl->nrx + 1, part_s))
+            note(S, b, b + cl->nrx + 1, mm, omp_get_wtime() - t0, part_s);
         free(b);
     }
     S->wall_s += omp_get_wtime() - t0;
@@ -229,9 +243,10 @@ void rebalance_json(const sim *S, FILE *m)
     for (int k = 0; k < S->nrebal; k++) {
         const rebalance_entry *e = &S->rebal[k];
         fprintf(m, "%s\n    {\"step\": %ld, \"before\": {\"min\": %lld, \"max\": %lld}, "
-                   "\"after\": {\"min\": %lld, \"max\": %lld}, \"seconds\": %.6g, \"x\": [",
+                   "\"after\": {\"min\": %lld, \"max\": %lld}, \"seconds\": %.6g, \"fetch_s\": %.6g, "
+                   "\"move_s\": %.6g, \"open_s\": %.6g, \"x\": [",
                 k ? "," : "", e->step, e->load[0], e->load[1], e->load[2], e->load[3],
-                e->seconds);
+                e->seconds, e->part_s[0], e->part_s[1], e->part_s[2]);
         for (int j = 0; j < nb; j++)
             fprintf(m, "%s%d", j == S->cl.nrx + 1 ? "], \"y\": [" : j ? ", " : "", e->cells[j]);
         fprintf(m, "]}");

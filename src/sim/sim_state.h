@@ -20,6 +20,8 @@ typedef struct {
     long long load[4];        /* mobile particles of the least and the most loaded rank,
                                  before, then after */
     double seconds;           /* wall time of the check and the move */
+    double part_s[3];         /* of which: the state fetched from the backend, moved to its
+                                 new owners (reshare.h), the backend opened on the new share */
     int *cells;               /* the new rank borders in cells: nrx + 1 along x, then nry + 1
                                  along y */
 } rebalance_entry;
