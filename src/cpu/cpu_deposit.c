@@ -18,7 +18,9 @@
 #include "empic.h"
 #include "particle.h"
 
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define DCHUNK 64
 #define FAST 8u /* used[r]: the move is the one piece fw, in the start cell */
@@ -30,9 +32,10 @@
 typedef struct {
     _Alignas(64) float fw[8][DCHUNK];    /* the first piece's weights */
     _Alignas(64) float in[7][DCHUNK];    /* x0, y0, x1, y1, cx, cy, cz */
+    _Alignas(64) float gin[7][DCHUNK];   /* those of the slow particles, in order (sparse) */
     _Alignas(64) float sw[3][8][DCHUNK]; /* move_pieces' weights */
     int so[3][DCHUNK];                   /* move_pieces' cell shifts */
-    int k[DCHUNK];
+    int k[DCHUNK], slot[DCHUNK];
     unsigned char used[DCHUNK];
 } chunk_work;
 
@@ -129,8 +132,8 @@ static int move_chunk(species *s, int base, int n, const deposit_frame *fr, chun
 }
 
 /* The slow particles' pieces: with many of them a vectorised loop over the whole chunk (slot
- * r), else one call each (slot: the particle's rank among the slow ones). Returns whether
- * dense. */
+ * r), else the same loop over their moves gathered in order (slot: the particle's rank among
+ * the slow ones). Returns whether dense. */
 static int slow_pieces(chunk_work *cw, int n, int slow, int tw)
 {
     const int dense = 8 * slow > n;
@@ -142,17 +145,37 @@ static int slow_pieces(chunk_work *cw, int n, int slow, int tw)
                                         &cw->so[0][r], &cw->sw[0][0][r], DCHUNK);
             cw->used[r] |= (unsigned char)(mid && cw->used[r] != FAST ? 2u : 0u);
         }
-    } else {
-        for (int r = 0, j = 0; r < n; r++)
-            if (cw->used[r] != FAST) {
-                if (move_pieces(cw->in[0][r], cw->in[1][r], cw->in[2][r], cw->in[3][r],
-                                cw->in[4][r], cw->in[5][r], cw->in[6][r], tw, &cw->so[0][j],
-                                &cw->sw[0][0][j], DCHUNK))
-                    cw->used[r] |= 2u;
-                j++;
-            }
+        return 1;
     }
-    return dense;
+    /* the slow particles: used[] without the FAST bit, eight at a time (FAST is 8, a slow
+     * particle's mask below it) */
+    uint64_t left = 0;
+    for (int r = 0; r < n; r += 8) {
+        uint64_t v = 0;
+        memcpy(&v, cw->used + r, sizeof v);
+        v = ~v >> 3 & 0x0101010101010101ull;
+        left |= (v * 0x0102040810204080ull >> 56) << r; /* byte b's bit to bit b */
+    }
+    if (n < 64)
+        left &= (1ull << n) - 1;
+    for (int j = 0; left; left &= left - 1, j++) {
+        const int r = __builtin_ctzll(left);
+        cw->slot[j] = r;
+        for (int e = 0; e < 7; e++)
+            cw->gin[e][j] = cw->in[e][r];
+    }
+    /* whole vectors (16 lanes, AVX-512's), so that the loop never takes its scalar
+     * remainder: the lanes past the slow ones move stale values, unused */
+    const int lanes = (slow + 15) & ~15;
+    int mid[DCHUNK];
+#pragma omp simd
+    for (int j = 0; j < lanes; j++)
+        mid[j] = move_pieces(cw->gin[0][j], cw->gin[1][j], cw->gin[2][j], cw->gin[3][j],
+                             cw->gin[4][j], cw->gin[5][j], cw->gin[6][j], tw, &cw->so[0][j],
+                             &cw->sw[0][0][j], DCHUNK);
+    for (int j = 0; j < slow; j++)
+        cw->used[cw->slot[j]] |= (unsigned char)(mid[j] ? 2u : 0u);
+    return 0;
 }
 
 /* The eight words of a piece in cell k (deposit_add's order), held in registers a[] while
@@ -240,25 +263,66 @@ static void scatter(const chunk_work *cw, int n, int dense, tile_cell *t)
     }
 }
 
-void deposit_cluster(species *s, int start, int end, const deposit_frame *fr, float *jx,
-                     float *jy, float *jz, int hist[9])
+/* A cluster's deposit in progress: the chunk buffers, the open cell, the mode of the last
+ * chunk. */
+struct deposit_run {
+    chunk_work cw;
+    deposit_frame fr;
+    tile_cell t;
+    int *hist, general;
+};
+
+deposit_run *deposit_run_new(void)
 {
-    chunk_work *cw = aligned_alloc(64, sizeof(chunk_work));
-    if (!cw)
+    deposit_run *d = aligned_alloc(64, sizeof(deposit_run));
+    if (!d)
         EMPIC_DIE("out of host memory allocating the deposit's chunk buffers");
+    memset(d, 0, sizeof *d); /* defined values in the lanes past the slow ones */
+    return d;
+}
+
+void deposit_begin(deposit_run *d, const deposit_frame *fr, float *jx, float *jy, float *jz,
+                   int hist[9])
+{
+    d->fr = *fr;
+    d->hist = hist;
+    d->general = 0;
     for (int b = 0; b < 9; b++)
         hist[b] = 0;
     /* cell 0 of the tile open: its words are zero, as the tile */
-    tile_cell t = {jx, jy, jz, fr->T.w, 0, {0}};
-    int general = 0;
+    d->t = (tile_cell){jx, jy, jz, fr->T.w, 0, {0}};
+}
+
+void deposit_range(deposit_run *d, species *s, int start, int end)
+{
+    chunk_work *cw = &d->cw;
+    /* locals: the open cell's words stay in registers only in a local (no store to the tile
+     * may change them) */
+    const deposit_frame fr = d->fr;
+    tile_cell t = d->t;
+    int general = d->general;
     for (int base = start; base < end; base += DCHUNK) {
         const int n = end - base < DCHUNK ? end - base : DCHUNK;
-        const int slow = move_chunk(s, base, n, fr, cw, hist, general);
-        const int dense = general || (slow && slow_pieces(cw, n, slow, fr->T.w));
+        const int slow = move_chunk(s, base, n, &fr, cw, d->hist, general);
+        const int dense = general || (slow && slow_pieces(cw, n, slow, fr.T.w));
         scatter(cw, n, dense, &t);
         /* hot plasma: the next chunk gets every piece in its move loop */
         general = 2 * slow > n;
     }
-    cell_store(&t);
-    free(cw);
+    d->t = t;
+    d->general = general;
+}
+
+void deposit_end(deposit_run *d) { cell_store(&d->t); }
+
+void deposit_run_free(deposit_run *d) { free(d); }
+
+void deposit_cluster(species *s, int start, int end, const deposit_frame *fr, float *jx,
+                     float *jy, float *jz, int hist[9])
+{
+    deposit_run *d = deposit_run_new();
+    deposit_begin(d, fr, jx, jy, jz, hist);
+    deposit_range(d, s, start, end);
+    deposit_end(d);
+    deposit_run_free(d);
 }

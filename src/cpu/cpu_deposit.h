@@ -23,4 +23,16 @@ typedef struct {
 void deposit_cluster(species *s, int start, int end, const deposit_frame *fr, float *jx,
                      float *jy, float *jz, int hist[9]);
 
+/* The same in parts, so that each part can follow the push of the same particles while they
+ * are in cache: deposit_begin, deposit_range over consecutive ranges of the cluster's
+ * particles in order, deposit_end (the tile is complete after it). A deposit_run holds the
+ * buffers of one thread. */
+typedef struct deposit_run deposit_run;
+deposit_run *deposit_run_new(void);
+void deposit_run_free(deposit_run *d);
+void deposit_begin(deposit_run *d, const deposit_frame *fr, float *jx, float *jy, float *jz,
+                   int hist[9]);
+void deposit_range(deposit_run *d, species *s, int start, int end);
+void deposit_end(deposit_run *d);
+
 #endif
