@@ -1,8 +1,9 @@
 /* cpu_particles.c - the CPU backend's particle phases: gather + Boris push, move + charge-conserving
- * deposit, charge density. Clusters are processed by OpenMP threads one colour at a time
- * (2x2 colouring, Kong Fig. 3): each thread accumulates its cluster's current in a private
- * tile with one ghost cell below and two above, then adds the tile to the mesh's fixed-point
- * sums (emf.acc); tiles of one colour never overlap, so no atomics are needed. */
+ * deposit, charge density. OpenMP threads take clusters in turn: each thread accumulates its
+ * cluster's current in a private tile with one ghost cell below and two above, then adds the
+ * tile to the mesh's fixed-point sums (emf.acc). Integer sums do not depend on the order of
+ * the adds, so the clusters need no order (no colours, no barrier between them: a thread
+ * waits only at the end of the phase); the bands where tiles overlap take atomic adds. */
 #include "cpu_particles.h"
 #include "cpu_walls.h"
 #include "comm.h"
@@ -31,18 +32,28 @@ static void tile_open(tile *t, float *store, const clusters *cl, int c, int ncom
 }
 
 /* The tile added to the fixed-point mesh sums (emf.acc from component `first` on): integer
- * adds, so the sum at a node shared with tiles of other colours, threads or ranks is the
- * same in any order. */
+ * adds, so the sum at a node shared with the tiles of other threads or ranks is the same in
+ * any order. A tile reaches one cell below its cluster and two above, so the tiles of the
+ * neighbouring clusters, added by other threads meanwhile, cover its band of three nodes at
+ * each side and nothing inside: the band takes atomic adds (wrapping, as fixed_add). */
 static void tile_add(const tile *t, const emf *f, int first, int ncomp)
 {
     const float scale = f->acc_scale;
+    const int w = t->c.w, h = t->c.h;
     for (int k = 0; k < ncomp; k++)
-        for (int b = 0; b < t->c.h; b++) {
+        for (int b = 0; b < h; b++) {
             long long *g = f->acc + (size_t)(first + k) * f->size +
                            emf_idx(f, t->c.i0, t->c.j0 + b);
-            const float *l = t->a[k] + b * t->c.w;
-            for (int a = 0; a < t->c.w; a++)
-                fixed_add(&g[a], fixed_of(l[a], scale));
+            const float *l = t->a[k] + b * w;
+            const int band = b < 3 || b >= h - 3;
+            for (int a = 0; a < w; a++) {
+                const long long v = fixed_of(l[a], scale);
+                if (band || a < 3 || a >= w - 3)
+                    __atomic_fetch_add((unsigned long long *)&g[a], (unsigned long long)v,
+                                       __ATOMIC_RELAXED);
+                else
+                    fixed_add(&g[a], v);
+            }
         }
 }
 
@@ -283,42 +294,38 @@ void particles_advance(species *s, emf *f, const clusters *cl, const ext_fields 
         float *store = empic_alloc(tile_floats(cl) * sizeof(float), "current tile");
         float *stage = empic_alloc(stage_floats(cl) * sizeof(float), "field stage");
         deposit_run *dr = deposit_run_new();
-        for (int color = 0; color < 4; color++) {
 #pragma omp for schedule(dynamic)
-            for (int c = 0; c < cl->n; c++) {
-                int cx = c % cl->ncx, cy = c / cl->ncx;
-                if ((cx & 1) + 2 * (cy & 1) != color || !cl->own[c])
-                    continue;
-                double t0 = omp_get_wtime();
-                const float *rec = stage_cluster(stage, f, cl, c, ext);
-                double t1 = omp_get_wtime();
-                tp += t1 - t0;
-                tile t;
-                tile_open(&t, store, cl, c, 3);
-                const deposit_frame fr = {move_step_of(f->dt, f->dx, f->dy, s->q), t.c, f->nx,
-                                          f->ny};
-                deposit_begin(dr, &fr, t.a[0], t.a[1], t.a[2], s->hist + 9 * c);
-                double ke = 0.0;
-                const int end = s->start[c] + s->count[c];
-                for (int from = s->start[c]; from < end; from += PART) {
-                    const int to = end - from < PART ? end : from + PART;
-                    t0 = omp_get_wtime();
-                    push_part(s, cl, c, rec, ext, qdt2m, from, to, &ke, want_ke);
-                    t1 = omp_get_wtime();
-                    deposit_range(dr, s, from, to);
-                    tp += t1 - t0;
-                    td += omp_get_wtime() - t1;
-                }
+        for (int c = 0; c < cl->n; c++) {
+            if (!cl->own[c])
+                continue;
+            double t0 = omp_get_wtime();
+            const float *rec = stage_cluster(stage, f, cl, c, ext);
+            double t1 = omp_get_wtime();
+            tp += t1 - t0;
+            tile t;
+            tile_open(&t, store, cl, c, 3);
+            const deposit_frame fr = {move_step_of(f->dt, f->dx, f->dy, s->q), t.c, f->nx, f->ny};
+            deposit_begin(dr, &fr, t.a[0], t.a[1], t.a[2], s->hist + 9 * c);
+            double ke = 0.0;
+            const int end = s->start[c] + s->count[c];
+            for (int from = s->start[c]; from < end; from += PART) {
+                const int to = end - from < PART ? end : from + PART;
+                t0 = omp_get_wtime();
+                push_part(s, cl, c, rec, ext, qdt2m, from, to, &ke, want_ke);
                 t1 = omp_get_wtime();
-                deposit_end(dr);
-                kc[c] = ke;
-                if (species_on_wall(s, cl, c)) { /* walls: particles that crossed them, their current */
-                    walls_cluster(s, f, cl, c, &lost[c]);
-                    walls_tile(s, f, cl, c, &t.c, t.a[0], t.a[1], t.a[2]);
-                }
-                tile_add(&t, f, 0, 3);
+                deposit_range(dr, s, from, to);
+                tp += t1 - t0;
                 td += omp_get_wtime() - t1;
             }
+            t1 = omp_get_wtime();
+            deposit_end(dr);
+            kc[c] = ke;
+            if (species_on_wall(s, cl, c)) { /* walls: particles that crossed them, their current */
+                walls_cluster(s, f, cl, c, &lost[c]);
+                walls_tile(s, f, cl, c, &t.c, t.a[0], t.a[1], t.a[2]);
+            }
+            tile_add(&t, f, 0, 3);
+            td += omp_get_wtime() - t1;
         }
         free(store);
         free(stage);
@@ -340,19 +347,16 @@ void particles_rho(const species *s, const emf *f, const clusters *cl)
 #pragma omp parallel
     {
         float *store = empic_alloc(tile_floats(cl) * sizeof(float), "charge tile");
-        for (int color = 0; color < 4; color++) {
 #pragma omp for schedule(dynamic)
-            for (int c = 0; c < cl->n; c++) {
-                int cx = c % cl->ncx, cy = c / cl->ncx;
-                if ((cx & 1) + 2 * (cy & 1) != color || !cl->own[c])
-                    continue;
-                tile t;
-                tile_open(&t, store, cl, c, 1);
-                for (int p = s->start[c]; p < s->start[c] + s->count[c]; p++)
-                    deposit_charge(t.a[0], cluster_tile_k(&t.c, s->cell[p]), t.c.w, s->x[p],
-                                   s->y[p], species_qw(s, (size_t)p));
-                tile_add(&t, f, 3, 1);
-            }
+        for (int c = 0; c < cl->n; c++) {
+            if (!cl->own[c])
+                continue;
+            tile t;
+            tile_open(&t, store, cl, c, 1);
+            for (int p = s->start[c]; p < s->start[c] + s->count[c]; p++)
+                deposit_charge(t.a[0], cluster_tile_k(&t.c, s->cell[p]), t.c.w, s->x[p],
+                               s->y[p], species_qw(s, (size_t)p));
+            tile_add(&t, f, 3, 1);
         }
         free(store);
     }
