@@ -24,6 +24,8 @@
 
 #define DCHUNK 64
 #define FAST 8u /* used[r]: the move is the one piece fw, in the start cell */
+/* inlined into deposit_range's instances (deposit_range: one per instruction set) */
+#define HOT static inline __attribute__((always_inline))
 
 /* One chunk's moves. Particle r starts in cell k[r] of the tile; used[r]: the pieces it adds
  * (move_to's mask), or FAST. Slow particles (not FAST) keep their move in in[] and get their
@@ -94,7 +96,7 @@ move_range(species *s, int base, int n, const deposit_frame *fr, chunk_work *cw,
 }
 
 /* The chunk's moves between clusters into the histogram (most chunks have none). */
-static void count_moves(const uint8_t *code, int n, int hist[9])
+HOT void count_moves(const uint8_t *code, int n, int hist[9])
 {
     unsigned any = 0;
     for (int r = 0; r < n; r++)
@@ -110,8 +112,8 @@ static void count_moves(const uint8_t *code, int n, int hist[9])
 
 /* Move particles [base, base + n) (move_range), general: with every piece (the chunk is
  * then dense); returns how many are slow (general: add more than the first piece). */
-static int move_chunk(species *s, int base, int n, const deposit_frame *fr, chunk_work *cw,
-                      int hist[9], int general)
+HOT int move_chunk(species *s, int base, int n, const deposit_frame *fr, chunk_work *cw,
+                   int hist[9], int general)
 {
     if (general) {
         if (s->z)
@@ -134,7 +136,7 @@ static int move_chunk(species *s, int base, int n, const deposit_frame *fr, chun
 /* The slow particles' pieces: with many of them a vectorised loop over the whole chunk (slot
  * r), else the same loop over their moves gathered in order (slot: the particle's rank among
  * the slow ones). Returns whether dense. */
-static int slow_pieces(chunk_work *cw, int n, int slow, int tw)
+HOT int slow_pieces(chunk_work *cw, int n, int slow, int tw)
 {
     const int dense = 8 * slow > n;
     if (dense) {
@@ -249,7 +251,7 @@ scatter_run(const chunk_work *cw, int n, int dense, tile_cell *t, const int runs
     }
 }
 
-static void scatter(const chunk_work *cw, int n, int dense, tile_cell *t)
+HOT void scatter(const chunk_work *cw, int n, int dense, tile_cell *t)
 {
     int changes = 0;
     for (int r = 1; r < n; r++)
@@ -293,7 +295,7 @@ void deposit_begin(deposit_run *d, const deposit_frame *fr, float *jx, float *jy
     d->t = (tile_cell){jx, jy, jz, fr->T.w, 0, {0}};
 }
 
-void deposit_range(deposit_run *d, species *s, int start, int end)
+HOT void range_loop(deposit_run *d, species *s, int start, int end)
 {
     chunk_work *cw = &d->cw;
     /* locals: the open cell's words stay in registers only in a local (no store to the tile
@@ -311,6 +313,54 @@ void deposit_range(deposit_run *d, species *s, int start, int end)
     }
     d->t = t;
     d->general = general;
+}
+
+static void range_base(deposit_run *d, species *s, int start, int end)
+{
+    range_loop(d, s, start, end);
+}
+
+/* AVX-512 instance for builds for a lesser instruction set (MARCH=x86-64-v3: the portable
+ * bundle); a build for AVX-512 has it as its own */
+#if defined(__x86_64__) && !defined(__AVX512F__)
+#define AVX512_INSTANCE 1
+__attribute__((target("arch=x86-64-v4"))) static void range_avx512(deposit_run *d, species *s,
+                                                                    int start, int end)
+{
+    range_loop(d, s, start, end);
+}
+#endif
+
+void deposit_range(deposit_run *d, species *s, int start, int end)
+{
+#ifdef AVX512_INSTANCE
+    if (cpu_avx512()) {
+        range_avx512(d, s, start, end);
+        return;
+    }
+#endif
+    range_base(d, s, start, end);
+}
+
+static int avx512_now = -1;
+
+int cpu_avx512(void)
+{
+    int v;
+#pragma omp atomic read
+    v = avx512_now;
+    if (v >= 0)
+        return v;
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    const char *env = getenv("EMPIC_CPU_SIMD");
+    v = __builtin_cpu_supports("x86-64-v4") && !(env && !strcmp(env, "base"));
+#else
+    v = 0;
+#endif
+#pragma omp atomic write
+    avx512_now = v;
+    return v;
 }
 
 void deposit_end(deposit_run *d) { cell_store(&d->t); }

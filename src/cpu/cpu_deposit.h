@@ -35,4 +35,10 @@ void deposit_begin(deposit_run *d, const deposit_frame *fr, float *jx, float *jy
 void deposit_range(deposit_run *d, species *s, int start, int end);
 void deposit_end(deposit_run *d);
 
+/* Whether the particle loops (move and deposit, push) run their AVX-512 instances, compiled
+ * for x86-64-v4 whatever the build's -march: where the processor has it, unless
+ * EMPIC_CPU_SIMD=base in the environment (then the build's own instruction set). Measured
+ * faster than AVX2 (docs/performance.md); the results are bitwise the same. */
+int cpu_avx512(void);
+
 #endif

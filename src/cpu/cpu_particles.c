@@ -234,9 +234,9 @@ push_range(species *s, const clusters *cl, int c, const float *restrict rec,
 /* Push particles [from, to) of cluster c from its records rec: u(n-1/2) -> u(n+1/2); adds
  * sum of w (gamma - 1) at time n to *ke when want_ke. Four instances of the loop, so each is
  * compiled with want_ke and charged (per particle charge states) constant and vectorised. */
-static void push_part(species *s, const clusters *cl, int c, const float *rec,
-                      const ext_fields *ext, float qdt2m, int from, int to, double *ke,
-                      int want_ke)
+static inline __attribute__((always_inline)) void
+push_loops(species *s, const clusters *cl, int c, const float *rec, const ext_fields *ext,
+           float qdt2m, int from, int to, double *ke, int want_ke)
 {
     if (s->z) {
         if (want_ke)
@@ -249,6 +249,37 @@ static void push_part(species *s, const clusters *cl, int c, const float *rec,
         else
             push_range(s, cl, c, rec, ext, qdt2m, from, to, ke, 0, 0);
     }
+}
+
+static void push_base(species *s, const clusters *cl, int c, const float *rec,
+                      const ext_fields *ext, float qdt2m, int from, int to, double *ke,
+                      int want_ke)
+{
+    push_loops(s, cl, c, rec, ext, qdt2m, from, to, ke, want_ke);
+}
+
+/* The AVX-512 instance (cpu_avx512) for builds for a lesser instruction set. */
+#if defined(__x86_64__) && !defined(__AVX512F__)
+#define AVX512_INSTANCE 1
+__attribute__((target("arch=x86-64-v4"))) static void
+push_avx512(species *s, const clusters *cl, int c, const float *rec, const ext_fields *ext,
+            float qdt2m, int from, int to, double *ke, int want_ke)
+{
+    push_loops(s, cl, c, rec, ext, qdt2m, from, to, ke, want_ke);
+}
+#endif
+
+static void push_part(species *s, const clusters *cl, int c, const float *rec,
+                      const ext_fields *ext, float qdt2m, int from, int to, double *ke,
+                      int want_ke)
+{
+#ifdef AVX512_INSTANCE
+    if (cpu_avx512()) {
+        push_avx512(s, cl, c, rec, ext, qdt2m, from, to, ke, want_ke);
+        return;
+    }
+#endif
+    push_base(s, cl, c, rec, ext, qdt2m, from, to, ke, want_ke);
 }
 
 void particles_half_back(species *s, const emf *f, const clusters *cl, const ext_fields *ext)
