@@ -150,21 +150,24 @@ HOT int slow_pieces(chunk_work *cw, int n, int slow, int tw)
         return 1;
     }
     /* the slow particles: used[] without the FAST bit, eight at a time (FAST is 8, a slow
-     * particle's mask below it) */
-    uint64_t left = 0;
-    for (int r = 0; r < n; r += 8) {
-        uint64_t v = 0;
-        memcpy(&v, cw->used + r, sizeof v);
-        v = ~v >> 3 & 0x0101010101010101ull;
-        left |= (v * 0x0102040810204080ull >> 56) << r; /* byte b's bit to bit b */
-    }
-    if (n < 64)
-        left &= (1ull << n) - 1;
-    for (int j = 0; left; left &= left - 1, j++) {
-        const int r = __builtin_ctzll(left);
-        cw->slot[j] = r;
-        for (int e = 0; e < 7; e++)
-            cw->gin[e][j] = cw->in[e][r];
+     * particle's mask below it), 64 to a word */
+    for (int b = 0, j = 0; b < n; b += 64) {
+        const int m = n - b < 64 ? n - b : 64;
+        uint64_t left = 0;
+        for (int r = 0; r < m; r += 8) {
+            uint64_t v = 0;
+            memcpy(&v, cw->used + b + r, sizeof v);
+            v = ~v >> 3 & 0x0101010101010101ull;
+            left |= (v * 0x0102040810204080ull >> 56) << r; /* byte i's bit to bit i */
+        }
+        if (m < 64)
+            left &= (1ull << m) - 1;
+        for (; left; left &= left - 1, j++) {
+            const int r = b + __builtin_ctzll(left);
+            cw->slot[j] = r;
+            for (int e = 0; e < 7; e++)
+                cw->gin[e][j] = cw->in[e][r];
+        }
     }
     /* whole vectors (16 lanes, AVX-512's), so that the loop never takes its scalar
      * remainder: the lanes past the slow ones move stale values, unused */
