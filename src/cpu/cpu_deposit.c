@@ -1,17 +1,19 @@
 /* cpu_deposit.c - move and current deposit of one cluster (cpu_deposit.h).
  *
  * Chunks of DCHUNK particles, in three steps:
- * - a vectorised loop moves every particle by particle.h's rule (move_end, kong_split3,
- *   move_cell: positions, cells, migration codes, histogram) and computes the first piece of
- *   its move (move_piece). Most particles of a cold or warm plasma stay in their cell: Kong's
- *   split then has one piece, this one, in the start cell, and the particle is done (fast);
- * - the others (a cell edge crossed) get all three pieces from move_pieces, as the rule gives
- *   them: a vectorised loop over the chunk when many cross (hot plasma), else one call each;
+ * - a vectorised loop moves every particle by particle.h's rule (move_end, move_cell:
+ *   positions, cells, migration codes) and computes the piece of a move that stays in its
+ *   cell (move_one_piece: Kong's split is then that one piece, piece_weights of the whole
+ *   move). Most particles of a cold or warm plasma are done (fast);
+ * - the others (a cell edge crossed: slow) get all three pieces from move_pieces, as the rule
+ *   gives them, in one vectorised loop over their moves gathered in order, or over the whole
+ *   chunk when many cross. After a chunk where most crossed (hot plasma), the next chunk
+ *   computes every piece in its move loop (move_to: general);
  * - the pieces are added to the tile in particle order, piece order, each piece's eight words
- *   in deposit_add's order. The eight words of the last piece's cell stay in registers while
- *   the next pieces fall in the same cell (the particles of a cold or warm plasma still in
- *   load order share cells): their adds form a chain of register adds, not of stores and
- *   reloads of the same words.
+ *   in deposit_add's order. While consecutive particles mostly share a cell (a cold or warm
+ *   plasma still near its load order) the open cell's eight words stay in registers: their
+ *   adds form a chain of register adds, not of stores and reloads of the same words; else
+ *   each piece's words are added in place.
  * Every tile word thus receives the rule's additions in the rule's order: bitwise the current
  * of particle_move + deposit_pieces added particle by particle (tests/test_deposit.c). */
 #include "cpu_deposit.h"
@@ -41,11 +43,11 @@ typedef struct {
     unsigned char used[DCHUNK];
 } chunk_work;
 
-/* Move particles [base, base + n): positions, cells, migration codes, the first piece.
- * charged (an ionizing species: its charge states scale the current) is a constant in each
+/* Move particles [base, base + n): positions, cells, migration codes, the fast piece (or,
+ * general, every piece). charged (an ionizing species: its charge states scale the current) is a constant in each
  * instance: a test of it inside the loop keeps gcc from vectorising the loop for AVX2, which
  * has no masked byte loads. No reductions in the loop: gcc keeps each in a stack array. */
-static inline __attribute__((always_inline)) void
+HOT void
 move_range(species *s, int base, int n, const deposit_frame *fr, chunk_work *cw,
            const int charged, const int general)
 {
@@ -191,7 +193,7 @@ typedef struct {
     float a[8];
 } tile_cell;
 
-static inline __attribute__((always_inline)) void cell_store(tile_cell *t)
+HOT void cell_store(tile_cell *t)
 {
     const int k = t->open, s = t->tw;
     if (k < 0)
@@ -206,7 +208,7 @@ static inline __attribute__((always_inline)) void cell_store(tile_cell *t)
     t->jz[k + s + 1] = t->a[7];
 }
 
-static inline __attribute__((always_inline)) void piece_add(tile_cell *t, int k, const float *w)
+HOT void piece_add(tile_cell *t, int k, const float *w)
 {
     if (k != t->open) {
         cell_store(t);
@@ -229,9 +231,21 @@ static inline __attribute__((always_inline)) void piece_add(tile_cell *t, int k,
  * consecutive particles mostly share a cell (piece_add), else each piece's eight words are
  * added in place (a change of cell at nearly every piece would cost a mispredicted branch
  * each in piece_add). */
-static inline __attribute__((always_inline)) void
+HOT void
 scatter_run(const chunk_work *cw, int n, int dense, tile_cell *t, const int runs)
 {
+    /* deposit_add's eight words of cell k: word e at pw[e][k] (one register per word, so
+     * that each add is a load, an add and a store at k, no address arithmetic) */
+    const int s = t->tw;
+    float *const pw[8] = {t->jx, t->jx + s, t->jy, t->jy + 1, t->jz, t->jz + 1, t->jz + s,
+                          t->jz + s + 1};
+#define PIECE_WORDS(k, w)                                                                      \
+    do {                                                                                       \
+        const int k_ = (k);                                                                    \
+        const float *w_ = (w);                                                                 \
+        for (int e = 0; e < 8; e++)                                                            \
+            pw[e][k_] += w_[e * DCHUNK];                                                       \
+    } while (0)
     for (int r = 0, j = 0; r < n; r++) {
         const unsigned u = cw->used[r];
         const int k = cw->k[r];
@@ -239,7 +253,7 @@ scatter_run(const chunk_work *cw, int n, int dense, tile_cell *t, const int runs
             if (runs)
                 piece_add(t, k, &cw->fw[0][r]);
             else
-                deposit_add(t->jx, t->jy, t->jz, k, t->tw, &cw->fw[0][r], DCHUNK);
+                PIECE_WORDS(k, &cw->fw[0][r]);
             continue;
         }
         const int q = dense ? r : j++;
@@ -248,10 +262,10 @@ scatter_run(const chunk_work *cw, int n, int dense, tile_cell *t, const int runs
                 if (runs)
                     piece_add(t, k + cw->so[m][q], &cw->sw[m][0][q]);
                 else
-                    deposit_add(t->jx, t->jy, t->jz, k + cw->so[m][q], t->tw, &cw->sw[m][0][q],
-                                DCHUNK);
+                    PIECE_WORDS(k + cw->so[m][q], &cw->sw[m][0][q]);
             }
     }
+#undef PIECE_WORDS
 }
 
 HOT void scatter(const chunk_work *cw, int n, int dense, tile_cell *t)
