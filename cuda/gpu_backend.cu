@@ -28,6 +28,9 @@ int gpu_open(pic_state *st, void **ctx)
     gpu_fbnd_setup(g, st);
     gpu_walls_setup(g, st);
     gpu_transport_open(g, st);
+    if (g->ranks > 1) /* B's guards as the neighbours hold them: b_half may keep them so */
+        gpu_guard_fill(g, g->b[0], g->b[1], g->b[2]);
+    gpu_trace_open(g);
     GPU_CK(cudaDeviceSynchronize());
     *ctx = g;
     return 0;
@@ -40,6 +43,7 @@ void gpu_close(void *ctx, pic_state *st)
         return;
     gpu_fields_join(g);
     cudaStreamSynchronize(g->stream);
+    gpu_trace_close(g);
     gpu_transport_close(g);
     gpu_fbnd_free(g);
     gpu_walls_free(g);
@@ -272,6 +276,8 @@ const backend *cuda_backend(char *name, size_t len)
     b.release_tracked = gpu_release_tracked;
     b.phasespace = gpu_phasespace;
     b.phasespace_extent = gpu_phasespace_extent;
+    b.counts = gpu_counts;
+    b.fits = gpu_fits;
     b.finish = gpu_finish;
     b.bandwidth = gpu_bandwidth;
     b.particle_bytes = gpu_particle_bytes;

@@ -20,6 +20,8 @@ void gpu_cuda_ok(cudaError_t e, const char *what, const char *file, int line)
 void gpu_launched(gpu_state *g, const char *kernel, const char *file, int line)
 {
     cudaError_t e = cudaGetLastError();
+    if (e == cudaSuccess && g && g->trace)
+        gpu_trace_mark(g, kernel);
     if (e == cudaSuccess && g && g->sync_each)
         e = cudaStreamSynchronize(g->stream);
     if (e != cudaSuccess) {
@@ -127,9 +129,11 @@ void gpu_exchange_end(gpu_state *g, int begin)
 
 void gpu_harvest(gpu_state *g, pic_state *st)
 {
+    const double w0 = gpu_trace_now(g);
     GPU_CK(cudaStreamSynchronize(g->main_stream));
     if (g->field_stream)
         GPU_CK(cudaStreamSynchronize(g->field_stream));
+    gpu_trace_wait(g, "wait-harvest", w0);
     for (int k = 0; k < g->npend; k++) {
         float ms = 0.0f;
         GPU_CK(cudaEventElapsedTime(&ms, g->ev[g->pend_a[k]], g->ev[g->pend_b[k]]));
@@ -385,12 +389,41 @@ int gpu_memory_fits(gpu_state *g, const pic_state *st, const char *name)
     return 0;
 }
 
+/* Another split's state of this rank (rebalance.h: size entries per field array, alloc[s]
+ * slots for np[s] particles) against the free memory and this context's own, which the
+ * rebalance frees before it opens the new one; the same margin as gpu_memory_fits. */
+int gpu_fits(void *ctx, const pic_state *st, size_t size, const size_t *alloc,
+             const long long *np)
+{
+    const gpu_state *g = (const gpu_state *)ctx;
+    emf f = *st->f;
+    f.size = size;
+    species sp[DECK_MAX_SPECIES];
+    for (int s = 0; s < st->nsp; s++) {
+        sp[s] = st->sp[s];
+        sp[s].alloc = alloc[s];
+        sp[s].np = np[s];
+    }
+    pic_state t = *st;
+    t.f = &f;
+    t.sp = sp;
+    const size_t need = deck_bytes(&t, g->ntiles * g->tile_set);
+    size_t fr = 0, tot = 0;
+    GPU_CK(cudaMemGetInfo(&fr, &tot));
+    return need + ((size_t)64 << 20) <= fr + g->bytes;
+}
+
 /* The stream, the timer events and the field arrays (E, B, J, rho uploaded); the host fields
  * pinned, so that dumps copy them at full bus speed (not fatal if refused). */
 static void open_fields(gpu_state *g, const emf *f)
 {
-    GPU_CK(cudaStreamCreateWithFlags(&g->main_stream, cudaStreamNonBlocking));
-    GPU_CK(cudaStreamCreateWithFlags(&g->field_stream, cudaStreamNonBlocking));
+    /* over several ranks the main stream's chain (the sort with its exchanges) is the
+     * step's longest: its kernels go first when both streams have work */
+    int least = 0, greatest = 0;
+    GPU_CK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    GPU_CK(cudaStreamCreateWithPriority(&g->main_stream, cudaStreamNonBlocking,
+                                        g->ranks > 1 ? greatest : least));
+    GPU_CK(cudaStreamCreateWithPriority(&g->field_stream, cudaStreamNonBlocking, least));
     GPU_CK(cudaEventCreateWithFlags(&g->pushed, cudaEventDisableTiming));
     GPU_CK(cudaEventCreateWithFlags(&g->fields_done, cudaEventDisableTiming));
     g->stream = g->main_stream;
@@ -602,6 +635,17 @@ void gpu_fetch_particles(void *ctx, pic_state *st)
         GPU_CK(cudaMemcpy(h->cap, d->cap, nc * sizeof(int), cudaMemcpyDeviceToHost));
         GPU_CK(cudaMemcpy(h->hist, d->hist, nc * 9 * sizeof(int), cudaMemcpyDeviceToHost));
     }
+}
+
+void gpu_counts(void *ctx, pic_state *st, int *count)
+{
+    gpu_state *g = (gpu_state *)ctx;
+    const size_t nc = (size_t)g->ncl;
+    gpu_fields_join(g);
+    GPU_CK(cudaStreamSynchronize(g->stream));
+    for (int s = 0; s < st->nsp; s++)
+        GPU_CK(cudaMemcpy(count + (size_t)s * nc, g->sp[s].count, nc * sizeof(int),
+                          cudaMemcpyDeviceToHost));
 }
 
 double gpu_bandwidth(void *ctx)

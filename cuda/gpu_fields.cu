@@ -301,22 +301,33 @@ void gpu_fields_filter(gpu_state *g, const pic_state *st, float *a0, float *a1, 
         }
 }
 
+/* Over several ranks of a box with no field boundary, B's update also runs over the guards
+ * (all but the outermost upper line, whose E neighbour is not here and which neither the
+ * gather nor E's update reads): from guards of E and B equal to the cells they stand for,
+ * the same operations give the values the neighbour computes, bit for bit, without an
+ * exchange. The field boundaries' updates hold state for this rank's cells only, so a box
+ * with any keeps the exchange. */
 static void b_half(gpu_state *g, const pic_state *st)
 {
     const float hx = (float)(0.5 * st->f->dt / st->f->dx), hy = (float)(0.5 * st->f->dt / st->f->dy);
-    const mesh m = update_mesh(g, st);
-    k_b_half<<<interior_grid(g), dim3(FX, FY), 0, g->stream>>>(
-        m, g->b[0], g->b[1], g->b[2], g->e[0], g->e[1], g->e[2], hx, hy);
+    const int G = EMF_GUARD, wide = g->ranks > 1 && !st->f->fb;
+    mesh m = update_mesh(g, st);
+    if (wide)
+        m.i0 -= G, m.i1 += G - 1, m.j0 -= G, m.j1 += G - 1;
+    const dim3 grid(gpu_blocks((size_t)(m.i1 - m.i0), FX), gpu_blocks((size_t)(m.j1 - m.j0), FY));
+    k_b_half<<<grid, dim3(FX, FY), 0, g->stream>>>(m, g->b[0], g->b[1], g->b[2], g->e[0],
+                                                    g->e[1], g->e[2], hx, hy);
     GPU_LAUNCHED(g, "k_b_half");
     if (st->f->fb)
         gpu_fbnd_b(g, st);
-    if (!m.images)
+    if (!m.images && !wide)
         gpu_guard_fill(g, g->b[0], g->b[1], g->b[2]);
 }
 
 void gpu_b_half(void *ctx, pic_state *st)
 {
     gpu_state *g = (gpu_state *)ctx;
+    gpu_trace_step(g, st->f->step);
     gpu_fields_begin(g); /* beside the end of the last step's sort */
     int t = gpu_tic(g, st);
     b_half(g, st);

@@ -179,6 +179,7 @@ struct gpu_state {
     int sync_each;                /* EMPIC_GPU_SYNC=1: synchronise after every kernel */
     int debug;                    /* EMPIC_GPU_CHECK=1: verify the state after each phase
                                      (gpu_debug.cu) */
+    struct gpu_trace *trace;      /* EMPIC_GPU_TRACE: the time line's marks (gpu_trace.cu) */
     long long dropped[DECK_MAX_SPECIES]; /* particles the last sort dropped or sent to other
                                             ranks less received (for gpu_debug.cu) */
     probe_req *probe_req;         /* field probes: the requests and their values (device; */
@@ -400,6 +401,9 @@ void gpu_avg_add(void *ctx, pic_state *st, int first);
 void gpu_avg_fetch(void *ctx, pic_state *st);
 void gpu_finish(void *ctx, pic_state *st);
 void gpu_fetch_particles(void *ctx, pic_state *st);                       /* gpu_core.cu */
+void gpu_counts(void *ctx, pic_state *st, int *count);
+int gpu_fits(void *ctx, const pic_state *st, size_t size, const size_t *alloc,
+             const long long *np);
 double gpu_bandwidth(void *ctx);
 double gpu_particle_bytes(void *ctx, const pic_state *st);
 void gpu_b_half(void *ctx, pic_state *st);                                /* gpu_fields.cu */
@@ -480,6 +484,16 @@ static inline void gpu_debug(gpu_state *g, const pic_state *st, enum gpu_debug_p
     if (g->debug)
         gpu_debug_at(g, st, at);
 }
+/* EMPIC_GPU_TRACE=PREFIX (gpu_trace.cu): a mark after each kernel launch (gpu_launched),
+ * NCCL group and host wait into PREFIX.rankN.csv; nothing when unset. gpu_trace_wait: a host
+ * wait that began at `since` (gpu_trace_now's clock) and ends now. */
+typedef struct gpu_trace gpu_trace;
+void gpu_trace_open(gpu_state *g);
+void gpu_trace_mark(gpu_state *g, const char *what);
+double gpu_trace_now(const gpu_state *g);
+void gpu_trace_wait(gpu_state *g, const char *what, double since);
+void gpu_trace_step(gpu_state *g, long step);
+void gpu_trace_close(gpu_state *g);
 /* Field boundaries (gpu_fbnd.cu, the twin of cpu_fbnd.c): setup and free, the hooks of the
  * Yee phases (as fbnd_b, fbnd_e_save, fbnd_e) and the fetch of their state for checkpoints. */
 void gpu_fbnd_setup(gpu_state *g, const pic_state *st);

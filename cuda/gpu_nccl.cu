@@ -287,6 +287,7 @@ static void swap_sides(gpu_state *g, ncclComm_t comm, void *to_lo, void *to_hi, 
     if (lo >= 0)
         NCCL_CK(fn.recv(from_lo, count, type, lo, comm, g->stream));
     NCCL_CK(fn.group_end());
+    gpu_trace_mark(g, comm == g->nccl->halo ? "nccl-halo" : "nccl-sort");
 }
 
 template <typename T>
@@ -384,6 +385,7 @@ void gpu_nccl_border(gpu_state *g, const int *which, int nsort, const size_t (*o
             NCCL_CK(fn.recv(d + o[2], o[3] - o[2], ncclChar, up, comm, g->stream));
     }
     NCCL_CK(fn.group_end());
+    gpu_trace_mark(g, "nccl-border");
 #else
     (void)g, (void)which, (void)nsort, (void)off, (void)up, (void)down;
 #endif
@@ -622,6 +624,7 @@ void gpu_nccl_psi_column(gpu_state *g)
     if (nin)
         NCCL_CK(fn.recv(from, nin, ncclFloat, right, comm, g->stream));
     NCCL_CK(fn.group_end());
+    gpu_trace_mark(g, "nccl-psi");
     if (nin) {
         k_psi_column<<<gpu_blocks(nin, 256), 256, 0, g->stream>>>(in, from, 0);
         GPU_LAUNCHED(g, "k_psi_column");

@@ -691,7 +691,9 @@ static void border_pass(gpu_state *g, const pic_state *st, ksorts *all, const in
     size_t per = 0, along = 0;
     if (g->nccl) {
         const gpu_nccl_counts c = gpu_nccl_count_room(g, 0);
+        const double w0 = gpu_trace_now(g);
         GPU_CK(cudaEventSynchronize(c.ready)); /* the host's first need of them this step */
+        gpu_trace_wait(g, "wait-counts", w0);
         const int mx = bgeom_of(cl, 0).m;
         per = (size_t)mx + bgeom_of(cl, 1).m;
         along = axis ? (size_t)mx : 0;
@@ -886,7 +888,9 @@ void gpu_sort(void *ctx, pic_state *st, int window, long long *dropped)
     g->room_valid = 0;
     if (!g->prepared)
         spec = sort_early(g, st, on, drops, window, net);
+    const double w0 = gpu_trace_now(g);
     GPU_CK(cudaEventSynchronize(g->flags_ready));
+    gpu_trace_wait(g, "wait-flags", w0);
     /* all: the species sorted now; redo (over ranks, after early passes): those whose
      * early passes 0 and 1 did nothing, to run them before the rest */
     ksorts all, redo;

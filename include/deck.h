@@ -117,6 +117,10 @@ typedef struct deck {
     double slack;                      /* free fraction per cluster segment, default 0.3 */
     int ranks[2];                      /* parallel.ranks: MPI ranks along x, y (0: chosen
                                           for the grid, clusters_decompose) */
+    long balance_every;                /* parallel.balance.every: steps between load checks
+                                          (0: no balancing; rebalance.h) */
+    double balance_threshold;          /* parallel.balance.threshold: the most loaded rank's
+                                          excess over the mean load allowed (0.1: 10 %) */
     /* time */
     double dt;
     long steps;                        /* from time.steps, or ceil(tmax/dt) */

@@ -6,6 +6,7 @@
 #include "empic.h"
 #include "fileio.h"
 #include "memory.h"
+#include "rebalance.h"
 #include "report.h"
 #include "sim.h"
 #include "version.h"
@@ -235,6 +236,7 @@ static int run(const options *opt)
         }
         deck_write(&d, stdout);
         print_memory(&need);
+        rebalance_describe(&d, comm_size(), stdout);
         report_scales(&d, stdout);
         int rc = memory_check(&d, &need) ? 1 : 0;
         deck_free(&d);

@@ -19,6 +19,7 @@ static char errbuf[16384];              /* stderr of the last load_text() */
 static const char *GOOD =
     "simulation = { name = \"weibel\"; backend = \"cpu\"; seed = 7; n0 = 1.0e18; };\n"
     "grid = { cells = [128, 64]; dx = [0.1, 0.2]; cluster = [8, 16]; slack = 0.25; };\n"
+    "parallel = { ranks = [2, 1]; balance = { every = 40; threshold = 0.15; }; };\n"
     "time = { dt = 0.05; steps = 100; };\n"
     "fields = {\n"
     "  boundary = { xmin = \"pml\"; xmax = \"mur\"; ymin = \"periodic\"; ymax = \"periodic\"; };\n"
@@ -114,6 +115,9 @@ static void assert_same(deck *a, deck *b)
     CU_ASSERT(a->nx == b->nx && a->ny == b->ny && a->dx == b->dx && a->dy == b->dy);
     CU_ASSERT(a->cluster[0] == b->cluster[0] && a->cluster[1] == b->cluster[1]);
     CU_ASSERT(a->slack == b->slack && a->dt == b->dt && a->steps == b->steps);
+    CU_ASSERT(a->ranks[0] == b->ranks[0] && a->ranks[1] == b->ranks[1]);
+    CU_ASSERT(a->balance_every == b->balance_every);
+    CU_ASSERT(a->balance_threshold == b->balance_threshold);
     CU_ASSERT(memcmp(a->fbnd, b->fbnd, sizeof a->fbnd) == 0);
     CU_ASSERT(a->pml_cells == b->pml_cells && a->filter_passes == b->filter_passes);
     CU_ASSERT(a->filter_compensate == b->filter_compensate);
@@ -190,6 +194,7 @@ static void test_roundtrip(void)
     /* spot checks of what was read */
     CU_ASSERT(a.nx == 128 && a.ny == 64 && a.dy == 0.2 && a.cluster[0] == 8);
     CU_ASSERT(a.backend == BACKEND_CPU && a.seed == 7 && a.steps == 100);
+    CU_ASSERT(a.ranks[0] == 2 && a.balance_every == 40 && a.balance_threshold == 0.15);
     CU_ASSERT(a.fbnd[SIDE_XMIN] == FBND_PML && a.fbnd[SIDE_XMAX] == FBND_MUR);
     CU_ASSERT(a.nlasers == 3 && a.lasers[1].circular && a.lasers[1].ramp == 2.0);
     CU_ASSERT(a.lasers[0].profile == LPROF_GAUSSIAN && a.lasers[1].profile == LPROF_FLATTOP);
@@ -401,6 +406,20 @@ static void test_broken(void)
                 "fields.moving_window", "periodic");
     expect_fail(GRID TIME "lasers = ( { a0 = 1.0; omega0 = 2.0; w0 = 0.0; duration = 3.0; } );\n",
                 "lasers[0].w0", NULL);
+    /* load balancing: every >= 1 (required), threshold > 0 */
+#define BAL(x) "parallel = { balance = { " x " }; };\n"
+    expect_fail(GRID TIME BAL("every = 0;"), "parallel.balance.every: got 0",
+                "the steps between two load checks, an integer >= 1");
+    expect_fail(GRID TIME BAL("threshold = 0.1;"), "parallel.balance.every: missing", NULL);
+    expect_fail(GRID TIME BAL("every = 10; threshold = -0.1;"),
+                "parallel.balance.threshold: got -0.1", "the imbalance allowed, a number > 0");
+    expect_fail(GRID TIME BAL("every = 10; threshold = \"10%\";"),
+                "parallel.balance.threshold", "expected a number");
+    expect_fail(GRID TIME BAL("every = 2.5;"), "parallel.balance.every", "expected an integer");
+    expect_fail(GRID TIME BAL("every = 10; treshold = 0.1;"), "parallel.balance.treshold",
+                "did you mean 'threshold'?");
+    expect_fail(GRID TIME "parallel = { balance = true; };\n", "parallel.balance",
+                "expected a group balance = { ... };");
     /* several problems are all reported */
     expect_fail("grid = { cells = [0, 32]; dx = [0.1, -0.1]; };\n"
                 "time = { dt = -1.0; steps = 1; };\n",

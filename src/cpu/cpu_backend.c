@@ -26,20 +26,26 @@
 
 static int cpu_open(pic_state *st, void **ctx)
 {
-    (void)st;
     *ctx = NULL;
+    for (int c = 0; c < 3 && comm_size() > 1; c++) /* as the neighbours hold them: b_half */
+        emf_guard_fill(st->f, st->f->b[c]);          /* may keep them so */
     return 0;
 }
 
 static void cpu_close(void *ctx, pic_state *st) { (void)ctx, (void)st; }
 
-/* B -= dt/2 curl E, the boundary terms (PML, laser B sources), guards refreshed. */
+/* B -= dt/2 curl E, the boundary terms (PML, laser B sources), guards refreshed. Over
+ * several ranks of a box without field boundaries the update runs over the guards instead
+ * of an exchange: from E and B guards equal to the cells they stand for, the same
+ * operations give the neighbour's values bit for bit (the boundaries' updates hold state
+ * for this rank's cells only). */
 static void b_half(emf *f)
 {
-    fields_b_half(f);
+    const int wide = comm_size() > 1 && !f->fb;
+    fields_b_half(f, wide);
     if (f->fb)
         fbnd_b(f);
-    for (int c = 0; c < 3; c++)
+    for (int c = 0; c < 3 && !wide; c++)
         emf_guard_fill(f, f->b[c]);
 }
 
@@ -389,6 +395,20 @@ static double cpu_bandwidth(void *ctx)
     return best;
 }
 
+static void cpu_counts(void *ctx, pic_state *st, int *count)
+{
+    (void)ctx;
+    for (int s = 0; s < st->nsp; s++)
+        memcpy(count + (size_t)s * st->cl->n, st->sp[s].count, (size_t)st->cl->n * sizeof(int));
+}
+
+static int cpu_fits(void *ctx, const pic_state *st, size_t size, const size_t *alloc,
+                    const long long *np)
+{
+    (void)ctx, (void)st, (void)size, (void)alloc, (void)np;
+    return 1;
+}
+
 static double cpu_particle_bytes(void *ctx, const pic_state *st)
 {
     (void)ctx;
@@ -425,6 +445,8 @@ const backend cpu_backend = {
     .release_tracked = cpu_release_tracked,
     .phasespace = cpu_phasespace,
     .phasespace_extent = cpu_phasespace_extent,
+    .counts = cpu_counts,
+    .fits = cpu_fits,
     .finish = cpu_finish,
     .bandwidth = cpu_bandwidth,
     .particle_bytes = cpu_particle_bytes,

@@ -6,13 +6,13 @@
 
 #include <string.h>
 
-void fields_b_half(emf *f)
+void fields_b_half(emf *f, int wide)
 {
-    const int s = f->stride;
+    const int s = f->stride, g = wide ? EMF_GUARD : 0;
     const float hx = (float)(0.5 * f->dt / f->dx), hy = (float)(0.5 * f->dt / f->dy);
 #pragma omp parallel for
-    for (int j = f->j0; j < f->j1; j++)
-        for (int i = f->i0; i < f->i1; i++)
+    for (int j = f->j0 - g; j < f->j1 + g - (g > 0); j++)
+        for (int i = f->i0 - g; i < f->i1 + g - (g > 0); i++)
             yee_b_cell(f->b[0], f->b[1], f->b[2], f->e[0], f->e[1], f->e[2], emf_idx(f, i, j),
                        s, hx, hy);
 }

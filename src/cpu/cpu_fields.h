@@ -4,7 +4,9 @@
 
 #include "emf.h"
 
-void fields_b_half(emf *f);            /* B -= dt/2 curl E in the interior */
+/* B -= dt/2 curl E in the interior; wide: over the guards too, but for the outermost upper
+ * line (its E neighbour is not here; neither the gather nor E's update reads it) */
+void fields_b_half(emf *f, int wide);
 void fields_e_advance(emf *f);         /* E += dt (curl B - J) in the interior */
 void fields_current_finish(emf *f);    /* J from f->acc, then the deck's filter */
 void fields_filter(emf *f, float *a);  /* the deck's binomial passes (+ compensator) */

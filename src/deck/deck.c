@@ -19,7 +19,8 @@ static const char *const ROOT_KEYS[] = {"constants", "simulation", "grid", "time
                                         "parallel", NULL};
 static const char *const SIM_KEYS[] = {"name", "backend", "seed", "n0", "wall_time", NULL};
 static const char *const GRID_KEYS[] = {"cells", "dx", "dx_um", "cluster", "slack", NULL};
-static const char *const PARALLEL_KEYS[] = {"ranks", NULL};
+static const char *const PARALLEL_KEYS[] = {"ranks", "balance", NULL};
+static const char *const BALANCE_KEYS[] = {"every", "threshold", NULL};
 static const char *const TIME_KEYS[] = {"dt", "dt_fs", "steps", "tmax", "tmax_fs", NULL};
 static const char *const FIELD_KEYS[] = {"boundary", "pml", "filter", "external",
                                          "moving_window", NULL};
@@ -165,14 +166,36 @@ static void parse_grid(dk_ctx *c, const cs *root)
 }
 
 /* parallel.ranks = [px, py]: the MPI rank array (checked against the run's ranks when it
- * starts: clusters_decompose). */
+ * starts: clusters_decompose); parallel.balance = { every; threshold; }: dynamic load
+ * balancing (rebalance.h). */
 static void parse_parallel(dk_ctx *c, const cs *root)
 {
+    deck *d = c->d;
     const cs *g = dk_group(c, root, "parallel", 0);
     if (!g)
         return;
     dk_keys(c, g, PARALLEL_KEYS);
-    dk_ivec(c, g, "ranks", c->d->ranks, 2, 1, 32767, 0);
+    dk_ivec(c, g, "ranks", d->ranks, 2, 1, 32767, 0);
+    const cs *b = dk_group(c, g, "balance", 0);
+    if (!b)
+        return;
+    dk_keys(c, b, BALANCE_KEYS);
+    long long every = 0;
+    const cs *e = dk_member(b, "every");
+    if (!e)
+        dk_report(c, b, "every", "missing; expected the steps between two load checks, an "
+                  "integer >= 1 (leave parallel.balance out for no balancing)");
+    else if (dk_int_of(c, e, &every, LLONG_MIN, LLONG_MAX) == 0 && every < 1)
+        dk_report(c, e, NULL, "got %lld; expected the steps between two load checks, an "
+                  "integer >= 1 (leave parallel.balance out for no balancing)", every);
+    else if (every >= 1)
+        d->balance_every = (long)every;
+    double t = 0.1;
+    const cs *th = dk_member(b, "threshold");
+    if (th && dk_num_of(c, th, &t) == 0 && !(t > 0.0))
+        dk_report(c, th, NULL, "got %g; expected the imbalance allowed, a number > 0 (0.1: "
+                  "the busiest rank may hold 10 %% more particles than the mean)", t);
+    d->balance_threshold = t;
 }
 
 static void parse_time(dk_ctx *c, const cs *root)

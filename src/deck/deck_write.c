@@ -245,8 +245,15 @@ void deck_write(const deck *d, FILE *f)
     }
     fprintf(f, "grid = { cells = [%d, %d]; dx = [%s, %s]; cluster = [%d, %d]; slack = %s; };\n",
             d->nx, d->ny, N(d->dx).s, N(d->dy).s, d->cluster[0], d->cluster[1], N(d->slack).s);
-    if (d->ranks[0] > 0)
-        fprintf(f, "parallel = { ranks = [%d, %d]; };\n", d->ranks[0], d->ranks[1]);
+    if (d->ranks[0] > 0 || d->balance_every > 0) {
+        fputs("parallel = {", f);
+        if (d->ranks[0] > 0)
+            fprintf(f, " ranks = [%d, %d];", d->ranks[0], d->ranks[1]);
+        if (d->balance_every > 0)
+            fprintf(f, " balance = { every = %s; threshold = %s; };", I(d->balance_every).s,
+                    N(d->balance_threshold).s);
+        fputs(" };\n", f);
+    }
     fprintf(f, "time = { dt = %s; steps = %s; };\nfields = {\n", N(d->dt).s, I(d->steps).s);
     wsides(f, "  ", DK_FBND, 3, d->fbnd);
     fprintf(f, "  pml = { cells = %d; };\n  filter = { passes = %d; compensate = %s; };\n  "

@@ -35,7 +35,6 @@
 #include "fileio.h"
 #include "h5out.h"
 #include "memory.h"
-#include "pml.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -219,6 +218,9 @@ static void tables_of(const species *s, const clusters *cl, int shared, ck_table
     t->num = empic_alloc(n * sizeof(long long), "checkpoint tables");
     memcpy(t->count, s->count, n * sizeof(int));
     memcpy(t->hist, s->hist, n * 9 * sizeof(int));
+    for (size_t c = 0; shared && c < n; c++) /* the GPU keeps its neighbours' border lines */
+        if (!cl->own[c])
+            t->count[c] = 0, memset(t->hist + 9 * c, 0, 9 * sizeof(int));
     if (shared) {
         comm_sum_int(t->count, n);
         comm_sum_int(t->hist, n * 9);
@@ -276,63 +278,6 @@ static void write_species(ck_io *io, hid_t g, species *s, const clusters *cl)
     free(t.count);
 }
 
-/* The state arrays of the non-periodic field boundaries (CPML memories psi of a layer,
- * Mur edge memories of a side), each over the whole box on every rank. */
-#define CK_FBND_MAX (4 * 4 + 4)
-typedef struct {
-    char name[16];
-    float *data;
-    size_t len;
-    int layer, side; /* a CPML memory of layer `layer` (side -1), or the Mur memory of side */
-} ck_fbnd;
-
-/* The boundary arrays of f into a; returns their number (0 for a periodic box). */
-static int fbnd_arrays(const emf *f, ck_fbnd *a)
-{
-    const fbnd *b = f->fb;
-    int n = 0;
-    for (int l = 0; b && l < b->nlayers; l++)
-        for (int m = 0; m < 4; m++, n++) {
-            snprintf(a[n].name, sizeof a[n].name, "psi%d_%d", l, m);
-            a[n].data = b->layer[l].psi[m];
-            a[n].len = (size_t)b->layer[l].n * (size_t)b->layer[l].len;
-            a[n].layer = l;
-            a[n].side = -1;
-        }
-    for (int k = 0; b && k < 4; k++)
-        if (b->mur_old[k]) {
-            snprintf(a[n].name, sizeof a[n].name, "mur%d", k);
-            a[n].data = b->mur_old[k];
-            a[n].len = 4 * (size_t)(k / 2 ? f->nx : f->ny);
-            a[n].layer = -1;
-            a[n++].side = k;
-        }
-    return n;
-}
-
-/* Boundary array a made whole into out: each rank holds the entries of its cells, which
- * travel as 32-bit patterns summed over the ranks (every entry non-zero on one rank). */
-static void fbnd_whole(const emf *f, const ck_fbnd *a, uint32_t *out)
-{
-    for (size_t e = 0; e < a->len; e++) {
-        int i, j;
-        if (a->side < 0) {
-            const pml_layer *L = &f->fb->layer[a->layer];
-            const pml_strip st = {L->axis, L->first, L->n, L->len};
-            pml_strip_cell(&st, (int)e, &i, &j);
-        } else { /* 4 rows along the edge (pml.h: mur_save), held by the node inside it */
-            const int axis = a->side / 2, len = axis ? f->nx : f->ny, t = (int)(e % (size_t)len);
-            const int first = a->side & 1 ? (axis ? f->ny : f->nx) - 1 : 1;
-            i = axis ? t : first;
-            j = axis ? first : t;
-        }
-        out[e] = 0;
-        if (emf_owns(f, i, j))
-            memcpy(&out[e], &a->data[e], 4);
-    }
-    comm_sum_int((int *)out, a->len);
-}
-
 /* Bytes a dataset of n values of e bytes takes: whole chunks once it is chunked in several. */
 static size_t chunked(size_t n, size_t e)
 {
@@ -346,7 +291,7 @@ static size_t image_estimate(const sim *S)
     size_t b = ((size_t)4 << 20) + 10 * chunked(S->f.size, sizeof(float));
     if (fieldavg_held(&S->d, S->step))
         b += chunked((size_t)avg_arrays(S->st.avg_q) * S->f.size, sizeof(double));
-    ck_fbnd fa[CK_FBND_MAX];
+    fbnd_array fa[FBND_ARRAYS];
     const int n = fbnd_arrays(&S->f, fa);
     for (int k = 0; k < n; k++)
         b += chunked(fa[k].len, sizeof(float));
@@ -378,14 +323,14 @@ static void write_run(ck_io *io, hid_t file, const sim *S)
 }
 
 /* This rank's rectangle of n whole arrays with guards stored one after the other (the file's
- * and f's layouts): its cells and the guards of the box edges next to them, array k's in
- * file[k] and, of n arrays of f's, in src[k] (slabs of 1-D datasets). */
-static void field_boxes(const emf *f, int n, h5slab *file, h5slab *src)
+ * and f's layouts): its cells and, with edges, the guards of the box edges next to them,
+ * array k's in file[k] and, of n arrays of f's, in src[k] (slabs of 1-D datasets). */
+static void field_boxes(const emf *f, int n, int edges, h5slab *file, h5slab *src)
 {
-    const int G = EMF_GUARD;
+    const int G = EMF_GUARD, e = edges ? G : 0;
     const hsize_t stride = (hsize_t)f->nx + 2 * G, whole = stride * (hsize_t)(f->ny + 2 * G);
-    const int lo[2] = {f->i0 - (f->i0 == 0 ? G : 0), f->j0 - (f->j0 == 0 ? G : 0)};
-    const int hi[2] = {f->i1 + (f->i1 == f->nx ? G : 0), f->j1 + (f->j1 == f->ny ? G : 0)};
+    const int lo[2] = {f->i0 - (f->i0 == 0 ? e : 0), f->j0 - (f->j0 == 0 ? e : 0)};
+    const int hi[2] = {f->i1 + (f->i1 == f->nx ? e : 0), f->j1 + (f->j1 == f->ny ? e : 0)};
     const hsize_t ni = (hsize_t)(hi[0] - lo[0]), nj = (hsize_t)(hi[1] - lo[1]);
     for (int k = 0; k < n; k++) {
         const h5slab a = {{(hsize_t)k * whole + (hsize_t)(lo[1] + G) * stride +
@@ -409,7 +354,7 @@ static void write_fields(ck_io *io, hid_t file, const sim *S)
     const size_t whole = (size_t)shape[0] * (size_t)shape[1];
     const int navg = avg_arrays(S->st.avg_q);
     h5slab box[AVG_COUNT], src[AVG_COUNT];
-    field_boxes(f, 1, box, src);
+    field_boxes(f, 1, 1, box, src);
     const h5part part = {1, box, {f->size, 1}, src};
     hid_t g = ck_group(io, file, "fields", 1);
     ck_put_i32(io, g, "shape", 2, shape);
@@ -418,15 +363,15 @@ static void write_fields(ck_io *io, hid_t file, const sim *S)
     ck_put_f64(io, g, "rho_bg", 1, &f->rho_bg);
     ck_put_i64(io, g, "step", f->step);
     const long held = fieldavg_held(&S->d, S->step);
-    if (held) {
-        field_boxes(f, navg, box, src);
+    if (held) { /* the cells' sums (their guards' are read by nothing; the file's stay 0) */
+        field_boxes(f, navg, 0, box, src);
         const h5part sums = {navg, box, {(size_t)navg * f->size, 1}, src};
         ck_put_part(io, g, "avg", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, (size_t)navg * whole,
                     &sums, S->st.avg);
         ck_put_i64(io, g, "avg_held", held);
     }
     if (f->fb) {
-        ck_fbnd a[CK_FBND_MAX];
+        fbnd_array a[FBND_ARRAYS];
         const int n = fbnd_arrays(f, a);
         ck_put_i64(io, g, "fbnd_psi_step", f->fb->psi_step);
         ck_put_i64(io, g, "fbnd_shift", f->fb->shift);
@@ -1036,7 +981,7 @@ int checkpoint_load(sim *S, const char *path)
     fl->step = (long)ck_get_i64(&io, g, "step");
     read_avg(&io, g, S, step);
     if (fl->fb) {
-        ck_fbnd a[CK_FBND_MAX];
+        fbnd_array a[FBND_ARRAYS];
         const int n = fbnd_arrays(fl, a);
         fl->fb->psi_step = (long)ck_get_i64(&io, g, "fbnd_psi_step");
         fl->fb->shift = (long)ck_get_i64(&io, g, "fbnd_shift");

@@ -350,7 +350,20 @@ int probes_open(sim *S, int restart)
     P->due_req = empic_alloc((size_t)total * sizeof *P->due_req, "probes");
     P->due_out = empic_alloc((size_t)total * sizeof *P->due_out, "probes");
     P->vals = empic_alloc((size_t)most * sizeof *P->vals, "probes");
+    probes_share(S);
+    if (comm_rank() != 0)
+        return 0;
+    return h5out_continue(P->path, "probes", S->step, restart, probes_trim);
+}
+
+void probes_share(sim *S)
+{
+    probes *P = S->probes;
+    const deck *d = &S->d;
     const emf *f = &S->f;
+    if (!P)
+        return;
+    P->nreq = 0;
     for (int p = 0; p < d->nprobes; p++) {
         const deck_probe *pr = &d->probes[p];
         for (int q = 0; q < pr->n; q++) {
@@ -368,9 +381,6 @@ int probes_open(sim *S, int restart)
             }
         }
     }
-    if (comm_rank() != 0)
-        return 0;
-    return h5out_continue(P->path, "probes", S->step, restart, probes_trim);
 }
 
 static void hold(probes *P, int p, long step, int nv, const double *vals)

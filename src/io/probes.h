@@ -21,6 +21,8 @@
  * removes an earlier run's, a restart (restart != 0, from step S->step) keeps it without the
  * samples at and after S->step. 0, or -1 after reporting (on rank 0). */
 int probes_open(sim *S, int restart);
+/* This rank's requests: the points of its cells (probes_open; again after a rebalance). */
+void probes_share(sim *S);
 /* Sample the probes due at S->step (every rank calls it at the step's diagnostics) and, on
  * rank 0, append the samples held to the file once a second has passed since the last
  * write (when a dump is being written in the background, once it is done, or after waiting

@@ -200,6 +200,34 @@ void comm_barrier(void)
     if (ranks() > 1)
         MPI_Barrier(MPI_COMM_WORLD);
 }
+
+void comm_alltoallv(const void *send, const size_t *scount, void *recv, const size_t *rcount,
+                    size_t unit)
+{
+    const int size = ranks();
+    if (size == 1) {
+        memmove(recv, send, scount[0] * unit);
+        return;
+    }
+    int *c = empic_alloc(4 * (size_t)size * sizeof(int), "exchange counts");
+    size_t so = 0, ro = 0;
+    for (int r = 0; r < size; r++) {
+        c[r] = count_of(scount[r]);
+        c[size + r] = count_of(so);
+        c[2 * size + r] = count_of(rcount[r]);
+        c[3 * size + r] = count_of(ro);
+        so += scount[r];
+        ro += rcount[r];
+    }
+    count_of(so);
+    count_of(ro);
+    MPI_Datatype t;
+    MPI_Type_contiguous(count_of(unit), MPI_BYTE, &t);
+    MPI_Type_commit(&t);
+    MPI_Alltoallv(send, c, c + size, t, recv, c + 2 * size, c + 3 * size, t, MPI_COMM_WORLD);
+    MPI_Type_free(&t);
+    free(c);
+}
 #else
 void comm_sum_double(double *v, size_t n) { (void)v, (void)n; }
 void comm_sum_ll(long long *v, size_t n) { (void)v, (void)n; }
@@ -213,4 +241,10 @@ void comm_gather(const void *send, size_t n, void *recv, const size_t *counts)
     memcpy(recv, send, n);
 }
 void comm_barrier(void) {}
+void comm_alltoallv(const void *send, const size_t *scount, void *recv, const size_t *rcount,
+                    size_t unit)
+{
+    (void)rcount;
+    memmove(recv, send, scount[0] * unit);
+}
 #endif

@@ -40,5 +40,10 @@ void comm_bcast(void *v, size_t n, int root);
 /* Rank 0 receives n[r] bytes of each rank r (rank order) into recv (used only on rank 0). */
 void comm_gather(const void *send, size_t n, void *recv, const size_t *counts);
 void comm_barrier(void);
+/* Every rank sends scount[r] items of `unit` bytes to each rank r, from send (rank after
+ * rank), and receives rcount[r] items from each into recv (likewise): the redistribution of
+ * a rebalance (rebalance.h). Counts in items: below 2^31 per rank in all. */
+void comm_alltoallv(const void *send, const size_t *scount, void *recv, const size_t *rcount,
+                    size_t unit);
 
 #endif

@@ -155,6 +155,16 @@ typedef struct backend {
      * starts J anew). Every rank calls it together with the same `need` (n may be 0: both
      * exchange with the neighbours). Only the n values cross from a device to the host. */
     void (*probe)(void *ctx, pic_state *st, int need, int n, const probe_req *req, float *out);
+    /* The particles per cluster of every species into count[s * cl->n + c] (this rank's
+     * clusters; 0 elsewhere) without fetching the particles: what a load check reads
+     * (rebalance.h). */
+    void (*counts)(void *ctx, pic_state *st, int *count);
+    /* Whether this rank's state would fit the backend's memory with `size` entries per field
+     * array and alloc[s] particle slots holding np[s] particles per species (another split of
+     * the run: rebalance.h) once this context's own allocations are freed; 1 on the CPU,
+     * whose host memory the caller checks. */
+    int (*fits)(void *ctx, const pic_state *st, size_t size, const size_t *alloc,
+                const long long *np);
     /* Wait for the work queued so far and settle the phase timers (before the timing table
      * or a checkpoint). */
     void (*finish)(void *ctx, pic_state *st);

@@ -5,6 +5,7 @@
 #include "fileio.h"
 #include "h5out.h"
 #include "memory.h"
+#include "rebalance.h"
 #include "units.h"
 #include "version.h"
 
@@ -306,6 +307,7 @@ static void timing_json(const sim *S, const timing *t, FILE *m)
         relaid += S->sp[s].rearrangements;
     fprintf(m, "  \"rearrangements\": %lld,\n", relaid);
     fprintf(m, "  \"transport\": \"%s\",\n", transport_of(S));
+    rebalance_json(S, m);
     fprintf(m, "  \"ranks\": %d,\n  \"rank_particles\": {\"min\": %.0f, \"max\": %.0f},\n"
                "  \"rank_phase_s\": {\"min\": %.6g, \"max\": %.6g},\n"
                "  \"rank_exchange_s\": {\"min\": %.6g, \"max\": %.6g},\n",

@@ -1,6 +1,7 @@
 /* sim.c - simulation setup and the PIC time cycle over the backend's table (backend.h). */
 #include "sim.h"
 #include "checkpoint.h"
+#include "ebalsum.h"
 #include "collide.h"
 #include "empic.h"
 #include "column.h"
@@ -14,6 +15,7 @@
 #include "lasers.h"
 #include "output.h"
 #include "probes.h"
+#include "rebalance.h"
 #include "cpu_particles.h"
 #include "report.h"
 #include "particle.h"
@@ -58,35 +60,6 @@ static int share(sim *S, int restarting)
     return 0;
 }
 
-/* After a restart: the balance sums of the slots and clusters of other ranks zeroed (each
- * rank adds to its own alone, and the rows sum them over the ranks). */
-static void balance_own(sim *S)
-{
-    const pic_state *st = &S->st;
-    const clusters *cl = &S->cl;
-    const ebal_region *r = &st->reg;
-    for (int k = 0; k < st->nterm; k++)
-        for (int sl = 0; sl < st->nslot; sl++) {
-            int axis, node;
-            if (k < EBAL_SIDES) {
-                axis = k / 2;
-                node = k & 1 ? r->hi[axis] : r->lo[axis];
-            } else {
-                const laser_src *L = &S->f.fb->lasers[(k - EBAL_SIDES) / 2];
-                axis = L->axis;
-                node = laser_line_of(L, (k - EBAL_SIDES) % 2 == 0, 0, 1.0, 1.0, 1.0, 0).at;
-            }
-            const int n = axis ? cl->ncx : cl->ncy;
-            if (node < 0 || node >= (axis ? S->d.ny : S->d.nx) || sl >= n ||
-                !cl->own[ebal_cluster(axis, node, sl, cl->cx_of, cl->cy_of, cl->ncx)])
-                st->flow[(size_t)k * st->nslot + sl] = 0.0;
-        }
-    for (int s = 0; s < S->nsp; s++)
-        for (int c = 0; c < cl->n; c++)
-            if (!cl->own[c])
-                st->lost[(size_t)s * cl->n + c] = S->gain[(size_t)s * cl->n + c] = 0.0;
-}
-
 int sim_init_from(sim *S, const deck *d, int quiet, const char *checkpoint)
 {
     char run[DECK_PATH_MAX] = ""; /* the run a checkpoint continues */
@@ -119,7 +92,7 @@ int sim_init_from(sim *S, const deck *d, int quiet, const char *checkpoint)
     if (checkpoint) {
         if (checkpoint_load(S, checkpoint))
             return -1;
-        balance_own(S);
+        ebalsum_own(S);
         checkpoint_run_dir(checkpoint, run, sizeof run);
         S->f.acc_scale = species_acc_scale(S->sp, S->nsp, &S->f);
     } else {
@@ -155,6 +128,8 @@ int sim_init_from(sim *S, const deck *d, int quiet, const char *checkpoint)
     comm_max_int(&bad, 1);
     if (bad)
         return -1;
+    if (checkpoint) /* the split for the grid, balanced */
+        rebalance_check(S, 1);
     return 0;
 }
 
@@ -173,6 +148,7 @@ void sim_free(sim *S)
     extfield_free(&S->ext);
     emf_free(&S->f);
     clusters_free(&S->cl);
+    rebalance_free(S);
     free(S->rho_sp);
     free(S->ext_dump);
     free(S->avg_dump);
@@ -309,23 +285,11 @@ static void dump(sim *S, int fields, int parts, int tracks, int final)
 
 static int due(long every, long step) { return every > 0 && step % every == 0; }
 
-/* The balance sums of all ranks into S->bal_ck (every rank calls it: each slot and
- * cluster is one rank's, so the sums are exact). */
-static double *balance_all(sim *S)
-{
-    S->be->flows(S->be_ctx, &S->st);
-    if (!S->bal_ck)
-        S->bal_ck = empic_alloc(S->bal_n * sizeof(double), "energy balance");
-    memcpy(S->bal_ck, S->st.flow, S->bal_n * sizeof(double));
-    comm_sum_double(S->bal_ck, S->bal_n);
-    return S->bal_ck;
-}
-
 /* The balance terms of an energy row at t = n dt (what crossed up to it), in fixed order. */
 static void balance(sim *S, ebal_row *r)
 {
     const pic_state *st = &S->st;
-    const double *a = balance_all(S);
+    const double *a = ebalsum_all(S);
     const int ns = st->nslot, ncl = S->cl.n;
     memset(r->out, 0, sizeof r->out);
     r->in = 0.0;
@@ -569,9 +533,14 @@ int sim_signal_pending(void) { return sig_seen; }
 /* A checkpoint of the whole run, every rank writing its share into the one file. */
 static int write_checkpoint(sim *S)
 {
-    balance_all(S); /* the balance sums of all ranks into S->bal_ck, which it keeps */
+    ebalsum_all(S); /* the balance sums of all ranks into S->bal_ck, which it keeps */
     if (fieldavg_held(&S->d, S->step)) /* inside an averaging window: its sums */
         S->be->avg_fetch(S->be_ctx, &S->st);
+    /* B's guards as one rank holds them: over several ranks of a box without field
+     * boundaries b_half leaves the outermost upper line, which nothing reads, as it was, and
+     * a checkpoint keeps the guards of the box edges */
+    for (int c = 0; c < 3 && comm_size() > 1 && !S->f.fb; c++)
+        emf_guard_fill(&S->f, S->f.b[c]);
     const double t0 = omp_get_wtime();
     const int rc = checkpoint_write(S);
     S->ckpt_s = omp_get_wtime() - t0;
@@ -686,7 +655,10 @@ int sim_after_step(sim *S)
         snprintf(path, sizeof path, "%s/STOP", d->output);
         unlink(path);
     }
-    return req >= REQ_SIG ? 128 + req - REQ_SIG : (req ? SIM_STOPPED : 0);
+    if (req)
+        return req >= REQ_SIG ? 128 + req - REQ_SIG : SIM_STOPPED;
+    rebalance_check(S, 0); /* the split for the steps that follow */
+    return 0;
 }
 
 static const char *signal_name(int sig)

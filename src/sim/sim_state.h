@@ -14,6 +14,16 @@
 #include "writer.h"
 #include <stdio.h>
 
+/* A rebalance of the ranks (rebalance.h), as timing.json lists it. */
+typedef struct {
+    long step;                /* after this step */
+    long long load[4];        /* mobile particles of the least and the most loaded rank,
+                                 before, then after */
+    double seconds;           /* wall time of the check and the move */
+    int *cells;               /* the new rank borders in cells: nrx + 1 along x, then nry + 1
+                                 along y */
+} rebalance_entry;
+
 typedef struct {
     deck d;
     emf f;
@@ -67,6 +77,8 @@ typedef struct {
      * (when set) all three summed over the ranks, as a checkpoint keeps them */
     double *gain, *bal_ck;
     size_t bal_n;             /* entries of bal_ck: nterm nslot + 2 nsp cl.n */
+    rebalance_entry *rebal;   /* the rebalances this process made (rebalance.h) */
+    int nrebal, rebal_refused; /* their number; the ones refused for want of memory */
 } sim;
 
 /* Particles of the mobile species (those a step pushes). */

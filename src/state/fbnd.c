@@ -5,6 +5,7 @@
 #include "empic.h"
 #include "pml.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -147,4 +148,48 @@ void fbnd_shift_exchange(emf *f)
                 layer_column(L, p, f->i1 - 1, f->j0, f->j1, buf + f->ny + 1, 0);
         }
     free(buf);
+}
+
+int fbnd_arrays(const emf *f, fbnd_array *a)
+{
+    const fbnd *b = f->fb;
+    int n = 0;
+    for (int l = 0; b && l < b->nlayers; l++)
+        for (int m = 0; m < 4; m++, n++) {
+            snprintf(a[n].name, sizeof a[n].name, "psi%d_%d", l, m);
+            a[n].data = b->layer[l].psi[m];
+            a[n].len = (size_t)b->layer[l].n * (size_t)b->layer[l].len;
+            a[n].layer = l;
+            a[n].side = -1;
+        }
+    for (int k = 0; b && k < 4; k++)
+        if (b->mur_old[k]) {
+            snprintf(a[n].name, sizeof a[n].name, "mur%d", k);
+            a[n].data = b->mur_old[k];
+            a[n].len = 4 * (size_t)(k / 2 ? f->nx : f->ny);
+            a[n].layer = -1;
+            a[n++].side = k;
+        }
+    return n;
+}
+
+void fbnd_whole(const emf *f, const fbnd_array *a, uint32_t *out)
+{
+    for (size_t e = 0; e < a->len; e++) {
+        int i, j;
+        if (a->side < 0) {
+            const pml_layer *L = &f->fb->layer[a->layer];
+            const pml_strip st = {L->axis, L->first, L->n, L->len};
+            pml_strip_cell(&st, (int)e, &i, &j);
+        } else { /* 4 rows along the edge (pml.h: mur_save), held by the node inside it */
+            const int axis = a->side / 2, len = axis ? f->nx : f->ny, t = (int)(e % (size_t)len);
+            const int first = a->side & 1 ? (axis ? f->ny : f->nx) - 1 : 1;
+            i = axis ? t : first;
+            j = axis ? first : t;
+        }
+        out[e] = 0;
+        if (emf_owns(f, i, j))
+            memcpy(&out[e], &a->data[e], 4);
+    }
+    comm_sum_int((int *)out, a->len);
 }

@@ -15,6 +15,7 @@
 #include "emf.h"
 #include "ebal.h"
 #include "lasers.h"
+#include <stdint.h>
 
 /* One CPML layer: cells [first, first+n) along `axis` (0: columns at x, 1: rows at y), all
  * cells along the other axis (len of them). Per depth cell l: b, c of the E points and of
@@ -48,6 +49,24 @@ void fbnd_free(fbnd *b);
 /* The energy balance region of a deck (ebal.h): the box less its PML layers and Mur edge
  * node lines, the same depths as the Gauss-law check's. */
 ebal_region fbnd_region(const struct deck *d);
+/* The state arrays of the non-periodic field boundaries (CPML memories psi of a layer, Mur
+ * edge memories of a side), each over the whole box on every rank, of which each rank keeps
+ * the entries of its own cells up to date. */
+#define FBND_ARRAYS (4 * 4 + 4)
+typedef struct {
+    char name[16];   /* the checkpoint's dataset */
+    float *data;
+    size_t len;
+    int layer, side; /* a CPML memory of layer `layer` (side -1), or the Mur memory of side */
+} fbnd_array;
+
+/* The boundary arrays of f into a (FBND_ARRAYS at most); returns their number (0 for a
+ * periodic box). */
+int fbnd_arrays(const emf *f, fbnd_array *a);
+/* Boundary array a made whole into out (len entries): each entry from the rank that holds
+ * its cell in f's split, as 32-bit patterns summed over the ranks (every entry non-zero on
+ * one rank). Every rank calls it. */
+void fbnd_whole(const emf *f, const fbnd_array *a, uint32_t *out);
 /* Its exchange between ranks, after the layers' memories were shifted (also the CUDA
  * backend's, on host copies): the last column of this rank's cells from the rank on the
  * right. */

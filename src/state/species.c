@@ -58,18 +58,50 @@ static int neighbour(const clusters *c, int k)
     return x + y * c->nrx;
 }
 
+void clusters_set_borders(clusters *c, const int *bx, const int *by)
+{
+    memmove(c->bx, bx, (size_t)(c->nrx + 1) * sizeof(int));
+    memmove(c->by, by, (size_t)(c->nry + 1) * sizeof(int));
+    c->cx0 = c->bx[c->rx];
+    c->cx1 = c->bx[c->rx + 1];
+    c->cy0 = c->by[c->ry];
+    c->cy1 = c->by[c->ry + 1];
+    for (int k = 0; k < c->n; k++) {
+        int cx = k % c->ncx, cy = k / c->ncx;
+        c->own[k] = cx >= c->cx0 && cx < c->cx1 && cy >= c->cy0 && cy < c->cy1;
+    }
+}
+
+/* The interval of borders b (n + 1 entries) that holds v. */
+static int interval_of(const int *b, int n, int v)
+{
+    int r = 0;
+    while (r < n - 1 && v >= b[r + 1])
+        r++;
+    return r;
+}
+
+int clusters_owner(const clusters *c, const int *bx, const int *by, int k)
+{
+    return interval_of(bx, c->nrx, k % c->ncx) + c->nrx * interval_of(by, c->nry, k / c->ncx);
+}
+
+/* Rank `rank` of an nrx x nry array, the split as even as the cluster pairs allow. */
 static void set_share(clusters *c, int nrx, int nry, int rank)
 {
     c->nrx = nrx;
     c->nry = nry;
     c->rx = rank % nrx;
     c->ry = rank / nrx;
-    rank_share(c->ncx, nrx, c->rx, &c->cx0, &c->cx1);
-    rank_share(c->ncy, nry, c->ry, &c->cy0, &c->cy1);
-    for (int k = 0; k < c->n; k++) {
-        int cx = k % c->ncx, cy = k / c->ncx;
-        c->own[k] = cx >= c->cx0 && cx < c->cx1 && cy >= c->cy0 && cy < c->cy1;
-    }
+    free(c->bx);
+    free(c->by);
+    c->bx = empic_alloc((size_t)(nrx + 1) * sizeof(int), "cluster table");
+    c->by = empic_alloc((size_t)(nry + 1) * sizeof(int), "cluster table");
+    for (int r = 0; r < nrx; r++)
+        rank_share(c->ncx, nrx, r, &c->bx[r], &c->bx[r + 1]);
+    for (int r = 0; r < nry; r++)
+        rank_share(c->ncy, nry, r, &c->by[r], &c->by[r + 1]);
+    clusters_set_borders(c, c->bx, c->by);
     for (int k = 0; k < 4; k++)
         c->nb[k] = neighbour(c, k);
 }
@@ -180,6 +212,8 @@ void clusters_hist_halo(const clusters *cl, int *h)
 void clusters_free(clusters *c)
 {
     free(c->own);
+    free(c->bx);
+    free(c->by);
     free(c->x0);
     free(c->y0);
     free(c->cx_of);
@@ -628,11 +662,90 @@ int species_tracked(const deck *d, int index)
     return d->tracks_every > 0 && ((d->tracks_species_mask >> index) & 1);
 }
 
-double species_bytes(const species *s)
+size_t species_slot_bytes(const species *s)
 {
     /* cell, x, y, ux, uy, uz, w, code, id, z */
-    const double per = 4 * 7 + 1 + (s->id ? 8 : 0) + (s->z ? 1 : 0);
-    return per * (double)s->alloc;
+    return 4 * 7 + 1 + (s->id ? 8 : 0) + (s->z ? 1 : 0);
+}
+
+double species_bytes(const species *s)
+{
+    return (double)species_slot_bytes(s) * (double)s->alloc;
+}
+
+/* The arrays of s with their element sizes, in species_pack's order; returns their number. */
+static int packed_arrays(const species *s, char *a[10], size_t e[10])
+{
+    char *const all[10] = {(char *)s->cell, (char *)s->x,  (char *)s->y,    (char *)s->ux,
+                           (char *)s->uy,   (char *)s->uz, (char *)s->w,    (char *)s->code,
+                           (char *)s->id,   (char *)s->z};
+    static const size_t size[10] = {4, 4, 4, 4, 4, 4, 4, 1, 8, 1};
+    int n = 0;
+    for (int k = 0; k < 10; k++)
+        if (all[k]) {
+            a[n] = all[k];
+            e[n++] = size[k];
+        }
+    return n;
+}
+
+size_t species_pack(const species *s, int c, char *out)
+{
+    char *a[10];
+    size_t e[10], o = 0;
+    const int na = packed_arrays(s, a, e);
+    for (int k = 0; k < na; k++) {
+        const size_t n = (size_t)s->count[c] * e[k];
+        memcpy(out + o, a[k] + (size_t)s->start[c] * e[k], n);
+        o += n;
+    }
+    return o;
+}
+
+/* species_pack's block of n particles into the slots of s from `at`. */
+static void unpack(species *s, size_t at, const char *in, size_t n)
+{
+    char *a[10];
+    size_t e[10];
+    const int na = packed_arrays(s, a, e);
+    for (int k = 0; k < na; k++) {
+        memcpy(a[k] + at * e[k], in, n * e[k]);
+        in += n * e[k];
+    }
+}
+
+void species_reshare(species *s, const clusters *cl, const int *count, const int *hist,
+                     const int *peak, const char *const *from)
+{
+    const int n = cl->n;
+    int *start = empic_alloc((size_t)n * sizeof(int), "cluster table");
+    int *cap = empic_alloc((size_t)n * sizeof(int), "cluster table");
+    species old = *s; /* the old arrays and segment starts (s->start until the end) */
+    s->np = 0;
+    for (int c = 0; c < n; c++) {
+        const int mine = cl->own[c];
+        s->count[c] = mine ? count[c] : 0;
+        for (int b = 0; b < 9; b++)
+            s->hist[9 * c + b] = mine ? hist[9 * c + b] : 0;
+        s->peak[c] = peak[c];
+        s->np += s->count[c];
+    }
+    species_alloc(s, species_segments(s, n, s->count, NULL, start, cap));
+#pragma omp parallel for schedule(dynamic)
+    for (int c = 0; c < n; c++) {
+        if (!cl->own[c])
+            continue;
+        if (from[c])
+            unpack(s, (size_t)start[c], from[c], (size_t)count[c]);
+        else
+            species_copy_range(s, (size_t)start[c], &old, (size_t)old.start[c],
+                               (size_t)count[c]);
+    }
+    species_release(&old);
+    memcpy(s->start, start, (size_t)n * sizeof(int));
+    memcpy(s->cap, cap, (size_t)n * sizeof(int));
+    free(start);
+    free(cap);
 }
 
 void species_walls(const species *s, const clusters *cl, int nx, int ny, pbnd_walls *w)

@@ -24,8 +24,13 @@ typedef struct clusters {
      * even number of each, of rank (rx, ry) in an nrx x nry array (rank = rx + ry nrx); own[c] = 1
      * for its clusters; nb[side] the rank across each side (enum deck_side), itself across
      * a periodic side when the axis has one rank, -1 at a non-periodic edge. The tables of
-     * the other clusters stay empty. */
+     * the other clusters stay empty. The split is a tensor product: rank column r holds
+     * cluster columns [bx[r], bx[r+1]) (nrx + 1 borders, even, from 0 to ncx), rank row r
+     * cluster rows [by[r], by[r+1]), so that every rank has one rectangle and the neighbour
+     * across a side shares its whole side; the load balancing moves the borders
+     * (rebalance.h). */
     int nrx, nry, rx, ry, cx0, cx1, cy0, cy1;
+    int *bx, *by;
     unsigned char *own;
     int nb[4];
 } clusters;
@@ -38,6 +43,11 @@ void clusters_init(clusters *c, const struct deck *d);
  * measured, docs/performance.md). 0, or -1 after reporting an impossible split. */
 int clusters_decompose(clusters *c, const struct deck *d, int size, int rank, int strips);
 void clusters_free(clusters *c);
+/* Borders bx (nrx + 1 entries) and by (nry + 1) of the same rank array: this rank's share
+ * and own[] from them (the neighbours stay). */
+void clusters_set_borders(clusters *c, const int *bx, const int *by);
+/* The rank that holds cluster k under borders bx, by of c's rank array. */
+int clusters_owner(const clusters *c, const int *bx, const int *by, int k);
 static inline int cluster_id(const clusters *c, int cx, int cy) { return cx + cy * c->ncx; }
 /* Several ranks: into h (every cluster's 9-bin migration histogram, this rank's filled) the
  * histograms of the ring of clusters around this rank's share, corners included, from the
@@ -157,6 +167,18 @@ static inline float species_qw(const species *s, size_t p)
 }
 /* Bytes of particle storage as allocated (slack included). */
 double species_bytes(const species *s);
+/* Bytes of one particle's slot (every array of s). */
+size_t species_slot_bytes(const species *s);
+/* The particles of cluster c array after array (cell, x, y, ux, uy, uz, w, code, then the
+ * ids and charge states where s has them) into out; returns the bytes written (count[c]
+ * times species_slot_bytes). */
+size_t species_pack(const species *s, int c, char *out);
+/* Another split (rebalance.h): s laid out anew for the clusters of cl->own, count[c] and
+ * hist the tables of all ranks, peak the largest of theirs; each own cluster's particles
+ * copied from the old arrays when from[c] is NULL (this rank held the cluster before), else
+ * from the block species_pack made of it; np is then this rank's count. */
+void species_reshare(species *s, const clusters *cl, const int *count, const int *hist,
+                     const int *peak, const char *const *from);
 /* The fixed-point scale of the current and charge sums of both backends (emf.acc_scale),
  * from the deck (the same after a restart): the largest contribution one particle makes to
  * a node in a step is below max |q| w_max times max(1, dx/dt, dy/dt) (Jx, Jy: q w dx/dt
