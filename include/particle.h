@@ -161,14 +161,21 @@ typedef struct {
     float x[4], y[4], t[4];
 } kong_split;
 
+/* The path parameter at which a move a0 -> a1 along one axis (a0 in [0, 1)) crosses the cell
+ * edge ahead of it (at 1 moving up, 0 moving down), 1 when it does not reach it. */
+EMPIC_HD float kong_edge(float a0, float a1)
+{
+    float d = a1 - a0, e = d > 0.0f ? 1.0f : 0.0f;
+    float t = (e - a0) / (d != 0.0f ? d : 1.0f);
+    return d != 0.0f && t < 1.0f ? t : 1.0f;
+}
+
 EMPIC_HD void kong_split3(float x0, float y0, float x1, float y1, kong_split *p)
 {
     float ddx = x1 - x0, ddy = y1 - y0;
     float ex = ddx > 0.0f ? 1.0f : 0.0f, ey = ddy > 0.0f ? 1.0f : 0.0f; /* edge ahead */
     /* path parameter of each edge crossing, 1 when the edge is not reached */
-    float tx = (ex - x0) / (ddx != 0.0f ? ddx : 1.0f), ty = (ey - y0) / (ddy != 0.0f ? ddy : 1.0f);
-    tx = ddx != 0.0f && tx < 1.0f ? tx : 1.0f;
-    ty = ddy != 0.0f && ty < 1.0f ? ty : 1.0f;
+    float tx = kong_edge(x0, x1), ty = kong_edge(y0, y1);
     float ta = tx < ty ? tx : ty, tb = tx < ty ? ty : tx;
     tb = tb < 1.0f ? tb : ta; /* at most one crossing: PB = PA */
     /* a point at parameter t: the end point if t == 1, on the x edge if t is the x crossing,
@@ -204,15 +211,21 @@ EMPIC_HD void piece_weights(float xa, float ya, float xb, float yb, float cx, fl
     w[7 * ws] = cz * xm * ym;
 }
 
+/* The shift (-1, 0 or 1) from the start cell of the cell of a piece from a to b along one
+ * axis (offsets in the start cell's frame): the cell holding its midpoint. */
+EMPIC_HD int piece_shift(float a, float b)
+{
+    float m = 0.5f * (a + b);
+    return m < 0.0f ? -1 : (m >= 1.0f ? 1 : 0);
+}
+
 /* Piece m of Kong's split p (current factors cx, cy and qvz as move_pieces'): the shift of
  * its cell from the start cell (row stride s) into *o and its weights into w (spacing ws). */
 EMPIC_HD void move_piece(const kong_split *p, int m, float cx, float cy, float qvz, int s,
                          int *o, float *w, int ws)
 {
     /* the cell of the piece holds its midpoint */
-    float mx = 0.5f * (p->x[m] + p->x[m + 1]), my = 0.5f * (p->y[m] + p->y[m + 1]);
-    int sx = mx < 0.0f ? -1 : (mx >= 1.0f ? 1 : 0);
-    int sy = my < 0.0f ? -1 : (my >= 1.0f ? 1 : 0);
+    int sx = piece_shift(p->x[m], p->x[m + 1]), sy = piece_shift(p->y[m], p->y[m + 1]);
     *o = sx + sy * s;
     piece_weights(p->x[m] - (float)sx, p->y[m] - (float)sy, p->x[m + 1] - (float)sx,
                   p->y[m + 1] - (float)sy, cx, cy, qvz * (p->t[m + 1] - p->t[m]), w, ws);
@@ -231,6 +244,17 @@ EMPIC_HD int move_pieces(float x0, float y0, float x1, float y1, float cx, float
     for (int m = 0; m < 3; m++)
         move_piece(&p, m, cx, cy, qvz, s, &o[m * ws], w + 8 * m * ws, ws);
     return p.t[2] != p.t[1];
+}
+
+/* Whether Kong's split of a move from (x0, y0) to (x1, y1) is one piece in the start cell:
+ * no edge crossed (the first point is the end point, the middle and last pieces are empty)
+ * and the midpoint in the start cell. move_pieces' first piece is then, bitwise,
+ * piece_weights(x0, y0, x1, y1, cx, cy, qvz) (its shift 0 and its share of the step,
+ * 1 - 0, are exact), and move_cell adds no other piece unless it reports a new cell. */
+EMPIC_HD int move_one_piece(float x0, float y0, float x1, float y1)
+{
+    return kong_edge(x0, x1) == 1.0f && kong_edge(y0, y1) == 1.0f &&
+           piece_shift(x0, x1) == 0 && piece_shift(y0, y1) == 0;
 }
 
 /* Add one piece's weights (spaced ws apart) at cell k of a mesh or tile of row stride s. */

@@ -1,7 +1,9 @@
-/* test_deposit.c - the CPU move + deposit (src/cpu/cpu_deposit.c) against particle.h: every
- * scatter the processor runs (scalar, AVX2, AVX-512) gives bitwise the current of
- * particle_move + deposit_pieces added particle by particle, on every crossing case of Kong's split, for
- * particles sharing cells (block scatter) and scattered over the cluster (scalar scatter). */
+/* test_deposit.c - the CPU move + deposit (src/cpu/cpu_deposit.c) against particle.h: bitwise
+ * the current, positions, cells, codes and histogram of particle_move + deposit_pieces applied
+ * particle by particle, on every crossing case of Kong's split, through each of the CPU's
+ * ways: moves in one piece among few crossing ones, chunks of crossing moves, hot chunks with
+ * every piece in the move loop, particles sharing cells (runs in registers) and scattered over
+ * the cluster; and move_one_piece's claim against move_pieces. */
 #include "cpu_deposit.h"
 #include "particle.h"
 #include "testutil.h"
@@ -53,27 +55,41 @@ static const float cases[][5] = {
     {0.5f, 0.5f, 3.0f, -3.0f, 1.0f},     {0.0f, 0.5f, -1.0f, 0.0f, 0.0f},
     {0.99999994f, 0.5f, 0.2f, 0.0f, 0.0f}, {0.5f, 0.99999994f, 0.0f, 0.2f, 0.0f},
     {0.0f, 0.0f, -2.0f, -2.0f, 0.0f},    {0.3f, 0.7f, 8.0f, -5.0f, 2.0f},
+    /* within a rounding of an edge: crossing by float rounding only, or not */
+    {0.99999994f, 0.5f, 1e-7f, 0.0f, 0.0f}, {0.0f, 0.5f, -1e-8f, 0.0f, 0.1f},
+    {0.5f, 0.0f, 0.0f, -3e-8f, 0.0f},    {0.5f, 0.99999994f, 0.0f, 3e-8f, -0.1f},
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
 
-/* The first half: runs of 36 particles per cell (cases in turn, the cell's particles
- * varying little, as a cluster loaded cell by cell); the second: random cells, random
- * offsets and momenta, and the cases at random cells. */
+/* Six blocks of 256 particles: runs of 36 per cell (a cluster loaded cell by cell) with the
+ * cases in turn; runs at rest with every 16th particle taking a case (few crossing moves
+ * among one-piece ones); runs all crossing (dense chunks, then hot chunks); then random
+ * cells with random momenta up to 3 (mostly crossing), up to 0.05 (mostly in one cell), and
+ * the cases. */
 static void fill(parts *p)
 {
     uint64_t r = 12345;
 #define RND() ((r = r * 6364136223846793005ull + 1442695040888963407ull) >> 40) / 16777216.0f
     for (int k = 0; k < NP; k++) {
-        const float *c = cases[(k < NP / 2 ? k / 36 : k) % NCASES];
-        int ci = XLO + (k < NP / 2 ? (k / 36) % (XHI - XLO) : (int)(RND() * (XHI - XLO)));
-        int cj = YLO + (k < NP / 2 ? (k / 36 / (XHI - XLO)) % (YHI - YLO)
-                                   : (int)(RND() * (YHI - YLO)));
+        const int block = k / 256, run = block < 3;
+        const float *c = cases[(run ? k / 36 : k) % NCASES];
+        int ci = XLO + (run ? (k / 36) % (XHI - XLO) : (int)(RND() * (XHI - XLO)));
+        int cj = YLO + (run ? (k / 36 / (XHI - XLO)) % (YHI - YLO) : (int)(RND() * (YHI - YLO)));
         p->cell[k] = cell_pack(ci, cj);
         p->x[k] = c[0], p->y[k] = c[1], p->ux[k] = c[2], p->uy[k] = c[3], p->uz[k] = c[4];
         p->w[k] = 0.25f + 0.001f * (float)(k % 7);
-        if (k >= NP / 2 && k % 3 == 0) {
+        if (block == 1 && k % 16) {
             p->x[k] = RND(), p->y[k] = RND();
-            p->ux[k] = 6.0f * RND() - 3.0f, p->uy[k] = 6.0f * RND() - 3.0f;
+            p->ux[k] = p->uy[k] = 0.0f, p->uz[k] = RND();
+        }
+        if (block == 2) {
+            p->x[k] = RND(), p->y[k] = RND();
+            p->ux[k] = RND() < 0.5f ? -3.0f : 3.0f, p->uy[k] = 6.0f * RND() - 3.0f;
+        }
+        if (block == 3 || block == 4) {
+            const float u = block == 3 ? 3.0f : 0.05f;
+            p->x[k] = RND(), p->y[k] = RND();
+            p->ux[k] = u * (2.0f * RND() - 1.0f), p->uy[k] = u * (2.0f * RND() - 1.0f);
             p->uz[k] = 2.0f * RND() - 1.0f;
         }
     }
@@ -141,43 +157,63 @@ static void test_piece_entry(void)
     CU_ASSERT(bad == 0);
 }
 
-static void test_scatters_bitwise(void)
+/* move_one_piece: then move_pieces' first piece is piece_weights of the whole move, in the
+ * start cell, and there is no middle piece; random moves, small ones near the edges. */
+static void test_one_piece(void)
+{
+    uint64_t r = 99;
+#define RND() ((r = r * 6364136223846793005ull + 1442695040888963407ull) >> 40) / 16777216.0f
+    int one = 0, bad = 0;
+    for (int k = 0; k < 200000; k++) {
+        float x0 = RND(), y0 = RND(), dx = 0.2f * RND() - 0.1f, dy = 0.2f * RND() - 0.1f;
+        if (k % 4 == 1) /* near an edge, moves of a few ulps */
+            x0 = k % 8 == 1 ? 0.99999994f - 1e-7f * RND() : 1e-7f * RND(), dx *= 1e-5f;
+        if (k % 4 == 2)
+            y0 = k % 8 == 2 ? 0.99999994f - 1e-7f * RND() : 1e-7f * RND(), dy *= 1e-5f;
+        const float x1 = x0 + dx, y1 = y0 + dy, cx = 1.5f, cy = -0.7f, cz = 0.3f;
+        if (!move_one_piece(x0, y0, x1, y1))
+            continue;
+        one++;
+        int o[3];
+        float w[24], v[8];
+        const int mid = move_pieces(x0, y0, x1, y1, cx, cy, cz, 10, o, w, 1);
+        piece_weights(x0, y0, x1, y1, cx, cy, cz, v, 1);
+        bad += mid || o[0] != 0 || memcmp(w, v, sizeof v) != 0;
+    }
+#undef RND
+    CU_ASSERT(one > 100000);
+    CU_ASSERT_EQUAL(bad, 0);
+}
+
+static void test_deposit_bitwise(void)
 {
     static parts p0, p;
     static float rx[TW * TH], ry[TW * TH], rz[TW * TH], jx[TW * TH], jy[TW * TH], jz[TW * TH];
     fill(&p0);
     memset(rx, 0, sizeof rx), memset(ry, 0, sizeof ry), memset(rz, 0, sizeof rz);
     reference(&p0, rx, ry, rz);
-    parts first;
-    int hist0[9], tested = 0;
-    for (int isa = DEPOSIT_SCALAR; isa <= DEPOSIT_AVX512; isa++) {
-        if (deposit_select(isa) != isa)
-            continue;
-        tested++;
-        p = p0;
-        memset(jx, 0, sizeof jx), memset(jy, 0, sizeof jy), memset(jz, 0, sizeof jz);
-        species s = view(&p);
-        int hist[9];
-        deposit_cluster(&s, 0, NP, &frame, jx, jy, jz, hist);
-        CU_ASSERT(!memcmp(jx, rx, sizeof jx));
-        CU_ASSERT(!memcmp(jy, ry, sizeof jy));
-        CU_ASSERT(!memcmp(jz, rz, sizeof jz));
-        if (isa == DEPOSIT_SCALAR) {
-            first = p;
-            memcpy(hist0, hist, sizeof hist);
-            int sum = 0;
-            for (int b = 0; b < 9; b++)
-                sum += hist[b];
-            CU_ASSERT_EQUAL(sum, NP);
-            CU_ASSERT(hist[4] < NP); /* some particles leave the cluster */
-        } else { /* positions, cells, codes and histogram as the scalar path */
-            CU_ASSERT(!memcmp(&p, &first, sizeof p));
-            CU_ASSERT(!memcmp(hist, hist0, sizeof hist));
-        }
-        printf(" [%s]", deposit_isa_name(isa));
+    /* the reference's positions, cells, codes and histogram */
+    parts q = p0;
+    int href[9] = {0};
+    for (int k = 0; k < NP; k++) {
+        float w[24];
+        int dcx, dcy, o[3];
+        particle_move(&frame.ms, &frame.T, NX, NY, TW, q.ux[k], q.uy[k], q.uz[k], q.w[k],
+                      &q.cell[k], &q.x[k], &q.y[k], &dcx, &dcy, o, w, 1);
+        q.code[k] = (uint8_t)mig_code(dcx, dcy);
+        href[mig_bin(dcx, dcy)]++;
     }
-    CU_ASSERT(tested >= 1);
-    deposit_select(DEPOSIT_AVX512);
+    p = p0;
+    memset(jx, 0, sizeof jx), memset(jy, 0, sizeof jy), memset(jz, 0, sizeof jz);
+    species s = view(&p);
+    int hist[9];
+    deposit_cluster(&s, 0, NP, &frame, jx, jy, jz, hist);
+    CU_ASSERT(!memcmp(jx, rx, sizeof jx));
+    CU_ASSERT(!memcmp(jy, ry, sizeof jy));
+    CU_ASSERT(!memcmp(jz, rz, sizeof jz));
+    CU_ASSERT(!memcmp(&p, &q, sizeof p));
+    CU_ASSERT(!memcmp(hist, href, sizeof hist));
+    CU_ASSERT(hist[4] < NP); /* some particles leave the cluster */
 }
 
 int main(void)
@@ -186,6 +222,7 @@ int main(void)
     CU_pSuite s = CU_add_suite("deposit", NULL, NULL);
     CU_add_test(s, "every crossing case is covered", test_cases_covered);
     CU_add_test(s, "piece_entry follows deposit_add", test_piece_entry);
-    CU_add_test(s, "scalar, AVX2, AVX-512 scatter = particle_move + deposit_pieces, bitwise", test_scatters_bitwise);
+    CU_add_test(s, "move_one_piece: the first piece is the move", test_one_piece);
+    CU_add_test(s, "deposit_cluster = particle_move + deposit_pieces, bitwise", test_deposit_bitwise);
     return tu_run_tests() ? 1 : 0;
 }

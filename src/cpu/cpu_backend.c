@@ -74,11 +74,21 @@ static long long *acc_of(emf *f)
     return f->acc;
 }
 
+/* n sums zeroed by all threads (a serial memset of the current's 3 x 8 bytes per node took
+ * a few per cent of a step at 16 threads); the static split also places each page, at the
+ * first step, with the thread that zeroes it every step. */
+static void acc_zero(long long *a, size_t n)
+{
+#pragma omp parallel for schedule(static)
+    for (size_t k = 0; k < n; k++)
+        a[k] = 0;
+}
+
 static void cpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic)
 {
     (void)ctx;
     emf *f = st->f;
-    memset(acc_of(f), 0, 3 * f->size * sizeof(long long));
+    acc_zero(acc_of(f), 3 * f->size);
     for (int s = 0; s < st->nsp; s++) {
         particles_stats ps = {0};
         particles_advance(&st->sp[s], f, st->cl, &st->ext, want_ke,
@@ -161,7 +171,7 @@ static void cpu_rho(void *ctx, pic_state *st, float *per)
     emf *f = st->f;
     long long *a = acc_of(f) + 3 * f->size;
     emf_zero(f, f->rho);
-    memset(a, 0, f->size * sizeof *a);
+    acc_zero(a, f->size);
     for (int s = 0; s < st->nsp; s++) {
         particles_rho(&st->sp[s], f, st->cl);
         if (per) { /* each species' own density, folded and filtered like J */
@@ -170,7 +180,7 @@ static void cpu_rho(void *ctx, pic_state *st, float *per)
             fields_filter(f, r);
             for (size_t k = 0; k < f->size; k++)
                 f->rho[k] += r[k];
-            memset(a, 0, f->size * sizeof *a);
+            acc_zero(a, f->size);
         }
     }
     if (!per) { /* all species deposited together: fold and filter once */

@@ -1,18 +1,13 @@
-/* cpu_deposit.h - the CPU move and current deposit of one cluster: a vectorised loop moves
- * the particles by particle.h's move rule (move_to: Kong's pieces, wrap, migration), then the
- * pieces are added to
- * the cluster's tile by a scatter chosen at run time: AVX-512 or AVX2 (a particle's pieces
- * added to a block of tile rows held in vector registers) or scalar (particle.h's
- * deposit_add). Every tile word receives the same float additions in the same order in all
- * three, so the results are bitwise the same. */
+/* cpu_deposit.h - the CPU move and current deposit of one cluster: particle.h's move rule
+ * (Kong's pieces, wrap, migration) in vectorised loops, a move that stays in its cell taking
+ * only its one piece, then the pieces added to the cluster's tile in particle order: bitwise
+ * the current of the rule applied particle by particle. */
 #ifndef CPU_DEPOSIT_H
 #define CPU_DEPOSIT_H
 
 #include "cluster.h"
 #include "particle.h"
 #include "species.h"
-
-enum { DEPOSIT_SCALAR = 0, DEPOSIT_AVX2 = 1, DEPOSIT_AVX512 = 2 };
 
 /* What the move of one cluster needs: the species' per-step constants, the cluster and its
  * current tile (cluster.h), the grid (cell indices wrap periodically). */
@@ -28,11 +23,22 @@ typedef struct {
 void deposit_cluster(species *s, int start, int end, const deposit_frame *fr, float *jx,
                      float *jy, float *jz, int hist[9]);
 
-/* The scatter deposit_cluster uses: the best the processor runs, or as set by
- * deposit_select (tests, or EMPIC_CPU_DEPOSIT=scalar|avx2|avx512 in the environment). */
-int deposit_isa(void);
-/* Use scatter isa when the processor runs it; returns the one now in use. */
-int deposit_select(int isa);
-const char *deposit_isa_name(int isa);
+/* The same in parts, so that each part can follow the push of the same particles while they
+ * are in cache: deposit_begin, deposit_range over consecutive ranges of the cluster's
+ * particles in order, deposit_end (the tile is complete after it). A deposit_run holds the
+ * buffers of one thread. */
+typedef struct deposit_run deposit_run;
+deposit_run *deposit_run_new(void);
+void deposit_run_free(deposit_run *d);
+void deposit_begin(deposit_run *d, const deposit_frame *fr, float *jx, float *jy, float *jz,
+                   int hist[9]);
+void deposit_range(deposit_run *d, species *s, int start, int end);
+void deposit_end(deposit_run *d);
+
+/* Whether the particle loops (move and deposit, push) run their AVX-512 instances, compiled
+ * for x86-64-v4 whatever the build's -march: where the processor has it, unless
+ * EMPIC_CPU_SIMD=base in the environment (then the build's own instruction set). Measured
+ * faster than AVX2 (docs/performance.md); the results are bitwise the same. */
+int cpu_avx512(void);
 
 #endif

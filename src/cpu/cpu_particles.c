@@ -1,8 +1,9 @@
 /* cpu_particles.c - the CPU backend's particle phases: gather + Boris push, move + charge-conserving
- * deposit, charge density. Clusters are processed by OpenMP threads one colour at a time
- * (2x2 colouring, Kong Fig. 3): each thread accumulates its cluster's current in a private
- * tile with one ghost cell below and two above, then adds the tile to the mesh's fixed-point
- * sums (emf.acc); tiles of one colour never overlap, so no atomics are needed. */
+ * deposit, charge density. OpenMP threads take clusters in turn: each thread accumulates its
+ * cluster's current in a private tile with one ghost cell below and two above, then adds the
+ * tile to the mesh's fixed-point sums (emf.acc). Integer sums do not depend on the order of
+ * the adds, so the clusters need no order (no colours, no barrier between them: a thread
+ * waits only at the end of the phase); the bands where tiles overlap take atomic adds. */
 #include "cpu_particles.h"
 #include "cpu_walls.h"
 #include "comm.h"
@@ -31,18 +32,28 @@ static void tile_open(tile *t, float *store, const clusters *cl, int c, int ncom
 }
 
 /* The tile added to the fixed-point mesh sums (emf.acc from component `first` on): integer
- * adds, so the sum at a node shared with tiles of other colours, threads or ranks is the
- * same in any order. */
+ * adds, so the sum at a node shared with the tiles of other threads or ranks is the same in
+ * any order. A tile reaches one cell below its cluster and two above, so the tiles of the
+ * neighbouring clusters, added by other threads meanwhile, cover its band of three nodes at
+ * each side and nothing inside: the band takes atomic adds (wrapping, as fixed_add). */
 static void tile_add(const tile *t, const emf *f, int first, int ncomp)
 {
     const float scale = f->acc_scale;
+    const int w = t->c.w, h = t->c.h;
     for (int k = 0; k < ncomp; k++)
-        for (int b = 0; b < t->c.h; b++) {
+        for (int b = 0; b < h; b++) {
             long long *g = f->acc + (size_t)(first + k) * f->size +
                            emf_idx(f, t->c.i0, t->c.j0 + b);
-            const float *l = t->a[k] + b * t->c.w;
-            for (int a = 0; a < t->c.w; a++)
-                fixed_add(&g[a], fixed_of(l[a], scale));
+            const float *l = t->a[k] + b * w;
+            const int band = b < 3 || b >= h - 3;
+            for (int a = 0; a < w; a++) {
+                const long long v = fixed_of(l[a], scale);
+                if (band || a < 3 || a >= w - 3)
+                    __atomic_fetch_add((unsigned long long *)&g[a], (unsigned long long)v,
+                                       __ATOMIC_RELAXED);
+                else
+                    fixed_add(&g[a], v);
+            }
         }
 }
 
@@ -135,25 +146,33 @@ rec_transpose8(const float *rec, const int *q, int m0, float (*fv)[PCHUNK], int 
 }
 #endif
 
-/* The push loop of one cluster (want_ke a compile-time constant in each instance), by chunks
- * of PCHUNK particles: the cluster's fields are first laid out as quarter-cell records
- * (stage_fill); a vectorised loop finds each particle's record, the records' 24 values are
- * transposed into structure-of-arrays buffers (AVX shuffles: AVX2 gathers are slow on Zen),
- * and a vectorised loop interpolates them (gather_stencil: gather_component's values,
- * weights and operations) and applies boris_step. */
-static inline __attribute__((always_inline)) double
-push_range(species *s, const emf *f, const clusters *cl, int c, float *restrict stage,
-           const ext_fields *ext, float qdt2m, const int want_ke, const int charged)
+/* The field records of cluster c in the calling thread's stage (stage_floats(cl) floats),
+ * aligned to a cache line; returns them. */
+static float *stage_cluster(float *stage, const emf *f, const clusters *cl, int c,
+                            const ext_fields *ext)
 {
-    double ke = 0.0;
-    const int end = s->start[c] + s->count[c];
-    if (end == s->start[c])
-        return ke;
     const int cx = c % cl->ncx, cy = c / cl->ncx;
     const int x0 = cl->x0[cx], y0 = cl->y0[cy];
-    const int w = cl->x0[cx + 1] - x0, h = cl->y0[cy + 1] - y0;
-    float *restrict rec = (float *)(((uintptr_t)stage + 63) & ~(uintptr_t)63);
-    stage_fill(rec, f, ext, x0, y0, w, h);
+    float *rec = (float *)(((uintptr_t)stage + 63) & ~(uintptr_t)63);
+    stage_fill(rec, f, ext, x0, y0, cl->x0[cx + 1] - x0, cl->y0[cy + 1] - y0);
+    return rec;
+}
+
+/* The push loop over particles [from, to) of cluster c (want_ke and charged compile-time
+ * constants in each instance), by chunks of PCHUNK particles, from its records rec
+ * (stage_cluster): a vectorised loop finds each particle's record, the records' 24 values
+ * are transposed into structure-of-arrays buffers (AVX shuffles: AVX2 gathers are slow on
+ * Zen), and a vectorised loop interpolates them (gather_stencil: gather_component's values,
+ * weights and operations) and applies boris_step; the kinetic energy of each chunk is added
+ * to *ke in turn. */
+static inline __attribute__((always_inline)) void
+push_range(species *s, const clusters *cl, int c, const float *restrict rec,
+           const ext_fields *ext, float qdt2m, int from, int to, double *ke, const int want_ke,
+           const int charged)
+{
+    const int cx = c % cl->ncx, cy = c / cl->ncx;
+    const int x0 = cl->x0[cx], y0 = cl->y0[cy];
+    const int w = cl->x0[cx + 1] - x0;
     const float *restrict px = s->x, *restrict py = s->y, *restrict pw = s->w;
     const uint8_t *restrict pz = s->z;
     const uint32_t *restrict cell = s->cell;
@@ -163,8 +182,9 @@ push_range(species *s, const emf *f, const clusters *cl, int c, float *restrict 
     _Alignas(32) int q[PCHUNK];
     /* field values, 4 stencil points per component: Ex, Ey, Ez, Bx, By, Bz */
     _Alignas(32) float fv[24][PCHUNK];
-    for (int base = s->start[c]; base < end; base += PCHUNK) {
-        const int n = end - base < PCHUNK ? end - base : PCHUNK;
+    double sum = *ke;
+    for (int base = from; base < to; base += PCHUNK) {
+        const int n = to - base < PCHUNK ? to - base : PCHUNK;
 #pragma omp simd
         for (int r = 0; r < n; r++) {
             const int p = base + r;
@@ -188,7 +208,7 @@ push_range(species *s, const emf *f, const clusters *cl, int c, float *restrict 
             for (int m = 0; m < 24; m++)
                 fv[m][r] = g[m];
         }
-#pragma omp simd reduction(+ : ke)
+#pragma omp simd reduction(+ : sum)
         for (int r = 0; r < n; r++) {
             const int p = base + r;
             float x = px[p], y = py[p];
@@ -205,24 +225,61 @@ push_range(species *s, const emf *f, const clusters *cl, int c, float *restrict 
             pux[p] = vx;
             puy[p] = vy;
             puz[p] = vz;
-            ke += want_ke ? kinetic_share(pw[p], u0x, u0y, u0z, vx, vy, vz) : 0.0;
+            sum += want_ke ? kinetic_share(pw[p], u0x, u0y, u0z, vx, vy, vz) : 0.0;
         }
     }
-    return ke;
+    *ke = sum;
 }
 
-/* Push one cluster: u(n-1/2) -> u(n+1/2); returns sum of w (gamma - 1) at time n when
- * want_ke. Four instances of the loop, so each is compiled with want_ke and charged (per
- * particle charge states) constant and vectorised. stage: stage_floats(cl) floats of the
- * calling thread. */
-static double push_cluster(species *s, const emf *f, const clusters *cl, int c, float *stage,
-                           const ext_fields *ext, float qdt2m, int want_ke)
+/* Push particles [from, to) of cluster c from its records rec: u(n-1/2) -> u(n+1/2); adds
+ * sum of w (gamma - 1) at time n to *ke when want_ke. Four instances of the loop, so each is
+ * compiled with want_ke and charged (per particle charge states) constant and vectorised. */
+static inline __attribute__((always_inline)) void
+push_loops(species *s, const clusters *cl, int c, const float *rec, const ext_fields *ext,
+           float qdt2m, int from, int to, double *ke, int want_ke)
 {
-    if (s->z)
-        return want_ke ? push_range(s, f, cl, c, stage, ext, qdt2m, 1, 1)
-                       : push_range(s, f, cl, c, stage, ext, qdt2m, 0, 1);
-    return want_ke ? push_range(s, f, cl, c, stage, ext, qdt2m, 1, 0)
-                   : push_range(s, f, cl, c, stage, ext, qdt2m, 0, 0);
+    if (s->z) {
+        if (want_ke)
+            push_range(s, cl, c, rec, ext, qdt2m, from, to, ke, 1, 1);
+        else
+            push_range(s, cl, c, rec, ext, qdt2m, from, to, ke, 0, 1);
+    } else {
+        if (want_ke)
+            push_range(s, cl, c, rec, ext, qdt2m, from, to, ke, 1, 0);
+        else
+            push_range(s, cl, c, rec, ext, qdt2m, from, to, ke, 0, 0);
+    }
+}
+
+static void push_base(species *s, const clusters *cl, int c, const float *rec,
+                      const ext_fields *ext, float qdt2m, int from, int to, double *ke,
+                      int want_ke)
+{
+    push_loops(s, cl, c, rec, ext, qdt2m, from, to, ke, want_ke);
+}
+
+/* The AVX-512 instance (cpu_avx512) for builds for a lesser instruction set. */
+#if defined(__x86_64__) && !defined(__AVX512F__)
+#define AVX512_INSTANCE 1
+__attribute__((target("arch=x86-64-v4"))) static void
+push_avx512(species *s, const clusters *cl, int c, const float *rec, const ext_fields *ext,
+            float qdt2m, int from, int to, double *ke, int want_ke)
+{
+    push_loops(s, cl, c, rec, ext, qdt2m, from, to, ke, want_ke);
+}
+#endif
+
+static void push_part(species *s, const clusters *cl, int c, const float *rec,
+                      const ext_fields *ext, float qdt2m, int from, int to, double *ke,
+                      int want_ke)
+{
+#ifdef AVX512_INSTANCE
+    if (cpu_avx512()) {
+        push_avx512(s, cl, c, rec, ext, qdt2m, from, to, ke, want_ke);
+        return;
+    }
+#endif
+    push_base(s, cl, c, rec, ext, qdt2m, from, to, ke, want_ke);
 }
 
 void particles_half_back(species *s, const emf *f, const clusters *cl, const ext_fields *ext)
@@ -234,20 +291,20 @@ void particles_half_back(species *s, const emf *f, const clusters *cl, const ext
     {
         float *stage = empic_alloc(stage_floats(cl) * sizeof(float), "field stage");
 #pragma omp for schedule(dynamic)
-        for (int c = 0; c < cl->n; c++)
-            push_cluster(s, f, cl, c, stage, ext, qdt2m, 0);
+        for (int c = 0; c < cl->n; c++) {
+            double ke = 0.0;
+            if (s->count[c])
+                push_part(s, cl, c, stage_cluster(stage, f, cl, c, ext), ext, qdt2m,
+                          s->start[c], s->start[c] + s->count[c], &ke, 0);
+        }
         free(stage);
     }
 }
 
-/* Move one cluster's particles, deposit their current in tile t and set migration codes
- * (cpu_deposit.c: the vectorised move rule, then a SIMD or scalar scatter into the tile). */
-static void move_cluster(species *s, const emf *f, int c, tile *t)
-{
-    const deposit_frame fr = {move_step_of(f->dt, f->dx, f->dy, s->q), t->c, f->nx, f->ny};
-    deposit_cluster(s, s->start[c], s->start[c] + s->count[c], &fr, t->a[0], t->a[1], t->a[2],
-                    s->hist + 9 * c);
-}
+/* Particles pushed and then moved and deposited in parts of this many: each part's data
+ * still in cache (L1 or L2) for its move; the cluster's particles do not fit the L2 of
+ * every processor (36 per cell in 33 x 32 cells: 1.1 MB). A multiple of both chunks. */
+#define PART 2048
 
 void particles_advance(species *s, emf *f, const clusters *cl, const ext_fields *ext,
                        int want_ke, double *lost, particles_stats *out)
@@ -267,29 +324,43 @@ void particles_advance(species *s, emf *f, const clusters *cl, const ext_fields 
     {
         float *store = empic_alloc(tile_floats(cl) * sizeof(float), "current tile");
         float *stage = empic_alloc(stage_floats(cl) * sizeof(float), "field stage");
-        for (int color = 0; color < 4; color++) {
+        deposit_run *dr = deposit_run_new();
 #pragma omp for schedule(dynamic)
-            for (int c = 0; c < cl->n; c++) {
-                int cx = c % cl->ncx, cy = c / cl->ncx;
-                if ((cx & 1) + 2 * (cy & 1) != color || !cl->own[c])
-                    continue;
-                double t0 = omp_get_wtime();
-                kc[c] = push_cluster(s, f, cl, c, stage, ext, qdt2m, want_ke);
-                double t1 = omp_get_wtime();
-                tile t;
-                tile_open(&t, store, cl, c, 3);
-                move_cluster(s, f, c, &t);
-                if (species_on_wall(s, cl, c)) { /* walls: particles that crossed them, their current */
-                    walls_cluster(s, f, cl, c, &lost[c]);
-                    walls_tile(s, f, cl, c, &t.c, t.a[0], t.a[1], t.a[2]);
-                }
-                tile_add(&t, f, 0, 3);
+        for (int c = 0; c < cl->n; c++) {
+            if (!cl->own[c])
+                continue;
+            double t0 = omp_get_wtime();
+            const float *rec = stage_cluster(stage, f, cl, c, ext);
+            double t1 = omp_get_wtime();
+            tp += t1 - t0;
+            tile t;
+            tile_open(&t, store, cl, c, 3);
+            const deposit_frame fr = {move_step_of(f->dt, f->dx, f->dy, s->q), t.c, f->nx, f->ny};
+            deposit_begin(dr, &fr, t.a[0], t.a[1], t.a[2], s->hist + 9 * c);
+            double ke = 0.0;
+            const int end = s->start[c] + s->count[c];
+            for (int from = s->start[c]; from < end; from += PART) {
+                const int to = end - from < PART ? end : from + PART;
+                t0 = omp_get_wtime();
+                push_part(s, cl, c, rec, ext, qdt2m, from, to, &ke, want_ke);
+                t1 = omp_get_wtime();
+                deposit_range(dr, s, from, to);
                 tp += t1 - t0;
                 td += omp_get_wtime() - t1;
             }
+            t1 = omp_get_wtime();
+            deposit_end(dr);
+            kc[c] = ke;
+            if (species_on_wall(s, cl, c)) { /* walls: particles that crossed them, their current */
+                walls_cluster(s, f, cl, c, &lost[c]);
+                walls_tile(s, f, cl, c, &t.c, t.a[0], t.a[1], t.a[2]);
+            }
+            tile_add(&t, f, 0, 3);
+            td += omp_get_wtime() - t1;
         }
         free(store);
         free(stage);
+        deposit_run_free(dr);
     }
     if (want_ke) /* the other ranks' clusters (zero here): exact sums */
         comm_sum_double(kc, (size_t)cl->n);
@@ -307,19 +378,16 @@ void particles_rho(const species *s, const emf *f, const clusters *cl)
 #pragma omp parallel
     {
         float *store = empic_alloc(tile_floats(cl) * sizeof(float), "charge tile");
-        for (int color = 0; color < 4; color++) {
 #pragma omp for schedule(dynamic)
-            for (int c = 0; c < cl->n; c++) {
-                int cx = c % cl->ncx, cy = c / cl->ncx;
-                if ((cx & 1) + 2 * (cy & 1) != color || !cl->own[c])
-                    continue;
-                tile t;
-                tile_open(&t, store, cl, c, 1);
-                for (int p = s->start[c]; p < s->start[c] + s->count[c]; p++)
-                    deposit_charge(t.a[0], cluster_tile_k(&t.c, s->cell[p]), t.c.w, s->x[p],
-                                   s->y[p], species_qw(s, (size_t)p));
-                tile_add(&t, f, 3, 1);
-            }
+        for (int c = 0; c < cl->n; c++) {
+            if (!cl->own[c])
+                continue;
+            tile t;
+            tile_open(&t, store, cl, c, 1);
+            for (int p = s->start[c]; p < s->start[c] + s->count[c]; p++)
+                deposit_charge(t.a[0], cluster_tile_k(&t.c, s->cell[p]), t.c.w, s->x[p],
+                               s->y[p], species_qw(s, (size_t)p));
+            tile_add(&t, f, 3, 1);
         }
         free(store);
     }

@@ -19,7 +19,26 @@
 #include <stdlib.h>
 #include <string.h>
 
-void sort_prepare(species *s, const clusters *cl)
+/* Which passes cluster c has movers for, from the histograms h (this rank's and its
+ * neighbours'): bit 0 +x, 1 -x (its own), 2 +y, 3 -y (its own and those the x passes bring
+ * from the clusters beside it, counted whether or not they arrive). A pass skips the scan of
+ * a cluster without: a cold plasma's sort then reads no codes. */
+static unsigned cluster_moves(const int *h, const clusters *cl, int c)
+{
+    const int cx = c % cl->ncx, cy = c / cl->ncx;
+    const int *o = h + 9 * (size_t)c;
+    const int *l = h + 9 * (size_t)cluster_id(cl, wrap_index(cx - 1, cl->ncx), cy);
+    const int *r = h + 9 * (size_t)cluster_id(cl, wrap_index(cx + 1, cl->ncx), cy);
+    unsigned m = 0;
+    for (int d = -1; d <= 1; d++) {
+        m |= (o[mig_bin(1, d)] ? 1u : 0u) | (o[mig_bin(-1, d)] ? 2u : 0u);
+        m |= (o[mig_bin(d, 1)] || l[mig_bin(1, 1)] || r[mig_bin(-1, 1)]) ? 4u : 0u;
+        m |= (o[mig_bin(d, -1)] || l[mig_bin(1, -1)] || r[mig_bin(-1, -1)]) ? 8u : 0u;
+    }
+    return m;
+}
+
+void sort_prepare(species *s, const clusters *cl, unsigned char *moves)
 {
     int *need = empic_alloc((size_t)cl->n * sizeof(int), "sort table");
     const int *hist = s->hist;
@@ -37,6 +56,8 @@ void sort_prepare(species *s, const clusters *cl)
                                          cl->ncy, leavers)
                              : 0;
         over += need[c] > s->cap[c];
+        if (moves)
+            moves[c] = (unsigned char)cluster_moves(hist, cl, c);
     }
     if (over)
         species_relayout(s, cl, s->count, need);
@@ -164,7 +185,8 @@ static long long border_half(species *s, const clusters *cl, int axis, int o0, i
 /* One pass: pairs (lo, lo+1) for lo = first, first+2, ... along x (axis 0) or y (axis 1);
  * this rank's pairs here, the pairs it shares with the ranks on either side through
  * border_half. Returns particles sent less received. */
-static long long pass(species *s, const clusters *cl, int axis, int first)
+static long long pass(species *s, const clusters *cl, int axis, int first,
+                      const unsigned char *moves)
 {
     const int n = axis ? cl->ncy : cl->ncx, pairs = n / 2, shift = axis ? 2 : 0;
     const int periodic = axis ? cl->periodic_y : cl->periodic_x;
@@ -181,8 +203,10 @@ static long long pass(species *s, const clusters *cl, int axis, int first)
         if (lo < lo0 || lo >= hi0 || hi < lo0 || hi >= hi0)
             continue; /* a cluster of another rank: border_half */
         int a = pair_cluster(cl, axis, lo, other), b = pair_cluster(cl, axis, hi, other);
-        exchange(s, a, b, 1u, shift, NULL); /* +1 movers: lo -> hi */
-        exchange(s, b, a, 2u, shift, NULL); /* -1 movers: hi -> lo */
+        if (moves[a] & (1u << 2 * axis))
+            exchange(s, a, b, 1u, shift, NULL); /* +1 movers: lo -> hi */
+        if (moves[b] & (2u << 2 * axis))
+            exchange(s, b, a, 2u, shift, NULL); /* -1 movers: hi -> lo */
     }
     const int span = hi0 - lo0;
     if (!first || span == n)
@@ -196,10 +220,12 @@ static long long pass(species *s, const clusters *cl, int axis, int first)
 
 long long sort_clusters(species *s, const clusters *cl)
 {
-    sort_prepare(s, cl);
-    long long net = pass(s, cl, 0, 0);
-    net += pass(s, cl, 0, 1);
-    net += pass(s, cl, 1, 0);
-    net += pass(s, cl, 1, 1);
+    unsigned char *moves = empic_alloc((size_t)cl->n, "sort table");
+    sort_prepare(s, cl, moves);
+    long long net = pass(s, cl, 0, 0, moves);
+    net += pass(s, cl, 0, 1, moves);
+    net += pass(s, cl, 1, 0, moves);
+    net += pass(s, cl, 1, 1, moves);
+    free(moves);
     return net;
 }

@@ -5,8 +5,9 @@
 #include "species.h"
 
 /* From the per-cluster migration histograms of the last move, the room each cluster needs
- * during the four passes; relayout first if any cluster would overflow. */
-void sort_prepare(species *s, const clusters *cl);
+ * during the four passes; relayout first if any cluster would overflow. moves (NULL, or one
+ * entry per cluster): which passes each cluster has movers for. */
+void sort_prepare(species *s, const clusters *cl, unsigned char *moves);
 /* Four passes (x pairs, shifted x pairs, y pairs, shifted y pairs): afterwards every particle
  * is in its cluster's segment and every code is 0. Returns the particles this rank sent to
  * others less those it received. */
