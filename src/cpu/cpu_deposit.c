@@ -359,7 +359,26 @@ void deposit_range(deposit_run *d, species *s, int start, int end)
     range_base(d, s, start, end);
 }
 
+/* The instance the particle loops take (1: AVX-512); -1 before the first look. */
 static int avx512_now = -1;
+/* Whether the choice is left to a measurement (cpu_simd_measured). */
+static int avx512_open = 0;
+
+static void simd_first(void)
+{
+    int v = 0, open = 0;
+#ifdef AVX512_INSTANCE
+    __builtin_cpu_init();
+    const char *env = getenv("EMPIC_CPU_SIMD");
+    if (env && *env && strcmp(env, "auto") && strcmp(env, "base") && strcmp(env, "avx512"))
+        EMPIC_DIE("EMPIC_CPU_SIMD=%s: auto, base or avx512", env);
+    v = __builtin_cpu_supports("x86-64-v4") && !(env && !strcmp(env, "base"));
+    open = v && !(env && !strcmp(env, "avx512"));
+#endif
+    avx512_open = open;
+#pragma omp atomic write
+    avx512_now = v;
+}
 
 int cpu_avx512(void)
 {
@@ -368,16 +387,21 @@ int cpu_avx512(void)
     v = avx512_now;
     if (v >= 0)
         return v;
-#if defined(__x86_64__)
-    __builtin_cpu_init();
-    const char *env = getenv("EMPIC_CPU_SIMD");
-    v = __builtin_cpu_supports("x86-64-v4") && !(env && !strcmp(env, "base"));
-#else
-    v = 0;
-#endif
+    simd_first();
+    return cpu_avx512();
+}
+
+int cpu_simd_measured(void)
+{
+    cpu_avx512();
+    return avx512_open;
+}
+
+void cpu_simd_take(int avx512)
+{
+    if (cpu_simd_measured())
 #pragma omp atomic write
-    avx512_now = v;
-    return v;
+        avx512_now = avx512 != 0;
 }
 
 void deposit_end(deposit_run *d) { cell_store(&d->t); }

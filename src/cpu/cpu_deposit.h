@@ -36,9 +36,14 @@ void deposit_range(deposit_run *d, species *s, int start, int end);
 void deposit_end(deposit_run *d);
 
 /* Whether the particle loops (move and deposit, push) run their AVX-512 instances, compiled
- * for x86-64-v4 whatever the build's -march: where the processor has it, unless
- * EMPIC_CPU_SIMD=base in the environment (then the build's own instruction set). Measured
- * faster than AVX2 (docs/performance.md); the results are bitwise the same. */
+ * for x86-64-v4 whatever the build's -march (a build for AVX-512 has only its own): where
+ * the processor has it, the faster of the two as the CPU backend measures it on the first
+ * steps (cpu_simd_take), unless EMPIC_CPU_SIMD in the environment says base (the build's own
+ * instruction set) or avx512. The results are bitwise the same either way. */
 int cpu_avx512(void);
+/* 1 where both instances can run and the environment leaves the choice to a measurement. */
+int cpu_simd_measured(void);
+/* The instance from now on, where cpu_simd_measured (else nothing changes). */
+void cpu_simd_take(int avx512);
 
 #endif

@@ -163,8 +163,9 @@ static float *stage_cluster(float *stage, const emf *f, const clusters *cl, int 
  * (stage_cluster): a vectorised loop finds each particle's record, the records' 24 values
  * are transposed into structure-of-arrays buffers (AVX shuffles: AVX2 gathers are slow on
  * Zen), and a vectorised loop interpolates them (gather_stencil: gather_component's values,
- * weights and operations) and applies boris_step; the kinetic energy of each chunk is added
- * to *ke in turn. */
+ * weights and operations) and applies boris_step; the kinetic energies of a chunk are then
+ * added to *ke particle by particle (not by a vector reduction, whose order would follow the
+ * vector width: both instances of the loop give the same sum). */
 static inline __attribute__((always_inline)) void
 push_range(species *s, const clusters *cl, int c, const float *restrict rec,
            const ext_fields *ext, float qdt2m, int from, int to, double *ke, const int want_ke,
@@ -182,6 +183,7 @@ push_range(species *s, const clusters *cl, int c, const float *restrict rec,
     _Alignas(32) int q[PCHUNK];
     /* field values, 4 stencil points per component: Ex, Ey, Ez, Bx, By, Bz */
     _Alignas(32) float fv[24][PCHUNK];
+    _Alignas(64) double kes[PCHUNK];
     double sum = *ke;
     for (int base = from; base < to; base += PCHUNK) {
         const int n = to - base < PCHUNK ? to - base : PCHUNK;
@@ -208,7 +210,7 @@ push_range(species *s, const clusters *cl, int c, const float *restrict rec,
             for (int m = 0; m < 24; m++)
                 fv[m][r] = g[m];
         }
-#pragma omp simd reduction(+ : sum)
+#pragma omp simd
         for (int r = 0; r < n; r++) {
             const int p = base + r;
             float x = px[p], y = py[p];
@@ -225,8 +227,11 @@ push_range(species *s, const clusters *cl, int c, const float *restrict rec,
             pux[p] = vx;
             puy[p] = vy;
             puz[p] = vz;
-            sum += want_ke ? kinetic_share(pw[p], u0x, u0y, u0z, vx, vy, vz) : 0.0;
+            if (want_ke)
+                kes[r] = kinetic_share(pw[p], u0x, u0y, u0z, vx, vy, vz);
         }
+        for (int r = 0; want_ke && r < n; r++)
+            sum += kes[r];
     }
     *ke = sum;
 }

@@ -50,6 +50,9 @@ typedef struct {
     const char *transport;    /* how the ranks exchange, set by open: "none" (one rank),
                                  "staged" (GPU ranks through the host), "nccl"; NULL: the
                                  backend's own MPI calls */
+    const char *simd;         /* the CPU's particle loops: "avx512" (the instance compiled
+                                 for x86-64-v4) or "build" (the build's -march), set by the
+                                 CPU backend (cpu_avx512); NULL on a device */
     int reopen;               /* close and open around a rebalance (rebalance.h): close may
                                  leave in `kept` what does not depend on the share (the GPU
                                  ranks' NCCL communicators) for open to take back */

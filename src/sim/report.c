@@ -307,6 +307,10 @@ static void timing_json(const sim *S, const timing *t, FILE *m)
         relaid += S->sp[s].rearrangements;
     fprintf(m, "  \"rearrangements\": %lld,\n", relaid);
     fprintf(m, "  \"transport\": \"%s\",\n", transport_of(S));
+    if (S->st.simd)
+        fprintf(m, "  \"cpu_simd\": \"%s\",\n", S->st.simd);
+    else
+        fprintf(m, "  \"cpu_simd\": null,\n");
     rebalance_json(S, m);
     fprintf(m, "  \"ranks\": %d,\n  \"rank_particles\": {\"min\": %.0f, \"max\": %.0f},\n"
                "  \"rank_phase_s\": {\"min\": %.6g, \"max\": %.6g},\n"
