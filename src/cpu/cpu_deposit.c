@@ -366,18 +366,19 @@ static int avx512_open = 0;
 
 static void simd_first(void)
 {
-    int v = 0, open = 0;
 #ifdef AVX512_INSTANCE
     __builtin_cpu_init();
     const char *env = getenv("EMPIC_CPU_SIMD");
     if (env && *env && strcmp(env, "auto") && strcmp(env, "base") && strcmp(env, "avx512"))
         EMPIC_DIE("EMPIC_CPU_SIMD=%s: auto, base or avx512", env);
-    v = __builtin_cpu_supports("x86-64-v4") && !(env && !strcmp(env, "base"));
-    open = v && !(env && !strcmp(env, "avx512"));
-#endif
-    avx512_open = open;
+    const int v = __builtin_cpu_supports("x86-64-v4") && !(env && !strcmp(env, "base"));
+    avx512_open = v && !(env && !strcmp(env, "avx512"));
 #pragma omp atomic write
     avx512_now = v;
+#else
+#pragma omp atomic write
+    avx512_now = 0;
+#endif
 }
 
 int cpu_avx512(void)
