@@ -337,10 +337,8 @@ static void range_base(deposit_run *d, species *s, int start, int end)
     range_loop(d, s, start, end);
 }
 
-/* AVX-512 instance for builds for a lesser instruction set (MARCH=x86-64-v3: the portable
- * bundle); a build for AVX-512 has it as its own */
-#if defined(__x86_64__) && !defined(__AVX512F__)
-#define AVX512_INSTANCE 1
+/* The AVX-512 instance (CPU_AVX512_INSTANCE) */
+#ifdef CPU_AVX512_INSTANCE
 __attribute__((target("arch=x86-64-v4"))) static void range_avx512(deposit_run *d, species *s,
                                                                     int start, int end)
 {
@@ -350,7 +348,7 @@ __attribute__((target("arch=x86-64-v4"))) static void range_avx512(deposit_run *
 
 void deposit_range(deposit_run *d, species *s, int start, int end)
 {
-#ifdef AVX512_INSTANCE
+#ifdef CPU_AVX512_INSTANCE
     if (cpu_avx512()) {
         range_avx512(d, s, start, end);
         return;
@@ -366,7 +364,7 @@ static int avx512_open = 0;
 
 static void simd_first(void)
 {
-#ifdef AVX512_INSTANCE
+#ifdef CPU_AVX512_INSTANCE
     __builtin_cpu_init();
     const char *env = getenv("EMPIC_CPU_SIMD");
     if (env && *env && strcmp(env, "auto") && strcmp(env, "base") && strcmp(env, "avx512"))

@@ -35,6 +35,13 @@ void deposit_begin(deposit_run *d, const deposit_frame *fr, float *jx, float *jy
 void deposit_range(deposit_run *d, species *s, int start, int end);
 void deposit_end(deposit_run *d);
 
+/* A build for less than AVX-512 on x86-64 (MARCH=x86-64-v3: the portable bundle) also holds
+ * AVX-512 (x86-64-v4) instances of the particle loops; a build for AVX-512 has them as its
+ * own. */
+#if defined(__x86_64__) && !defined(__AVX512F__)
+#define CPU_AVX512_INSTANCE 1
+#endif
+
 /* Whether the particle loops (move and deposit, push) run their AVX-512 instances, compiled
  * for x86-64-v4 whatever the build's -march (a build for AVX-512 has only its own): where
  * the processor has it, the faster of the two as the CPU backend measures it on the first

@@ -263,9 +263,8 @@ static void push_base(species *s, const clusters *cl, int c, const float *rec,
     push_loops(s, cl, c, rec, ext, qdt2m, from, to, ke, want_ke);
 }
 
-/* The AVX-512 instance (cpu_avx512) for builds for a lesser instruction set. */
-#if defined(__x86_64__) && !defined(__AVX512F__)
-#define AVX512_INSTANCE 1
+/* The AVX-512 instance (CPU_AVX512_INSTANCE, cpu_avx512) */
+#ifdef CPU_AVX512_INSTANCE
 __attribute__((target("arch=x86-64-v4"))) static void
 push_avx512(species *s, const clusters *cl, int c, const float *rec, const ext_fields *ext,
             float qdt2m, int from, int to, double *ke, int want_ke)
@@ -278,7 +277,7 @@ static void push_part(species *s, const clusters *cl, int c, const float *rec,
                       const ext_fields *ext, float qdt2m, int from, int to, double *ke,
                       int want_ke)
 {
-#ifdef AVX512_INSTANCE
+#ifdef CPU_AVX512_INSTANCE
     if (cpu_avx512()) {
         push_avx512(s, cl, c, rec, ext, qdt2m, from, to, ke, want_ke);
         return;
