@@ -662,17 +662,6 @@ int species_tracked(const deck *d, int index)
     return d->tracks_every > 0 && ((d->tracks_species_mask >> index) & 1);
 }
 
-size_t species_slot_bytes(const species *s)
-{
-    /* cell, x, y, ux, uy, uz, w, code, id, z */
-    return 4 * 7 + 1 + (s->id ? 8 : 0) + (s->z ? 1 : 0);
-}
-
-double species_bytes(const species *s)
-{
-    return (double)species_slot_bytes(s) * (double)s->alloc;
-}
-
 /* The arrays of s with their element sizes, in species_pack's order; returns their number. */
 static int packed_arrays(const species *s, char *a[10], size_t e[10])
 {
@@ -687,6 +676,21 @@ static int packed_arrays(const species *s, char *a[10], size_t e[10])
             e[n++] = size[k];
         }
     return n;
+}
+
+size_t species_slot_bytes(const species *s)
+{
+    char *a[10];
+    size_t e[10], per = 0;
+    const int na = packed_arrays(s, a, e);
+    for (int k = 0; k < na; k++)
+        per += e[k];
+    return per;
+}
+
+double species_bytes(const species *s)
+{
+    return (double)species_slot_bytes(s) * (double)s->alloc;
 }
 
 size_t species_pack(const species *s, int c, char *out)
