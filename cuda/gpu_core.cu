@@ -241,10 +241,14 @@ static size_t deck_bytes(const pic_state *st, size_t tile_entries)
                (size_t)avg_arrays(st->avg_q) * st->f->size * sizeof(double) +
                tile_entries * sizeof(long long) +
                (size_t)st->cl->n * 3 * sizeof(double);
+    const size_t tile_bytes = (size_t)3 * (st->cl->wmax + 3) * (st->cl->hmax + 3) *
+                              sizeof(long long);
     for (int s = 0; s < st->nsp; s++) {
         const species *h = &st->sp[s];
         b += h->alloc * (SLOT_BYTES + id_bytes(h) + (h->z ? 1 : 0)) +
-             (size_t)st->cl->n * (4 + 9 + 1 + 4) * sizeof(int);
+             (size_t)st->cl->n * (4 + 9 + 1 + 4 + 2) * sizeof(int);
+        if (!h->immobile) /* the particle kernel's parts of heavy clusters, at most */
+            b += (2 * h->alloc / GPU_CHUNK + 1) * 5 / 4 * tile_bytes;
         if (h->ion) /* the electrons, and the increments and tables of gpu_ionize.cu */
             b += (size_t)((double)(h->ion->zmax - h->z0) * (double)h->np * (1.0 + h->slack)) *
                      (SLOT_BYTES + id_bytes(&st->sp[h->ion_to])) +
@@ -303,6 +307,9 @@ static void upload_species(gpu_state *g, const pic_state *st, int s)
     GPU_CK(cudaMemcpy(d->count, h->count, nc * sizeof(int), cudaMemcpyHostToDevice));
     GPU_CK(cudaMemcpy(d->cap, h->cap, nc * sizeof(int), cudaMemcpyHostToDevice));
     GPU_CK(cudaMemcpy(d->hist, h->hist, nc * 9 * sizeof(int), cudaMemcpyHostToDevice));
+    d->cap_max = 0;
+    for (size_t c = 0; c < nc; c++)
+        d->cap_max = h->cap[c] > d->cap_max ? h->cap[c] : d->cap_max;
 }
 
 static void free_species(gpu_species *d)
@@ -502,6 +509,14 @@ static void open_tables(gpu_state *g, const pic_state *st)
     g->partial = (double *)gpu_malloc(g, np * sizeof(double), "reductions");
     GPU_CK(cudaMallocHost(&g->h_partial, np * sizeof(double)));
     g->order = (int *)gpu_malloc(g, (size_t)g->ncl * g->nsp * sizeof(int), "cluster order");
+    gpu_split *x = &g->split;
+    x->first = (int *)gpu_malloc(g, 2 * (size_t)g->ncl * g->nsp * sizeof(int), "cluster parts");
+    x->done = x->first + (size_t)g->ncl * g->nsp;
+    GPU_CK(cudaMemset(x->done, 0, (size_t)g->ncl * g->nsp * sizeof(int)));
+    x->queue = (int *)gpu_malloc(g, 3 * sizeof(int), "cluster parts");
+    GPU_CK(cudaMemset(x->queue, 0, 3 * sizeof(int)));
+    GPU_CK(cudaMallocHost(&x->h_want, sizeof(int)));
+    *x->h_want = 0;
     g->flags = (int *)gpu_malloc(g, 4 * DECK_MAX_SPECIES * sizeof(int), "flags");
     GPU_CK(cudaMemset(g->flags, 0, 4 * DECK_MAX_SPECIES * sizeof(int)));
     GPU_CK(cudaMallocHost(&g->h_flags, 4 * DECK_MAX_SPECIES * sizeof(int)));
@@ -532,7 +547,9 @@ void gpu_memory_close(gpu_state *g, pic_state *st)
         free_species(&g->sp[s]);
     void *p[] = {g->store,   g->x0,    g->y0,          g->cx_of, g->cy_of, g->tiles,
                  g->tile_live, g->acc, g->partial, g->flags, g->lists, g->spare_start,
-                 g->room,    g->order, g->ion_tab, g->ion_dz, g->avg};
+                 g->room,    g->order, g->ion_tab, g->ion_dz, g->avg,
+                 g->split.first, g->split.queue, g->split.parts, g->split.tiles,
+                 g->split.hist, g->split.live, g->split.ke};
     for (size_t k = 0; k < sizeof p / sizeof p[0]; k++)
         if (p[k])
             cudaFree(p[k]);
@@ -545,6 +562,8 @@ void gpu_memory_close(gpu_state *g, pic_state *st)
     }
     if (g->h_partial)
         cudaFreeHost(g->h_partial);
+    if (g->split.h_want)
+        cudaFreeHost(g->split.h_want);
     if (g->h_flags)
         cudaFreeHost(g->h_flags);
     if (g->h_room)
@@ -577,6 +596,12 @@ void gpu_memory_close(gpu_state *g, pic_state *st)
         cudaStreamDestroy(g->main_stream);
     if (g->field_stream)
         cudaStreamDestroy(g->field_stream);
+    if (g->border_stream) {
+        cudaStreamDestroy(g->border_stream);
+        cudaEventDestroy(g->border_pushed);
+        cudaEventDestroy(g->border_done);
+        cudaFree(g->border_entries);
+    }
     free(g);
 }
 

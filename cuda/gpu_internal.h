@@ -36,6 +36,7 @@ extern "C" {     /* host C code: the state backend.h hands over, the boundaries'
 
 #define GPU_THREADS 256       /* threads per block of the particle and sort kernels */
 #define GPU_VEC 4             /* particles per thread and loop trip (two pairs of slots) */
+#define GPU_CHUNK 16384       /* particles of one part of a heavy cluster (gpu_particles.cu) */
 #define GPU_EVENTS 256        /* event pool for the phase timers */
 #define GPU_HALO_MAX 6        /* arrays in one halo exchange (gpu_halo; folds: 3 at most) */
 #define SLOT_BYTES (3 * 8 + 4 + 1) /* one particle slot: (x, y), (ux, uy), (uz, w), cell, code */
@@ -56,6 +57,9 @@ typedef struct {
     const ionize_table *ion;      /* the host species' levels (species.ion), or NULL */
     int ion_to;                   /* the species its electrons join */
     int *start, *count, *cap;     /* per cluster */
+    int cap_max;                  /* the largest cap (the particle kernel splits clusters of
+                                     more than GPU_CHUNK particles only where one can hold
+                                     that many) */
     int *hist;                    /* 9 migration bins per cluster */
     int *need;                    /* per cluster: room needed during the sort */
     int4 *movers;                 /* per cluster: +x, -x, +y, -y leavers of the sort passes */
@@ -82,6 +86,24 @@ typedef struct {
     int4 *table, *h_table;
     int tcap;
 } gpu_border;
+
+/* The particle kernel's parts of the clusters of more than GPU_CHUNK particles, one block
+ * each (gpu_particles.cu, k_cluster_plan): per entry (mobile species m, cluster c at
+ * m ncl + c) its first part's slot, or -1 when it runs whole, and a count of its parts done;
+ * the parts after each entry's first, which spare blocks take in turn; each part's tile,
+ * histogram, kinetic-energy sum and tile flag in its slot, until the entry's last part adds
+ * them up. */
+typedef struct {
+    int *first, *done;            /* per entry (device) */
+    int *queue;                   /* [0] next part to take, [1] parts in `parts`, [2] slots
+                                     the last plan wanted */
+    int2 *parts;                  /* (entry, part) of the parts after the first */
+    long long *tiles;
+    int *hist, *live;
+    double *ke;
+    int slots;                    /* slots allocated (tiles, hist, live, ke, parts) */
+    int *h_want;                  /* pinned copy of queue[2] */
+} gpu_split;
 
 typedef struct gpu_state gpu_state;
 struct gpu_state {
@@ -132,6 +154,7 @@ struct gpu_state {
     double *partial, *h_partial;  /* ncl * max(3, nsp) doubles (device / pinned host) */
     int *order;                   /* the particle kernel's blocks (k_cluster_order) */
     long order_age;               /* particle steps so far (k_cluster_order: ORDER_EVERY) */
+    gpu_split split;              /* the parts of heavy clusters (gpu_particles.cu) */
     int *flags, *h_flags;         /* per species s, at 4 s: [0] overflowing clusters, [1] max
                                      leavers, [2] errors, [3] particles dropped */
     cudaEvent_t flags_ready;      /* the flags (and room) of the last prepare are in h_flags */
@@ -164,11 +187,19 @@ struct gpu_state {
                                      (device, pinned host) */
     size_t stage_n;
     /* streams: `stream` is where work is queued now, main_stream but while the field phase
-     * is queued on field_stream (gpu_fields_begin .. gpu_fields_end) */
-    cudaStream_t stream, main_stream, field_stream;
+     * is queued on field_stream (gpu_fields_begin .. gpu_fields_end) or the sort's early
+     * halo on border_stream (gpu_sort_halo_early) */
+    cudaStream_t stream, main_stream, field_stream, border_stream;
     int overlap;                  /* the field phase runs on field_stream beside the sort */
     int fields_pending;           /* field_stream has work the main stream has not joined */
     cudaEvent_t pushed, fields_done; /* main stream -> field stream, and back */
+    /* NCCL ranks without particle walls, drops or window: the clusters whose histograms the
+     * neighbours need are pushed first (nborder entries at `border`, device), and their
+     * histograms travel on border_stream while the main stream pushes the rest */
+    int *border_entries, nborder;
+    int border_axes;              /* bit 0: the border columns, bit 1: the border rows */
+    cudaEvent_t border_pushed, border_done;
+    int halo_early;               /* this step's histogram halo went on border_stream */
     /* phase timers: events recorded in the stream, read once the stream has passed them */
     cudaEvent_t ev[GPU_EVENTS];
     int nev, npend;
@@ -458,6 +489,9 @@ void gpu_halo(gpu_state *g, void *const a[], int ncomp, int fold,
               void (*self)(gpu_state *, void *const[], int, int));
 /* Particles (gpu_particles.cu). */
 void gpu_particles_setup(gpu_state *g, const pic_state *st);
+/* Whether the border clusters go first (gpu_state.border_entries), once the transport and
+ * the walls are set up; their stream and events. */
+void gpu_particles_border_setup(gpu_state *g, const pic_state *st);
 /* Charge density of species s (all when s < 0) into dst: deposit, fixed-point sums
  * finished (gpu_acc_finish). */
 void gpu_particles_rho(gpu_state *g, int s, float *dst);
@@ -465,6 +499,9 @@ void gpu_particles_rho(gpu_state *g, int s, float *dst);
  * (overflow, leavers per cluster), so that the host's wait for its result overlaps the field
  * kernels (decks that drop no particles). */
 void gpu_sort_prepare(gpu_state *g, pic_state *st);
+/* Between the border clusters' push and the rest's (gpu_state.border_entries): their
+ * histograms' halo and the border counts on border_stream. */
+void gpu_sort_halo_early(gpu_state *g, const pic_state *st);
 
 /* Debug-only hooks, environment switches read by gpu_open: EMPIC_GPU_SYNC=1 synchronises
  * after every kernel (in gpu_launched); EMPIC_GPU_CHECK=1 (gpu_debug.cu) copies the device

@@ -1,7 +1,9 @@
 /* gpu_particles.cu - push, move and charge-conserving deposit on the device (the twin of
  * src/cpu/cpu_particles.c and cpu_deposit.c), and the charge density; one thread block per
- * cluster of every mobile species in one launch (heaviest clusters first: k_cluster_order)
- * and one pass over its particles, with the CPU's per-particle functions (particle.h,
+ * cluster of every mobile species in one launch (heaviest clusters first: k_cluster_order),
+ * a cluster that holds more than a block's share of the particles in parts of GPU_CHUNK,
+ * one block each (k_cluster_plan: a dense foil's few clusters would otherwise leave most
+ * multiprocessors idle), and one pass over its particles, with the CPU's per-particle functions (particle.h,
  * cluster.h): the kernel stages its cluster's E and B (plus ghosts) in shared memory,
  * gathers them (gather_yee), applies boris_push, moves the particle (particle_move's rule:
  * move_end, kong_split3, move_cell, then move_piece for each piece it deposits) into a
@@ -27,11 +29,18 @@
 #include "gpu_internal.h"
 #include "particle.h"
 
+#include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define FULL 0xffffffffu
 /* threads per block of the particle kernel (k_push_move; the charge kernel runs GPU_THREADS) */
 #define GPU_MOVE_THREADS 512
+/* A cluster's particles in chunks of GPU_CHUNK slots (GPU_CHUNK_TRIPS trips), the kinetic
+ * energy summed per chunk and the chunks' sums in order: the same sum whether one block runs
+ * the cluster or each chunk is a part of its own (the parts of a heavy cluster) */
+#define GPU_CHUNK_TRIPS (GPU_CHUNK / (GPU_MOVE_THREADS * GPU_VEC))
+static_assert(GPU_CHUNK % (GPU_MOVE_THREADS * GPU_VEC) == 0, "whole trips per chunk");
 
 /* One mobile species of the particle kernel: its arrays, cluster table, tile set and slot
  * of the kinetic-energy sums. */
@@ -54,6 +63,17 @@ typedef struct {
 typedef struct {
     kspecies sp[DECK_MAX_SPECIES];
     const int *order;
+    /* which entries: all (PUSH_ALL), the border entries (PUSH_BORDER: block b runs
+       border[b]) or the others (PUSH_REST: the border entries and the histograms of other
+       ranks' clusters skipped); own, bx, by: as gpu_state's own, and whether the border
+       columns (bx) and rows (by) go first */
+    int which;
+    const int *border;
+    int4 own;
+    int bx, by;
+    int spare;                  /* blocks before the entries' that take the split parts */
+    gpu_split split;            /* the parts (split.first NULL: every entry runs whole) */
+    int tile_stride_x;          /* entries of a part's tile slot */
     const float *f[6];          /* ex, ey, ez, bx, by, bz */
     const int *x0, *y0;
     int ncl, ncx, stride, off, nx, ny;
@@ -63,6 +83,8 @@ typedef struct {
     const float *x[6];          /* their arrays where they vary in space (else NULL), added
                                    to the staged fields (extfield.h) */
 } kpart;
+
+enum { PUSH_ALL, PUSH_BORDER, PUSH_REST };
 
 /* An index the compiler must treat as unknown (an empty asm that may change it). */
 __device__ __forceinline__ int opaque(int v)
@@ -324,40 +346,70 @@ __device__ __forceinline__ void count_movers(unsigned codes, int mv[8])
             mv[b] += __popc(__ballot_sync(FULL, ((codes >> (8 * q)) & 0xffu) == mover_code[b]));
 }
 
-/* One block per cluster of every mobile species, each particle read and written once:
- * gather E(n), B(n) at x(n) from the staged fields, Boris u(n-1/2) -> u(n+1/2) (with KE the
- * cluster's sum of w (gamma - 1) at time n into the species' partial[c]), move x(n) ->
- * x(n+1), deposit J(n+1/2) into the cluster's split tile (joined into its slot of the
- * species' tile set), migration codes and the cluster's histogram. 512 threads, 2 blocks per
- * multiprocessor (64 registers): the heaviest clusters, which decide the kernel's tail, get
- * 512 threads and start first. */
-template <bool KE>
-__global__ void __launch_bounds__(GPU_MOVE_THREADS, 2) k_push_move(const __grid_constant__ kpart a)
+/* Whether cluster c is this rank's, and whether it is one of its border clusters (those
+ * whose histograms the neighbours need: PUSH_BORDER). */
+__device__ __forceinline__ bool entry_owned(const kpart &a, int c)
 {
-    extern __shared__ float sf[]; /* 6 tszp field values, then the split tile (6 tszp words:
-                                     3 tszp low words, 3 tszp high words) */
+    const int cx = c % a.ncx, cy = c / a.ncx;
+    return cx >= a.own.x && cx < a.own.y && cy >= a.own.z && cy < a.own.w;
+}
+
+__device__ __forceinline__ bool entry_border(const kpart &a, int c)
+{
+    const int cx = c % a.ncx, cy = c / a.ncx;
+    return entry_owned(a, c) && ((a.bx && (cx == a.own.x || cx == a.own.y - 1)) ||
+                                 (a.by && (cy == a.own.z || cy == a.own.w - 1)));
+}
+
+/* The parts of entry e (species slot e / ncl, cluster e % ncl) of n particles: 1 when it runs
+ * whole. */
+__device__ __forceinline__ int entry_parts(const kpart &a, int e, int n)
+{
+    return a.split.first && a.split.first[e] >= 0 ? (n + GPU_CHUNK - 1) / GPU_CHUNK : 1;
+}
+
+/* The particle kernel's shared scalars: the histogram, the part a block runs (entry, part),
+ * whether it is its entry's last, the reductions' warp sums, their result and the kinetic
+ * energy of the chunks so far (kept here, not in registers, across the particle loop). */
+typedef struct {
+    int hist[9];
+    int e, part, last, take;
+    double red[GPU_MOVE_THREADS / 32], sum, ke;
+} pshared;
+
+/* Part `part` of entry e (sh.e, sh.part): the whole cluster (entry_parts 1) or its chunk
+ * `part`, each particle read and written once: gather E(n), B(n) at x(n) from the staged
+ * fields, Boris u(n-1/2) -> u(n+1/2) (with KE the sum of w (gamma - 1) at time n, per chunk),
+ * move x(n) -> x(n+1), deposit J(n+1/2) into the split tile, migration codes and the
+ * histogram; returns whether a particle deposited (on every thread). */
+template <bool KE>
+__device__ __forceinline__ int push_run(const kpart &a, float *sf, pshared &sh)
+{
     unsigned *sw = (unsigned *)(sf + 6 * a.tszp);
-    __shared__ int shist[9];
-    __shared__ double sred[GPU_MOVE_THREADS / 32];
-    const int oc = a.order[blockIdx.x], tid = threadIdx.x, lane = tid & 31;
-    const kspecies &sp = a.sp[oc / a.ncl];
-    const int c = oc % a.ncl;
+    const int tid = threadIdx.x, lane = tid & 31, e = sh.e;
+    const kspecies &sp = a.sp[e / a.ncl];
+    const int c = e % a.ncl;
     const cluster_tile T = cluster_tile_of(a.x0, a.y0, a.ncx, c);
-    const int n = sp.count[c], s0 = sp.start[c];
+    const int n = sp.count[c], split = entry_parts(a, e, n) > 1;
+    const int from = split ? sh.part * GPU_CHUNK : 0;
+    const int cnt = split ? min(n - from, GPU_CHUNK) : n, s1 = sp.start[c] + from;
     for (int idx = tid; idx < 6 * a.tszp; idx += GPU_MOVE_THREADS)
         sw[idx] = idx < 3 * a.tszp ? (unsigned)TILE_BIAS : 0u;
     if (tid < 9)
-        shist[tid] = 0;
+        sh.hist[tid] = 0;
+    if (tid == 0)
+        sh.ke = 0.0;
     if (n > 0) /* another rank's cluster: no fields here, an empty tile */
         stage_fields(a, T, sf);
     __syncthreads();
     int mv[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    double ke = 0.0;
     bool charged = false; /* a particle of this thread deposited */
-    for (int t = 0; t < group_trips(n, GPU_MOVE_THREADS); t++) {
+    double ke = 0.0;
+    const int trips = group_trips(cnt, GPU_MOVE_THREADS);
+    for (int t = 0; t < trips; t++) {
         /* the warp's 32 GPU_VEC slots from base */
         const int base = GPU_VEC * (t * GPU_MOVE_THREADS + 32 * (tid >> 5));
-        const int left = n - base, p = s0 + base;
+        const int left = cnt - base, p = s1 + base;
         pgroup g;
         group_load(g, sp, p, lane, left);
         unsigned codes = 0, cells = 0; /* byte q: particle q's code */
@@ -374,28 +426,146 @@ __global__ void __launch_bounds__(GPU_MOVE_THREADS, 2) k_push_move(const __grid_
         group_store(sp, g, codes, p, lane, left, __any_sync(FULL, cells != 0u), movers);
         if (movers)
             count_movers(codes, mv);
+        if (KE && ((t + 1) % GPU_CHUNK_TRIPS == 0 || t + 1 == trips)) { /* a chunk's end */
+            block_sum(ke, sh.red, &sh.sum); /* synchronises the block */
+            if (tid == 0)
+                sh.ke += sh.sum;
+            ke = 0.0;
+            __syncthreads(); /* red read before the next chunk's sum */
+        }
     }
     if (lane == 0)
         for (int b = 0; b < 8; b++)
             if (mv[b])
-                atomicAdd(&shist[mover_bin[b]], mv[b]);
-    if (KE)
-        block_sum(ke, sred, sp.partial + c); /* synchronises the block */
-    else
-        __syncthreads();
-    if (tid < 9) {
-        int moved = 0;
-        for (int b = 0; b < 9; b++)
-            moved += b == 4 ? 0 : shist[b];
-        sp.hist[9 * c + tid] = tid == 4 ? n - moved : shist[tid];
+                atomicAdd(&sh.hist[mover_bin[b]], mv[b]);
+    return __syncthreads_or(charged);
+}
+
+/* The histogram of a cluster of n particles from its movers' bins (thread tid < 9). */
+__device__ __forceinline__ void hist_store(int *hist, const int *bins, int n, int tid)
+{
+    int moved = 0;
+    for (int b = 0; b < 9; b++)
+        moved += b == 4 ? 0 : bins[b];
+    hist[tid] = tid == 4 ? n - moved : bins[tid];
+}
+
+/* The outputs of push_run (live: a particle deposited): a whole cluster's to its tile slot,
+ * histogram, kinetic-energy sum and tile flag; a part's to its slot of the split, and the
+ * entry's last part to finish adds the parts up there (integers, and the chunks' energies in
+ * chunk order: the same bits as one block). A tile nothing was deposited into (no particle,
+ * or neutral atoms only) is not stored: the sums skip it (most of them in a foil's vacuum or
+ * an unionized gas). */
+template <bool KE>
+__device__ __forceinline__ void push_finish(const kpart &a, float *sf, pshared &sh, int live)
+{
+    const unsigned *sw = (const unsigned *)(sf + 6 * a.tszp);
+    const int tid = threadIdx.x, e = sh.e;
+    const kspecies &sp = a.sp[e / a.ncl];
+    const int c = e % a.ncl;
+    const cluster_tile T = cluster_tile_of(a.x0, a.y0, a.ncx, c);
+    const int n = sp.count[c], parts = entry_parts(a, e, n), tsz = T.w * T.h;
+    if (parts == 1) {
+        if (tid < 9 && (a.which != PUSH_REST || entry_owned(a, c)))
+            hist_store(sp.hist + 9 * c, sh.hist, n, tid);
+        if (tid == 0) {
+            sp.live[c] = live;
+            if (KE)
+                sp.partial[c] = sh.ke;
+        }
+        if (live)
+            tile_store_split(sw, a.tszp, tsz, sp.tiles + (size_t)c * a.tile_stride);
+        return;
     }
-    /* a tile nothing was deposited into (no particle, or neutral atoms only) is not stored:
-       the sums skip it (most of them in a foil's vacuum or an unionized gas) */
-    const int live = __syncthreads_or(charged);
-    if (tid == 0)
-        sp.live[c] = live;
+    const gpu_split &x = a.split;
+    const int first = x.first[e], slot = first + sh.part;
+    if (tid < 9)
+        x.hist[9 * slot + tid] = sh.hist[tid];
+    if (tid == 0) {
+        x.live[slot] = live;
+        x.ke[slot] = sh.ke;
+    }
     if (live)
-        tile_store_split(sw, a.tszp, T.w * T.h, sp.tiles + (size_t)c * a.tile_stride);
+        tile_store_split(sw, a.tszp, tsz, x.tiles + (size_t)slot * a.tile_stride_x);
+    __threadfence(); /* this part's outputs visible before it counts as done */
+    __syncthreads();
+    if (tid == 0)
+        sh.last = atomicAdd(&x.done[e], 1) == parts - 1;
+    __syncthreads();
+    if (!sh.last)
+        return;
+    __threadfence();
+    /* the last part: the parts' sums into the entry's outputs (read through L2: other
+       blocks wrote them) */
+    int any = 0;
+    for (int k = 0; k < parts; k++)
+        any |= __ldcg(&x.live[first + k]);
+    if (any)
+        for (int idx = tid; idx < 3 * tsz; idx += GPU_MOVE_THREADS) {
+            unsigned long long v = 0;
+            for (int k = 0; k < parts; k++)
+                if (__ldcg(&x.live[first + k]))
+                    v += (unsigned long long)__ldcg(
+                        &x.tiles[(size_t)(first + k) * a.tile_stride_x + idx]);
+            sp.tiles[(size_t)c * a.tile_stride + idx] = (long long)v;
+        }
+    __syncthreads(); /* sh.hist read by every thread above */
+    if (tid < 9) {
+        int v = 0;
+        for (int k = 0; k < parts; k++)
+            v += __ldcg(&x.hist[9 * (first + k) + tid]);
+        sh.hist[tid] = v;
+    }
+    __syncthreads();
+    if (tid < 9)
+        hist_store(sp.hist + 9 * c, sh.hist, n, tid);
+    if (tid == 0) {
+        sp.live[c] = any;
+        if (KE) {
+            double sum = 0.0;
+            for (int k = 0; k < parts; k++)
+                sum += __ldcg(&x.ke[first + k]);
+            sp.partial[c] = sum;
+        }
+        x.done[e] = 0;
+    }
+}
+
+/* The particle kernel: the first `spare` blocks take the parts after the first of the split
+ * entries in turn (k_cluster_plan's queue, heaviest entries first), then one block per entry
+ * (a cluster of a mobile species) runs it whole or its first part, in k_cluster_order's
+ * order. 512 threads, 2 blocks per multiprocessor (64 registers): the heaviest clusters,
+ * which decide the kernel's tail, get 512 threads and start first. */
+template <bool KE>
+__global__ void __launch_bounds__(GPU_MOVE_THREADS, 2) k_push_move(const __grid_constant__ kpart a)
+{
+    extern __shared__ float sf[]; /* 6 tszp field values, then the split tile (6 tszp words:
+                                     3 tszp low words, 3 tszp high words) */
+    __shared__ pshared sh;
+    const bool entry = (int)blockIdx.x >= a.spare;
+    for (;;) { /* one call of push_run: its registers are allocated once */
+        if (threadIdx.x == 0) {
+            int k = -1;
+            if (entry) {
+                const int b = blockIdx.x - a.spare;
+                sh.e = a.which == PUSH_BORDER ? a.border[b] : a.order[b];
+                sh.part = 0;
+            } else if ((k = atomicAdd(&a.split.queue[0], 1)) < a.split.queue[1]) {
+                const int2 q = a.split.parts[k];
+                sh.e = q.x;
+                sh.part = q.y;
+            }
+            sh.take = entry ? a.which != PUSH_REST || !entry_border(a, sh.e % a.ncl)
+                            : k < a.split.queue[1];
+        }
+        __syncthreads();
+        if (!sh.take)
+            return;
+        push_finish<KE>(a, sf, sh, push_run<KE>(a, sf, sh));
+        if (entry)
+            return;
+        __syncthreads(); /* every thread has read sh before the next take */
+    }
 }
 
 /* Charge of one species at the current positions into the tile buffer: one shared-memory
@@ -641,6 +811,50 @@ void gpu_particles_setup(gpu_state *g, const pic_state *st)
     set_smem((const void *)k_rho, g->smem_rho);
 }
 
+void gpu_particles_border_setup(gpu_state *g, const pic_state *st)
+{
+    const clusters *cl = st->cl;
+    g->nborder = 0;
+    if (!g->nccl || g->window)
+        return;
+    for (int s = 0; s < g->nsp; s++)
+        if (g->sp[s].absorbing || g->sp[s].nedge) /* walls change histograms after the push */
+            return;
+    g->border_axes = 0;
+    for (int axis = 0; axis < 2; axis++) { /* the axes with a halo (gpu_nccl_hist_halo) */
+        const int down = cl->nb[2 * axis], up = cl->nb[2 * axis + 1];
+        if (!((down == g->rank && up == g->rank) || (down < 0 && up < 0)))
+            g->border_axes |= 1 << axis;
+    }
+    int *list = (int *)empic_alloc((size_t)g->nsp * g->ncl * sizeof(int), "border clusters");
+    int n = 0, m = 0;
+    for (int s = 0; s < g->nsp; s++) {
+        if (!g->sp[s].mobile)
+            continue;
+        for (int c = 0; c < g->ncl; c++) {
+            const int cx = c % g->ncx, cy = c / g->ncx;
+            if (cx < cl->cx0 || cx >= cl->cx1 || cy < cl->cy0 || cy >= cl->cy1)
+                continue;
+            if (((g->border_axes & 1) && (cx == cl->cx0 || cx == cl->cx1 - 1)) ||
+                ((g->border_axes & 2) && (cy == cl->cy0 || cy == cl->cy1 - 1)))
+                list[n++] = m * g->ncl + c;
+        }
+        m++;
+    }
+    if (n) {
+        g->border_entries = (int *)gpu_malloc(g, (size_t)n * sizeof(int), "border clusters");
+        GPU_CK(cudaMemcpy(g->border_entries, list, (size_t)n * sizeof(int),
+                          cudaMemcpyHostToDevice));
+        int least = 0, greatest = 0;
+        GPU_CK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+        GPU_CK(cudaStreamCreateWithPriority(&g->border_stream, cudaStreamNonBlocking, greatest));
+        GPU_CK(cudaEventCreateWithFlags(&g->border_pushed, cudaEventDisableTiming));
+        GPU_CK(cudaEventCreateWithFlags(&g->border_done, cudaEventDisableTiming));
+        g->nborder = n;
+    }
+    free(list);
+}
+
 /* The particle kernel's block order: entry m ncl + c (cluster c of the m-th mobile species)
  * by decreasing particle count, in ORDER_CLASSES classes of the largest count, so that the
  * heaviest clusters start first and the light ones fill the kernel's tail. Only the speed
@@ -689,6 +903,96 @@ __global__ void __launch_bounds__(1024) k_cluster_order(const __grid_constant__ 
         order[atomicAdd(&cls[order_class(a.sp[k / ncl].count[k % ncl], most)], 1)] = k;
 }
 
+/* Exclusive prefix sum of v over the block (1024 threads) from *carry on, which it advances
+ * by the block's total. */
+__device__ __forceinline__ long long block_scan(long long v, long long *warps, long long *carry)
+{
+    const int tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
+    long long x = v;
+    for (int o = 1; o < 32; o <<= 1) {
+        const long long y = __shfl_up_sync(FULL, x, o);
+        if (lane >= o)
+            x += y;
+    }
+    if (lane == 31)
+        warps[w] = x;
+    __syncthreads();
+    if (w == 0) {
+        long long t = warps[lane];
+        for (int o = 1; o < 32; o <<= 1) {
+            const long long y = __shfl_up_sync(FULL, t, o);
+            if (lane >= o)
+                t += y;
+        }
+        warps[lane] = t; /* inclusive over the warps */
+    }
+    __syncthreads();
+    const long long before = *carry + (w ? warps[w - 1] : 0) + x - v;
+    __syncthreads();
+    if (tid == 0)
+        *carry += warps[31];
+    __syncthreads();
+    return before;
+}
+
+/* The parts of this step (gpu_split): in k_cluster_order's order, each entry of more than
+ * `heavy` particles split into its chunks while the slots last (its first part's slot in
+ * first[e], -1 for the entries that run whole), the parts after each first queued for the
+ * spare blocks; queue[2]: the slots every split entry would want (the host grows the slots
+ * to it). Only the speed depends on the split. One block of 1024 threads. */
+__global__ void __launch_bounds__(1024) k_cluster_plan(const __grid_constant__ kpart a,
+                                                       int nsp, int heavy, int slots)
+{
+    __shared__ long long warps[32], carry;
+    const int n = nsp * a.ncl;
+    if (threadIdx.x == 0)
+        carry = 0;
+    __syncthreads();
+    for (int i0 = 0; i0 < n; i0 += blockDim.x) {
+        const int i = i0 + threadIdx.x;
+        const int e = i < n ? a.order[i] : 0;
+        const int cnt = i < n ? a.sp[e / a.ncl].count[e % a.ncl] : 0;
+        const int parts = cnt > heavy ? (cnt + GPU_CHUNK - 1) / GPU_CHUNK : 0;
+        /* slots (low word) and split entries (high word) before this one */
+        const long long at = block_scan(parts ? (long long)parts | 1ll << 32 : 0, warps, &carry);
+        const int slot = (int)(at & 0xffffffffll), queued = slot - (int)(at >> 32);
+        if (i >= n)
+            continue;
+        const int fits = parts && slot + parts <= slots;
+        a.split.first[e] = fits ? slot : -1;
+        for (int k = 1; fits && k < parts; k++)
+            a.split.parts[queued + k - 1] = make_int2(e, k);
+        if (fits)
+            atomicMax(&a.split.queue[1], queued + parts - 1);
+    }
+    if (threadIdx.x == 0)
+        a.split.queue[2] = (int)(carry & 0xffffffffll);
+}
+
+/* Room for `want` part slots (the split's last plan asked for them; 1/4 more). */
+static void split_grow(gpu_state *g, int want)
+{
+    gpu_split *x = &g->split;
+    if (want <= x->slots)
+        return;
+    const int n = want + want / 4;
+    GPU_CK(cudaStreamSynchronize(g->stream));
+    void *old[] = {x->parts, x->tiles, x->hist, x->live, x->ke};
+    for (size_t k = 0; k < sizeof old / sizeof old[0]; k++)
+        if (old[k])
+            GPU_CK(cudaFree(old[k]));
+    if (x->slots)
+        g->bytes -= (size_t)x->slots * (sizeof(int2) + 3 * g->tsz_max * sizeof(long long) +
+                                        10 * sizeof(int) + sizeof(double));
+    x->parts = (int2 *)gpu_malloc(g, (size_t)n * sizeof(int2), "cluster parts");
+    x->tiles = (long long *)gpu_malloc(g, (size_t)n * 3 * g->tsz_max * sizeof(long long),
+                                       "cluster parts");
+    x->hist = (int *)gpu_malloc(g, (size_t)n * 9 * sizeof(int), "cluster parts");
+    x->live = (int *)gpu_malloc(g, (size_t)n * sizeof(int), "cluster parts");
+    x->ke = (double *)gpu_malloc(g, (size_t)n * sizeof(double), "cluster parts");
+    x->slots = n;
+}
+
 void gpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic)
 {
     gpu_state *g = (gpu_state *)ctx;
@@ -720,6 +1024,7 @@ void gpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic)
         a.x[k] = g->ext[k];
     }
     a.order = g->order;
+    a.tile_stride_x = 3 * g->tsz_max;
     a.x0 = g->x0;
     a.y0 = g->y0;
     a.ncl = g->ncl;
@@ -737,12 +1042,50 @@ void gpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic)
             k_cluster_order<<<1, 1024, 0, g->stream>>>(a, m, g->order);
             GPU_LAUNCHED(g, "k_cluster_order");
         }
-        const unsigned blocks = (unsigned)(m * g->ncl);
-        if (want_ke)
-            k_push_move<true><<<blocks, GPU_MOVE_THREADS, g->smem_move, g->stream>>>(a);
-        else
-            k_push_move<false><<<blocks, GPU_MOVE_THREADS, g->smem_move, g->stream>>>(a);
-        GPU_LAUNCHED(g, "k_push_move");
+        /* a cluster that holds more than a block's share of the particles (2 blocks a
+           multiprocessor) and two chunks decides the kernel's length: such clusters run in
+           parts, on 2 spare blocks a multiprocessor, where a segment can hold that many */
+        long long np = 0;
+        int most = 0;
+        for (int k = 0; k < m; k++) {
+            np += st->sp[mob[k]].np;
+            most = g->sp[mob[k]].cap_max > most ? g->sp[mob[k]].cap_max : most;
+        }
+        const long long share = np / (2 * g->nsm);
+        const int heavy = share > 2 * GPU_CHUNK ? (int)(share < INT_MAX ? share : INT_MAX)
+                                                : 2 * GPU_CHUNK;
+        if (most > heavy) {
+            gpu_split *x = &g->split;
+            /* the last plan's want: its copy is behind the flags the host waited for */
+            split_grow(g, *x->h_want);
+            a.split = *x;
+            a.spare = x->slots ? 2 * g->nsm : 0;
+            GPU_CK(cudaMemsetAsync(x->queue, 0, 2 * sizeof(int), g->stream));
+            k_cluster_plan<<<1, 1024, 0, g->stream>>>(a, m, heavy, x->slots);
+            GPU_LAUNCHED(g, "k_cluster_plan");
+            GPU_CK(cudaMemcpyAsync(x->h_want, x->queue + 2, sizeof(int), cudaMemcpyDeviceToHost,
+                                   g->stream));
+        }
+        /* the border clusters first, their histograms on their way while the rest run
+           (not with parts: spare blocks take any entry's) */
+        const int border = g->nborder > 0 && !a.spare;
+        a.border = g->border_entries;
+        a.own = g->own;
+        a.bx = g->border_axes & 1;
+        a.by = g->border_axes >> 1 & 1;
+        for (int run = border ? PUSH_BORDER : PUSH_ALL; run <= (border ? PUSH_REST : PUSH_ALL);
+             run++) {
+            a.which = run;
+            const unsigned blocks =
+                (unsigned)(run == PUSH_BORDER ? g->nborder : a.spare + m * g->ncl);
+            if (want_ke)
+                k_push_move<true><<<blocks, GPU_MOVE_THREADS, g->smem_move, g->stream>>>(a);
+            else
+                k_push_move<false><<<blocks, GPU_MOVE_THREADS, g->smem_move, g->stream>>>(a);
+            GPU_LAUNCHED(g, "k_push_move");
+            if (run == PUSH_BORDER)
+                gpu_sort_halo_early(g, st);
+        }
         gpu_walls_clusters(g, st, m, mob); /* edge clusters of non-periodic sides */
     }
     gpu_toc(g, t, PH_DEPOSIT);

@@ -362,8 +362,11 @@ void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *counts, const i
     GPU_CK(cudaMemcpyAsync(d->cap, cap, (size_t)nc * sizeof(int), cudaMemcpyHostToDevice,
                            g->stream));
     int most = 1;
-    for (int c = 0; c < nc; c++)
+    d->cap_max = 0;
+    for (int c = 0; c < nc; c++) {
         most = count[c] > most ? count[c] : most;
+        d->cap_max = cap[c] > d->cap_max ? cap[c] : d->cap_max;
+    }
     /* blocks per cluster: about 4 slots per thread, so that many loads are in flight */
     const dim3 grid((unsigned)nc, (unsigned)((most + 4 * GPU_THREADS - 1) / (4 * GPU_THREADS)));
     const int *from = d->start, *to = g->spare_start;
@@ -626,6 +629,15 @@ static void read_flags(gpu_state *g)
     GPU_CK(cudaEventRecord(g->flags_ready, g->stream));
 }
 
+/* The mobile species, as a mask. */
+static unsigned mobile_mask(const gpu_state *g)
+{
+    unsigned m = 0;
+    for (int s = 0; s < g->nsp; s++)
+        m |= g->sp[s].mobile ? 1u << s : 0u;
+    return m;
+}
+
 /* Without particle drops (no absorbing side, no moving window) the sort's bookkeeping can
  * run right after the move: the host then waits for it while the field kernels run, instead
  * of leaving the GPU idle for the round trip. Only the mobile species are sorted then. */
@@ -638,16 +650,40 @@ void gpu_sort_prepare(gpu_state *g, pic_state *st)
         if (g->sp[s].absorbing)
             return;
     int t = gpu_tic(g, st);
-    unsigned prep = 0;
-    for (int s = 0; s < g->nsp; s++)
-        prep |= g->sp[s].mobile ? 1u << s : 0u;
+    const unsigned prep = mobile_mask(g);
     flags_clear(g, prep, 0);
-    hist_exchange(g, st, prep);
+    if (g->halo_early) /* the halo came on border_stream */
+        GPU_CK(cudaStreamWaitEvent(g->main_stream, g->border_done, 0));
+    else
+        hist_exchange(g, st, prep);
     prepare_species(g, st, prep);
     read_flags(g);
-    border_counts_down(g, st, prep);
+    if (!g->halo_early)
+        border_counts_down(g, st, prep);
     gpu_toc(g, t, PH_SORT);
+    g->halo_early = 0;
     g->prepared = 1;
+}
+
+/* The histogram halo needs only the border clusters' histograms: with those pushed first
+ * (gpu_state.border_entries), it and the border counts travel on border_stream while the
+ * main stream pushes the rest; the push of the rest writes no histogram of another rank's
+ * cluster, which the halo fills. The exchange's events are its own (timed as exchange, not
+ * as part of the push they overlap). */
+void gpu_sort_halo_early(gpu_state *g, const pic_state *st)
+{
+    const unsigned prep = mobile_mask(g);
+    const int open = g->open;
+    GPU_CK(cudaEventRecord(g->border_pushed, g->main_stream));
+    GPU_CK(cudaStreamWaitEvent(g->border_stream, g->border_pushed, 0));
+    g->stream = g->border_stream;
+    g->open = -1;
+    hist_exchange(g, st, prep);
+    border_counts_down(g, st, prep);
+    GPU_CK(cudaEventRecord(g->border_done, g->border_stream));
+    g->stream = g->main_stream;
+    g->open = open;
+    g->halo_early = 1;
 }
 
 /* n particles laid out from p (16-byte aligned) as one staging area (and one message): ids

@@ -20,7 +20,8 @@ struct gpu_trace {
     const char *what[TRACE_MARKS];
     double host[TRACE_MARKS], wait_s[TRACE_MARKS];
     long step[TRACE_MARKS];
-    int field[TRACE_MARKS], n;
+    const char *stream[TRACE_MARKS]; /* the mark's stream: main, field or border */
+    int n;
     long now; /* the step being queued */
 };
 
@@ -55,7 +56,7 @@ static void flush(gpu_state *g)
             GPU_CK(cudaEventElapsedTime(&ms, t->epoch, t->ev[k]));
         const double host = 1e3 * (t->host[k] - t->host0);
         if (t->wait_s[k] < 0)
-            fprintf(t->out, "%ld,%s,%s,%.4f,%.4f\n", t->step[k], t->field[k] ? "field" : "main",
+            fprintf(t->out, "%ld,%s,%s,%.4f,%.4f\n", t->step[k], t->stream[k],
                     t->what[k], host, ms);
         else /* a host wait: its start, then its end as the device column's stand-in */
             fprintf(t->out, "%ld,host,%s,%.4f,%.4f\n", t->step[k], t->what[k], host,
@@ -83,7 +84,9 @@ void gpu_trace_mark(gpu_state *g, const char *what)
     if (!t)
         return;
     const int k = slot(g, what, omp_get_wtime());
-    t->field[k] = g->stream == g->field_stream && g->field_stream != g->main_stream;
+    t->stream[k] = g->stream == g->main_stream     ? "main"
+                   : g->stream == g->field_stream ? "field"
+                                                  : "border";
     t->wait_s[k] = -1.0;
     GPU_CK(cudaEventRecord(t->ev[k], g->stream));
 }
@@ -96,7 +99,7 @@ void gpu_trace_wait(gpu_state *g, const char *what, double since)
     if (!t)
         return;
     const int k = slot(g, what, since);
-    t->field[k] = 0;
+    t->stream[k] = "host";
     t->wait_s[k] = omp_get_wtime() - since;
 }
 
