@@ -598,6 +598,7 @@ void gpu_memory_close(gpu_state *g, pic_state *st)
         cudaStreamDestroy(g->field_stream);
     if (g->border_stream) {
         cudaStreamDestroy(g->border_stream);
+        cudaEventDestroy(g->border_ready);
         cudaEventDestroy(g->border_pushed);
         cudaEventDestroy(g->border_done);
         cudaFree(g->border_entries);

@@ -188,17 +188,20 @@ struct gpu_state {
     size_t stage_n;
     /* streams: `stream` is where work is queued now, main_stream but while the field phase
      * is queued on field_stream (gpu_fields_begin .. gpu_fields_end) or the sort's early
-     * halo on border_stream (gpu_sort_halo_early) */
+     * clusters' push and their histogram halo on border_stream (gpu_particles,
+     * gpu_sort_halo_early) */
     cudaStream_t stream, main_stream, field_stream, border_stream;
     int overlap;                  /* the field phase runs on field_stream beside the sort */
     int fields_pending;           /* field_stream has work the main stream has not joined */
     cudaEvent_t pushed, fields_done; /* main stream -> field stream, and back */
     /* NCCL ranks without particle walls, drops or window: the clusters whose histograms the
-     * neighbours need are pushed first (nborder entries at `border`, device), and their
-     * histograms travel on border_stream while the main stream pushes the rest */
+     * neighbours need (nborder entries at border_entries, device) are pushed on
+     * border_stream beside the main stream's push of the rest, and their histograms travel
+     * there once pushed (border_ready: main -> border stream; border_pushed, border_done:
+     * back) */
     int *border_entries, nborder;
     int border_axes;              /* bit 0: the border columns, bit 1: the border rows */
-    cudaEvent_t border_pushed, border_done;
+    cudaEvent_t border_ready, border_pushed, border_done;
     int halo_early;               /* this step's histogram halo went on border_stream */
     /* phase timers: events recorded in the stream, read once the stream has passed them */
     cudaEvent_t ev[GPU_EVENTS];
@@ -499,8 +502,8 @@ void gpu_particles_rho(gpu_state *g, int s, float *dst);
  * (overflow, leavers per cluster), so that the host's wait for its result overlaps the field
  * kernels (decks that drop no particles). */
 void gpu_sort_prepare(gpu_state *g, pic_state *st);
-/* Between the border clusters' push and the rest's (gpu_state.border_entries): their
- * histograms' halo and the border counts on border_stream. */
+/* After the border clusters' push on border_stream (gpu_state.border_entries): their
+ * histograms' halo and the border counts there. */
 void gpu_sort_halo_early(gpu_state *g, const pic_state *st);
 
 /* Debug-only hooks, environment switches read by gpu_open: EMPIC_GPU_SYNC=1 synchronises

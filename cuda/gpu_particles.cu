@@ -848,6 +848,7 @@ void gpu_particles_border_setup(gpu_state *g, const pic_state *st)
         int least = 0, greatest = 0;
         GPU_CK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
         GPU_CK(cudaStreamCreateWithPriority(&g->border_stream, cudaStreamNonBlocking, greatest));
+        GPU_CK(cudaEventCreateWithFlags(&g->border_ready, cudaEventDisableTiming));
         GPU_CK(cudaEventCreateWithFlags(&g->border_pushed, cudaEventDisableTiming));
         GPU_CK(cudaEventCreateWithFlags(&g->border_done, cudaEventDisableTiming));
         g->nborder = n;
@@ -1066,8 +1067,9 @@ void gpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic)
             GPU_CK(cudaMemcpyAsync(x->h_want, x->queue + 2, sizeof(int), cudaMemcpyDeviceToHost,
                                    g->stream));
         }
-        /* the border clusters first, their histograms on their way while the rest run
-           (not with parts: spare blocks take any entry's) */
+        /* the border clusters on border_stream beside the rest (their launch alone would
+           leave most multiprocessors idle), their histograms on their way as soon as they
+           are pushed (not with parts: spare blocks take any entry's) */
         const int border = g->nborder > 0 && !a.spare;
         a.border = g->border_entries;
         a.own = g->own;
@@ -1076,6 +1078,11 @@ void gpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic)
         for (int run = border ? PUSH_BORDER : PUSH_ALL; run <= (border ? PUSH_REST : PUSH_ALL);
              run++) {
             a.which = run;
+            if (run == PUSH_BORDER) {
+                GPU_CK(cudaEventRecord(g->border_ready, g->main_stream));
+                GPU_CK(cudaStreamWaitEvent(g->border_stream, g->border_ready, 0));
+                g->stream = g->border_stream;
+            }
             const unsigned blocks =
                 (unsigned)(run == PUSH_BORDER ? g->nborder : a.spare + m * g->ncl);
             if (want_ke)
@@ -1084,8 +1091,10 @@ void gpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic)
                 k_push_move<false><<<blocks, GPU_MOVE_THREADS, g->smem_move, g->stream>>>(a);
             GPU_LAUNCHED(g, "k_push_move");
             if (run == PUSH_BORDER)
-                gpu_sort_halo_early(g, st);
+                gpu_sort_halo_early(g, st); /* back on the main stream */
         }
+        if (border) /* the border clusters' tiles, for the current */
+            GPU_CK(cudaStreamWaitEvent(g->main_stream, g->border_pushed, 0));
         gpu_walls_clusters(g, st, m, mob); /* edge clusters of non-periodic sides */
     }
     gpu_toc(g, t, PH_DEPOSIT);

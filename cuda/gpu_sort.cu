@@ -665,18 +665,16 @@ void gpu_sort_prepare(gpu_state *g, pic_state *st)
     g->prepared = 1;
 }
 
-/* The histogram halo needs only the border clusters' histograms: with those pushed first
- * (gpu_state.border_entries), it and the border counts travel on border_stream while the
- * main stream pushes the rest; the push of the rest writes no histogram of another rank's
- * cluster, which the halo fills. The exchange's events are its own (timed as exchange, not
- * as part of the push they overlap). */
+/* The histogram halo needs only the border clusters' histograms: with those pushed on
+ * border_stream (gpu_state.border_entries), it and the border counts follow them there while
+ * the main stream pushes the rest; the push of the rest writes no histogram of another
+ * rank's cluster, which the halo fills. The exchange's events are its own (timed as
+ * exchange, not as part of the push they overlap). */
 void gpu_sort_halo_early(gpu_state *g, const pic_state *st)
 {
     const unsigned prep = mobile_mask(g);
     const int open = g->open;
-    GPU_CK(cudaEventRecord(g->border_pushed, g->main_stream));
-    GPU_CK(cudaStreamWaitEvent(g->border_stream, g->border_pushed, 0));
-    g->stream = g->border_stream;
+    GPU_CK(cudaEventRecord(g->border_pushed, g->border_stream));
     g->open = -1;
     hist_exchange(g, st, prep);
     border_counts_down(g, st, prep);
@@ -815,8 +813,27 @@ static void border_pass(gpu_state *g, const pic_state *st, ksorts *all, const in
     GPU_LAUNCHED(g, "k_sort_pass");
 }
 
+/* border_pass on border_stream (gpu_state.border_entries) once the main stream has run the
+ * unshifted pass along `axis` (the border pairs' clusters need nothing else), beside the
+ * shifted pass inside this rank, which the main stream runs meanwhile: launch_passes. */
+static void border_pass_beside(gpu_state *g, const pic_state *st, ksorts *all,
+                               const int *which, int nsort, int axis, size_t smem,
+                               long long *net)
+{
+    const int open = g->open;
+    GPU_CK(cudaEventRecord(g->border_ready, g->main_stream));
+    GPU_CK(cudaStreamWaitEvent(g->border_stream, g->border_ready, 0));
+    g->stream = g->border_stream;
+    g->open = -1;
+    border_pass(g, st, all, which, nsort, axis, smem, net);
+    GPU_CK(cudaEventRecord(g->border_done, g->border_stream));
+    g->stream = g->main_stream;
+    g->open = open;
+}
+
 /* The four passes for the species of `all` (all.lcap set; which[k]: the species of
- * all.s[k]); over several ranks the shifted ones also across the borders (border_pass).
+ * all.s[k]); over several ranks the shifted ones also across the borders (border_pass, on
+ * border_stream beside the shifted pass inside the rank where there is one).
  * Steps [from, to) of: pass 0, pass 1, the border along x, pass 2, pass 3, the border along
  * y (0, 6: all of them). */
 static void launch_passes(gpu_state *g, const pic_state *st, ksorts *all, const int *which,
@@ -838,17 +855,27 @@ static void launch_passes(gpu_state *g, const pic_state *st, ksorts *all, const 
         smem = 0;
     }
     const int px = st->cl->periodic_x, py = st->cl->periodic_y;
+    int beside = 0; /* this axis' border pass ran beside its shifted pass */
     for (int step = from; step < to; step++) {
         const int axis = step / 3, first = step % 3 == 1;
         if (step % 3 == 2) {
-            if (g->ranks > 1)
+            if (g->ranks > 1 && !beside)
                 border_pass(g, st, all, which, nsort, axis, smem, net);
+            beside = 0;
             continue;
         }
+        /* the border pass beside the shifted one (they share no cluster; lists in device
+           memory are per block of one launch): both follow the unshifted pass */
+        beside = g->nborder > 0 && first && step + 1 < to && !all->lists &&
+                 bgeom_of(st->cl, axis).m;
+        if (beside)
+            border_pass_beside(g, st, all, which, nsort, axis, smem, net);
         const int n = axis ? g->ncy : g->ncx, m = axis ? g->ncx : g->ncy;
         k_sort_pass<<<dim3((unsigned)(n / 2 * m), (unsigned)nsort), GPU_THREADS, smem,
                       g->stream>>>(*all, axis, first, n, g->ncx, axis ? py : px, g->own, 0, -1);
         GPU_LAUNCHED(g, "k_sort_pass");
+        if (beside)
+            GPU_CK(cudaStreamWaitEvent(g->main_stream, g->border_done, 0));
     }
 }
 
