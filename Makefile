@@ -95,7 +95,7 @@ FORCE:
 
 build/cuda_%.o: cuda/%.cu $(HDRS) $(wildcard cuda/*.h) | $(DEPS_STAMP)
 	@mkdir -p build
-	$(NVCC) -O3 -std=c++17 -arch=$(CUDA_ARCH) -lineinfo $(INC) $(CU_NCCL) -Xcompiler -Wall,-Wextra -c $< -o $@
+	$(NVCC) -O3 -std=c++17 -arch=$(CUDA_ARCH) -lineinfo $(INC) $(CU_NCCL) -Xcompiler -Wall,-Wextra,-fopenmp -c $< -o $@
 
 build/libempic.a: $(OBJ) $(CU_OBJ)
 	rm -f $@ && ar rcs $@ $^

@@ -4,6 +4,7 @@
 #include "gpu_internal.h"
 #include "average.h"
 
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,15 +48,6 @@ void *gpu_malloc(gpu_state *g, size_t bytes, const char *what)
     }
     g->bytes += bytes;
     return p;
-}
-
-void gpu_put_pairs(float2 *p, const float *a, const float *b, size_t n)
-{
-    float2 *t = (float2 *)empic_alloc((n ? n : 1) * sizeof(float2), "particle copy");
-    for (size_t k = 0; k < n; k++)
-        t[k] = make_float2(a[k], b[k]);
-    GPU_CK(cudaMemcpy(p, t, n * sizeof(float2), cudaMemcpyHostToDevice));
-    free(t);
 }
 
 void gpu_get_pairs(float *a, float *b, const float2 *p, size_t n)
@@ -257,6 +249,244 @@ static size_t deck_bytes(const pic_state *st, size_t tile_entries)
     return b;
 }
 
+/* ---- particle transfers: the live slots, in chunks through pinned staging ----
+ *
+ * The host and the device copies of a species have the same segments, of which only each
+ * cluster's first count slots hold particles. A transfer moves those alone, cluster after
+ * cluster, in chunks: on the device a kernel packs a chunk into planar arrays (the host's
+ * layout, the pairs split) in a scratch area, copied into one half of a pinned buffer while
+ * the host's threads copy the chunk before from the other half into the host arrays; an
+ * upload runs the other way. No pageable copy (slower, and through a fresh buffer that
+ * faults in every page), no copy of the slack, the host's work in parallel and beside the
+ * bus's. */
+
+/* Bytes of a chunk (each half of the pinned buffer, and the device scratch): many MiB per copy
+ * for the bus's full speed, yet a small share of the device's free memory. */
+#define XFER_BYTES ((size_t)16 << 20)
+
+/* A chunk of particles in planar arrays of `stride` slots each: cell, x, y, ux, uy, uz, w,
+ * the ids of idb bytes, code, charge state. */
+typedef struct {
+    uint32_t *cell;
+    float *x, *y, *ux, *uy, *uz, *w;
+    void *id;
+    uint8_t *code, *z;
+} planar;
+
+static planar planar_at(char *b, size_t stride, int idb, int zb)
+{
+    planar p;
+    float *f = (float *)(b + 4 * stride);
+    p.cell = (uint32_t *)b;
+    p.x = f;
+    p.y = f + stride;
+    p.ux = f + 2 * stride;
+    p.uy = f + 3 * stride;
+    p.uz = f + 4 * stride;
+    p.w = f + 5 * stride;
+    p.id = idb ? b + 28 * stride : NULL; /* 8-byte aligned: stride is even */
+    p.code = (uint8_t *)b + (28 + idb) * stride;
+    p.z = zb ? p.code + stride : NULL;
+    return p;
+}
+
+/* A particle's bytes in a chunk of species d. */
+static size_t planar_slot(const gpu_species *d)
+{
+    return 7 * 4 + d->idb + 1 + d->zb;
+}
+
+/* The cluster of live particle q of a species whose live particles are numbered cluster after
+ * cluster (off[c]: the first of cluster c): the last with off[c] <= q. */
+__host__ __device__ static inline int live_cluster(const int *off, int ncl, long long q)
+{
+    int lo = 0, hi = ncl - 1;
+    while (lo < hi) {
+        const int mid = (lo + hi + 1) >> 1;
+        if (off[mid] <= q)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}
+
+/* Live particles q0 .. q0 + m of a species into the chunk b (one thread each). */
+__global__ void k_live_down(const gpu_parts a, const int *__restrict__ start,
+                            const int *__restrict__ off, int ncl, int q0, int m, planar b)
+{
+    const int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= m)
+        return;
+    const int c = live_cluster(off, ncl, q0 + t);
+    const gpu_part q = gpu_parts_get(a, start[c] + q0 + t - off[c]);
+    b.cell[t] = q.cell;
+    b.x[t] = q.xy.x;
+    b.y[t] = q.xy.y;
+    b.ux[t] = q.uxy.x;
+    b.uy[t] = q.uxy.y;
+    b.uz[t] = q.uzw.x;
+    b.w[t] = q.uzw.y;
+    if (a.idb == 8)
+        ((unsigned long long *)b.id)[t] = q.id;
+    else if (a.idb == 4)
+        ((uint32_t *)b.id)[t] = (uint32_t)q.id;
+    b.code[t] = (uint8_t)q.code;
+    if (b.z)
+        b.z[t] = (uint8_t)q.z;
+}
+
+/* The chunk b into the slots of live particles q0 .. q0 + m. */
+__global__ void k_live_up(const gpu_parts a, const int *__restrict__ start,
+                          const int *__restrict__ off, int ncl, int q0, int m, const planar b)
+{
+    const int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= m)
+        return;
+    const int c = live_cluster(off, ncl, q0 + t);
+    gpu_part q;
+    q.xy = make_float2(b.x[t], b.y[t]);
+    q.uxy = make_float2(b.ux[t], b.uy[t]);
+    q.uzw = make_float2(b.uz[t], b.w[t]);
+    q.cell = b.cell[t];
+    q.code = b.code[t];
+    q.id = a.idb == 8 ? ((const unsigned long long *)b.id)[t]
+           : a.idb == 4 ? ((const uint32_t *)b.id)[t] : 0ull;
+    q.z = b.z ? b.z[t] : 0u;
+    gpu_parts_put(a, start[c] + q0 + t - off[c], q);
+}
+
+/* The host's side of a chunk: live particles q0 .. q0 + m of h between its arrays and the
+ * chunk b (down: into the arrays), the threads taking equal parts of the range, each copying
+ * the run of every cluster its part meets array by array. */
+static void host_chunk(species *h, const int *off, int ncl, long long q0, int m, int idb,
+                       const planar *b, int down)
+{
+#pragma omp parallel
+    {
+        const long long nt = omp_get_num_threads(), t = omp_get_thread_num();
+        long long q = q0 + m * t / nt;
+        const long long end = q0 + m * (t + 1) / nt;
+        /* the arrays of the same width on both sides (the ids when 8 bytes on the device) */
+        char *const hv[10] = {(char *)h->cell, (char *)h->x,    (char *)h->y, (char *)h->ux,
+                              (char *)h->uy,   (char *)h->uz,   (char *)h->w, (char *)h->code,
+                              (char *)h->z,    idb == 8 ? (char *)h->id : NULL};
+        char *const bv[10] = {(char *)b->cell, (char *)b->x,    (char *)b->y, (char *)b->ux,
+                              (char *)b->uy,   (char *)b->uz,   (char *)b->w, (char *)b->code,
+                              (char *)b->z,    (char *)b->id};
+        static const size_t e[10] = {4, 4, 4, 4, 4, 4, 4, 1, 1, 8};
+        for (int c = q < end ? live_cluster(off, ncl, q) : 0; q < end; c++) {
+            const long long n = (off[c + 1] < end ? off[c + 1] : end) - q;
+            if (n <= 0)
+                continue; /* an empty cluster */
+            const size_t p = (size_t)(h->start[c] + q - off[c]), k = (size_t)(q - q0);
+            for (int v = 0; v < 10; v++)
+                if (hv[v]) {
+                    char *hp = hv[v] + p * e[v], *bp = bv[v] + k * e[v];
+                    memcpy(down ? hp : bp, down ? bp : hp, (size_t)n * e[v]);
+                }
+            uint32_t *id4 = idb == 4 ? (uint32_t *)b->id + k : NULL;
+            for (long long i = 0; id4 && i < n; i++) {
+                if (down)
+                    h->id[p + i] = id4[i];
+                else
+                    id4[i] = (uint32_t)h->id[p + i]; /* <= id_max: it fits */
+            }
+            q += n;
+        }
+    }
+}
+
+/* A chunk of a transfer: live particles q0 .. q0 + m of species s. */
+typedef struct {
+    int s, q0, m;
+} xfer_job;
+
+/* Live particles per chunk of species d: XFER_BYTES of planar arrays, a multiple of 8. */
+static int xfer_per(const gpu_species *d)
+{
+    return (int)(XFER_BYTES / planar_slot(d) / 8 * 8);
+}
+
+/* The live particles of every species between the host arrays and the device (down: to
+ * the host), both with the segments of the host's tables (start, count), chunk after chunk:
+ * chunk i uses half i % 2 of the pinned buffer, so that the host's copy of one chunk runs
+ * while the device packs and copies the next (down) or copies and unpacks the last (up). */
+static void transfer(gpu_state *g, pic_state *st, int down)
+{
+    const int nsp = st->nsp, ncl = g->ncl;
+    const size_t noff = (size_t)nsp * (ncl + 1);
+    if (!g->xfer[0])
+        for (int k = 0; k < 2; k++) {
+            GPU_CK(cudaMallocHost(&g->xfer[k], XFER_BYTES));
+            GPU_CK(cudaEventCreateWithFlags(&g->xfer_done[k], cudaEventDisableTiming));
+        }
+    /* per species each cluster's first live particle (its live_cluster table), and the chunks */
+    int *off = (int *)empic_alloc(noff * sizeof(int), "particle copy");
+    size_t njob = 0;
+    for (int s = 0; s < nsp; s++) {
+        int *o = off + (size_t)s * (ncl + 1);
+        o[0] = 0;
+        for (int c = 0; c < ncl; c++)
+            o[c + 1] = o[c] + st->sp[s].count[c];
+        njob += ((size_t)o[ncl] + xfer_per(&g->sp[s]) - 1) / xfer_per(&g->sp[s]);
+    }
+    xfer_job *job = (xfer_job *)empic_alloc((njob ? njob : 1) * sizeof *job, "particle copy");
+    for (int s = 0, j = 0; s < nsp; s++) {
+        const int live = off[(size_t)s * (ncl + 1) + ncl], per = xfer_per(&g->sp[s]);
+        for (int q = 0; q < live; q += per, j++)
+            job[j] = xfer_job{s, q, live - q < per ? live - q : per};
+    }
+    int *doff = (int *)gpu_malloc(g, noff * sizeof(int), "particle copy");
+    char *scratch = (char *)gpu_malloc(g, XFER_BYTES, "particle copy");
+    GPU_CK(cudaMemcpyAsync(doff, off, noff * sizeof(int), cudaMemcpyHostToDevice, g->stream));
+    for (size_t i = 0; i <= njob; i++) {
+        if (i < njob) {
+            const xfer_job J = job[i];
+            const gpu_species *d = &g->sp[J.s];
+            const size_t stride = ((size_t)J.m + 7) / 8 * 8;
+            const size_t bytes = stride * planar_slot(d);
+            const int *o = doff + (size_t)J.s * (ncl + 1);
+            const planar dev = planar_at(scratch, stride, d->idb, d->zb);
+            if (down) {
+                k_live_down<<<gpu_blocks((size_t)J.m, 256), 256, 0, g->stream>>>(
+                    gpu_parts_of(d), d->start, o, ncl, J.q0, J.m, dev);
+                GPU_LAUNCHED(g, "k_live_down");
+                GPU_CK(cudaMemcpyAsync(g->xfer[i % 2], scratch, bytes, cudaMemcpyDeviceToHost,
+                                       g->stream));
+                GPU_CK(cudaEventRecord(g->xfer_done[i % 2], g->stream));
+            } else {
+                const planar host = planar_at(g->xfer[i % 2], stride, d->idb, d->zb);
+                if (i >= 2) /* chunk i - 2 has left this half */
+                    GPU_CK(cudaEventSynchronize(g->xfer_done[i % 2]));
+                host_chunk(&st->sp[J.s], off + (size_t)J.s * (ncl + 1), ncl, J.q0, J.m, d->idb,
+                           &host, 0);
+                GPU_CK(cudaMemcpyAsync(scratch, g->xfer[i % 2], bytes, cudaMemcpyHostToDevice,
+                                       g->stream));
+                GPU_CK(cudaEventRecord(g->xfer_done[i % 2], g->stream));
+                k_live_up<<<gpu_blocks((size_t)J.m, 256), 256, 0, g->stream>>>(
+                    gpu_parts_of(d), d->start, o, ncl, J.q0, J.m, dev);
+                GPU_LAUNCHED(g, "k_live_up");
+            }
+        }
+        if (down && i > 0) { /* the chunk before, come down meanwhile, into the host arrays */
+            const xfer_job J = job[i - 1];
+            const gpu_species *d = &g->sp[J.s];
+            const planar host = planar_at(g->xfer[(i - 1) % 2], ((size_t)J.m + 7) / 8 * 8,
+                                          d->idb, d->zb);
+            GPU_CK(cudaEventSynchronize(g->xfer_done[(i - 1) % 2]));
+            host_chunk(&st->sp[J.s], off + (size_t)J.s * (ncl + 1), ncl, J.q0, J.m, d->idb,
+                       &host, 1);
+        }
+    }
+    GPU_CK(cudaStreamSynchronize(g->stream));
+    GPU_CK(cudaFree(scratch));
+    GPU_CK(cudaFree(doff));
+    g->bytes -= XFER_BYTES + noff * sizeof(int);
+    free(job);
+    free(off);
+}
+
 static void upload_species(gpu_state *g, const pic_state *st, int s)
 {
     const species *h = &st->sp[s];
@@ -279,34 +509,35 @@ static void upload_species(gpu_state *g, const pic_state *st, int s)
     d->need = (int *)gpu_malloc(g, nc * sizeof(int), "cluster table");
     d->hist = (int *)gpu_malloc(g, nc * 9 * sizeof(int), "cluster table");
     d->movers = (int4 *)gpu_malloc(g, nc * sizeof(int4), "cluster table");
-    gpu_put_pairs(d->xy, h->x, h->y, n);
-    gpu_put_pairs(d->uxy, h->ux, h->uy, n);
-    gpu_put_pairs(d->uzw, h->uz, h->w, n);
-    GPU_CK(cudaMemcpy(d->cell, h->cell, n * 4, cudaMemcpyHostToDevice));
-    GPU_CK(cudaMemcpy(d->code, h->code, n, cudaMemcpyHostToDevice));
-    d->idb = id_bytes(h);
-    if (d->idb == 8) {
-        d->id = gpu_malloc(g, n * 8, "particle ids");
-        GPU_CK(cudaMemcpy(d->id, h->id, n * 8, cudaMemcpyHostToDevice));
-    } else if (d->idb == 4) {
-        uint32_t *t = (uint32_t *)empic_alloc((n ? n : 1) * 4, "particle ids");
-        for (size_t p = 0; p < n; p++)
-            t[p] = (uint32_t)h->id[p]; /* <= id_max: every slot's id fits */
-        d->id = gpu_malloc(g, n * 4, "particle ids");
-        GPU_CK(cudaMemcpy(d->id, t, n * 4, cudaMemcpyHostToDevice));
-        free(t);
-    }
+    d->idb = id_bytes(h); /* 4: every id of the run fits (<= id_max) */
+    if (d->idb)
+        d->id = gpu_malloc(g, n * d->idb, "particle ids");
     if (h->z) { /* an ionizing species: its charge states and levels */
         d->zb = 1;
         d->z = (uint8_t *)gpu_malloc(g, n, "charge states");
-        GPU_CK(cudaMemcpy(d->z, h->z, n, cudaMemcpyHostToDevice));
         d->ion = h->ion;
         d->ion_to = h->ion_to;
     }
-    GPU_CK(cudaMemcpy(d->start, h->start, nc * sizeof(int), cudaMemcpyHostToDevice));
-    GPU_CK(cudaMemcpy(d->count, h->count, nc * sizeof(int), cudaMemcpyHostToDevice));
-    GPU_CK(cudaMemcpy(d->cap, h->cap, nc * sizeof(int), cudaMemcpyHostToDevice));
-    GPU_CK(cudaMemcpy(d->hist, h->hist, nc * 9 * sizeof(int), cudaMemcpyHostToDevice));
+    /* the slots between the segments' particles zero (the particles follow: gpu_memory_open) */
+    GPU_CK(cudaMemsetAsync(d->xy, 0, n * 8, g->stream));
+    GPU_CK(cudaMemsetAsync(d->uxy, 0, n * 8, g->stream));
+    GPU_CK(cudaMemsetAsync(d->uzw, 0, n * 8, g->stream));
+    GPU_CK(cudaMemsetAsync(d->cell, 0, n * 4, g->stream));
+    GPU_CK(cudaMemsetAsync(d->code, 0, n, g->stream));
+    if (d->id)
+        GPU_CK(cudaMemsetAsync(d->id, 0, n * d->idb, g->stream));
+    if (d->z)
+        GPU_CK(cudaMemsetAsync(d->z, 0, n, g->stream));
+    /* in the stream, before the particles' upload that reads start (staged from pageable
+     * memory before the calls return) */
+    GPU_CK(cudaMemcpyAsync(d->start, h->start, nc * sizeof(int), cudaMemcpyHostToDevice,
+                           g->stream));
+    GPU_CK(cudaMemcpyAsync(d->count, h->count, nc * sizeof(int), cudaMemcpyHostToDevice,
+                           g->stream));
+    GPU_CK(cudaMemcpyAsync(d->cap, h->cap, nc * sizeof(int), cudaMemcpyHostToDevice,
+                           g->stream));
+    GPU_CK(cudaMemcpyAsync(d->hist, h->hist, nc * 9 * sizeof(int), cudaMemcpyHostToDevice,
+                           g->stream));
     d->cap_max = 0;
     for (size_t c = 0; c < nc; c++)
         d->cap_max = h->cap[c] > d->cap_max ? h->cap[c] : d->cap_max;
@@ -535,6 +766,7 @@ void gpu_memory_open(gpu_state *g, pic_state *st)
     open_tables(g, st);
     for (int s = 0; s < st->nsp; s++)
         upload_species(g, st, s);
+    transfer(g, st, 0);
     if (g->ranks > 1)
         GPU_CK(cudaMallocHost(&g->h_hist, (size_t)g->nsp * g->ncl * 9 * sizeof(int)));
 }
@@ -574,6 +806,11 @@ void gpu_memory_close(gpu_state *g, pic_state *st)
         cudaFreeHost(g->h_halo);
     if (g->h_hist)
         cudaFreeHost(g->h_hist);
+    for (int k = 0; k < 2; k++)
+        if (g->xfer[k]) {
+            cudaFreeHost(g->xfer[k]);
+            cudaEventDestroy(g->xfer_done[k]);
+        }
     for (int s = 0; s < g->nsp; s++) {
         gpu_border *B = &g->border[s];
         if (B->dev)
@@ -606,61 +843,22 @@ void gpu_memory_close(gpu_state *g, pic_state *st)
     free(g);
 }
 
-/* Grow the host arrays of species s to n slots (the device may have re-laid segments). */
-static void host_grow(species *h, size_t n)
-{
-    if (h->alloc >= n)
-        return;
-    void **p[] = {(void **)&h->cell, (void **)&h->x,  (void **)&h->y, (void **)&h->ux,
-                  (void **)&h->uy,   (void **)&h->uz, (void **)&h->w};
-    for (size_t k = 0; k < sizeof p / sizeof p[0]; k++) {
-        void *q = realloc(*p[k], n * 4);
-        if (!q)
-            EMPIC_DIE("out of host memory fetching %zu particles", n);
-        *p[k] = q;
-    }
-    void *q = realloc(h->code, n);
-    if (!q)
-        EMPIC_DIE("out of host memory fetching %zu particles", n);
-    h->code = (uint8_t *)q;
-    if (h->id && !(h->id = (uint64_t *)realloc(h->id, n * 8)))
-        EMPIC_DIE("out of host memory fetching %zu particles", n);
-    if (h->z && !(h->z = (uint8_t *)realloc(h->z, n)))
-        EMPIC_DIE("out of host memory fetching %zu particles", n);
-    h->alloc = n;
-}
-
 void gpu_fetch_particles(void *ctx, pic_state *st)
 {
     gpu_state *g = (gpu_state *)ctx;
     const size_t nc = (size_t)g->ncl;
     GPU_CK(cudaStreamSynchronize(g->stream));
-    for (int s = 0; s < st->nsp; s++) {
+    for (int s = 0; s < st->nsp; s++) { /* the tables, the host arrays grown to the layout */
         species *h = &st->sp[s];
         gpu_species *d = &g->sp[s];
-        host_grow(h, d->alloc);
-        const size_t n = d->alloc;
-        gpu_get_pairs(h->x, h->y, d->xy, n);
-        gpu_get_pairs(h->ux, h->uy, d->uxy, n);
-        gpu_get_pairs(h->uz, h->w, d->uzw, n);
-        GPU_CK(cudaMemcpy(h->cell, d->cell, n * 4, cudaMemcpyDeviceToHost));
-        GPU_CK(cudaMemcpy(h->code, d->code, n, cudaMemcpyDeviceToHost));
-        if (d->idb == 8)
-            GPU_CK(cudaMemcpy(h->id, d->id, n * 8, cudaMemcpyDeviceToHost));
-        if (d->idb == 4) {
-            uint32_t *t = (uint32_t *)empic_alloc((n ? n : 1) * 4, "particle ids");
-            GPU_CK(cudaMemcpy(t, d->id, n * 4, cudaMemcpyDeviceToHost));
-            for (size_t p = 0; p < n; p++)
-                h->id[p] = t[p];
-            free(t);
-        }
-        if (d->z)
-            GPU_CK(cudaMemcpy(h->z, d->z, n, cudaMemcpyDeviceToHost));
+        if (h->alloc < d->alloc) /* the device re-laid the segments out with more slots */
+            species_resize(h, d->alloc);
         GPU_CK(cudaMemcpy(h->start, d->start, nc * sizeof(int), cudaMemcpyDeviceToHost));
         GPU_CK(cudaMemcpy(h->count, d->count, nc * sizeof(int), cudaMemcpyDeviceToHost));
         GPU_CK(cudaMemcpy(h->cap, d->cap, nc * sizeof(int), cudaMemcpyDeviceToHost));
         GPU_CK(cudaMemcpy(h->hist, d->hist, nc * 9 * sizeof(int), cudaMemcpyDeviceToHost));
     }
+    transfer(g, st, 1);
 }
 
 void gpu_counts(void *ctx, pic_state *st, int *count)

@@ -220,6 +220,8 @@ struct gpu_state {
     float *probe_out;             /* probe_cap entries each, grown when a call needs more) */
     int probe_cap;
     size_t bytes;                 /* device bytes allocated */
+    char *xfer[2];                /* the particle transfers' pinned halves (gpu_core.cu), */
+    cudaEvent_t xfer_done[2];     /* each one's last copy */
     void *pinned;                 /* pinned host buffer of the compacted dumps (gpu_diag.cu) */
     void *trk;                    /* device buffer of the compacted dumps, kept between them */
     size_t trk_n;
@@ -382,9 +384,8 @@ void gpu_launched(gpu_state *g, const char *kernel, const char *file, int line);
 /* Device allocation that reports the bytes and what they are for on failure. */
 void *gpu_malloc(gpu_state *g, size_t bytes, const char *what);
 
-/* Host arrays a, b of n values to and from the device's pairs p[k] = (a[k], b[k]) (through
- * a host buffer: the initial upload, fetches for checkpoints and gpu_debug.cu). */
-void gpu_put_pairs(float2 *p, const float *a, const float *b, size_t n);
+/* Host arrays a, b of n values from the device's pairs p[k] = (a[k], b[k]) (through a host
+ * buffer: gpu_debug.cu's copies). */
 void gpu_get_pairs(float *a, float *b, const float2 *p, size_t n); /* a or b NULL: not kept */
 
 /* Phase timers. gpu_tic records a start event; gpu_toc the stop event of `phase`; gpu_tictoc

@@ -236,6 +236,32 @@ void species_alloc(species *s, size_t n)
     s->z = s->ion ? empic_calloc(n, 1, "charge states") : NULL;
 }
 
+/* a resized to `bytes` (its first bytes kept), or the run stopped. */
+static void *resized(void *a, size_t bytes)
+{
+    void *q = realloc(a, bytes ? bytes : 1);
+    if (!q)
+        EMPIC_DIE("out of host memory resizing particle arrays to %zu bytes", bytes);
+    return q;
+}
+
+void species_resize(species *s, size_t n)
+{
+    s->cell = resized(s->cell, n * sizeof(uint32_t));
+    s->x = resized(s->x, n * sizeof(float));
+    s->y = resized(s->y, n * sizeof(float));
+    s->ux = resized(s->ux, n * sizeof(float));
+    s->uy = resized(s->uy, n * sizeof(float));
+    s->uz = resized(s->uz, n * sizeof(float));
+    s->w = resized(s->w, n * sizeof(float));
+    s->code = resized(s->code, n);
+    if (s->id)
+        s->id = resized(s->id, n * sizeof(uint64_t));
+    if (s->z)
+        s->z = resized(s->z, n);
+    s->alloc = n;
+}
+
 static void species_release(species *s)
 {
     free(s->cell);

@@ -106,6 +106,9 @@ void species_init(species *s, const struct deck *d, int index, const clusters *c
 void species_free(species *s);
 /* Particle arrays of n slots (the ids too when tracked); the tables are the caller's. */
 void species_alloc(species *s, size_t n);
+/* The particle arrays resized to n slots, the first min(n, alloc) kept (realloc, which moves
+ * a large array by remapping its pages: no copy, no fresh page but those it grows by). */
+void species_resize(species *s, size_t n);
 /* Segments for the counts in s->count (species_segments) and particle arrays behind them. */
 void species_layout(species *s, const clusters *cl);
 /* Copy particle a to slot b (all arrays); inline: the sort calls it per mover. */
