@@ -125,6 +125,8 @@ void gpu_harvest(gpu_state *g, pic_state *st)
     GPU_CK(cudaStreamSynchronize(g->main_stream));
     if (g->field_stream)
         GPU_CK(cudaStreamSynchronize(g->field_stream));
+    if (g->border_stream) /* the exchanges timed there */
+        GPU_CK(cudaStreamSynchronize(g->border_stream));
     gpu_trace_wait(g, "wait-harvest", w0);
     for (int k = 0; k < g->npend; k++) {
         float ms = 0.0f;
