@@ -658,11 +658,14 @@ int gpu_fits(void *ctx, const pic_state *st, size_t size, const size_t *alloc,
 static void open_fields(gpu_state *g, const emf *f)
 {
     /* over several ranks the main stream's chain (the sort with its exchanges) is the
-     * step's longest: its kernels go first when both streams have work */
+     * step's longest: its kernels go first when both streams have work, after those of
+     * border_stream (gpu_particles_border_setup), whose clusters the neighbours wait for */
     int least = 0, greatest = 0;
     GPU_CK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
     GPU_CK(cudaStreamCreateWithPriority(&g->main_stream, cudaStreamNonBlocking,
-                                        g->ranks > 1 ? greatest : least));
+                                        g->ranks > 1 ? (greatest < least ? greatest + 1
+                                                                         : greatest)
+                                                     : least));
     GPU_CK(cudaStreamCreateWithPriority(&g->field_stream, cudaStreamNonBlocking, least));
     GPU_CK(cudaEventCreateWithFlags(&g->pushed, cudaEventDisableTiming));
     GPU_CK(cudaEventCreateWithFlags(&g->fields_done, cudaEventDisableTiming));

@@ -845,6 +845,8 @@ void gpu_particles_border_setup(gpu_state *g, const pic_state *st)
         g->border_entries = (int *)gpu_malloc(g, (size_t)n * sizeof(int), "border clusters");
         GPU_CK(cudaMemcpy(g->border_entries, list, (size_t)n * sizeof(int),
                           cudaMemcpyHostToDevice));
+        /* the highest priority: its blocks start before those of the rest's push, launched
+           beside them on the main stream */
         int least = 0, greatest = 0;
         GPU_CK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
         GPU_CK(cudaStreamCreateWithPriority(&g->border_stream, cudaStreamNonBlocking, greatest));
