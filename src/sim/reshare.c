@@ -48,9 +48,49 @@ static size_t meet(rect a, rect b, rect *m)
     return (size_t)(m->hi[0] - m->lo[0]) * (size_t)(m->hi[1] - m->lo[1]);
 }
 
+/* Entries of n arrays on a layout: entry (i, j) of array k at k size + off + i + j stride
+ * from base (entries of esz bytes): an emf's arrays, or a block of cells packed for a
+ * message. */
+typedef struct {
+    char *base;
+    size_t size;
+    long off;
+    int stride;
+} layout;
+
+static layout emf_layout(const emf *f, const void *a)
+{
+    const layout l = {(char *)a, f->size, f->off, f->stride};
+    return l;
+}
+
+/* The cells m of each array, row after row, array after array. */
+static layout block_layout(void *b, rect m)
+{
+    const int w = m.hi[0] - m.lo[0];
+    const layout l = {(char *)b, (size_t)w * (size_t)(m.hi[1] - m.lo[1]),
+                      -(long)m.lo[0] - (long)m.lo[1] * w, w};
+    return l;
+}
+
+/* The cells m of n arrays copied from layout a to layout b, rows by the threads together. */
+static void copy_cells(layout b, layout a, rect m, int n, size_t esz)
+{
+    const int h = m.hi[1] - m.lo[1];
+    const size_t len = (size_t)(m.hi[0] - m.lo[0]) * esz;
+#pragma omp parallel for schedule(static)
+    for (long r = 0; r < (long)n * h; r++) {
+        const long k = r / h, j = m.lo[1] + r % h;
+        memcpy(b.base + ((size_t)k * b.size + (size_t)(b.off + m.lo[0] + j * b.stride)) * esz,
+               a.base + ((size_t)k * a.size + (size_t)(a.off + m.lo[0] + j * a.stride)) * esz,
+               len);
+    }
+}
+
 /* n arrays of esz-byte entries on the layout of `from` (one after the other, from->size
  * apart) moved into arrays on the layout of `to`: every rank sends what it holds of the
- * whole arrays (held[rank]) to the ranks that need it (need[rank]). */
+ * whole arrays (held[rank]) to the other ranks that need it (need[rank]), and copies what
+ * it needs itself straight across. */
 static void move_mesh(const emf *from, const emf *to, const rect *held, const rect *need,
                       const char *src, char *dst, int n, size_t esz)
 {
@@ -58,30 +98,27 @@ static void move_mesh(const emf *from, const emf *to, const rect *held, const re
     size_t *sc = empic_calloc(2 * (size_t)size, sizeof(size_t), "rebalance"), *rc = sc + size;
     size_t ns = 0, nr = 0;
     rect m;
-    for (int r = 0; r < size; r++) {
-        ns += sc[r] = (size_t)n * meet(held[me], need[r], &m);
-        nr += rc[r] = (size_t)n * meet(held[r], need[me], &m);
-    }
+    for (int r = 0; r < size; r++)
+        if (r != me) {
+            ns += sc[r] = (size_t)n * meet(held[me], need[r], &m);
+            nr += rc[r] = (size_t)n * meet(held[r], need[me], &m);
+        }
     char *sb = empic_alloc(ns * esz, "rebalance"), *rb = empic_alloc(nr * esz, "rebalance");
-    char *p = sb;
+    size_t o = 0;
     for (int r = 0; r < size; r++)
-        for (int k = 0; meet(held[me], need[r], &m) && k < n; k++)
-            for (int j = m.lo[1]; j < m.hi[1]; j++) {
-                const size_t len = (size_t)(m.hi[0] - m.lo[0]) * esz;
-                memcpy(p, src + ((size_t)k * from->size + (size_t)emf_idx(from, m.lo[0], j)) * esz,
-                       len);
-                p += len;
-            }
+        if (r != me && meet(held[me], need[r], &m)) {
+            copy_cells(block_layout(sb + o * esz, m), emf_layout(from, src), m, n, esz);
+            o += sc[r];
+        }
     comm_alltoallv(sb, sc, rb, rc, esz);
-    p = rb;
+    if (meet(held[me], need[me], &m))
+        copy_cells(emf_layout(to, dst), emf_layout(from, src), m, n, esz);
+    o = 0;
     for (int r = 0; r < size; r++)
-        for (int k = 0; meet(held[r], need[me], &m) && k < n; k++)
-            for (int j = m.lo[1]; j < m.hi[1]; j++) {
-                const size_t len = (size_t)(m.hi[0] - m.lo[0]) * esz;
-                memcpy(dst + ((size_t)k * to->size + (size_t)emf_idx(to, m.lo[0], j)) * esz, p,
-                       len);
-                p += len;
-            }
+        if (r != me && meet(held[r], need[me], &m)) {
+            copy_cells(emf_layout(to, dst), block_layout(rb + o * esz, m), m, n, esz);
+            o += rc[r];
+        }
     free(sb);
     free(rb);
     free(sc);
@@ -136,52 +173,59 @@ static void whole_boundaries(const emf *f)
     }
 }
 
-/* Species s's clusters that change hands sent to their new owners (obx, oby: the old
- * borders; cl already has the new ones), its segments laid out for the new share. count,
- * hist, peak: its tables of all ranks. */
-static void move_species(sim *S, int s, const int *obx, const int *oby, const int *count,
-                         const int *hist, const int *peak)
+/* Species s's clusters that change hands sent to their new owners (was[c], now[c]: each
+ * cluster's rank under the old borders and the new ones, which cl has), its segments laid
+ * out for the new share. count, hist, peak: its tables of all ranks; buf: room for its
+ * messages both ways. */
+static void move_species(sim *S, int s, const int *was, const int *now, const int *count,
+                         const int *hist, const int *peak, char *buf)
 {
     const clusters *cl = &S->cl;
     species *sp = &S->sp[s];
     const int size = comm_size(), me = comm_rank(), n = cl->n;
     const size_t unit = species_slot_bytes(sp);
-    int *was = empic_alloc(2 * (size_t)n * sizeof(int), "rebalance"), *now = was + n;
-    size_t *sc = empic_calloc(2 * (size_t)size, sizeof(size_t), "rebalance"), *rc = sc + size;
-    size_t ns = 0, nr = 0;
+    /* per rank: particles sent and received, then the place of each rank's message */
+    size_t *sc = empic_calloc(4 * (size_t)size, sizeof(size_t), "rebalance"), *rc = sc + size;
+    size_t *so = rc + size, *ro = so + size, ns = 0, nr = 0;
+    size_t *at = empic_alloc((size_t)n * sizeof(size_t), "rebalance");
     for (int c = 0; c < n; c++) {
-        was[c] = clusters_owner(cl, obx, oby, c);
-        now[c] = clusters_owner(cl, cl->bx, cl->by, c);
         if (was[c] == me && now[c] != me)
             sc[now[c]] += (size_t)count[c];
         if (now[c] == me && was[c] != me)
             rc[was[c]] += (size_t)count[c];
     }
     for (int r = 0; r < size; r++) {
+        so[r] = ns;
+        ro[r] = nr;
         ns += sc[r];
         nr += rc[r];
     }
-    char *sb = empic_alloc(ns * unit, "rebalance"), *rb = empic_alloc(nr * unit, "rebalance");
-    size_t o = 0;
-    for (int r = 0; r < size; r++) /* rank after rank, each rank's clusters in order */
-        for (int c = 0; r != me && c < n; c++)
-            if (was[c] == me && now[c] == r)
-                o += species_pack(sp, c, sb + o);
+    /* each moving cluster's place in its message: rank after rank, each rank's clusters in
+     * order */
+    for (int c = 0; c < n; c++) {
+        if (was[c] == me && now[c] != me) {
+            at[c] = so[now[c]];
+            so[now[c]] += (size_t)count[c];
+        }
+        if (now[c] == me && was[c] != me) {
+            at[c] = ro[was[c]];
+            ro[was[c]] += (size_t)count[c];
+        }
+    }
+    char *sb = buf, *rb = buf + ns * unit;
+#pragma omp parallel for schedule(dynamic)
+    for (int c = 0; c < n; c++)
+        if (was[c] == me && now[c] != me)
+            species_pack(sp, c, sb + at[c] * unit);
     comm_alltoallv(sb, sc, rb, rc, unit);
-    free(sb);
     const char **from = empic_calloc((size_t)n, sizeof *from, "rebalance");
-    o = 0;
-    for (int r = 0; r < size; r++)
-        for (int c = 0; r != me && c < n; c++)
-            if (was[c] == r && cl->own[c]) {
-                from[c] = rb + o;
-                o += (size_t)count[c] * unit;
-            }
+    for (int c = 0; c < n; c++)
+        if (now[c] == me && was[c] != me)
+            from[c] = rb + at[c] * unit;
     species_reshare(sp, cl, count, hist, peak, from);
     free(from);
-    free(rb);
+    free(at);
     free(sc);
-    free(was);
 }
 
 /* Bytes of field arrays with guards per entry of a share (emf.h's store and current sums,
@@ -250,6 +294,7 @@ void reshare_plan_make(const sim *S, const int *bx, const int *by, reshare_plan 
         bytes += unit * (double)p->alloc[s];
         msg = (double)moved * unit > msg ? (double)moved * unit : msg;
     }
+    p->msg = (size_t)msg;
     p->host_bytes = bytes + msg;
     free(count);
     free(own);
@@ -279,10 +324,19 @@ void reshare(sim *S, reshare_plan *p)
     whole_boundaries(&S->f);
     comm_sum_double(st->flow, S->bal_n); /* flow, lost and gain, one allocation */
     move_fields(S, old, new);
+    int *was = empic_alloc(2 * (size_t)n * sizeof(int), "rebalance"), *now = was + n;
+    for (int c = 0; c < n; c++) {
+        was[c] = clusters_owner(cl, obx, oby, c);
+        now[c] = clusters_owner(cl, p->bx, p->by, c);
+    }
     clusters_set_borders(cl, p->bx, p->by);
+    /* one buffer for the messages of every species in turn: its pages faulted in once */
+    char *buf = empic_alloc(p->msg, "rebalance");
     for (int s = 0; s < nsp; s++)
-        move_species(S, s, obx, oby, p->count + (size_t)s * n, p->hist + (size_t)s * n * 9,
-                     p->peak + (size_t)s * n);
+        move_species(S, s, was, now, p->count + (size_t)s * n, p->hist + (size_t)s * n * 9,
+                     p->peak + (size_t)s * n, buf);
+    free(buf);
+    free(was);
     ebalsum_own(S);
     extfield_free(&S->ext);
     extfield_init(&S->ext, &S->d, &S->f, &st->ext);

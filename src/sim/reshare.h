@@ -22,6 +22,7 @@ typedef struct {
     size_t size;                /* entries per field array of this rank's new share */
     size_t alloc[DECK_MAX_SPECIES]; /* its particle slots per species (species_segments) */
     long long np[DECK_MAX_SPECIES]; /* and particles */
+    size_t msg;                 /* bytes of its largest species' messages, both ways */
     double host_bytes;          /* host memory the move allocates on this rank at most: its
                                    new share (fields, particles, scratch) and the messages */
 } reshare_plan;

@@ -750,7 +750,6 @@ void species_reshare(species *s, const clusters *cl, const int *count, const int
     const int n = cl->n;
     int *start = empic_alloc((size_t)n * sizeof(int), "cluster table");
     int *cap = empic_alloc((size_t)n * sizeof(int), "cluster table");
-    species old = *s; /* the old arrays and segment starts (s->start until the end) */
     s->np = 0;
     for (int c = 0; c < n; c++) {
         const int mine = cl->own[c];
@@ -760,18 +759,42 @@ void species_reshare(species *s, const clusters *cl, const int *count, const int
         s->peak[c] = peak[c];
         s->np += s->count[c];
     }
-    species_alloc(s, species_segments(s, n, s->count, NULL, start, cap));
+    const size_t total = species_segments(s, n, s->count, NULL, start, cap);
+    /* The clusters this rank keeps move from their old segments (s->start) to the new:
+     * within the arrays when they have the slots (no fresh pages to fault in), else into new
+     * arrays. Both layouts keep the clusters in order, so within the arrays a segment that
+     * moves up can only land on the old segments of later clusters that move up too, and one
+     * that moves down on those of earlier ones that move down: the first moved from the last
+     * down, then the second from the first up, nothing is overwritten before it has moved.
+     * The arrays in parallel. */
+    species old = *s;
+    const int grow = total > s->alloc;
+    if (grow)
+        species_alloc(s, total);
+    char *a[10], *o[10];
+    size_t e[10];
+    const int na = packed_arrays(s, a, e);
+    packed_arrays(&old, o, e);
 #pragma omp parallel for schedule(dynamic)
-    for (int c = 0; c < n; c++) {
-        if (!cl->own[c])
-            continue;
-        if (from[c])
-            unpack(s, (size_t)start[c], from[c], (size_t)count[c]);
-        else
-            species_copy_range(s, (size_t)start[c], &old, (size_t)old.start[c],
-                               (size_t)count[c]);
+    for (int k = 0; k < na; k++) {
+        for (int c = n - 1; c >= 0; c--)
+            if (cl->own[c] && !from[c] && start[c] > old.start[c])
+                memmove(a[k] + (size_t)start[c] * e[k], o[k] + (size_t)old.start[c] * e[k],
+                        (size_t)count[c] * e[k]);
+        for (int c = 0; c < n; c++)
+            if (cl->own[c] && !from[c] &&
+                (start[c] < old.start[c] || (start[c] == old.start[c] && grow)))
+                memmove(a[k] + (size_t)start[c] * e[k], o[k] + (size_t)old.start[c] * e[k],
+                        (size_t)count[c] * e[k]);
     }
-    species_release(&old);
+#pragma omp parallel for schedule(dynamic)
+    for (int c = 0; c < n; c++)
+        if (cl->own[c] && from[c])
+            unpack(s, (size_t)start[c], from[c], (size_t)count[c]);
+    if (grow)
+        species_release(&old);
+    else if (total < s->alloc)
+        species_resize(s, total);
     memcpy(s->start, start, (size_t)n * sizeof(int));
     memcpy(s->cap, cap, (size_t)n * sizeof(int));
     free(start);

@@ -177,9 +177,10 @@ size_t species_slot_bytes(const species *s);
  * times species_slot_bytes). */
 size_t species_pack(const species *s, int c, char *out);
 /* Another split (rebalance.h): s laid out anew for the clusters of cl->own, count[c] and
- * hist the tables of all ranks, peak the largest of theirs; each own cluster's particles
- * copied from the old arrays when from[c] is NULL (this rank held the cluster before), else
- * from the block species_pack made of it; np is then this rank's count. */
+ * hist the tables of all ranks, peak the largest of theirs, in its own arrays resized; each
+ * own cluster's particles moved from its old segment when from[c] is NULL (this rank held
+ * the cluster before), else copied from the block species_pack made of it; np is then this
+ * rank's count. */
 void species_reshare(species *s, const clusters *cl, const int *count, const int *hist,
                      const int *peak, const char *const *from);
 /* The fixed-point scale of the current and charge sums of both backends (emf.acc_scale),
