@@ -8,9 +8,9 @@
  * of 32 slots, so each thread can move 4 particles with 16-byte loads), but pairs a
  * particle's values where the host keeps one array each: (x, y), (ux, uy), (uz, w), then
  * cell and code. The sort then moves a particle in 5 memory sectors instead of 8 (its time
- * per particle-step measured about 30 % shorter on an H200); the host copies split and join
- * the pairs. Kernels live in the file of their phase; other files reach them through the
- * host functions declared here. */
+ * per particle-step measured about 30 % shorter on an H200); the transfers to and from the
+ * host split and join the pairs on the device (gpu_core.cu). Kernels live in the file of
+ * their phase; other files reach them through the host functions declared here. */
 #ifndef GPU_INTERNAL_H
 #define GPU_INTERNAL_H
 
