@@ -520,7 +520,7 @@ static void upload_species(gpu_state *g, const pic_state *st, int s)
         d->ion = h->ion;
         d->ion_to = h->ion_to;
     }
-    /* the slots between the segments' particles zero (the particles follow: gpu_memory_open) */
+    /* the segments' slack zero, as in fresh host arrays (the particles follow: transfer) */
     GPU_CK(cudaMemsetAsync(d->xy, 0, n * 8, g->stream));
     GPU_CK(cudaMemsetAsync(d->uxy, 0, n * 8, g->stream));
     GPU_CK(cudaMemsetAsync(d->uzw, 0, n * 8, g->stream));
