@@ -540,9 +540,7 @@ static void upload_species(gpu_state *g, const pic_state *st, int s)
                            g->stream));
     GPU_CK(cudaMemcpyAsync(d->hist, h->hist, nc * 9 * sizeof(int), cudaMemcpyHostToDevice,
                            g->stream));
-    d->cap_max = 0;
-    for (size_t c = 0; c < nc; c++)
-        d->cap_max = h->cap[c] > d->cap_max ? h->cap[c] : d->cap_max;
+    d->cap_max = gpu_most(h->cap, nc, 0);
 }
 
 static void free_species(gpu_species *d)

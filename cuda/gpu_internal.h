@@ -491,6 +491,14 @@ static inline int gpu_axis_kind(const gpu_state *g, int axis)
 }
 void gpu_halo(gpu_state *g, void *const a[], int ncomp, int fold,
               void (*self)(gpu_state *, void *const[], int, int));
+/* The largest of n per-cluster values, at least `least` (gpu_species.cap_max). */
+static inline int gpu_most(const int *v, size_t n, int least)
+{
+    int most = least;
+    for (size_t c = 0; c < n; c++)
+        most = v[c] > most ? v[c] : most;
+    return most;
+}
 /* Particles (gpu_particles.cu). */
 void gpu_particles_setup(gpu_state *g, const pic_state *st);
 /* Whether the border clusters go first (gpu_state.border_entries), once the transport and

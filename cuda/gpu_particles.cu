@@ -1,31 +1,31 @@
 /* gpu_particles.cu - push, move and charge-conserving deposit on the device (the twin of
  * src/cpu/cpu_particles.c and cpu_deposit.c), and the charge density; one thread block per
- * cluster of every mobile species in one launch (heaviest clusters first: k_cluster_order),
- * a cluster that holds more than a block's share of the particles in parts of GPU_CHUNK,
- * one block each (k_cluster_plan: a dense foil's few clusters would otherwise leave most
- * multiprocessors idle), and one pass over its particles, with the CPU's per-particle functions (particle.h,
- * cluster.h): the kernel stages its cluster's E and B (plus ghosts) in shared memory,
- * gathers them (gather_yee), applies boris_push, moves the particle (particle_move's rule:
- * move_end, kong_split3, move_cell, then move_piece for each piece it deposits) into a
- * shared-memory tile of the cluster's current (cluster_tile). The tile holds 64-bit
- * fixed-point integers (particle.h's fixed_of, scale from the deck: species_acc_scale),
- * added with native 32-bit integer atomics: a sum that does not depend on the order of the
- * adds, so the current is the same in every run. Threads take 4 particles, two pairs of
- * neighbouring slots read with 16-byte loads (group_off), so the lanes of a warp work in
- * several cells at once. The kernel runs GPU_MOVE_THREADS (512) threads per block, 2 blocks
- * per multiprocessor, and keeps each entry of its tile as two 32-bit words in separate
- * arrays (low words of neighbouring entries in neighbouring banks), each entry starting at
- * 2^31 so that its high word seldom changes, joined into 64-bit entries as the tile is
- * stored; a particle with no vz adds nothing to Jz (cold plasmas, and 2D runs with an
- * in-plane polarised laser, where uz stays 0). The charge kernel adds into one 64-bit tile
- * (private copies per group of lanes measured no faster with integer atomics). Each block
- * writes its tile, still fixed point, to a per-cluster buffer (one set per mobile species);
- * one kernel then sums, for each mesh element, the tiles that cover it (integers: exact, in
- * any order, so the split of the box among ranks changes nothing), and gpu_acc_finish folds
- * the guard deposits and rounds each element once to float (the CPU's emf_acc_finish). The
- * particle kernel also writes each particle's 4-bit migration code and the cluster's 9-bin
- * histogram; a warp stores its cells only when one changed, its codes only when one is not
- * 0 (the sort leaves every code 0). */
+ * cluster of every mobile species in one launch (heaviest clusters first: k_cluster_order), a
+ * cluster that holds more than a block's share of the particles in parts of GPU_CHUNK, one
+ * block each (k_cluster_plan: a dense foil's few clusters would otherwise leave most
+ * multiprocessors idle), and one pass over its particles, with the CPU's per-particle functions
+ * (particle.h, cluster.h): the kernel stages its cluster's E and B (plus ghosts) in shared
+ * memory, gathers them (gather_yee), applies boris_push, moves the particle (particle_move's
+ * rule: move_end, kong_split3, move_cell, then move_piece for each piece it deposits) into a
+ * shared-memory tile of the cluster's current (cluster_tile). The tile holds 64-bit fixed-point
+ * integers (particle.h's fixed_of, scale from the deck: species_acc_scale), added with native
+ * 32-bit integer atomics: a sum that does not depend on the order of the adds, so the current
+ * is the same in every run. Threads take 4 particles, two pairs of neighbouring slots read with
+ * 16-byte loads (group_off), so the lanes of a warp work in several cells at once. The kernel
+ * runs GPU_MOVE_THREADS (512) threads per block, 2 blocks per multiprocessor, and keeps each
+ * entry of its tile as two 32-bit words in separate arrays (low words of neighbouring entries
+ * in neighbouring banks), each entry starting at 2^31 so that its high word seldom changes,
+ * joined into 64-bit entries as the tile is stored; a particle with no vz adds nothing to Jz
+ * (cold plasmas, and 2D runs with an in-plane polarised laser, where uz stays 0). The charge
+ * kernel adds into one 64-bit tile (private copies per group of lanes measured no faster with
+ * integer atomics). Each block writes its tile, still fixed point, to a per-cluster buffer (one
+ * set per mobile species); one kernel then sums, for each mesh element, the tiles that cover it
+ * (integers: exact, in any order, so the split of the box among ranks changes nothing), and
+ * gpu_acc_finish folds the guard deposits and rounds each element once to float (the CPU's
+ * emf_acc_finish). The particle kernel also writes each particle's 4-bit migration code and the
+ * cluster's 9-bin histogram; a warp stores its cells only when one changed, its codes only when
+ * one is not 0 (the sort leaves every code 0).
+ */
 #include "gpu_internal.h"
 #include "particle.h"
 
@@ -73,7 +73,6 @@ typedef struct {
     int bx, by;
     int spare;                  /* blocks before the entries' that take the split parts */
     gpu_split split;            /* the parts (split.first NULL: every entry runs whole) */
-    int tile_stride_x;          /* entries of a part's tile slot */
     const float *f[6];          /* ex, ey, ez, bx, by, bz */
     const int *x0, *y0;
     int ncl, ncx, stride, off, nx, ny;
@@ -486,7 +485,7 @@ __device__ __forceinline__ void push_finish(const kpart &a, float *sf, pshared &
         x.ke[slot] = sh.ke;
     }
     if (live)
-        tile_store_split(sw, a.tszp, tsz, x.tiles + (size_t)slot * a.tile_stride_x);
+        tile_store_split(sw, a.tszp, tsz, x.tiles + (size_t)slot * a.tile_stride);
     __threadfence(); /* this part's outputs visible before it counts as done */
     __syncthreads();
     if (tid == 0)
@@ -506,7 +505,7 @@ __device__ __forceinline__ void push_finish(const kpart &a, float *sf, pshared &
             for (int k = 0; k < parts; k++)
                 if (__ldcg(&x.live[first + k]))
                     v += (unsigned long long)__ldcg(
-                        &x.tiles[(size_t)(first + k) * a.tile_stride_x + idx]);
+                        &x.tiles[(size_t)(first + k) * a.tile_stride + idx]);
             sp.tiles[(size_t)c * a.tile_stride + idx] = (long long)v;
         }
     __syncthreads(); /* sh.hist read by every thread above */
@@ -996,6 +995,68 @@ static void split_grow(gpu_state *g, int want)
     x->slots = n;
 }
 
+/* A cluster that holds more than a block's share of the particles (2 blocks a
+ * multiprocessor) and two chunks decides the particle kernel's length: such clusters run in
+ * parts, on 2 spare blocks a multiprocessor (a->spare, a->split), where a segment can hold
+ * that many; m mobile species, mob[k] the k-th. */
+static void split_plan(gpu_state *g, const pic_state *st, kpart *a, int m, const int *mob)
+{
+    long long np = 0;
+    int most = 0;
+    for (int k = 0; k < m; k++) {
+        np += st->sp[mob[k]].np;
+        most = g->sp[mob[k]].cap_max > most ? g->sp[mob[k]].cap_max : most;
+    }
+    const long long share = np / (2 * g->nsm);
+    const int heavy = share > 2 * GPU_CHUNK ? (int)(share < INT_MAX ? share : INT_MAX)
+                                            : 2 * GPU_CHUNK;
+    if (most <= heavy)
+        return;
+    gpu_split *x = &g->split;
+    split_grow(g, *x->h_want); /* the last plan's want: its copy is behind the flags the host
+                                  waited for */
+    a->split = *x;
+    a->spare = x->slots ? 2 * g->nsm : 0;
+    GPU_CK(cudaMemsetAsync(x->queue, 0, 2 * sizeof(int), g->stream));
+    k_cluster_plan<<<1, 1024, 0, g->stream>>>(*a, m, heavy, x->slots);
+    GPU_LAUNCHED(g, "k_cluster_plan");
+    GPU_CK(cudaMemcpyAsync(x->h_want, x->queue + 2, sizeof(int), cudaMemcpyDeviceToHost,
+                           g->stream));
+}
+
+/* The particle kernel for m mobile species: one launch, or the border clusters on
+ * border_stream beside the rest (their launch alone would leave most multiprocessors idle),
+ * their histograms on their way as soon as they are pushed (not with parts: spare blocks
+ * take any entry's). */
+static void push_launch(gpu_state *g, const pic_state *st, kpart *a, int m, int want_ke)
+{
+    const int border = g->nborder > 0 && !a->spare;
+    a->border = g->border_entries;
+    a->own = g->own;
+    a->bx = g->border_axes & 1;
+    a->by = g->border_axes >> 1 & 1;
+    for (int run = border ? PUSH_BORDER : PUSH_ALL; run <= (border ? PUSH_REST : PUSH_ALL);
+         run++) {
+        a->which = run;
+        if (run == PUSH_BORDER) {
+            GPU_CK(cudaEventRecord(g->border_ready, g->main_stream));
+            GPU_CK(cudaStreamWaitEvent(g->border_stream, g->border_ready, 0));
+            g->stream = g->border_stream;
+        }
+        const unsigned blocks =
+            (unsigned)(run == PUSH_BORDER ? g->nborder : a->spare + m * g->ncl);
+        if (want_ke)
+            k_push_move<true><<<blocks, GPU_MOVE_THREADS, g->smem_move, g->stream>>>(*a);
+        else
+            k_push_move<false><<<blocks, GPU_MOVE_THREADS, g->smem_move, g->stream>>>(*a);
+        GPU_LAUNCHED(g, "k_push_move");
+        if (run == PUSH_BORDER)
+            gpu_sort_halo_early(g, st); /* back on the main stream */
+    }
+    if (border) /* the border clusters' tiles, for the current */
+        GPU_CK(cudaStreamWaitEvent(g->main_stream, g->border_pushed, 0));
+}
+
 void gpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic)
 {
     gpu_state *g = (gpu_state *)ctx;
@@ -1027,7 +1088,6 @@ void gpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic)
         a.x[k] = g->ext[k];
     }
     a.order = g->order;
-    a.tile_stride_x = 3 * g->tsz_max;
     a.x0 = g->x0;
     a.y0 = g->y0;
     a.ncl = g->ncl;
@@ -1045,58 +1105,8 @@ void gpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic)
             k_cluster_order<<<1, 1024, 0, g->stream>>>(a, m, g->order);
             GPU_LAUNCHED(g, "k_cluster_order");
         }
-        /* a cluster that holds more than a block's share of the particles (2 blocks a
-           multiprocessor) and two chunks decides the kernel's length: such clusters run in
-           parts, on 2 spare blocks a multiprocessor, where a segment can hold that many */
-        long long np = 0;
-        int most = 0;
-        for (int k = 0; k < m; k++) {
-            np += st->sp[mob[k]].np;
-            most = g->sp[mob[k]].cap_max > most ? g->sp[mob[k]].cap_max : most;
-        }
-        const long long share = np / (2 * g->nsm);
-        const int heavy = share > 2 * GPU_CHUNK ? (int)(share < INT_MAX ? share : INT_MAX)
-                                                : 2 * GPU_CHUNK;
-        if (most > heavy) {
-            gpu_split *x = &g->split;
-            /* the last plan's want: its copy is behind the flags the host waited for */
-            split_grow(g, *x->h_want);
-            a.split = *x;
-            a.spare = x->slots ? 2 * g->nsm : 0;
-            GPU_CK(cudaMemsetAsync(x->queue, 0, 2 * sizeof(int), g->stream));
-            k_cluster_plan<<<1, 1024, 0, g->stream>>>(a, m, heavy, x->slots);
-            GPU_LAUNCHED(g, "k_cluster_plan");
-            GPU_CK(cudaMemcpyAsync(x->h_want, x->queue + 2, sizeof(int), cudaMemcpyDeviceToHost,
-                                   g->stream));
-        }
-        /* the border clusters on border_stream beside the rest (their launch alone would
-           leave most multiprocessors idle), their histograms on their way as soon as they
-           are pushed (not with parts: spare blocks take any entry's) */
-        const int border = g->nborder > 0 && !a.spare;
-        a.border = g->border_entries;
-        a.own = g->own;
-        a.bx = g->border_axes & 1;
-        a.by = g->border_axes >> 1 & 1;
-        for (int run = border ? PUSH_BORDER : PUSH_ALL; run <= (border ? PUSH_REST : PUSH_ALL);
-             run++) {
-            a.which = run;
-            if (run == PUSH_BORDER) {
-                GPU_CK(cudaEventRecord(g->border_ready, g->main_stream));
-                GPU_CK(cudaStreamWaitEvent(g->border_stream, g->border_ready, 0));
-                g->stream = g->border_stream;
-            }
-            const unsigned blocks =
-                (unsigned)(run == PUSH_BORDER ? g->nborder : a.spare + m * g->ncl);
-            if (want_ke)
-                k_push_move<true><<<blocks, GPU_MOVE_THREADS, g->smem_move, g->stream>>>(a);
-            else
-                k_push_move<false><<<blocks, GPU_MOVE_THREADS, g->smem_move, g->stream>>>(a);
-            GPU_LAUNCHED(g, "k_push_move");
-            if (run == PUSH_BORDER)
-                gpu_sort_halo_early(g, st); /* back on the main stream */
-        }
-        if (border) /* the border clusters' tiles, for the current */
-            GPU_CK(cudaStreamWaitEvent(g->main_stream, g->border_pushed, 0));
+        split_plan(g, st, &a, m, mob);
+        push_launch(g, st, &a, m, want_ke);
         gpu_walls_clusters(g, st, m, mob); /* edge clusters of non-periodic sides */
     }
     gpu_toc(g, t, PH_DEPOSIT);

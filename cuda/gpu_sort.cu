@@ -361,12 +361,8 @@ void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *counts, const i
                            cudaMemcpyHostToDevice, g->stream));
     GPU_CK(cudaMemcpyAsync(d->cap, cap, (size_t)nc * sizeof(int), cudaMemcpyHostToDevice,
                            g->stream));
-    int most = 1;
-    d->cap_max = 0;
-    for (int c = 0; c < nc; c++) {
-        most = count[c] > most ? count[c] : most;
-        d->cap_max = cap[c] > d->cap_max ? cap[c] : d->cap_max;
-    }
+    const int most = gpu_most(count, (size_t)nc, 1);
+    d->cap_max = gpu_most(cap, (size_t)nc, 0);
     /* blocks per cluster: about 4 slots per thread, so that many loads are in flight */
     const dim3 grid((unsigned)nc, (unsigned)((most + 4 * GPU_THREADS - 1) / (4 * GPU_THREADS)));
     const int *from = d->start, *to = g->spare_start;
