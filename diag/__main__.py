@@ -5,6 +5,7 @@ Plots go to OUTDIR/plots/ (or --out DIR); every file written is printed. --si dr
 in µm, times in fs, fields in V/m and T, energies in MeV (from the run's n0)."""
 
 import argparse
+import dataclasses
 import os
 import re
 import sys
@@ -155,9 +156,23 @@ def cmd_phase(args):
 
 
 def cmd_spectrum(args):
-    samples = [read.read_particles(args.outdir, s, args.it) for s in _species(args)]
-    name = "spectrum_%s_%08d" % ("_".join(p.species for p in samples), samples[0].step)
-    return [plot.spectrum(samples, _png(args, name), args.bins, _units(args))]
+    """The spectra of the species, of this run and of the --compare runs (the same species,
+    at --it or each run's last dump), of the particles with x in --xrange alone."""
+    runs = [args.outdir] + (args.compare or [])
+    samples, labels = [], []
+    for d in runs:
+        for s in _species(args):
+            p = read.read_particles(d, s, args.it)
+            if args.xrange:
+                x0, x1 = (float(v) for v in args.xrange.split(","))
+                keep = (p.x >= x0) & (p.x < x1)
+                p = dataclasses.replace(p, x=p.x[keep], y=p.y[keep], ux=p.ux[keep],
+                                        uy=p.uy[keep], uz=p.uz[keep], w=p.w[keep])
+            samples.append(p)
+            run = os.path.basename(os.path.normpath(d))
+            labels.append("%s%s (step %d)" % (run + ": " if len(runs) > 1 else "", s, p.step))
+    name = "spectrum_%s_%08d" % ("_".join(_species(args)), samples[0].step)
+    return [plot.spectrum(samples, _png(args, name), args.bins, _units(args), labels)]
 
 
 def cmd_phasespace(args):
@@ -441,6 +456,13 @@ def build_parser(prog=None):
                        help="species name (repeatable; default: all/first)")
         p.add_argument("--it", type=int, help="step of the dump (default: last with particles)")
         p.add_argument("--bins", type=int, default=128 if name == "phase" else 100)
+        if name == "spectrum":
+            p.add_argument("--compare", action="append", metavar="OUTDIR",
+                           help="another run's folder: its spectra on the same axes "
+                           "(repeatable)")
+            p.add_argument("--xrange", metavar="X0,X1",
+                           help="only the particles with X0 <= x < X1 (the deck's length "
+                           "unit), e.g. a target's thickness")
         if name == "phase":
             p.add_argument("--axes", action="append", metavar="A,B",
                            help="a pair of x, y, ux, uy, uz, e.g. y,uz (repeatable; default: "

@@ -169,11 +169,13 @@ def phase_space(p, path, bins=128, pairs=None, units=NORMALISED):
     return _save(fig, path)
 
 
-def spectrum(samples, path, bins=100, units=NORMALISED):
-    """Kinetic energy spectra dN/dE of one or more Particles samples (weighted)."""
+def spectrum(samples, path, bins=100, units=NORMALISED, labels=None):
+    """Kinetic energy spectra dN/dE of one or more Particles samples (weighted), labelled
+    `labels` (default: species and step)."""
     fig, ax = plt.subplots(figsize=(7, 4.5))
     eu, elab = units.energy()
-    for p in samples:
+    labels = labels or ["%s (step %d)" % (p.species, p.step) for p in samples]
+    for p, label in zip(samples, labels):
         e = p.ekin * eu
         if len(e) == 0:
             continue
@@ -181,8 +183,7 @@ def spectrum(samples, path, bins=100, units=NORMALISED):
         h, edges = np.histogram(e, bins=bins, range=(0.0, emax), weights=p.w)
         de = edges[1] - edges[0]
         centres = 0.5 * (edges[1:] + edges[:-1])
-        ax.step(centres, np.where(h > 0, h / de, np.nan), where="mid",
-                label="%s (step %d)" % (p.species, p.step))
+        ax.step(centres, np.where(h > 0, h / de, np.nan), where="mid", label=label)
     ax.set_yscale("log")
     ax.set_xlabel(r"$(\gamma-1)\,m c^2$ [%s]" % elab)
     ax.set_ylabel(r"$dN/dE$ [arb.]")

@@ -99,6 +99,18 @@ def test_every_subcommand_from_another_folder(plasma, tmp_path, args):
         assert os.path.abspath(path).startswith(str(tmp_path)), path
 
 
+def test_spectrum_compares_runs_within_a_range(plasma, tmp_path):
+    """--compare draws another run's spectra beside this one's; --xrange keeps the particles
+    of a slab alone (the box is 6.4 long: half of it holds about half of the sample)."""
+    res = diag_cli(["spectrum", plasma, "--compare", plasma, "--xrange", "0,3.2", "--out",
+                    "plots"], cwd=tmp_path)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert any(l.endswith(".png") for l in res.stdout.splitlines()), res.stdout
+    p = read.read_particles(plasma, "electrons")
+    half = np.sum(p.w[p.x < 3.2]) / np.sum(p.w)
+    assert 0.35 < half < 0.65
+
+
 def test_python_m_diag_from_another_folder(plasma, tmp_path):
     res = subprocess.run([sys.executable, "-m", "diag", "info", plasma], cwd=tmp_path,
                          capture_output=True, text=True, timeout=120)
