@@ -159,12 +159,14 @@ def cmd_spectrum(args):
     """The spectra of the species, of this run and of the --compare runs (the same species,
     at --it or each run's last dump), of the particles with x in --xrange alone."""
     runs = [args.outdir] + (args.compare or [])
-    samples, labels = [], []
+    samples, labels, title = [], [], "energy spectrum"
+    if args.xrange:
+        x0, x1 = (float(v) for v in args.xrange.split(","))
+        title += ", %g <= x < %g" % (x0, x1)
     for d in runs:
         for s in _species(args):
             p = read.read_particles(d, s, args.it)
             if args.xrange:
-                x0, x1 = (float(v) for v in args.xrange.split(","))
                 keep = (p.x >= x0) & (p.x < x1)
                 p = dataclasses.replace(p, x=p.x[keep], y=p.y[keep], ux=p.ux[keep],
                                         uy=p.uy[keep], uz=p.uz[keep], w=p.w[keep])
@@ -172,7 +174,7 @@ def cmd_spectrum(args):
             run = os.path.basename(os.path.normpath(d))
             labels.append("%s%s (step %d)" % (run + ": " if len(runs) > 1 else "", s, p.step))
     name = "spectrum_%s_%08d" % ("_".join(_species(args)), samples[0].step)
-    return [plot.spectrum(samples, _png(args, name), args.bins, _units(args), labels)]
+    return [plot.spectrum(samples, _png(args, name), args.bins, _units(args), labels, title)]
 
 
 def cmd_phasespace(args):

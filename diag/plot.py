@@ -169,7 +169,7 @@ def phase_space(p, path, bins=128, pairs=None, units=NORMALISED):
     return _save(fig, path)
 
 
-def spectrum(samples, path, bins=100, units=NORMALISED, labels=None):
+def spectrum(samples, path, bins=100, units=NORMALISED, labels=None, title="energy spectrum"):
     """Kinetic energy spectra dN/dE of one or more Particles samples (weighted), labelled
     `labels` (default: species and step)."""
     fig, ax = plt.subplots(figsize=(7, 4.5))
@@ -187,7 +187,7 @@ def spectrum(samples, path, bins=100, units=NORMALISED, labels=None):
     ax.set_yscale("log")
     ax.set_xlabel(r"$(\gamma-1)\,m c^2$ [%s]" % elab)
     ax.set_ylabel(r"$dN/dE$ [arb.]")
-    ax.set_title("energy spectrum")
+    ax.set_title(title)
     if ax.get_legend_handles_labels()[0]:
         ax.legend()
     ax.grid(alpha=0.3)
