@@ -186,7 +186,7 @@ def cmd_phasespace(args):
     out = []
     for n in names:
         h = read.read_phasespace(args.outdir, n, args.it)
-        out.append(plot.histogram(h, _png(args, "ps_%s_%08d" % (n, h.step))))
+        out.append(plot.histogram(h, _png(args, "ps_%s_%08d" % (n, h.step)), args.log))
     return out
 
 
@@ -474,6 +474,9 @@ def build_parser(prog=None):
     p.add_argument("--name", action="append",
                    help="histogram, e.g. electrons_x_ux (repeatable; default: all)")
     p.add_argument("--it", type=int, help="step (default: the histogram's last)")
+    p.add_argument("--log", action="store_true",
+                   help="a log colour scale for the 2D ones (a faint bunch beside a dense "
+                   "background)")
     p = add("charge-states", cmd_charge_states, "charge-state distribution of the ionizing "
             "species in a particle dump", si=False)
     p.add_argument("--it", type=int, help="step of the dump (default: last with particles)")

@@ -353,14 +353,16 @@ _AXIS_TEX = {"x": r"$x$ [$c/\omega_p$]", "y": r"$y$ [$c/\omega_p$]", "ux": r"$u_
              "log10_energy": r"$\log_{10}$ $(\gamma-1)\,m c^2$ [$m_e c^2$]"}
 
 
-def histogram(h, path):
+def histogram(h, path, log=False):
     """An in-code phase-space histogram (diag.read.Histogram): a colour map of |charge
-    density| for 2D, a spectrum dQ/dE (log scale) for 1D."""
+    density| for 2D (log: a log colour scale, for a faint bunch beside a dense background),
+    a spectrum dQ/dE (log scale) for 1D."""
     fig, ax = plt.subplots(figsize=(7, 4.5))
     a = np.abs(h.data)
     if len(h.labels) == 2:
         m = np.ma.masked_where(a <= 0, a)
-        im = ax.pcolormesh(h.edges[0], h.edges[1], m, cmap="viridis", shading="flat")
+        cmap, norm = colour_scale(m.compressed(), log=log)
+        im = ax.pcolormesh(h.edges[0], h.edges[1], m, cmap=cmap, norm=norm, shading="flat")
         fig.colorbar(im, ax=ax, label="|charge density| in phase space [norm.]")
         ax.set_ylabel(_AXIS_TEX.get(h.labels[1], h.labels[1]))
     else:

@@ -83,6 +83,7 @@ SUBCOMMANDS = [
     ["field", "--q", "rho_electrons", "--si"], ["lineout", "--q", "E", "--c", "x"],
     ["movie", "--q", "E", "--c", "x"], ["energy", "--log", "--fit", "0,2"], ["timing"],
     ["phase", "--axes", "y,uz", "--axes", "ux,uy"], ["spectrum", "--si"], ["phasespace"],
+    ["phasespace", "--log"],
     ["tracks"],
 ]
 
