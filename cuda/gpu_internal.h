@@ -370,7 +370,7 @@ __device__ __forceinline__ T gpu_block_scan(T v, T *warp_tot, T *total)
 
 /* Whether (x, y) lies in box b: x in [b.x, b.y), y in [b.z, b.w) (this rank's clusters or
  * cells, as the int4 boxes of gpu_state). */
-__device__ __forceinline__ bool in_box(int4 b, int x, int y)
+__host__ __device__ __forceinline__ bool in_box(int4 b, int x, int y)
 {
     return x >= b.x && x < b.y && y >= b.z && y < b.w;
 }

@@ -534,7 +534,7 @@ void gpu_nccl_hist_halo(gpu_state *g, const clusters *cl, unsigned mask)
     int *from_hi = S->buf + 3 * S->each;
     for (int axis = 0; axis < 2 && t.n; axis++) {
         const int down = cl->nb[2 * axis], up = cl->nb[2 * axis + 1];
-        if ((down == g->rank && up == g->rank) || (down < 0 && up < 0))
+        if (gpu_axis_kind(g, axis) != 0)
             continue; /* this rank's alone, or box edges on both sides: nothing comes */
         const int len = hi[axis] - lo[axis];
         const size_t count = (size_t)9 * len * t.n;

@@ -65,12 +65,11 @@ typedef struct {
     const int *order;
     /* which entries: all (PUSH_ALL), the border entries (PUSH_BORDER: block b runs
        border[b]) or the others (PUSH_REST: the border entries and the histograms of other
-       ranks' clusters skipped); own, bx, by: as gpu_state's own, and whether the border
-       columns (bx) and rows (by) go first */
+       ranks' clusters skipped); own, border_axes: gpu_state's */
     int which;
     const int *border;
     int4 own;
-    int bx, by;
+    int border_axes;
     int spare;                  /* blocks before the entries' that take the split parts */
     gpu_split split;            /* the parts (split.first NULL: every entry runs whole) */
     const float *f[6];          /* ex, ey, ez, bx, by, bz */
@@ -345,19 +344,14 @@ __device__ __forceinline__ void count_movers(unsigned codes, int mv[8])
             mv[b] += __popc(__ballot_sync(FULL, ((codes >> (8 * q)) & 0xffu) == mover_code[b]));
 }
 
-/* Whether cluster c is this rank's, and whether it is one of its border clusters (those
- * whose histograms the neighbours need: PUSH_BORDER). */
-__device__ __forceinline__ bool entry_owned(const kpart &a, int c)
+/* Whether cluster c (of a grid ncx wide) is one of this rank's (own: gpu_state's) border
+ * clusters, those whose histograms the neighbours need (along the axes of
+ * gpu_state.border_axes: PUSH_BORDER). */
+__host__ __device__ __forceinline__ bool cluster_border(int4 own, int axes, int ncx, int c)
 {
-    const int cx = c % a.ncx, cy = c / a.ncx;
-    return cx >= a.own.x && cx < a.own.y && cy >= a.own.z && cy < a.own.w;
-}
-
-__device__ __forceinline__ bool entry_border(const kpart &a, int c)
-{
-    const int cx = c % a.ncx, cy = c / a.ncx;
-    return entry_owned(a, c) && ((a.bx && (cx == a.own.x || cx == a.own.y - 1)) ||
-                                 (a.by && (cy == a.own.z || cy == a.own.w - 1)));
+    const int cx = c % ncx, cy = c / ncx;
+    return in_box(own, cx, cy) && (((axes & 1) && (cx == own.x || cx == own.y - 1)) ||
+                                   ((axes & 2) && (cy == own.z || cy == own.w - 1)));
 }
 
 /* The parts of entry e (species slot e / ncl, cluster e % ncl) of n particles: 1 when it runs
@@ -465,7 +459,7 @@ __device__ __forceinline__ void push_finish(const kpart &a, float *sf, pshared &
     const cluster_tile T = cluster_tile_of(a.x0, a.y0, a.ncx, c);
     const int n = sp.count[c], parts = entry_parts(a, e, n), tsz = T.w * T.h;
     if (parts == 1) {
-        if (tid < 9 && (a.which != PUSH_REST || entry_owned(a, c)))
+        if (tid < 9 && (a.which != PUSH_REST || in_box(a.own, c % a.ncx, c / a.ncx)))
             hist_store(sp.hist + 9 * c, sh.hist, n, tid);
         if (tid == 0) {
             sp.live[c] = live;
@@ -554,7 +548,7 @@ __global__ void __launch_bounds__(GPU_MOVE_THREADS, 2) k_push_move(const __grid_
                 sh.e = q.x;
                 sh.part = q.y;
             }
-            sh.take = entry ? a.which != PUSH_REST || !entry_border(a, sh.e % a.ncl)
+            sh.take = entry ? a.which != PUSH_REST || !cluster_border(a.own, a.border_axes, a.ncx, sh.e % a.ncl)
                             : k < a.split.queue[1];
         }
         __syncthreads();
@@ -812,7 +806,7 @@ void gpu_particles_setup(gpu_state *g, const pic_state *st)
 
 void gpu_particles_border_setup(gpu_state *g, const pic_state *st)
 {
-    const clusters *cl = st->cl;
+    (void)st;
     g->nborder = 0;
     if (!g->nccl || g->window)
         return;
@@ -820,24 +814,17 @@ void gpu_particles_border_setup(gpu_state *g, const pic_state *st)
         if (g->sp[s].absorbing || g->sp[s].nedge) /* walls change histograms after the push */
             return;
     g->border_axes = 0;
-    for (int axis = 0; axis < 2; axis++) { /* the axes with a halo (gpu_nccl_hist_halo) */
-        const int down = cl->nb[2 * axis], up = cl->nb[2 * axis + 1];
-        if (!((down == g->rank && up == g->rank) || (down < 0 && up < 0)))
+    for (int axis = 0; axis < 2; axis++) /* the axes with a halo (gpu_nccl_hist_halo) */
+        if (gpu_axis_kind(g, axis) == 0)
             g->border_axes |= 1 << axis;
-    }
     int *list = (int *)empic_alloc((size_t)g->nsp * g->ncl * sizeof(int), "border clusters");
     int n = 0, m = 0;
     for (int s = 0; s < g->nsp; s++) {
         if (!g->sp[s].mobile)
             continue;
-        for (int c = 0; c < g->ncl; c++) {
-            const int cx = c % g->ncx, cy = c / g->ncx;
-            if (cx < cl->cx0 || cx >= cl->cx1 || cy < cl->cy0 || cy >= cl->cy1)
-                continue;
-            if (((g->border_axes & 1) && (cx == cl->cx0 || cx == cl->cx1 - 1)) ||
-                ((g->border_axes & 2) && (cy == cl->cy0 || cy == cl->cy1 - 1)))
+        for (int c = 0; c < g->ncl; c++)
+            if (cluster_border(g->own, g->border_axes, g->ncx, c))
                 list[n++] = m * g->ncl + c;
-        }
         m++;
     }
     if (n) {
@@ -905,38 +892,6 @@ __global__ void __launch_bounds__(1024) k_cluster_order(const __grid_constant__ 
         order[atomicAdd(&cls[order_class(a.sp[k / ncl].count[k % ncl], most)], 1)] = k;
 }
 
-/* Exclusive prefix sum of v over the block (1024 threads) from *carry on, which it advances
- * by the block's total. */
-__device__ __forceinline__ long long block_scan(long long v, long long *warps, long long *carry)
-{
-    const int tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
-    long long x = v;
-    for (int o = 1; o < 32; o <<= 1) {
-        const long long y = __shfl_up_sync(FULL, x, o);
-        if (lane >= o)
-            x += y;
-    }
-    if (lane == 31)
-        warps[w] = x;
-    __syncthreads();
-    if (w == 0) {
-        long long t = warps[lane];
-        for (int o = 1; o < 32; o <<= 1) {
-            const long long y = __shfl_up_sync(FULL, t, o);
-            if (lane >= o)
-                t += y;
-        }
-        warps[lane] = t; /* inclusive over the warps */
-    }
-    __syncthreads();
-    const long long before = *carry + (w ? warps[w - 1] : 0) + x - v;
-    __syncthreads();
-    if (tid == 0)
-        *carry += warps[31];
-    __syncthreads();
-    return before;
-}
-
 /* The parts of this step (gpu_split): in k_cluster_order's order, each entry of more than
  * `heavy` particles split into its chunks while the slots last (its first part's slot in
  * first[e], -1 for the entries that run whole), the parts after each first queued for the
@@ -945,18 +900,19 @@ __device__ __forceinline__ long long block_scan(long long v, long long *warps, l
 __global__ void __launch_bounds__(1024) k_cluster_plan(const __grid_constant__ kpart a,
                                                        int nsp, int heavy, int slots)
 {
-    __shared__ long long warps[32], carry;
+    __shared__ long long warps[32];
     const int n = nsp * a.ncl;
-    if (threadIdx.x == 0)
-        carry = 0;
-    __syncthreads();
+    long long carry = 0; /* the scan's sum over the earlier rounds (every thread's) */
     for (int i0 = 0; i0 < n; i0 += blockDim.x) {
         const int i = i0 + threadIdx.x;
         const int e = i < n ? a.order[i] : 0;
         const int cnt = i < n ? a.sp[e / a.ncl].count[e % a.ncl] : 0;
         const int parts = cnt > heavy ? (cnt + GPU_CHUNK - 1) / GPU_CHUNK : 0;
         /* slots (low word) and split entries (high word) before this one */
-        const long long at = block_scan(parts ? (long long)parts | 1ll << 32 : 0, warps, &carry);
+        long long total;
+        const long long at =
+            carry + gpu_block_scan(parts ? (long long)parts | 1ll << 32 : 0, warps, &total);
+        carry += total;
         const int slot = (int)(at & 0xffffffffll), queued = slot - (int)(at >> 32);
         if (i >= n)
             continue;
@@ -1033,8 +989,7 @@ static void push_launch(gpu_state *g, const pic_state *st, kpart *a, int m, int 
     const int border = g->nborder > 0 && !a->spare;
     a->border = g->border_entries;
     a->own = g->own;
-    a->bx = g->border_axes & 1;
-    a->by = g->border_axes >> 1 & 1;
+    a->border_axes = g->border_axes;
     for (int run = border ? PUSH_BORDER : PUSH_ALL; run <= (border ? PUSH_REST : PUSH_ALL);
          run++) {
         a->which = run;
