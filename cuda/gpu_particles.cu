@@ -1005,8 +1005,10 @@ static void push_launch(gpu_state *g, const pic_state *st, kpart *a, int m, int 
         else
             k_push_move<false><<<blocks, GPU_MOVE_THREADS, g->smem_move, g->stream>>>(*a);
         GPU_LAUNCHED(g, "k_push_move");
-        if (run == PUSH_BORDER)
-            gpu_sort_halo_early(g, st); /* back on the main stream */
+        if (run == PUSH_BORDER) {
+            gpu_sort_halo_early(g, st);
+            g->stream = g->main_stream;
+        }
     }
     if (border) /* the border clusters' tiles, for the current */
         GPU_CK(cudaStreamWaitEvent(g->main_stream, g->border_pushed, 0));

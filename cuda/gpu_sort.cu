@@ -675,7 +675,6 @@ void gpu_sort_halo_early(gpu_state *g, const pic_state *st)
     hist_exchange(g, st, prep);
     border_counts_down(g, st, prep);
     GPU_CK(cudaEventRecord(g->border_done, g->border_stream));
-    g->stream = g->main_stream;
     g->open = open;
     g->halo_early = 1;
 }
