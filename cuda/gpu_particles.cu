@@ -370,22 +370,40 @@ typedef struct {
     double red[GPU_MOVE_THREADS / 32], sum, ke;
 } pshared;
 
-/* Part `part` of entry e (sh.e, sh.part): the whole cluster (entry_parts 1) or its chunk
- * `part`, each particle read and written once: gather E(n), B(n) at x(n) from the staged
+/* The entry a block runs: e (species slot s = e / ncl, cluster c), its n particles, its
+ * tile T and the part (0 when it runs whole). */
+typedef struct {
+    int e, s, c, n, part;
+    cluster_tile T;
+} pentry;
+
+__device__ __forceinline__ pentry entry_of(const kpart &a, int e, int part)
+{
+    pentry E;
+    E.e = e;
+    E.s = e / a.ncl;
+    E.c = e - E.s * a.ncl;
+    E.n = a.sp[E.s].count[E.c];
+    E.part = part;
+    E.T = cluster_tile_of(a.x0, a.y0, a.ncx, E.c);
+    return E;
+}
+
+/* Part E.part of entry E: the whole cluster (entry_parts 1) or its chunk E.part, each
+ * particle read and written once: gather E(n), B(n) at x(n) from the staged
  * fields, Boris u(n-1/2) -> u(n+1/2) (with KE the sum of w (gamma - 1) at time n, per chunk),
  * move x(n) -> x(n+1), deposit J(n+1/2) into the split tile, migration codes and the
  * histogram; returns whether a particle deposited (on every thread). */
-template <bool KE>
-__device__ __forceinline__ int push_run(const kpart &a, float *sf, pshared &sh)
+template <bool KE, bool PARTS>
+__device__ __forceinline__ int push_run(const kpart &a, float *sf, pshared &sh, const pentry &E)
 {
     unsigned *sw = (unsigned *)(sf + 6 * a.tszp);
-    const int tid = threadIdx.x, lane = tid & 31, e = sh.e;
-    const kspecies &sp = a.sp[e / a.ncl];
-    const int c = e % a.ncl;
-    const cluster_tile T = cluster_tile_of(a.x0, a.y0, a.ncx, c);
-    const int n = sp.count[c], split = entry_parts(a, e, n) > 1;
-    const int from = split ? sh.part * GPU_CHUNK : 0;
-    const int cnt = split ? min(n - from, GPU_CHUNK) : n, s1 = sp.start[c] + from;
+    const int tid = threadIdx.x, lane = tid & 31;
+    const kspecies &sp = a.sp[E.s];
+    const cluster_tile &T = E.T;
+    const int n = E.n, split = PARTS && entry_parts(a, E.e, n) > 1;
+    const int from = split ? E.part * GPU_CHUNK : 0;
+    const int cnt = split ? min(n - from, GPU_CHUNK) : n, s1 = sp.start[E.c] + from;
     for (int idx = tid; idx < 6 * a.tszp; idx += GPU_MOVE_THREADS)
         sw[idx] = idx < 3 * a.tszp ? (unsigned)TILE_BIAS : 0u;
     if (tid < 9)
@@ -449,15 +467,14 @@ __device__ __forceinline__ void hist_store(int *hist, const int *bins, int n, in
  * chunk order: the same bits as one block). A tile nothing was deposited into (no particle,
  * or neutral atoms only) is not stored: the sums skip it (most of them in a foil's vacuum or
  * an unionized gas). */
-template <bool KE>
-__device__ __forceinline__ void push_finish(const kpart &a, float *sf, pshared &sh, int live)
+template <bool KE, bool PARTS>
+__device__ __forceinline__ void push_finish(const kpart &a, float *sf, pshared &sh,
+                                            const pentry &E, int live)
 {
     const unsigned *sw = (const unsigned *)(sf + 6 * a.tszp);
-    const int tid = threadIdx.x, e = sh.e;
-    const kspecies &sp = a.sp[e / a.ncl];
-    const int c = e % a.ncl;
-    const cluster_tile T = cluster_tile_of(a.x0, a.y0, a.ncx, c);
-    const int n = sp.count[c], parts = entry_parts(a, e, n), tsz = T.w * T.h;
+    const int tid = threadIdx.x, e = E.e, c = E.c, n = E.n;
+    const kspecies &sp = a.sp[E.s];
+    const int parts = PARTS ? entry_parts(a, e, n) : 1, tsz = E.T.w * E.T.h;
     if (parts == 1) {
         if (tid < 9 && (a.which != PUSH_REST || in_box(a.own, c % a.ncx, c / a.ncx)))
             hist_store(sp.hist + 9 * c, sh.hist, n, tid);
@@ -471,7 +488,7 @@ __device__ __forceinline__ void push_finish(const kpart &a, float *sf, pshared &
         return;
     }
     const gpu_split &x = a.split;
-    const int first = x.first[e], slot = first + sh.part;
+    const int first = x.first[e], slot = first + E.part;
     if (tid < 9)
         x.hist[9 * slot + tid] = sh.hist[tid];
     if (tid == 0) {
@@ -527,38 +544,56 @@ __device__ __forceinline__ void push_finish(const kpart &a, float *sf, pshared &
 /* The particle kernel: the first `spare` blocks take the parts after the first of the split
  * entries in turn (k_cluster_plan's queue, heaviest entries first), then one block per entry
  * (a cluster of a mobile species) runs it whole or its first part, in k_cluster_order's
- * order. 512 threads, 2 blocks per multiprocessor (64 registers): the heaviest clusters,
- * which decide the kernel's tail, get 512 threads and start first. */
-template <bool KE>
+ * order; without PARTS (no entry split this step) each block runs its entry whole, with no
+ * part logic on its path. 512 threads, 2 blocks per multiprocessor (64 registers): the
+ * heaviest clusters, which decide the kernel's tail, get 512 threads and start first. */
+template <bool KE, bool PARTS>
 __global__ void __launch_bounds__(GPU_MOVE_THREADS, 2) k_push_move(const __grid_constant__ kpart a)
 {
     extern __shared__ float sf[]; /* 6 tszp field values, then the split tile (6 tszp words:
                                      3 tszp low words, 3 tszp high words) */
     __shared__ pshared sh;
+    if (!PARTS) { /* every block its entry, whole */
+        const int e = a.which == PUSH_BORDER ? a.border[blockIdx.x] : a.order[blockIdx.x];
+        if (a.which == PUSH_REST && cluster_border(a.own, a.border_axes, a.ncx, e % a.ncl))
+            return;
+        const pentry E = entry_of(a, e, 0);
+        push_finish<KE, false>(a, sf, sh, E, push_run<KE, false>(a, sf, sh, E));
+        return;
+    }
     const bool entry = (int)blockIdx.x >= a.spare;
     for (;;) { /* one call of push_run: its registers are allocated once */
         if (threadIdx.x == 0) {
             int k = -1;
             if (entry) {
                 const int b = blockIdx.x - a.spare;
-                sh.e = a.which == PUSH_BORDER ? a.border[b] : a.order[b];
+                sh.e = a.order[b];
                 sh.part = 0;
             } else if ((k = atomicAdd(&a.split.queue[0], 1)) < a.split.queue[1]) {
                 const int2 q = a.split.parts[k];
                 sh.e = q.x;
                 sh.part = q.y;
             }
-            sh.take = entry ? a.which != PUSH_REST || !cluster_border(a.own, a.border_axes, a.ncx, sh.e % a.ncl)
-                            : k < a.split.queue[1];
+            sh.take = entry || k < a.split.queue[1];
         }
         __syncthreads();
         if (!sh.take)
             return;
-        push_finish<KE>(a, sf, sh, push_run<KE>(a, sf, sh));
+        const pentry E = entry_of(a, sh.e, sh.part);
+        push_finish<KE, true>(a, sf, sh, E, push_run<KE, true>(a, sf, sh, E));
         if (entry)
             return;
         __syncthreads(); /* every thread has read sh before the next take */
     }
+}
+
+/* The particle kernel's instance: with the kinetic energy or not, with parts (spare blocks
+ * taking the heavy clusters' parts) or every entry whole (no part logic in its loop). */
+static const void *push_kernel(int ke, int parts)
+{
+    if (parts)
+        return ke ? (const void *)k_push_move<true, true> : (const void *)k_push_move<false, true>;
+    return ke ? (const void *)k_push_move<true, false> : (const void *)k_push_move<false, false>;
 }
 
 /* Charge of one species at the current positions into the tile buffer: one shared-memory
@@ -799,8 +834,8 @@ void gpu_particles_setup(gpu_state *g, const pic_state *st)
                      g->wmax, g->hmax, need, limit);
         empic_exit(1);
     }
-    set_smem((const void *)k_push_move<false>, g->smem_move);
-    set_smem((const void *)k_push_move<true>, g->smem_move);
+    for (int k = 0; k < 4; k++)
+        set_smem(push_kernel(k & 1, k >> 1), g->smem_move);
     set_smem((const void *)k_rho, g->smem_rho);
 }
 
@@ -1000,10 +1035,9 @@ static void push_launch(gpu_state *g, const pic_state *st, kpart *a, int m, int 
         }
         const unsigned blocks =
             (unsigned)(run == PUSH_BORDER ? g->nborder : a->spare + m * g->ncl);
-        if (want_ke)
-            k_push_move<true><<<blocks, GPU_MOVE_THREADS, g->smem_move, g->stream>>>(*a);
-        else
-            k_push_move<false><<<blocks, GPU_MOVE_THREADS, g->smem_move, g->stream>>>(*a);
+        void *args[] = {a};
+        GPU_CK(cudaLaunchKernel(push_kernel(want_ke, a->spare > 0), dim3(blocks),
+                                dim3(GPU_MOVE_THREADS), args, g->smem_move, g->stream));
         GPU_LAUNCHED(g, "k_push_move");
         if (run == PUSH_BORDER) {
             gpu_sort_halo_early(g, st);
