@@ -195,6 +195,12 @@ def test_gauss_and_repeatability(tmp_path):
     same(half)
 
 
+# omega0, duration, cell, step; particle dumps at steps LASER_HALF and 2 LASER_HALF (t = 5,
+# 10); the gas from x = LASER_X0 to 6, the probe at its ions' LASER_NP positions
+LASER_W0, LASER_D, LASER_DX, LASER_DT, LASER_HALF = 10.0, 1.5, 0.025, 0.02, 250
+LASER_X0, LASER_NP = 1.0, 1600
+
+
 def laser_deck(tmp_path, name, a0):
     """A few-cycle laser (sin2 envelope, omega0 = 10, flat across the periodic y) through a
     thin hydrogen and nitrogen gas (n = 1e-6: no plasma effect on the pulse) between x = 1
@@ -230,12 +236,6 @@ diagnostics = { output = "%s"; energy = { every = 50; };
     path = tmp_path / (name + ".cfg")
     path.write_text(text)
     return path
-
-
-# omega0, duration, cell, step; particle dumps at steps LASER_HALF and 2 LASER_HALF (t = 5,
-# 10); the gas from x = LASER_X0 to 6, the probe at its ions' LASER_NP positions
-LASER_W0, LASER_D, LASER_DX, LASER_DT, LASER_HALF = 10.0, 1.5, 0.025, 0.02, 250
-LASER_X0, LASER_NP = 1.0, 1600
 
 
 def chain_after(rates, dt):
