@@ -61,6 +61,8 @@ void empic_exit(int code) __attribute__((noreturn));
 /* Allocation that dies with a clear message on failure. */
 void *empic_alloc(size_t bytes, const char *what);
 void *empic_calloc(size_t n, size_t size, const char *what);
+/* p resized to bytes, its first bytes kept (realloc), or the run stopped. */
+void *empic_realloc(void *p, size_t bytes, const char *what);
 
 #ifdef __cplusplus
 }

@@ -74,6 +74,16 @@ void *empic_alloc(size_t bytes, const char *what)
     return p;
 }
 
+void *empic_realloc(void *p, size_t bytes, const char *what)
+{
+    void *q = realloc(p, bytes ? bytes : 1);
+    if (!q) {
+        empic_report(NULL, 0, "out of host memory resizing %s to %zu bytes", what, bytes);
+        empic_exit(1);
+    }
+    return q;
+}
+
 void *empic_calloc(size_t n, size_t size, const char *what)
 {
     void *p = calloc(n ? n : 1, size ? size : 1);

@@ -236,29 +236,20 @@ void species_alloc(species *s, size_t n)
     s->z = s->ion ? empic_calloc(n, 1, "charge states") : NULL;
 }
 
-/* a resized to `bytes` (its first bytes kept), or the run stopped. */
-static void *resized(void *a, size_t bytes)
-{
-    void *q = realloc(a, bytes ? bytes : 1);
-    if (!q)
-        EMPIC_DIE("out of host memory resizing particle arrays to %zu bytes", bytes);
-    return q;
-}
-
 void species_resize(species *s, size_t n)
 {
-    s->cell = resized(s->cell, n * sizeof(uint32_t));
-    s->x = resized(s->x, n * sizeof(float));
-    s->y = resized(s->y, n * sizeof(float));
-    s->ux = resized(s->ux, n * sizeof(float));
-    s->uy = resized(s->uy, n * sizeof(float));
-    s->uz = resized(s->uz, n * sizeof(float));
-    s->w = resized(s->w, n * sizeof(float));
-    s->code = resized(s->code, n);
+    s->cell = empic_realloc(s->cell, n * sizeof(uint32_t), "particles");
+    s->x = empic_realloc(s->x, n * sizeof(float), "particles");
+    s->y = empic_realloc(s->y, n * sizeof(float), "particles");
+    s->ux = empic_realloc(s->ux, n * sizeof(float), "particles");
+    s->uy = empic_realloc(s->uy, n * sizeof(float), "particles");
+    s->uz = empic_realloc(s->uz, n * sizeof(float), "particles");
+    s->w = empic_realloc(s->w, n * sizeof(float), "particles");
+    s->code = empic_realloc(s->code, n, "particles");
     if (s->id)
-        s->id = resized(s->id, n * sizeof(uint64_t));
+        s->id = empic_realloc(s->id, n * sizeof(uint64_t), "particles");
     if (s->z)
-        s->z = resized(s->z, n);
+        s->z = empic_realloc(s->z, n, "particles");
     s->alloc = n;
 }
 
