@@ -448,7 +448,7 @@ void gpu_sort(void *ctx, pic_state *st, int window, long long *dropped);   /* gp
 void gpu_collide(void *ctx, pic_state *st, const struct collide_par *p);  /* gpu_collide.cu */
 void gpu_window_shift(void *ctx, pic_state *st);                          /* gpu_window.cu */
 void gpu_inject(void *ctx, pic_state *st, species *col, const int *add);
-void gpu_ionize(void *ctx, pic_state *st, long long step, ionize_stats *out); /* gpu_ionize.cu */
+void gpu_ionize(void *ctx, pic_state *st, long long step, int sums, ionize_stats *out); /* gpu_ionize.cu */
 species *gpu_fetch_tracked(void *ctx, pic_state *st, species *out);       /* gpu_diag.cu */
 void gpu_release_tracked(void *ctx, species *out);
 void gpu_phasespace(void *ctx, pic_state *st, int s, const ps_grid *g, double *h);

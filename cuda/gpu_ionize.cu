@@ -3,12 +3,14 @@
  * its electrons go straight into the electron species' segment of that cluster, and E(n+1)
  * exists at x(n+1). Two kernels of one block per cluster of an ionizing species:
  * k_ionize_charge draws each ion's new charge state (ionize_ion, the ion's own stream),
- * keeps its increment in a byte array and writes the cluster's electron count and its sums
- * of w z and w (reductions in a fixed order: the same in every run); the host reads the
- * counts once (the step's one wait), re-lays the electron species when a cluster lacks room
- * (gpu_relayout, the sort's global rearrangement), and k_ionize_emit appends the electrons
- * in the ions' slot order (a block-wide prefix sum of the increments). Ionization costs the
- * species without it nothing; the ion species are read twice. */
+ * keeps its increment in a byte array and writes the cluster's electron count (and, for an
+ * energy row, its sums of w z and w: reductions in a fixed order, the same in every run); a
+ * cluster whose field is too weak for any level (ionize_quiet: the laser has not reached
+ * it) reads no ion. The host reads the counts of every species once (the step's one wait),
+ * re-lays an electron species when a cluster lacks room (gpu_relayout, the sort's global
+ * rearrangement), and k_ionize_emit appends the electrons in the ions' slot order (a
+ * block-wide prefix sum of the increments). Ionization costs the species without it
+ * nothing. */
 #include "gpu_internal.h"
 #include "ionize.h"
 
@@ -17,7 +19,7 @@
 #define FULL 0xffffffffu
 
 /* One ionizing species' launch: its particles and cluster table, the electrons' arrays
- * and table, the tables of gpu_state.ion_tab, the field and the draws' keys. */
+ * and table, its tables in gpu_state.ion_tab, the field and the draws' keys. */
 typedef struct {
     ionize_table t;
     gpu_parts ion, el;
@@ -26,11 +28,12 @@ typedef struct {
     int *ecount;
     uint8_t *dz;
     int *add;                     /* per cluster: electrons made */
-    double *sums;                 /* per cluster: sum w z, sum w */
+    double *sums;                 /* per cluster: sum w z, sum w (when wanted) */
     const float *e[3];
     const float *xe[3];           /* the external E's arrays (NULL where uniform) */
     float ext[3];                 /* its uniform values */
-    int off, stride;
+    const int *x0, *y0;           /* the cluster tiles (ionize_quiet's bound) */
+    int ncx, off, stride, want;   /* want: the sums */
     unsigned long long seed;
     unsigned species;
     long long step;
@@ -53,15 +56,55 @@ __device__ __forceinline__ double block_sum_d(double v, double *red)
     return s;
 }
 
+/* ionize_quiet for cluster c, the same in every thread: the largest |E_c| over its tile. */
+__device__ static int quiet_cluster(const kionize &a, int c)
+{
+    __shared__ float red[3][GPU_THREADS / 32];
+    __shared__ int quiet;
+    if (a.xe[0] || a.xe[1] || a.xe[2])
+        return 0;
+    const cluster_tile t = cluster_tile_of(a.x0, a.y0, a.ncx, c);
+    float m[3] = {0.0f, 0.0f, 0.0f};
+    for (int q = threadIdx.x; q < t.w * t.h; q += blockDim.x) {
+        const int k = a.off + t.i0 + q % t.w + (t.j0 + q / t.w) * a.stride;
+        for (int d = 0; d < 3; d++)
+            m[d] = fmaxf(m[d], fabsf(a.e[d][k]));
+    }
+    for (int d = 0; d < 3; d++) {
+        for (int o = 16; o > 0; o >>= 1)
+            m[d] = fmaxf(m[d], __shfl_down_sync(FULL, m[d], o));
+        if ((threadIdx.x & 31) == 0)
+            red[d][threadIdx.x >> 5] = m[d];
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        for (int d = 0; d < 3; d++)
+            for (int w = 1; w < (int)blockDim.x / 32; w++)
+                m[d] = fmaxf(m[d], red[d][w]);
+        quiet = ionize_quiet(&a.t, m, a.ext);
+    }
+    __syncthreads();
+    return quiet;
+}
+
 __global__ void __launch_bounds__(GPU_THREADS) k_ionize_charge(const __grid_constant__ kionize a)
 {
     __shared__ double red[GPU_THREADS / 32];
     const int c = blockIdx.x, n = a.count[c], s0 = a.start[c];
+    const int quiet = n > 0 && quiet_cluster(a, c);
+    if (n == 0 || (quiet && !a.want)) {
+        if (threadIdx.x == 0) {
+            a.add[c] = 0;
+            if (a.want)
+                a.sums[2 * c] = a.sums[2 * c + 1] = 0.0;
+        }
+        return; /* the whole block */
+    }
     double zw = 0.0, w = 0.0, ne = 0.0;
     for (int k = threadIdx.x; k < n; k += blockDim.x) {
         const int p = s0 + k, z0 = a.ion.z[p];
         int z = z0;
-        if (z0 < a.t.zmax) { /* an ion stripped to zmax needs no field */
+        if (!quiet && z0 < a.t.zmax) { /* an ion stripped to zmax needs no field */
             const uint32_t cell = a.ion.cell[p];
             const int i = cell_i(cell), j = cell_j(cell);
             const float2 xy = a.ion.xy[p];
@@ -71,20 +114,28 @@ __global__ void __launch_bounds__(GPU_THREADS) k_ionize_charge(const __grid_cons
                                                (uint32_t)j, (uint32_t)k, a.step);
             z = ionize_ion(&a.t, z0, e, &r);
         }
-        a.dz[p] = (uint8_t)(z - z0);
-        a.ion.z[p] = (uint8_t)z;
-        const float pw = a.ion.uzw[p].y;
-        ne += z - z0;
-        zw += (double)pw * z;
-        w += pw;
+        if (!quiet) {
+            a.dz[p] = (uint8_t)(z - z0);
+            a.ion.z[p] = (uint8_t)z;
+            ne += z - z0;
+        }
+        if (a.want) {
+            const float pw = a.ion.uzw[p].y;
+            zw += (double)pw * z;
+            w += pw;
+        }
     }
     ne = block_sum_d(ne, red);
-    zw = block_sum_d(zw, red);
-    w = block_sum_d(w, red);
+    if (a.want) {
+        zw = block_sum_d(zw, red);
+        w = block_sum_d(w, red);
+    }
     if (threadIdx.x == 0) {
         a.add[c] = (int)ne;
-        a.sums[2 * c] = zw;
-        a.sums[2 * c + 1] = w;
+        if (a.want) {
+            a.sums[2 * c] = zw;
+            a.sums[2 * c + 1] = w;
+        }
     }
 }
 
@@ -114,10 +165,15 @@ __global__ void __launch_bounds__(GPU_THREADS) k_ionize_emit(const __grid_consta
         a.ecount[c] = at - a.estart[c];
 }
 
-/* gpu_state.ion_tab and ion_dz with room for ncl clusters and species s's slots. */
-static void ionize_scratch(gpu_state *g, int s)
+/* Per ionizing species and cluster: sum w z and sum w (doubles), then the electrons made,
+ * the electron species' counts and capacities and the ions' counts (ints). */
+static size_t table_bytes(int nc) { return (size_t)nc * (2 * sizeof(double) + 4 * sizeof(int)); }
+
+/* gpu_state.ion_tab with room for the tables of n species, ion_dz for their slots (dz0[k]:
+ * the k-th species' first). */
+static void ionize_scratch(gpu_state *g, const int *ions, int n, size_t *dz0)
 {
-    const size_t tab = (size_t)g->ncl * (4 * sizeof(int) + 2 * sizeof(double)) + 64;
+    const size_t tab = n * table_bytes(g->ncl) + 64;
     if (g->ion_tab_n < tab) {
         if (g->ion_tab)
             cudaFree(g->ion_tab), cudaFreeHost(g->h_ion_tab);
@@ -125,56 +181,78 @@ static void ionize_scratch(gpu_state *g, int s)
         GPU_CK(cudaMallocHost((void **)&g->h_ion_tab, tab));
         g->ion_tab_n = tab;
     }
-    if (g->ion_dz_n < g->sp[s].slots) {
+    size_t slots = 0;
+    for (int k = 0; k < n; k++) {
+        dz0[k] = slots;
+        slots += g->sp[ions[k]].slots;
+    }
+    if (g->ion_dz_n < slots) {
         if (g->ion_dz)
             cudaFree(g->ion_dz);
-        g->ion_dz = (uint8_t *)gpu_malloc(g, g->sp[s].slots, "ionization increments");
-        g->ion_dz_n = g->sp[s].slots;
+        g->ion_dz = (uint8_t *)gpu_malloc(g, slots, "ionization increments");
+        g->ion_dz_n = slots;
     }
 }
 
-/* Ionize species s into its electron species: returns what it did (ionize.h). */
-static ionize_stats ionize_one(gpu_state *g, pic_state *st, int s, long long step)
+/* The charge draws of ionizing species s with its tables at tab (device), and the copies
+ * of the counts they are checked against into the same tables. */
+static kionize charge_launch(gpu_state *g, pic_state *st, int s, long long step, int sums,
+                             char *tab, uint8_t *dz)
 {
     gpu_species *d = &g->sp[s], *e = &g->sp[d->ion_to];
     const int nc = g->ncl;
-    ionize_scratch(g, s);
-    /* the tables: sums (2 nc doubles), add, the electrons' counts and capacities, the ions'
-     * counts (nc ints) */
-    double *sums = (double *)g->ion_tab, *h_sums = (double *)g->h_ion_tab;
-    int *add = (int *)(sums + 2 * nc), *h_add = (int *)(h_sums + 2 * nc);
     kionize a;
     memset(&a, 0, sizeof a);
     a.t = *d->ion;
     a.ion = gpu_parts_of(d);
     a.start = d->start;
     a.count = d->count;
-    a.dz = g->ion_dz;
-    a.add = add;
-    a.sums = sums;
+    a.dz = dz;
+    a.sums = (double *)tab;
+    a.add = (int *)(a.sums + 2 * nc);
     for (int k = 0; k < 3; k++) {
         a.e[k] = g->e[k];
         a.xe[k] = g->ext[k];
         a.ext[k] = st->ext.u[k];
     }
+    a.x0 = g->x0;
+    a.y0 = g->y0;
+    a.ncx = g->ncx;
     a.off = g->off;
     a.stride = g->stride;
+    a.want = sums;
     a.seed = st->sp[s].seed;
     a.species = (unsigned)s;
     a.step = step;
     a.window_cells = st->window_cells;
     k_ionize_charge<<<nc, GPU_THREADS, 0, g->stream>>>(a);
     GPU_LAUNCHED(g, "k_ionize_charge");
-    int *ecnt = add + nc, *h_ecnt = h_add + nc;
+    int *ecnt = a.add + nc;
     GPU_CK(cudaMemcpyAsync(ecnt, e->count, (size_t)nc * sizeof(int), cudaMemcpyDeviceToDevice,
                            g->stream));
     GPU_CK(cudaMemcpyAsync(ecnt + nc, e->cap, (size_t)nc * sizeof(int),
                            cudaMemcpyDeviceToDevice, g->stream));
     GPU_CK(cudaMemcpyAsync(ecnt + 2 * nc, d->count, (size_t)nc * sizeof(int),
                            cudaMemcpyDeviceToDevice, g->stream));
-    GPU_CK(cudaMemcpyAsync(h_sums, sums, (size_t)nc * (2 * sizeof(double) + 4 * sizeof(int)),
-                           cudaMemcpyDeviceToHost, g->stream));
-    GPU_CK(cudaStreamSynchronize(g->stream));
+    return a;
+}
+
+/* After every species' charge draws: species s's electrons (its launch a, its host tables
+ * at htab) into their species, re-laid out first where a cluster lacks room; returns what s
+ * did. fresh: its electron species' counts in htab are still those of the device (no
+ * species before s in this step gave it electrons). */
+static ionize_stats emit(gpu_state *g, pic_state *st, int s, kionize a, char *htab, int sums,
+                         int fresh)
+{
+    gpu_species *d = &g->sp[s], *e = &g->sp[d->ion_to];
+    const int nc = g->ncl;
+    double *h_sums = (double *)htab;
+    int *h_add = (int *)(h_sums + 2 * nc), *h_ecnt = h_add + nc;
+    if (!fresh) {
+        GPU_CK(cudaMemcpy(h_ecnt, e->count, (size_t)nc * sizeof(int), cudaMemcpyDeviceToHost));
+        GPU_CK(cudaMemcpy(h_ecnt + nc, e->cap, (size_t)nc * sizeof(int),
+                          cudaMemcpyDeviceToHost));
+    }
     ionize_stats out = {0, 0.0, 0.0};
     int grow = 0;
     for (int c = 0; c < nc; c++) {
@@ -197,19 +275,40 @@ static ionize_stats ionize_one(gpu_state *g, pic_state *st, int s, long long ste
         k_ionize_emit<<<nc, GPU_THREADS, 0, g->stream>>>(a);
         GPU_LAUNCHED(g, "k_ionize_emit");
     }
-    comm_sum_double(h_sums, 2 * (size_t)nc); /* per cluster, then in cluster order */
-    for (int c = 0; c < nc; c++) {
-        out.zw += h_sums[2 * c];
-        out.w += h_sums[2 * c + 1];
+    if (sums) {
+        comm_sum_double(h_sums, 2 * (size_t)nc); /* per cluster, then in cluster order */
+        for (int c = 0; c < nc; c++) {
+            out.zw += h_sums[2 * c];
+            out.w += h_sums[2 * c + 1];
+        }
     }
     return out;
 }
 
-void gpu_ionize(void *ctx, pic_state *st, long long step, ionize_stats *out)
+/* Every ionizing species' charge draws, one read-back of all their tables (the step's one
+ * wait), then each one's electrons in species order. */
+void gpu_ionize(void *ctx, pic_state *st, long long step, int sums, ionize_stats *out)
 {
     gpu_state *g = (gpu_state *)ctx;
-    gpu_fields_join(g); /* E(n+1) */
-    for (int s = 0; s < g->nsp; s++) /* untimed: the "other" phase, as on the CPU */
+    int ions[DECK_MAX_SPECIES], n = 0;
+    for (int s = 0; s < g->nsp; s++)
         if (g->sp[s].ion)
-            out[s] = ionize_one(g, st, s, step);
+            ions[n++] = s;
+    if (!n)
+        return;
+    size_t dz0[DECK_MAX_SPECIES];
+    ionize_scratch(g, ions, n, dz0);
+    gpu_fields_join(g); /* E(n+1) */
+    const size_t tb = table_bytes(g->ncl);
+    kionize a[DECK_MAX_SPECIES];
+    for (int k = 0; k < n; k++) /* untimed: the "other" phase, as on the CPU */
+        a[k] = charge_launch(g, st, ions[k], step, sums, g->ion_tab + k * tb, g->ion_dz + dz0[k]);
+    GPU_CK(cudaMemcpyAsync(g->h_ion_tab, g->ion_tab, n * tb, cudaMemcpyDeviceToHost, g->stream));
+    GPU_CK(cudaStreamSynchronize(g->stream));
+    unsigned given = 0; /* electron species given electrons so far */
+    for (int k = 0; k < n; k++) {
+        const int s = ions[k], to = g->sp[s].ion_to;
+        out[s] = emit(g, st, s, a[k], g->h_ion_tab + k * tb, sums, !((given >> to) & 1u));
+        given |= out[s].events ? 1u << to : 0u;
+    }
 }

@@ -11,15 +11,32 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Whether cluster c's ions all stay as they are (ionize_quiet): the largest |E_c| over its
+ * tile; never with an external field given as arrays. */
+static int quiet_cluster(const species *s, const emf *f, const clusters *cl, int c,
+                         const ext_fields *ext)
+{
+    if (ext->a[0] || ext->a[1] || ext->a[2])
+        return 0;
+    const cluster_tile t = cluster_tile_of(cl->x0, cl->y0, cl->ncx, c);
+    float m[3] = {0.0f, 0.0f, 0.0f};
+    for (int j = t.j0; j < t.j0 + t.h; j++)
+        for (int i = t.i0; i < t.i0 + t.w; i++)
+            for (int k = 0; k < 3; k++)
+                m[k] = fmaxf(m[k], fabsf(f->e[k][emf_idx(f, i, j)]));
+    return ionize_quiet(s->ion, m, ext->u);
+}
+
 /* New charge states of cluster c's ions; their increments into dz. Returns the electrons
- * they give; sums of w z and w into *zw, *w. */
-static int charge_cluster(species *s, const emf *f, int c,
-                          const ext_fields *ext, long long step, long window_cells,
+ * they give; with `sums`, the sums of w z and w into *zw, *w. */
+static int charge_cluster(species *s, const emf *f, const clusters *cl, int c,
+                          const ext_fields *ext, long long step, long window_cells, int sums,
                           uint8_t *dz, double *zw, double *w)
 {
     int n = 0;
     double a = 0.0, b = 0.0;
-    for (int p = s->start[c]; p < s->start[c] + s->count[c]; p++) {
+    const int quiet = quiet_cluster(s, f, cl, c, ext);
+    for (int p = s->start[c]; p < s->start[c] + s->count[c] && !quiet; p++) {
         const int i = cell_i(s->cell[p]), j = cell_j(s->cell[p]);
         int z = s->z[p];
         if (z < s->ion->zmax) { /* an ion stripped to zmax needs no field */
@@ -33,7 +50,9 @@ static int charge_cluster(species *s, const emf *f, int c,
         dz[p] = (uint8_t)(z - s->z[p]);
         n += dz[p];
         s->z[p] = (uint8_t)z;
-        a += (double)s->w[p] * z;
+    }
+    for (int p = s->start[c]; p < s->start[c] + s->count[c] && sums; p++) {
+        a += (double)s->w[p] * s->z[p];
         b += s->w[p];
     }
     *zw = a;
@@ -63,20 +82,20 @@ static void emit_cluster(const species *s, species *e, int c, const uint8_t *dz)
 }
 
 ionize_stats ionize_species(species *s, species *e, const emf *f, const clusters *cl,
-                            const ext_fields *ext, long long step, long window_cells)
+                            const ext_fields *ext, long long step, long window_cells, int sums)
 {
     ionize_stats st = {0, 0.0, 0.0};
     uint8_t *dz = empic_alloc(s->alloc ? s->alloc : 1, "ionization");
     int *add = empic_calloc((size_t)cl->n, sizeof(int), "ionization");
     /* per-cluster sums, added in cluster order: the same for any thread or rank count */
-    double *sums = empic_calloc(2 * (size_t)cl->n, sizeof(double), "ionization");
+    double *sum = empic_calloc(2 * (size_t)cl->n, sizeof(double), "ionization");
     int grow = 0;
 #pragma omp parallel for schedule(dynamic) reduction(| : grow)
     for (int c = 0; c < cl->n; c++) {
         if (!cl->own[c])
             continue;
-        add[c] = charge_cluster(s, f, c, ext, step, window_cells, dz, &sums[2 * c],
-                                &sums[2 * c + 1]);
+        add[c] = charge_cluster(s, f, cl, c, ext, step, window_cells, sums, dz, &sum[2 * c],
+                                &sum[2 * c + 1]);
         grow |= e->count[c] + add[c] > e->cap[c];
     }
     if (grow) { /* room for every cluster's electrons: the global rearrangement */
@@ -90,13 +109,14 @@ ionize_stats ionize_species(species *s, species *e, const emf *f, const clusters
     for (int c = 0; c < cl->n; c++)
         if (add[c])
             emit_cluster(s, e, c, dz);
-    comm_sum_double(sums, 2 * (size_t)cl->n);
+    if (sums)
+        comm_sum_double(sum, 2 * (size_t)cl->n);
     for (int c = 0; c < cl->n; c++) {
         st.events += add[c];
-        st.zw += sums[2 * c];
-        st.w += sums[2 * c + 1];
+        st.zw += sum[2 * c];
+        st.w += sum[2 * c + 1];
     }
-    free(sums);
+    free(sum);
     free(add);
     free(dz);
     return st;

@@ -102,9 +102,9 @@ typedef struct backend {
     /* Field ionization (design.md §14) after the sort, at E(n+1) and x(n+1) (step = n + 1):
      * the particles of every ionizing species raise their charge states and their electrons
      * join the electron species' segments of their clusters (grown when full); out[s] = what
-     * species s did (ionize.h: events on this rank; sums over all ranks). sim.c adds the
-     * events to the electron species' np. */
-    void (*ionize)(void *ctx, pic_state *st, long long step, ionize_stats *out);
+     * species s did (ionize.h: events on this rank; with `sums`, for an energy row, the sums
+     * over all ranks, else 0). sim.c adds the events to the electron species' np. */
+    void (*ionize)(void *ctx, pic_state *st, long long step, int sums, ionize_stats *out);
     /* Cycle step 8: binary collisions of one entry of the deck (collide.h: species p->a with
      * p->b, at step p->step) among the particles of each cell, after the sort. The result
      * is a function of the cluster order and the keys of p alone: any thread or rank count

@@ -379,7 +379,7 @@ static void ionize(sim *S, int want_e, ionize_stats *ist)
         any |= S->sp[s].ion != NULL;
     if (!any)
         return;
-    S->be->ionize(S->be_ctx, &S->st, S->f.step, ist);
+    S->be->ionize(S->be_ctx, &S->st, S->f.step, want_e, ist);
     long long ev[DECK_MAX_SPECIES];
     for (int s = 0; s < S->nsp; s++) {
         ev[s] = S->sp[s].ion ? ist[s].events : 0;
