@@ -22,6 +22,7 @@ void gpu_fbnd_setup(gpu_state *g, const pic_state *st)
     g->bal = (double *)gpu_malloc(g, g->bal_n * sizeof(double), "energy balance");
     g->lost = g->bal + (size_t)st->nterm * st->nslot;
     GPU_CK(cudaMemcpy(g->bal, st->flow, g->bal_n * sizeof(double), cudaMemcpyHostToDevice));
+    g->fbnd = b != NULL;
     if (b) {
         g->nlayers = b->nlayers;
         for (int l = 0; l < b->nlayers; l++) {

@@ -233,13 +233,21 @@ static void fold_self(gpu_state *g, void *const a[], int ncomp, int axis)
     GPU_LAUNCHED(g, "k_acc_fold_axis");
 }
 
-void gpu_acc_finish(gpu_state *g, int ncomp, float *d0, float *d1, float *d2)
+/* The fold of acc's ncomp components into d0..d2, with the guard fill of nfill float arrays
+ * fill[] in the same exchange. */
+static void acc_finish(gpu_state *g, int ncomp, float *d0, float *d1, float *d2,
+                       void *const fill[], int nfill)
 {
     void *const acc[3] = {g->acc, g->acc + g->size, g->acc + 2 * g->size};
-    gpu_halo(g, acc, ncomp, 1, fold_self);
+    gpu_halo_fold_fill(g, acc, ncomp, fill, nfill, fold_self, guard_self);
     k_acc_convert<<<gpu_blocks(g->size, 256), 256, 0, g->stream>>>(
         mesh_of(g), g->acc, g->size, 1.0 / (double)g->scale, d0, d1, d2);
     GPU_LAUNCHED(g, "k_acc_convert");
+}
+
+void gpu_acc_finish(gpu_state *g, int ncomp, float *d0, float *d1, float *d2)
+{
+    acc_finish(g, ncomp, d0, d1, d2, NULL, 0);
 }
 
 __global__ void k_filter3(mesh m, const float *a, float *out, int d, float wa, float wb)
@@ -306,7 +314,9 @@ void gpu_fields_filter(gpu_state *g, const pic_state *st, float *a0, float *a1, 
  * gather nor E's update reads): from guards of E and B equal to the cells they stand for,
  * the same operations give the values the neighbour computes, bit for bit, without an
  * exchange. The field boundaries' updates hold state for this rank's cells only, so a box
- * with any keeps the exchange. */
+ * with any keeps the exchange; over NCCL the second half step's carries J's fold too (the
+ * particle phase leaves it pending: b_half runs on B(n) and E(n) alone, so it can go first),
+ * one exchange a step less. */
 static void b_half(gpu_state *g, const pic_state *st)
 {
     const float hx = (float)(0.5 * st->f->dt / st->f->dx), hy = (float)(0.5 * st->f->dt / st->f->dy);
@@ -320,8 +330,13 @@ static void b_half(gpu_state *g, const pic_state *st)
     GPU_LAUNCHED(g, "k_b_half");
     if (st->f->fb)
         gpu_fbnd_b(g, st);
-    if (!m.images && !wide)
+    if (g->fold_pending) { /* J(n+1/2) from the particle phase's sums, folded beside B's guards */
+        void *const b[3] = {g->b[0], g->b[1], g->b[2]};
+        acc_finish(g, 3, g->j[0], g->j[1], g->j[2], b, 3);
+        g->fold_pending = 0;
+    } else if (!m.images && !wide) {
         gpu_guard_fill(g, g->b[0], g->b[1], g->b[2]);
+    }
 }
 
 void gpu_b_half(void *ctx, pic_state *st)

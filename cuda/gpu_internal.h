@@ -193,6 +193,8 @@ struct gpu_state {
     cudaStream_t stream, main_stream, field_stream, border_stream;
     int overlap;                  /* the field phase runs on field_stream beside the sort */
     int fields_pending;           /* field_stream has work the main stream has not joined */
+    int fbnd;                     /* the box has field boundaries (st->f->fb) */
+    int fold_pending;             /* J's sums in acc, folded with B's guards (gpu_fields.cu) */
     cudaEvent_t pushed, fields_done; /* main stream -> field stream, and back */
     /* NCCL ranks without particle walls, drops or window: the clusters whose histograms the
      * neighbours need (nborder entries at border_entries, device) are pushed on
@@ -491,6 +493,12 @@ static inline int gpu_axis_kind(const gpu_state *g, int axis)
 }
 void gpu_halo(gpu_state *g, void *const a[], int ncomp, int fold,
               void (*self)(gpu_state *, void *const[], int, int));
+/* The fold of nfold sum arrays and the guard fill of nfill float arrays in one exchange over
+ * NCCL (one message per neighbour and axis), in two staged; fold_self and fill_self as
+ * gpu_halo's self. */
+void gpu_halo_fold_fill(gpu_state *g, void *const fold[], int nfold, void *const fill[],
+                        int nfill, void (*fold_self)(gpu_state *, void *const[], int, int),
+                        void (*fill_self)(gpu_state *, void *const[], int, int));
 /* The largest of n per-cluster values, at least `least` (gpu_species.cap_max). */
 static inline int gpu_most(const int *v, size_t n, int least)
 {

@@ -42,7 +42,7 @@ struct gpu_nccl {
      * one communicator must not run on two streams at once, so each has its own */
     ncclComm_t comm, halo;
     char *buf;    /* the halo's four message areas: to -, to +, from -, from + */
-    size_t each;  /* bytes of one: every component of the widest band, 8-byte entries */
+    size_t each;  /* bytes of one: the widest bands of a fold and a guard fill together */
     struct nccl_sort *sort; /* the sort's histogram halo and border counts (end of file) */
 };
 
@@ -189,7 +189,8 @@ void gpu_transport_open(gpu_state *g, pic_state *st)
 static void nccl_connect(gpu_state *g, gpu_nccl *n)
 {
     const int widest = g->rows > g->stride ? g->rows : g->stride;
-    n->each = (size_t)3 * sizeof(long long) * EMF_GUARD * widest;
+    /* a fold of three 8-byte sums and a guard fill of three floats (or six) together */
+    n->each = (size_t)(3 * sizeof(long long) + 3 * sizeof(float)) * EMF_GUARD * widest + 32;
     n->buf = (char *)gpu_malloc(g, 4 * n->each, "NCCL halo messages");
     /* NCCL connects to a peer at the first message (most of a second): one byte to and from
      * each neighbour now, so that the timed phases do not pay it (to nb[k] goes what the rank
@@ -316,78 +317,129 @@ static void swap_sides(gpu_state *g, ncclComm_t comm, void *to_lo, void *to_hi, 
     gpu_trace_mark(g, comm == g->nccl->halo ? "nccl-halo" : "nccl-sort");
 }
 
-template <typename T>
-static void exchange(gpu_state *g, void *const a[], int ncomp, int axis, int nr, int nc,
-                     const int2 send[2], const int2 recv[2], int fold)
+/* The bands of emf_guard_axis / emf_acc_fold (emf.c) along one axis: nr rows of nc entries
+ * sent from send[0] (toward -) and send[1] (toward +), received into recv[0] (from -) and
+ * recv[1] (from +), as (row, column). */
+typedef struct {
+    int nr, nc;
+    int2 send[2], recv[2];
+} halo_bands;
+
+static halo_bands bands_of(const gpu_state *g, int fold, int axis)
 {
-    const int lo = g->nb[2 * axis], hi = g->nb[2 * axis + 1];
+    const int G = EMF_GUARD, w = g->i1 - g->i0, h = g->j1 - g->j0;
+    halo_bands b;
+    if (axis == 0) { /* G columns: of this rank's rows (guard fill), of every row (fold) */
+        b.nr = fold ? g->rows : h;
+        b.nc = G;
+        const int r0 = fold ? 0 : G;
+        if (fold) { /* the guards go, and add into the cells next to the other side */
+            b.send[0] = make_int2(r0, 0), b.send[1] = make_int2(r0, G + w);
+            b.recv[0] = make_int2(r0, G), b.recv[1] = make_int2(r0, w);
+        } else { /* the first and last G cells go, into the guards */
+            b.send[0] = make_int2(r0, G), b.send[1] = make_int2(r0, w);
+            b.recv[0] = make_int2(r0, 0), b.recv[1] = make_int2(r0, G + w);
+        }
+    } else { /* G whole rows */
+        b.nr = G;
+        b.nc = g->stride;
+        if (fold) {
+            b.send[0] = make_int2(0, 0), b.send[1] = make_int2(G + h, 0);
+            b.recv[0] = make_int2(G, 0), b.recv[1] = make_int2(h, 0);
+        } else {
+            b.send[0] = make_int2(G, 0), b.send[1] = make_int2(h, 0);
+            b.recv[0] = make_int2(0, 0), b.recv[1] = make_int2(G + h, 0);
+        }
+    }
+    return b;
+}
+
+/* The four message areas at byte `at` of each (to -, to +, from -, from +). */
+static char *area(gpu_state *g, int k, size_t at) { return g->nccl->buf + k * g->nccl->each + at; }
+
+static size_t bands_bytes(const halo_bands &b, int ncomp, size_t esz)
+{
+    return (((size_t)ncomp * b.nr * b.nc * esz) + 15) / 16 * 16;
+}
+
+template <typename T> static arrays_n<T> arrays_of(void *const a[], int ncomp)
+{
     arrays_n<T> arr;
     for (int c = 0; c < GPU_HALO_MAX; c++)
         arr.p[c] = c < ncomp ? (T *)a[c] : NULL;
     arr.ncomp = ncomp;
-    const size_t count = (size_t)ncomp * nr * nc, bytes = count * sizeof(T);
-    if (bytes > g->nccl->each)
-        EMPIC_DIE("a halo message of %zu bytes exceeds its buffer of %zu", bytes,
-                  g->nccl->each);
-    T *to_lo = (T *)g->nccl->buf, *to_hi = (T *)(g->nccl->buf + g->nccl->each);
-    T *from_lo = (T *)(g->nccl->buf + 2 * g->nccl->each);
-    T *from_hi = (T *)(g->nccl->buf + 3 * g->nccl->each);
-    const unsigned blocks = gpu_blocks(2 * count, 256) < 1024 ? gpu_blocks(2 * count, 256) : 1024;
-    k_band_pack<T><<<blocks, 256, 0, g->stream>>>(arr, g->stride, nr, nc, send[0], send[1],
-                                                   to_lo, to_hi, fold);
+    return arr;
+}
+
+static unsigned band_blocks(const halo_bands &b, int ncomp)
+{
+    const size_t n = gpu_blocks(2 * (size_t)ncomp * b.nr * b.nc, 256);
+    return n < 1024 ? (unsigned)n : 1024;
+}
+
+/* The bands of arrays a[] (T entries) packed into the outgoing areas at byte `at`; a fold's
+ * guards zeroed. */
+template <typename T>
+static void bands_pack(gpu_state *g, void *const a[], int ncomp, const halo_bands &b, size_t at,
+                       int fold)
+{
+    k_band_pack<T><<<band_blocks(b, ncomp), 256, 0, g->stream>>>(
+        arrays_of<T>(a, ncomp), g->stride, b.nr, b.nc, b.send[0], b.send[1],
+        (T *)area(g, 0, at), (T *)area(g, 1, at), fold);
     GPU_LAUNCHED(g, "k_band_pack");
-    swap_sides(g, g->nccl->halo, to_lo, to_hi, from_lo, from_hi, bytes, ncclChar, lo, hi);
-    k_band_unpack<T><<<blocks, 256, 0, g->stream>>>(arr, g->stride, nr, nc, recv[0], recv[1],
-                                                     from_lo, from_hi, lo >= 0, hi >= 0, fold);
+}
+
+/* What came in at byte `at` of the incoming areas into the bands: copied, or added (fold). */
+template <typename T>
+static void bands_unpack(gpu_state *g, void *const a[], int ncomp, const halo_bands &b,
+                         size_t at, int fold, int axis)
+{
+    const int lo = g->nb[2 * axis], hi = g->nb[2 * axis + 1];
+    k_band_unpack<T><<<band_blocks(b, ncomp), 256, 0, g->stream>>>(
+        arrays_of<T>(a, ncomp), g->stride, b.nr, b.nc, b.recv[0], b.recv[1],
+        (const T *)area(g, 2, at), (const T *)area(g, 3, at), lo >= 0, hi >= 0, fold);
     GPU_LAUNCHED(g, "k_band_unpack");
 }
 
-/* The bands of emf_guard_axis / emf_acc_fold (emf.c) along one axis, as (row, column). */
-static void axis_exchange(gpu_state *g, void *const a[], int ncomp, int fold, int axis)
+/* One axis: the fold of nfold arrays of 64-bit sums and the guard fill of nfill float arrays,
+ * packed into one message per neighbour (the fold's bands first), one NCCL group, unpacked. */
+static void axis_exchange(gpu_state *g, void *const fold[], int nfold, void *const fill[],
+                          int nfill, int axis)
 {
-    const int G = EMF_GUARD, w = g->i1 - g->i0, h = g->j1 - g->j0;
-    int2 send[2], recv[2];
-    int nr, nc;
-    if (axis == 0) { /* G columns: of this rank's rows (guard fill), of every row (fold) */
-        nr = fold ? g->rows : h;
-        nc = G;
-        const int r0 = fold ? 0 : G;
-        if (fold) { /* the guards go, and add into the cells next to the other side */
-            send[0] = make_int2(r0, 0), send[1] = make_int2(r0, G + w);
-            recv[0] = make_int2(r0, G), recv[1] = make_int2(r0, w);
-        } else { /* the first and last G cells go, into the guards */
-            send[0] = make_int2(r0, G), send[1] = make_int2(r0, w);
-            recv[0] = make_int2(r0, 0), recv[1] = make_int2(r0, G + w);
-        }
-    } else { /* G whole rows */
-        nr = G;
-        nc = g->stride;
-        if (fold) {
-            send[0] = make_int2(0, 0), send[1] = make_int2(G + h, 0);
-            recv[0] = make_int2(G, 0), recv[1] = make_int2(h, 0);
-        } else {
-            send[0] = make_int2(G, 0), send[1] = make_int2(h, 0);
-            recv[0] = make_int2(0, 0), recv[1] = make_int2(G + h, 0);
-        }
-    }
-    if (fold)
-        exchange<unsigned long long>(g, a, ncomp, axis, nr, nc, send, recv, 1);
-    else
-        exchange<float>(g, a, ncomp, axis, nr, nc, send, recv, 0);
+    const halo_bands bf = bands_of(g, 1, axis), bg = bands_of(g, 0, axis);
+    const size_t nf = nfold ? bands_bytes(bf, nfold, 8) : 0;
+    const size_t bytes = nf + (nfill ? bands_bytes(bg, nfill, 4) : 0);
+    if (bytes > g->nccl->each)
+        EMPIC_DIE("a halo message of %zu bytes exceeds its buffer of %zu", bytes,
+                  g->nccl->each);
+    if (nfold)
+        bands_pack<unsigned long long>(g, fold, nfold, bf, 0, 1);
+    if (nfill)
+        bands_pack<float>(g, fill, nfill, bg, nf, 0);
+    swap_sides(g, g->nccl->halo, area(g, 0, 0), area(g, 1, 0), area(g, 2, 0), area(g, 3, 0),
+               bytes, ncclChar, g->nb[2 * axis], g->nb[2 * axis + 1]);
+    if (nfold)
+        bands_unpack<unsigned long long>(g, fold, nfold, bf, 0, 1, axis);
+    if (nfill)
+        bands_unpack<float>(g, fill, nfill, bg, nf, 0, axis);
 }
 #endif
 
-void gpu_nccl_halo(gpu_state *g, void *const a[], int ncomp, int fold,
-                   void (*self)(gpu_state *, void *const[], int, int))
+void gpu_nccl_halo2(gpu_state *g, void *const fold[], int nfold, void *const fill[], int nfill,
+                    void (*fold_self)(gpu_state *, void *const[], int, int),
+                    void (*fill_self)(gpu_state *, void *const[], int, int))
 {
-    (void)fold; /* unused in a build without NCCL (g->nccl is never set there) */
     for (int axis = 0; axis < 2; axis++) {
         const int kind = gpu_axis_kind(g, axis);
-        if (kind == 1)
-            self(g, a, ncomp, axis);
+        if (kind == 1) {
+            if (nfold)
+                fold_self(g, fold, nfold, axis);
+            if (nfill)
+                fill_self(g, fill, nfill, axis);
+        }
 #ifdef EMPIC_NCCL
         else if (kind == 0)
-            axis_exchange(g, a, ncomp, fold, axis);
+            axis_exchange(g, fold, nfold, fill, nfill, axis);
 #endif
     }
 }

@@ -21,11 +21,13 @@ void gpu_transport_open(struct gpu_state *g, pic_state *st);
  * (st->reopen) the communicators are left in st->kept for the next open to take. */
 void gpu_transport_close(struct gpu_state *g, pic_state *st);
 
-/* gpu_halo on the device (g->nccl set): the same guard fill (fold = 0, float arrays) or fold
- * (fold = 1, 64-bit fixed-point sums) of ncomp arrays a[], x then y, bitwise the staged
- * path's result; self(g, a, ncomp, axis) for an axis this rank holds alone, as gpu_halo. */
-void gpu_nccl_halo(struct gpu_state *g, void *const a[], int ncomp, int fold,
-                   void (*self)(struct gpu_state *, void *const[], int, int));
+/* gpu_halo_fold_fill on the device (g->nccl set): the fold of nfold arrays of 64-bit
+ * fixed-point sums fold[] and the guard fill of nfill float arrays fill[], x then y, one
+ * message per neighbour and axis carrying both, bitwise the staged path's result;
+ * fold_self / fill_self(g, a, n, axis) for an axis this rank holds alone, as gpu_halo. */
+void gpu_nccl_halo2(struct gpu_state *g, void *const fold[], int nfold, void *const fill[],
+                    int nfill, void (*fold_self)(struct gpu_state *, void *const[], int, int),
+                    void (*fill_self)(struct gpu_state *, void *const[], int, int));
 
 /* border_pass's swap of the leavers (g->nccl set): for each of the nsort species k (which[k]),
  * whose four areas lie at off[k][0..4] of g->border[which[k]].dev (leavers going up, going

@@ -801,7 +801,10 @@ static void tiles_current(gpu_state *g, int nset)
 {
     if (g->ranks > 1) {
         tiles_sum(g, g->tile_live, nset, 3, 0);
-        gpu_acc_finish(g, 3, g->j[0], g->j[1], g->j[2]);
+        if (g->nccl && g->fbnd) /* the fold travels with B's guards (gpu_fields.cu, b_half) */
+            g->fold_pending = 1;
+        else
+            gpu_acc_finish(g, 3, g->j[0], g->j[1], g->j[2]);
         return;
     }
     k_tiles_mesh<<<(unsigned)g->ncl + 32, 256, 0, g->stream>>>(
