@@ -699,66 +699,28 @@ __global__ void k_tiles_sum(ktiles a, int add, long long *acc, size_t size, int 
     }
 }
 
-/* Where k_tiles_mesh writes: one rank, the finished current d[] (rounded once); several,
- * the fixed-point sums acc (3 components of size) of this rank's cells `own` (clusters) and
- * its guards, whose fold gpu_acc_finish does. i0, j0: this rank's first cell. */
-typedef struct {
-    float *d[3];
-    double inv;
-    long long *acc;
-    size_t size;
-    int4 own;
-    int i0, j0, w, h;
-} kmesh_out;
-
-/* The finished mesh current of the tiles. Block c < ncl takes cluster c's cells (over
- * several ranks: this rank's clusters): each sums the entries of the tiles that cover it, its
- * cluster's and, near the cluster's sides, those of its 8 neighbours (tiles reach [x0 - 1, x1
- * + 2)), across a periodic side on one rank the neighbour's image (the fold of the guard
- * deposits); the blocks after them take the guard frame: zeroed on one rank, over several
- * the deposits there (tiles_sum_cell), which the fold sends to the neighbours. The
- * neighbours' tiles are found once per block, and a cell reads only the tiles that hold it:
- * over several ranks the same sums as k_tiles_sum (integer adds), without its per-cell
- * search. */
+/* One rank: the finished mesh current at once (what k_tiles_sum and gpu_acc_finish give,
+ * without the round trip through acc). Block c < ncl takes cluster c's cells: each sums the
+ * entries of the tiles that cover it, its cluster's and, near the cluster's sides, those of
+ * its 8 neighbours (tiles reach [x0 - 1, x1 + 2)), across a periodic side the neighbour's
+ * image (the fold of the guard deposits), and rounds once; the blocks after them zero the
+ * guards (3 components: the current). The neighbours' tiles are found once per block, and
+ * a cell reads only the tiles that hold it. */
 __global__ void __launch_bounds__(256) k_tiles_mesh(ktiles a, int px, int py, int rows,
-                                                      int stride, kmesh_out o)
+                                                      int stride, double inv, float *d0,
+                                                      float *d1, float *d2)
 {
     const int G = EMF_GUARD, ncl = a.ncx * a.ncy;
     if ((int)blockIdx.x >= ncl) { /* the guard frame */
         const size_t nt = (size_t)(gridDim.x - ncl) * blockDim.x, size = (size_t)rows * stride;
-        if (!o.acc) {
-            for (size_t e = (blockIdx.x - ncl) * (size_t)blockDim.x + threadIdx.x; e < size;
-                 e += nt) {
-                const int i = (int)(e % stride) - G, j = (int)(e / stride) - G;
-                if (i < 0 || i >= a.nx || j < 0 || j >= a.ny)
-                    o.d[0][e] = o.d[1][e] = o.d[2][e] = 0.0f;
-            }
-            return;
-        }
-        /* G whole rows below and above, then the G columns either side of each row between */
-        const size_t full = (size_t)2 * G * stride, side = (size_t)(stride - o.w);
-        for (size_t t = (blockIdx.x - ncl) * (size_t)blockDim.x + threadIdx.x;
-             t < full + side * o.h; t += nt) {
-            int r, col;
-            if (t < full) {
-                r = (int)(t / stride);
-                r = r < G ? r : r + o.h;
-                col = (int)(t % stride);
-            } else {
-                const int q = (int)((t - full) % side);
-                r = G + (int)((t - full) / side);
-                col = q < G ? q : q + o.w;
-            }
-            unsigned long long v[3] = {0, 0, 0};
-            tiles_sum_cell(a, col - G + o.i0, r - G + o.j0, v);
-            const size_t e = (size_t)r * stride + col;
-            for (int k = 0; k < 3; k++)
-                o.acc[k * o.size + e] = (long long)v[k];
+        for (size_t e = (blockIdx.x - ncl) * (size_t)blockDim.x + threadIdx.x; e < size;
+             e += nt) {
+            const int i = (int)(e % stride) - G, j = (int)(e / stride) - G;
+            if (i < 0 || i >= a.nx || j < 0 || j >= a.ny)
+                d0[e] = d1[e] = d2[e] = 0.0f;
         }
         return;
     }
-    if (o.acc && !in_box(o.own, (int)blockIdx.x % a.ncx, (int)blockIdx.x / a.ncx))
-        return; /* another rank's cluster */
     /* neighbour q = (dx + 1) + 3 (dy + 1): its id (-1: none) and its tile's origin and size
      * in this cluster's frame (shifted by the box across a periodic side) */
     __shared__ int nb_c[9], nb_i0[9], nb_j0[9], nb_w[9], nb_h[9];
@@ -812,13 +774,10 @@ __global__ void __launch_bounds__(256) k_tiles_mesh(ktiles a, int px, int py, in
                         v[k] += (unsigned long long)t[k * tsz];
                 }
             }
-        const size_t e = (size_t)(j - o.j0 + G) * stride + (i - o.i0 + G);
-        if (o.acc)
-            for (int k = 0; k < 3; k++)
-                o.acc[k * o.size + e] = (long long)v[k];
-        else
-            for (int k = 0; k < 3; k++)
-                o.d[k][e] = (float)((double)(long long)v[k] * o.inv);
+        const size_t e = (size_t)(j + G) * stride + (i + G);
+        d0[e] = (float)((double)(long long)v[0] * inv);
+        d1[e] = (float)((double)(long long)v[1] * inv);
+        d2[e] = (float)((double)(long long)v[2] * inv);
     }
 }
 
@@ -840,19 +799,19 @@ static void tiles_sum(gpu_state *g, const int *live, int nset, int ncomp, int ad
 /* The current of nset tile sets into J: at once on one rank, through acc over several. */
 static void tiles_current(gpu_state *g, int nset)
 {
-    const int ranks = g->ranks > 1;
-    kmesh_out o = {{g->j[0], g->j[1], g->j[2]}, 1.0 / (double)g->scale, ranks ? g->acc : NULL,
-                   g->size, g->own, g->i0, g->j0, g->i1 - g->i0, g->j1 - g->j0};
-    k_tiles_mesh<<<(unsigned)g->ncl + 32, 256, 0, g->stream>>>(
-        ktiles_of(g, g->tile_live, nset, 3), ranks ? 0 : g->px, ranks ? 0 : g->py, g->rows,
-        g->stride, o);
-    GPU_LAUNCHED(g, "k_tiles_mesh");
-    if (!ranks)
+    if (g->ranks > 1) {
+        tiles_sum(g, g->tile_live, nset, 3, 0);
+        if (g->nccl && g->fbnd) /* the fold travels with B's guards (gpu_fields.cu, b_half) */
+            g->fold_pending = 1;
+        else
+            gpu_acc_finish(g, 3, g->j[0], g->j[1], g->j[2]);
         return;
-    if (g->nccl && g->fbnd) /* the fold travels with B's guards (gpu_fields.cu, b_half) */
-        g->fold_pending = 1;
-    else
-        gpu_acc_finish(g, 3, g->j[0], g->j[1], g->j[2]);
+    }
+    k_tiles_mesh<<<(unsigned)g->ncl + 32, 256, 0, g->stream>>>(
+        ktiles_of(g, g->tile_live, nset, 3), g->px, g->py, g->rows, g->stride,
+        1.0 / (double)g->scale,
+        g->j[0], g->j[1], g->j[2]);
+    GPU_LAUNCHED(g, "k_tiles_mesh");
 }
 
 static void set_smem(const void *kernel, size_t bytes)
