@@ -248,10 +248,12 @@ static ionize_stats emit(gpu_state *g, pic_state *st, int s, kionize a, char *ht
     const int nc = g->ncl;
     double *h_sums = (double *)htab;
     int *h_add = (int *)(h_sums + 2 * nc), *h_ecnt = h_add + nc;
-    if (!fresh) {
-        GPU_CK(cudaMemcpy(h_ecnt, e->count, (size_t)nc * sizeof(int), cudaMemcpyDeviceToHost));
-        GPU_CK(cudaMemcpy(h_ecnt + nc, e->cap, (size_t)nc * sizeof(int),
-                          cudaMemcpyDeviceToHost));
+    if (!fresh) { /* after the emission (and re-layout) of the species before, in the stream */
+        GPU_CK(cudaMemcpyAsync(h_ecnt, e->count, (size_t)nc * sizeof(int),
+                               cudaMemcpyDeviceToHost, g->stream));
+        GPU_CK(cudaMemcpyAsync(h_ecnt + nc, e->cap, (size_t)nc * sizeof(int),
+                               cudaMemcpyDeviceToHost, g->stream));
+        GPU_CK(cudaStreamSynchronize(g->stream));
     }
     ionize_stats out = {0, 0.0, 0.0};
     int grow = 0;
