@@ -163,6 +163,19 @@ void gpu_fields_end(gpu_state *g)
     g->stream = g->main_stream;
 }
 
+void gpu_border_enter(gpu_state *g)
+{
+    GPU_CK(cudaEventRecord(g->border_ready, g->main_stream));
+    GPU_CK(cudaStreamWaitEvent(g->border_stream, g->border_ready, 0));
+    g->stream = g->border_stream;
+}
+
+void gpu_border_leave(gpu_state *g)
+{
+    GPU_CK(cudaEventRecord(g->border_done, g->border_stream));
+    g->stream = g->main_stream;
+}
+
 void gpu_fields_join(gpu_state *g)
 {
     if (!g->fields_pending)
@@ -369,20 +382,23 @@ static void host_chunk(species *h, const int *off, int ncl, long long q0, int m,
         const long long nt = omp_get_num_threads(), t = omp_get_thread_num();
         long long q = q0 + m * t / nt;
         const long long end = q0 + m * (t + 1) / nt;
-        /* the arrays of the same width on both sides (the ids when 8 bytes on the device) */
-        char *const hv[10] = {(char *)h->cell, (char *)h->x,    (char *)h->y, (char *)h->ux,
-                              (char *)h->uy,   (char *)h->uz,   (char *)h->w, (char *)h->code,
-                              (char *)h->z,    idb == 8 ? (char *)h->id : NULL};
-        char *const bv[10] = {(char *)b->cell, (char *)b->x,    (char *)b->y, (char *)b->ux,
-                              (char *)b->uy,   (char *)b->uz,   (char *)b->w, (char *)b->code,
-                              (char *)b->z,    (char *)b->id};
-        static const size_t e[10] = {4, 4, 4, 4, 4, 4, 4, 1, 1, 8};
+        /* the host's arrays (species_array_table) and the chunk's in their order, those of the
+           same width on both sides (the ids when 8 bytes on the device; 4-byte ones below) */
+        char *hv[SPECIES_ARRAYS];
+        size_t e[SPECIES_ARRAYS];
+        species_array_table(h, hv, e);
+        if (idb != 8)
+            hv[SPECIES_ID] = NULL;
+        char *const bv[SPECIES_ARRAYS] = {(char *)b->cell, (char *)b->x,  (char *)b->y,
+                                          (char *)b->ux,   (char *)b->uy, (char *)b->uz,
+                                          (char *)b->w,    (char *)b->code, (char *)b->id,
+                                          (char *)b->z};
         for (int c = q < end ? live_cluster(off, ncl, q) : 0; q < end; c++) {
             const long long n = (off[c + 1] < end ? off[c + 1] : end) - q;
             if (n <= 0)
                 continue; /* an empty cluster */
             const size_t p = (size_t)(h->start[c] + q - off[c]), k = (size_t)(q - q0);
-            for (int v = 0; v < 10; v++)
+            for (int v = 0; v < SPECIES_ARRAYS; v++)
                 if (hv[v]) {
                     char *hp = hv[v] + p * e[v], *bp = bv[v] + k * e[v];
                     memcpy(down ? hp : bp, down ? bp : hp, (size_t)n * e[v]);

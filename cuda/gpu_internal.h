@@ -520,8 +520,13 @@ void gpu_particles_rho(gpu_state *g, int s, float *dst);
  * kernels (decks that drop no particles). */
 void gpu_sort_prepare(gpu_state *g, pic_state *st);
 /* After the border clusters' push on border_stream (gpu_state.border_entries): their
- * histograms' halo and the border counts there. */
+ * histograms' halo and the border counts there; back to the main stream (gpu_border_leave). */
 void gpu_sort_halo_early(gpu_state *g, const pic_state *st);
+/* Work queued on border_stream from here, after what the main stream has queued
+ * (border_ready); gpu_border_leave records border_done after it and queues on the main
+ * stream again (gpu_core.cu). */
+void gpu_border_enter(gpu_state *g);
+void gpu_border_leave(gpu_state *g);
 
 /* Debug-only hooks, environment switches read by gpu_open: EMPIC_GPU_SYNC=1 synchronises
  * after every kernel (in gpu_launched); EMPIC_GPU_CHECK=1 (gpu_debug.cu) copies the device

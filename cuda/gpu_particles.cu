@@ -1031,21 +1031,16 @@ static void push_launch(gpu_state *g, const pic_state *st, kpart *a, int m, int 
     for (int run = border ? PUSH_BORDER : PUSH_ALL; run <= (border ? PUSH_REST : PUSH_ALL);
          run++) {
         a->which = run;
-        if (run == PUSH_BORDER) {
-            GPU_CK(cudaEventRecord(g->border_ready, g->main_stream));
-            GPU_CK(cudaStreamWaitEvent(g->border_stream, g->border_ready, 0));
-            g->stream = g->border_stream;
-        }
+        if (run == PUSH_BORDER)
+            gpu_border_enter(g);
         const unsigned blocks =
             (unsigned)(run == PUSH_BORDER ? g->nborder : a->spare + m * g->ncl);
         void *args[] = {a};
         GPU_CK(cudaLaunchKernel(push_kernel(want_ke, a->spare > 0), dim3(blocks),
                                 dim3(GPU_MOVE_THREADS), args, g->smem_move, g->stream));
         GPU_LAUNCHED(g, "k_push_move");
-        if (run == PUSH_BORDER) {
-            gpu_sort_halo_early(g, st);
-            g->stream = g->main_stream;
-        }
+        if (run == PUSH_BORDER)
+            gpu_sort_halo_early(g, st); /* and back to the main stream */
     }
     if (border) /* the border clusters' tiles, for the current */
         GPU_CK(cudaStreamWaitEvent(g->main_stream, g->border_pushed, 0));

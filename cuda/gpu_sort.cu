@@ -674,8 +674,8 @@ void gpu_sort_halo_early(gpu_state *g, const pic_state *st)
     g->open = -1;
     hist_exchange(g, st, prep);
     border_counts_down(g, st, prep);
-    GPU_CK(cudaEventRecord(g->border_done, g->border_stream));
     g->open = open;
+    gpu_border_leave(g);
     g->halo_early = 1;
 }
 
@@ -816,14 +816,11 @@ static void border_pass_beside(gpu_state *g, const pic_state *st, ksorts *all,
                                long long *net)
 {
     const int open = g->open;
-    GPU_CK(cudaEventRecord(g->border_ready, g->main_stream));
-    GPU_CK(cudaStreamWaitEvent(g->border_stream, g->border_ready, 0));
-    g->stream = g->border_stream;
-    g->open = -1;
+    gpu_border_enter(g);
+    g->open = -1; /* timed as exchange, not as the pass it overlaps */
     border_pass(g, st, all, which, nsort, axis, smem, net);
-    GPU_CK(cudaEventRecord(g->border_done, g->border_stream));
-    g->stream = g->main_stream;
     g->open = open;
+    gpu_border_leave(g);
 }
 
 /* The four passes for the species of `all` (all.lcap set; which[k]: the species of

@@ -679,15 +679,28 @@ int species_tracked(const deck *d, int index)
     return d->tracks_every > 0 && ((d->tracks_species_mask >> index) & 1);
 }
 
-/* The arrays of s with their element sizes, in species_pack's order; returns their number. */
-static int packed_arrays(const species *s, char *a[10], size_t e[10])
+void species_array_table(const species *s, char *a[SPECIES_ARRAYS], size_t e[SPECIES_ARRAYS])
 {
-    char *const all[10] = {(char *)s->cell, (char *)s->x,  (char *)s->y,    (char *)s->ux,
-                           (char *)s->uy,   (char *)s->uz, (char *)s->w,    (char *)s->code,
-                           (char *)s->id,   (char *)s->z};
-    static const size_t size[10] = {4, 4, 4, 4, 4, 4, 4, 1, 8, 1};
+    char *const all[SPECIES_ARRAYS] = {(char *)s->cell, (char *)s->x,  (char *)s->y,
+                                       (char *)s->ux,   (char *)s->uy, (char *)s->uz,
+                                       (char *)s->w,    (char *)s->code, (char *)s->id,
+                                       (char *)s->z};
+    static const size_t size[SPECIES_ARRAYS] = {4, 4, 4, 4, 4, 4, 4, 1, 8, 1};
+    for (int k = 0; k < SPECIES_ARRAYS; k++) {
+        a[k] = all[k];
+        e[k] = size[k];
+    }
+}
+
+/* The arrays of s that it has with their element sizes, in species_pack's order; returns
+ * their number. */
+static int packed_arrays(const species *s, char *a[SPECIES_ARRAYS], size_t e[SPECIES_ARRAYS])
+{
+    char *all[SPECIES_ARRAYS];
+    size_t size[SPECIES_ARRAYS];
+    species_array_table(s, all, size);
     int n = 0;
-    for (int k = 0; k < 10; k++)
+    for (int k = 0; k < SPECIES_ARRAYS; k++)
         if (all[k]) {
             a[n] = all[k];
             e[n++] = size[k];
@@ -697,8 +710,8 @@ static int packed_arrays(const species *s, char *a[10], size_t e[10])
 
 size_t species_slot_bytes(const species *s)
 {
-    char *a[10];
-    size_t e[10], per = 0;
+    char *a[SPECIES_ARRAYS];
+    size_t e[SPECIES_ARRAYS], per = 0;
     const int na = packed_arrays(s, a, e);
     for (int k = 0; k < na; k++)
         per += e[k];
@@ -712,8 +725,8 @@ double species_bytes(const species *s)
 
 size_t species_pack(const species *s, int c, char *out)
 {
-    char *a[10];
-    size_t e[10], o = 0;
+    char *a[SPECIES_ARRAYS];
+    size_t e[SPECIES_ARRAYS], o = 0;
     const int na = packed_arrays(s, a, e);
     for (int k = 0; k < na; k++) {
         const size_t n = (size_t)s->count[c] * e[k];
@@ -726,8 +739,8 @@ size_t species_pack(const species *s, int c, char *out)
 /* species_pack's block of n particles into the slots of s from `at`. */
 static void unpack(species *s, size_t at, const char *in, size_t n)
 {
-    char *a[10];
-    size_t e[10];
+    char *a[SPECIES_ARRAYS];
+    size_t e[SPECIES_ARRAYS];
     const int na = packed_arrays(s, a, e);
     for (int k = 0; k < na; k++) {
         memcpy(a[k] + at * e[k], in, n * e[k]);
@@ -762,8 +775,8 @@ void species_reshare(species *s, const clusters *cl, const int *count, const int
     const int grow = total > s->alloc;
     if (grow)
         species_alloc(s, total);
-    char *a[10], *o[10];
-    size_t e[10];
+    char *a[SPECIES_ARRAYS], *o[SPECIES_ARRAYS];
+    size_t e[SPECIES_ARRAYS];
     const int na = packed_arrays(s, a, e);
     packed_arrays(&old, o, e);
 #pragma omp parallel for schedule(dynamic)

@@ -172,6 +172,12 @@ static inline float species_qw(const species *s, size_t p)
 double species_bytes(const species *s);
 /* Bytes of one particle's slot (every array of s). */
 size_t species_slot_bytes(const species *s);
+/* Every per-particle array of s and its element size, in this order: cell, x, y, ux, uy, uz,
+ * w, code, id, z (NULL where s has none: ids of an untracked species, charge states of one
+ * that does not ionize). */
+#define SPECIES_ARRAYS 10
+enum { SPECIES_ID = 8 };
+void species_array_table(const species *s, char *a[SPECIES_ARRAYS], size_t e[SPECIES_ARRAYS]);
 /* The particles of cluster c array after array (cell, x, y, ux, uy, uz, w, code, then the
  * ids and charge states where s has them) into out; returns the bytes written (count[c]
  * times species_slot_bytes). */
