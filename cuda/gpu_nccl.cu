@@ -290,10 +290,6 @@ __global__ void k_band_unpack(arrays_n<T> a, int stride, int nr, int nc, int2 lo
     }
 }
 
-/* One axis of the exchange for arrays of T: pack the bands sent toward - and + (at send[0],
- * send[1]), one NCCL group, unpack what came from - and + into the bands at recv[0], recv[1];
- * bands of nr x nc entries. */
-
 /* One NCCL group with the two neighbours along an axis: to_lo goes to the rank below (lo),
  * to_hi to the rank above (hi); from_hi comes from above, from_lo from below (count
  * elements of `type` each; a side without a neighbour, -1, sends and takes nothing). Sends
