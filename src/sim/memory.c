@@ -112,7 +112,7 @@ void memory_estimate(const deck *d, int ranks, memory_need *m)
             m->fields += 4.0 * 4.0 * len;
     }
     m->fields *= share;
-    double live_max = 0.0, slots_max = 0.0, tracked = 0.0;
+    double live_max = 0.0, slots_max = 0.0, tracked = 0.0, dz = 0.0;
     double ckpt = 4.0 * MIB + 10.0 * chunked(size, 4.0); /* checkpoint.c's image_estimate */
     for (int s = 0; s < d->nspecies; s++) {
         double n = d->load_particles[s];
@@ -127,6 +127,7 @@ void memory_estimate(const deck *d, int ranks, memory_need *m)
         const double bytes = (slots * (SLOT_BYTES + (track ? 8.0 : 0.0) + zb) + 13.0 * 4.0 * ncl) *
                              share;
         m->slots += bytes;
+        dz += d->species[s].ionize ? slots * share : 0.0;
         m->particles += n;
         ckpt += 7.0 * chunked(n, 4.0) + (1.0 + zb) * chunked(n, 1.0) +
                 (track ? chunked(n, 8.0) : 0.0);
@@ -160,8 +161,9 @@ void memory_estimate(const deck *d, int ranks, memory_need *m)
     m->rank = m->host = BASE_BYTES + m->fields + m->slots + m->transient;
     /* device (the gpu_malloc calls of cuda/): 12 field arrays, the external fields' arrays
      * and the averaged dumps' sums, three current tiles per cluster with their guards, the
-     * particle slots, and the drop lists of one species where particles can leave, each rank
-     * its share; the host keeps its own copy of the state */
+     * particle slots, the drop lists of one species where particles can leave and the
+     * ionization's increments (a byte per slot of every ionizing species), each rank its
+     * share; the host keeps its own copy of the state */
     const int kx = clusters_along(d->nx, d->cluster[0]), ky = clusters_along(d->ny, d->cluster[1]);
     const double wmax = ceil((double)d->nx / kx), hmax = ceil((double)d->ny / ky);
     int open = d->window_enabled;
@@ -169,7 +171,7 @@ void memory_estimate(const deck *d, int ranks, memory_need *m)
         for (int k = 0; k < 4; k++)
             open |= d->species[s].bnd[k] != PBND_PERIODIC;
     m->gpu = ((12.0 * 4.0 + 4.0 * ext + 8.0 * avg) * size +
-              12.0 * ncl * (wmax + 3) * (hmax + 3)) * share + m->slots +
+              12.0 * ncl * (wmax + 3) * (hmax + 3)) * share + m->slots + dz +
              (open ? 4.0 * slots_max / SLOT_BYTES : 0.0);
 }
 
