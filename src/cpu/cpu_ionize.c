@@ -36,10 +36,13 @@ static int charge_cluster(species *s, const emf *f, const clusters *cl, int c,
     int n = 0;
     double a = 0.0, b = 0.0;
     const int quiet = quiet_cluster(s, f, cl, c, ext);
-    for (int p = s->start[c]; p < s->start[c] + s->count[c] && !quiet; p++) {
+    *zw = *w = 0.0;
+    if (quiet && !sums)
+        return 0;
+    for (int p = s->start[c]; p < s->start[c] + s->count[c]; p++) {
         const int i = cell_i(s->cell[p]), j = cell_j(s->cell[p]);
         int z = s->z[p];
-        if (z < s->ion->zmax) { /* an ion stripped to zmax needs no field */
+        if (!quiet && z < s->ion->zmax) { /* an ion stripped to zmax needs no field */
             const double e = ionize_field(f->e[0], f->e[1], f->e[2], ext->a, emf_idx(f, i, j),
                                           f->stride, s->x[p], s->y[p], ext->u);
             ionize_stream r = ionize_stream_of(s->seed, (unsigned)s->index,
@@ -47,13 +50,15 @@ static int charge_cluster(species *s, const emf *f, const clusters *cl, int c,
                                                (uint32_t)(p - s->start[c]), step);
             z = ionize_ion(s->ion, z, e, &r);
         }
-        dz[p] = (uint8_t)(z - s->z[p]);
-        n += dz[p];
-        s->z[p] = (uint8_t)z;
-    }
-    for (int p = s->start[c]; p < s->start[c] + s->count[c] && sums; p++) {
-        a += (double)s->w[p] * s->z[p];
-        b += s->w[p];
+        if (!quiet) {
+            dz[p] = (uint8_t)(z - s->z[p]);
+            n += dz[p];
+            s->z[p] = (uint8_t)z;
+        }
+        if (sums) {
+            a += (double)s->w[p] * z;
+            b += s->w[p];
+        }
     }
     *zw = a;
     *w = b;
