@@ -511,7 +511,7 @@ static inline int gpu_most(const int *v, size_t n, int least)
 void gpu_particles_setup(gpu_state *g, const pic_state *st);
 /* Whether the border clusters go first (gpu_state.border_entries), once the transport and
  * the walls are set up; their stream and events. */
-void gpu_particles_border_setup(gpu_state *g, const pic_state *st);
+void gpu_particles_border_setup(gpu_state *g);
 /* Charge density of species s (all when s < 0) into dst: deposit, fixed-point sums
  * finished (gpu_acc_finish). */
 void gpu_particles_rho(gpu_state *g, int s, float *dst);

@@ -842,9 +842,8 @@ void gpu_particles_setup(gpu_state *g, const pic_state *st)
     set_smem((const void *)k_rho, g->smem_rho);
 }
 
-void gpu_particles_border_setup(gpu_state *g, const pic_state *st)
+void gpu_particles_border_setup(gpu_state *g)
 {
-    (void)st;
     g->nborder = 0;
     if (!g->nccl || g->window)
         return;
