@@ -579,7 +579,8 @@ void gpu_walls_drop(gpu_state *g, int s, int window);
  * particles (NULL: their counts now) and need room for need[c] during a sort
  * (species_segments); stop on the error flag the sort passes raise (h_flags as last read
  * back). */
-void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *counts, const int *need);
+void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *counts, const int *need,
+                  const int *hist);
 void gpu_sort_errors(const gpu_state *g, const pic_state *st, int s);
 void gpu_diag_free(gpu_state *g);
 /* The moving window's injection staging freed (gpu_window.cu). */

@@ -266,7 +266,7 @@ static ionize_stats emit(gpu_state *g, pic_state *st, int s, kionize a, char *ht
         for (int c = 0; c < nc; c++)
             need[c] = ionize_room(h_ecnt[c], h_add[c], h_ecnt[2 * nc + c], st->sp[s].z0,
                                   d->ion->zmax);
-        gpu_relayout(g, st, d->ion_to, need, need);
+        gpu_relayout(g, st, d->ion_to, need, need, NULL);
         free(need);
         g->room_valid = 0;
     }

@@ -324,27 +324,33 @@ __global__ void __launch_bounds__(GPU_THREADS) k_sort_extract(const __grid_const
 }
 
 /* Copy each cluster's entries of one particle array (elements of T) from the old to the new
- * segment layout. */
+ * segment layout: block b copies RELAYOUT_CHUNK slots from slot chunk[b].y of cluster
+ * chunk[b].x (one launch of a block per cluster and a grid as tall as the largest cluster's
+ * blocks had 300 000 blocks for a foil's 1280 clusters, nearly all idle: 3 ms a launch). */
+#define RELAYOUT_CHUNK (4 * GPU_THREADS)
 template <typename T>
 __global__ void k_relayout(const T *src, T *dst, const int *old_start, const int *new_start,
-                           const int *count)
+                           const int *count, const int2 *chunk)
 {
-    const int c = blockIdx.x, n = count[c];
+    const int c = chunk[blockIdx.x].x, k0 = chunk[blockIdx.x].y;
+    const int end = min(count[c], k0 + RELAYOUT_CHUNK);
     const size_t s = (size_t)old_start[c], d = (size_t)new_start[c];
-    for (int k = blockIdx.y * blockDim.x + threadIdx.x; k < n; k += gridDim.y * blockDim.x)
+    for (int k = k0 + threadIdx.x; k < end; k += blockDim.x)
         dst[d + k] = src[s + k];
 }
 
 /* Re-lay species s to the segments species_segments gives for counts (NULL: the device's
- * counts now) and need, one array at a time through one spare array of 8-byte elements
- * allocated for the re-layout: a pair array (or 8-byte ids) is copied into the spare, which
- * then becomes that array, and the old array the spare of the next one; the last one left
- * is freed (the cells, 4-byte ids and codes are copied into the spare and back). A re-layout
- * thus borrows 8 bytes a slot for its duration, where a kept copy of the whole species would
- * hold 29 more for the rest of the run; the allocation and the free, which waits for the
- * copies, cost ~0.36 ms more per re-layout of 17 M particles. When the new layout
- * outgrows the arrays, every array is re-allocated with 1/128 more room instead. */
-void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *counts, const int *need)
+ * counts now), need and hist (a sort overflowed: the last move's histograms), one array at
+ * a time through one spare array of 8-byte elements allocated for the re-layout: a pair array (or 8-byte ids) is
+ * copied into the spare, which then becomes that array, and the old array the spare of the
+ * next one; the last one left is freed (the cells, 4-byte ids and codes are copied into the
+ * spare and back). A re-layout thus borrows 8 bytes a slot for its duration, where a kept
+ * copy of the whole species would hold 29 more for the rest of the run; the allocation and
+ * the free, which waits for the copies, cost ~0.36 ms more per re-layout of 17 M particles.
+ * When the new layout outgrows the arrays, every array is re-allocated with 1/128 more room
+ * instead. */
+void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *counts, const int *need,
+                  const int *hist)
 {
     species *h = &st->sp[s];
     gpu_species *d = &g->sp[s];
@@ -353,7 +359,8 @@ void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *counts, const i
     int *start = (int *)empic_alloc((size_t)nc * sizeof(int), "cluster table");
     int *cap = (int *)empic_alloc((size_t)nc * sizeof(int), "cluster table");
     GPU_CK(cudaMemcpy(count, d->count, (size_t)nc * sizeof(int), cudaMemcpyDeviceToHost));
-    const size_t total = species_segments(h, nc, counts ? counts : count, need, start, cap);
+    const size_t total =
+        species_segments(h, st->cl, counts ? counts : count, need, hist, start, cap);
     if (!g->spare_start)
         g->spare_start = (int *)gpu_malloc(g, (size_t)nc * sizeof(int), "cluster table");
     /* from pageable memory: staged before the calls return, so the tables can be freed */
@@ -361,21 +368,31 @@ void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *counts, const i
                            cudaMemcpyHostToDevice, g->stream));
     GPU_CK(cudaMemcpyAsync(d->cap, cap, (size_t)nc * sizeof(int), cudaMemcpyHostToDevice,
                            g->stream));
-    const int most = gpu_most(count, (size_t)nc, 1);
     d->cap_max = gpu_most(cap, (size_t)nc, 0);
-    /* blocks per cluster: about 4 slots per thread, so that many loads are in flight */
-    const dim3 grid((unsigned)nc, (unsigned)((most + 4 * GPU_THREADS - 1) / (4 * GPU_THREADS)));
+    /* the copies' blocks: RELAYOUT_CHUNK slots of a cluster each, about 4 per thread */
+    size_t nchunk = 0;
+    for (int c = 0; c < nc; c++)
+        nchunk += ((size_t)count[c] + RELAYOUT_CHUNK - 1) / RELAYOUT_CHUNK;
+    int2 *chunks = (int2 *)empic_alloc((nchunk ? nchunk : 1) * sizeof(int2), "cluster table");
+    chunks[0] = make_int2(0, 0); /* no particle: one block that copies nothing */
+    for (int c = 0, b = 0; c < nc; c++)
+        for (int k = 0; k < count[c]; k += RELAYOUT_CHUNK)
+            chunks[b++] = make_int2(c, k);
+    int2 *chunk = (int2 *)gpu_malloc(g, (nchunk ? nchunk : 1) * sizeof(int2), "cluster table");
+    GPU_CK(cudaMemcpyAsync(chunk, chunks, (nchunk ? nchunk : 1) * sizeof(int2),
+                           cudaMemcpyHostToDevice, g->stream));
+    const unsigned grid = (unsigned)(nchunk ? nchunk : 1);
     const int *from = d->start, *to = g->spare_start;
-    const int grow = total > d->slots; /* new arrays with room to grow, the old ones freed */
-    const size_t room = grow ? total + total / 128 : d->slots;
+    const int outgrown = total > d->slots; /* new arrays with room to grow, the old ones freed */
+    const size_t room = outgrown ? total + total / 128 : d->slots;
     typedef unsigned long long u64; /* the pairs and the ids: 8-byte elements */
     u64 **arr[4] = {(u64 **)&d->xy, (u64 **)&d->uxy, (u64 **)&d->uzw, d->idb == 8 ? (u64 **)&d->id : NULL};
-    if (grow) { /* every array new, each old one freed once copied (cudaFree waits) */
+    if (outgrown) { /* every array new, each old one freed once copied (cudaFree waits) */
         for (int v = 0; v < 4; v++)
             if (arr[v]) {
                 u64 *t = (u64 *)gpu_malloc(g, room * 8, "particles (rearrangement)");
                 k_relayout<u64><<<grid, GPU_THREADS, 0, g->stream>>>(*arr[v], t, from, to,
-                                                                     d->count);
+                                                                     d->count, chunk);
                 GPU_LAUNCHED(g, "k_relayout");
                 GPU_CK(cudaFree(*arr[v]));
                 *arr[v] = t;
@@ -385,7 +402,7 @@ void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *counts, const i
             if (arr4[v]) {
                 uint32_t *t = (uint32_t *)gpu_malloc(g, room * 4, "particle cells and ids");
                 k_relayout<uint32_t><<<grid, GPU_THREADS, 0, g->stream>>>(*arr4[v], t, from,
-                                                                         to, d->count);
+                                                                         to, d->count, chunk);
                 GPU_LAUNCHED(g, "k_relayout");
                 GPU_CK(cudaFree(*arr4[v]));
                 *arr4[v] = t;
@@ -395,7 +412,7 @@ void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *counts, const i
             if (arr1[v]) {
                 uint8_t *t = (uint8_t *)gpu_malloc(g, room, "migration codes, charge states");
                 k_relayout<uint8_t><<<grid, GPU_THREADS, 0, g->stream>>>(*arr1[v], t, from, to,
-                                                                        d->count);
+                                                                        d->count, chunk);
                 GPU_LAUNCHED(g, "k_relayout");
                 GPU_CK(cudaFree(*arr1[v]));
                 *arr1[v] = t;
@@ -409,7 +426,7 @@ void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *counts, const i
         for (int v = 0; v < 2; v++)
             if (arr1[v]) {
                 k_relayout<uint8_t><<<grid, GPU_THREADS, 0, g->stream>>>(
-                    arr1[v], (uint8_t *)spare, from, to, d->count);
+                    arr1[v], (uint8_t *)spare, from, to, d->count, chunk);
                 GPU_LAUNCHED(g, "k_relayout");
                 GPU_CK(cudaMemcpyAsync(arr1[v], spare, total, cudaMemcpyDeviceToDevice,
                                        g->stream));
@@ -418,7 +435,7 @@ void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *counts, const i
         for (int v = 0; v < 2; v++)
             if (arr4[v]) {
                 k_relayout<uint32_t><<<grid, GPU_THREADS, 0, g->stream>>>(
-                    arr4[v], (uint32_t *)spare, from, to, d->count);
+                    arr4[v], (uint32_t *)spare, from, to, d->count, chunk);
                 GPU_LAUNCHED(g, "k_relayout");
                 GPU_CK(cudaMemcpyAsync(arr4[v], spare, total * 4, cudaMemcpyDeviceToDevice,
                                        g->stream));
@@ -426,7 +443,7 @@ void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *counts, const i
         for (int v = 0; v < 4; v++)
             if (arr[v]) {
                 k_relayout<u64><<<grid, GPU_THREADS, 0, g->stream>>>(*arr[v], spare, from, to,
-                                                                     d->count);
+                                                                     d->count, chunk);
                 GPU_LAUNCHED(g, "k_relayout");
                 u64 *t = *arr[v];
                 *arr[v] = spare;
@@ -440,6 +457,9 @@ void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *counts, const i
     g->spare_start = old_start;
     d->alloc = total;
     h->rearrangements++;
+    GPU_CK(cudaFree(chunk));
+    g->bytes -= (nchunk ? nchunk : 1) * sizeof(int2);
+    free(chunks);
     free(count);
     free(start);
     free(cap);
@@ -966,9 +986,12 @@ void gpu_sort(void *ctx, pic_state *st, int window, long long *dropped)
         if (early && g->ranks == 1)
             continue; /* sorted by the passes launched already */
         if (hf[0] > 0) { /* a cluster would overflow: global rearrangement first */
-            int *need = (int *)empic_alloc((size_t)nc * sizeof(int), "sort table");
+            int *need = (int *)empic_alloc((size_t)nc * 10 * sizeof(int), "sort table");
+            int *hist = need + nc; /* the last move's, with the neighbours' around the share */
             GPU_CK(cudaMemcpy(need, d->need, (size_t)nc * sizeof(int), cudaMemcpyDeviceToHost));
-            gpu_relayout(g, st, s, NULL, need);
+            GPU_CK(cudaMemcpy(hist, d->hist, (size_t)nc * 9 * sizeof(int),
+                              cudaMemcpyDeviceToHost));
+            gpu_relayout(g, st, s, NULL, need, hist);
             free(need);
             GPU_CK(cudaMemsetAsync(g->flags + 4 * s, 0, sizeof(int), g->stream));
             relaid = 1;

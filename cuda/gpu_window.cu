@@ -368,7 +368,7 @@ static void make_room(gpu_state *g, pic_state *st, const long long *n, const int
         if (grow) {
             for (int c = 0; c < nc; c++)
                 count[c] += c % cl->ncx == cx ? ad[c / cl->ncx] : 0;
-            gpu_relayout(g, st, s, count, count);
+            gpu_relayout(g, st, s, count, count, NULL);
         }
     }
     free(tab);

@@ -100,6 +100,20 @@ EMPIC_HD int sort_need(const int *hist, int count, int cx, int cy, int ncx, int 
     return peak_x > peak_y ? peak_x : peak_y;
 }
 
+/* The particles cluster (cx, cy) gained in the last move (hist as for sort_need): its
+ * arrivals from the eight neighbours less its leavers; negative when it lost. */
+EMPIC_HD int cluster_net_inflow(const int *hist, int cx, int cy, int ncx, int ncy)
+{
+    int net = 0;
+    for (int dy = -1; dy <= 1; dy++)
+        for (int dx = -1; dx <= 1; dx++)
+            if (dx || dy) {
+                const int from = wrap_index(cx - dx, ncx) + wrap_index(cy - dy, ncy) * ncx;
+                net += hist[9 * from + mig_bin(dx, dy)] - hist[9 * (cx + cy * ncx) + mig_bin(dx, dy)];
+            }
+    return net;
+}
+
 /* The moving window's shift of a particle of cluster column cx (cx_of: the cluster column
  * of each cell column): its cell one column toward -x and the x field of its code
  * recomputed for the new cell (the y field kept); a particle of the first column, or one

@@ -107,7 +107,7 @@ ionize_stats ionize_species(species *s, species *e, const emf *f, const clusters
         int *need = empic_alloc((size_t)cl->n * sizeof(int), "ionization");
         for (int c = 0; c < cl->n; c++)
             need[c] = ionize_room(e->count[c], add[c], s->count[c], s->z0, s->ion->zmax);
-        species_relayout(e, cl, need, need);
+        species_relayout(e, cl, need, need, NULL);
         free(need);
     }
 #pragma omp parallel for schedule(dynamic)

@@ -60,7 +60,7 @@ void sort_prepare(species *s, const clusters *cl, unsigned char *moves)
             moves[c] = (unsigned char)cluster_moves(hist, cl, c);
     }
     if (over)
-        species_relayout(s, cl, s->count, need);
+        species_relayout(s, cl, s->count, need, hist);
     free(need);
     free(all);
 }

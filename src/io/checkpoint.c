@@ -232,7 +232,7 @@ static void tables_of(const species *s, const clusters *cl, int shared, ck_table
         species w = *s;
         w.own = NULL;
         w.peak = memset(t->peak, 0, n * sizeof(int));
-        t->alloc = (long long)species_segments(&w, cl->n, t->count, NULL, t->start, t->cap);
+        t->alloc = (long long)species_segments(&w, cl, t->count, NULL, NULL, t->start, t->cap);
     } else {
         memcpy(t->start, s->start, n * sizeof(int));
         memcpy(t->cap, s->cap, n * sizeof(int));

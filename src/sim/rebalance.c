@@ -9,6 +9,7 @@
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* Borders b[0..p] of p parts of m units (cluster pairs) with loads w, each part at least one
  * unit: border k where the prefix sum comes nearest k/p of the total (the first such unit),
@@ -56,7 +57,11 @@ static void borders(sim *S, int *bx, int *by, double mm[4])
     const clusters *cl = &S->cl;
     const int n = cl->n, nsp = S->nsp;
     int *count = empic_alloc((size_t)nsp * n * sizeof(int), "rebalance");
-    S->be->counts(S->be_ctx, &S->st, count);
+    if (S->be_ctx)
+        S->be->counts(S->be_ctx, &S->st, count);
+    else /* before the backend opens: the host's */
+        for (int s = 0; s < nsp; s++)
+            memcpy(count + (size_t)s * n, S->sp[s].count, (size_t)n * sizeof(int));
     comm_sum_int(count, (size_t)nsp * n);
     double *w = empic_calloc((size_t)n + cl->ncx / 2 + cl->ncy / 2, sizeof(double), "rebalance");
     double *col = w + n, *row = col + cl->ncx / 2;
@@ -85,7 +90,8 @@ static int fits(sim *S, const reshare_plan *p)
     double *v = empic_calloc(3 * (size_t)size, sizeof(double), "rebalance");
     v[3 * me] = p->host_bytes * comm_node_ranks();
     v[3 * me + 1] = memory_available(src, sizeof src);
-    v[3 * me + 2] = !S->be->fits(S->be_ctx, &S->st, p->size, p->alloc, p->np);
+    /* before the backend opens, its open checks the device's memory for the share */
+    v[3 * me + 2] = S->be_ctx && !S->be->fits(S->be_ctx, &S->st, p->size, p->alloc, p->np);
     comm_sum_double(v, 3 * (size_t)size); /* each rank's entries, exactly */
     int r = 0;
     while (r < size && !(v[3 * r + 1] >= 0 && v[3 * r] > v[3 * r + 1]) && !v[3 * r + 2])
@@ -152,20 +158,24 @@ static void note(sim *S, const int *bx, const int *by, const double mm[4], doubl
 
 /* The move to borders bx, by when every rank can hold its share: the state fetched, the
  * backend closed, the state moved (reshare.h) and the backend opened on it (part_s: the
- * seconds of these three, the slowest rank's). 1 when moved. */
+ * seconds of these three, the slowest rank's); before the backend opens (S->be_ctx NULL),
+ * the host's state moved alone. 1 when moved. */
 static int move(sim *S, const int *bx, const int *by, double part_s[3])
 {
     const backend *be = S->be;
+    const int open = S->be_ctx != NULL;
     double t = omp_get_wtime();
     column_free(&S->front); /* made ahead for the old share */
     if (writer_wait(&S->out)) /* a dump written from the host copies (it said why) */
         S->io_failed = 1;
-    be->finish(S->be_ctx, &S->st);
-    be->fetch_fields(S->be_ctx, &S->st, NULL);
-    be->fetch_particles(S->be_ctx, &S->st);
-    be->flows(S->be_ctx, &S->st);
-    if (S->st.avg)
-        be->avg_fetch(S->be_ctx, &S->st);
+    if (open) {
+        be->finish(S->be_ctx, &S->st);
+        be->fetch_fields(S->be_ctx, &S->st, NULL);
+        be->fetch_particles(S->be_ctx, &S->st);
+        be->flows(S->be_ctx, &S->st);
+        if (S->st.avg)
+            be->avg_fetch(S->be_ctx, &S->st);
+    }
     reshare_plan p;
     reshare_plan_make(S, bx, by, &p);
     if (!fits(S, &p)) {
@@ -175,12 +185,13 @@ static int move(sim *S, const int *bx, const int *by, double part_s[3])
     part_s[0] = omp_get_wtime() - t;
     t = omp_get_wtime();
     S->st.reopen = 1; /* the backend keeps what does not depend on the share */
-    be->close(S->be_ctx, &S->st);
+    if (open)
+        be->close(S->be_ctx, &S->st);
     S->be_ctx = NULL;
     reshare(S, &p);
     part_s[1] = omp_get_wtime() - t;
     t = omp_get_wtime();
-    int bad = be->open(&S->st, &S->be_ctx);
+    int bad = open ? be->open(&S->st, &S->be_ctx) : 0;
     S->st.reopen = 0;
     part_s[2] = omp_get_wtime() - t;
     comm_max_double(part_s, 3);

@@ -12,16 +12,18 @@
  * memory for its new share (host, and device for GPU ranks); a split refused for
  * want of memory leaves the borders as they are, with a warning. The state then moves to its
  * new owners (reshare.h). Results are bitwise those of any other split (design.md §13), so a
- * checkpoint records nothing of the split: a restart takes the split for the grid and
- * balances it at once. */
+ * checkpoint records nothing of the split: a run, fresh or restarted, takes the split for the
+ * grid and balances it at once, on the host before the backend takes the state over. */
 #ifndef REBALANCE_H
 #define REBALANCE_H
 
 #include "sim_state.h"
 #include <stdio.h>
 
-/* The load check after step S->step (sim_after_step), when due, or at once when `now` (after
- * a restart); every rank calls it together. Its time counts in the run's wall time. */
+/* The load check after step S->step (sim_after_step), when due, or at once when `now` (the
+ * start of a run or a restart, before the backend opens: the host's state then moves alone,
+ * and the first steps run on a balanced split); every rank calls it together. Its time
+ * counts in the run's wall time. */
 void rebalance_check(sim *S, int now);
 /* For --check: whether and how the deck's run on `ranks` ranks balances them. */
 void rebalance_describe(const deck *d, int ranks, FILE *o);

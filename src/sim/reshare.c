@@ -289,7 +289,7 @@ void reshare_plan_make(const sim *S, const int *bx, const int *by, reshare_plan 
             p->np[s] += count[c];
             moved += own[c] != cl->own[c] ? k : 0;
         }
-        p->alloc[s] = species_segments(&w, n, count, NULL, start, cap);
+        p->alloc[s] = species_segments(&w, cl, count, NULL, NULL, start, cap);
         const double unit = (double)species_slot_bytes(&w);
         bytes += unit * (double)p->alloc[s];
         msg = (double)moved * unit > msg ? (double)moved * unit : msg;

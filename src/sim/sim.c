@@ -115,6 +115,7 @@ int sim_init_from(sim *S, const deck *d, int quiet, const char *checkpoint)
     for (int s = 0; !checkpoint && s < S->nsp; s++)
         particles_half_back(&S->sp[s], &S->f, &S->cl, &st->ext);
     st->window_cells = S->win.cells;
+    rebalance_check(S, 1); /* the split for the grid, balanced before the backend takes it */
     sim_note_peak(S);
     health_energy_ref(S); /* the host state, before a device backend takes it over */
     /* rank 0 alone creates the files: every rank learns whether it could */
@@ -128,8 +129,6 @@ int sim_init_from(sim *S, const deck *d, int quiet, const char *checkpoint)
     comm_max_int(&bad, 1);
     if (bad)
         return -1;
-    if (checkpoint) /* the split for the grid, balanced */
-        rebalance_check(S, 1);
     return 0;
 }
 

@@ -408,14 +408,13 @@ static int load_cluster(species *s, const deck *d, const clusters *c, int cl, pr
     return n;
 }
 
-/* Segment capacity for `n` particles: n plus the slack fraction of n, or of `least` when n
- * is smaller, plus a little for empty clusters, rounded to 32 slots so segments start
+/* Segment capacity for `n` particles: n plus the slack fraction of n, or plus `more` when
+ * that is more, plus a little for empty clusters, rounded to 32 slots so segments start
  * aligned. */
-static int segment_capacity(const species *s, long long n, double least)
+static int segment_capacity(const species *s, long long n, double more)
 {
-    const double room = (double)n >= least ? (double)n * (1.0 + s->slack)
-                                           : (double)n + least * s->slack;
-    long long c = (long long)ceil(room) + 32;
+    const double room = (double)n * (1.0 + s->slack);
+    long long c = (long long)ceil((double)n + more > room ? (double)n + more : room) + 32;
     c = (c + 31) / 32 * 32;
     if (c > 0x7fffffffLL)
         EMPIC_DIE("species %s: a cluster needs %lld particle slots; use smaller clusters",
@@ -437,31 +436,46 @@ static int layout_want(const species *s, int c, const int *count, const int *nee
     return count[c] > more ? count[c] : more;
 }
 
-/* A cluster that held more particles in an earlier layout (s->peak) keeps the slack of that
- * count, up to half the mean count of this rank's clusters: a cluster that the plasma
- * emptied refills by amounts of its neighbours' size, not of its own (in the pair decks'
- * Weibel cavities, 30 % of a few hundred particles overflowed every few steps, and each
- * overflow re-lays the whole species); clusters that never held much (vacuum) get nothing
- * more. */
-size_t species_segments(species *s, int n, const int *count, const int *need, int *start,
-                        int *cap)
+/* A cluster that held more particles in an earlier layout (s->peak) keeps room for them,
+ * scaled down when that room would exceed the slack of the rank's whole species: the
+ * clusters by a laser-heated foil lose and regain their hot electrons by the hundred, and
+ * where a plasma emptied a cluster it refills by amounts of its neighbours' size (in the
+ * pair decks' Weibel cavities 30 % of a few hundred particles overflowed every few steps;
+ * each overflow re-lays the whole species). After a sort's overflow (hist: the last move's
+ * histograms) a cluster that gains particles also gets room for LAYOUT_STEPS more steps of
+ * its gain, up to its count or half the mean count: the clusters that a hot plasma expands
+ * into fill steadily from nothing, and with the slack alone one of them overflowed every
+ * few steps (the foil's electrons on 4 GPUs: a re-layout of the whole species every 6
+ * steps). (In a moving window the shift's traffic has its room from layout_want.) */
+#define LAYOUT_STEPS 64
+size_t species_segments(species *s, const clusters *cl, const int *count, const int *need,
+                        const int *hist, int *start, int *cap)
 {
-    double sum = 0.0;
+    const int n = cl->n;
+    double sum = 0.0, back = 0.0;
     int owned = 0;
     for (int c = 0; c < n; c++)
         if (!s->own || s->own[c]) {
-            sum += layout_want(s, c, count, need);
+            const int want = layout_want(s, c, count, need);
+            sum += want;
+            back += want < s->peak[c] ? s->peak[c] - want : 0;
             owned++;
         }
     const double half = owned > 0 ? 0.5 * sum / owned : 0.0;
+    const double scale = back > s->slack * sum ? s->slack * sum / back : 1.0;
     size_t total = 0;
     for (int c = 0; c < n; c++) {
         const int want = layout_want(s, c, count, need);
+        double more = want < s->peak[c] ? scale * (s->peak[c] - want) : 0.0;
+        if (hist && !s->window_ncx) {
+            const int gain = cluster_net_inflow(hist, c % cl->ncx, c / cl->ncx, cl->ncx, cl->ncy);
+            more = fmax(more, fmin((double)LAYOUT_STEPS * gain, fmax(want, half)));
+        }
         s->peak[c] = want > s->peak[c] ? want : s->peak[c];
         start[c] = (int)total;
         cap[c] = 0;
         if (!s->own || s->own[c]) {
-            cap[c] = segment_capacity(s, want, s->peak[c] < half ? s->peak[c] : half);
+            cap[c] = segment_capacity(s, want, more);
             const int floor = need ? (need[c] + 31) / 32 * 32 : 0;
             cap[c] = floor > cap[c] ? floor : cap[c];
         }
@@ -541,7 +555,7 @@ void species_init(species *s, const deck *d, int index, const clusters *c)
 
 void species_layout(species *s, const clusters *cl)
 {
-    species_alloc(s, species_segments(s, cl->n, s->count, NULL, s->start, s->cap));
+    species_alloc(s, species_segments(s, cl, s->count, NULL, NULL, s->start, s->cap));
 }
 
 void species_free(species *s)
@@ -572,11 +586,12 @@ void species_copy_range(species *d, size_t to, const species *s, size_t from, si
         memcpy(d->z + to, s->z + from, n);
 }
 
-void species_relayout(species *s, const clusters *cl, const int *count, const int *need)
+void species_relayout(species *s, const clusters *cl, const int *count, const int *need,
+                      const int *hist)
 {
     int *start = empic_alloc((size_t)cl->n * sizeof(int), "cluster table");
     int *cap = empic_alloc((size_t)cl->n * sizeof(int), "cluster table");
-    size_t total = species_segments(s, cl->n, count, need, start, cap);
+    size_t total = species_segments(s, cl, count, need, hist, start, cap);
     species old = *s;
     species_alloc(s, total > s->alloc ? total : s->alloc);
 #pragma omp parallel for schedule(dynamic)
@@ -601,7 +616,7 @@ void species_inject(species *s, const clusters *cl, int i, const species *col, c
         int *need = empic_alloc((size_t)cl->n * sizeof(int), "injection");
         for (int c = 0; c < cl->n; c++)
             need[c] = s->count[c] + (c % cl->ncx == cx ? add[c / cl->ncx] : 0);
-        species_relayout(s, cl, need, need);
+        species_relayout(s, cl, need, need, NULL);
         free(need);
     }
     size_t from = 0;
@@ -763,7 +778,7 @@ void species_reshare(species *s, const clusters *cl, const int *count, const int
         s->peak[c] = peak[c];
         s->np += s->count[c];
     }
-    const size_t total = species_segments(s, n, s->count, NULL, start, cap);
+    const size_t total = species_segments(s, cl, s->count, NULL, NULL, start, cap);
     /* The clusters this rank keeps move from their old segments (s->start) to the new:
      * within the arrays when they have the slots (no fresh pages to fault in), else into new
      * arrays. Both layouts keep the clusters in order, so within the arrays a segment that

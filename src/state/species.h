@@ -130,17 +130,20 @@ static inline void species_copy(species *s, size_t b, size_t a)
 /* The segment layout of n clusters that hold count[c] particles and need room for need[c]
  * during a sort (need may be NULL): each segment's start and capacity (slack of the larger
  * of both, or in a moving window of the count and the right neighbour's, or of s->peak[c]
- * up to half the mean count when that is more; at least need[c]; rounded to 32 slots so
+ * up to half the mean count when that is more; after a sort's overflow (hist, the last
+ * move's histograms) room for the cluster's gain to go on; at least need[c]; rounded to 32 slots so
  * that segments start aligned), s->peak raised to the counts laid out; returns the slots in
  * all. Stops the run when they exceed 2^31. */
-size_t species_segments(species *s, int n, const int *count, const int *need, int *start,
-                        int *cap);
+size_t species_segments(species *s, const clusters *cl, const int *count, const int *need,
+                        const int *hist, int *start, int *cap);
 /* n particles of s from slot `from` into slots of d from `to` (all arrays; the ids when d
  * tracks: then s does too). */
 void species_copy_range(species *d, size_t to, const species *s, size_t from, size_t n);
 /* Re-lay segments for clusters that hold count[c] and need room for need[c] during a sort
- * (global rearrangement; species_segments). */
-void species_relayout(species *s, const clusters *cl, const int *count, const int *need);
+ * (global rearrangement; species_segments, with the last move's histograms hist when a
+ * sort overflowed, else NULL). */
+void species_relayout(species *s, const clusters *cl, const int *count, const int *need,
+                      const int *hist);
 /* Moving window: the particles of cell column i (all rows) as the initial load would have
  * put them in global column ig = i + cells moved (profiles at x = ig dx, RNG keyed by ig),
  * into the arrays of a fresh `out` (species_free it) in row order, add[cy] of them in
