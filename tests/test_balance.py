@@ -4,11 +4,13 @@ new owners, so results stay bitwise those of one rank (docs/design.md §13).
 
 - A laser on a thin foil (tests/mpi/foil.cfg) that lies in one quarter of the 2 x 2 split for
   the grid: balanced and not, on 4 ranks, the same energy.csv, dumps, tracks, phase spaces,
-  probes and checkpoints as one rank; after the first rebalance the busiest rank holds at
-  most 1 + threshold times the least loaded one's particles (timing.json, the run log).
+  probes and checkpoints as one rank; the first rebalance, at the start (on the host, before
+  the backend opens), leaves the busiest rank at most 1 + threshold times the least loaded
+  one's particles (timing.json, the run log).
 - A checkpoint written after a rebalance continues on 4 and on 2 ranks as the straight run.
-- The moving window (tests/mpi/laser.cfg) shifts the plasma across the ranks, which rebalance
-  several times: bitwise the one-rank run, on 2 x 2 and 4 x 1 ranks.
+- The moving window (tests/mpi/laser.cfg, with averaged fields added) shifts the plasma
+  across the ranks, which rebalance several times during the run, some inside an averaging
+  window: bitwise the one-rank run, on 2 x 2 and 4 x 1 ranks.
 - A rebalance that a rank lacks the memory for is refused with a warning, the run going on
   with the old split (three ranks of four given a tiny EMPIC_MEMORY_LIMIT).
 - Bad keys are deck errors that name them; --check says how the run balances.
@@ -128,20 +130,21 @@ def test_foil_balanced_bitwise_and_even(foil):
     assert t["rebalances_refused"] == 0 and f["rebalances"] == []
     first = t["rebalances"][0]
     print("rebalances:", t["rebalances"], "fixed split:", f["rank_particles"])
-    assert first["step"] == 50
-    # the foil lies on one rank of the split for the grid; then on all four, evenly
+    # balanced from the start (on the host, before the backend opens): the foil lies on one
+    # rank of the split for the grid; then on all four, evenly
+    assert first["step"] == 0
     assert first["before"]["max"] > 3 * first["after"]["max"]
     assert first["after"]["max"] <= 1.1 * first["after"]["min"]
     assert first["x"] == [0, 80, 128] and first["y"] == [0, 48, 64]
     assert f["rank_particles"]["max"] > 3 * t["rank_particles"]["max"]
-    assert re.search(r"step 50: ranks rebalanced: mobile particles per rank \d+ to %d, now "
+    assert re.search(r"step 0: ranks rebalanced: mobile particles per rank \d+ to %d, now "
                      r"%d to %d; borders at cells x = 0 80 128, y = 0 48 64" % (
                          first["before"]["max"], first["after"]["min"],
                          first["after"]["max"]), log), log
 
 
 def test_restart_after_rebalance(foil, tmp_path):
-    """The balanced run's checkpoint at step 100 (after the rebalance at 50) continued on 4
+    """The balanced run's checkpoint at step 100 (after the rebalance at 0) continued on 4
     ranks (balanced again at once) and on 2 ranks: the straight run, bit for bit."""
     one, _, bal, _ = foil
     for n in (4, 2):
@@ -162,16 +165,26 @@ def test_restart_after_rebalance(foil, tmp_path):
 
 @pytest.mark.parametrize("split", [(2, 2), (4, 1)])
 def test_moving_window_balanced(tmp_path, split):
-    """The laser deck with the moving window: the plasma moves through the ranks, which
-    rebalance every few tens of steps; bitwise the one-rank run."""
+    """The laser deck with the moving window and averaged fields over steps 41-100 and
+    141-200: the plasma moves through the ranks, which rebalance every few tens of steps,
+    during the averaging windows too; bitwise the one-rank run."""
     mpirun()
-    one = tmp_path / "one"
-    run(deck(tmp_path, "one", "laser.cfg"), one)
-    bal = tmp_path / "bal"
-    run(deck(tmp_path, "bal", "laser.cfg", split, (20, 0.05)), bal, 4)
+    avg = 'fields_avg = { every = 100; steps = 60; quantities = ["E", "J", "rho", "E2"]; };'
+    paths = []
+    for name, args in (("one", ()), ("bal", (split, (20, 0.05)))):
+        path = deck(tmp_path, name, "laser.cfg", *args)
+        path.write_text(re.sub(r"^(  checkpoint = .*)$", r"\1\n  " + avg, path.read_text(),
+                               count=1, flags=re.M))
+        paths.append(path)
+    one, bal = tmp_path / "one", tmp_path / "bal"
+    run(paths[0], one)
+    run(paths[1], bal, 4)
     steps = [e["step"] for e in timing(bal)["rebalances"]]
     print("rebalanced after steps", steps)
     assert len(steps) >= 2 and steps[-1] > 100
+    assert any(41 <= k < 100 or 141 <= k < 200 for k in steps), steps
+    assert sorted(os.listdir(one / "data")) == sorted(os.listdir(bal / "data"))
+    assert "E_avg" in str(contents(one / "data" / "data00000200.h5").keys())
     assert_same(one, bal)
 
 
@@ -183,9 +196,9 @@ def test_refused_for_memory(foil, tmp_path):
     path = deck(tmp_path, "bal", "foil.cfg", (2, 2), (50, 0.1))
     res = run(path, out, [(1, {}), (3, {"EMPIC_MEMORY_LIMIT": "100000"})])
     assert res.stderr.count("the ranks keep their borders") == 1, res.stderr
-    assert "step 50: the ranks keep their borders: rank 1 would need" in res.stderr
+    assert "step 0: the ranks keep their borders: rank 1 would need" in res.stderr
     t = timing(out)
-    assert t["rebalances"] == [] and t["rebalances_refused"] == 3
+    assert t["rebalances"] == [] and t["rebalances_refused"] == 4
     assert_same(one, out)
 
 
