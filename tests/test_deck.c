@@ -556,7 +556,7 @@ static void test_load_stops_on_bad_density(void)
         species sp;
         (void)f;
         clusters_init(&cl, &d);
-        species_init(&sp, &d, 0, &cl);
+        species_init(&sp, &d, 0, &cl, NULL);
         _exit(0);
     }
     int st = 0;

@@ -573,8 +573,8 @@ static void test_window_plasma(void)
     clusters cl;
     clusters_init(&cl, &d2);
     species a, b;
-    species_init(&a, &d2, 0, &cl);
-    species_init(&b, &d2, 0, &cl);
+    species_init(&a, &d2, 0, &cl, NULL);
+    species_init(&b, &d2, 0, &cl, NULL);
     for (int c = 0; c < cl.n; c++)
         b.count[c] = 0;
     b.np = 0;

@@ -279,9 +279,9 @@ static void test_load_threads(void)
     clusters_init(&cl, &d);
     int nt = omp_get_max_threads();
     omp_set_num_threads(1);
-    species_init(&a, &d, 0, &cl);
+    species_init(&a, &d, 0, &cl, NULL);
     omp_set_num_threads(2);
-    species_init(&b, &d, 0, &cl);
+    species_init(&b, &d, 0, &cl, NULL);
     omp_set_num_threads(nt);
     CU_ASSERT_EQUAL(a.np, b.np);
     CU_ASSERT(a.alloc == b.alloc);

@@ -50,23 +50,16 @@ static void extremes(const clusters *cl, const double *w, const int *bx, const i
     free(load);
 }
 
-/* The borders that balance the mobile particles per cluster of all ranks into bx, by; the
- * extremes of the loads before and after into mm. */
-static void borders(sim *S, int *bx, int *by, double mm[4])
+/* The borders that balance the mobile particles per cluster (count: every species' counts
+ * of all ranks) into bx, by; the extremes of the loads before and after into mm. */
+static void borders_for(const sim *S, const int *count, int *bx, int *by, double mm[4])
 {
     const clusters *cl = &S->cl;
-    const int n = cl->n, nsp = S->nsp;
-    int *count = empic_alloc((size_t)nsp * n * sizeof(int), "rebalance");
-    if (S->be_ctx)
-        S->be->counts(S->be_ctx, &S->st, count);
-    else /* before the backend opens: the host's */
-        for (int s = 0; s < nsp; s++)
-            memcpy(count + (size_t)s * n, S->sp[s].count, (size_t)n * sizeof(int));
-    comm_sum_int(count, (size_t)nsp * n);
+    const int n = cl->n;
     double *w = empic_calloc((size_t)n + cl->ncx / 2 + cl->ncy / 2, sizeof(double), "rebalance");
     double *col = w + n, *row = col + cl->ncx / 2;
-    for (int s = 0; s < nsp; s++)
-        for (int c = 0; !S->sp[s].immobile && c < n; c++)
+    for (int s = 0; s < S->d.nspecies; s++)
+        for (int c = 0; !S->d.species[s].immobile && c < n; c++)
             w[c] += count[(size_t)s * n + c];
     for (int c = 0; c < n; c++) {
         col[c % cl->ncx / 2] += w[c];
@@ -77,7 +70,29 @@ static void borders(sim *S, int *bx, int *by, double mm[4])
     extremes(cl, w, cl->bx, cl->by, mm);
     extremes(cl, w, bx, by, mm + 2);
     free(w);
+}
+
+/* borders_for the run's particles now (the backend's counts, or the host's before it opens). */
+static void borders(sim *S, int *bx, int *by, double mm[4])
+{
+    const int n = S->cl.n, nsp = S->nsp;
+    int *count = empic_alloc((size_t)nsp * n * sizeof(int), "rebalance");
+    if (S->be_ctx)
+        S->be->counts(S->be_ctx, &S->st, count);
+    else /* before the backend opens: the host's */
+        for (int s = 0; s < nsp; s++)
+            memcpy(count + (size_t)s * n, S->sp[s].count, (size_t)n * sizeof(int));
+    comm_sum_int(count, (size_t)nsp * n);
+    borders_for(S, count, bx, by, mm);
     free(count);
+}
+
+/* Whether the split whose busiest rank holds mm[3] lowers the busiest rank's load mm[1] by
+ * half the threshold of the mean load (total / ranks) at least: small drifts (a tie between
+ * two borders) do not move the borders back and forth. */
+static int pays(const deck *d, const double mm[4], double total)
+{
+    return mm[1] - mm[3] >= 0.5 * d->balance_threshold * total / comm_size() && mm[3] < mm[1];
 }
 
 /* Whether every rank has the memory for its share of plan p (host: its figure times the
@@ -218,14 +233,49 @@ void rebalance_check(sim *S, int now)
         int *b = empic_alloc((size_t)(cl->nrx + cl->nry + 2) * sizeof(int), "rebalance");
         double mm[4], part_s[3];
         borders(S, b, b + cl->nrx + 1, mm);
-        /* a gain of half the imbalance allowed at least: small drifts (a tie between two
-         * borders) do not move the borders back and forth */
-        const double gain = 0.5 * d->balance_threshold * load[1] / comm_size();
-        if (mm[1] - mm[3] >= gain && mm[3] < mm[1] && move(S, b, b + cl->nrx + 1, part_s))
+        if (pays(d, mm, load[1]) && move(S, b, b + cl->nrx + 1, part_s))
             note(S, b, b + cl->nrx + 1, mm, omp_get_wtime() - t0, part_s);
         free(b);
     }
     S->wall_s += omp_get_wtime() - t0;
+}
+
+int rebalance_start(sim *S, int *count)
+{
+    const deck *d = &S->d;
+    clusters *cl = &S->cl;
+    const int n = cl->n, me = comm_rank();
+    double total = 0.0, mm[4], part_s[3] = {0.0, 0.0, 0.0};
+    size_t unit[DECK_MAX_SPECIES];
+    for (int s = 0; s < d->nspecies; s++) /* the count that species_init would make */
+        unit[s] = species_load_counts(d, s, cl, count + (size_t)s * n);
+    const double t0 = omp_get_wtime();
+    comm_sum_int(count, (size_t)d->nspecies * n);
+    for (int s = 0; s < d->nspecies; s++)
+        for (int c = 0; !d->species[s].immobile && c < n; c++)
+            total += count[(size_t)s * n + c];
+    int *b = empic_alloc((size_t)(cl->nrx + cl->nry + 2) * sizeof(int), "rebalance");
+    const int *bx = b, *by = b + cl->nrx + 1;
+    borders_for(S, count, b, b + cl->nrx + 1, mm);
+    /* this rank's new share on the host: its particles with the layout's slack, its fields */
+    reshare_plan share;
+    memset(&share, 0, sizeof share);
+    for (int s = 0; s < d->nspecies; s++)
+        for (int c = 0; c < n; c++)
+            if (clusters_owner(cl, bx, by, c) == me)
+                share.host_bytes += (1.0 + d->slack) * unit[s] * count[(size_t)s * n + c];
+    share.host_bytes += (EMF_STORE * sizeof(float) + 4 * sizeof(long long)) *
+                        (double)(cl->x0[bx[cl->rx + 1]] - cl->x0[bx[cl->rx]] + 2 * EMF_GUARD) *
+                        (double)(cl->y0[by[cl->ry + 1]] - cl->y0[by[cl->ry]] + 2 * EMF_GUARD);
+    const int moved = mm[1] > (1.0 + d->balance_threshold) * total / comm_size() &&
+                      pays(d, mm, total) && fits(S, &share);
+    if (moved) { /* nothing to move: nothing is loaded yet */
+        clusters_set_borders(cl, b, b + cl->nrx + 1);
+        note(S, b, b + cl->nrx + 1, mm, omp_get_wtime() - t0, part_s);
+    }
+    free(b);
+    S->wall_s += omp_get_wtime() - t0;
+    return moved;
 }
 
 void rebalance_describe(const deck *d, int ranks, FILE *o)

@@ -12,19 +12,25 @@
  * memory for its new share (host, and device for GPU ranks); a split refused for
  * want of memory leaves the borders as they are, with a warning. The state then moves to its
  * new owners (reshare.h). Results are bitwise those of any other split (design.md §13), so a
- * checkpoint records nothing of the split: a run, fresh or restarted, takes the split for the
- * grid and balances it at once, on the host before the backend takes the state over. */
+ * checkpoint records nothing of the split: a restart takes the split for the grid and
+ * balances it at once, on the host before the backend takes the state over, and a fresh run
+ * balances the initial load before it loads anything. */
 #ifndef REBALANCE_H
 #define REBALANCE_H
 
 #include "sim_state.h"
 #include <stdio.h>
 
-/* The load check after step S->step (sim_after_step), when due, or at once when `now` (the
- * start of a run or a restart, before the backend opens: the host's state then moves alone,
- * and the first steps run on a balanced split); every rank calls it together. Its time
- * counts in the run's wall time. */
+/* The load check after step S->step (sim_after_step), when due, or at once when `now` (a
+ * restart, before the backend opens: the host's state then moves alone); every rank calls
+ * it together. Its time counts in the run's wall time. */
 void rebalance_check(sim *S, int now);
+/* A fresh run's split balanced before anything is loaded (balancing on, several ranks):
+ * count (d->nspecies x cl.n) gets every cluster's initial load (species_load_counts, summed
+ * over the ranks), and the borders move when that pays as rebalance_check's would; 1 when
+ * they moved (the fields' share is then the caller's to make again). Its time but the count
+ * (the load's own, species_init's otherwise) counts in the run's wall time. */
+int rebalance_start(sim *S, int *count);
 /* For --check: whether and how the deck's run on `ranks` ranks balances them. */
 void rebalance_describe(const deck *d, int ranks, FILE *o);
 /* timing.json's balancing entries (rank 0): the deck's keys, the rebalances and the refusals. */

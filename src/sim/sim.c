@@ -38,6 +38,15 @@ static int choose_backend(sim *S)
     return 0;
 }
 
+/* The fields of this rank's share of the clusters. */
+static void share_fields(sim *S)
+{
+    const clusters *cl = &S->cl;
+    const int lo[2] = {cl->x0[cl->cx0], cl->y0[cl->cy0]};
+    const int hi[2] = {cl->x0[cl->cx1], cl->y0[cl->cy1]};
+    emf_init(&S->f, &S->d, lo, hi, cl->nb);
+}
+
 /* The clusters and this rank's share of them and of the fields (design.md §12). A restart
  * on another number of ranks than its checkpoint's parallel.ranks gets the split for the
  * grid. */
@@ -53,10 +62,7 @@ static int share(sim *S, int restarting)
     }
     if (clusters_decompose(&S->cl, d, comm_size(), comm_rank(), S->backend == BACKEND_CUDA))
         return -1;
-    const clusters *cl = &S->cl;
-    const int lo[2] = {cl->x0[cl->cx0], cl->y0[cl->cy0]};
-    const int hi[2] = {cl->x0[cl->cx1], cl->y0[cl->cy1]};
-    emf_init(&S->f, d, lo, hi, cl->nb);
+    share_fields(S);
     return 0;
 }
 
@@ -68,6 +74,14 @@ int sim_init_from(sim *S, const deck *d, int quiet, const char *checkpoint)
     S->quiet = quiet || comm_rank() != 0; /* rank 0 speaks for the run */
     if (choose_backend(S) || share(S, checkpoint != NULL))
         return -1;
+    int *load = NULL; /* a fresh run's initial load per cluster, balanced before it loads */
+    if (!checkpoint && S->d.balance_every > 0 && comm_size() > 1) {
+        load = empic_alloc((size_t)S->d.nspecies * S->cl.n * sizeof(int), "rebalance");
+        if (rebalance_start(S, load)) {
+            emf_free(&S->f);
+            share_fields(S);
+        }
+    }
     S->f.fb = fbnd_new(&S->f, &S->d);
     window_init(&S->win, &S->d);
     S->nsp = S->d.nspecies;
@@ -97,7 +111,8 @@ int sim_init_from(sim *S, const deck *d, int quiet, const char *checkpoint)
         S->f.acc_scale = species_acc_scale(S->sp, S->nsp, &S->f);
     } else {
         for (int s = 0; s < S->nsp; s++)
-            species_init(&S->sp[s], &S->d, s, &S->cl);
+            species_init(&S->sp[s], &S->d, s, &S->cl, load ? load + (size_t)s * S->cl.n : NULL);
+        free(load);
         S->f.acc_scale = species_acc_scale(S->sp, S->nsp, &S->f);
         /* E(0) from the initial charge so that div E = rho holds from the start (a box with
          * a non-periodic side starts from E = 0: see emf_poisson); the host state is set up
@@ -115,7 +130,8 @@ int sim_init_from(sim *S, const deck *d, int quiet, const char *checkpoint)
     for (int s = 0; !checkpoint && s < S->nsp; s++)
         particles_half_back(&S->sp[s], &S->f, &S->cl, &st->ext);
     st->window_cells = S->win.cells;
-    rebalance_check(S, 1); /* the split for the grid, balanced before the backend takes it */
+    if (checkpoint) /* the split for the grid, balanced before the backend takes it */
+        rebalance_check(S, 1);
     sim_note_peak(S);
     health_energy_ref(S); /* the host state, before a device backend takes it over */
     /* rank 0 alone creates the files: every rank learns whether it could */

@@ -522,9 +522,10 @@ void species_open(species *s, const deck *d, int index, const clusters *c)
     s->own = c->own;
 }
 
-void species_init(species *s, const deck *d, int index, const clusters *c)
+/* The initial load's count of every cluster of this rank (the others' 0), without the
+ * particles. */
+static void count_load(species *s, const deck *d, const clusters *c)
 {
-    species_open(s, d, index, c);
 #pragma omp parallel
     {
         profile_eval p;
@@ -538,6 +539,27 @@ void species_init(species *s, const deck *d, int index, const clusters *c)
         EMPIC_DIE("species %s: density = %g at (x, y) = (%.9g, %.9g), a load position; expected "
                   "a finite value >= 0 (the deck checks visited a subset of this large load)",
                   s->name, s->bad.value, s->bad.x, s->bad.y);
+}
+
+size_t species_load_counts(const deck *d, int index, const clusters *c, int *count)
+{
+    species s;
+    species_open(&s, d, index, c);
+    count_load(&s, d, c);
+    memcpy(count, s.count, (size_t)c->n * sizeof(int));
+    const size_t unit = species_slot_bytes(&s);
+    species_free(&s);
+    return unit;
+}
+
+void species_init(species *s, const deck *d, int index, const clusters *c, const int *count)
+{
+    species_open(s, d, index, c);
+    if (count)
+        for (int cl = 0; cl < c->n; cl++)
+            s->count[cl] = c->own[cl] ? count[cl] : 0;
+    else
+        count_load(s, d, c);
     for (int cl = 0; cl < c->n; cl++)
         s->np += s->count[cl];
     species_layout(s, c);

@@ -101,8 +101,13 @@ int species_tracked(const struct deck *d, int index);
 /* Species `index` of d with empty cluster tables (no particles, no arrays). */
 void species_open(species *s, const struct deck *d, int index, const clusters *cl);
 /* Load the species of d->species[index] (regular positions ppc per cell, weights from the
- * density profile, Philox thermal momenta plus relativistic drift). */
-void species_init(species *s, const struct deck *d, int index, const clusters *cl);
+ * density profile, Philox thermal momenta plus relativistic drift) into this rank's
+ * clusters; count: their counts (species_load_counts), or NULL to count them first. */
+void species_init(species *s, const struct deck *d, int index, const clusters *cl,
+                  const int *count);
+/* The particles that species_init loads into each cluster of this rank (the others' 0);
+ * returns the bytes of one of its particle slots (species_slot_bytes). */
+size_t species_load_counts(const struct deck *d, int index, const clusters *cl, int *count);
 void species_free(species *s);
 /* Particle arrays of n slots (the ids too when tracked); the tables are the caller's. */
 void species_alloc(species *s, size_t n);
