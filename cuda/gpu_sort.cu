@@ -339,6 +339,26 @@ __global__ void k_relayout(const T *src, T *dst, const int *old_start, const int
         dst[d + k] = src[s + k];
 }
 
+/* k_relayout's blocks for clusters of count[c] particles: RELAYOUT_CHUNK slots of a
+ * cluster each (about 4 per thread), their table on the device; *n of them (at least one). */
+static int2 *relayout_chunks(gpu_state *g, const int *count, int nc, size_t *n)
+{
+    size_t m = 0;
+    for (int c = 0; c < nc; c++)
+        m += ((size_t)count[c] + RELAYOUT_CHUNK - 1) / RELAYOUT_CHUNK;
+    *n = m ? m : 1;
+    int2 *h = (int2 *)empic_alloc(*n * sizeof(int2), "cluster table");
+    h[0] = make_int2(0, 0); /* no particle: one block that copies nothing */
+    for (int c = 0, b = 0; c < nc; c++)
+        for (int k = 0; k < count[c]; k += RELAYOUT_CHUNK)
+            h[b++] = make_int2(c, k);
+    int2 *d = (int2 *)gpu_malloc(g, *n * sizeof(int2), "cluster table");
+    /* from pageable memory: staged before the call returns, so h can be freed */
+    GPU_CK(cudaMemcpyAsync(d, h, *n * sizeof(int2), cudaMemcpyHostToDevice, g->stream));
+    free(h);
+    return d;
+}
+
 /* Re-lay species s to the segments species_segments gives for counts (NULL: the device's
  * counts now), need and hist (a sort overflowed: the last move's histograms), one array at
  * a time through one spare array of 8-byte elements allocated for the re-layout: a pair array (or 8-byte ids) is
@@ -355,9 +375,8 @@ void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *counts, const i
     species *h = &st->sp[s];
     gpu_species *d = &g->sp[s];
     const int nc = g->ncl;
-    int *count = (int *)empic_alloc((size_t)nc * sizeof(int), "cluster table");
-    int *start = (int *)empic_alloc((size_t)nc * sizeof(int), "cluster table");
-    int *cap = (int *)empic_alloc((size_t)nc * sizeof(int), "cluster table");
+    int *count = (int *)empic_alloc(3 * (size_t)nc * sizeof(int), "cluster table");
+    int *start = count + nc, *cap = start + nc;
     GPU_CK(cudaMemcpy(count, d->count, (size_t)nc * sizeof(int), cudaMemcpyDeviceToHost));
     const size_t total =
         species_segments(h, st->cl, counts ? counts : count, need, hist, start, cap);
@@ -369,19 +388,9 @@ void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *counts, const i
     GPU_CK(cudaMemcpyAsync(d->cap, cap, (size_t)nc * sizeof(int), cudaMemcpyHostToDevice,
                            g->stream));
     d->cap_max = gpu_most(cap, (size_t)nc, 0);
-    /* the copies' blocks: RELAYOUT_CHUNK slots of a cluster each, about 4 per thread */
-    size_t nchunk = 0;
-    for (int c = 0; c < nc; c++)
-        nchunk += ((size_t)count[c] + RELAYOUT_CHUNK - 1) / RELAYOUT_CHUNK;
-    int2 *chunks = (int2 *)empic_alloc((nchunk ? nchunk : 1) * sizeof(int2), "cluster table");
-    chunks[0] = make_int2(0, 0); /* no particle: one block that copies nothing */
-    for (int c = 0, b = 0; c < nc; c++)
-        for (int k = 0; k < count[c]; k += RELAYOUT_CHUNK)
-            chunks[b++] = make_int2(c, k);
-    int2 *chunk = (int2 *)gpu_malloc(g, (nchunk ? nchunk : 1) * sizeof(int2), "cluster table");
-    GPU_CK(cudaMemcpyAsync(chunk, chunks, (nchunk ? nchunk : 1) * sizeof(int2),
-                           cudaMemcpyHostToDevice, g->stream));
-    const unsigned grid = (unsigned)(nchunk ? nchunk : 1);
+    size_t nchunk;
+    int2 *chunk = relayout_chunks(g, count, nc, &nchunk);
+    const unsigned grid = (unsigned)nchunk;
     const int *from = d->start, *to = g->spare_start;
     const int outgrown = total > d->slots; /* new arrays with room to grow, the old ones freed */
     const size_t room = outgrown ? total + total / 128 : d->slots;
@@ -458,11 +467,8 @@ void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *counts, const i
     d->alloc = total;
     h->rearrangements++;
     GPU_CK(cudaFree(chunk));
-    g->bytes -= (nchunk ? nchunk : 1) * sizeof(int2);
-    free(chunks);
-    free(count);
-    free(start);
-    free(cap);
+    g->bytes -= nchunk * sizeof(int2);
+    free(count); /* and start, cap */
 }
 
 void gpu_sort_errors(const gpu_state *g, const pic_state *st, int s)
