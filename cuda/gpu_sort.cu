@@ -361,14 +361,14 @@ static int2 *relayout_chunks(gpu_state *g, const int *count, int nc, size_t *n)
 
 /* Re-lay species s to the segments species_segments gives for counts (NULL: the device's
  * counts now), need and hist (a sort overflowed: the last move's histograms), one array at
- * a time through one spare array of 8-byte elements allocated for the re-layout: a pair array (or 8-byte ids) is
- * copied into the spare, which then becomes that array, and the old array the spare of the
- * next one; the last one left is freed (the cells, 4-byte ids and codes are copied into the
- * spare and back). A re-layout thus borrows 8 bytes a slot for its duration, where a kept
- * copy of the whole species would hold 29 more for the rest of the run; the allocation and
- * the free, which waits for the copies, cost ~0.36 ms more per re-layout of 17 M particles.
- * When the new layout outgrows the arrays, every array is re-allocated with 1/128 more room
- * instead. */
+ * a time through one spare array of 8-byte elements allocated for the re-layout: a pair
+ * array (or 8-byte ids) is copied into the spare, which then becomes that array, and the
+ * old array the spare of the next one; the last one left is freed (the cells, 4-byte ids
+ * and codes are copied into the spare and back). A re-layout thus borrows 8 bytes a slot
+ * for its duration, where a kept copy of the whole species would hold 29 more for the rest
+ * of the run; the allocation and the free, which waits for the copies, cost ~0.36 ms more
+ * per re-layout of 17 M particles. When the new layout outgrows the arrays, every array is
+ * re-allocated with 1/128 more room instead. */
 void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *counts, const int *need,
                   const int *hist)
 {

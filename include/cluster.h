@@ -104,12 +104,13 @@ EMPIC_HD int sort_need(const int *hist, int count, int cx, int cy, int ncx, int 
  * arrivals from the eight neighbours less its leavers; negative when it lost. */
 EMPIC_HD int cluster_net_inflow(const int *hist, int cx, int cy, int ncx, int ncy)
 {
+    const int *h = hist + 9 * (cx + cy * ncx);
     int net = 0;
     for (int dy = -1; dy <= 1; dy++)
         for (int dx = -1; dx <= 1; dx++)
             if (dx || dy) {
                 const int from = wrap_index(cx - dx, ncx) + wrap_index(cy - dy, ncy) * ncx;
-                net += hist[9 * from + mig_bin(dx, dy)] - hist[9 * (cx + cy * ncx) + mig_bin(dx, dy)];
+                net += hist[9 * from + mig_bin(dx, dy)] - h[mig_bin(dx, dy)];
             }
     return net;
 }
