@@ -244,7 +244,7 @@ int rebalance_start(sim *S, int *count)
 {
     const deck *d = &S->d;
     clusters *cl = &S->cl;
-    const int n = cl->n, me = comm_rank();
+    const int n = cl->n;
     double total = 0.0, mm[4], part_s[3] = {0.0, 0.0, 0.0};
     size_t unit[DECK_MAX_SPECIES];
     for (int s = 0; s < d->nspecies; s++) /* the count that species_init would make */
@@ -257,16 +257,9 @@ int rebalance_start(sim *S, int *count)
     int *b = empic_alloc((size_t)(cl->nrx + cl->nry + 2) * sizeof(int), "rebalance");
     const int *bx = b, *by = b + cl->nrx + 1;
     borders_for(S, count, b, b + cl->nrx + 1, mm);
-    /* this rank's new share on the host: its particles with the layout's slack, its fields */
-    reshare_plan share;
+    reshare_plan share; /* for fits: this rank's new share on the host */
     memset(&share, 0, sizeof share);
-    for (int s = 0; s < d->nspecies; s++)
-        for (int c = 0; c < n; c++)
-            if (clusters_owner(cl, bx, by, c) == me)
-                share.host_bytes += (1.0 + d->slack) * unit[s] * count[(size_t)s * n + c];
-    share.host_bytes += (EMF_STORE * sizeof(float) + 4 * sizeof(long long)) *
-                        (double)(cl->x0[bx[cl->rx + 1]] - cl->x0[bx[cl->rx]] + 2 * EMF_GUARD) *
-                        (double)(cl->y0[by[cl->ry + 1]] - cl->y0[by[cl->ry]] + 2 * EMF_GUARD);
+    share.host_bytes = reshare_load_bytes(S, bx, by, count, unit);
     const int moved = mm[1] > (1.0 + d->balance_threshold) * total / comm_size() &&
                       pays(d, mm, total) && fits(S, &share);
     if (moved) { /* nothing to move: nothing is loaded yet */

@@ -241,6 +241,21 @@ static size_t field_bytes(const sim *S)
     return per;
 }
 
+double reshare_load_bytes(const sim *S, const int *bx, const int *by, const int *count,
+                          const size_t *unit)
+{
+    const clusters *cl = &S->cl;
+    const int n = cl->n, me = comm_rank();
+    double bytes = 0.0;
+    for (int s = 0; s < S->d.nspecies; s++)
+        for (int c = 0; c < n; c++)
+            if (clusters_owner(cl, bx, by, c) == me)
+                bytes += (1.0 + S->d.slack) * (double)unit[s] * count[(size_t)s * n + c];
+    const rect now = cells_of(cl, bx, by, me);
+    return bytes + (double)field_bytes(S) * (now.hi[0] - now.lo[0] + 2 * EMF_GUARD) *
+                       (now.hi[1] - now.lo[1] + 2 * EMF_GUARD);
+}
+
 void reshare_plan_make(const sim *S, const int *bx, const int *by, reshare_plan *p)
 {
     const clusters *cl = &S->cl;

@@ -31,6 +31,11 @@ typedef struct {
  * state (fetched); every rank calls it together. */
 void reshare_plan_make(const sim *S, const int *bx, const int *by, reshare_plan *p);
 void reshare_plan_free(reshare_plan *p);
+/* The host bytes of this rank's share under borders bx, by of a run not yet loaded: its
+ * particles (count: every species' initial load per cluster of all ranks; unit: the bytes
+ * of a slot of each) with the layout's slack, and its fields. */
+double reshare_load_bytes(const sim *S, const int *bx, const int *by, const int *count,
+                          const size_t *unit);
 /* The move (the plan freed); every rank calls it together, with the backend closed (the
  * caller opens it again after). */
 void reshare(sim *S, reshare_plan *p);
