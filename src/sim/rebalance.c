@@ -249,8 +249,6 @@ int rebalance_start(sim *S, int *count)
     size_t unit[DECK_MAX_SPECIES];
     for (int s = 0; s < d->nspecies; s++) /* the count that species_init would make */
         unit[s] = species_load_counts(d, s, cl, count + (size_t)s * n);
-    /* timed from the sum on: the wait in it for the ranks with the most to count is the
-     * load's own (a run without balancing waits as long for its load before its first step) */
     comm_sum_int(count, (size_t)d->nspecies * n);
     const double t0 = omp_get_wtime();
     for (int s = 0; s < d->nspecies; s++)
@@ -269,7 +267,6 @@ int rebalance_start(sim *S, int *count)
         note(S, b, b + cl->nrx + 1, mm, omp_get_wtime() - t0, part_s);
     }
     free(b);
-    S->wall_s += omp_get_wtime() - t0;
     return moved;
 }
 

@@ -23,13 +23,16 @@
 
 /* The load check after step S->step (sim_after_step), when due, or at once when `now` (a
  * restart, before the backend opens: the host's state then moves alone); every rank calls
- * it together. Its time counts in the run's wall time. */
+ * it together. Its time counts in the run's wall time (a restart's: in the set-up, before
+ * report_open starts this run's clock, as the checkpoint's read). */
 void rebalance_check(sim *S, int now);
 /* A fresh run's split balanced before anything is loaded (balancing on, several ranks):
  * count (d->nspecies x cl.n) gets every cluster's initial load (species_load_counts, summed
  * over the ranks), and the borders move when that pays as rebalance_check's would; 1 when
- * they moved (the fields' share is then the caller's to make again). Its time but the count
- * (the load's own, species_init's otherwise) counts in the run's wall time. */
+ * they moved (the fields' share is then the caller's to make again). Part of the set-up,
+ * as the load (before report_open starts the run's clock); the rebalance's "seconds" are
+ * from the counts' sum on (the wait in it for the ranks with the most to count is the
+ * load's). */
 int rebalance_start(sim *S, int *count);
 /* For --check: whether and how the deck's run on `ranks` ranks balances them. */
 void rebalance_describe(const deck *d, int ranks, FILE *o);
