@@ -933,35 +933,35 @@ __global__ void __launch_bounds__(1024) k_cluster_order(const __grid_constant__ 
  * `heavy` particles split into its chunks while the slots last (its first part's slot in
  * first[e], -1 for the entries that run whole), the parts after each first queued for the
  * spare blocks; queue[2]: the slots every split entry would want (the host grows the slots
- * to it). Only the speed depends on the split. One block of 1024 threads. */
+ * to it). Only the speed depends on the split. One block of 1024 threads, each taking a
+ * run of the entries: one block-wide scan, not one per 1024 entries. */
 __global__ void __launch_bounds__(1024) k_cluster_plan(const __grid_constant__ kpart a,
                                                        int nsp, int heavy, int slots)
 {
     __shared__ long long warps[32];
-    const int n = nsp * a.ncl;
-    long long carry = 0; /* the scan's sum over the earlier rounds (every thread's) */
-    for (int i0 = 0; i0 < n; i0 += blockDim.x) {
-        const int i = i0 + threadIdx.x;
-        const int e = i < n ? a.order[i] : 0;
-        const int cnt = i < n ? a.sp[e / a.ncl].count[e % a.ncl] : 0;
+    const int n = nsp * a.ncl, w = (n + (int)blockDim.x - 1) / (int)blockDim.x;
+    const int i0 = min(n, (int)threadIdx.x * w), i1 = min(n, i0 + w); /* this thread's range */
+    /* slots (low word) and split entries (high word) of the range, then before each entry */
+    long long own = 0, total;
+    for (int i = i0; i < i1; i++) {
+        const int e = a.order[i], cnt = a.sp[e / a.ncl].count[e % a.ncl];
+        own += cnt > heavy ? (long long)((cnt + GPU_CHUNK - 1) / GPU_CHUNK) | 1ll << 32 : 0;
+    }
+    long long at = gpu_block_scan(own, warps, &total);
+    for (int i = i0; i < i1; i++) {
+        const int e = a.order[i], cnt = a.sp[e / a.ncl].count[e % a.ncl];
         const int parts = cnt > heavy ? (cnt + GPU_CHUNK - 1) / GPU_CHUNK : 0;
-        /* slots (low word) and split entries (high word) before this one */
-        long long total;
-        const long long at =
-            carry + gpu_block_scan(parts ? (long long)parts | 1ll << 32 : 0, warps, &total);
-        carry += total;
         const int slot = (int)(at & 0xffffffffll), queued = slot - (int)(at >> 32);
-        if (i >= n)
-            continue;
         const int fits = parts && slot + parts <= slots;
         a.split.first[e] = fits ? slot : -1;
         for (int k = 1; fits && k < parts; k++)
             a.split.parts[queued + k - 1] = make_int2(e, k);
         if (fits)
             atomicMax(&a.split.queue[1], queued + parts - 1);
+        at += parts ? (long long)parts | 1ll << 32 : 0;
     }
     if (threadIdx.x == 0)
-        a.split.queue[2] = (int)(carry & 0xffffffffll);
+        a.split.queue[2] = (int)(total & 0xffffffffll);
 }
 
 /* Room for `want` part slots (the split's last plan asked for them; 1/4 more). */
