@@ -9,7 +9,7 @@
  * cluster border) and the particles dropped before. Each pass runs one block per bi-cluster
  * and species; a pair with no leavers returns at once. A block scans the codes of both
  * clusters, lists their leavers and the stayers behind each new end in slot order (ordered
- * compaction: bit masks, warp-wide and block-wide prefix sums of their counts), moves the
+ * compaction: per-thread bit masks, a block-wide prefix sum of their counts), moves the
  * leavers to the end of the other cluster and fills the holes from the tail in that order:
  * the result does not depend on thread scheduling, so two runs sort identically.
  * With drops (walls, moving window) the flags are only known after the drops: the passes are
@@ -129,104 +129,88 @@ __device__ __forceinline__ void code_masks(const uint8_t *code, int i, int n, in
     fm = ~m & valid & tail;
 }
 
-/* Ordered compaction of K <= 4 bit streams over `groups` groups of 32 slots: masks(g, m)
- * gives group g's K masks, emit(k, at, m[k], 32 g) places stream k's set bits from position
- * at on, total[k] is stream k's count (the same in all threads). Warp w takes the groups
+/* Ordered compaction of a bit stream over `groups` groups of 32 slots, for whole clusters
+ * (k_sort_extract): mask(g) gives group g's bits, emit(at, mask, 32 g) places them from
+ * position at on; returns their count (the same in all threads). Warp w takes the groups
  * [w span, (w + 1) span), lane l of its trip t group w span + 32 t + l, so the positions
  * follow the slots whatever the scheduling. A first pass counts each warp's range
- * (coalesced loads, several trips' in flight, no block barrier) and notes the trips with a
- * set bit, one block-wide sum of the warps' counts gives their offsets, and a second pass,
- * from the caches, places the bits of those trips with warp-wide scans. (One block
- * scanning a pair of clusters of 260 k particles took 32 trips of block-wide scans when
- * threads, not warps, kept the order.) wsum: K * 32 ints of shared memory. */
-template <int K, typename Masks, typename Emit>
-__device__ __forceinline__ void ordered_compact(int groups, Masks masks, Emit emit, int *wsum,
-                                                int *total)
+ * (coalesced loads, no block barrier) and notes the trips with a set bit, one block-wide sum
+ * of the warps' counts gives their offsets, and a second pass, from the caches, places the
+ * bits of those trips with warp-wide scans: a foil's cluster of 260 k particles is 32 trips
+ * of a 256-thread block, which block-wide scans per trip made 32 rounds of barriers. (A
+ * pass's pairs mostly fit one trip: k_sort_pass keeps one scan per trip, the cheaper
+ * there.) wsum: 32 ints of shared memory. */
+template <typename Mask, typename Emit>
+__device__ __forceinline__ int ordered_compact(int groups, Mask mask, Emit emit, int *wsum)
 {
     const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5, nw = blockDim.x >> 5;
     const int span = ((groups + nw - 1) / nw + 31) / 32 * 32;
     const int g0 = min(wid * span, groups), g1 = min(g0 + span, groups);
-    int cnt[K], at[K];
-    unsigned m[K];
+    int cnt = 0;
     unsigned long long busy = 0; /* bit t: this lane's group of trip t has a set bit */
-#pragma unroll
-    for (int k = 0; k < K; k++)
-        cnt[k] = 0;
 #pragma unroll 2
     for (int t = 0; g0 + 32 * t + lane < g1; t++) {
-        masks(g0 + 32 * t + lane, m);
-        unsigned any = 0;
-#pragma unroll
-        for (int k = 0; k < K; k++)
-            cnt[k] += __popc(m[k]), any |= m[k];
-        busy |= (unsigned long long)(any != 0 || t >= 64) << min(t, 63);
+        const unsigned m = mask(g0 + 32 * t + lane);
+        cnt += __popc(m);
+        busy |= (unsigned long long)(m != 0 || t >= 64) << min(t, 63);
     }
-#pragma unroll
-    for (int k = 0; k < K; k++) {
-        cnt[k] = __reduce_add_sync(0xffffffffu, cnt[k]);
-        if (lane == 0)
-            wsum[k * 32 + wid] = cnt[k];
-    }
+    cnt = __reduce_add_sync(0xffffffffu, cnt);
+    if (lane == 0)
+        wsum[wid] = cnt;
     __syncthreads();
-#pragma unroll
-    for (int k = 0; k < K; k++) {
-        at[k] = total[k] = 0;
-        for (int w = 0; w < nw; w++) {
-            const int v = wsum[k * 32 + w];
-            at[k] += w < wid ? v : 0;
-            total[k] += v;
-        }
+    int at = 0, total = 0;
+    for (int w = 0; w < nw; w++) {
+        at += w < wid ? wsum[w] : 0;
+        total += wsum[w];
     }
-    __syncthreads(); /* wsum read by all before a next compaction writes it */
     for (int t = 0; g0 + 32 * t < g1; t++) {
         if (!__any_sync(0xffffffffu, busy >> min(t, 63) & 1u))
             continue; /* no set bit in the warp's trip (beyond 64 trips: always looked at) */
         const int g = g0 + 32 * t + lane;
-        unsigned long long c = 0, inc; /* the K counts, 16 bits each (at most 1024 a trip) */
-#pragma unroll
-        for (int k = 0; k < K; k++)
-            m[k] = 0;
-        if (g < g1)
-            masks(g, m);
-#pragma unroll
-        for (int k = 0; k < K; k++)
-            c |= (unsigned long long)__popc(m[k]) << (16 * k);
-        inc = c;
+        const unsigned m = g < g1 ? mask(g) : 0u;
+        const int c = __popc(m);
+        int inc = c;
         for (int o = 1; o < 32; o <<= 1) {
-            const unsigned long long v = __shfl_up_sync(0xffffffffu, inc, o);
+            const int v = __shfl_up_sync(0xffffffffu, inc, o);
             if (lane >= o)
                 inc += v;
         }
-        const unsigned long long all = __shfl_sync(0xffffffffu, inc, 31);
-#pragma unroll
-        for (int k = 0; k < K; k++) {
-            emit(k, at[k] + (int)((inc - c) >> (16 * k) & 0xffffu), m[k], 32 * g);
-            at[k] += (int)(all >> (16 * k) & 0xffffu);
-        }
+        emit(at + inc - c, m, 32 * g);
+        at += __shfl_sync(0xffffffffu, inc, 31);
     }
+    return total;
 }
 
 /* The codes of pair side a (segment at as, its first sa scanned) and b (bs, sb) in slot
- * order into the four lists of k_sort_pass from `lists` on, lcap entries each: La, Lb the
- * leavers toward the other side, Fa, Fb the stayers behind keep_a, keep_b (the fillers);
- * n[0..3]: the lengths of La, Fa, Lb, Fb, the same in all threads. */
+ * order, 32 per thread and trip, into the lists of k_sort_pass: La, Lb the leavers toward
+ * the other side, Fa, Fb the stayers behind keep_a, keep_b (the fillers); nla .. nfb: the
+ * list lengths, the same in all threads. */
 __device__ __forceinline__ void pair_lists(const gpu_parts &pa, int as, int sa, int keep_a,
                                            const gpu_parts &pb, int bs, int sb, int keep_b,
-                                           int shift, int lcap, int *lists, int *wsum, int *n)
+                                           int shift, int lcap, int *La, int *Fa, int *Lb,
+                                           int *Fb, unsigned long long *wtot, int &nla,
+                                           int &nfa, int &nlb, int &nfb)
 {
-    const uint8_t *ca = pa.code + as, *cb = pb.code + bs;
-    ordered_compact<4>(
-        (max(sa, sb) + 31) / 32,
-        [&](int g, unsigned *m) {
-            const int i = 32 * g;
-            m[0] = m[1] = m[2] = m[3] = 0;
-            if (i < sa)
-                code_masks(ca, i, sa, keep_a, 1u, shift, m[0], m[1]);
-            if (i < sb)
-                code_masks(cb, i, sb, keep_b, 2u, shift, m[2], m[3]);
-        },
-        [&](int k, int at, unsigned mask, int i) { list_bits(lists + k * lcap, at, lcap, mask, i); },
-        wsum, n);
+    for (int i0 = 0; i0 < max(sa, sb); i0 += 32 * blockDim.x) {
+        const int i = i0 + 32 * threadIdx.x;
+        unsigned la = 0, fa = 0, lb = 0, fb = 0;
+        if (i < sa)
+            code_masks(pa.code + as, i, sa, keep_a, 1u, shift, la, fa);
+        if (i < sb)
+            code_masks(pb.code + bs, i, sb, keep_b, 2u, shift, lb, fb);
+        unsigned long long tot, pre = gpu_block_scan(
+            (unsigned long long)__popc(la) | (unsigned long long)__popc(fa) << 16 |
+                (unsigned long long)__popc(lb) << 32 | (unsigned long long)__popc(fb) << 48,
+            wtot, &tot);
+        list_bits(La, nla + (int)(pre & 0xffffu), lcap, la, i);
+        list_bits(Fa, nfa + (int)(pre >> 16 & 0xffffu), lcap, fa, i);
+        list_bits(Lb, nlb + (int)(pre >> 32 & 0xffffu), lcap, lb, i);
+        list_bits(Fb, nfb + (int)(pre >> 48), lcap, fb, i);
+        nla += (int)(tot & 0xffffu);
+        nfa += (int)(tot >> 16 & 0xffffu);
+        nlb += (int)(tot >> 32 & 0xffffu);
+        nfb += (int)(tot >> 48);
+    }
 }
 
 /* The moves of k_sort_pass once the lists are made: a's leavers to b's end, the holes they
@@ -275,18 +259,20 @@ __device__ __forceinline__ void pair_moves(const gpu_parts &pa, const gpu_parts 
  * its holes from its tail, which now ends with a's leavers (stayers there: their field is
  * cleared). Both clusters' codes are scanned at once, before anything moves (b's leavers and
  * tail stayers among its own particles do not depend on what arrives), and the leavers,
- * holes and fillers are taken in slot order (ordered_compact; a hole is one of the first
- * leavers), so the result does not depend on thread scheduling. Each thread then loads a leaver and the filler of
+ * holes and fillers are taken in slot order (ordered compaction: per-thread bit masks, a
+ * block-wide prefix sum of their counts; a hole is one of the first leavers), so the result
+ * does not depend on thread scheduling. Each thread then loads a leaver and the filler of
  * its hole before it stores either: two dependent memory round trips per pair. 4 blocks per
  * multiprocessor (64 registers, a few bytes spilled) keep more loads in flight than 3 blocks
- * of 80 registers (the sort of the hot decks measured 3-9 % shorter). */
-__global__ void __launch_bounds__(GPU_THREADS, 4) k_sort_pass(const __grid_constant__ ksorts all,
-                                                             int axis, int first,
-                                                             int n, int ncx, int periodic,
-                                                             int4 own, int border, int hipos)
+ * of 80 registers (the sort of the hot decks measured 3-9 % shorter). THREADS: GPU_THREADS,
+ * or 1024 where a cluster has thousands of leavers (sort_pass). */
+template <int THREADS>
+__global__ void __launch_bounds__(THREADS, 1024 / THREADS)
+    k_sort_pass(const __grid_constant__ ksorts all, int axis, int first, int n, int ncx,
+                int periodic, int4 own, int border, int hipos)
 {
     extern __shared__ int slist[];
-    __shared__ int wsum[4 * 32]; /* the compaction's warp counts */
+    __shared__ unsigned long long wtot[THREADS / 32]; /* the compaction's warp totals */
     const ksort &a = all.s[blockIdx.y];
     const int pairs = n / 2, q = blockIdx.x, tid = threadIdx.x;
     const int lo = first + 2 * (q % pairs), other = q / pairs;
@@ -332,10 +318,10 @@ __global__ void __launch_bounds__(GPU_THREADS, 4) k_sort_pass(const __grid_const
     int *Fa = La + lcap, *Lb = Fa + lcap, *Fb = Lb + lcap;
     const int keep_a = na - m_ab, keep_b = nb + m_ab - m_ba, shift = axis ? 2 : 0;
     const int sa = m_ab && !ra ? na : 0, sb = m_ba && !rb ? nb : 0; /* codes to scan */
-    int len[4]; /* the list lengths (the same in all threads) */
-    pair_lists(pa, as, sa, keep_a, pb, bs, sb, keep_b, shift, lcap, La, wsum, len);
+    int nla = 0, nfa = 0, nlb = 0, nfb = 0; /* list lengths so far (the same in all threads) */
+    pair_lists(pa, as, sa, keep_a, pb, bs, sb, keep_b, shift, lcap, La, Fa, Lb, Fb, wtot, nla,
+               nfa, nlb, nfb);
     __syncthreads();
-    int nla = len[0], nfa = len[1], nlb = len[2], nfb = len[3];
     if (ra)
         nla = m_ab; /* a staged side's particles all leave, in their order */
     if (rb)
@@ -372,21 +358,21 @@ __global__ void __launch_bounds__(GPU_THREADS) k_sort_extract(const __grid_const
     const gpu_parts out = a.area[e.y >> 8];
     const int s0 = a.start[e.x], n = a.count[e.x];
     const uint8_t *code = a.p.code + s0;
-    int got;
-    ordered_compact<1>(
+    const int got = ordered_compact(
         (n + 31) / 32,
-        [&](int g, unsigned *m) {
-            unsigned fm;
-            code_masks(code, 32 * g, n, n, dir, shift, m[0], fm);
+        [&](int g) {
+            unsigned lm, fm;
+            code_masks(code, 32 * g, n, n, dir, shift, lm, fm);
+            return lm;
         },
-        [&](int, int at, unsigned lm, int i) {
+        [&](int at, unsigned lm, int i) {
             for (int k = at; lm && k < e.w; k++) {
                 const int b = __ffs(lm) - 1;
                 lm &= lm - 1u;
                 gpu_parts_put(out, e.z + k, gpu_parts_get(a.p, s0 + i + b));
             }
         },
-        wsum, &got);
+        wsum);
     if (threadIdx.x == 0 && got != e.w) /* the codes do not match the histograms */
         atomicOr(&a.flags[2], 1);
 }
@@ -796,6 +782,24 @@ static gpu_parts parts_at(char *p, size_t n, int idw, int zb)
     return q;
 }
 
+/* Leavers of a cluster in a pass above which the pass runs blocks of 1024 threads: a heated
+ * foil's clusters of 260 k particles lose thousands a pass, and their moves (a round trip to
+ * memory per leaver and thread) decided the pass with one block of GPU_THREADS per pair. */
+#define SORT_WIDE 1024
+
+/* k_sort_pass over the pairs of grid.x and the species of all (see there). */
+static void sort_pass(gpu_state *g, const ksorts *all, dim3 grid, size_t smem, int axis,
+                      int first, int n, int periodic, int border, int hipos)
+{
+    if (all->lcap > SORT_WIDE)
+        k_sort_pass<1024><<<grid, 1024, smem, g->stream>>>(*all, axis, first, n, g->ncx,
+                                                          periodic, g->own, border, hipos);
+    else
+        k_sort_pass<GPU_THREADS><<<grid, GPU_THREADS, smem, g->stream>>>(
+            *all, axis, first, n, g->ncx, periodic, g->own, border, hipos);
+    GPU_LAUNCHED(g, "k_sort_pass");
+}
+
 /* The shifted pass along `axis` across this rank's borders (several ranks; docs/design.md
  * §13): the pair (hi0 - 1, hi0) of each row (column) with the rank above, (lo0 - 1, lo0)
  * with the rank below. Every rank knows all leaver counts from the summed histograms
@@ -896,10 +900,8 @@ static void border_pass(gpu_state *g, const pic_state *st, ksorts *all, const in
     }
     gpu_exchange_end(g, ex);
     const int rows = axis ? g->ncx : g->ncy; /* the pairs' rows (columns) of the whole box */
-    k_sort_pass<<<dim3((unsigned)(n / 2 * rows), (unsigned)nsort), GPU_THREADS, smem,
-                  g->stream>>>(*all, axis, 1, n, g->ncx, axis ? cl->periodic_y : cl->periodic_x,
-                               g->own, 1, hi0 % n);
-    GPU_LAUNCHED(g, "k_sort_pass");
+    sort_pass(g, all, dim3((unsigned)(n / 2 * rows), (unsigned)nsort), smem, axis, 1, n,
+              axis ? cl->periodic_y : cl->periodic_x, 1, hi0 % n);
 }
 
 /* border_pass on border_stream (gpu_state.border_entries) once the main stream has run the
@@ -957,9 +959,8 @@ static void launch_passes(gpu_state *g, const pic_state *st, ksorts *all, const 
         if (beside)
             border_pass_beside(g, st, all, which, nsort, axis, smem, net);
         const int n = axis ? g->ncy : g->ncx, m = axis ? g->ncx : g->ncy;
-        k_sort_pass<<<dim3((unsigned)(n / 2 * m), (unsigned)nsort), GPU_THREADS, smem,
-                      g->stream>>>(*all, axis, first, n, g->ncx, axis ? py : px, g->own, 0, -1);
-        GPU_LAUNCHED(g, "k_sort_pass");
+        sort_pass(g, all, dim3((unsigned)(n / 2 * m), (unsigned)nsort), smem, axis, first, n,
+                  axis ? py : px, 0, -1);
         if (beside)
             GPU_CK(cudaStreamWaitEvent(g->main_stream, g->border_done, 0));
     }
