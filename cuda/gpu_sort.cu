@@ -264,18 +264,17 @@ __device__ __forceinline__ void pair_moves(const gpu_parts &pa, const gpu_parts 
  * does not depend on thread scheduling. Each thread then loads a leaver and the filler of
  * its hole before it stores either: two dependent memory round trips per pair. 4 blocks per
  * multiprocessor (64 registers, a few bytes spilled) keep more loads in flight than 3 blocks
- * of 80 registers (the sort of the hot decks measured 3-9 % shorter). THREADS: GPU_THREADS,
- * or 1024 where a cluster has thousands of leavers (sort_pass). */
-template <int THREADS>
-__global__ void __launch_bounds__(THREADS, 1024 / THREADS)
+ * of 80 registers (the sort of the hot decks measured 3-9 % shorter). */
+__global__ void __launch_bounds__(GPU_THREADS, 4)
     k_sort_pass(const __grid_constant__ ksorts all, int axis, int first, int n, int ncx,
-                int periodic, int4 own, int border, int hipos)
+                int periodic, int4 own, int border, int hipos, int3 span)
 {
     extern __shared__ int slist[];
-    __shared__ unsigned long long wtot[THREADS / 32]; /* the compaction's warp totals */
+    __shared__ unsigned long long wtot[GPU_THREADS / 32]; /* the compaction's warp totals */
     const ksort &a = all.s[blockIdx.y];
     const int pairs = n / 2, q = blockIdx.x, tid = threadIdx.x;
-    const int lo = first + 2 * (q % pairs), other = q / pairs;
+    const int k = ((span.x + q % span.y) % pairs + pairs) % pairs; /* pass_span's pairs */
+    const int lo = first + 2 * k, other = span.z + q / span.y;
     int hi = lo + 1;
     if (hi == n) {
         if (!periodic)
@@ -782,21 +781,34 @@ static gpu_parts parts_at(char *p, size_t n, int idw, int zb)
     return q;
 }
 
-/* Leavers of a cluster in a pass above which the pass runs blocks of 1024 threads: a heated
- * foil's clusters of 260 k particles lose thousands a pass, and their moves (a round trip to
- * memory per leaver and thread) decided the pass with one block of GPU_THREADS per pair. */
-#define SORT_WIDE 1024
+/* The pairs (lo, lo + 1), lo = first + 2 k, of a pass along `axis` (n clusters) that hold a
+ * cluster of this rank: k from span.x on for span.y pairs (modulo the n / 2 of the axis: lo
+ * from own's start - 1 to its end - 1, the periodic pair (n - 1, 0) included), in the rows
+ * from span.z on of own's extent across the axis; *rows: their number. */
+static int3 pass_span(const gpu_state *g, int axis, int first, int n, int *rows)
+{
+    const int4 o = g->own;
+    const int a0 = axis ? o.z : o.x, a1 = axis ? o.w : o.y;
+    const int x = a0 - 1 - first, y = a1 - 1 - first; /* lo - first at both ends, >= -2 */
+    const int k0 = x >= 0 ? (x + 1) / 2 : x / 2, k1 = y >= 0 ? y / 2 : -1; /* ceil, floor */
+    const int kn = k1 - k0 + 1 < n / 2 ? k1 - k0 + 1 : n / 2;
+    *rows = axis ? o.y - o.x : o.w - o.z;
+    return make_int3(k0, kn > 0 ? kn : 0, axis ? o.x : o.z);
+}
 
-/* k_sort_pass over the pairs of grid.x and the species of all (see there). */
-static void sort_pass(gpu_state *g, const ksorts *all, dim3 grid, size_t smem, int axis,
+/* k_sort_pass over this rank's pairs (pass_span) and the species of all: a grid over the
+ * whole box's pairs had each rank launch every other rank's too (a 4-rank foil's pass, 7680
+ * blocks, 3/4 of them idle). */
+static void sort_pass(gpu_state *g, const ksorts *all, int nsort, size_t smem, int axis,
                       int first, int n, int periodic, int border, int hipos)
 {
-    if (all->lcap > SORT_WIDE)
-        k_sort_pass<1024><<<grid, 1024, smem, g->stream>>>(*all, axis, first, n, g->ncx,
-                                                          periodic, g->own, border, hipos);
-    else
-        k_sort_pass<GPU_THREADS><<<grid, GPU_THREADS, smem, g->stream>>>(
-            *all, axis, first, n, g->ncx, periodic, g->own, border, hipos);
+    int rows;
+    const int3 span = pass_span(g, axis, first, n, &rows);
+    if (span.y == 0 || rows == 0)
+        return;
+    k_sort_pass<<<dim3((unsigned)(span.y * rows), (unsigned)nsort), GPU_THREADS, smem,
+                  g->stream>>>(*all, axis, first, n, g->ncx, periodic, g->own, border, hipos,
+                               span);
     GPU_LAUNCHED(g, "k_sort_pass");
 }
 
@@ -899,9 +911,8 @@ static void border_pass(gpu_state *g, const pic_state *st, ksorts *all, const in
                                off[k][4] - off[k][2], cudaMemcpyHostToDevice, g->stream));
     }
     gpu_exchange_end(g, ex);
-    const int rows = axis ? g->ncx : g->ncy; /* the pairs' rows (columns) of the whole box */
-    sort_pass(g, all, dim3((unsigned)(n / 2 * rows), (unsigned)nsort), smem, axis, 1, n,
-              axis ? cl->periodic_y : cl->periodic_x, 1, hi0 % n);
+    sort_pass(g, all, nsort, smem, axis, 1, n, axis ? cl->periodic_y : cl->periodic_x, 1,
+              hi0 % n);
 }
 
 /* border_pass on border_stream (gpu_state.border_entries) once the main stream has run the
@@ -958,9 +969,8 @@ static void launch_passes(gpu_state *g, const pic_state *st, ksorts *all, const 
                  bgeom_of(st->cl, axis).m;
         if (beside)
             border_pass_beside(g, st, all, which, nsort, axis, smem, net);
-        const int n = axis ? g->ncy : g->ncx, m = axis ? g->ncx : g->ncy;
-        sort_pass(g, all, dim3((unsigned)(n / 2 * m), (unsigned)nsort), smem, axis, first, n,
-                  axis ? py : px, 0, -1);
+        sort_pass(g, all, nsort, smem, axis, first, axis ? g->ncy : g->ncx, axis ? py : px, 0,
+                  -1);
         if (beside)
             GPU_CK(cudaStreamWaitEvent(g->main_stream, g->border_done, 0));
     }

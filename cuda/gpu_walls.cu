@@ -11,8 +11,8 @@
 
 /* ---- setup ---- */
 
-/* Each species' walls (species_walls), its edge clusters onto the device, and whether some
- * side absorbs. */
+/* Each species' walls (species_walls), its edge clusters of this rank onto the device, and
+ * whether some side absorbs. */
 void gpu_walls_setup(gpu_state *g, const pic_state *st)
 {
     const emf *f = st->f;
@@ -23,7 +23,7 @@ void gpu_walls_setup(gpu_state *g, const pic_state *st)
         species_walls(h, cl, f->nx, f->ny, &d->walls);
         int *list = (int *)empic_alloc((size_t)cl->n * sizeof(int), "wall clusters"), n = 0;
         for (int c = 0; c < cl->n; c++)
-            if (species_on_wall(h, cl, c))
+            if (species_on_wall(h, cl, c) && in_box(g->own, c % cl->ncx, c / cl->ncx))
                 list[n++] = c;
         d->nedge = h->immobile ? 0 : n;
         d->absorbing = 0;
