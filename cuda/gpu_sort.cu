@@ -85,12 +85,20 @@ typedef struct {
     int m;
 } ksort;
 
+/* Slots of a cluster's segment above which a species' sort kernels run blocks of
+ * SORT_WIDE_THREADS: one block per pair (per border cluster) of a foil's clusters of 260 k
+ * particles ran ~90 us a pass with GPU_THREADS, issue-bound on its 8 warps while the other
+ * multiprocessors idled. */
+#define SORT_WIDE_SLOTS 65536
+#define SORT_WIDE_THREADS 1024
+
 /* The species a pass sorts (blockIdx.y) and their lists in device memory when they do not
  * fit in shared memory. */
 typedef struct {
     ksort s[DECK_MAX_SPECIES];
-    int *lists; /* NULL: lists in shared memory */
-    int lcap;   /* entries per list */
+    int *lists;  /* NULL: lists in shared memory */
+    int lcap;    /* entries per list */
+    int threads; /* per block: GPU_THREADS, or SORT_WIDE_THREADS (ksorts_add) */
 } ksorts;
 
 /* Write slot i + b for each set bit b of mask, in bit order, from list[at] on. */
@@ -264,13 +272,15 @@ __device__ __forceinline__ void pair_moves(const gpu_parts &pa, const gpu_parts 
  * does not depend on thread scheduling. Each thread then loads a leaver and the filler of
  * its hole before it stores either: two dependent memory round trips per pair. 4 blocks per
  * multiprocessor (64 registers, a few bytes spilled) keep more loads in flight than 3 blocks
- * of 80 registers (the sort of the hot decks measured 3-9 % shorter). */
-__global__ void __launch_bounds__(GPU_THREADS, 4)
+ * of 80 registers (the sort of the hot decks measured 3-9 % shorter). THREADS: GPU_THREADS
+ * or SORT_WIDE_THREADS (ksorts.threads). */
+template <int THREADS>
+__global__ void __launch_bounds__(THREADS, 1024 / THREADS)
     k_sort_pass(const __grid_constant__ ksorts all, int axis, int first, int n, int ncx,
                 int periodic, int4 own, int border, int hipos, int3 span)
 {
     extern __shared__ int slist[];
-    __shared__ unsigned long long wtot[GPU_THREADS / 32]; /* the compaction's warp totals */
+    __shared__ unsigned long long wtot[THREADS / 32]; /* the compaction's warp totals */
     const ksort &a = all.s[blockIdx.y];
     const int pairs = n / 2, q = blockIdx.x, tid = threadIdx.x;
     const int k = ((span.x + q % span.y) % pairs + pairs) % pairs; /* pass_span's pairs */
@@ -345,8 +355,9 @@ __global__ void __launch_bounds__(GPU_THREADS, 4)
 /* The leavers that cross a rank border in a shifted pass, copied out in slot order (the
  * order k_sort_pass takes them): entry blockIdx.x of species blockIdx.y's table is (cluster,
  * area and code field << 8 | direction, first slot in the area, count). */
-__global__ void __launch_bounds__(GPU_THREADS) k_sort_extract(const __grid_constant__ ksorts all,
-                                                                int shift)
+template <int THREADS>
+__global__ void __launch_bounds__(THREADS) k_sort_extract(const __grid_constant__ ksorts all,
+                                                          int shift)
 {
     __shared__ int wsum[32];
     const ksort &a = all.s[blockIdx.y];
@@ -806,9 +817,13 @@ static void sort_pass(gpu_state *g, const ksorts *all, int nsort, size_t smem, i
     const int3 span = pass_span(g, axis, first, n, &rows);
     if (span.y == 0 || rows == 0)
         return;
-    k_sort_pass<<<dim3((unsigned)(span.y * rows), (unsigned)nsort), GPU_THREADS, smem,
-                  g->stream>>>(*all, axis, first, n, g->ncx, periodic, g->own, border, hipos,
-                               span);
+    const dim3 grid((unsigned)(span.y * rows), (unsigned)nsort);
+    if (all->threads == SORT_WIDE_THREADS)
+        k_sort_pass<SORT_WIDE_THREADS><<<grid, SORT_WIDE_THREADS, smem, g->stream>>>(
+            *all, axis, first, n, g->ncx, periodic, g->own, border, hipos, span);
+    else
+        k_sort_pass<GPU_THREADS><<<grid, GPU_THREADS, smem, g->stream>>>(
+            *all, axis, first, n, g->ncx, periodic, g->own, border, hipos, span);
     GPU_LAUNCHED(g, "k_sort_pass");
 }
 
@@ -884,8 +899,12 @@ static void border_pass(gpu_state *g, const pic_state *st, ksorts *all, const in
         GPU_CK(cudaMemcpyAsync(B->table, ht, 4 * (size_t)m * sizeof(int4),
                                cudaMemcpyHostToDevice, g->stream));
     }
-    k_sort_extract<<<dim3(2 * (unsigned)m, (unsigned)nsort), GPU_THREADS, 0, g->stream>>>(
-        *all, axis ? 2 : 0);
+    const dim3 grid(2 * (unsigned)m, (unsigned)nsort);
+    if (all->threads == SORT_WIDE_THREADS)
+        k_sort_extract<SORT_WIDE_THREADS>
+            <<<grid, SORT_WIDE_THREADS, 0, g->stream>>>(*all, axis ? 2 : 0);
+    else
+        k_sort_extract<GPU_THREADS><<<grid, GPU_THREADS, 0, g->stream>>>(*all, axis ? 2 : 0);
     GPU_LAUNCHED(g, "k_sort_extract");
     const int ex = gpu_exchange_begin(g);
     if (g->nccl) /* device to device in the stream (gpu_nccl.cu) */
@@ -990,6 +1009,16 @@ static ksort ksort_of(gpu_state *g, int s)
     return k;
 }
 
+/* Species s as the next of all (which[k]: its index), and the blocks' width for it. */
+static void ksorts_add(gpu_state *g, ksorts *all, int *which, int *n, int s)
+{
+    which[*n] = s;
+    all->s[(*n)++] = ksort_of(g, s);
+    all->threads = all->threads == SORT_WIDE_THREADS || g->sp[s].cap_max > SORT_WIDE_SLOTS
+                       ? SORT_WIDE_THREADS
+                       : GPU_THREADS;
+}
+
 /* Decks with drops: the drops and the bookkeeping of the species `on` (drops[s]: species s
  * drops particles), one read-back of their flags; then, from the second such sort on, the
  * passes launched with the last step's list capacity (returned; 0: none launched) before
@@ -1017,8 +1046,7 @@ static int sort_early(gpu_state *g, pic_state *st, const int *on, const int *dro
     for (int s = 0; s < g->nsp; s++) {
         if (!on[s])
             continue;
-        which[nsort] = s;
-        all.s[nsort++] = ksort_of(g, s);
+        ksorts_add(g, &all, which, &nsort, s);
     }
     read_flags(g);
     border_counts_down(g, st, prep);
@@ -1083,12 +1111,10 @@ void gpu_sort(void *ctx, pic_state *st, int window, long long *dropped)
         }
         if (hf[1] == 0 && g->ranks == 1)
             continue; /* no particle crossed a cluster border (over ranks: some may arrive) */
-        which[nsort] = s;
-        all.s[nsort++] = ksort_of(g, s);
+        ksorts_add(g, &all, which, &nsort, s);
         all.lcap = hf[1] > all.lcap ? hf[1] : all.lcap;
         if (spec > 0 && !early && g->ranks > 1) { /* its passes 0 and 1 again */
-            rwhich[nredo] = s;
-            redo.s[nredo++] = ksort_of(g, s);
+            ksorts_add(g, &redo, rwhich, &nredo, s);
             redo.lcap = hf[1] > redo.lcap ? hf[1] : redo.lcap;
         }
     }
