@@ -592,20 +592,43 @@ void species_free(species *s)
     memset(s, 0, sizeof *s);
 }
 
+void species_array_table(const species *s, char *a[SPECIES_ARRAYS], size_t e[SPECIES_ARRAYS])
+{
+    char *const all[SPECIES_ARRAYS] = {(char *)s->cell, (char *)s->x,  (char *)s->y,
+                                       (char *)s->ux,   (char *)s->uy, (char *)s->uz,
+                                       (char *)s->w,    (char *)s->code, (char *)s->id,
+                                       (char *)s->z};
+    static const size_t size[SPECIES_ARRAYS] = {4, 4, 4, 4, 4, 4, 4, 1, 8, 1};
+    for (int k = 0; k < SPECIES_ARRAYS; k++) {
+        a[k] = all[k];
+        e[k] = size[k];
+    }
+}
+
+/* The arrays of s that it has with their element sizes, in species_pack's order; returns
+ * their number. */
+static int packed_arrays(const species *s, char *a[SPECIES_ARRAYS], size_t e[SPECIES_ARRAYS])
+{
+    char *all[SPECIES_ARRAYS];
+    size_t size[SPECIES_ARRAYS];
+    species_array_table(s, all, size);
+    int n = 0;
+    for (int k = 0; k < SPECIES_ARRAYS; k++)
+        if (all[k]) {
+            a[n] = all[k];
+            e[n++] = size[k];
+        }
+    return n;
+}
+
 void species_copy_range(species *d, size_t to, const species *s, size_t from, size_t n)
 {
-    memcpy(d->cell + to, s->cell + from, n * sizeof(uint32_t));
-    memcpy(d->x + to, s->x + from, n * sizeof(float));
-    memcpy(d->y + to, s->y + from, n * sizeof(float));
-    memcpy(d->ux + to, s->ux + from, n * sizeof(float));
-    memcpy(d->uy + to, s->uy + from, n * sizeof(float));
-    memcpy(d->uz + to, s->uz + from, n * sizeof(float));
-    memcpy(d->w + to, s->w + from, n * sizeof(float));
-    memcpy(d->code + to, s->code + from, n);
-    if (d->id)
-        memcpy(d->id + to, s->id + from, n * sizeof(uint64_t));
-    if (d->z)
-        memcpy(d->z + to, s->z + from, n);
+    char *a[SPECIES_ARRAYS], *b[SPECIES_ARRAYS];
+    size_t e[SPECIES_ARRAYS];
+    const int na = packed_arrays(d, a, e);
+    packed_arrays(s, b, e); /* the same arrays as d's */
+    for (int k = 0; k < na; k++)
+        memcpy(a[k] + to * e[k], b[k] + from * e[k], n * e[k]);
 }
 
 void species_relayout(species *s, const clusters *cl, const int *count, const int *need,
@@ -714,35 +737,6 @@ long long species_misplaced(const species *s, const clusters *cl)
 int species_tracked(const deck *d, int index)
 {
     return d->tracks_every > 0 && ((d->tracks_species_mask >> index) & 1);
-}
-
-void species_array_table(const species *s, char *a[SPECIES_ARRAYS], size_t e[SPECIES_ARRAYS])
-{
-    char *const all[SPECIES_ARRAYS] = {(char *)s->cell, (char *)s->x,  (char *)s->y,
-                                       (char *)s->ux,   (char *)s->uy, (char *)s->uz,
-                                       (char *)s->w,    (char *)s->code, (char *)s->id,
-                                       (char *)s->z};
-    static const size_t size[SPECIES_ARRAYS] = {4, 4, 4, 4, 4, 4, 4, 1, 8, 1};
-    for (int k = 0; k < SPECIES_ARRAYS; k++) {
-        a[k] = all[k];
-        e[k] = size[k];
-    }
-}
-
-/* The arrays of s that it has with their element sizes, in species_pack's order; returns
- * their number. */
-static int packed_arrays(const species *s, char *a[SPECIES_ARRAYS], size_t e[SPECIES_ARRAYS])
-{
-    char *all[SPECIES_ARRAYS];
-    size_t size[SPECIES_ARRAYS];
-    species_array_table(s, all, size);
-    int n = 0;
-    for (int k = 0; k < SPECIES_ARRAYS; k++)
-        if (all[k]) {
-            a[n] = all[k];
-            e[n++] = size[k];
-        }
-    return n;
 }
 
 size_t species_slot_bytes(const species *s)
