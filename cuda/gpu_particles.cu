@@ -935,6 +935,15 @@ __global__ void __launch_bounds__(1024) k_cluster_order(const __grid_constant__ 
  * spare blocks; queue[2]: the slots every split entry would want (the host grows the slots
  * to it). Only the speed depends on the split. One block of 1024 threads, each taking a
  * run of the entries: one block-wide scan, not one per 1024 entries. */
+/* k_cluster_plan's word for entry i of the order: the parts of a split (low word) and 1
+ * (high word) for an entry of more than `heavy` particles, else 0; *e: the entry. */
+__device__ __forceinline__ long long plan_word(const kpart &a, int i, int heavy, int *e)
+{
+    *e = a.order[i];
+    const int cnt = a.sp[*e / a.ncl].count[*e % a.ncl];
+    return cnt > heavy ? (long long)((cnt + GPU_CHUNK - 1) / GPU_CHUNK) | 1ll << 32 : 0;
+}
+
 __global__ void __launch_bounds__(1024) k_cluster_plan(const __grid_constant__ kpart a,
                                                        int nsp, int heavy, int slots)
 {
@@ -943,14 +952,13 @@ __global__ void __launch_bounds__(1024) k_cluster_plan(const __grid_constant__ k
     const int i0 = min(n, (int)threadIdx.x * w), i1 = min(n, i0 + w); /* this thread's range */
     /* slots (low word) and split entries (high word) of the range, then before each entry */
     long long own = 0, total;
-    for (int i = i0; i < i1; i++) {
-        const int e = a.order[i], cnt = a.sp[e / a.ncl].count[e % a.ncl];
-        own += cnt > heavy ? (long long)((cnt + GPU_CHUNK - 1) / GPU_CHUNK) | 1ll << 32 : 0;
-    }
+    int e;
+    for (int i = i0; i < i1; i++)
+        own += plan_word(a, i, heavy, &e);
     long long at = gpu_block_scan(own, warps, &total);
     for (int i = i0; i < i1; i++) {
-        const int e = a.order[i], cnt = a.sp[e / a.ncl].count[e % a.ncl];
-        const int parts = cnt > heavy ? (cnt + GPU_CHUNK - 1) / GPU_CHUNK : 0;
+        const long long word = plan_word(a, i, heavy, &e);
+        const int parts = (int)(word & 0xffffffffll);
         const int slot = (int)(at & 0xffffffffll), queued = slot - (int)(at >> 32);
         const int fits = parts && slot + parts <= slots;
         a.split.first[e] = fits ? slot : -1;
@@ -958,7 +966,7 @@ __global__ void __launch_bounds__(1024) k_cluster_plan(const __grid_constant__ k
             a.split.parts[queued + k - 1] = make_int2(e, k);
         if (fits)
             atomicMax(&a.split.queue[1], queued + parts - 1);
-        at += parts ? (long long)parts | 1ll << 32 : 0;
+        at += word;
     }
     if (threadIdx.x == 0)
         a.split.queue[2] = (int)(total & 0xffffffffll);

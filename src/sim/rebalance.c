@@ -51,8 +51,9 @@ static void extremes(const clusters *cl, const double *w, const int *bx, const i
 }
 
 /* The borders that balance the mobile particles per cluster (count: every species' counts
- * of all ranks) into bx, by; the extremes of the loads before and after into mm. */
-static void borders_for(const sim *S, const int *count, int *bx, int *by, double mm[4])
+ * of all ranks) into bx, by; the extremes of the loads before and after into mm. Returns
+ * the mobile particles of all ranks. */
+static double borders_for(const sim *S, const int *count, int *bx, int *by, double mm[4])
 {
     const clusters *cl = &S->cl;
     const int n = cl->n;
@@ -61,15 +62,18 @@ static void borders_for(const sim *S, const int *count, int *bx, int *by, double
     for (int s = 0; s < S->d.nspecies; s++)
         for (int c = 0; !S->d.species[s].immobile && c < n; c++)
             w[c] += count[(size_t)s * n + c];
+    double total = 0.0;
     for (int c = 0; c < n; c++) {
         col[c % cl->ncx / 2] += w[c];
         row[c / cl->ncx / 2] += w[c];
+        total += w[c];
     }
     partition(col, cl->ncx / 2, cl->nrx, bx);
     partition(row, cl->ncy / 2, cl->nry, by);
     extremes(cl, w, cl->bx, cl->by, mm);
     extremes(cl, w, bx, by, mm + 2);
     free(w);
+    return total;
 }
 
 /* borders_for the run's particles now (the backend's counts, or the host's before it opens). */
@@ -245,18 +249,15 @@ int rebalance_start(sim *S, int *count)
     const deck *d = &S->d;
     clusters *cl = &S->cl;
     const int n = cl->n;
-    double total = 0.0, mm[4], part_s[3] = {0.0, 0.0, 0.0};
+    double mm[4], part_s[3] = {0.0, 0.0, 0.0};
     size_t unit[DECK_MAX_SPECIES];
     for (int s = 0; s < d->nspecies; s++) /* the count that species_init would make */
         unit[s] = species_load_counts(d, s, cl, count + (size_t)s * n);
     comm_sum_int(count, (size_t)d->nspecies * n);
     const double t0 = omp_get_wtime();
-    for (int s = 0; s < d->nspecies; s++)
-        for (int c = 0; !d->species[s].immobile && c < n; c++)
-            total += count[(size_t)s * n + c];
     int *b = empic_alloc((size_t)(cl->nrx + cl->nry + 2) * sizeof(int), "rebalance");
     const int *bx = b, *by = b + cl->nrx + 1;
-    borders_for(S, count, b, b + cl->nrx + 1, mm);
+    const double total = borders_for(S, count, b, b + cl->nrx + 1, mm);
     reshare_plan share; /* for fits: this rank's new share on the host */
     memset(&share, 0, sizeof share);
     share.host_bytes = reshare_load_bytes(S, bx, by, count, unit);
