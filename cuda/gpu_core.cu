@@ -763,8 +763,8 @@ static void open_tables(gpu_state *g, const pic_state *st)
     x->first = (int *)gpu_malloc(g, 2 * (size_t)g->ncl * g->nsp * sizeof(int), "cluster parts");
     x->done = x->first + (size_t)g->ncl * g->nsp;
     GPU_CK(cudaMemset(x->done, 0, (size_t)g->ncl * g->nsp * sizeof(int)));
-    x->queue = (int *)gpu_malloc(g, 3 * sizeof(int), "cluster parts");
-    GPU_CK(cudaMemset(x->queue, 0, 3 * sizeof(int)));
+    x->queue = (int *)gpu_malloc(g, 4 * sizeof(int), "cluster parts");
+    GPU_CK(cudaMemset(x->queue, 0, 4 * sizeof(int)));
     GPU_CK(cudaMallocHost(&x->h_want, sizeof(int)));
     *x->h_want = 0;
     g->flags = (int *)gpu_malloc(g, 4 * DECK_MAX_SPECIES * sizeof(int), "flags");

@@ -96,7 +96,7 @@ typedef struct {
 typedef struct {
     int *first, *done;            /* per entry (device) */
     int *queue;                   /* [0] next part to take, [1] parts in `parts`, [2] slots
-                                     the last plan wanted */
+                                     the last plan wanted, [3] entries it split */
     int2 *parts;                  /* (entry, part) of the parts after the first */
     long long *tiles;
     int *hist, *live;

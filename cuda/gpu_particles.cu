@@ -542,7 +542,7 @@ __device__ __forceinline__ void push_finish(const kpart &a, float *sf, pshared &
 }
 
 /* The particle kernel: the first `spare` blocks take the parts after the first of the split
- * entries in turn (k_cluster_plan's queue, heaviest entries first), then one block per entry
+ * entries in turn (k_cluster_plan's queue, about heaviest first), then one block per entry
  * (a cluster of a mobile species) runs it whole or its first part, in k_cluster_order's
  * order; without PARTS (no entry split this step) each block runs its entry whole, with no
  * part logic on its path. 512 threads, 2 blocks per multiprocessor (64 registers): the
@@ -929,47 +929,35 @@ __global__ void __launch_bounds__(1024) k_cluster_order(const __grid_constant__ 
         order[atomicAdd(&cls[order_class(a.sp[k / ncl].count[k % ncl], most)], 1)] = k;
 }
 
-/* The parts of this step (gpu_split): in k_cluster_order's order, each entry of more than
- * `heavy` particles split into its chunks while the slots last (its first part's slot in
- * first[e], -1 for the entries that run whole), the parts after each first queued for the
- * spare blocks; queue[2]: the slots every split entry would want (the host grows the slots
- * to it). Only the speed depends on the split. One block of 1024 threads, each taking a
- * run of the entries: one block-wide scan, not one per 1024 entries. */
-/* k_cluster_plan's word for entry i of the order: the parts of a split (low word) and 1
- * (high word) for an entry of more than `heavy` particles, else 0; *e: the entry. */
-__device__ __forceinline__ long long plan_word(const kpart &a, int i, int heavy, int *e)
+/* The parts of this step (gpu_split): each entry of more than `heavy` particles split into
+ * its chunks while the slots last (its first part's slot in first[e], -1 for the entries
+ * that run whole), the parts after each first queued for the spare blocks. A thread per
+ * entry of k_cluster_order's order (heaviest first, as the blocks start) claims its slots
+ * with one 64-bit atomic on queue[2..3]: the slots in the low word, the split entries in the
+ * high word, so the parts queued before it are the difference. The entries that fit are the
+ * first to claim: the queue has no gaps. queue[2] ends as the slots every split entry would
+ * want (the host grows the slots to it). Only the speed depends on the split and its order
+ * (each part's sums are added up in part order). */
+__global__ void k_cluster_plan(const __grid_constant__ kpart a, int nsp, int heavy, int slots)
 {
-    *e = a.order[i];
-    const int cnt = a.sp[*e / a.ncl].count[*e % a.ncl];
-    return cnt > heavy ? (long long)((cnt + GPU_CHUNK - 1) / GPU_CHUNK) | 1ll << 32 : 0;
-}
-
-__global__ void __launch_bounds__(1024) k_cluster_plan(const __grid_constant__ kpart a,
-                                                       int nsp, int heavy, int slots)
-{
-    __shared__ long long warps[32];
-    const int n = nsp * a.ncl, w = (n + (int)blockDim.x - 1) / (int)blockDim.x;
-    const int i0 = min(n, (int)threadIdx.x * w), i1 = min(n, i0 + w); /* this thread's range */
-    /* slots (low word) and split entries (high word) of the range, then before each entry */
-    long long own = 0, total;
-    int e;
-    for (int i = i0; i < i1; i++)
-        own += plan_word(a, i, heavy, &e);
-    long long at = gpu_block_scan(own, warps, &total);
-    for (int i = i0; i < i1; i++) {
-        const long long word = plan_word(a, i, heavy, &e);
-        const int parts = (int)(word & 0xffffffffll);
-        const int slot = (int)(at & 0xffffffffll), queued = slot - (int)(at >> 32);
-        const int fits = parts && slot + parts <= slots;
-        a.split.first[e] = fits ? slot : -1;
-        for (int k = 1; fits && k < parts; k++)
-            a.split.parts[queued + k - 1] = make_int2(e, k);
-        if (fits)
-            atomicMax(&a.split.queue[1], queued + parts - 1);
-        at += word;
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= nsp * a.ncl)
+        return;
+    const int e = a.order[i], cnt = a.sp[e / a.ncl].count[e % a.ncl];
+    const int parts = (cnt + GPU_CHUNK - 1) / GPU_CHUNK;
+    if (cnt <= heavy) {
+        a.split.first[e] = -1;
+        return;
     }
-    if (threadIdx.x == 0)
-        a.split.queue[2] = (int)(total & 0xffffffffll);
+    const unsigned long long at = atomicAdd((unsigned long long *)(a.split.queue + 2),
+                                            (unsigned long long)parts | 1ull << 32);
+    const int slot = (int)(at & 0xffffffffull), queued = slot - (int)(at >> 32);
+    const int fits = slot + parts <= slots;
+    a.split.first[e] = fits ? slot : -1;
+    for (int k = 1; fits && k < parts; k++)
+        a.split.parts[queued + k - 1] = make_int2(e, k);
+    if (fits)
+        atomicMax(&a.split.queue[1], queued + parts - 1);
 }
 
 /* Room for `want` part slots (the split's last plan asked for them; 1/4 more). */
@@ -1018,8 +1006,9 @@ static void split_plan(gpu_state *g, const pic_state *st, kpart *a, int m, const
                                   waited for */
     a->split = *x;
     a->spare = x->slots ? 2 * g->nsm : 0;
-    GPU_CK(cudaMemsetAsync(x->queue, 0, 2 * sizeof(int), g->stream));
-    k_cluster_plan<<<1, 1024, 0, g->stream>>>(*a, m, heavy, x->slots);
+    GPU_CK(cudaMemsetAsync(x->queue, 0, 4 * sizeof(int), g->stream));
+    k_cluster_plan<<<gpu_blocks((size_t)m * g->ncl, 256), 256, 0, g->stream>>>(*a, m, heavy,
+                                                                               x->slots);
     GPU_LAUNCHED(g, "k_cluster_plan");
     GPU_CK(cudaMemcpyAsync(x->h_want, x->queue + 2, sizeof(int), cudaMemcpyDeviceToHost,
                            g->stream));
