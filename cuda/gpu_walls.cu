@@ -55,6 +55,7 @@ typedef struct {
     uint32_t *cell;
     uint8_t *code;
     const int *start, *count, *edge, *x0, *y0, *cx_of, *cy_of;
+    const int *live;          /* per cluster: its tile holds this step's current */
     int *hist;
     long long *tiles;
     int tile_stride;
@@ -75,8 +76,10 @@ __global__ void k_walls(const __grid_constant__ kwalls_all all)
         return;
     const kwalls &a = all.s[blockIdx.y];
     const int c = a.edge[blockIdx.x], cx = c % a.w.ncx, cy = c / a.w.ncx;
-    const pbnd_edges e = pbnd_edges_of(&a.w, cx, cy);
     const int s0 = a.start[c], n = a.count[c];
+    if (n == 0)
+        return; /* nothing moved, nothing deposited (most edge clusters of a foil's box) */
+    const pbnd_edges e = pbnd_edges_of(&a.w, cx, cy);
     int *hist = a.hist + 9 * c;
     double v = 0.0; /* the energy the walls took: each thread's particles in order, then a
                        fixed-order sum over the block */
@@ -90,12 +93,19 @@ __global__ void k_walls(const __grid_constant__ kwalls_all all)
     }
     __shared__ double sh[32];
     v = gpu_block_sum(v, sh);
-    if (threadIdx.x == 0) {
+    if (threadIdx.x == 0)
         a.lost[c] += v;
-        const cluster_tile T = cluster_tile_of(a.x0, a.y0, a.w.ncx, c);
-        const int tsz = T.w * T.h;
-        long long *t = a.tiles + (size_t)c * a.tile_stride;
-        pbnd_fold_tile_fixed(&a.w, cx, cy, &T, t, t + tsz, t + 2 * tsz);
+    if (!a.live[c])
+        return; /* a tile not stored this step: the sums skip it */
+    /* the fold, its lines shared by the block's threads (one thread's chain of dependent
+       loads took ~90 us) */
+    const cluster_tile T = cluster_tile_of(a.x0, a.y0, a.w.ncx, c);
+    const int tsz = T.w * T.h;
+    long long *t = a.tiles + (size_t)c * a.tile_stride;
+    for (int side = SIDE_XMIN; side <= SIDE_YMAX; side++) {
+        pbnd_fold_side_fixed(&a.w, side, cx, cy, &T, t, t + tsz, t + 2 * tsz, threadIdx.x,
+                             blockDim.x);
+        __syncthreads();
     }
 }
 
@@ -109,7 +119,8 @@ void gpu_walls_clusters(gpu_state *g, const pic_state *st, int n, const int *whi
             continue;
         long long *tiles = g->tiles + k * g->tile_set;
         all.s[m] = kwalls{d->xy,    d->uxy,   d->uzw,  d->cell, d->code, d->start, d->count,
-                          d->edge,  g->x0,    g->y0,   g->cx_of, g->cy_of, d->hist, tiles,
+                          d->edge,  g->x0,    g->y0,   g->cx_of, g->cy_of,
+                          g->tile_live + (size_t)k * g->ncl, d->hist, tiles,
                           3 * g->tsz_max, st->f->step, d->walls,
                           g->lost + (size_t)which[k] * g->ncl};
         all.nedge[m++] = d->nedge;

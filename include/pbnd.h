@@ -196,12 +196,12 @@ EMPIC_HD int pbnd_drops_at(const pbnd_drops *d, int cx, int cy, int ncx, int ncy
  * at node n, line L = n - i0: normal J at L (n+1/2) -> L-1, tangential L+1 -> L-1.
  *
  * Defined for the CPU's float tiles (pbnd_fold_tile) and the GPU's fixed-point ones
- * (pbnd_fold_tile_fixed, exact). */
-#define PBND_FOLD_DEFINE(T, line, tile)                                                        \
+ * (pbnd_fold_side_fixed, exact, wall by wall). */
+#define PBND_FOLD_DEFINE(T, line, side_fold, tile)                                            \
     EMPIC_HD void line(T *nrm, T *t1, T *t2, int axis, int len, int ts, int gn_from,           \
-                       int gn_to, int gt_from, int gt_to, int keep)                            \
+                       int gn_to, int gt_from, int gt_to, int keep, int r0, int dr)            \
     {                                                                                          \
-        for (int r = 0; r < len; r++) {                                                        \
+        for (int r = r0; r < len; r += dr) {                                                   \
             int a = axis ? r : r * ts, step = axis ? ts : 1;                                   \
             T *pn = nrm + a, *p1 = t1 + a, *p2 = t2 + a;                                       \
             if (keep) {                                                                        \
@@ -214,28 +214,33 @@ EMPIC_HD int pbnd_drops_at(const pbnd_drops *d, int cx, int cy, int ncx, int ncy
             p2[gt_from * step] = 0;                                                            \
         }                                                                                      \
     }                                                                                          \
+    /* the lines r0, r0 + dr, ... of wall `side` (a GPU block's threads share a wall's lines; \
+       the walls follow one another: a corner's lines cross) */                                \
+    EMPIC_HD void side_fold(const pbnd_walls *wl, int side, int cx, int cy,                    \
+                            const cluster_tile *T_, T *jx, T *jy, T *jz, int r0, int dr)       \
+    {                                                                                          \
+        const int *bnd = wl->bnd, i0 = T_->i0, j0 = T_->j0, w = T_->w, h = T_->h, ts = T_->w; \
+        const int keep = bnd[side] != PBND_ABSORBING;                                          \
+        if (side == SIDE_XMIN && cx == 0 && bnd[SIDE_XMIN])                                    \
+            line(jx, jy, jz, 0, h, ts, -i0 - 1, -i0, -i0 - 1, -i0 + 1, keep, r0, dr);          \
+        if (side == SIDE_XMAX && cx == wl->ncx - 1 && bnd[SIDE_XMAX]) {                        \
+            int L = wl->nx - i0;                                                               \
+            line(jx, jy, jz, 0, h, ts, L, L - 1, L + 1, L - 1, keep, r0, dr);                  \
+        }                                                                                      \
+        if (side == SIDE_YMIN && cy == 0 && bnd[SIDE_YMIN])                                    \
+            line(jy, jx, jz, 1, w, ts, -j0 - 1, -j0, -j0 - 1, -j0 + 1, keep, r0, dr);          \
+        if (side == SIDE_YMAX && cy == wl->ncy - 1 && bnd[SIDE_YMAX]) {                        \
+            int L = wl->ny - j0;                                                               \
+            line(jy, jx, jz, 1, w, ts, L, L - 1, L + 1, L - 1, keep, r0, dr);                  \
+        }                                                                                      \
+    }                                                                                          \
     EMPIC_HD void tile(const pbnd_walls *wl, int cx, int cy, const cluster_tile *T_, T *jx,    \
                        T *jy, T *jz)                                                           \
     {                                                                                          \
-        const int *bnd = wl->bnd, i0 = T_->i0, j0 = T_->j0, w = T_->w, h = T_->h, ts = T_->w; \
-        if (cx == 0 && bnd[SIDE_XMIN])                                                         \
-            line(jx, jy, jz, 0, h, ts, -i0 - 1, -i0, -i0 - 1, -i0 + 1,                         \
-                 bnd[SIDE_XMIN] != PBND_ABSORBING);                                            \
-        if (cx == wl->ncx - 1 && bnd[SIDE_XMAX]) {                                             \
-            int L = wl->nx - i0;                                                               \
-            line(jx, jy, jz, 0, h, ts, L, L - 1, L + 1, L - 1,                                 \
-                 bnd[SIDE_XMAX] != PBND_ABSORBING);                                            \
-        }                                                                                      \
-        if (cy == 0 && bnd[SIDE_YMIN])                                                         \
-            line(jy, jx, jz, 1, w, ts, -j0 - 1, -j0, -j0 - 1, -j0 + 1,                         \
-                 bnd[SIDE_YMIN] != PBND_ABSORBING);                                            \
-        if (cy == wl->ncy - 1 && bnd[SIDE_YMAX]) {                                             \
-            int L = wl->ny - j0;                                                               \
-            line(jy, jx, jz, 1, w, ts, L, L - 1, L + 1, L - 1,                                 \
-                 bnd[SIDE_YMAX] != PBND_ABSORBING);                                            \
-        }                                                                                      \
+        for (int side = SIDE_XMIN; side <= SIDE_YMAX; side++)                                  \
+            side_fold(wl, side, cx, cy, T_, jx, jy, jz, 0, 1);                                 \
     }
-PBND_FOLD_DEFINE(float, pbnd_fold_line, pbnd_fold_tile)
-PBND_FOLD_DEFINE(long long, pbnd_fold_line_fixed, pbnd_fold_tile_fixed)
+PBND_FOLD_DEFINE(float, pbnd_fold_line, pbnd_fold_side, pbnd_fold_tile)
+PBND_FOLD_DEFINE(long long, pbnd_fold_line_fixed, pbnd_fold_side_fixed, pbnd_fold_tile_fixed)
 
 #endif
