@@ -189,35 +189,95 @@ __device__ __forceinline__ int ordered_compact(int groups, Mask mask, Emit emit,
     return total;
 }
 
+/* gpu_block_scan of two values with one pair of barriers; warp_tot: two per warp. */
+__device__ __forceinline__ void block_scan2(unsigned long long &a, unsigned long long &b,
+                                            unsigned long long *warp_tot,
+                                            unsigned long long &ta, unsigned long long &tb)
+{
+    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    unsigned long long ia = a, ib = b, ba = 0, bb = 0;
+    for (int o = 1; o < 32; o <<= 1) {
+        const unsigned long long xa = __shfl_up_sync(0xffffffffu, ia, o),
+                                 xb = __shfl_up_sync(0xffffffffu, ib, o);
+        if (lane >= o)
+            ia += xa, ib += xb;
+    }
+    if (lane == 31)
+        warp_tot[2 * wid] = ia, warp_tot[2 * wid + 1] = ib;
+    __syncthreads();
+    ta = tb = 0;
+    for (int w = 0; w < nw; w++) {
+        const unsigned long long wa = warp_tot[2 * w], wb = warp_tot[2 * w + 1];
+        ba += w < wid ? wa : 0ull;
+        bb += w < wid ? wb : 0ull;
+        ta += wa;
+        tb += wb;
+    }
+    __syncthreads(); /* warp_tot read by all before the next scan writes it */
+    a = ba + ia - a;
+    b = bb + ib - b;
+}
+
 /* The codes of pair side a (segment at as, its first sa scanned) and b (bs, sb) in slot
- * order, 32 per thread and trip, into the lists of k_sort_pass: La, Lb the leavers toward
+ * order, 32 G per thread and trip, into the lists of k_sort_pass: La, Lb the leavers toward
  * the other side, Fa, Fb the stayers behind keep_a, keep_b (the fillers); nla .. nfb: the
- * list lengths, the same in all threads. */
+ * list lengths, the same in all threads. G = 1: the four counts of a trip in one scan (16
+ * bits each: at most 32 blockDim.x); G > 1 (wide blocks, a foil's pairs of 260 k particles a
+ * side): G times fewer trips, each a dependent load and a scan, in two scans of 32-bit
+ * counts. wtot: 2 blockDim.x / 32 entries. */
+template <int G>
 __device__ __forceinline__ void pair_lists(const gpu_parts &pa, int as, int sa, int keep_a,
                                            const gpu_parts &pb, int bs, int sb, int keep_b,
                                            int shift, int lcap, int *La, int *Fa, int *Lb,
                                            int *Fb, unsigned long long *wtot, int &nla,
                                            int &nfa, int &nlb, int &nfb)
 {
-    for (int i0 = 0; i0 < max(sa, sb); i0 += 32 * blockDim.x) {
-        const int i = i0 + 32 * threadIdx.x;
-        unsigned la = 0, fa = 0, lb = 0, fb = 0;
-        if (i < sa)
-            code_masks(pa.code + as, i, sa, keep_a, 1u, shift, la, fa);
-        if (i < sb)
-            code_masks(pb.code + bs, i, sb, keep_b, 2u, shift, lb, fb);
-        unsigned long long tot, pre = gpu_block_scan(
-            (unsigned long long)__popc(la) | (unsigned long long)__popc(fa) << 16 |
-                (unsigned long long)__popc(lb) << 32 | (unsigned long long)__popc(fb) << 48,
-            wtot, &tot);
-        list_bits(La, nla + (int)(pre & 0xffffu), lcap, la, i);
-        list_bits(Fa, nfa + (int)(pre >> 16 & 0xffffu), lcap, fa, i);
-        list_bits(Lb, nlb + (int)(pre >> 32 & 0xffffu), lcap, lb, i);
-        list_bits(Fb, nfb + (int)(pre >> 48), lcap, fb, i);
-        nla += (int)(tot & 0xffffu);
-        nfa += (int)(tot >> 16 & 0xffffu);
-        nlb += (int)(tot >> 32 & 0xffffu);
-        nfb += (int)(tot >> 48);
+    for (int i0 = 0; i0 < max(sa, sb); i0 += 32 * G * blockDim.x) {
+        const int i = i0 + 32 * G * threadIdx.x;
+        unsigned la[G], fa[G], lb[G], fb[G];
+        int cla = 0, cfa = 0, clb = 0, cfb = 0; /* this thread's counts */
+#pragma unroll
+        for (int h = 0; h < G; h++) {
+            la[h] = fa[h] = lb[h] = fb[h] = 0;
+            if (i + 32 * h < sa)
+                code_masks(pa.code + as, i + 32 * h, sa, keep_a, 1u, shift, la[h], fa[h]);
+            if (i + 32 * h < sb)
+                code_masks(pb.code + bs, i + 32 * h, sb, keep_b, 2u, shift, lb[h], fb[h]);
+            cla += __popc(la[h]);
+            cfa += __popc(fa[h]);
+            clb += __popc(lb[h]);
+            cfb += __popc(fb[h]);
+        }
+        int pla, pfa, plb, pfb, tla, tfa, tlb, tfb; /* before this thread; the trip's */
+        if (G == 1) {
+            unsigned long long tot, pre = gpu_block_scan(
+                (unsigned long long)cla | (unsigned long long)cfa << 16 |
+                    (unsigned long long)clb << 32 | (unsigned long long)cfb << 48,
+                wtot, &tot);
+            pla = (int)(pre & 0xffffu), pfa = (int)(pre >> 16 & 0xffffu);
+            plb = (int)(pre >> 32 & 0xffffu), pfb = (int)(pre >> 48);
+            tla = (int)(tot & 0xffffu), tfa = (int)(tot >> 16 & 0xffffu);
+            tlb = (int)(tot >> 32 & 0xffffu), tfb = (int)(tot >> 48);
+        } else {
+            unsigned long long x = (unsigned long long)cla | (unsigned long long)cfa << 32,
+                               y = (unsigned long long)clb | (unsigned long long)cfb << 32, tx, ty;
+            block_scan2(x, y, wtot, tx, ty);
+            pla = (int)(x & 0xffffffffu), pfa = (int)(x >> 32);
+            plb = (int)(y & 0xffffffffu), pfb = (int)(y >> 32);
+            tla = (int)(tx & 0xffffffffu), tfa = (int)(tx >> 32);
+            tlb = (int)(ty & 0xffffffffu), tfb = (int)(ty >> 32);
+        }
+        pla += nla, pfa += nfa, plb += nlb, pfb += nfb;
+#pragma unroll
+        for (int h = 0; h < G; h++) {
+            list_bits(La, pla, lcap, la[h], i + 32 * h);
+            list_bits(Fa, pfa, lcap, fa[h], i + 32 * h);
+            list_bits(Lb, plb, lcap, lb[h], i + 32 * h);
+            list_bits(Fb, pfb, lcap, fb[h], i + 32 * h);
+            pla += __popc(la[h]), pfa += __popc(fa[h]);
+            plb += __popc(lb[h]), pfb += __popc(fb[h]);
+        }
+        nla += tla, nfa += tfa, nlb += tlb, nfb += tfb;
     }
 }
 
@@ -280,7 +340,7 @@ __global__ void __launch_bounds__(THREADS, 1024 / THREADS)
                 int periodic, int4 own, int border, int hipos, int3 span)
 {
     extern __shared__ int slist[];
-    __shared__ unsigned long long wtot[THREADS / 32]; /* the compaction's warp totals */
+    __shared__ unsigned long long wtot[2 * THREADS / 32]; /* the compaction's warp totals */
     const ksort &a = all.s[blockIdx.y];
     const int pairs = n / 2, q = blockIdx.x, tid = threadIdx.x;
     const int k = ((span.x + q % span.y) % pairs + pairs) % pairs; /* pass_span's pairs */
@@ -328,8 +388,9 @@ __global__ void __launch_bounds__(THREADS, 1024 / THREADS)
     const int keep_a = na - m_ab, keep_b = nb + m_ab - m_ba, shift = axis ? 2 : 0;
     const int sa = m_ab && !ra ? na : 0, sb = m_ba && !rb ? nb : 0; /* codes to scan */
     int nla = 0, nfa = 0, nlb = 0, nfb = 0; /* list lengths so far (the same in all threads) */
-    pair_lists(pa, as, sa, keep_a, pb, bs, sb, keep_b, shift, lcap, La, Fa, Lb, Fb, wtot, nla,
-               nfa, nlb, nfb);
+    pair_lists<THREADS == SORT_WIDE_THREADS ? 4 : 1>(pa, as, sa, keep_a, pb, bs, sb, keep_b,
+                                                      shift, lcap, La, Fa, Lb, Fb, wtot, nla,
+                                                      nfa, nlb, nfb);
     __syncthreads();
     if (ra)
         nla = m_ab; /* a staged side's particles all leave, in their order */
