@@ -541,6 +541,23 @@ __device__ __forceinline__ void push_finish(const kpart &a, float *sf, pshared &
     }
 }
 
+/* push_finish's outputs for an entry without particles (another rank's cluster, a foil's
+ * vacuum: most entries of a box split over ranks), without push_run's tile and barriers:
+ * the many such blocks at the end of the kernel's order take no longer than their launch. */
+template <bool KE>
+__device__ __forceinline__ void push_empty(const kpart &a, const pentry &E)
+{
+    const kspecies &sp = a.sp[E.s];
+    const int tid = threadIdx.x, c = E.c;
+    if (tid < 9 && (a.which != PUSH_REST || in_box(a.own, c % a.ncx, c / a.ncx)))
+        sp.hist[9 * c + tid] = 0;
+    if (tid == 0) {
+        sp.live[c] = 0;
+        if (KE)
+            sp.partial[c] = 0.0;
+    }
+}
+
 /* The particle kernel: the first `spare` blocks take the parts after the first of the split
  * entries in turn (k_cluster_plan's queue, about heaviest first), then one block per entry
  * (a cluster of a mobile species) runs it whole or its first part, in k_cluster_order's
@@ -558,7 +575,10 @@ __global__ void __launch_bounds__(GPU_MOVE_THREADS, 2) k_push_move(const __grid_
         if (a.which == PUSH_REST && cluster_border(a.own, a.border_axes, a.ncx, e % a.ncl))
             return;
         const pentry E = entry_of(a, e, 0);
-        push_finish<KE, false>(a, sf, sh, E, push_run<KE, false>(a, sf, sh, E));
+        if (E.n == 0)
+            push_empty<KE>(a, E);
+        else
+            push_finish<KE, false>(a, sf, sh, E, push_run<KE, false>(a, sf, sh, E));
         return;
     }
     const bool entry = (int)blockIdx.x >= a.spare;
@@ -580,6 +600,10 @@ __global__ void __launch_bounds__(GPU_MOVE_THREADS, 2) k_push_move(const __grid_
         if (!sh.take)
             return;
         const pentry E = entry_of(a, sh.e, sh.part);
+        if (E.n == 0) { /* an entry block's: a part has particles */
+            push_empty<KE>(a, E);
+            return;
+        }
         push_finish<KE, true>(a, sf, sh, E, push_run<KE, true>(a, sf, sh, E));
         if (entry)
             return;
