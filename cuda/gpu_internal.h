@@ -167,6 +167,9 @@ struct gpu_state {
     cudaEvent_t stage_done;       /* the last injection's upload has left h_stage */
     int *lists;                   /* sort lists when they do not fit in shared memory */
     size_t lists_n;
+    int *heavy;                   /* the sort passes' heavy pairs (gpu_sort.cu): two lists of
+                                     heavy_n entries, the main stream's and the border's */
+    int heavy_n;
     int nsp;
     gpu_species sp[DECK_MAX_SPECIES];
     /* non-periodic field sides, lasers, walls and the moving window (gpu_fbnd.cu,

@@ -85,10 +85,12 @@ typedef struct {
     int m;
 } ksort;
 
-/* Slots of a cluster's segment above which a species' sort kernels run blocks of
- * SORT_WIDE_THREADS: one block per pair (per border cluster) of a foil's clusters of 260 k
- * particles ran ~90 us a pass with GPU_THREADS, issue-bound on its 8 warps while the other
- * multiprocessors idled. */
+/* Slots of a cluster's segment above which a species is wide (ksorts.wide): its border
+ * extraction runs blocks of SORT_WIDE_THREADS, and a pass's pairs of more than
+ * SORT_WIDE_SLOTS codes to scan (a foil's clusters of 260 k particles) are left by the
+ * pass's blocks of GPU_THREADS to one block of SORT_WIDE_THREADS each (k_sort_heavy): one
+ * block of GPU_THREADS per pair ran ~90 us a pass, issue-bound on its 8 warps, and blocks of
+ * SORT_WIDE_THREADS for every pair spent a pass launching the empty ones. */
 #define SORT_WIDE_SLOTS 65536
 #define SORT_WIDE_THREADS 1024
 
@@ -98,7 +100,9 @@ typedef struct {
     ksort s[DECK_MAX_SPECIES];
     int *lists;  /* NULL: lists in shared memory */
     int lcap;    /* entries per list */
-    int threads; /* per block: GPU_THREADS, or SORT_WIDE_THREADS (ksorts_add) */
+    int wide;    /* some species' segments exceed SORT_WIDE_SLOTS (ksorts_add) */
+    int *heavy;  /* wide: the pass's heavy pairs ([0] their count, [1] k_sort_heavy's blocks
+                    done, then blockIdx.x | blockIdx.y << 24 of each) */
 } ksorts;
 
 /* Write slot i + b for each set bit b of mask, in bit order, from list[at] on. */
@@ -333,16 +337,16 @@ __device__ __forceinline__ void pair_moves(const gpu_parts &pa, const gpu_parts 
  * its hole before it stores either: two dependent memory round trips per pair. 4 blocks per
  * multiprocessor (64 registers, a few bytes spilled) keep more loads in flight than 3 blocks
  * of 80 registers (the sort of the hot decks measured 3-9 % shorter). THREADS: GPU_THREADS
- * or SORT_WIDE_THREADS (ksorts.threads). */
+ * (k_sort_pass, pair q of species y, its lists at `slot` when in device memory) or
+ * SORT_WIDE_THREADS (k_sort_heavy). */
 template <int THREADS>
-__global__ void __launch_bounds__(THREADS, 1024 / THREADS)
-    k_sort_pass(const __grid_constant__ ksorts all, int axis, int first, int n, int ncx,
-                int periodic, int4 own, int border, int hipos, int3 span)
+__device__ __forceinline__ void sort_pair(const ksorts &all, int q, int y, int slot,
+                                          int *slist, unsigned long long *wtot, int axis,
+                                          int first, int n, int ncx, int periodic, int4 own,
+                                          int border, int hipos, int3 span)
 {
-    extern __shared__ int slist[];
-    __shared__ unsigned long long wtot[2 * THREADS / 32]; /* the compaction's warp totals */
-    const ksort &a = all.s[blockIdx.y];
-    const int pairs = n / 2, q = blockIdx.x, tid = threadIdx.x;
+    const ksort &a = all.s[y];
+    const int pairs = n / 2, tid = threadIdx.x;
     const int k = ((span.x + q % span.y) % pairs + pairs) % pairs; /* pass_span's pairs */
     const int lo = first + 2 * k, other = span.z + q / span.y;
     int hi = lo + 1;
@@ -382,11 +386,15 @@ __global__ void __launch_bounds__(THREADS, 1024 / THREADS)
     const int lcap = all.lcap;
     if ((m_ab == 0 && m_ba == 0) || a.flags[0] > 0 || a.flags[1] > lcap)
         return; /* nothing to move, or this species waits for a rearrangement or longer lists */
-    int *La = all.lists ? all.lists + ((size_t)blockIdx.y * gridDim.x + blockIdx.x) * 4 * lcap
-                        : slist;
+    const int sa = m_ab && !ra ? na : 0, sb = m_ba && !rb ? nb : 0; /* codes to scan */
+    if (THREADS != SORT_WIDE_THREADS && all.heavy && sa + sb > SORT_WIDE_SLOTS) {
+        if (tid == 0) /* to k_sort_heavy */
+            all.heavy[2 + atomicAdd(&all.heavy[0], 1)] = q | y << 24;
+        return;
+    }
+    int *La = all.lists ? all.lists + (size_t)slot * 4 * lcap : slist;
     int *Fa = La + lcap, *Lb = Fa + lcap, *Fb = Lb + lcap;
     const int keep_a = na - m_ab, keep_b = nb + m_ab - m_ba, shift = axis ? 2 : 0;
-    const int sa = m_ab && !ra ? na : 0, sb = m_ba && !rb ? nb : 0; /* codes to scan */
     int nla = 0, nfa = 0, nlb = 0, nfb = 0; /* list lengths so far (the same in all threads) */
     pair_lists<THREADS == SORT_WIDE_THREADS ? 4 : 1>(pa, as, sa, keep_a, pb, bs, sb, keep_b,
                                                       shift, lcap, La, Fa, Lb, Fb, wtot, nla,
@@ -411,6 +419,37 @@ __global__ void __launch_bounds__(THREADS, 1024 / THREADS)
         if (!rb)
             a.count[cb] = keep_b;
     }
+}
+
+template <int THREADS>
+__global__ void __launch_bounds__(THREADS, 1024 / THREADS)
+    k_sort_pass(const __grid_constant__ ksorts all, int axis, int first, int n, int ncx,
+                int periodic, int4 own, int border, int hipos, int3 span)
+{
+    extern __shared__ int slist[];
+    __shared__ unsigned long long wtot[2 * THREADS / 32]; /* the compaction's warp totals */
+    sort_pair<THREADS>(all, blockIdx.x, blockIdx.y, blockIdx.y * gridDim.x + blockIdx.x, slist,
+                       wtot, axis, first, n, ncx, periodic, own, border, hipos, span);
+}
+
+/* The heavy pairs k_sort_pass left (all.heavy), a block of SORT_WIDE_THREADS each in turn;
+ * the last block to finish clears the list for the next pass. */
+__global__ void __launch_bounds__(SORT_WIDE_THREADS, 1)
+    k_sort_heavy(const __grid_constant__ ksorts all, int axis, int first, int n, int ncx,
+                 int periodic, int4 own, int border, int hipos, int3 span)
+{
+    extern __shared__ int slist[];
+    __shared__ unsigned long long wtot[2 * SORT_WIDE_THREADS / 32];
+    const int nh = all.heavy[0];
+    for (int h = blockIdx.x; h < nh; h += gridDim.x) {
+        const int e = all.heavy[2 + h];
+        sort_pair<SORT_WIDE_THREADS>(all, e & 0xffffff, e >> 24, blockIdx.x, slist, wtot,
+                                     axis, first, n, ncx, periodic, own, border, hipos, span);
+        __syncthreads(); /* the lists and warp totals free for the next pair */
+    }
+    __syncthreads(); /* every warp has read the count */
+    if (threadIdx.x == 0 && atomicAdd(&all.heavy[1], 1) == (int)gridDim.x - 1)
+        all.heavy[0] = all.heavy[1] = 0; /* every block has read the count */
 }
 
 /* The leavers that cross a rank border in a shifted pass, copied out in slot order (the
@@ -879,13 +918,17 @@ static void sort_pass(gpu_state *g, const ksorts *all, int nsort, size_t smem, i
     if (span.y == 0 || rows == 0)
         return;
     const dim3 grid((unsigned)(span.y * rows), (unsigned)nsort);
-    if (all->threads == SORT_WIDE_THREADS)
-        k_sort_pass<SORT_WIDE_THREADS><<<grid, SORT_WIDE_THREADS, smem, g->stream>>>(
-            *all, axis, first, n, g->ncx, periodic, g->own, border, hipos, span);
-    else
-        k_sort_pass<GPU_THREADS><<<grid, GPU_THREADS, smem, g->stream>>>(
-            *all, axis, first, n, g->ncx, periodic, g->own, border, hipos, span);
+    ksorts a = *all;
+    a.heavy = all->wide ? g->heavy + (border ? g->heavy_n : 0) : NULL; /* border: beside */
+    k_sort_pass<GPU_THREADS><<<grid, GPU_THREADS, smem, g->stream>>>(
+        a, axis, first, n, g->ncx, periodic, g->own, border, hipos, span);
     GPU_LAUNCHED(g, "k_sort_pass");
+    if (!a.heavy)
+        return;
+    const unsigned blocks = grid.x * grid.y < (unsigned)g->nsm ? grid.x * grid.y : g->nsm;
+    k_sort_heavy<<<blocks, SORT_WIDE_THREADS, smem, g->stream>>>(
+        a, axis, first, n, g->ncx, periodic, g->own, border, hipos, span);
+    GPU_LAUNCHED(g, "k_sort_heavy");
 }
 
 /* The shifted pass along `axis` across this rank's borders (several ranks; docs/design.md
@@ -961,7 +1004,7 @@ static void border_pass(gpu_state *g, const pic_state *st, ksorts *all, const in
                                cudaMemcpyHostToDevice, g->stream));
     }
     const dim3 grid(2 * (unsigned)m, (unsigned)nsort);
-    if (all->threads == SORT_WIDE_THREADS)
+    if (all->wide)
         k_sort_extract<SORT_WIDE_THREADS>
             <<<grid, SORT_WIDE_THREADS, 0, g->stream>>>(*all, axis ? 2 : 0);
     else
@@ -1033,6 +1076,11 @@ static void launch_passes(gpu_state *g, const pic_state *st, ksorts *all, const 
         all->lists = g->lists;
         smem = 0;
     }
+    if (all->wide && !g->heavy) { /* every pair of every species heavy, at most */
+        g->heavy_n = 2 + maxpairs * DECK_MAX_SPECIES;
+        g->heavy = (int *)gpu_malloc(g, 2 * (size_t)g->heavy_n * sizeof(int), "sort lists");
+        GPU_CK(cudaMemsetAsync(g->heavy, 0, 2 * (size_t)g->heavy_n * sizeof(int), g->stream));
+    }
     const int px = st->cl->periodic_x, py = st->cl->periodic_y;
     int beside = 0; /* this axis' border pass ran beside its shifted pass */
     for (int step = from; step < to; step++) {
@@ -1075,9 +1123,7 @@ static void ksorts_add(gpu_state *g, ksorts *all, int *which, int *n, int s)
 {
     which[*n] = s;
     all->s[(*n)++] = ksort_of(g, s);
-    all->threads = all->threads == SORT_WIDE_THREADS || g->sp[s].cap_max > SORT_WIDE_SLOTS
-                       ? SORT_WIDE_THREADS
-                       : GPU_THREADS;
+    all->wide |= g->sp[s].cap_max > SORT_WIDE_SLOTS;
 }
 
 /* Decks with drops: the drops and the bookkeeping of the species `on` (drops[s]: species s
