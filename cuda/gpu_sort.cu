@@ -228,7 +228,7 @@ __device__ __forceinline__ void block_scan2(unsigned long long &a, unsigned long
  * list lengths, the same in all threads. G = 1: the four counts of a trip in one scan (16
  * bits each: at most 32 blockDim.x); G > 1 (wide blocks, a foil's pairs of 260 k particles a
  * side): G times fewer trips, each a dependent load and a scan, in two scans of 32-bit
- * counts. wtot: 2 blockDim.x / 32 entries. */
+ * counts. wtot: blockDim.x / 32 entries, twice that for G > 1. */
 template <int G>
 __device__ __forceinline__ void pair_lists(const gpu_parts &pa, int as, int sa, int keep_a,
                                            const gpu_parts &pb, int bs, int sb, int keep_b,
@@ -263,8 +263,9 @@ __device__ __forceinline__ void pair_lists(const gpu_parts &pa, int as, int sa, 
             tla = (int)(tot & 0xffffu), tfa = (int)(tot >> 16 & 0xffffu);
             tlb = (int)(tot >> 32 & 0xffffu), tfb = (int)(tot >> 48);
         } else {
-            unsigned long long x = (unsigned long long)cla | (unsigned long long)cfa << 32,
-                               y = (unsigned long long)clb | (unsigned long long)cfb << 32, tx, ty;
+            unsigned long long x = (unsigned long long)cla | (unsigned long long)cfa << 32;
+            unsigned long long y = (unsigned long long)clb | (unsigned long long)cfb << 32;
+            unsigned long long tx, ty;
             block_scan2(x, y, wtot, tx, ty);
             pla = (int)(x & 0xffffffffu), pfa = (int)(x >> 32);
             plb = (int)(y & 0xffffffffu), pfb = (int)(y >> 32);
@@ -421,15 +422,15 @@ __device__ __forceinline__ void sort_pair(const ksorts &all, int q, int y, int s
     }
 }
 
-template <int THREADS>
-__global__ void __launch_bounds__(THREADS, 1024 / THREADS)
+__global__ void __launch_bounds__(GPU_THREADS, 4)
     k_sort_pass(const __grid_constant__ ksorts all, int axis, int first, int n, int ncx,
                 int periodic, int4 own, int border, int hipos, int3 span)
 {
     extern __shared__ int slist[];
-    __shared__ unsigned long long wtot[2 * THREADS / 32]; /* the compaction's warp totals */
-    sort_pair<THREADS>(all, blockIdx.x, blockIdx.y, blockIdx.y * gridDim.x + blockIdx.x, slist,
-                       wtot, axis, first, n, ncx, periodic, own, border, hipos, span);
+    __shared__ unsigned long long wtot[GPU_THREADS / 32]; /* the compaction's warp totals */
+    sort_pair<GPU_THREADS>(all, blockIdx.x, blockIdx.y, blockIdx.y * gridDim.x + blockIdx.x,
+                           slist, wtot, axis, first, n, ncx, periodic, own, border, hipos,
+                           span);
 }
 
 /* The heavy pairs k_sort_pass left (all.heavy), a block of SORT_WIDE_THREADS each in turn;
@@ -920,8 +921,8 @@ static void sort_pass(gpu_state *g, const ksorts *all, int nsort, size_t smem, i
     const dim3 grid((unsigned)(span.y * rows), (unsigned)nsort);
     ksorts a = *all;
     a.heavy = all->wide ? g->heavy + (border ? g->heavy_n : 0) : NULL; /* border: beside */
-    k_sort_pass<GPU_THREADS><<<grid, GPU_THREADS, smem, g->stream>>>(
-        a, axis, first, n, g->ncx, periodic, g->own, border, hipos, span);
+    k_sort_pass<<<grid, GPU_THREADS, smem, g->stream>>>(a, axis, first, n, g->ncx, periodic,
+                                                        g->own, border, hipos, span);
     GPU_LAUNCHED(g, "k_sort_pass");
     if (!a.heavy)
         return;
