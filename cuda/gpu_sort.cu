@@ -1119,7 +1119,7 @@ static ksort ksort_of(gpu_state *g, int s)
     return k;
 }
 
-/* Species s as the next of all (which[k]: its index), and the blocks' width for it. */
+/* Species s as the next of all (which[k]: its index); all is wide if s is. */
 static void ksorts_add(gpu_state *g, ksorts *all, int *which, int *n, int s)
 {
     which[*n] = s;

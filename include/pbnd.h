@@ -195,9 +195,9 @@ EMPIC_HD int pbnd_drops_at(const pbnd_drops *d, int cx, int cy, int ncx, int ncy
  * half points -1/2 -> +1/2), tangential J at node -1 (line 0) -> node +1 (line 2). High wall
  * at node n, line L = n - i0: normal J at L (n+1/2) -> L-1, tangential L+1 -> L-1.
  *
- * Defined for the CPU's float tiles (pbnd_fold_tile) and the GPU's fixed-point ones
- * (pbnd_fold_side_fixed, exact, wall by wall). */
-#define PBND_FOLD_DEFINE(T, line, side_fold, tile)                                            \
+ * Defined for the CPU's float tiles (pbnd_fold_side) and the GPU's fixed-point ones
+ * (pbnd_fold_side_fixed, exact), wall by wall in side order. */
+#define PBND_FOLD_DEFINE(T, line, side_fold)                                                   \
     EMPIC_HD void line(T *nrm, T *t1, T *t2, int axis, int len, int ts, int gn_from,           \
                        int gn_to, int gt_from, int gt_to, int keep, int r0, int dr)            \
     {                                                                                          \
@@ -233,14 +233,8 @@ EMPIC_HD int pbnd_drops_at(const pbnd_drops *d, int cx, int cy, int ncx, int ncy
             int L = wl->ny - j0;                                                               \
             line(jy, jx, jz, 1, w, ts, L, L - 1, L + 1, L - 1, keep, r0, dr);                  \
         }                                                                                      \
-    }                                                                                          \
-    EMPIC_HD void tile(const pbnd_walls *wl, int cx, int cy, const cluster_tile *T_, T *jx,    \
-                       T *jy, T *jz)                                                           \
-    {                                                                                          \
-        for (int side = SIDE_XMIN; side <= SIDE_YMAX; side++)                                  \
-            side_fold(wl, side, cx, cy, T_, jx, jy, jz, 0, 1);                                 \
     }
-PBND_FOLD_DEFINE(float, pbnd_fold_line, pbnd_fold_side, pbnd_fold_tile)
-PBND_FOLD_DEFINE(long long, pbnd_fold_line_fixed, pbnd_fold_side_fixed, pbnd_fold_tile_fixed)
+PBND_FOLD_DEFINE(float, pbnd_fold_line, pbnd_fold_side)
+PBND_FOLD_DEFINE(long long, pbnd_fold_line_fixed, pbnd_fold_side_fixed)
 
 #endif

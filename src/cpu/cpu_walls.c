@@ -29,7 +29,8 @@ void walls_tile(const species *s, const emf *f, const clusters *cl, int c, const
 {
     pbnd_walls wl;
     species_walls(s, cl, f->nx, f->ny, &wl);
-    pbnd_fold_tile(&wl, c % cl->ncx, c / cl->ncx, T, jx, jy, jz);
+    for (int side = SIDE_XMIN; side <= SIDE_YMAX; side++)
+        pbnd_fold_side(&wl, side, c % cl->ncx, c / cl->ncx, T, jx, jy, jz, 0, 1);
 }
 
 /* Drop the marked particles of cluster c (holes filled from the segment's end). */
