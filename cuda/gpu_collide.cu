@@ -92,12 +92,24 @@ __device__ static int *index_build(const kcoll_sp &s, int c, const cluster_tile 
     return ix;
 }
 
+/* The cell's moments in list order, the momenta loaded eight at a time: the loads of a batch
+ * are in flight together (one thread takes the whole cell). */
 __device__ static collide_moments moments(const kcoll_sp &s, const int *ix, int n)
 {
+    enum { B = 8 };
     collide_moments m = {0.0, 0.0, 0};
-    for (int k = 0; k < n; k++) {
-        const float2 u = s.uxy[ix[k]], z = s.uzw[ix[k]];
-        collide_moments_add(&m, s.m, z.y, u.x, u.y, z.x);
+    for (int k0 = 0; k0 < n; k0 += B) {
+        float2 u[B], z[B];
+#pragma unroll
+        for (int t = 0; t < B; t++)
+            if (k0 + t < n) {
+                u[t] = s.uxy[ix[k0 + t]];
+                z[t] = s.uzw[ix[k0 + t]];
+            }
+#pragma unroll
+        for (int t = 0; t < B; t++)
+            if (k0 + t < n)
+                collide_moments_add(&m, s.m, z[t].y, u[t].x, u[t].y, z[t].x);
     }
     return m;
 }
@@ -125,15 +137,15 @@ __device__ static void pair_run(const kcoll &a, const collide_cell &cc, int i, i
                                 int s1, int s2, double share)
 {
     const float2 u1f = a.a.uxy[s1], z1 = a.a.uzw[s1], u2f = a.b.uxy[s2], z2 = a.b.uzw[s2];
-    double u1[3] = {u1f.x, u1f.y, z1.x}, u2[3] = {u2f.x, u2f.y, z2.x}, w1 = z1.y, w2 = z2.y;
+    float u1[3] = {u1f.x, u1f.y, z1.x}, u2[3] = {u2f.x, u2f.y, z2.x};
     rng_stream r;
     collide_rng(&r, &a.p, i, j, (unsigned)k);
-    collide_pair(u1, u2, a.a.m, a.b.m, (double)a.a.q * a.b.q, w1, w2,
-                 share * (w1 > w2 ? w1 : w2) * cc.nmin, &a.p, &cc, &r);
-    a.a.uxy[s1] = make_float2((float)u1[0], (float)u1[1]);
-    a.a.uzw[s1] = make_float2((float)u1[2], z1.y);
-    a.b.uxy[s2] = make_float2((float)u2[0], (float)u2[1]);
-    a.b.uzw[s2] = make_float2((float)u2[2], z2.y);
+    collide_pair(u1, u2, a.a.m, a.b.m, a.a.q * a.b.q, z1.y, z2.y,
+                 (float)(share * (z1.y > z2.y ? z1.y : z2.y) * cc.nmin), &a.p, &cc, &r);
+    a.a.uxy[s1] = make_float2(u1[0], u1[1]);
+    a.a.uzw[s1] = make_float2(u1[2], z1.y);
+    a.b.uxy[s2] = make_float2(u2[0], u2[1]);
+    a.b.uzw[s2] = make_float2(u2[2], z2.y);
 }
 
 __global__ void __launch_bounds__(GPU_THREADS) k_collide(const __grid_constant__ kcoll a)

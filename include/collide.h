@@ -194,29 +194,26 @@ EMPIC_HD float collide_omc(float s, float r, float r2)
     return 2.0f - 2.0f * r;
 }
 
-/* p* (momentum of 1 in the centre-of-momentum frame, magnitude pm) turned by chi (1 - cos chi
- * = omc) and the azimuth 2 pi r. The sines from the cosines in double: the turn keeps |p*|
- * to double rounding whatever the precision of the angles. */
-EMPIC_HD void collide_turn(double ps[3], double pm, double omc, float r)
+/* The change d of p* (momentum of 1 in the centre-of-momentum frame, magnitude pm) turned by
+ * chi (1 - cos chi = omc) and the azimuth 2 pi r, in double: p* + d keeps |p*| to double
+ * rounding whatever the precision of the angles, and a small turn keeps its relative
+ * precision (d is computed, not p* + d). */
+EMPIC_HD void collide_turn(const double ps[3], double pm, double omc, float r, double d[3])
 {
-    const double cx = 1.0 - omc, sx = sqrt(fmax(0.0, omc * (2.0 - omc)));
+    const double sx = sqrt(fmax(0.0, omc * (2.0 - omc)));
     const double cp = cosf(6.2831853f * r), sp = (r <= 0.5f ? 1.0 : -1.0) *
                                                  sqrt(fmax(0.0, 1.0 - cp * cp));
     const double pp = sqrt(ps[0] * ps[0] + ps[1] * ps[1]);
-    double o[3];
     if (pp > 1e-12 * pm) {
         const double ip = 1.0 / pp, a = ps[2] * ip * sx * cp, b = pm * ip * sx * sp;
-        o[0] = ps[0] * a + ps[1] * b + ps[0] * cx;
-        o[1] = ps[1] * a - ps[0] * b + ps[1] * cx;
-        o[2] = -pp * sx * cp + ps[2] * cx;
+        d[0] = ps[0] * a + ps[1] * b - ps[0] * omc;
+        d[1] = ps[1] * a - ps[0] * b - ps[1] * omc;
+        d[2] = -pp * sx * cp - ps[2] * omc;
     } else { /* p* along z: any perpendicular pair of axes will do */
-        o[0] = pm * sx * cp;
-        o[1] = pm * sx * sp;
-        o[2] = ps[2] * cx;
+        d[0] = pm * sx * cp - ps[0];
+        d[1] = pm * sx * sp - ps[1];
+        d[2] = -ps[2] * omc;
     }
-    ps[0] = o[0];
-    ps[1] = o[1];
-    ps[2] = o[2];
 }
 
 /* The normalised path s of a pair (Pérez Eqs. 9 and 22 in the cross-section form, with the
@@ -244,61 +241,70 @@ EMPIC_HD float collide_s(const collide_par *p, const collide_cell *c, float q1q2
     return s < cap ? s : cap;
 }
 
-/* One pair: momenta u1, u2 (per mass) of masses m1, m2, charges' product q1q2, weights w1, w2
- * scattered in place (each of them or not, by the rejection rule). The Lorentz transforms in
- * double (they carry the energy: rest mass included, it is conserved to double rounding),
- * the scattering's s and angles in float. */
-EMPIC_HD void collide_pair(double u1[3], double u2[3], double m1, double m2, double q1q2,
-                           double w1, double w2, double n12, const collide_par *p,
-                           const collide_cell *c, rng_stream *r)
+/* One pair: momenta u1, u2 (per mass, as stored) of masses m1, m2, charges' product q1q2,
+ * weights w1, w2 scattered in place (each of them or not, by the rejection rule). The
+ * scattering is an increment: p* turned in the centre-of-momentum frame changes by d, and d
+ * taken back to the lab frame (the Lorentz transform is linear) is what 1 gains and 2 loses,
+ * so momentum is kept to rounding and the rounding errors scale with the turn, not with the
+ * momenta. Double precision where the energy needs it: the frame's velocity from the total
+ * energy (rest masses plus the kinetic energies, which a heavy ion's gamma in float would
+ * lose), p* from the momenta's difference (no cancellation), the turn and the increments;
+ * the rest in float (gamma, the frame's gamma, s and the angles), which sets only the
+ * scattering's statistics. Energy is kept to the rounding of the stored momenta, unbiased. */
+EMPIC_HD void collide_pair(float u1[3], float u2[3], float m1, float m2, float q1q2, float w1,
+                           float w2, float n12, const collide_par *p, const collide_cell *c,
+                           rng_stream *r)
 {
-    double d2 = 0.0, p1[3], pt[3], a1 = 0.0, a2 = 0.0;
+    float d2 = 0.0f, a1 = 0.0f, a2 = 0.0f;
     for (int a = 0; a < 3; a++) {
-        p1[a] = m1 * u1[a];
-        pt[a] = p1[a] + m2 * u2[a];
-        d2 += (u1[a] - u2[a]) * (u1[a] - u2[a]);
+        const float du = u1[a] - u2[a];
+        d2 += du * du;
         a1 += u1[a] * u1[a];
         a2 += u2[a] * u2[a];
     }
-    if (d2 == 0.0)
+    if (d2 == 0.0f)
         return;
-    const double g1 = sqrt(1.0 + a1), g2 = sqrt(1.0 + a2), e = 1.0 / (m1 * g1 + m2 * g2);
-    double vc[3], vc2 = 0.0, vu1 = 0.0, vu2 = 0.0;
+    const float g1 = sqrtf(1.0f + a1), g2 = sqrtf(1.0f + a2);
+    const float k1 = m1 * a1 / (1.0f + g1), k2 = m2 * a2 / (1.0f + g2); /* m (gamma - 1) */
+    const double e = 1.0 / ((double)(m1 + m2) + ((double)k1 + k2)), mm = (double)m1 * m2;
+    /* v_c = (p1 + p2) / E; q = (p1 E2 - p2 E1) / E, p* = q + f v_c (v_c . q) */
+    double vc[3], q[3], vc2 = 0.0, vq = 0.0;
+    float vu1 = 0.0f, vu2 = 0.0f;
     for (int a = 0; a < 3; a++) {
-        vc[a] = pt[a] * e;
+        vc[a] = ((double)m1 * u1[a] + (double)m2 * u2[a]) * e;
+        q[a] = (mm * ((double)u1[a] - u2[a]) + (double)(m1 * u1[a]) * k2 -
+                (double)(m2 * u2[a]) * k1) * e;
         vc2 += vc[a] * vc[a];
-        vu1 += vc[a] * u1[a];
-        vu2 += vc[a] * u2[a];
+        vq += vc[a] * q[a];
+        vu1 += (float)vc[a] * u1[a];
+        vu2 += (float)vc[a] * u2[a];
     }
-    const double vv1 = vu1 / g1, vv2 = vu2 / g2; /* v_c . v_1, v_c . v_2 */
-    const double gc = 1.0 / sqrt(1.0 - vc2), f = gc * gc / (1.0 + gc); /* (gc - 1) / vc^2 */
-    const double g1s = (1.0 - vv1) * gc * g1, g2s = (1.0 - vv2) * gc * g2;
-    const double l1 = (f * vv1 - gc) * m1 * g1;
-    double ps[3], psm = 0.0;
+    const float sq = sqrtf(1.0f - (float)vc2), gc = 1.0f / sq, f = gc / (1.0f + sq); /* (gc-1)/vc^2 */
+    const float g1s = gc * (g1 - vu1), g2s = gc * (g2 - vu2);
+    double ps[3], pm = 0.0;
     for (int a = 0; a < 3; a++) {
-        ps[a] = p1[a] + vc[a] * l1;
-        psm += ps[a] * ps[a];
+        ps[a] = q[a] + f * vc[a] * vq;
+        pm += ps[a] * ps[a];
     }
-    psm = sqrt(psm);
-    if (!(psm > 0.0))
+    pm = sqrt(pm);
+    if (!(pm > 0.0))
         return;
-    const float s = collide_s(p, c, (float)q1q2, (float)m1, (float)m2, (float)g1, (float)g2,
-                              (float)g1s, (float)g2s, (float)psm, (float)n12);
+    const float s = collide_s(p, c, q1q2, m1, m2, g1, g2, g1s, g2s, (float)pm, n12);
     const float r1 = rng_uniform(r), r2 = rng_uniform(r), r3 = rng_uniform(r);
-    collide_turn(ps, psm, collide_omc(s, r1, r2), r3);
-    const double vp = vc[0] * ps[0] + vc[1] * ps[1] + vc[2] * ps[2];
-    const double k1 = f * vp + m1 * g1s * gc;
+    double d[3];
+    collide_turn(ps, pm, collide_omc(s, r1, r2), r3, d);
+    const double vd = f * (vc[0] * d[0] + vc[1] * d[1] + vc[2] * d[2]);
     /* the lighter (or either of equal weights) always moves; the heavier with probability
      * w_light / w_heavy: one draw at most */
     const int move1 = w2 >= w1 || w2 >= rng_uniform(r) * w1;
     const int move2 = w1 >= w2 || w1 >= rng_uniform(r) * w2;
     const double i1 = 1.0 / m1, i2 = 1.0 / m2;
     for (int a = 0; a < 3; a++) {
-        const double p1f = ps[a] + vc[a] * k1; /* 2 takes the rest: the sum is kept exactly */
+        const double dp = d[a] + vc[a] * vd;
         if (move1)
-            u1[a] = p1f * i1;
+            u1[a] = (float)(u1[a] + dp * i1);
         if (move2)
-            u2[a] = (pt[a] - p1f) * i2;
+            u2[a] = (float)(u2[a] - dp * i2);
     }
 }
 

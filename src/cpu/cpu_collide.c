@@ -81,13 +81,13 @@ static void collide_cell_pairs(species *a, species *b, int *ia, int na, int *ib,
         int pi, pj;
         double share = collide_pair_of(k, na, nb, intra, &pi, &pj);
         const int s1 = ia[pi], s2 = ib[pj];
-        double u1[3] = {a->ux[s1], a->uy[s1], a->uz[s1]}, u2[3] = {b->ux[s2], b->uy[s2], b->uz[s2]};
-        double w1 = a->w[s1], w2 = b->w[s2];
+        float u1[3] = {a->ux[s1], a->uy[s1], a->uz[s1]}, u2[3] = {b->ux[s2], b->uy[s2], b->uz[s2]};
+        const float w1 = a->w[s1], w2 = b->w[s2];
         collide_rng(&r, p, i, j, (unsigned)k);
-        collide_pair(u1, u2, a->m, b->m, (double)a->q * b->q, w1, w2,
-                     share * (w1 > w2 ? w1 : w2) * cc.nmin, p, &cc, &r);
-        a->ux[s1] = (float)u1[0], a->uy[s1] = (float)u1[1], a->uz[s1] = (float)u1[2];
-        b->ux[s2] = (float)u2[0], b->uy[s2] = (float)u2[1], b->uz[s2] = (float)u2[2];
+        collide_pair(u1, u2, (float)a->m, (float)b->m, (float)(a->q * b->q), w1, w2,
+                     (float)(share * (w1 > w2 ? w1 : w2) * cc.nmin), p, &cc, &r);
+        a->ux[s1] = u1[0], a->uy[s1] = u1[1], a->uz[s1] = u1[2];
+        b->ux[s2] = u2[0], b->uy[s2] = u2[1], b->uz[s2] = u2[2];
     }
 }
 
