@@ -8,6 +8,7 @@
  * measured initial state; each within 10 %. EMPIC_TEST_BACKEND=cuda (tools/gpu-test) runs
  * the rate and conservation tests with the CUDA backend. */
 #include "testutil.h"
+#include "phasespace.h"
 
 #include <omp.h>
 
@@ -212,12 +213,8 @@ static void test_relativistic(void)
     sim_free(&S);
 }
 
-/* Kinetic energy m (gamma - 1) of momentum u (per mass), without cancellation. */
-static double kin(const float u[3], double m)
-{
-    const double a = (double)u[0] * u[0] + (double)u[1] * u[1] + (double)u[2] * u[2];
-    return m * a / (1.0 + sqrt(1.0 + a));
-}
+/* Kinetic energy of momentum u (per mass) of mass m. */
+static double kin(const float u[3], double m) { return kinetic_energy(u[0], u[1], u[2], m); }
 
 /* 4a. One pair at a time, the momenta in single precision as stored: momentum and kinetic
  * energy kept to the rounding of the stored momenta (a few 1e-8 of the momenta, 1e-7 of the
