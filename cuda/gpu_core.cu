@@ -753,6 +753,9 @@ static void open_tables(gpu_state *g, const pic_state *st)
     GPU_CK(cudaMemset(g->tiles, 0, g->ntiles * g->tile_set * sizeof(long long)));
     g->tile_live = (int *)gpu_malloc(g, (size_t)g->ntiles * g->ncl * sizeof(int), "tile flags");
     GPU_CK(cudaMemset(g->tile_live, 0, (size_t)g->ntiles * g->ncl * sizeof(int)));
+    for (int s = 0; s < st->nsp; s++)
+        if (st->sp[s].z && !g->rest)
+            g->rest = (uint8_t *)gpu_malloc(g, (size_t)g->ntiles * g->ncl, "atoms at rest");
     g->acc = (long long *)gpu_malloc(g, 3 * g->size * sizeof(long long), "current sums");
     /* per cluster: 5 field sums, or the kinetic energy of each species */
     const size_t np = (size_t)g->ncl * (g->nsp > 5 ? g->nsp : 5);
@@ -797,7 +800,7 @@ void gpu_memory_close(gpu_state *g, pic_state *st)
     for (int s = 0; s < g->nsp; s++)
         free_species(&g->sp[s]);
     void *p[] = {g->store,   g->x0,    g->y0,          g->cx_of, g->cy_of, g->tiles,
-                 g->tile_live, g->acc, g->partial, g->flags, g->lists, g->heavy, g->spare_start,
+                 g->tile_live, g->rest, g->acc, g->partial, g->flags, g->lists, g->heavy, g->spare_start,
                  g->room,    g->order, g->ion_tab, g->ion_dz, g->avg,
                  g->split.first, g->split.queue, g->split.parts, g->split.tiles,
                  g->split.hist, g->split.live, g->split.ke};

@@ -146,6 +146,8 @@ struct gpu_state {
     int *tile_live;               /* per tile set and cluster: whether the particle kernel
                                      stored the tile (it deposited something; else it is zero
                                      and the sums skip it) */
+    uint8_t *rest;                /* per tile set and cluster of an ionizing species: its
+                                     particles are all neutral atoms at rest (k_rest) */
     /* current and charge tiles in shared memory */
     int tszp;                     /* padded component stride in shared memory */
     size_t smem_move, smem_rho;   /* dynamic shared memory of k_push_move and k_rho */

@@ -4,9 +4,11 @@
  * exists at x(n+1). Two kernels of one block per cluster of an ionizing species:
  * k_ionize_charge draws each ion's new charge state (ionize_ion, the ion's own stream),
  * keeps its increment in a byte array and writes the cluster's electron count (and, for an
- * energy row, its sums of w z and w: reductions in a fixed order, the same in every run); a
- * cluster whose field is too weak for any level (ionize_quiet: the laser has not reached
- * it) reads no ion. The host reads the counts of every species once (the step's one wait),
+ * energy row, its sums of w z and w: reductions in a fixed order, the same in every run).
+ * Before them k_ionize_scan, a warp per cluster, bounds the cluster's field once for every
+ * ionizing species: a cluster whose field is too weak for any level of a species
+ * (ionize_quiet: the laser has not reached it) is not visited for it, the block of
+ * k_ionize_charge returns at once. The host reads the counts of every species once (the step's one wait),
  * re-lays an electron species when a cluster lacks room (gpu_relayout, the sort's global
  * rearrangement), and k_ionize_emit appends the electrons in the ions' slot order (a
  * block-wide prefix sum of the increments). Ionization costs the species without it
@@ -29,11 +31,11 @@ typedef struct {
     uint8_t *dz;
     int *add;                     /* per cluster: electrons made */
     double *sums;                 /* per cluster: sum w z, sum w (when wanted) */
+    const uint8_t *visit;         /* per cluster: k_ionize_scan's VISIT_ code */
     const float *e[3];
     const float *xe[3];           /* the external E's arrays (NULL where uniform) */
     float ext[3];                 /* its uniform values */
-    const int *x0, *y0;           /* the cluster tiles (ionize_quiet's bound) */
-    int ncx, off, stride, want;   /* want: the sums */
+    int off, stride, want;        /* want: the sums */
     unsigned long long seed;
     unsigned species;
     long long step;
@@ -56,50 +58,65 @@ __device__ __forceinline__ double block_sum_d(double v, double *red)
     return s;
 }
 
-/* ionize_quiet for cluster c, the same in every thread: the largest |E_c| over its tile. */
-__device__ static int quiet_cluster(const kionize &a, int c)
+/* What k_ionize_charge does with a cluster of an ionizing species: nothing (no ion, or a
+ * quiet field and no sums wanted; its outputs are written by the scan), the sums alone (a
+ * quiet field), or the charge draws. */
+enum { VISIT_NONE, VISIT_SUMS, VISIT_DRAW };
+
+/* The field bound of every cluster, once for all ionizing species: a warp per cluster. */
+typedef struct {
+    const float *e[3];
+    const int *x0, *y0;
+    int ncx, ncl, off, stride, n, want, bound; /* bound: no external E arrays */
+    float ext[3];
+    double quiet[DECK_MAX_SPECIES];        /* per ionizing species: its table's quiet */
+    const int *count[DECK_MAX_SPECIES];
+    uint8_t *visit[DECK_MAX_SPECIES];
+    int *add[DECK_MAX_SPECIES];
+    double *sums[DECK_MAX_SPECIES];
+} kscan;
+
+__global__ void __launch_bounds__(GPU_THREADS) k_ionize_scan(const __grid_constant__ kscan a)
 {
-    __shared__ float red[3][GPU_THREADS / 32];
-    __shared__ int quiet;
-    if (a.xe[0] || a.xe[1] || a.xe[2])
-        return 0;
-    const cluster_tile t = cluster_tile_of(a.x0, a.y0, a.ncx, c);
+    const int c = blockIdx.x * (GPU_THREADS / 32) + (threadIdx.x >> 5), lane = threadIdx.x & 31;
+    if (c >= a.ncl)
+        return; /* the whole warp */
+    int ions = 0; /* species with ions here */
+    for (int k = 0; k < a.n; k++)
+        ions += a.count[k][c] > 0;
     float m[3] = {0.0f, 0.0f, 0.0f};
-    for (int q = threadIdx.x; q < t.w * t.h; q += blockDim.x) {
-        const int k = a.off + t.i0 + q % t.w + (t.j0 + q / t.w) * a.stride;
+    if (ions && a.bound) { /* the largest |E_c| over the tile */
+        const cluster_tile t = cluster_tile_of(a.x0, a.y0, a.ncx, c);
+        for (int q = lane; q < t.w * t.h; q += 32) {
+            const int k = a.off + t.i0 + q % t.w + (t.j0 + q / t.w) * a.stride;
+            for (int d = 0; d < 3; d++)
+                m[d] = fmaxf(m[d], fabsf(a.e[d][k]));
+        }
         for (int d = 0; d < 3; d++)
-            m[d] = fmaxf(m[d], fabsf(a.e[d][k]));
+            for (int o = 16; o > 0; o >>= 1)
+                m[d] = fmaxf(m[d], __shfl_xor_sync(FULL, m[d], o));
     }
-    for (int d = 0; d < 3; d++) {
-        for (int o = 16; o > 0; o >>= 1)
-            m[d] = fmaxf(m[d], __shfl_down_sync(FULL, m[d], o));
-        if ((threadIdx.x & 31) == 0)
-            red[d][threadIdx.x >> 5] = m[d];
+    if (lane >= a.n)
+        return;
+    const int k = lane;
+    const int quiet = !a.bound ? 0 : ionize_quiet(a.quiet[k], m, a.ext);
+    const int v = a.count[k][c] == 0 ? VISIT_NONE : !quiet ? VISIT_DRAW
+                  : a.want ? VISIT_SUMS : VISIT_NONE;
+    a.visit[k][c] = (uint8_t)v;
+    if (v == VISIT_NONE) {
+        a.add[k][c] = 0;
+        if (a.want)
+            a.sums[k][2 * c] = a.sums[k][2 * c + 1] = 0.0;
     }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        for (int d = 0; d < 3; d++)
-            for (int w = 1; w < (int)blockDim.x / 32; w++)
-                m[d] = fmaxf(m[d], red[d][w]);
-        quiet = ionize_quiet(&a.t, m, a.ext);
-    }
-    __syncthreads();
-    return quiet;
 }
 
 __global__ void __launch_bounds__(GPU_THREADS) k_ionize_charge(const __grid_constant__ kionize a)
 {
     __shared__ double red[GPU_THREADS / 32];
-    const int c = blockIdx.x, n = a.count[c], s0 = a.start[c];
-    const int quiet = n > 0 && quiet_cluster(a, c);
-    if (n == 0 || (quiet && !a.want)) {
-        if (threadIdx.x == 0) {
-            a.add[c] = 0;
-            if (a.want)
-                a.sums[2 * c] = a.sums[2 * c + 1] = 0.0;
-        }
+    const int c = blockIdx.x, v = a.visit[c];
+    if (v == VISIT_NONE)
         return; /* the whole block */
-    }
+    const int n = a.count[c], s0 = a.start[c], quiet = v == VISIT_SUMS;
     double zw = 0.0, w = 0.0, ne = 0.0;
     for (int k = threadIdx.x; k < n; k += blockDim.x) {
         const int p = s0 + k, z0 = a.ion.z[p];
@@ -169,11 +186,11 @@ __global__ void __launch_bounds__(GPU_THREADS) k_ionize_emit(const __grid_consta
  * the electron species' counts and capacities and the ions' counts (ints). */
 static size_t table_bytes(int nc) { return (size_t)nc * (2 * sizeof(double) + 4 * sizeof(int)); }
 
-/* gpu_state.ion_tab with room for the tables of n species, ion_dz for their slots (dz0[k]:
- * the k-th species' first). */
+/* gpu_state.ion_tab with room for the tables of n species and after them their visit codes
+ * (device only), ion_dz for their slots (dz0[k]: the k-th species' first). */
 static void ionize_scratch(gpu_state *g, const int *ions, int n, size_t *dz0)
 {
-    const size_t tab = n * table_bytes(g->ncl) + 64;
+    const size_t tab = n * (table_bytes(g->ncl) + g->ncl) + 64;
     if (g->ion_tab_n < tab) {
         if (g->ion_tab)
             cudaFree(g->ion_tab), cudaFreeHost(g->h_ion_tab);
@@ -197,7 +214,7 @@ static void ionize_scratch(gpu_state *g, const int *ions, int n, size_t *dz0)
 /* The charge draws of ionizing species s with its tables at tab (device), and the copies
  * of the counts they are checked against into the same tables. */
 static kionize charge_launch(gpu_state *g, pic_state *st, int s, long long step, int sums,
-                             char *tab, uint8_t *dz)
+                             char *tab, const uint8_t *visit, uint8_t *dz)
 {
     gpu_species *d = &g->sp[s], *e = &g->sp[d->ion_to];
     const int nc = g->ncl;
@@ -215,9 +232,7 @@ static kionize charge_launch(gpu_state *g, pic_state *st, int s, long long step,
         a.xe[k] = g->ext[k];
         a.ext[k] = st->ext.u[k];
     }
-    a.x0 = g->x0;
-    a.y0 = g->y0;
-    a.ncx = g->ncx;
+    a.visit = visit;
     a.off = g->off;
     a.stride = g->stride;
     a.want = sums;
@@ -301,10 +316,39 @@ void gpu_ionize(void *ctx, pic_state *st, long long step, int sums, ionize_stats
     size_t dz0[DECK_MAX_SPECIES];
     ionize_scratch(g, ions, n, dz0);
     gpu_fields_join(g); /* E(n+1) */
-    const size_t tb = table_bytes(g->ncl);
+    const int nc = g->ncl;
+    const size_t tb = table_bytes(nc);
+    uint8_t *visit = (uint8_t *)g->ion_tab + n * tb;
+    kscan q;
+    memset(&q, 0, sizeof q);
+    for (int d = 0; d < 3; d++) {
+        q.e[d] = g->e[d];
+        q.ext[d] = st->ext.u[d];
+    }
+    q.x0 = g->x0;
+    q.y0 = g->y0;
+    q.ncx = g->ncx;
+    q.ncl = nc;
+    q.off = g->off;
+    q.stride = g->stride;
+    q.n = n;
+    q.want = sums;
+    q.bound = !g->ext[0] && !g->ext[1] && !g->ext[2];
+    for (int k = 0; k < n; k++) {
+        double *tab = (double *)(g->ion_tab + k * tb);
+        q.quiet[k] = g->sp[ions[k]].ion->quiet;
+        q.count[k] = g->sp[ions[k]].count;
+        q.visit[k] = visit + (size_t)k * nc;
+        q.sums[k] = tab;
+        q.add[k] = (int *)(tab + 2 * nc);
+    }
+    const int warps = GPU_THREADS / 32; /* untimed: the "other" phase, as on the CPU */
+    k_ionize_scan<<<(nc + warps - 1) / warps, GPU_THREADS, 0, g->stream>>>(q);
+    GPU_LAUNCHED(g, "k_ionize_scan");
     kionize a[DECK_MAX_SPECIES];
-    for (int k = 0; k < n; k++) /* untimed: the "other" phase, as on the CPU */
-        a[k] = charge_launch(g, st, ions[k], step, sums, g->ion_tab + k * tb, g->ion_dz + dz0[k]);
+    for (int k = 0; k < n; k++)
+        a[k] = charge_launch(g, st, ions[k], step, sums, g->ion_tab + k * tb, q.visit[k],
+                             g->ion_dz + dz0[k]);
     GPU_CK(cudaMemcpyAsync(g->h_ion_tab, g->ion_tab, n * tb, cudaMemcpyDeviceToHost, g->stream));
     GPU_CK(cudaStreamSynchronize(g->stream));
     unsigned given = 0; /* electron species given electrons so far */

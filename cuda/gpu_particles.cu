@@ -56,6 +56,8 @@ typedef struct {
     float qdt2m;
     move_step mv;
     const uint8_t *z;           /* charge states of an ionizing species (charge q z), or NULL */
+    uint8_t *rest;              /* with z, per cluster: its particles are all neutral atoms
+                                   at rest (k_rest) */
 } kspecies;
 
 /* The particle kernel's launch: every mobile species at once, block b running cluster
@@ -541,16 +543,25 @@ __device__ __forceinline__ void push_finish(const kpart &a, float *sf, pshared &
     }
 }
 
+/* Whether entry E (whole) holds neutral atoms at rest only (k_rest's flag). */
+__device__ __forceinline__ bool at_rest(const kpart &a, const pentry &E)
+{
+    const uint8_t *rest = a.sp[E.s].rest;
+    return rest && rest[E.c];
+}
+
 /* push_finish's outputs for an entry without particles (another rank's cluster, a foil's
- * vacuum: most entries of a box split over ranks), without push_run's tile and barriers:
- * the many such blocks at the end of the kernel's order take no longer than their launch. */
+ * vacuum: most entries of a box split over ranks) or of neutral atoms at rest only (at_rest:
+ * the gas ahead of the laser; they stay, deposit nothing and have no kinetic energy),
+ * without push_run's tile and barriers: the many such blocks take no longer than their
+ * launch. */
 template <bool KE>
 __device__ __forceinline__ void push_empty(const kpart &a, const pentry &E)
 {
     const kspecies &sp = a.sp[E.s];
     const int tid = threadIdx.x, c = E.c;
     if (tid < 9 && (a.which != PUSH_REST || in_box(a.own, c % a.ncx, c / a.ncx)))
-        sp.hist[9 * c + tid] = 0;
+        sp.hist[9 * c + tid] = tid == 4 ? E.n : 0;
     if (tid == 0) {
         sp.live[c] = 0;
         if (KE)
@@ -575,7 +586,7 @@ __global__ void __launch_bounds__(GPU_MOVE_THREADS, 2) k_push_move(const __grid_
         if (a.which == PUSH_REST && cluster_border(a.own, a.border_axes, a.ncx, e % a.ncl))
             return;
         const pentry E = entry_of(a, e, 0);
-        if (E.n == 0)
+        if (E.n == 0 || at_rest(a, E))
             push_empty<KE>(a, E);
         else
             push_finish<KE, false>(a, sf, sh, E, push_run<KE, false>(a, sf, sh, E));
@@ -600,8 +611,8 @@ __global__ void __launch_bounds__(GPU_MOVE_THREADS, 2) k_push_move(const __grid_
         if (!sh.take)
             return;
         const pentry E = entry_of(a, sh.e, sh.part);
-        if (E.n == 0) { /* an entry block's: a part has particles */
-            push_empty<KE>(a, E);
+        if (E.n == 0 || (entry && entry_parts(a, E.e, E.n) == 1 && at_rest(a, E))) {
+            push_empty<KE>(a, E); /* an entry block's: a part has particles */
             return;
         }
         push_finish<KE, true>(a, sf, sh, E, push_run<KE, true>(a, sf, sh, E));
@@ -609,6 +620,37 @@ __global__ void __launch_bounds__(GPU_MOVE_THREADS, 2) k_push_move(const __grid_
             return;
         __syncthreads(); /* every thread has read sh before the next take */
     }
+}
+
+/* Per cluster (blockIdx.x) of an ionizing species (blockIdx.y: its slot in kpart.sp, one of
+ * those with charge states): whether its particles are all neutral atoms at rest, which the
+ * particle kernel then skips. The charge states are read 16 at a time (segments start on
+ * 32-slot multiples), the momenta only where every atom is neutral. */
+__global__ void __launch_bounds__(GPU_THREADS) k_rest(const __grid_constant__ kpart a)
+{
+    const kspecies &sp = a.sp[blockIdx.y];
+    if (!sp.z)
+        return; /* the whole block */
+    const int c = blockIdx.x, n = sp.count[c], s0 = sp.start[c];
+    unsigned z = 0;
+    for (int k = 16 * threadIdx.x; k < n; k += 16 * GPU_THREADS)
+        if (k + 16 <= n) {
+            const uint4 v = *(const uint4 *)(sp.z + s0 + k);
+            z |= v.x | v.y | v.z | v.w;
+        } else
+            for (int q = k; q < n; q++)
+                z |= sp.z[s0 + q];
+    bool rest = !__syncthreads_or(z != 0u);
+    if (rest) {
+        bool moving = false;
+        for (int k = threadIdx.x; k < n; k += GPU_THREADS) {
+            const float2 uxy = sp.uxy[s0 + k], uzw = sp.uzw[s0 + k];
+            moving |= uxy.x != 0.0f || uxy.y != 0.0f || uzw.x != 0.0f;
+        }
+        rest = !__syncthreads_or(moving);
+    }
+    if (threadIdx.x == 0)
+        sp.rest[c] = rest;
 }
 
 /* The particle kernel's instance: with the kinetic energy or not, with parts (spare blocks
@@ -1074,7 +1116,7 @@ void gpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic)
     gpu_debug(g, st, DBG_BEFORE_MOVE);
     kpart a;
     memset(&a, 0, sizeof a);
-    int m = 0, mob[DECK_MAX_SPECIES]; /* the mobile species; m-th: tile set m */
+    int m = 0, mob[DECK_MAX_SPECIES], ions = 0; /* the mobile species; m-th: tile set m */
     for (int s = 0; s < g->nsp; s++) {
         const gpu_species *d = &g->sp[s];
         if (kinetic)
@@ -1085,7 +1127,9 @@ void gpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic)
                            d->code,  d->start, d->count, d->hist, g->tiles + m * g->tile_set,
                            g->tile_live + (size_t)m * g->ncl,
                            g->partial + (size_t)m * g->ncl, boris_qdt2m(f->dt, d->qm),
-                           move_step_of(f->dt, f->dx, f->dy, d->q), d->z};
+                           move_step_of(f->dt, f->dx, f->dy, d->q), d->z,
+                           d->z ? g->rest + (size_t)m * g->ncl : NULL};
+        ions |= d->z != NULL;
         mob[m++] = s;
     }
     for (int k = 0; k < 3; k++) {
@@ -1113,6 +1157,10 @@ void gpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic)
         if (g->order_age++ % ORDER_EVERY == 0) {
             k_cluster_order<<<1, 1024, 0, g->stream>>>(a, m, g->order);
             GPU_LAUNCHED(g, "k_cluster_order");
+        }
+        if (ions) {
+            k_rest<<<dim3(g->ncl, m), GPU_THREADS, 0, g->stream>>>(a);
+            GPU_LAUNCHED(g, "k_rest");
         }
         split_plan(g, st, &a, m, mob);
         push_launch(g, st, &a, m, want_ke);

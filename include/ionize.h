@@ -120,16 +120,16 @@ EMPIC_HD int ionize_ion(const ionize_table *t, int z, double e, ionize_stream *r
 /* Whether no ion of a cluster can ionize in this step, from m[c]: the largest |E_c| over
  * every cell its ions gather from (the cluster's tile, one cell around it), and the uniform
  * external field ext[]. A bilinear gather stays within its four values but for a few float
- * roundings (the margin of 1e-5), so a bound below every level's emin leaves each ion's
- * charge state as ionize_ion would: the cluster's ions need not be read at all. */
-EMPIC_HD int ionize_quiet(const ionize_table *t, const float m[3], const float ext[3])
+ * roundings (the margin of 1e-5), so a bound below every level's emin (quiet: the table's)
+ * leaves each ion's charge state as ionize_ion would: the cluster's ions need not be read. */
+EMPIC_HD int ionize_quiet(double quiet, const float m[3], const float ext[3])
 {
     double s = 0.0;
     for (int c = 0; c < 3; c++) {
         const double v = (double)m[c] + fabs((double)ext[c]);
         s += v * v;
     }
-    return sqrt(s) * (1.0 + 1e-5) < t->quiet;
+    return sqrt(s) * (1.0 + 1e-5) < quiet;
 }
 
 /* |E| at offset (x, y) of cell k (row stride s) with the external field: its arrays xa[]

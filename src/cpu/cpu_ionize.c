@@ -24,7 +24,7 @@ static int quiet_cluster(const species *s, const emf *f, const clusters *cl, int
         for (int i = t.i0; i < t.i0 + t.w; i++)
             for (int k = 0; k < 3; k++)
                 m[k] = fmaxf(m[k], fabsf(f->e[k][emf_idx(f, i, j)]));
-    return ionize_quiet(s->ion, m, ext->u);
+    return ionize_quiet(s->ion->quiet, m, ext->u);
 }
 
 /* New charge states of cluster c's ions; their increments into dz. Returns the electrons
