@@ -535,6 +535,7 @@ static void upload_species(gpu_state *g, const pic_state *st, int s)
         d->z = (uint8_t *)gpu_malloc(g, n, "charge states");
         d->ion = h->ion;
         d->ion_to = h->ion_to;
+        d->cold = h->cold;
     }
     /* the segments' slack zero, as in fresh host arrays (the particles follow: transfer) */
     GPU_CK(cudaMemsetAsync(d->xy, 0, n * 8, g->stream));

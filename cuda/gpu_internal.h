@@ -54,6 +54,7 @@ typedef struct {
                                      (species.id_max), else 8 (0: untracked) */
     uint8_t *z;                   /* charge states of an ionizing species, else NULL */
     int zb;                       /* their bytes per slot: 1, or 0 (no charge states) */
+    int cold;                     /* species.cold: a neutral atom stays at rest */
     const ionize_table *ion;      /* the host species' levels (species.ion), or NULL */
     int ion_to;                   /* the species its electrons join */
     int *start, *count, *cap;     /* per cluster */

@@ -63,7 +63,9 @@ __device__ __forceinline__ double block_sum_d(double v, double *red)
  * quiet field), or the charge draws. */
 enum { VISIT_NONE, VISIT_SUMS, VISIT_DRAW };
 
-/* The field bound of every cluster, once for all ionizing species: a warp per cluster. */
+/* The field bound of every cluster, once for all ionizing species, and the copies of the
+ * counts the host checks the electrons' room against (the electron species' counts and
+ * capacities, the ions' counts) into the tables: a warp per cluster. */
 typedef struct {
     const float *e[3];
     const int *x0, *y0;
@@ -71,6 +73,7 @@ typedef struct {
     float ext[3];
     double quiet[DECK_MAX_SPECIES];        /* per ionizing species: its table's quiet */
     const int *count[DECK_MAX_SPECIES];
+    const int *ecount[DECK_MAX_SPECIES], *ecap[DECK_MAX_SPECIES]; /* its electrons' */
     uint8_t *visit[DECK_MAX_SPECIES];
     int *add[DECK_MAX_SPECIES];
     double *sums[DECK_MAX_SPECIES];
@@ -98,11 +101,14 @@ __global__ void __launch_bounds__(GPU_THREADS) k_ionize_scan(const __grid_consta
     }
     if (lane >= a.n)
         return;
-    const int k = lane;
+    const int k = lane, n = a.count[k][c], nc = a.ncl;
     const int quiet = !a.bound ? 0 : ionize_quiet(a.quiet[k], m, a.ext);
-    const int v = a.count[k][c] == 0 ? VISIT_NONE : !quiet ? VISIT_DRAW
-                  : a.want ? VISIT_SUMS : VISIT_NONE;
+    const int v = n == 0 ? VISIT_NONE : !quiet ? VISIT_DRAW : a.want ? VISIT_SUMS : VISIT_NONE;
     a.visit[k][c] = (uint8_t)v;
+    int *copy = a.add[k] + nc;
+    copy[c] = a.ecount[k][c];
+    copy[nc + c] = a.ecap[k][c];
+    copy[2 * nc + c] = n;
     if (v == VISIT_NONE) {
         a.add[k][c] = 0;
         if (a.want)
@@ -211,12 +217,11 @@ static void ionize_scratch(gpu_state *g, const int *ions, int n, size_t *dz0)
     }
 }
 
-/* The charge draws of ionizing species s with its tables at tab (device), and the copies
- * of the counts they are checked against into the same tables. */
+/* The charge draws of ionizing species s with its tables at tab (device). */
 static kionize charge_launch(gpu_state *g, pic_state *st, int s, long long step, int sums,
                              char *tab, const uint8_t *visit, uint8_t *dz)
 {
-    gpu_species *d = &g->sp[s], *e = &g->sp[d->ion_to];
+    gpu_species *d = &g->sp[s];
     const int nc = g->ncl;
     kionize a;
     memset(&a, 0, sizeof a);
@@ -242,13 +247,6 @@ static kionize charge_launch(gpu_state *g, pic_state *st, int s, long long step,
     a.window_cells = st->window_cells;
     k_ionize_charge<<<nc, GPU_THREADS, 0, g->stream>>>(a);
     GPU_LAUNCHED(g, "k_ionize_charge");
-    int *ecnt = a.add + nc;
-    GPU_CK(cudaMemcpyAsync(ecnt, e->count, (size_t)nc * sizeof(int), cudaMemcpyDeviceToDevice,
-                           g->stream));
-    GPU_CK(cudaMemcpyAsync(ecnt + nc, e->cap, (size_t)nc * sizeof(int),
-                           cudaMemcpyDeviceToDevice, g->stream));
-    GPU_CK(cudaMemcpyAsync(ecnt + 2 * nc, d->count, (size_t)nc * sizeof(int),
-                           cudaMemcpyDeviceToDevice, g->stream));
     return a;
 }
 
@@ -338,6 +336,8 @@ void gpu_ionize(void *ctx, pic_state *st, long long step, int sums, ionize_stats
         double *tab = (double *)(g->ion_tab + k * tb);
         q.quiet[k] = g->sp[ions[k]].ion->quiet;
         q.count[k] = g->sp[ions[k]].count;
+        q.ecount[k] = g->sp[g->sp[ions[k]].ion_to].count;
+        q.ecap[k] = g->sp[g->sp[ions[k]].ion_to].cap;
         q.visit[k] = visit + (size_t)k * nc;
         q.sums[k] = tab;
         q.add[k] = (int *)(tab + 2 * nc);

@@ -58,6 +58,7 @@ typedef struct {
     const uint8_t *z;           /* charge states of an ionizing species (charge q z), or NULL */
     uint8_t *rest;              /* with z, per cluster: its particles are all neutral atoms
                                    at rest (k_rest) */
+    int cold;                   /* with z: a neutral atom is at rest (gpu_species.cold) */
 } kspecies;
 
 /* The particle kernel's launch: every mobile species at once, block b running cluster
@@ -625,7 +626,8 @@ __global__ void __launch_bounds__(GPU_MOVE_THREADS, 2) k_push_move(const __grid_
 /* Per cluster (blockIdx.x) of an ionizing species (blockIdx.y: its slot in kpart.sp, one of
  * those with charge states): whether its particles are all neutral atoms at rest, which the
  * particle kernel then skips. The charge states are read 16 at a time (segments start on
- * 32-slot multiples), the momenta only where every atom is neutral. */
+ * 32-slot multiples), the momenta only where every atom is neutral and the species may hold
+ * moving ones (not cold). */
 __global__ void __launch_bounds__(GPU_THREADS) k_rest(const __grid_constant__ kpart a)
 {
     const kspecies &sp = a.sp[blockIdx.y];
@@ -641,7 +643,7 @@ __global__ void __launch_bounds__(GPU_THREADS) k_rest(const __grid_constant__ kp
             for (int q = k; q < n; q++)
                 z |= sp.z[s0 + q];
     bool rest = !__syncthreads_or(z != 0u);
-    if (rest) {
+    if (rest && !sp.cold) {
         bool moving = false;
         for (int k = threadIdx.x; k < n; k += GPU_THREADS) {
             const float2 uxy = sp.uxy[s0 + k], uzw = sp.uzw[s0 + k];
@@ -1128,7 +1130,7 @@ void gpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic)
                            g->tile_live + (size_t)m * g->ncl,
                            g->partial + (size_t)m * g->ncl, boris_qdt2m(f->dt, d->qm),
                            move_step_of(f->dt, f->dx, f->dy, d->q), d->z,
-                           d->z ? g->rest + (size_t)m * g->ncl : NULL};
+                           d->z ? g->rest + (size_t)m * g->ncl : NULL, d->cold};
         ions |= d->z != NULL;
         mob[m++] = s;
     }

@@ -308,6 +308,22 @@ static double weight_bound(const deck_species *c, const deck *d)
     return fabs(c->n) * m / ((double)c->ppc[0] * c->ppc[1]);
 }
 
+/* Whether species `index` loads (and injects) its particles at rest and collides with
+ * nothing: no thermal momentum, drifts that are the number 0. */
+static int species_cold(const deck *d, int index)
+{
+    const deck_species *c = &d->species[index];
+    for (int k = 0; k < 3; k++) {
+        char *end;
+        if (c->uth[k] != 0.0 || strtod(c->drift[k], &end) != 0.0 || end == c->drift[k] || *end)
+            return 0;
+    }
+    for (int k = 0; k < d->ncollisions; k++)
+        if (d->collisions[k].species[0] == index || d->collisions[k].species[1] == index)
+            return 0;
+    return 1;
+}
+
 /* The largest weight of species `index`: its profile's, or for a species with no load that
  * ionization fills, the largest of the ion species that feed it (electron weight = ion
  * weight). */
@@ -503,6 +519,7 @@ void species_open(species *s, const deck *d, int index, const clusters *c)
         adk_table(d, index, s->ion);
         s->z0 = (int)s->cfg->charge;
         s->ion_to = s->cfg->ion_electrons;
+        s->cold = species_cold(d, index);
         s->q = 1.0f;
         s->qm = (float)(1.0 / s->cfg->mass);
     }

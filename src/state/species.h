@@ -81,6 +81,8 @@ typedef struct {
     ionize_table *ion;
     uint8_t *z;           /* charge states (ion != NULL), else NULL */
     int z0, ion_to;
+    int cold;             /* ion: loaded and injected at rest and in no collision, so that a
+                             neutral atom stays at rest (no force moves it) */
     uint64_t id_max;      /* tracked: the largest id this run can give (the load and every
                              column the window brings), which sets the GPU's id width */
     int *start, *count, *cap; /* per cluster: segment start, particles, capacity */
