@@ -425,6 +425,16 @@ void gpu_fields_end(gpu_state *g);
 void gpu_fields_join(gpu_state *g);
 
 /* Launch geometry helpers. */
+/* Species s's flags of clusters holding neutral atoms at rest only (gpu_state.rest: one row
+ * per mobile species, in species order, as the tile sets), or NULL (no charge states). */
+static inline const uint8_t *gpu_rest_of(const gpu_state *g, int s)
+{
+    int m = 0;
+    for (int k = 0; k < s; k++)
+        m += g->sp[k].mobile;
+    return g->sp[s].z && g->sp[s].mobile ? g->rest + (size_t)m * g->ncl : NULL;
+}
+
 static inline unsigned gpu_blocks(size_t n, int threads)
 {
     return (unsigned)((n + (size_t)threads - 1) / (size_t)threads);

@@ -772,8 +772,9 @@ __global__ void k_tiles_sum(ktiles a, int add, long long *acc, size_t size, int 
  * entries of the tiles that cover it, its cluster's and, near the cluster's sides, those of
  * its 8 neighbours (tiles reach [x0 - 1, x1 + 2)), across a periodic side the neighbour's
  * image (the fold of the guard deposits), and rounds once; the blocks after them zero the
- * guards (3 components: the current). The neighbours' tiles are found once per block, and
- * a cell reads only the tiles that hold it. */
+ * guards (3 components: the current). The neighbours' tiles and which of their sets hold
+ * anything are found once per block, and a cell reads only the stored tiles that hold it
+ * (none in a vacuum or a neutral gas: the block writes zeros). */
 __global__ void __launch_bounds__(256) k_tiles_mesh(ktiles a, int px, int py, int rows,
                                                       int stride, double inv, float *d0,
                                                       float *d1, float *d2)
@@ -792,6 +793,8 @@ __global__ void __launch_bounds__(256) k_tiles_mesh(ktiles a, int px, int py, in
     /* neighbour q = (dx + 1) + 3 (dy + 1): its id (-1: none) and its tile's origin and size
      * in this cluster's frame (shifted by the box across a periodic side) */
     __shared__ int nb_c[9], nb_i0[9], nb_j0[9], nb_w[9], nb_h[9];
+    __shared__ unsigned nb_live[9]; /* bit m: set m's tile was stored */
+    static_assert(DECK_MAX_SPECIES <= 32, "a bit per tile set");
     const int c = blockIdx.x, cx = c % a.ncx, cy = c / a.ncx;
     if (threadIdx.x < 9) {
         const int q = threadIdx.x;
@@ -809,6 +812,10 @@ __global__ void __launch_bounds__(256) k_tiles_mesh(ktiles a, int px, int py, in
         const int n = nx + ny * a.ncx;
         const cluster_tile T = cluster_tile_of(a.x0, a.y0, a.ncx, n);
         nb_c[q] = ok ? n : -1;
+        unsigned live = 0;
+        for (int m = 0; ok && m < a.nset; m++)
+            live |= (!a.live || a.live[m * ncl + n] ? 1u : 0u) << m;
+        nb_live[q] = live;
         nb_i0[q] = T.i0 - sx;
         nb_j0[q] = T.j0 - sy;
         nb_w[q] = T.w;
@@ -832,9 +839,8 @@ __global__ void __launch_bounds__(256) k_tiles_mesh(ktiles a, int px, int py, in
                 if (n < 0 || li < 0 || li >= nb_w[q] || lj < 0 || lj >= nb_h[q])
                     continue;
                 const int tsz = nb_w[q] * nb_h[q];
-                for (int m = 0; m < a.nset; m++) {
-                    if (a.live && !a.live[m * ncl + n])
-                        continue;
+                for (unsigned live = nb_live[q]; live; live &= live - 1u) {
+                    const int m = __ffs(live) - 1;
                     const long long *t = a.tiles + m * a.tile_set + (size_t)n * a.tile_stride +
                                          li + lj * nb_w[q];
 #pragma unroll
@@ -1130,7 +1136,7 @@ void gpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic)
                            g->tile_live + (size_t)m * g->ncl,
                            g->partial + (size_t)m * g->ncl, boris_qdt2m(f->dt, d->qm),
                            move_step_of(f->dt, f->dx, f->dy, d->q), d->z,
-                           d->z ? g->rest + (size_t)m * g->ncl : NULL, d->cold};
+                           (uint8_t *)gpu_rest_of(g, s), d->cold};
         ions |= d->z != NULL;
         mob[m++] = s;
     }

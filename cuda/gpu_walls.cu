@@ -56,6 +56,7 @@ typedef struct {
     uint8_t *code;
     const int *start, *count, *edge, *x0, *y0, *cx_of, *cy_of;
     const int *live;          /* per cluster: its tile holds this step's current */
+    const uint8_t *rest;      /* per cluster: neutral atoms at rest only (k_rest), or NULL */
     int *hist;
     long long *tiles;
     int tile_stride;
@@ -77,7 +78,7 @@ __global__ void k_walls(const __grid_constant__ kwalls_all all)
     const kwalls &a = all.s[blockIdx.y];
     const int c = a.edge[blockIdx.x], cx = c % a.w.ncx, cy = c / a.w.ncx;
     const int s0 = a.start[c], n = a.count[c];
-    if (n == 0)
+    if (n == 0 || (a.rest && a.rest[c]))
         return; /* nothing moved, nothing deposited (most edge clusters of a foil's box) */
     const pbnd_edges e = pbnd_edges_of(&a.w, cx, cy);
     int *hist = a.hist + 9 * c;
@@ -120,7 +121,8 @@ void gpu_walls_clusters(gpu_state *g, const pic_state *st, int n, const int *whi
         long long *tiles = g->tiles + k * g->tile_set;
         all.s[m] = kwalls{d->xy,    d->uxy,   d->uzw,  d->cell, d->code, d->start, d->count,
                           d->edge,  g->x0,    g->y0,   g->cx_of, g->cy_of,
-                          g->tile_live + (size_t)k * g->ncl, d->hist, tiles,
+                          g->tile_live + (size_t)k * g->ncl,
+                          gpu_rest_of(g, which[k]), d->hist, tiles,
                           3 * g->tsz_max, st->f->step, d->walls,
                           g->lost + (size_t)which[k] * g->ncl};
         all.nedge[m++] = d->nedge;

@@ -175,12 +175,15 @@ typedef struct {
     const uint8_t *code[DECK_MAX_SPECIES];
     const float2 *uxy[DECK_MAX_SPECIES], *uzw[DECK_MAX_SPECIES];
     const int *start[DECK_MAX_SPECIES], *count[DECK_MAX_SPECIES];
+    const uint8_t *rest[DECK_MAX_SPECIES]; /* gpu_rest_of: atoms at rest take nothing away */
 } kwindow_lost;
 
 __global__ void k_window_lost(kwindow_lost w, int ncx, int ncl, double *lost)
 {
     __shared__ double sh[32];
     const int sp = blockIdx.y, c = ncx * blockIdx.x;
+    if (w.rest[sp] && w.rest[sp][c])
+        return; /* the whole block: lost unchanged */
     const int b = w.start[sp][c], n = w.count[sp][c];
     double v = 0.0;
     for (int p = b + threadIdx.x; p < b + n; p += blockDim.x)
@@ -258,6 +261,7 @@ void gpu_window_shift(void *ctx, pic_state *st)
         wl.uzw[s] = d->uzw;
         wl.start[s] = d->start;
         wl.count[s] = d->count;
+        wl.rest[s] = gpu_rest_of(g, s);
     }
     k_window_lost<<<dim3((unsigned)g->ncy, (unsigned)g->nsp), GPU_THREADS, 0, g->stream>>>(
         wl, g->ncx, g->ncl, g->lost);
