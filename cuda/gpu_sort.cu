@@ -93,6 +93,12 @@ typedef struct {
  * SORT_WIDE_THREADS for every pair spent a pass launching the empty ones. */
 #define SORT_WIDE_SLOTS 65536
 #define SORT_WIDE_THREADS 1024
+/* The species of a pass whose clusters hold on average at most SORT_SMALL_SLOTS particles
+ * (a laser-wakefield gas of a few per cell) run blocks of 128 threads, 8 per multiprocessor:
+ * a pair's codes take one trip of them and twice as many pairs are under way (the LWFA
+ * decks' sort 6-15 % shorter); crowded clusters (Kong's decks, 38 k particles) keep blocks of
+ * GPU_THREADS, 4 per multiprocessor, whose trips are half as many. */
+#define SORT_SMALL_SLOTS (32 * 128)
 
 /* The species a pass sorts (blockIdx.y) and their lists in device memory when they do not
  * fit in shared memory. */
@@ -101,6 +107,7 @@ typedef struct {
     int *lists;  /* NULL: lists in shared memory */
     int lcap;    /* entries per list */
     int wide;    /* some species' segments exceed SORT_WIDE_SLOTS (ksorts_add) */
+    int crowded; /* some species' clusters average more than SORT_SMALL_SLOTS particles */
     int *heavy;  /* wide: the pass's heavy pairs ([0] their count, [1] k_sort_heavy's blocks
                     done, then blockIdx.x | blockIdx.y << 24 of each) */
 } ksorts;
@@ -422,13 +429,15 @@ __device__ __forceinline__ void sort_pair(const ksorts &all, int q, int y, int s
     }
 }
 
-__global__ void __launch_bounds__(GPU_THREADS, 4)
+/* Blocks of THREADS, BLOCKS per multiprocessor (SORT_SMALL_SLOTS). */
+template <int THREADS, int BLOCKS>
+__global__ void __launch_bounds__(THREADS, BLOCKS)
     k_sort_pass(const __grid_constant__ ksorts all, int axis, int first, int n, int ncx,
                 int periodic, int4 own, int border, int hipos, int3 span)
 {
     extern __shared__ int slist[];
-    __shared__ unsigned long long wtot[GPU_THREADS / 32]; /* the compaction's warp totals */
-    sort_pair<GPU_THREADS>(all, blockIdx.x, blockIdx.y, blockIdx.y * gridDim.x + blockIdx.x,
+    __shared__ unsigned long long wtot[THREADS / 32]; /* the compaction's warp totals */
+    sort_pair<THREADS>(all, blockIdx.x, blockIdx.y, blockIdx.y * gridDim.x + blockIdx.x,
                            slist, wtot, axis, first, n, ncx, periodic, own, border, hipos,
                            span);
 }
@@ -921,8 +930,12 @@ static void sort_pass(gpu_state *g, const ksorts *all, int nsort, size_t smem, i
     const dim3 grid((unsigned)(span.y * rows), (unsigned)nsort);
     ksorts a = *all;
     a.heavy = all->wide ? g->heavy + (border ? g->heavy_n : 0) : NULL; /* border: beside */
-    k_sort_pass<<<grid, GPU_THREADS, smem, g->stream>>>(a, axis, first, n, g->ncx, periodic,
-                                                        g->own, border, hipos, span);
+    if (a.crowded)
+        k_sort_pass<GPU_THREADS, 4><<<grid, GPU_THREADS, smem, g->stream>>>(
+            a, axis, first, n, g->ncx, periodic, g->own, border, hipos, span);
+    else
+        k_sort_pass<128, 8><<<grid, 128, smem, g->stream>>>(a, axis, first, n, g->ncx, periodic,
+                                                             g->own, border, hipos, span);
     GPU_LAUNCHED(g, "k_sort_pass");
     if (!a.heavy)
         return;
@@ -1119,12 +1132,16 @@ static ksort ksort_of(gpu_state *g, int s)
     return k;
 }
 
-/* Species s as the next of all (which[k]: its index); all is wide if s is. */
-static void ksorts_add(gpu_state *g, ksorts *all, int *which, int *n, int s)
+/* Species s as the next of all (which[k]: its index); all is wide if s is, crowded if its
+ * clusters of this rank hold more than SORT_SMALL_SLOTS particles on average. */
+static void ksorts_add(gpu_state *g, const pic_state *st, ksorts *all, int *which, int *n,
+                       int s)
 {
     which[*n] = s;
     all->s[(*n)++] = ksort_of(g, s);
     all->wide |= g->sp[s].cap_max > SORT_WIDE_SLOTS;
+    const long long own = (long long)(g->own.y - g->own.x) * (g->own.w - g->own.z);
+    all->crowded |= st->sp[s].np > (long long)SORT_SMALL_SLOTS * (own > 0 ? own : 1);
 }
 
 /* Decks with drops: the drops and the bookkeeping of the species `on` (drops[s]: species s
@@ -1146,15 +1163,13 @@ static int sort_early(gpu_state *g, pic_state *st, const int *on, const int *dro
         drop |= drops[s] ? 1u << s : 0u;
     }
     flags_clear(g, prep, drop);
-    for (int s = 0; s < g->nsp; s++)
-        if (drops[s])
-            gpu_walls_drop(g, s, window);
+    gpu_walls_drop(g, drops, window);
     hist_exchange(g, st, prep);
     prepare_species(g, st, prep);
     for (int s = 0; s < g->nsp; s++) {
         if (!on[s])
             continue;
-        ksorts_add(g, &all, which, &nsort, s);
+        ksorts_add(g, st, &all, which, &nsort, s);
     }
     read_flags(g);
     border_counts_down(g, st, prep);
@@ -1219,10 +1234,10 @@ void gpu_sort(void *ctx, pic_state *st, int window, long long *dropped)
         }
         if (hf[1] == 0 && g->ranks == 1)
             continue; /* no particle crossed a cluster border (over ranks: some may arrive) */
-        ksorts_add(g, &all, which, &nsort, s);
+        ksorts_add(g, st, &all, which, &nsort, s);
         all.lcap = hf[1] > all.lcap ? hf[1] : all.lcap;
         if (spec > 0 && !early && g->ranks > 1) { /* its passes 0 and 1 again */
-            ksorts_add(g, &redo, rwhich, &nredo, s);
+            ksorts_add(g, st, &redo, rwhich, &nredo, s);
             redo.lcap = hf[1] > redo.lcap ? hf[1] : redo.lcap;
         }
     }
