@@ -800,9 +800,9 @@ void gpu_memory_close(gpu_state *g, pic_state *st)
         cudaHostUnregister(st->f->store);
     for (int s = 0; s < g->nsp; s++)
         free_species(&g->sp[s]);
-    void *p[] = {g->store,   g->x0,    g->y0,          g->cx_of, g->cy_of, g->tiles,
-                 g->tile_live, g->rest, g->acc, g->partial, g->flags, g->lists, g->heavy, g->spare_start,
-                 g->room,    g->order, g->ion_tab, g->ion_dz, g->avg,
+    void *p[] = {g->store, g->x0, g->y0, g->cx_of, g->cy_of, g->tiles, g->tile_live, g->rest,
+                 g->acc, g->partial, g->flags, g->lists, g->heavy, g->spare_start, g->room,
+                 g->order, g->ion_tab, g->ion_dz, g->avg,
                  g->split.first, g->split.queue, g->split.parts, g->split.tiles,
                  g->split.hist, g->split.live, g->split.ke};
     for (size_t k = 0; k < sizeof p / sizeof p[0]; k++)

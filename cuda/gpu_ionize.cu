@@ -1,18 +1,17 @@
 /* gpu_ionize.cu - field ionization on the device (the twin of src/cpu/cpu_ionize.c, rules in
  * include/ionize.h). Like the CPU it runs after the sort: every ion is in its cluster, so
  * its electrons go straight into the electron species' segment of that cluster, and E(n+1)
- * exists at x(n+1). Two kernels of one block per cluster of an ionizing species:
- * k_ionize_charge draws each ion's new charge state (ionize_ion, the ion's own stream),
- * keeps its increment in a byte array and writes the cluster's electron count (and, for an
- * energy row, its sums of w z and w: reductions in a fixed order, the same in every run).
- * Before them k_ionize_scan, a warp per cluster, bounds the cluster's field once for every
- * ionizing species: a cluster whose field is too weak for any level of a species
- * (ionize_quiet: the laser has not reached it) is not visited for it, the block of
- * k_ionize_charge returns at once. The host reads the counts of every species once (the step's one wait),
- * re-lays an electron species when a cluster lacks room (gpu_relayout, the sort's global
- * rearrangement), and k_ionize_emit appends the electrons in the ions' slot order (a
- * block-wide prefix sum of the increments). Ionization costs the species without it
- * nothing. */
+ * exists at x(n+1). k_ionize_scan, a warp per cluster, bounds the cluster's field once for
+ * every ionizing species: a cluster whose field is too weak for any level of a species
+ * (ionize_quiet: the laser has not reached it) is not visited for it. Then two kernels of
+ * one block per cluster of an ionizing species: k_ionize_charge draws each ion's new charge
+ * state (ionize_ion, the ion's own stream), keeps its increment in a byte array and writes
+ * the cluster's electron count (and, for an energy row, its sums of w z and w: reductions
+ * in a fixed order, the same in every run). The host reads the counts of every species once
+ * (the step's one wait), re-lays an electron species when a cluster lacks room
+ * (gpu_relayout, the sort's global rearrangement), and k_ionize_emit appends the electrons
+ * in the ions' slot order (a block-wide prefix sum of the increments). Ionization costs the
+ * species without it nothing. */
 #include "gpu_internal.h"
 #include "ionize.h"
 

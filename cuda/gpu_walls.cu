@@ -170,8 +170,9 @@ typedef struct {
 
 /* One block per cluster (blockIdx.x) and dropping species (blockIdx.y); those on a dropping
  * side remove their PBND_DROP particles: n - nd survive; the survivors behind the new end,
- * listed in slot order, fill the holes in front of it in slot order. Codes are read 16 at a time (per-thread bit masks, block prefix sums
- * of their counts: ordered, whatever the thread scheduling). */
+ * listed in slot order, fill the holes in front of it in slot order. Codes are read 16 at a
+ * time (per-thread bit masks, block prefix sums of their counts: ordered, whatever the
+ * thread scheduling). */
 __global__ void __launch_bounds__(GPU_THREADS) k_drop(const __grid_constant__ kdrop_all all)
 {
     __shared__ int warp_n[GPU_THREADS / 32];
