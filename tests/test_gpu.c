@@ -5,8 +5,9 @@
  * no particle lost, tracking ids kept), the in-situ phase-space histograms binned on the
  * device against the CPU's, field ionization of He and N in a static field (helium's
  * ionized fraction as ADK's, nitrogen's charge states as the CPU's, one electron each),
- * binary collisions against the CPU's, and the field probes' device gather against the
- * CPU's. Skips cleanly, returning 0, where no GPU is
+ * neutral atoms (a drifting gas moves as on the CPU, one at rest stays: the particle
+ * kernel's skip of clusters at rest), binary collisions against the CPU's, and the field
+ * probes' device gather against the CPU's. Skips cleanly, returning 0, where no GPU is
  * available. */
 #include "adk.h"
 #include "elements.h"
@@ -978,6 +979,101 @@ static void test_ionization(void)
     sim_free(&G);
 }
 
+/* Neutral atoms of two ionizing species in no field: a slab of helium drifting warm (not
+ * cold: the device reads its momenta to find the clusters at rest) and nitrogen loaded at
+ * rest (cold: its clusters are found from their charge states alone and skipped). Helium
+ * must move as on the CPU, 8 cells across clusters, and nitrogen stay. */
+static void neutral_deck(deck *d, int backend, const char *tag)
+{
+    tu_deck(d, 64, 48, 0.1, 0.07, 60);
+    const char *el[2] = {"He", "N"};
+    const int z[2] = {2, 7};
+    for (int k = 0; k < 2; k++) {
+        deck_species *sp = tu_species(d, el[k], 0.0, k ? 25532.0 : 7294.3, 2, k ? 0.0 : 0.01);
+        sp->element = sp->max_charge = z[k];
+        sp->ionize = 1;
+        sp->ion_electrons = 2;
+    }
+    deck_species *he = &d->species[0];
+    snprintf(he->drift[0], sizeof he->drift[0], "0.2");
+    he->profile = PROFILE_PIECEWISE;
+    he->pwl_x.n = 4;
+    he->pwl_x.s = malloc(4 * sizeof(double));
+    he->pwl_x.f = malloc(4 * sizeof(double));
+    const double xs[4] = {1.0, 1.05, 2.5, 2.55}, fs[4] = {0.0, 1.0, 1.0, 0.0};
+    memcpy(he->pwl_x.s, xs, sizeof xs);
+    memcpy(he->pwl_x.f, fs, sizeof fs);
+    tu_species(d, "e", -1.0, 1.0, 0, 0.0)->n = 0.0;
+    out_dir(d, backend, tag);
+}
+
+/* The mean x of species s's particles, in cells. */
+static double mean_x(const species *s, const clusters *cl)
+{
+    double sum = 0.0;
+    long long n = 0;
+    for (int c = 0; c < cl->n; c++)
+        for (int p = s->start[c]; p < s->start[c] + s->count[c]; p++, n++)
+            sum += cell_i(s->cell[p]) + s->x[p];
+    return n ? sum / n : 0.0;
+}
+
+static void test_neutral_gas(void)
+{
+    deck d;
+    sim C, G;
+    neutral_deck(&d, BACKEND_CPU, "neuc");
+    CU_ASSERT_FATAL(sim_init(&C, &d, 1) == 0);
+    neutral_deck(&d, BACKEND_CUDA, "neug");
+    CU_ASSERT_FATAL(sim_init(&G, &d, 1) == 0);
+    const double x0 = mean_x(&C.sp[0], &C.cl);
+    part **n0 = malloc((size_t)C.cl.n * sizeof *n0); /* nitrogen as loaded */
+    for (int c = 0; c < C.cl.n; c++)
+        n0[c] = cluster_parts(&C.sp[1], c);
+    CU_ASSERT(sim_run(&C) == 0);
+    CU_ASSERT(sim_run(&G) == 0);
+    G.be->fetch_particles(G.be_ctx, &G.st);
+    long long bad = 0, n = 0, moved = 0;
+    double dx = 0.0, du = 0.0;
+    for (int s = 0; s < 2; s++) {
+        CU_ASSERT(check_species(&G.sp[s], &G.cl) == 0);
+        for (int c = 0; c < C.cl.n; c++) {
+            CU_ASSERT_FATAL(C.sp[s].count[c] == G.sp[s].count[c]);
+            part *a = cluster_parts(&C.sp[s], c), *b = cluster_parts(&G.sp[s], c);
+            for (int k = 0; k < C.sp[s].count[c]; k++, n++) {
+                if (a[k].cell != b[k].cell) {
+                    bad++;
+                    continue;
+                }
+                dx = fmax(dx, fmax(fabs(a[k].x - b[k].x), fabs(a[k].y - b[k].y)));
+                for (int m = 0; m < 3; m++)
+                    du = fmax(du, fabs(a[k].u[m] - b[k].u[m]));
+                if (s == 1)
+                    moved += b[k].cell != n0[c][k].cell || b[k].x != n0[c][k].x ||
+                             b[k].y != n0[c][k].y || b[k].u[0] != 0.0f;
+            }
+            free(a);
+            free(b);
+        }
+    }
+    for (int c = 0; c < C.cl.n; c++)
+        free(n0[c]);
+    free(n0);
+    /* v = u / gamma = 0.196 for 60 steps of 0.07: 8.2 cells */
+    const double shift = mean_x(&G.sp[0], &G.cl) - x0;
+    printf(" [%lld atoms: %lld in other cells than on the CPU, |dx| %.1e, |du| %.1e; helium "
+           "moved %.2f cells; nitrogen atoms that moved %lld] ", n, bad, dx, du, shift, moved);
+    CU_ASSERT(bad == 0);
+    CU_ASSERT(dx < 1e-5);
+    CU_ASSERT(du < 1e-7);
+    CU_ASSERT(fabs(shift - 0.196 * 60 * 0.07 / 0.1) < 0.2);
+    CU_ASSERT(moved == 0);
+    remove_output(&C);
+    remove_output(&G);
+    sim_free(&C);
+    sim_free(&G);
+}
+
 int main(void)
 {
     char name[128];
@@ -1005,6 +1101,7 @@ int main(void)
     CU_add_test(s, "moving window with injection", test_window);
     CU_add_test(s, "phase-space histograms on the device", test_phasespace);
     CU_add_test(s, "field ionization in a static field", test_ionization);
+    CU_add_test(s, "neutral atoms: drifting ones move, cold ones stay", test_neutral_gas);
     CU_add_test(s, "collisions equal the CPU's, repeatable", test_collide);
     CU_add_test(s, "collisions in the cycle: energies as the CPU's", test_collide_cycle);
     unsigned failed = tu_run_tests();
