@@ -305,6 +305,19 @@ void particles_half_back(species *s, const emf *f, const clusters *cl, const ext
     }
 }
 
+/* Whether cluster c of species s holds nothing to push: no particle, or neutral atoms at
+ * rest only (an ionizing species' gas ahead of the laser; a cold species' atoms are at rest
+ * while neutral): they stay, deposit nothing and carry no energy. */
+static int cluster_idle(const species *s, int c)
+{
+    if (!s->z)
+        return s->count[c] == 0;
+    for (int p = s->start[c]; p < s->start[c] + s->count[c]; p++)
+        if (s->z[p] || (!s->cold && (s->ux[p] != 0.0f || s->uy[p] != 0.0f || s->uz[p] != 0.0f)))
+            return 0;
+    return 1;
+}
+
 /* Particles pushed and then moved and deposited in parts of this many: each part's data
  * still in cache (L1 or L2) for its move; the cluster's particles do not fit the L2 of
  * every processor (36 per cell in 33 x 32 cells: 1.1 MB). A multiple of both chunks. */
@@ -333,6 +346,11 @@ void particles_advance(species *s, emf *f, const clusters *cl, const ext_fields 
         for (int c = 0; c < cl->n; c++) {
             if (!cl->own[c])
                 continue;
+            if (cluster_idle(s, c)) { /* no fields, no tile: every particle stays */
+                memset(s->hist + 9 * c, 0, 9 * sizeof(int));
+                s->hist[9 * c + 4] = s->count[c];
+                continue;
+            }
             double t0 = omp_get_wtime();
             const float *rec = stage_cluster(stage, f, cl, c, ext);
             double t1 = omp_get_wtime();
