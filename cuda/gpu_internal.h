@@ -585,13 +585,12 @@ void gpu_fbnd_fetch(gpu_state *g, pic_state *st);
 void gpu_fbnd_flows(gpu_state *g, const pic_state *st, int after);
 /* Particle walls (gpu_walls.cu, the twin of cpu_walls.c): setup and free; the wall fix-ups
  * of species which[0 .. n) after their move (which[k]'s current in tile set k: the mobile
- * species in order; before the colour write-back), one launch; the drop of the marked
- * particles of the species with drops[s] before their sort, one launch (adds the number
- * each drops to its flags[3]). */
+ * species in order; before the colour write-back), one launch; the drop of species s's
+ * marked particles before its sort (adds the number dropped to its flags[3]). */
 void gpu_walls_setup(gpu_state *g, const pic_state *st);
 void gpu_walls_free(gpu_state *g);
 void gpu_walls_clusters(gpu_state *g, const pic_state *st, int n, const int *which);
-void gpu_walls_drop(gpu_state *g, const int *drops, int window);
+void gpu_walls_drop(gpu_state *g, int s, int window);
 /* Sort (gpu_sort.cu): re-lay species s's segments for clusters that hold counts[c]
  * particles (NULL: their counts now) and need room for need[c] during a sort
  * (species_segments); stop on the error flag the sort passes raise (h_flags as last read

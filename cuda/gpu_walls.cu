@@ -163,20 +163,13 @@ typedef struct {
     pbnd_drops sides;
 } kdrop;
 
-/* The species that drop, in one launch (blockIdx.y: the species' entry). */
-typedef struct {
-    kdrop s[DECK_MAX_SPECIES];
-} kdrop_all;
-
-/* One block per cluster (blockIdx.x) and dropping species (blockIdx.y); those on a dropping
- * side remove their PBND_DROP particles: n - nd survive; the survivors behind the new end,
- * listed in slot order, fill the holes in front of it in slot order. Codes are read 16 at a
- * time (per-thread bit masks, block prefix sums of their counts: ordered, whatever the
- * thread scheduling). */
-__global__ void __launch_bounds__(GPU_THREADS) k_drop(const __grid_constant__ kdrop_all all)
+/* One block per cluster; those on a dropping side remove their PBND_DROP particles: n - nd
+ * survive; the survivors behind the new end, listed in slot order, fill the holes in front
+ * of it in slot order. Codes are read 16 at a time (per-thread bit masks, block prefix sums
+ * of their counts: ordered, whatever the thread scheduling). */
+__global__ void __launch_bounds__(GPU_THREADS) k_drop(kdrop a)
 {
     __shared__ int warp_n[GPU_THREADS / 32];
-    const kdrop &a = all.s[blockIdx.y];
     const int c = blockIdx.x, cx = c % a.ncx, cy = c / a.ncx, tid = threadIdx.x;
     if (!pbnd_drops_at(&a.sides, cx, cy, a.ncx, a.ncy))
         return;
@@ -220,34 +213,23 @@ __global__ void __launch_bounds__(GPU_THREADS) k_drop(const __grid_constant__ kd
     }
 }
 
-void gpu_walls_drop(gpu_state *g, const int *drops, int window)
+void gpu_walls_drop(gpu_state *g, int s, int window)
 {
-    kdrop_all all;
-    int m = 0;
-    size_t at[DECK_MAX_SPECIES], slots = 0; /* each species' lists after those before it */
-    for (int s = 0; s < g->nsp; s++) {
-        gpu_species *d = &g->sp[s];
-        const pbnd_drops sides = pbnd_drops_of(d->walls.bnd, window);
-        if (!drops[s] || !pbnd_drops_any(&sides))
-            continue;
-        all.s[m] = kdrop{gpu_parts_of(d), d->start, d->count, NULL, g->flags + 4 * s + 3,
-                         g->ncx, g->ncy, sides};
-        at[m++] = slots;
-        slots += d->alloc;
-    }
-    if (!m)
+    gpu_species *d = &g->sp[s];
+    kdrop a = {gpu_parts_of(d), d->start, d->count, NULL, g->flags + 4 * s + 3, g->ncx, g->ncy,
+               pbnd_drops_of(d->walls.bnd, window)};
+    if (!pbnd_drops_any(&a.sides))
         return;
-    if (g->scratch_n < slots) {
+    if (g->scratch_n < d->alloc) {
         if (g->scratch) {
             GPU_CK(cudaStreamSynchronize(g->stream));
             GPU_CK(cudaFree(g->scratch));
             g->bytes -= g->scratch_n * sizeof(int);
         }
-        g->scratch = (int *)gpu_malloc(g, slots * sizeof(int), "drop lists");
-        g->scratch_n = slots;
+        g->scratch = (int *)gpu_malloc(g, d->alloc * sizeof(int), "drop lists");
+        g->scratch_n = d->alloc;
     }
-    for (int k = 0; k < m; k++)
-        all.s[k].scratch = g->scratch + at[k];
-    k_drop<<<dim3((unsigned)g->ncl, (unsigned)m), GPU_THREADS, 0, g->stream>>>(all);
+    a.scratch = g->scratch;
+    k_drop<<<(unsigned)g->ncl, GPU_THREADS, 0, g->stream>>>(a);
     GPU_LAUNCHED(g, "k_drop");
 }
