@@ -297,13 +297,8 @@ static void front_deck(deck *d, int backend, const char *tag)
         deck_species *sp = tu_species(d, s ? "ions" : "electrons", s ? 1.0 : -1.0,
                                       s ? 1836.0 : 1.0, 3, 0.0);
         sp->immobile = s;
-        sp->profile = PROFILE_PIECEWISE;
-        sp->pwl_x.n = 4;
-        sp->pwl_x.s = malloc(4 * sizeof(double));
-        sp->pwl_x.f = malloc(4 * sizeof(double));
         const double xs[4] = {0.0, 2.0, 2.05, 4.8}, fs[4] = {1.0, 1.0, 0.0, 0.0};
-        memcpy(sp->pwl_x.s, xs, sizeof xs);
-        memcpy(sp->pwl_x.f, fs, sizeof fs);
+        tu_profile_x(sp, 4, xs, fs);
     }
     snprintf(d->species[0].drift[0], sizeof d->species[0].drift[0], "2.0");
     d->energy_every = 0;
@@ -775,13 +770,8 @@ static void window_deck(deck *d, int backend, const char *tag)
         deck_species *sp = tu_species(d, s ? "ions" : "electrons", s ? 1.0 : -1.0,
                                       s ? 1836.0 : 1.0, 2, 0.0);
         sp->bnd[SIDE_XMIN] = sp->bnd[SIDE_XMAX] = PBND_ABSORBING;
-        sp->profile = PROFILE_PIECEWISE;
-        sp->pwl_x.n = 3;
-        sp->pwl_x.s = malloc(3 * sizeof(double));
-        sp->pwl_x.f = malloc(3 * sizeof(double));
         const double xs[3] = {0.0, 10.0, 12.0}, fs[3] = {0.5, 0.5, 2.0};
-        memcpy(sp->pwl_x.s, xs, sizeof xs);
-        memcpy(sp->pwl_x.f, fs, sizeof fs);
+        tu_profile_x(sp, 3, xs, fs);
     }
     snprintf(d->species[0].drift[1], sizeof d->species[0].drift[1], "0.1");
     out_dir(d, backend, tag);
@@ -901,6 +891,16 @@ static void test_collide_cycle(void)
     sim_free(&G);
 }
 
+/* The CPU's and the GPU's sim of make's deck (its outputs tagged cpu and gpu; *d: the GPU's). */
+static void open_pair(deck_maker make, const char *cpu, const char *gpu, deck *d, sim *C,
+                      sim *G)
+{
+    make(d, BACKEND_CPU, cpu);
+    CU_ASSERT_FATAL(sim_init(C, d, 1) == 0);
+    make(d, BACKEND_CUDA, gpu);
+    CU_ASSERT_FATAL(sim_init(G, d, 1) == 0);
+}
+
 /* Helium and nitrogen ionizing in a static field (ADK; helium's first level goes within the
  * first step, the second within the run: two levels in a step), electrons filled by
  * ionization alone (their segments grown on the device from zero capacity). */
@@ -940,10 +940,7 @@ static void test_ionization(void)
 {
     deck d;
     sim C, G;
-    ionize_deck(&d, BACKEND_CPU, "ionc");
-    CU_ASSERT_FATAL(sim_init(&C, &d, 1) == 0);
-    ionize_deck(&d, BACKEND_CUDA, "iong");
-    CU_ASSERT_FATAL(sim_init(&G, &d, 1) == 0);
+    open_pair(ionize_deck, "ionc", "iong", &d, &C, &G);
     CU_ASSERT(sim_run(&C) == 0);
     CU_ASSERT(sim_run(&G) == 0);
     G.be->fetch_particles(G.be_ctx, &G.st);
@@ -996,13 +993,8 @@ static void neutral_deck(deck *d, int backend, const char *tag)
     }
     deck_species *he = &d->species[0];
     snprintf(he->drift[0], sizeof he->drift[0], "0.2");
-    he->profile = PROFILE_PIECEWISE;
-    he->pwl_x.n = 4;
-    he->pwl_x.s = malloc(4 * sizeof(double));
-    he->pwl_x.f = malloc(4 * sizeof(double));
     const double xs[4] = {1.0, 1.05, 2.5, 2.55}, fs[4] = {0.0, 1.0, 1.0, 0.0};
-    memcpy(he->pwl_x.s, xs, sizeof xs);
-    memcpy(he->pwl_x.f, fs, sizeof fs);
+    tu_profile_x(he, 4, xs, fs);
     tu_species(d, "e", -1.0, 1.0, 0, 0.0)->n = 0.0;
     out_dir(d, backend, tag);
 }
@@ -1022,10 +1014,7 @@ static void test_neutral_gas(void)
 {
     deck d;
     sim C, G;
-    neutral_deck(&d, BACKEND_CPU, "neuc");
-    CU_ASSERT_FATAL(sim_init(&C, &d, 1) == 0);
-    neutral_deck(&d, BACKEND_CUDA, "neug");
-    CU_ASSERT_FATAL(sim_init(&G, &d, 1) == 0);
+    open_pair(neutral_deck, "neuc", "neug", &d, &C, &G);
     const double x0 = mean_x(&C.sp[0], &C.cl);
     part **n0 = malloc((size_t)C.cl.n * sizeof *n0); /* nitrogen as loaded */
     for (int c = 0; c < C.cl.n; c++)

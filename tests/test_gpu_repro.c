@@ -66,13 +66,8 @@ static void open_deck(deck *d)
         sp->bnd[SIDE_XMIN] = sp->bnd[SIDE_XMAX] = PBND_ABSORBING;
         sp->bnd[SIDE_YMIN] = s ? PBND_REFLECTING : PBND_THERMAL;
         sp->bnd[SIDE_YMAX] = PBND_REFLECTING;
-        sp->profile = PROFILE_PIECEWISE;
-        sp->pwl_x.n = 3;
-        sp->pwl_x.s = malloc(3 * sizeof(double));
-        sp->pwl_x.f = malloc(3 * sizeof(double));
         const double xs[3] = {2.0, 5.0, 12.0}, fs[3] = {0.0, 1.0, 2.0};
-        memcpy(sp->pwl_x.s, xs, sizeof xs);
-        memcpy(sp->pwl_x.f, fs, sizeof fs);
+        tu_profile_x(sp, 3, xs, fs);
     }
 }
 

@@ -57,6 +57,17 @@ static inline deck_species *tu_species(deck *d, const char *name, double q, doub
     return s;
 }
 
+/* Species s's density along x: piecewise linear through the n points (x[k], f[k]). */
+static inline void tu_profile_x(deck_species *s, int n, const double *x, const double *f)
+{
+    s->profile = PROFILE_PIECEWISE;
+    s->pwl_x.n = n;
+    s->pwl_x.s = malloc((size_t)n * sizeof(double));
+    s->pwl_x.f = malloc((size_t)n * sizeof(double));
+    memcpy(s->pwl_x.s, x, (size_t)n * sizeof(double));
+    memcpy(s->pwl_x.f, f, (size_t)n * sizeof(double));
+}
+
 /* A dense blob drifting across clusters (segments get re-laid), a warm background and
  * immobile ions: every part of the state that a checkpoint must carry changes in a run. */
 static inline void tu_blob_species(deck *d)
