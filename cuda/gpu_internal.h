@@ -427,7 +427,7 @@ void gpu_fields_join(gpu_state *g);
 /* Launch geometry helpers. */
 /* Species s's flags of clusters holding neutral atoms at rest only (gpu_state.rest: one row
  * per mobile species, in species order, as the tile sets), or NULL (no charge states). */
-static inline const uint8_t *gpu_rest_of(const gpu_state *g, int s)
+static inline uint8_t *gpu_rest_of(const gpu_state *g, int s)
 {
     int m = 0;
     for (int k = 0; k < s; k++)

@@ -1136,7 +1136,7 @@ void gpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic)
                            g->tile_live + (size_t)m * g->ncl,
                            g->partial + (size_t)m * g->ncl, boris_qdt2m(f->dt, d->qm),
                            move_step_of(f->dt, f->dx, f->dy, d->q), d->z,
-                           (uint8_t *)gpu_rest_of(g, s), d->cold};
+                           gpu_rest_of(g, s), d->cold};
         ions |= d->z != NULL;
         mob[m++] = s;
     }

@@ -437,9 +437,8 @@ __global__ void __launch_bounds__(THREADS, BLOCKS)
 {
     extern __shared__ int slist[];
     __shared__ unsigned long long wtot[THREADS / 32]; /* the compaction's warp totals */
-    sort_pair<THREADS>(all, blockIdx.x, blockIdx.y, blockIdx.y * gridDim.x + blockIdx.x,
-                           slist, wtot, axis, first, n, ncx, periodic, own, border, hipos,
-                           span);
+    sort_pair<THREADS>(all, blockIdx.x, blockIdx.y, blockIdx.y * gridDim.x + blockIdx.x, slist,
+                       wtot, axis, first, n, ncx, periodic, own, border, hipos, span);
 }
 
 /* The heavy pairs k_sort_pass left (all.heavy), a block of SORT_WIDE_THREADS each in turn;

@@ -204,6 +204,9 @@ formula *formula_new(const char *expr, int time, char *err, size_t errlen);
  * with the library's message in err. */
 int formula_constant(const char *expr, const deck_constant *k, int n, double *value,
                      char *err, size_t errlen);
+/* Whether expr is a plain number (a deck's numbers are stored as their "%.17g" text), its
+ * value into *value; no expression library needed. */
+int formula_number(const char *expr, double *value);
 double formula_eval(formula *f, double x, double y);
 double formula_eval_t(formula *f, double x, double y, double t);
 /* The variables the expression reads (FORMULA_X | FORMULA_Y | FORMULA_T). */

@@ -233,9 +233,8 @@ static void check_profile(dk_ctx *c, const cs *root, int s, double peak[3])
         stride++;
     int plain = sp->profile == PROFILE_UNIFORM;
     for (int k = 0; k < 3; k++) {
-        char *end;
-        (void)strtod(sp->drift[k], &end);
-        plain &= end != sp->drift[k] && *end == '\0';
+        double v;
+        plain &= formula_number(sp->drift[k], &v);
     }
     peak[0] = sp->n;
     peak[1] = peak[2] = NAN;

@@ -10,9 +10,8 @@
 int extfield_present(const deck *d, int b)
 {
     for (int m = 3 * b; m < 3 * b + 3; m++) {
-        char *end;
-        const double v = strtod(d->ext[m], &end);
-        if (*end != '\0' || end == d->ext[m] || v != 0.0)
+        double v;
+        if (!formula_number(d->ext[m], &v) || v != 0.0)
             return 1;
     }
     return 0;
@@ -49,9 +48,8 @@ void extfield_init(extfield *x, const deck *d, const emf *f, ext_fields *out)
     x->f = empic_calloc((size_t)x->nthreads * 6, sizeof(formula *), "external fields");
     int arrays = 0;
     for (int m = 0; m < 6; m++) {
-        char *end;
-        const double v = strtod(d->ext[m], &end);
-        if (end != d->ext[m] && *end == '\0') {
+        double v;
+        if (formula_number(d->ext[m], &v)) {
             x->value[m] = (float)v;
         } else {
             formula *p = parse(d->ext[m], m);

@@ -13,6 +13,13 @@ struct formula {
     double x, y, t;         /* the variables the expression reads, bound by address */
 };
 
+int formula_number(const char *expr, double *value)
+{
+    char *end;
+    *value = strtod(expr, &end);
+    return end != expr && *end == '\0';
+}
+
 static void set_err(char *err, size_t errlen, const char *msg)
 {
     if (!err || !errlen)

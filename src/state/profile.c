@@ -50,9 +50,7 @@ void profile_open(profile_eval *p, const deck_species *c)
         !(p->dens = formula_new(c->density_expr, 0, err, sizeof err)))
         EMPIC_DIE("species %s: density formula: %s", c->name, err);
     for (int a = 0; a < 3; a++) {
-        char *end;
-        p->drift_const[a] = strtod(c->drift[a], &end);
-        if (end != c->drift[a] && *end == '\0')
+        if (formula_number(c->drift[a], &p->drift_const[a]))
             continue;
         if (!(p->drift[a] = formula_new(c->drift[a], 0, err, sizeof err)))
             EMPIC_DIE("species %s: drift formula: %s", c->name, err);

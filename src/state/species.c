@@ -314,8 +314,8 @@ static int species_cold(const deck *d, int index)
 {
     const deck_species *c = &d->species[index];
     for (int k = 0; k < 3; k++) {
-        char *end;
-        if (c->uth[k] != 0.0 || strtod(c->drift[k], &end) != 0.0 || end == c->drift[k] || *end)
+        double v;
+        if (c->uth[k] != 0.0 || !formula_number(c->drift[k], &v) || v != 0.0)
             return 0;
     }
     for (int k = 0; k < d->ncollisions; k++)
