@@ -264,6 +264,7 @@ const backend *cuda_backend(char *name, size_t len)
     b.collide = gpu_collide;
     b.inject = gpu_inject;
     b.ionize = gpu_ionize;
+    b.ionize_end = gpu_ionize_end;
     b.rho = gpu_rho;
     b.field_diag = gpu_field_diag;
     b.flows = gpu_flows;

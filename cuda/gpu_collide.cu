@@ -207,6 +207,7 @@ void gpu_collide(void *ctx, pic_state *st, const struct collide_par *p)
     gpu_state *g = (gpu_state *)ctx;
     gpu_species *da = &g->sp[p->a], *db = &g->sp[p->b];
     const int intra = p->a == p->b;
+    g->rest_valid = 0; /* an atom at rest may be struck */
     size_t spill = da->alloc + (intra ? 0 : db->alloc);
     if (g->scratch_n < spill) { /* shared with the drop lists, which run before in the stream */
         if (g->scratch) {

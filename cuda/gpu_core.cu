@@ -155,6 +155,14 @@ void gpu_fields_begin(gpu_state *g)
     g->stream = g->field_stream;
 }
 
+void gpu_fields_continue(gpu_state *g)
+{
+    if (!g->overlap)
+        return;
+    g->fields_pending = 1;
+    g->stream = g->field_stream;
+}
+
 void gpu_fields_end(gpu_state *g)
 {
     if (!g->overlap)
@@ -775,6 +783,7 @@ static void open_tables(gpu_state *g, const pic_state *st)
     GPU_CK(cudaMemset(g->flags, 0, 4 * DECK_MAX_SPECIES * sizeof(int)));
     GPU_CK(cudaMallocHost(&g->h_flags, 4 * DECK_MAX_SPECIES * sizeof(int)));
     GPU_CK(cudaEventCreateWithFlags(&g->flags_ready, cudaEventDisableTiming));
+    GPU_CK(cudaEventCreateWithFlags(&g->ion_ready, cudaEventDisableTiming));
     g->room = (int *)gpu_malloc(g, (size_t)DECK_MAX_SPECIES * g->ncy * sizeof(int), "flags");
     GPU_CK(cudaMallocHost(&g->h_room, (size_t)DECK_MAX_SPECIES * g->ncy * sizeof(int)));
     GPU_CK(cudaEventCreateWithFlags(&g->stage_done, cudaEventDisableTiming));
@@ -825,6 +834,7 @@ void gpu_memory_close(gpu_state *g, pic_state *st)
         cudaFreeHost(g->h_room);
     if (g->h_ion_tab)
         cudaFreeHost(g->h_ion_tab);
+    free(g->ionq);
     if (g->h_halo)
         cudaFreeHost(g->h_halo);
     if (g->h_hist)
@@ -843,6 +853,8 @@ void gpu_memory_close(gpu_state *g, pic_state *st)
     }
     if (g->flags_ready)
         cudaEventDestroy(g->flags_ready);
+    if (g->ion_ready)
+        cudaEventDestroy(g->ion_ready);
     if (g->stage_done)
         cudaEventDestroy(g->stage_done);
     for (int k = 0; k < GPU_EVENTS; k++)

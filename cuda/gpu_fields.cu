@@ -343,7 +343,7 @@ void gpu_b_half(void *ctx, pic_state *st)
 {
     gpu_state *g = (gpu_state *)ctx;
     gpu_trace_step(g, st->f->step);
-    gpu_fields_begin(g); /* beside the end of the last step's sort */
+    gpu_fields_continue(g); /* beside the last step's ionization and collisions */
     int t = gpu_tic(g, st);
     b_half(g, st);
     gpu_toc(g, t, PH_FIELD);

@@ -149,6 +149,8 @@ struct gpu_state {
                                      and the sums skip it) */
     uint8_t *rest;                /* per tile set and cluster of an ionizing species: its
                                      particles are all neutral atoms at rest (k_rest) */
+    int rest_valid;               /* rest is that of the particles as they are (set by
+                                     gpu_rest_flags, cleared by what moves them) */
     /* current and charge tiles in shared memory */
     int tszp;                     /* padded component stride in shared memory */
     size_t smem_move, smem_rho;   /* dynamic shared memory of k_push_move and k_rho */
@@ -161,6 +163,7 @@ struct gpu_state {
     int *flags, *h_flags;         /* per species s, at 4 s: [0] overflowing clusters, [1] max
                                      leavers, [2] errors, [3] particles dropped */
     cudaEvent_t flags_ready;      /* the flags (and room) of the last prepare are in h_flags */
+    cudaEvent_t ion_ready;        /* the ionization's tables of the step are in h_ion_tab */
     int prepared;                 /* gpu_sort_prepare ran this step */
     int spec_lcap;                /* list capacity of the passes launched before the flags are
                                      read (decks with drops); 0 until the first such sort */
@@ -240,6 +243,8 @@ struct gpu_state {
     size_t ion_tab_n;
     uint8_t *ion_dz;
     size_t ion_dz_n;
+    struct gpu_ionq *ionq;        /* the draws queued by gpu_ionize that gpu_ionize_end emits */
+    int ion_open;                 /* gpu_ionize_end is due */
     int pinned_fields;            /* the host field arrays (emf.store) are page-locked */
     size_t pinned_n;
     /* the energy balance (ebal.h): device copies of st->flow (nterm x nslot) and st->lost
@@ -418,11 +423,20 @@ void gpu_exchange_end(gpu_state *g, int begin);
  * everything queued so far on the main stream); gpu_fields_end returns it to the main stream;
  * gpu_fields_join makes the main stream wait for the field work queued: called by everything
  * on the main stream that reads the fields or shares their scratch arrays (the particle
- * kernel, ionization, the charge density and field diagnostics, fetches, close). No-ops when
- * g->overlap is 0 (staged exchanges). */
+ * kernel, ionization, the charge density and field diagnostics, fetches, close).
+ * gpu_fields_continue queues on field_stream behind its own work alone: B's half step at a
+ * step's start, which writes B, read on the main stream by nothing before the push, which
+ * joins (ionization reads E), so that it runs beside the last step's ionization and
+ * collisions. No-ops when g->overlap is 0 (staged exchanges). */
 void gpu_fields_begin(gpu_state *g);
+void gpu_fields_continue(gpu_state *g);
 void gpu_fields_end(gpu_state *g);
 void gpu_fields_join(gpu_state *g);
+
+/* gpu_state.rest of the particles as they are, queued (gpu_particles.cu); after the
+ * ionization's charge draws, which alone change the charge states, it runs while the host
+ * reads their counts, and the push that follows needs no launch of its own. */
+void gpu_rest_flags(gpu_state *g);
 
 /* Launch geometry helpers. */
 /* Species s's flags of clusters holding neutral atoms at rest only (gpu_state.rest: one row
@@ -466,7 +480,8 @@ void gpu_sort(void *ctx, pic_state *st, int window, long long *dropped);   /* gp
 void gpu_collide(void *ctx, pic_state *st, const struct collide_par *p);  /* gpu_collide.cu */
 void gpu_window_shift(void *ctx, pic_state *st);                          /* gpu_window.cu */
 void gpu_inject(void *ctx, pic_state *st, species *col, const int *add);
-void gpu_ionize(void *ctx, pic_state *st, long long step, int sums, ionize_stats *out); /* gpu_ionize.cu */
+int gpu_ionize(void *ctx, pic_state *st, long long step, int sums, ionize_stats *out); /* gpu_ionize.cu */
+void gpu_ionize_end(void *ctx, pic_state *st, ionize_stats *out);
 species *gpu_fetch_tracked(void *ctx, pic_state *st, species *out);       /* gpu_diag.cu */
 void gpu_release_tracked(void *ctx, species *out);
 void gpu_phasespace(void *ctx, pic_state *st, int s, const ps_grid *g, double *h);

@@ -8,10 +8,11 @@
  * state (ionize_ion, the ion's own stream), keeps its increment in a byte array and writes
  * the cluster's electron count (and, for an energy row, its sums of w z and w: reductions
  * in a fixed order, the same in every run). The host reads the counts of every species once
- * (the step's one wait), re-lays an electron species when a cluster lacks room
- * (gpu_relayout, the sort's global rearrangement), and k_ionize_emit appends the electrons
- * in the ions' slot order (a block-wide prefix sum of the increments). Ionization costs the
- * species without it nothing. */
+ * (the step's one wait, in gpu_ionize_end: sim.c calls it after the next step's B half step
+ * is queued, unless it needs the step's sums), re-lays an electron species when a cluster
+ * lacks room (gpu_relayout, the sort's global rearrangement), and k_ionize_emit appends the
+ * electrons in the ions' slot order (a block-wide prefix sum of the increments). Ionization
+ * costs the species without it nothing. */
 #include "gpu_internal.h"
 #include "ionize.h"
 
@@ -299,17 +300,31 @@ static ionize_stats emit(gpu_state *g, pic_state *st, int s, kionize a, char *ht
     return out;
 }
 
-/* Every ionizing species' charge draws, one read-back of all their tables (the step's one
- * wait), then each one's electrons in species order. */
-void gpu_ionize(void *ctx, pic_state *st, long long step, int sums, ionize_stats *out)
+/* The draws gpu_ionize queued: the ionizing species, their launches and whether sums are
+ * wanted, for gpu_ionize_end. */
+struct gpu_ionq {
+    int n, ions[DECK_MAX_SPECIES], sums;
+    kionize a[DECK_MAX_SPECIES];
+};
+
+/* Every ionizing species' charge draws and one read-back of all their tables, queued; the
+ * next push's rest flags after them. With sums (an energy row), gpu_ionize_end at once
+ * (returns 1); else 0: the host's wait for the tables comes later (gpu_ionize_end, called
+ * after the next step's B half step is queued, so that it runs meanwhile). */
+int gpu_ionize(void *ctx, pic_state *st, long long step, int sums, ionize_stats *out)
 {
     gpu_state *g = (gpu_state *)ctx;
-    int ions[DECK_MAX_SPECIES], n = 0;
+    if (!g->ionq)
+        g->ionq = (struct gpu_ionq *)empic_calloc(1, sizeof *g->ionq, "ionization");
+    struct gpu_ionq *iq = g->ionq;
+    int *ions = iq->ions, n = 0;
     for (int s = 0; s < g->nsp; s++)
         if (g->sp[s].ion)
             ions[n++] = s;
+    iq->n = n;
+    iq->sums = sums;
     if (!n)
-        return;
+        return 1;
     size_t dz0[DECK_MAX_SPECIES];
     ionize_scratch(g, ions, n, dz0);
     gpu_fields_join(g); /* E(n+1) */
@@ -344,16 +359,34 @@ void gpu_ionize(void *ctx, pic_state *st, long long step, int sums, ionize_stats
     const int warps = GPU_THREADS / 32; /* untimed: the "other" phase, as on the CPU */
     k_ionize_scan<<<(nc + warps - 1) / warps, GPU_THREADS, 0, g->stream>>>(q);
     GPU_LAUNCHED(g, "k_ionize_scan");
-    kionize a[DECK_MAX_SPECIES];
     for (int k = 0; k < n; k++)
-        a[k] = charge_launch(g, st, ions[k], step, sums, g->ion_tab + k * tb, q.visit[k],
-                             g->ion_dz + dz0[k]);
+        iq->a[k] = charge_launch(g, st, ions[k], step, sums, g->ion_tab + k * tb, q.visit[k],
+                                 g->ion_dz + dz0[k]);
     GPU_CK(cudaMemcpyAsync(g->h_ion_tab, g->ion_tab, n * tb, cudaMemcpyDeviceToHost, g->stream));
-    GPU_CK(cudaStreamSynchronize(g->stream));
+    GPU_CK(cudaEventRecord(g->ion_ready, g->stream));
+    gpu_rest_flags(g); /* the next push's, while the host waits */
+    g->ion_open = 1;
+    if (!sums)
+        return 0;
+    gpu_ionize_end(ctx, st, out);
+    return 1;
+}
+
+/* The host's one wait for the tables, then each species' electrons in species order. */
+void gpu_ionize_end(void *ctx, pic_state *st, ionize_stats *out)
+{
+    gpu_state *g = (gpu_state *)ctx;
+    const struct gpu_ionq *iq = g->ionq;
+    const size_t tb = table_bytes(g->ncl);
+    const double w0 = gpu_trace_now(g);
+    GPU_CK(cudaEventSynchronize(g->ion_ready));
+    gpu_trace_wait(g, "wait-ionize", w0);
     unsigned given = 0; /* electron species given electrons so far */
-    for (int k = 0; k < n; k++) {
-        const int s = ions[k], to = g->sp[s].ion_to;
-        out[s] = emit(g, st, s, a[k], g->h_ion_tab + k * tb, sums, !((given >> to) & 1u));
+    for (int k = 0; k < iq->n; k++) {
+        const int s = iq->ions[k], to = g->sp[s].ion_to;
+        out[s] = emit(g, st, s, iq->a[k], g->h_ion_tab + k * tb, iq->sums,
+                      !((given >> to) & 1u));
         given |= out[s].events ? 1u << to : 0u;
     }
+    g->ion_open = 0;
 }

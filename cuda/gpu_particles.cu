@@ -623,36 +623,67 @@ __global__ void __launch_bounds__(GPU_MOVE_THREADS, 2) k_push_move(const __grid_
     }
 }
 
-/* Per cluster (blockIdx.x) of an ionizing species (blockIdx.y: its slot in kpart.sp, one of
- * those with charge states): whether its particles are all neutral atoms at rest, which the
- * particle kernel then skips. The charge states are read 16 at a time (segments start on
- * 32-slot multiples), the momenta only where every atom is neutral and the species may hold
- * moving ones (not cold). */
-__global__ void __launch_bounds__(GPU_THREADS) k_rest(const __grid_constant__ kpart a)
+/* The ionizing species of k_rest: their particles, cluster tables and flags. */
+typedef struct {
+    const uint8_t *z[DECK_MAX_SPECIES];
+    const float2 *uxy[DECK_MAX_SPECIES], *uzw[DECK_MAX_SPECIES];
+    const int *start[DECK_MAX_SPECIES], *count[DECK_MAX_SPECIES];
+    uint8_t *rest[DECK_MAX_SPECIES];
+    int cold[DECK_MAX_SPECIES];
+} krest;
+
+/* Per cluster (blockIdx.x) of ionizing species blockIdx.y: whether its particles are all
+ * neutral atoms at rest, which the particle kernel then skips. The charge states are read 16
+ * at a time (segments start on 32-slot multiples), the momenta only where every atom is
+ * neutral and the species may hold moving ones (not cold). */
+__global__ void __launch_bounds__(GPU_THREADS) k_rest(const __grid_constant__ krest a)
 {
-    const kspecies &sp = a.sp[blockIdx.y];
-    if (!sp.z)
-        return; /* the whole block */
-    const int c = blockIdx.x, n = sp.count[c], s0 = sp.start[c];
+    const int s = blockIdx.y, c = blockIdx.x, n = a.count[s][c], s0 = a.start[s][c];
+    const uint8_t *zs = a.z[s];
     unsigned z = 0;
     for (int k = 16 * threadIdx.x; k < n; k += 16 * GPU_THREADS)
         if (k + 16 <= n) {
-            const uint4 v = *(const uint4 *)(sp.z + s0 + k);
+            const uint4 v = *(const uint4 *)(zs + s0 + k);
             z |= v.x | v.y | v.z | v.w;
         } else
             for (int q = k; q < n; q++)
-                z |= sp.z[s0 + q];
+                z |= zs[s0 + q];
     bool rest = !__syncthreads_or(z != 0u);
-    if (rest && !sp.cold) {
+    if (rest && !a.cold[s]) {
         bool moving = false;
         for (int k = threadIdx.x; k < n; k += GPU_THREADS) {
-            const float2 uxy = sp.uxy[s0 + k], uzw = sp.uzw[s0 + k];
+            const float2 uxy = a.uxy[s][s0 + k], uzw = a.uzw[s][s0 + k];
             moving |= uxy.x != 0.0f || uxy.y != 0.0f || uzw.x != 0.0f;
         }
         rest = !__syncthreads_or(moving);
     }
     if (threadIdx.x == 0)
-        sp.rest[c] = rest;
+        a.rest[s][c] = rest;
+}
+
+void gpu_rest_flags(gpu_state *g)
+{
+    krest a;
+    memset(&a, 0, sizeof a);
+    unsigned n = 0;
+    for (int s = 0; s < g->nsp; s++) {
+        const gpu_species *d = &g->sp[s];
+        uint8_t *r = gpu_rest_of(g, s);
+        if (!r)
+            continue;
+        a.z[n] = d->z;
+        a.uxy[n] = d->uxy;
+        a.uzw[n] = d->uzw;
+        a.start[n] = d->start;
+        a.count[n] = d->count;
+        a.rest[n] = r;
+        a.cold[n++] = d->cold;
+    }
+    g->rest_valid = 1;
+    if (!n)
+        return;
+    k_rest<<<dim3((unsigned)g->ncl, n), GPU_THREADS, 0, g->stream>>>(a);
+    GPU_LAUNCHED(g, "k_rest");
 }
 
 /* The particle kernel's instance: with the kinetic energy or not, with parts (spare blocks
@@ -1120,11 +1151,15 @@ void gpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic)
 {
     gpu_state *g = (gpu_state *)ctx;
     const emf *f = st->f;
+    if (g->ion_open)
+        EMPIC_DIE("internal: the push before the last step's ionization ended (gpu_ionize_end)");
+    if (!g->rest_valid)
+        gpu_rest_flags(g);
     gpu_fields_join(g); /* E(n), B(n) */
     gpu_debug(g, st, DBG_BEFORE_MOVE);
     kpart a;
     memset(&a, 0, sizeof a);
-    int m = 0, mob[DECK_MAX_SPECIES], ions = 0; /* the mobile species; m-th: tile set m */
+    int m = 0, mob[DECK_MAX_SPECIES]; /* the mobile species; m-th: tile set m */
     for (int s = 0; s < g->nsp; s++) {
         const gpu_species *d = &g->sp[s];
         if (kinetic)
@@ -1137,7 +1172,6 @@ void gpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic)
                            g->partial + (size_t)m * g->ncl, boris_qdt2m(f->dt, d->qm),
                            move_step_of(f->dt, f->dx, f->dy, d->q), d->z,
                            gpu_rest_of(g, s), d->cold};
-        ions |= d->z != NULL;
         mob[m++] = s;
     }
     for (int k = 0; k < 3; k++) {
@@ -1166,12 +1200,9 @@ void gpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic)
             k_cluster_order<<<1, 1024, 0, g->stream>>>(a, m, g->order);
             GPU_LAUNCHED(g, "k_cluster_order");
         }
-        if (ions) {
-            k_rest<<<dim3(g->ncl, m), GPU_THREADS, 0, g->stream>>>(a);
-            GPU_LAUNCHED(g, "k_rest");
-        }
         split_plan(g, st, &a, m, mob);
         push_launch(g, st, &a, m, want_ke);
+        g->rest_valid = 0; /* the atoms moved */
         gpu_walls_clusters(g, st, m, mob); /* edge clusters of non-periodic sides */
     }
     gpu_toc(g, t, PH_DEPOSIT);

@@ -131,13 +131,14 @@ static void cpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic
     }
 }
 
-static void cpu_ionize(void *ctx, pic_state *st, long long step, int sums, ionize_stats *out)
+static int cpu_ionize(void *ctx, pic_state *st, long long step, int sums, ionize_stats *out)
 {
     (void)ctx;
     for (int s = 0; s < st->nsp; s++) /* untimed: the "other" phase, as on the GPU */
         if (st->sp[s].ion)
             out[s] = ionize_species(&st->sp[s], &st->sp[st->sp[s].ion_to], st->f, st->cl,
                                     &st->ext, step, st->window_cells, sums);
+    return 1;
 }
 
 static void cpu_fields(void *ctx, pic_state *st)

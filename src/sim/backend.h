@@ -103,8 +103,12 @@ typedef struct backend {
      * the particles of every ionizing species raise their charge states and their electrons
      * join the electron species' segments of their clusters (grown when full); out[s] = what
      * species s did (ionize.h: events on this rank; with `sums`, for an energy row, the sums
-     * over all ranks, else 0). sim.c adds the events to the electron species' np. */
-    void (*ionize)(void *ctx, pic_state *st, long long step, int sums, ionize_stats *out);
+     * over all ranks, else 0). sim.c adds the events to the electron species' np. Returns 1
+     * when done; 0 when a device backend only queued the work (never with `sums`): then
+     * ionize_end, before anything else reads or moves the particles (sim.c calls it after
+     * the next step's b_half), waits for it and fills out. */
+    int (*ionize)(void *ctx, pic_state *st, long long step, int sums, ionize_stats *out);
+    void (*ionize_end)(void *ctx, pic_state *st, ionize_stats *out);
     /* Cycle step 8: binary collisions of one entry of the deck (collide.h: species p->a with
      * p->b, at step p->step) among the particles of each cell, after the sort. The result
      * is a function of the cluster order and the keys of p alone: any thread or rank count

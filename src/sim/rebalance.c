@@ -221,11 +221,17 @@ static int move(sim *S, const int *bx, const int *by, double part_s[3])
     return 1;
 }
 
+int rebalance_due(const sim *S, int now)
+{
+    const deck *d = &S->d;
+    return d->balance_every > 0 && comm_size() > 1 && S->step < d->steps &&
+           (now || S->step % d->balance_every == 0);
+}
+
 void rebalance_check(sim *S, int now)
 {
     const deck *d = &S->d;
-    if (d->balance_every <= 0 || comm_size() == 1 || S->step >= d->steps ||
-        (!now && S->step % d->balance_every != 0))
+    if (!rebalance_due(S, now))
         return;
     const double t0 = omp_get_wtime();
     double load[2] = {(double)sim_particles(S), 0.0};

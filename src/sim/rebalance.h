@@ -26,6 +26,8 @@
  * it together. Its time counts in the run's wall time (a restart's: in the set-up, before
  * report_open starts this run's clock, as the checkpoint's read). */
 void rebalance_check(sim *S, int now);
+/* Whether rebalance_check(S, now) compares the loads (reads the particle counts). */
+int rebalance_due(const sim *S, int now);
 /* A fresh run's split balanced before anything is loaded (balancing on, several ranks):
  * count (d->nspecies x cl.n) gets every cluster's initial load (species_load_counts, summed
  * over the ranks), and the borders move when that pays as rebalance_check's would; 1 when

@@ -181,6 +181,7 @@ void sim_wait_writes(sim *S)
 
 void sim_fetch(sim *S)
 {
+    sim_ionize_end(S);
     sim_wait_writes(S);
     S->be->finish(S->be_ctx, &S->st);
     S->be->fetch_fields(S->be_ctx, &S->st, NULL);
@@ -383,10 +384,26 @@ static void inject(sim *S)
         column_make(c, S->sp, S->nsp, &S->d, &S->cl, ig + 1, 1);
 }
 
+/* The electrons of the step's ionization counted into their species (this rank's), the
+ * events of all ranks into ist when sums (an energy row's). */
+static void ionize_count(sim *S, int sums, ionize_stats *ist)
+{
+    long long ev[DECK_MAX_SPECIES];
+    for (int s = 0; s < S->nsp; s++) {
+        ev[s] = S->sp[s].ion ? ist[s].events : 0;
+        if (S->sp[s].ion)
+            S->sp[S->sp[s].ion_to].np += ev[s];
+    }
+    if (sums) {
+        comm_sum_ll(ev, (size_t)S->nsp);
+        for (int s = 0; s < S->nsp; s++)
+            ist[s].events = ev[s];
+    }
+}
+
 /* Field ionization of the step (design.md §14): after the sort and the window's injection,
- * E(n+1) and x(n+1) final; the electrons each species made counted into its electron
- * species (this rank's), the stats of the energy row into ist (events of all ranks when
- * want_e). */
+ * E(n+1) and x(n+1) final; the stats of the energy row into ist (events of all ranks when
+ * want_e). A device backend may leave it queued (S->ion_open) for sim_ionize_end. */
 static void ionize(sim *S, int want_e, ionize_stats *ist)
 {
     int any = 0;
@@ -394,18 +411,20 @@ static void ionize(sim *S, int want_e, ionize_stats *ist)
         any |= S->sp[s].ion != NULL;
     if (!any)
         return;
-    S->be->ionize(S->be_ctx, &S->st, S->f.step, want_e, ist);
-    long long ev[DECK_MAX_SPECIES];
-    for (int s = 0; s < S->nsp; s++) {
-        ev[s] = S->sp[s].ion ? ist[s].events : 0;
-        if (S->sp[s].ion)
-            S->sp[S->sp[s].ion_to].np += ev[s];
-    }
-    if (want_e) {
-        comm_sum_ll(ev, (size_t)S->nsp);
-        for (int s = 0; s < S->nsp; s++)
-            ist[s].events = ev[s];
-    }
+    if (S->be->ionize(S->be_ctx, &S->st, S->f.step, want_e, ist))
+        ionize_count(S, want_e, ist);
+    else
+        S->ion_open = 1;
+}
+
+void sim_ionize_end(sim *S)
+{
+    if (!S->ion_open)
+        return;
+    ionize_stats ist[DECK_MAX_SPECIES] = {{0, 0.0, 0.0}};
+    S->be->ionize_end(S->be_ctx, &S->st, ist);
+    ionize_count(S, 0, ist);
+    S->ion_open = 0;
 }
 
 static void energy_row(sim *S, const double *kin, double fe, double fb, double gauss,
@@ -428,6 +447,7 @@ static void collide(sim *S)
         const deck_collision *e = &d->collisions[i];
         if (S->step % e->every)
             continue;
+        sim_ionize_end(S); /* the new electrons collide too */
         collide_par p = {.a = e->species[0], .b = e->species[1], .lnl = e->coulomb_log,
                          .dt = e->every * d->dt, .seed = d->seed, .entry = (unsigned)i,
                          .step = S->step, .window_cells = S->win.cells};
@@ -450,6 +470,9 @@ void sim_step(sim *S)
 
     /* 1. B(n) = B(n-1/2) - dt/2 curl E(n) */
     be->b_half(bc, st);
+    /* the electrons of the last step's ionization, which a device backend kept queued so
+     * that B's half step runs meanwhile */
+    sim_ionize_end(S);
     /* dumps and field energies at t = n dt: E(n), B(n), x(n) */
     diagnose(S, want_e, &fe, &fb, &gauss, &bal);
     /* 2-3. u(n-1/2) -> u(n+1/2) with E(n), B(n) at x(n); x(n) -> x(n+1); J(n+1/2);
@@ -548,6 +571,7 @@ int sim_signal_pending(void) { return sig_seen; }
 /* A checkpoint of the whole run, every rank writing its share into the one file. */
 static int write_checkpoint(sim *S)
 {
+    sim_ionize_end(S);
     ebalsum_all(S); /* the balance sums of all ranks into S->bal_ck, which it keeps */
     if (fieldavg_held(&S->d, S->step)) /* inside an averaging window: its sums */
         S->be->avg_fetch(S->be_ctx, &S->st);
@@ -672,6 +696,8 @@ int sim_after_step(sim *S)
     }
     if (req)
         return req >= REQ_SIG ? 128 + req - REQ_SIG : SIM_STOPPED;
+    if (rebalance_due(S, 0)) /* it counts the particles */
+        sim_ionize_end(S);
     rebalance_check(S, 0); /* the split for the steps that follow */
     return 0;
 }
@@ -747,6 +773,7 @@ int sim_run(sim *S)
         report_progress(S, 0);
         stop = sim_after_step(S);
     }
+    sim_ionize_end(S);
     empic_on_fatal(NULL, NULL);
     sim_signals(0);
     sim_wait_writes(S);

@@ -44,5 +44,8 @@ void sim_wait_writes(sim *S);
 /* The whole backend state into the host arrays (fields, particles), after the background
  * dump: for checkpoints and guards. */
 void sim_fetch(sim *S);
+/* The last step's ionization, queued by a device backend, ended and its electrons counted
+ * (nothing when none is pending): before anything reads the particles or their counts. */
+void sim_ionize_end(sim *S);
 
 #endif

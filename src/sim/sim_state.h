@@ -69,6 +69,8 @@ typedef struct {
     char checkpoint_last[DECK_PATH_MAX + 64]; /* last checkpoint written or restarted from */
     /* stops on request and the wall-clock limit (sim.c), the energy guard (health.c) */
     long long np_all;         /* mobile particles of all ranks after the last step */
+    int ion_open;             /* the last step's ionization is queued on the device and its
+                                 electrons not yet counted (sim_ionize_end) */
     double wall_prev;         /* wall_s after the step before */
     double step_max_s;        /* longest step of this process */
     double ckpt_s;            /* wall time of this process's last checkpoint (0: none yet) */
