@@ -59,20 +59,24 @@ __device__ __forceinline__ double block_sum_d(double v, double *red)
 }
 
 /* What k_ionize_charge does with a cluster of an ionizing species: nothing (no ion, or a
- * quiet field and no sums wanted; its outputs are written by the scan), the sums alone (a
- * quiet field), or the charge draws. */
+ * quiet field or every ion stripped to zmax, and no sums wanted; its outputs are written by
+ * the scan), the sums alone, or the charge draws. */
 enum { VISIT_NONE, VISIT_SUMS, VISIT_DRAW };
 
-/* The field bound of every cluster, once for all ionizing species, and the copies of the
- * counts the host checks the electrons' room against (the electron species' counts and
- * capacities, the ions' counts) into the tables: a warp per cluster. */
+/* The field bound of every cluster, once for all ionizing species, whether a species' ions
+ * there are all stripped to zmax (read where the field is not quiet: behind the laser, where
+ * the wake's field is strong enough for the lowest level, nothing is left to draw), and the
+ * copies of the counts the host checks the electrons' room against (the electron species'
+ * counts and capacities, the ions' counts) into the tables: a warp per cluster. */
 typedef struct {
     const float *e[3];
     const int *x0, *y0;
     int ncx, ncl, off, stride, n, want, bound; /* bound: no external E arrays */
     float ext[3];
     double quiet[DECK_MAX_SPECIES];        /* per ionizing species: its table's quiet */
-    const int *count[DECK_MAX_SPECIES];
+    int zmax[DECK_MAX_SPECIES];
+    const uint8_t *z[DECK_MAX_SPECIES];    /* its charge states */
+    const int *start[DECK_MAX_SPECIES], *count[DECK_MAX_SPECIES];
     const int *ecount[DECK_MAX_SPECIES], *ecap[DECK_MAX_SPECIES]; /* its electrons' */
     uint8_t *visit[DECK_MAX_SPECIES];
     int *add[DECK_MAX_SPECIES];
@@ -99,11 +103,32 @@ __global__ void __launch_bounds__(GPU_THREADS) k_ionize_scan(const __grid_consta
             for (int o = 16; o > 0; o >>= 1)
                 m[d] = fmaxf(m[d], __shfl_xor_sync(FULL, m[d], o));
     }
+    unsigned draw = 0; /* bit k: species k draws here */
+    for (int k = 0; k < a.n; k++) {
+        const int n = a.count[k][c], s0 = a.start[k][c];
+        if (n == 0 || (a.bound && ionize_quiet(a.quiet[k], m, a.ext)))
+            continue;
+        const unsigned top = (unsigned)a.zmax[k] * 0x01010101u;
+        unsigned below = 0; /* some ion under zmax: 16 charge states a lane (segments start on
+                               32-slot multiples) */
+        for (int b = 0; b < n; b += 16 * 32) { /* the same trips for the whole warp */
+            const int q = b + 16 * lane;
+            if (q + 16 <= n) {
+                const uint4 v = *(const uint4 *)(a.z[k] + s0 + q);
+                below |= __vcmpltu4(v.x, top) | __vcmpltu4(v.y, top) | __vcmpltu4(v.z, top) |
+                         __vcmpltu4(v.w, top);
+            } else
+                for (int r = q; r < n; r++)
+                    below |= a.z[k][s0 + r] < a.zmax[k];
+            if (__any_sync(FULL, below))
+                break;
+        }
+        draw |= __any_sync(FULL, below) ? 1u << k : 0u;
+    }
     if (lane >= a.n)
         return;
     const int k = lane, n = a.count[k][c], nc = a.ncl;
-    const int quiet = !a.bound ? 0 : ionize_quiet(a.quiet[k], m, a.ext);
-    const int v = n == 0 ? VISIT_NONE : !quiet ? VISIT_DRAW : a.want ? VISIT_SUMS : VISIT_NONE;
+    const int v = n == 0 ? VISIT_NONE : (draw >> k) & 1u ? VISIT_DRAW : a.want ? VISIT_SUMS : VISIT_NONE;
     a.visit[k][c] = (uint8_t)v;
     int *copy = a.add[k] + nc;
     copy[c] = a.ecount[k][c];
@@ -349,6 +374,9 @@ int gpu_ionize(void *ctx, pic_state *st, long long step, int sums, ionize_stats 
     for (int k = 0; k < n; k++) {
         double *tab = (double *)(g->ion_tab + k * tb);
         q.quiet[k] = g->sp[ions[k]].ion->quiet;
+        q.zmax[k] = g->sp[ions[k]].ion->zmax;
+        q.z[k] = g->sp[ions[k]].z;
+        q.start[k] = g->sp[ions[k]].start;
         q.count[k] = g->sp[ions[k]].count;
         q.ecount[k] = g->sp[g->sp[ions[k]].ion_to].count;
         q.ecap[k] = g->sp[g->sp[ions[k]].ion_to].cap;
