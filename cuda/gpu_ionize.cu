@@ -128,7 +128,10 @@ __global__ void __launch_bounds__(GPU_THREADS) k_ionize_scan(const __grid_consta
     if (lane >= a.n)
         return;
     const int k = lane, n = a.count[k][c], nc = a.ncl;
-    const int v = n == 0 ? VISIT_NONE : (draw >> k) & 1u ? VISIT_DRAW : a.want ? VISIT_SUMS : VISIT_NONE;
+    const int v = n == 0              ? VISIT_NONE
+                  : (draw >> k) & 1u  ? VISIT_DRAW
+                  : a.want            ? VISIT_SUMS
+                                      : VISIT_NONE;
     a.visit[k][c] = (uint8_t)v;
     int *copy = a.add[k] + nc;
     copy[c] = a.ecount[k][c];
