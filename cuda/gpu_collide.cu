@@ -1,13 +1,10 @@
 /* gpu_collide.cu - binary Coulomb collisions on the device (the twin of
- * src/cpu/cpu_collide.c). One block per cluster for a run of consecutive entries of the
- * collisions list over at most two species (e-e, e-i and i-i in one launch): the particles
- * of each cell of each species indexed once in shared memory by a stable counting sort (each
- * warp counts and places a contiguous part of the segment, its lanes of one cell together:
- * a particle's rank in its cell follows the cluster order, as on the CPU); then for each
- * entry in turn, one thread per cell for its shuffles and moments, the cell's lanes of
- * independent pairs (collide.h) spread over the threads, and each cell's lists put back in
- * slot order for the next entry. A cluster holding more particles than the shared index
- * takes a global one (g->scratch). */
+ * src/cpu/cpu_collide.c). One block per cluster: the particles of each cell indexed in
+ * shared memory by a stable counting sort (each warp counts and places a contiguous part of
+ * the segment, its lanes of one cell together: a particle's rank in its cell follows the
+ * cluster order, as on the CPU), one thread per cell for its shuffles and moments, then the
+ * cell's lanes of independent pairs (collide.h) spread over the threads. A cluster holding
+ * more particles than the shared index takes a global one (g->scratch). */
 #include "gpu_internal.h"
 #include "collide.h"
 
@@ -23,32 +20,15 @@ typedef struct {
     int *spill;          /* the global index for overfull clusters, at the segment starts */
 } kcoll_sp;
 
-/* At most this many entries in one launch (a longer run of entries over the same two
- * species takes several). */
-#define COLL_ENTRIES 8
-
-/* One entry of a launch: its species (0 or 1: kcoll.sp) and parameters. */
 typedef struct {
-    int a, b;
-    collide_par p;
-} kentry;
-
-typedef struct {
-    kcoll_sp sp[2];      /* the launch's species (sp[1] unused with one) */
-    int nsp, ne;
-    kentry e[COLL_ENTRIES];
+    kcoll_sp a, b;
+    int intra;
     const int *x0, *y0;
     int ncx;
     int4 own;            /* this rank's clusters */
     int cellcap, ixcap;  /* shared entries: cells of the largest cluster, index per species */
+    collide_par p;
 } kcoll;
-
-/* One entry as its cells and pairs see it. */
-typedef struct {
-    const kcoll_sp *a, *b;
-    int intra;
-    const collide_par *p;
-} kpair;
 
 /* Particle k of the segment from st (k < 0: none) in one warp's pass: the lanes of one cell
  * together; each places its slot after the group's lower lanes (ix, else the count pass),
@@ -135,60 +115,57 @@ __device__ static collide_moments moments(const kcoll_sp &s, const int *ix, int 
 }
 
 /* Cell k (global i, j): its lists shuffled, its moments; returns its lanes. */
-__device__ static int cell_setup(const kpair &a, int k, int i, int j, int *ia, int na, int *ib,
+__device__ static int cell_setup(const kcoll &a, int k, int i, int j, int *ia, int na, int *ib,
                                  int nb, collide_cell *cc)
 {
     if (!collide_npairs(na, nb, a.intra))
         return 0;
     rng_stream r;
-    collide_rng(&r, a.p, i, j, COLLIDE_SHUFFLE);
+    collide_rng(&r, &a.p, i, j, COLLIDE_SHUFFLE);
     collide_shuffle(ia, na, &r);
     if (!a.intra) {
-        collide_rng(&r, a.p, i, j, COLLIDE_SHUFFLE + 1);
+        collide_rng(&r, &a.p, i, j, COLLIDE_SHUFFLE + 1);
         collide_shuffle(ib, nb, &r);
     }
-    collide_moments ma = moments(*a.a, ia, na), mb = a.intra ? ma : moments(*a.b, ib, nb);
-    cc[k] = collide_cell_of(a.p, &ma, &mb, a.a->q, a.b->q, a.a->m, a.b->m, a.intra);
+    collide_moments ma = moments(a.a, ia, na), mb = a.intra ? ma : moments(a.b, ib, nb);
+    cc[k] = collide_cell_of(&a.p, &ma, &mb, a.a.q, a.b.q, a.a.m, a.b.m, a.intra);
     return collide_nlanes(na, nb, a.intra);
 }
 
 /* Pair k of global cell (i, j): slots s1 of a and s2 of b, with its share of the time. */
-__device__ static void pair_run(const kpair &a, const collide_cell &cc, int i, int j, int k,
+__device__ static void pair_run(const kcoll &a, const collide_cell &cc, int i, int j, int k,
                                 int s1, int s2, double share)
 {
-    const kcoll_sp &A = *a.a, &B = *a.b;
-    const float2 u1f = A.uxy[s1], z1 = A.uzw[s1], u2f = B.uxy[s2], z2 = B.uzw[s2];
+    const float2 u1f = a.a.uxy[s1], z1 = a.a.uzw[s1], u2f = a.b.uxy[s2], z2 = a.b.uzw[s2];
     float u1[3] = {u1f.x, u1f.y, z1.x}, u2[3] = {u2f.x, u2f.y, z2.x};
     rng_stream r;
-    collide_rng(&r, a.p, i, j, (unsigned)k);
-    collide_pair(u1, u2, A.m, B.m, A.q * B.q, z1.y, z2.y,
-                 (float)(share * (z1.y > z2.y ? z1.y : z2.y) * cc.nmin), a.p, &cc, &r);
-    A.uxy[s1] = make_float2(u1[0], u1[1]);
-    A.uzw[s1] = make_float2(u1[2], z1.y);
-    B.uxy[s2] = make_float2(u2[0], u2[1]);
-    B.uzw[s2] = make_float2(u2[2], z2.y);
+    collide_rng(&r, &a.p, i, j, (unsigned)k);
+    collide_pair(u1, u2, a.a.m, a.b.m, a.a.q * a.b.q, z1.y, z2.y,
+                 (float)(share * (z1.y > z2.y ? z1.y : z2.y) * cc.nmin), &a.p, &cc, &r);
+    a.a.uxy[s1] = make_float2(u1[0], u1[1]);
+    a.a.uzw[s1] = make_float2(u1[2], z1.y);
+    a.b.uxy[s2] = make_float2(u2[0], u2[1]);
+    a.b.uzw[s2] = make_float2(u2[2], z2.y);
 }
 
-/* A shuffled list back in slot order (its slots are distinct; a cell holds few). */
-__device__ __forceinline__ void slot_order(int *ix, int n)
+__global__ void __launch_bounds__(GPU_THREADS) k_collide(const __grid_constant__ kcoll a)
 {
-    for (int k = 1; k < n; k++) {
-        const int v = ix[k];
-        int q = k - 1;
-        for (; q >= 0 && ix[q] > v; q--)
-            ix[q + 1] = ix[q];
-        ix[q + 1] = v;
-    }
-}
-
-/* One entry over the cluster's cells (tile t, w cells a row): the cells' setup and lanes,
- * then the pairs, then the lists back in slot order. */
-__device__ static void entry_run(const kpair &a, const cluster_tile &t, int ncell, int *ixa,
-                                 const int *offa, int *ixb, const int *offb, collide_cell *cc,
-                                 int *lanes, int *wtot)
-{
-    const int w = t.xhi - t.xlo;
-    int carry = 0; /* each cell's lanes, then their starts */
+    extern __shared__ double smem[];
+    const int c = blockIdx.x;
+    if (!in_box(a.own, c % a.ncx, c / a.ncx))
+        return;
+    const cluster_tile t = cluster_tile_of(a.x0, a.y0, a.ncx, c);
+    const int w = t.xhi - t.xlo, ncell = w * (t.yhi - t.ylo), cap = a.cellcap;
+    collide_cell *cc = (collide_cell *)smem;
+    int *offa = (int *)(cc + cap), *offb = offa + cap + 1, *lanes = offb + cap + 1;
+    int *cnt = lanes + cap + 1, *wtot = cnt + WARPS * cap, *sh = wtot + WARPS;
+    int *ixa = index_build(a.a, c, t, ncell, offa, cnt, wtot, sh, a.ixcap), *ixb = ixa;
+    if (!a.intra)
+        ixb = index_build(a.b, c, t, ncell, offb, cnt, wtot, sh + a.ixcap, a.ixcap);
+    else
+        offb = offa;
+    /* each cell's lanes, then their starts */
+    int carry = 0;
     for (int k0 = 0; k0 < ncell; k0 += blockDim.x) {
         const int k = k0 + (int)threadIdx.x;
         int nl = 0, chunk;
@@ -218,36 +195,6 @@ __device__ static void entry_run(const kpair &a, const cluster_tile &t, int ncel
             pair_run(a, cc[k], i, j, kk, ixa[offa[k] + pi], ixb[offb[k] + pj], share);
         }
     }
-    __syncthreads(); /* the lists read by the pairs */
-    for (int k = threadIdx.x; k < ncell; k += blockDim.x) {
-        slot_order(ixa + offa[k], offa[k + 1] - offa[k]);
-        if (!a.intra)
-            slot_order(ixb + offb[k], offb[k + 1] - offb[k]);
-    }
-    __syncthreads();
-}
-
-__global__ void __launch_bounds__(GPU_THREADS) k_collide(const __grid_constant__ kcoll a)
-{
-    extern __shared__ double smem[];
-    const int c = blockIdx.x;
-    if (!in_box(a.own, c % a.ncx, c / a.ncx))
-        return;
-    const cluster_tile t = cluster_tile_of(a.x0, a.y0, a.ncx, c);
-    const int ncell = (t.xhi - t.xlo) * (t.yhi - t.ylo), cap = a.cellcap;
-    collide_cell *cc = (collide_cell *)smem;
-    int *off[2], *ix[2];
-    off[0] = (int *)(cc + cap);
-    off[1] = off[0] + cap + 1;
-    int *lanes = off[1] + cap + 1, *cnt = lanes + cap + 1, *wtot = cnt + WARPS * cap;
-    int *sh = wtot + WARPS;
-    for (int s = 0; s < a.nsp; s++)
-        ix[s] = index_build(a.sp[s], c, t, ncell, off[s], cnt, wtot, sh + s * a.ixcap, a.ixcap);
-    for (int e = 0; e < a.ne; e++) {
-        const kentry &E = a.e[e];
-        const kpair p = {&a.sp[E.a], &a.sp[E.b], E.a == E.b, &E.p};
-        entry_run(p, t, ncell, ix[E.a], off[E.a], ix[E.b], off[E.b], cc, lanes, wtot);
-    }
 }
 
 static kcoll_sp kcoll_species(const gpu_species *d, int *spill)
@@ -255,13 +202,13 @@ static kcoll_sp kcoll_species(const gpu_species *d, int *spill)
     return kcoll_sp{d->uxy, d->uzw, d->cell, d->start, d->count, d->m, d->q, spill};
 }
 
-/* Entries p[0..n) (n <= COLL_ENTRIES, over the species sp[0..nsp)) in one launch. */
-static void collide_launch(gpu_state *g, const pic_state *st, const collide_par *p, int n,
-                           const int *sp, int nsp)
+void gpu_collide(void *ctx, pic_state *st, const struct collide_par *p)
 {
-    size_t spill = 0;
-    for (int k = 0; k < nsp; k++)
-        spill += g->sp[sp[k]].alloc;
+    gpu_state *g = (gpu_state *)ctx;
+    gpu_species *da = &g->sp[p->a], *db = &g->sp[p->b];
+    const int intra = p->a == p->b;
+    g->rest_valid = 0; /* an atom at rest may be struck */
+    size_t spill = da->alloc + (intra ? 0 : db->alloc);
     if (g->scratch_n < spill) { /* shared with the drop lists, which run before in the stream */
         if (g->scratch) {
             GPU_CK(cudaStreamSynchronize(g->stream));
@@ -272,21 +219,15 @@ static void collide_launch(gpu_state *g, const pic_state *st, const collide_par 
         g->scratch_n = spill;
     }
     kcoll a;
-    memset(&a, 0, sizeof a);
-    long long nmax = 0;
-    for (int k = 0, *at = g->scratch; k < nsp; at += g->sp[sp[k]].alloc, k++) {
-        a.sp[k] = kcoll_species(&g->sp[sp[k]], at);
-        nmax = st->sp[sp[k]].np > nmax ? st->sp[sp[k]].np : nmax;
-    }
-    a.nsp = nsp;
-    a.ne = n;
-    for (int e = 0; e < n; e++)
-        a.e[e] = kentry{p[e].a == sp[0] ? 0 : 1, p[e].b == sp[0] ? 0 : 1, p[e]};
+    a.a = kcoll_species(da, g->scratch);
+    a.b = kcoll_species(db, g->scratch + da->alloc);
+    a.intra = intra;
     a.x0 = g->x0;
     a.y0 = g->y0;
     a.ncx = g->ncx;
     a.own = g->own;
     a.cellcap = g->wmax * g->hmax;
+    a.p = *p;
     /* the cell tables and counters, then an index per species of 1.25 times the mean
      * cluster's particles (a fuller cluster takes the global index): no more shared memory
      * than that, so that several blocks share a multiprocessor; at most 96 KiB */
@@ -294,46 +235,17 @@ static void collide_launch(gpu_state *g, const pic_state *st, const collide_par 
     const size_t cells = cap * sizeof(collide_cell) + (3 * (cap + 1) + WARPS * (cap + 1)) * 4;
     size_t budget = g->smem_optin > 2048 ? g->smem_optin - 2048 : g->smem_optin;
     budget = budget < 96 * 1024 ? budget : 96 * 1024;
+    const long long nmax = st->sp[p->a].np > st->sp[p->b].np ? st->sp[p->a].np : st->sp[p->b].np;
     const long long nown = (long long)(g->own.y - g->own.x) * (g->own.w - g->own.z);
     const size_t want = (size_t)(1.25 * (double)nmax / (double)(nown > 0 ? nown : 1)) + 32;
     const size_t fit = budget > cells + 8 ? (budget - cells) / 8 : 0;
     a.ixcap = (int)(want < fit ? want : fit);
     const size_t bytes = cells + 8 * (size_t)a.ixcap;
+    /* after the field phase: its short kernels would otherwise wait behind the long blocks
+     * of the collisions for a multiprocessor, and the next step for them */
+    gpu_fields_join(g);
     GPU_CK(cudaFuncSetAttribute(k_collide, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                 (int)bytes));
     k_collide<<<(unsigned)g->ncl, GPU_THREADS, bytes, g->stream>>>(a);
     GPU_LAUNCHED(g, "k_collide");
-}
-
-/* Species s joined to a launch's set sp[0..*n): 0 when that would make three. */
-static int species_join(int *sp, int *n, int s)
-{
-    for (int k = 0; k < *n; k++)
-        if (sp[k] == s)
-            return 1;
-    if (*n == 2)
-        return 0;
-    sp[(*n)++] = s;
-    return 1;
-}
-
-/* The entries due, in runs of consecutive ones over at most two species, a launch each. */
-void gpu_collide(void *ctx, pic_state *st, const struct collide_par *p, int n)
-{
-    gpu_state *g = (gpu_state *)ctx;
-    g->rest_valid = 0; /* an atom at rest may be struck */
-    /* after the field phase: its short kernels would otherwise wait behind the long blocks
-     * of the collisions for a multiprocessor, and the next step for them */
-    gpu_fields_join(g);
-    for (int e0 = 0; e0 < n;) {
-        int sp[2] = {-1, -1}, nsp = 0, e = e0;
-        for (; e < n && e - e0 < COLL_ENTRIES; e++) {
-            int t[2] = {sp[0], sp[1]}, tn = nsp;
-            if (!species_join(t, &tn, p[e].a) || !species_join(t, &tn, p[e].b))
-                break;
-            sp[0] = t[0], sp[1] = t[1], nsp = tn;
-        }
-        collide_launch(g, st, p + e0, e - e0, sp, nsp);
-        e0 = e;
-    }
 }

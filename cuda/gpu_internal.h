@@ -477,7 +477,7 @@ void gpu_b_half(void *ctx, pic_state *st);                                /* gpu
 void gpu_fields(void *ctx, pic_state *st);
 void gpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic); /* gpu_particles.cu */
 void gpu_sort(void *ctx, pic_state *st, int window, long long *dropped);   /* gpu_sort.cu */
-void gpu_collide(void *ctx, pic_state *st, const struct collide_par *p, int n); /* gpu_collide.cu */
+void gpu_collide(void *ctx, pic_state *st, const struct collide_par *p);  /* gpu_collide.cu */
 void gpu_window_shift(void *ctx, pic_state *st);                          /* gpu_window.cu */
 void gpu_inject(void *ctx, pic_state *st, species *col, const int *add);
 int gpu_ionize(void *ctx, pic_state *st, long long step, int sums, ionize_stats *out); /* gpu_ionize.cu */

@@ -191,11 +191,6 @@ void deck_output_name(char *dst, size_t len, const char *src);
 #define DECK_COURANT_MARGIN 0.999
 /* Courant limit of the 2D Yee scheme: 1/sqrt(1/dx^2 + 1/dy^2). */
 double deck_courant_dt(double dx, double dy);
-/* The entries of d's collisions list due at `step` (every), in the deck's order, into p
- * (DECK_MAX_COLLISIONS of room), each keyed by the step (a fresh pairing; a restart continues
- * with the same random numbers) and the window's cells; returns their number. */
-struct collide_par;
-int deck_collisions_due(const deck *d, long step, long window_cells, struct collide_par *p);
 /* Write the fully resolved deck as a libconfig file that deck_load() accepts. */
 void deck_write(const deck *d, FILE *f);
 void deck_free(deck *d);

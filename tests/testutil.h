@@ -243,12 +243,16 @@ static inline void tu_collisions(deck *d, int a, int b, double lnl, double n0)
  * with time step dt (times their `every`), on S's backend. */
 static inline void tu_collide(sim *S, double dt, long step)
 {
-    collide_par p[DECK_MAX_COLLISIONS];
-    const int n = deck_collisions_due(&S->d, step, 0, p);
-    for (int e = 0; e < n; e++)
-        p[e].dt = dt * S->d.collisions[p[e].entry].every;
-    if (n)
-        S->be->collide(S->be_ctx, &S->st, p, n);
+    for (int i = 0; i < S->d.ncollisions; i++) {
+        const deck_collision *e = &S->d.collisions[i];
+        if (step % e->every)
+            continue;
+        collide_par p = {.a = e->species[0], .b = e->species[1], .lnl = e->coulomb_log,
+                         .dt = dt * e->every, .seed = S->d.seed, .entry = (unsigned)i,
+                         .step = step};
+        collide_scale(S->d.n0, &p.re_kp, &p.lc_kp);
+        S->be->collide(S->be_ctx, &S->st, &p);
+    }
 }
 
 /* Moments of species s (host arrays): sum w, and per axis sum w m u_a v_a (T_a = t[a] / n,

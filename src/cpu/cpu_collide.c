@@ -107,20 +107,18 @@ static void collide_cluster(species *a, species *b, const clusters *cl, int c,
                            t.ylo + k / w, p);
 }
 
-void cpu_collide(void *ctx, pic_state *st, const struct collide_par *p, int n)
+void cpu_collide(void *ctx, pic_state *st, const struct collide_par *p)
 {
     (void)ctx;
+    species *a = &st->sp[p->a], *b = &st->sp[p->b];
     const clusters *cl = st->cl;
-    for (int e = 0; e < n; e++) {
-        species *a = &st->sp[p[e].a], *b = &st->sp[p[e].b];
 #pragma omp parallel
-        {
-            cell_index xa = {0}, xb = {0};
+    {
+        cell_index xa = {0}, xb = {0};
 #pragma omp for schedule(dynamic, 1)
-            for (int c = 0; c < cl->n; c++)
-                if (cl->own[c])
-                    collide_cluster(a, b, cl, c, &xa, &xb, &p[e]);
-            free(xa.off), free(xa.ix), free(xb.off), free(xb.ix);
-        }
+        for (int c = 0; c < cl->n; c++)
+            if (cl->own[c])
+                collide_cluster(a, b, cl, c, &xa, &xb, p);
+        free(xa.off), free(xa.ix), free(xb.off), free(xb.ix);
     }
 }

@@ -4,10 +4,9 @@
 
 #include "backend.h"
 
-/* The collisions of entries p[0..n), one after the other, among the particles of each cell
- * of this rank's clusters: an OpenMP loop over clusters, each cell's particles found by a
- * counting sort of its cluster's segment (slot order kept), so the result is the same for
- * any thread count. */
-void cpu_collide(void *ctx, pic_state *st, const struct collide_par *p, int n);
+/* The collisions of entry p among the particles of each cell of this rank's clusters: an
+ * OpenMP loop over clusters, each cell's particles found by a counting sort of its cluster's
+ * segment (slot order kept), so the result is the same for any thread count. */
+void cpu_collide(void *ctx, pic_state *st, const struct collide_par *p);
 
 #endif

@@ -80,19 +80,3 @@ void deck_collide_parse(dk_ctx *c, const cs *root)
                     "rates: lower dt or every", e->every * d->dt, s, d->n0, COLLIDE_S_WARN);
     }
 }
-
-int deck_collisions_due(const deck *d, long step, long window_cells, collide_par *p)
-{
-    int n = 0;
-    for (int i = 0; i < d->ncollisions; i++) {
-        const deck_collision *e = &d->collisions[i];
-        if (step % e->every)
-            continue;
-        p[n] = (collide_par){.a = e->species[0], .b = e->species[1], .lnl = e->coulomb_log,
-                             .dt = e->every * d->dt, .seed = d->seed, .entry = (unsigned)i,
-                             .step = step, .window_cells = window_cells};
-        collide_scale(d->n0, &p[n].re_kp, &p[n].lc_kp);
-        n++;
-    }
-    return n;
-}

@@ -109,11 +109,11 @@ typedef struct backend {
      * the next step's b_half), waits for it and fills out. */
     int (*ionize)(void *ctx, pic_state *st, long long step, int sums, ionize_stats *out);
     void (*ionize_end)(void *ctx, pic_state *st, ionize_stats *out);
-    /* Cycle step 9: binary collisions of the n entries of the deck due at this step, in the
-     * deck's order (collide.h: species p[e].a with p[e].b, at step p[e].step), among the
-     * particles of each cell, after the sort. The result is a function of the cluster order
-     * and the keys of p alone: any thread or rank count gives the same particles. */
-    void (*collide)(void *ctx, pic_state *st, const struct collide_par *p, int n);
+    /* Cycle step 8: binary collisions of one entry of the deck (collide.h: species p->a with
+     * p->b, at step p->step) among the particles of each cell, after the sort. The result
+     * is a function of the cluster order and the keys of p alone: any thread or rank count
+     * gives the same particles. */
+    void (*collide)(void *ctx, pic_state *st, const struct collide_par *p);
     /* Append col[s] (species_column: add[s * (ncy + 1) + cy] particles for cluster row cy of
      * the last cell column) to species s, re-laying segments out when full; sim.c adds the
      * counts to np. */

@@ -438,15 +438,22 @@ static void energy_row(sim *S, const double *kin, double fe, double fb, double g
     report_energy_row(S, fe, fb, kin, gauss, ist, bal);
 }
 
-/* The entries of the collisions list due at this step. */
+/* The entries of the collisions list due at this step (every), each a fresh pairing keyed by
+ * the step: a restart continues with the same random numbers. */
 static void collide(sim *S)
 {
-    collide_par p[DECK_MAX_COLLISIONS];
-    const int n = deck_collisions_due(&S->d, S->step, S->win.cells, p);
-    if (!n)
-        return;
-    sim_ionize_end(S); /* the new electrons collide too */
-    S->be->collide(S->be_ctx, &S->st, p, n);
+    const deck *d = &S->d;
+    for (int i = 0; i < d->ncollisions; i++) {
+        const deck_collision *e = &d->collisions[i];
+        if (S->step % e->every)
+            continue;
+        sim_ionize_end(S); /* the new electrons collide too */
+        collide_par p = {.a = e->species[0], .b = e->species[1], .lnl = e->coulomb_log,
+                         .dt = e->every * d->dt, .seed = d->seed, .entry = (unsigned)i,
+                         .step = S->step, .window_cells = S->win.cells};
+        collide_scale(d->n0, &p.re_kp, &p.lc_kp);
+        S->be->collide(S->be_ctx, &S->st, &p);
+    }
 }
 
 void sim_step(sim *S)
