@@ -150,8 +150,7 @@ struct gpu_state {
     uint8_t *rest;                /* per tile set and cluster of an ionizing species: its
                                      particles are all neutral atoms at rest (k_rest) */
     int rest_valid;               /* rest is that of the particles as they are (set by
-                                     gpu_rest_flags and the ionization, cleared by what
-                                     moves them) */
+                                     gpu_rest_flags, cleared by what moves them) */
     /* current and charge tiles in shared memory */
     int tszp;                     /* padded component stride in shared memory */
     size_t smem_move, smem_rho;   /* dynamic shared memory of k_push_move and k_rho */
@@ -434,9 +433,9 @@ void gpu_fields_continue(gpu_state *g);
 void gpu_fields_end(gpu_state *g);
 void gpu_fields_join(gpu_state *g);
 
-/* gpu_state.rest of the particles as they are, queued (gpu_particles.cu): for a push that
- * has no flags of the ionization's (the first step, after collisions); k_ionize_scan and
- * k_ionize_charge, which alone change the charge states, leave them otherwise. */
+/* gpu_state.rest of the particles as they are, queued (gpu_particles.cu); after the
+ * ionization's charge draws, which alone change the charge states, it runs while the host
+ * reads their counts, and the push that follows needs no launch of its own. */
 void gpu_rest_flags(gpu_state *g);
 
 /* Launch geometry helpers. */

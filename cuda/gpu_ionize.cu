@@ -29,7 +29,6 @@ typedef struct {
     const int *estart;
     int *ecount;
     uint8_t *dz;
-    uint8_t *rest;                /* the ions' rest flags (gpu_rest_of), or NULL */
     int *add;                     /* per cluster: electrons made */
     double *sums;                 /* per cluster: sum w z, sum w (when wanted) */
     const uint8_t *visit;         /* per cluster: k_ionize_scan's VISIT_ code */
@@ -64,13 +63,11 @@ __device__ __forceinline__ double block_sum_d(double v, double *red)
  * the scan), the sums alone, or the charge draws. */
 enum { VISIT_NONE, VISIT_SUMS, VISIT_DRAW };
 
-/* The field bound of every cluster, once for all ionizing species; from one read of a
- * species' charge states there, whether its ions are all stripped to zmax (where the field
- * is not quiet: behind the laser, where the wake's field is strong enough for the lowest
- * level, nothing is left to draw) and whether they are all neutral atoms at rest (the rest
- * flag of the next push, before the draws: k_ionize_charge clears it where an ion ionizes);
- * and the copies of the counts the host checks the electrons' room against (the electron
- * species' counts and capacities, the ions' counts) into the tables: a warp per cluster. */
+/* The field bound of every cluster, once for all ionizing species, whether a species' ions
+ * there are all stripped to zmax (read where the field is not quiet: behind the laser, where
+ * the wake's field is strong enough for the lowest level, nothing is left to draw), and the
+ * copies of the counts the host checks the electrons' room against (the electron species'
+ * counts and capacities, the ions' counts) into the tables: a warp per cluster. */
 typedef struct {
     const float *e[3];
     const int *x0, *y0;
@@ -79,9 +76,6 @@ typedef struct {
     double quiet[DECK_MAX_SPECIES];        /* per ionizing species: its table's quiet */
     int zmax[DECK_MAX_SPECIES];
     const uint8_t *z[DECK_MAX_SPECIES];    /* its charge states */
-    const float2 *uxy[DECK_MAX_SPECIES], *uzw[DECK_MAX_SPECIES];
-    uint8_t *rest[DECK_MAX_SPECIES];       /* gpu_rest_of (NULL: immobile) */
-    int cold[DECK_MAX_SPECIES];
     const int *start[DECK_MAX_SPECIES], *count[DECK_MAX_SPECIES];
     const int *ecount[DECK_MAX_SPECIES], *ecap[DECK_MAX_SPECIES]; /* its electrons' */
     uint8_t *visit[DECK_MAX_SPECIES];
@@ -112,46 +106,24 @@ __global__ void __launch_bounds__(GPU_THREADS) k_ionize_scan(const __grid_consta
     unsigned draw = 0; /* bit k: species k draws here */
     for (int k = 0; k < a.n; k++) {
         const int n = a.count[k][c], s0 = a.start[k][c];
-        const bool quiet = a.bound && ionize_quiet(a.quiet[k], m, a.ext);
-        if (n == 0 || (quiet && !a.rest[k])) {
-            if (a.rest[k] && lane == 0)
-                a.rest[k][c] = 1;
+        if (n == 0 || (a.bound && ionize_quiet(a.quiet[k], m, a.ext)))
             continue;
-        }
         const unsigned top = (unsigned)a.zmax[k] * 0x01010101u;
-        unsigned below = 0, charged = 0; /* some ion under zmax, some ion charged: 16 charge
-                                            states a lane (segments start on 32-slot
-                                            multiples) */
+        unsigned below = 0; /* some ion under zmax: 16 charge states a lane (segments start on
+                               32-slot multiples) */
         for (int b = 0; b < n; b += 16 * 32) { /* the same trips for the whole warp */
             const int q = b + 16 * lane;
             if (q + 16 <= n) {
                 const uint4 v = *(const uint4 *)(a.z[k] + s0 + q);
                 below |= __vcmpltu4(v.x, top) | __vcmpltu4(v.y, top) | __vcmpltu4(v.z, top) |
                          __vcmpltu4(v.w, top);
-                charged |= v.x | v.y | v.z | v.w;
             } else
-                for (int r = q; r < n; r++) {
+                for (int r = q; r < n; r++)
                     below |= a.z[k][s0 + r] < a.zmax[k];
-                    charged |= a.z[k][s0 + r];
-                }
-            const bool drawn = quiet || __any_sync(FULL, below);
-            if (drawn && (!a.rest[k] || __any_sync(FULL, charged)))
+            if (__any_sync(FULL, below))
                 break;
         }
-        draw |= !quiet && __any_sync(FULL, below) ? 1u << k : 0u;
-        if (!a.rest[k])
-            continue;
-        bool rest = !__any_sync(FULL, charged);
-        if (rest && !a.cold[k]) { /* neutral: at rest unless some atom moves */
-            bool moving = false;
-            for (int q = lane; q < n; q += 32) {
-                const float2 u = a.uxy[k][s0 + q], w = a.uzw[k][s0 + q];
-                moving |= u.x != 0.0f || u.y != 0.0f || w.x != 0.0f;
-            }
-            rest = !__any_sync(FULL, moving);
-        }
-        if (lane == 0)
-            a.rest[k][c] = rest;
+        draw |= __any_sync(FULL, below) ? 1u << k : 0u;
     }
     if (lane >= a.n)
         return;
@@ -211,8 +183,6 @@ __global__ void __launch_bounds__(GPU_THREADS) k_ionize_charge(const __grid_cons
     }
     if (threadIdx.x == 0) {
         a.add[c] = (int)ne;
-        if (a.rest && ne > 0)
-            a.rest[c] = 0; /* an ion ionized: not neutral any more */
         if (a.want) {
             a.sums[2 * c] = zw;
             a.sums[2 * c + 1] = w;
@@ -288,7 +258,6 @@ static kionize charge_launch(gpu_state *g, pic_state *st, int s, long long step,
     a.start = d->start;
     a.count = d->count;
     a.dz = dz;
-    a.rest = gpu_rest_of(g, s);
     a.sums = (double *)tab;
     a.add = (int *)(a.sums + 2 * nc);
     for (int k = 0; k < 3; k++) {
@@ -366,8 +335,8 @@ struct gpu_ionq {
     kionize a[DECK_MAX_SPECIES];
 };
 
-/* Every ionizing species' charge draws and one read-back of all their tables, queued, with
- * the next push's rest flags. With sums (an energy row), gpu_ionize_end at once
+/* Every ionizing species' charge draws and one read-back of all their tables, queued; the
+ * next push's rest flags after them. With sums (an energy row), gpu_ionize_end at once
  * (returns 1); else 0: the host's wait for the tables comes later (gpu_ionize_end, called
  * after the next step's B half step is queued, so that it runs meanwhile). */
 int gpu_ionize(void *ctx, pic_state *st, long long step, int sums, ionize_stats *out)
@@ -410,10 +379,6 @@ int gpu_ionize(void *ctx, pic_state *st, long long step, int sums, ionize_stats 
         q.quiet[k] = g->sp[ions[k]].ion->quiet;
         q.zmax[k] = g->sp[ions[k]].ion->zmax;
         q.z[k] = g->sp[ions[k]].z;
-        q.uxy[k] = g->sp[ions[k]].uxy;
-        q.uzw[k] = g->sp[ions[k]].uzw;
-        q.rest[k] = gpu_rest_of(g, ions[k]);
-        q.cold[k] = g->sp[ions[k]].cold;
         q.start[k] = g->sp[ions[k]].start;
         q.count[k] = g->sp[ions[k]].count;
         q.ecount[k] = g->sp[g->sp[ions[k]].ion_to].count;
@@ -430,7 +395,7 @@ int gpu_ionize(void *ctx, pic_state *st, long long step, int sums, ionize_stats 
                                  g->ion_dz + dz0[k]);
     GPU_CK(cudaMemcpyAsync(g->h_ion_tab, g->ion_tab, n * tb, cudaMemcpyDeviceToHost, g->stream));
     GPU_CK(cudaEventRecord(g->ion_ready, g->stream));
-    g->rest_valid = 1; /* the next push's rest flags: the scan's, cleared by the draws */
+    gpu_rest_flags(g); /* the next push's, while the host waits */
     g->ion_open = 1;
     if (!sums)
         return 0;
