@@ -209,13 +209,13 @@ void gpu_collide(void *ctx, pic_state *st, const struct collide_par *p)
     const int intra = p->a == p->b;
     g->rest_valid = 0; /* an atom at rest may be struck */
     size_t spill = da->alloc + (intra ? 0 : db->alloc);
-    if (g->scratch_n < spill) { /* shared with the drop lists, which run before in the stream */
+    if (g->scratch_n < spill) {
         if (g->scratch) {
             GPU_CK(cudaStreamSynchronize(g->stream));
             GPU_CK(cudaFree(g->scratch));
             g->bytes -= g->scratch_n * sizeof(int);
         }
-        g->scratch = (int *)gpu_malloc(g, spill * sizeof(int), "drop and collision lists");
+        g->scratch = (int *)gpu_malloc(g, spill * sizeof(int), "collision lists");
         g->scratch_n = spill;
     }
     kcoll a;

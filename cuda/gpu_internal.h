@@ -186,8 +186,9 @@ struct gpu_state {
     float *mur_old[4];            /* per Mur side: its 4 lines of old values (pml.h) */
     int *cx_of, *cy_of;           /* device copies of clusters.cx_of / cy_of */
     int *spare_start;             /* the segment starts a global rearrangement makes */
-    int *scratch;                 /* drop lists (slots of the largest species), and the
-                                     collision index of overfull clusters (gpu_collide.cu) */
+    int *scratch;                 /* the collision index of overfull clusters (gpu_collide.cu) */
+    int nrim, *rim;               /* this rank's clusters on the box's edges (device): the
+                                     drops' (gpu_walls.cu) */
     size_t scratch_n;
     long shift;                   /* cells the window has moved (fbnd.shift): laser sources */
     long psi_step;                /* field step of the last B psi update (fbnd.psi_step) */
@@ -600,12 +601,13 @@ void gpu_fbnd_fetch(gpu_state *g, pic_state *st);
 void gpu_fbnd_flows(gpu_state *g, const pic_state *st, int after);
 /* Particle walls (gpu_walls.cu, the twin of cpu_walls.c): setup and free; the wall fix-ups
  * of species which[0 .. n) after their move (which[k]'s current in tile set k: the mobile
- * species in order; before the colour write-back), one launch; the drop of species s's
- * marked particles before its sort (adds the number dropped to its flags[3]). */
+ * species in order; before the colour write-back), one launch; the drop of the marked
+ * particles of every species with drop[s] set before their sort, one launch (adds the
+ * number species s dropped to its flags[3]). */
 void gpu_walls_setup(gpu_state *g, const pic_state *st);
 void gpu_walls_free(gpu_state *g);
 void gpu_walls_clusters(gpu_state *g, const pic_state *st, int n, const int *which);
-void gpu_walls_drop(gpu_state *g, int s, int window);
+void gpu_walls_drop(gpu_state *g, const int *drop, int window);
 /* Sort (gpu_sort.cu): re-lay species s's segments for clusters that hold counts[c]
  * particles (NULL: their counts now) and need room for need[c] during a sort
  * (species_segments); stop on the error flag the sort passes raise (h_flags as last read

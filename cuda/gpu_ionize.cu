@@ -42,39 +42,25 @@ typedef struct {
     long window_cells;
 } kionize;
 
-/* The block's sum of v (thread 0 gets it), in a fixed order. */
-__device__ __forceinline__ double block_sum_d(double v, double *red)
-{
-    for (int o = 16; o > 0; o >>= 1)
-        v += __shfl_down_sync(FULL, v, o);
-    __syncthreads(); /* red free from a previous use */
-    if ((threadIdx.x & 31) == 0)
-        red[threadIdx.x >> 5] = v;
-    __syncthreads();
-    double s = 0.0;
-    if (threadIdx.x == 0)
-        for (int w = 0; w < (int)blockDim.x / 32; w++)
-            s += red[w];
-    return s;
-}
-
 /* What k_ionize_charge does with a cluster of an ionizing species: nothing (no ion, or a
  * quiet field or every ion stripped to zmax, and no sums wanted; its outputs are written by
  * the scan), the sums alone, or the charge draws. */
 enum { VISIT_NONE, VISIT_SUMS, VISIT_DRAW };
 
-/* The field bound of every cluster, once for all ionizing species, whether a species' ions
- * there are all stripped to zmax (read where the field is not quiet: behind the laser, where
- * the wake's field is strong enough for the lowest level, nothing is left to draw), and the
- * copies of the counts the host checks the electrons' room against (the electron species'
- * counts and capacities, the ions' counts) into the tables: a warp per cluster. */
+/* The field bound of every cluster, once for all ionizing species, whether it can ionize
+ * a species' ions there (read where the field is not quiet for the initial state: behind
+ * the laser the wake's field is strong enough for the lowest level, but the ions there are
+ * stripped to zmax or to a state whose next level it cannot reach, and nothing is left to
+ * draw), and the copies of the counts the host checks the electrons' room against (the
+ * electron species' counts and capacities, the ions' counts) into the tables: a warp per
+ * cluster. */
 typedef struct {
     const float *e[3];
     const int *x0, *y0;
     int ncx, ncl, off, stride, n, want, bound; /* bound: no external E arrays */
     float ext[3];
-    double quiet[DECK_MAX_SPECIES];        /* per ionizing species: its table's quiet */
-    int zmax[DECK_MAX_SPECIES];
+    double quiet[DECK_MAX_SPECIES][IONIZE_LEVELS + 1]; /* per ionizing species: its table's */
+    int z0[DECK_MAX_SPECIES], zmax[DECK_MAX_SPECIES];  /* initial and highest states */
     const uint8_t *z[DECK_MAX_SPECIES];    /* its charge states */
     const int *start[DECK_MAX_SPECIES], *count[DECK_MAX_SPECIES];
     const int *ecount[DECK_MAX_SPECIES], *ecap[DECK_MAX_SPECIES]; /* its electrons' */
@@ -106,24 +92,21 @@ __global__ void __launch_bounds__(GPU_THREADS) k_ionize_scan(const __grid_consta
     unsigned draw = 0; /* bit k: species k draws here */
     for (int k = 0; k < a.n; k++) {
         const int n = a.count[k][c], s0 = a.start[k][c];
-        if (n == 0 || (a.bound && ionize_quiet(a.quiet[k], m, a.ext)))
+        if (n == 0 || (a.bound && ionize_quiet(a.quiet[k][a.z0[k]], m, a.ext)))
             continue;
-        const unsigned top = (unsigned)a.zmax[k] * 0x01010101u;
-        unsigned below = 0; /* some ion under zmax: 16 charge states a lane (segments start on
-                               32-slot multiples) */
-        for (int b = 0; b < n; b += 16 * 32) { /* the same trips for the whole warp */
-            const int q = b + 16 * lane;
+        unsigned low = 0xffffffffu; /* the lowest charge state, bytewise: 16 a lane (segments
+                                       start on 32-slot multiples) */
+        for (int q = 16 * lane; q < n; q += 16 * 32)
             if (q + 16 <= n) {
                 const uint4 v = *(const uint4 *)(a.z[k] + s0 + q);
-                below |= __vcmpltu4(v.x, top) | __vcmpltu4(v.y, top) | __vcmpltu4(v.z, top) |
-                         __vcmpltu4(v.w, top);
+                low = __vminu4(__vminu4(low, v.x), __vminu4(v.y, __vminu4(v.z, v.w)));
             } else
                 for (int r = q; r < n; r++)
-                    below |= a.z[k][s0 + r] < a.zmax[k];
-            if (__any_sync(FULL, below))
-                break;
-        }
-        draw |= __any_sync(FULL, below) ? 1u << k : 0u;
+                    low = min(low, (unsigned)a.z[k][s0 + r]);
+        low = min(min(low & 0xffu, low >> 8 & 0xffu), min(low >> 16 & 0xffu, low >> 24));
+        const int zlo = (int)__reduce_min_sync(FULL, low);
+        if (zlo < a.zmax[k] && !(a.bound && ionize_quiet(a.quiet[k][zlo], m, a.ext)))
+            draw |= 1u << k;
     }
     if (lane >= a.n)
         return;
@@ -176,10 +159,10 @@ __global__ void __launch_bounds__(GPU_THREADS) k_ionize_charge(const __grid_cons
             w += pw;
         }
     }
-    ne = block_sum_d(ne, red);
+    ne = gpu_block_sum(ne, red);
     if (a.want) {
-        zw = block_sum_d(zw, red);
-        w = block_sum_d(w, red);
+        zw = gpu_block_sum(zw, red);
+        w = gpu_block_sum(w, red);
     }
     if (threadIdx.x == 0) {
         a.add[c] = (int)ne;
@@ -376,7 +359,8 @@ int gpu_ionize(void *ctx, pic_state *st, long long step, int sums, ionize_stats 
     q.bound = !g->ext[0] && !g->ext[1] && !g->ext[2];
     for (int k = 0; k < n; k++) {
         double *tab = (double *)(g->ion_tab + k * tb);
-        q.quiet[k] = g->sp[ions[k]].ion->quiet;
+        memcpy(q.quiet[k], g->sp[ions[k]].ion->quiet, sizeof q.quiet[k]);
+        q.z0[k] = st->sp[ions[k]].z0;
         q.zmax[k] = g->sp[ions[k]].ion->zmax;
         q.z[k] = g->sp[ions[k]].z;
         q.start[k] = g->sp[ions[k]].start;

@@ -648,12 +648,12 @@ __global__ void __launch_bounds__(GPU_THREADS) k_rest(const __grid_constant__ kr
         } else
             for (int q = k; q < n; q++)
                 z |= zs[s0 + q];
-    bool rest = !__syncthreads_or(z != 0u);
+    bool rest = !__syncthreads_or(z != 0u); /* every charge state 0 */
     if (rest && !a.cold[s]) {
         bool moving = false;
         for (int k = threadIdx.x; k < n; k += GPU_THREADS) {
             const float2 uxy = a.uxy[s][s0 + k], uzw = a.uzw[s][s0 + k];
-            moving |= uxy.x != 0.0f || uxy.y != 0.0f || uzw.x != 0.0f;
+            moving |= !particle_at_rest(0u, 0, uxy.x, uxy.y, uzw.x);
         }
         rest = !__syncthreads_or(moving);
     }

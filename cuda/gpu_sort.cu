@@ -1162,9 +1162,7 @@ static int sort_early(gpu_state *g, pic_state *st, const int *on, const int *dro
         drop |= drops[s] ? 1u << s : 0u;
     }
     flags_clear(g, prep, drop);
-    for (int s = 0; s < g->nsp; s++)
-        if (drops[s])
-            gpu_walls_drop(g, s, window);
+    gpu_walls_drop(g, drops, window);
     hist_exchange(g, st, prep);
     prepare_species(g, st, prep);
     for (int s = 0; s < g->nsp; s++) {

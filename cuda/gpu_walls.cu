@@ -12,7 +12,7 @@
 /* ---- setup ---- */
 
 /* Each species' walls (species_walls), its edge clusters of this rank onto the device, and
- * whether some side absorbs. */
+ * whether some side absorbs; the rim: this rank's clusters on the box's edges. */
 void gpu_walls_setup(gpu_state *g, const pic_state *st)
 {
     const emf *f = st->f;
@@ -35,6 +35,19 @@ void gpu_walls_setup(gpu_state *g, const pic_state *st)
         }
         free(list);
     }
+    int *rim = (int *)empic_alloc((size_t)cl->n * sizeof(int), "rim clusters"), n = 0;
+    for (int c = 0; c < cl->n; c++) {
+        const int cx = c % cl->ncx, cy = c / cl->ncx;
+        if (in_box(g->own, cx, cy) &&
+            (cx == 0 || cx == cl->ncx - 1 || cy == 0 || cy == cl->ncy - 1))
+            rim[n++] = c;
+    }
+    g->nrim = n;
+    if (n) {
+        g->rim = (int *)gpu_malloc(g, (size_t)n * sizeof(int), "rim clusters");
+        GPU_CK(cudaMemcpy(g->rim, rim, (size_t)n * sizeof(int), cudaMemcpyHostToDevice));
+    }
+    free(rim);
 }
 
 void gpu_walls_free(gpu_state *g)
@@ -42,6 +55,8 @@ void gpu_walls_free(gpu_state *g)
     for (int s = 0; s < g->nsp; s++)
         if (g->sp[s].edge)
             cudaFree(g->sp[s].edge);
+    if (g->rim)
+        cudaFree(g->rim);
     if (g->scratch)
         cudaFree(g->scratch);
 }
@@ -83,9 +98,12 @@ __global__ void k_walls(const __grid_constant__ kwalls_all all)
     const pbnd_edges e = pbnd_edges_of(&a.w, cx, cy);
     int *hist = a.hist + 9 * c;
     double v = 0.0; /* the energy the walls took: each thread's particles in order, then a
-                       fixed-order sum over the block */
+                       fixed-order sum over the block (a particle that crossed no wall takes
+                       none, and its momentum is not read) */
     for (int p = s0 + threadIdx.x; p < s0 + n; p += blockDim.x) {
         const unsigned c0 = a.code[p];
+        if (!pbnd_crossed(&e, c0))
+            continue;
         const float ux = a.uxy[p].x, uy = a.uxy[p].y, uz = a.uzw[p].x;
         pbnd_fixup(&a.w, &e, cx, cy, a.cx_of, a.cy_of, a.step, &a.code[p], hist, &a.cell[p],
                    &a.xy[p].x, &a.xy[p].y, &a.uxy[p].x, &a.uxy[p].y, &a.uzw[p].x);
@@ -158,20 +176,33 @@ __device__ __forceinline__ unsigned drop_mask(const uint8_t *code, int i, int lo
 typedef struct {
     gpu_parts p;
     const int *start;
-    int *count, *scratch, *dropped;
-    int ncx, ncy;
+    int *count, *dropped;
     pbnd_drops sides;
 } kdrop;
 
-/* One block per cluster; those on a dropping side remove their PBND_DROP particles: n - nd
- * survive; the survivors behind the new end, listed in slot order, fill the holes in front
- * of it in slot order. Codes are read 16 at a time (per-thread bit masks, block prefix sums
- * of their counts: ordered, whatever the thread scheduling). */
-__global__ void __launch_bounds__(GPU_THREADS) k_drop(kdrop a)
+/* The species that drop, in one launch (blockIdx.y: the species' entry), over the rim. */
+typedef struct {
+    kdrop s[DECK_MAX_SPECIES];
+    const int *rim;
+    int ncx, ncy;
+} kdrop_all;
+
+/* Fillers listed in shared memory per round: a moving window's back column drops a few
+ * hundred particles a cluster; a cluster that drops more takes several rounds. */
+#define DROP_ROUND 1024
+
+/* One block per rim cluster and species; those on a dropping side remove their PBND_DROP
+ * particles: n - nd survive; the survivors behind the new end, in slot order, fill the
+ * holes in front of it in slot order, DROP_ROUND at a time. Codes are read 16 at a time
+ * (per-thread bit masks, block prefix sums of their counts: ordered, whatever the thread
+ * scheduling). */
+__global__ void __launch_bounds__(GPU_THREADS) k_drop(const __grid_constant__ kdrop_all all)
 {
     __shared__ int warp_n[GPU_THREADS / 32];
-    const int c = blockIdx.x, cx = c % a.ncx, cy = c / a.ncx, tid = threadIdx.x;
-    if (!pbnd_drops_at(&a.sides, cx, cy, a.ncx, a.ncy))
+    __shared__ int fill[DROP_ROUND];
+    const kdrop &a = all.s[blockIdx.y];
+    const int c = all.rim[blockIdx.x], cx = c % all.ncx, cy = c / all.ncx, tid = threadIdx.x;
+    if (!pbnd_drops_at(&a.sides, cx, cy, all.ncx, all.ncy))
         return;
     const int s0 = a.start[c], n = a.count[c];
     const uint8_t *code = a.p.code + s0;
@@ -183,29 +214,36 @@ __global__ void __launch_bounds__(GPU_THREADS) k_drop(kdrop a)
     if (nd == 0)
         return;
     const int keep = n - nd, from = keep / 16 * 16;
-    int done = 0;
-    for (int i0 = from; i0 < n; i0 += 16 * blockDim.x) { /* the fillers, in slot order */
-        const int i = i0 + 16 * tid;
-        unsigned f = 0;
-        if (i < n) {
-            const unsigned valid = n - i >= 16 ? 0xffffu : (1u << (n - i)) - 1u;
-            const unsigned tail = keep <= i ? 0xffffu : 0xffffu & ~((1u << (keep - i)) - 1u);
-            f = ~drop_mask(code, i, 0, n) & valid & tail;
+    for (int r0 = 0;; r0 += DROP_ROUND) { /* fillers and holes of ranks [r0, r0 + DROP_ROUND) */
+        int done = 0;
+        for (int i0 = from; i0 < n; i0 += 16 * blockDim.x) { /* the fillers, in slot order */
+            const int i = i0 + 16 * tid;
+            unsigned f = 0;
+            if (i < n) {
+                const unsigned valid = n - i >= 16 ? 0xffffu : (1u << (n - i)) - 1u;
+                const unsigned tail = keep <= i ? 0xffffu : 0xffffu & ~((1u << (keep - i)) - 1u);
+                f = ~drop_mask(code, i, 0, n) & valid & tail;
+            }
+            int r = done + gpu_block_scan(__popc(f), warp_n, &tot);
+            for (; f; f &= f - 1u, r++)
+                if (r >= r0 && r < r0 + DROP_ROUND)
+                    fill[r - r0] = i + __ffs(f) - 1;
+            done += tot;
         }
-        int r = done + gpu_block_scan(__popc(f), warp_n, &tot);
-        for (; f; f &= f - 1u)
-            a.scratch[s0 + r++] = i + __ffs(f) - 1;
-        done += tot;
-    }
-    __syncthreads();
-    done = 0;
-    for (int i0 = 0; i0 < keep; i0 += 16 * blockDim.x) { /* the holes, in slot order */
-        const int i = i0 + 16 * tid;
-        unsigned h = drop_mask(code, i, 0, keep);
-        int r = done + gpu_block_scan(__popc(h), warp_n, &tot);
-        for (; h; h &= h - 1u, r++)
-            gpu_parts_copy(a.p, s0 + i + __ffs(h) - 1, s0 + a.scratch[s0 + r]);
-        done += tot;
+        __syncthreads();
+        int holes = 0;
+        for (int i0 = 0; i0 < keep; i0 += 16 * blockDim.x) { /* the holes, in slot order */
+            const int i = i0 + 16 * tid;
+            unsigned h = drop_mask(code, i, 0, keep);
+            int r = holes + gpu_block_scan(__popc(h), warp_n, &tot);
+            for (; h; h &= h - 1u, r++)
+                if (r >= r0 && r < r0 + DROP_ROUND)
+                    gpu_parts_copy(a.p, s0 + i + __ffs(h) - 1, s0 + fill[r - r0]);
+            holes += tot;
+        }
+        if (r0 + DROP_ROUND >= holes)
+            break;
+        __syncthreads(); /* fill read by all before the next round writes it */
     }
     if (tid == 0) {
         a.count[c] = keep;
@@ -213,23 +251,23 @@ __global__ void __launch_bounds__(GPU_THREADS) k_drop(kdrop a)
     }
 }
 
-void gpu_walls_drop(gpu_state *g, int s, int window)
+/* The drops of the species s with drop[s] set (a moving window: the back column too). */
+void gpu_walls_drop(gpu_state *g, const int *drop, int window)
 {
-    gpu_species *d = &g->sp[s];
-    kdrop a = {gpu_parts_of(d), d->start, d->count, NULL, g->flags + 4 * s + 3, g->ncx, g->ncy,
-               pbnd_drops_of(d->walls.bnd, window)};
-    if (!pbnd_drops_any(&a.sides))
-        return;
-    if (g->scratch_n < d->alloc) {
-        if (g->scratch) {
-            GPU_CK(cudaStreamSynchronize(g->stream));
-            GPU_CK(cudaFree(g->scratch));
-            g->bytes -= g->scratch_n * sizeof(int);
-        }
-        g->scratch = (int *)gpu_malloc(g, d->alloc * sizeof(int), "drop lists");
-        g->scratch_n = d->alloc;
+    kdrop_all all;
+    int m = 0;
+    for (int s = 0; s < g->nsp; s++) {
+        gpu_species *d = &g->sp[s];
+        const pbnd_drops sides = pbnd_drops_of(d->walls.bnd, window);
+        if (!drop[s] || !pbnd_drops_any(&sides))
+            continue;
+        all.s[m++] = kdrop{gpu_parts_of(d), d->start, d->count, g->flags + 4 * s + 3, sides};
     }
-    a.scratch = g->scratch;
-    k_drop<<<(unsigned)g->ncl, GPU_THREADS, 0, g->stream>>>(a);
+    if (!m || !g->nrim)
+        return;
+    all.rim = g->rim;
+    all.ncx = g->ncx;
+    all.ncy = g->ncy;
+    k_drop<<<dim3((unsigned)g->nrim, (unsigned)m), GPU_THREADS, 0, g->stream>>>(all);
     GPU_LAUNCHED(g, "k_drop");
 }

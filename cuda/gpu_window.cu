@@ -77,16 +77,22 @@ __global__ void k_shift_psi(psi_rows a)
  * histogram rebuilt from the codes, a warp's bins counted by ballots (nearly every particle
  * lands in the same bin: one shared atomic per particle queued on one address). A thread
  * takes GPU_VEC consecutive particles with one 16-byte load of their cells and one 4-byte
- * load of their codes (segments start on 32-slot multiples). */
+ * load of their codes (segments start on 32-slot multiples). In the back column, before the
+ * shift, the energy (ebal.h) of the particles it drops: each thread's in order, then a
+ * fixed-order sum over the block, into lost[species ncl + cluster] (atoms at rest take
+ * nothing away); its own loop, which keeps the shift's registers at 32. */
 typedef struct {
     uint32_t *cell[DECK_MAX_SPECIES];
     uint8_t *code[DECK_MAX_SPECIES];
+    const float2 *uxy[DECK_MAX_SPECIES], *uzw[DECK_MAX_SPECIES];
     const int *start[DECK_MAX_SPECIES], *count[DECK_MAX_SPECIES];
+    const uint8_t *rest[DECK_MAX_SPECIES]; /* gpu_rest_of */
     int *hist[DECK_MAX_SPECIES];
 } kwindow;
 
 /* Cluster blockIdx.x of species blockIdx.y. */
-__global__ void k_window_particles(kwindow w, const int *cx_of, int ncx)
+__global__ void k_window_particles(const __grid_constant__ kwindow w, const int *cx_of,
+                                   int ncx, int ncl, double *lost)
 {
     const int sp = blockIdx.y;
     uint32_t *cell = w.cell[sp];
@@ -94,11 +100,23 @@ __global__ void k_window_particles(kwindow w, const int *cx_of, int ncx)
     const int *start = w.start[sp], *count = w.count[sp];
     int *hist = w.hist[sp];
     __shared__ int sh[9];
+    __shared__ double red[GPU_THREADS / 32];
     const int c = blockIdx.x, cx = c % ncx, lane = threadIdx.x & 31;
+    const bool back = cx == 0 && !(w.rest[sp] && w.rest[sp][c]); /* the same in the block */
     if (threadIdx.x < 9)
         sh[threadIdx.x] = 0;
     __syncthreads();
     const int b = start[c], n = count[c];
+    if (back) { /* the drops' energy first, before any particle is shifted */
+        double gone = 0.0;
+        for (int p = b + threadIdx.x; p < b + n; p += blockDim.x)
+            if (ebal_window_drops(cell_i(cell[p]), code[p]))
+                gone += ebal_particle(w.uzw[sp][p].y, w.uxy[sp][p].x, w.uxy[sp][p].y,
+                                      w.uzw[sp][p].x);
+        gone = gpu_block_sum(gone, red);
+        if (threadIdx.x == 0)
+            lost[(size_t)sp * ncl + c] += gone;
+    }
     /* the same trips for the whole warp */
     for (int base = 0; base < n; base += GPU_VEC * blockDim.x) {
         const int k = base + GPU_VEC * threadIdx.x;
@@ -150,49 +168,32 @@ __global__ void k_window_particles(kwindow w, const int *cx_of, int ncx)
 }
 
 /* Before the fields' shift: the field energy it moves out of the balance region at xmin and
- * in from the xmax layer (ebal_shift_column; the CPU's fbnd_shift_flows), side blockIdx.y,
- * slot (cluster row) = thread, its rows in order. */
-__global__ void k_ebal_shift(ebal_region r, const int *y0, const int *cx_of, int ncx, int ncy,
-                             int4 own, const float *ex, const float *ey, const float *ez,
+ * in from the xmax layer (ebal_shift_column; the CPU's fbnd_shift_flows), slot (cluster row)
+ * blockIdx.x, side blockIdx.y: the threads take a row each, thread 0 adds them in row order. */
+#define EBAL_SHIFT_THREADS 32
+__global__ void k_ebal_shift(ebal_region r, const int *y0, const int *cx_of, int4 own,
+                             const float *ex, const float *ey, const float *ez,
                              const float *bx, const float *by, const float *bz, int off,
                              int stride, double h, int nslot, double *bal)
 {
-    const int sl = blockIdx.x * blockDim.x + threadIdx.x, k = blockIdx.y;
+    __shared__ double row[EBAL_SHIFT_THREADS];
+    const int sl = blockIdx.x, k = blockIdx.y;
     const int node = k ? r.hi[0] : r.lo[0];
-    if (sl >= ncy || !in_box(own, cx_of[node], sl))
+    if (!in_box(own, cx_of[node], sl))
         return;
     double v = 0.0;
-    for (int t = y0[sl]; t < y0[sl + 1]; t++)
-        v += ebal_shift_column(&r, k, t, ex, ey, ez, bx, by, bz, off, stride);
-    bal[k * nslot + sl] += k ? -h * v : h * v;
-}
-
-/* Before the particles' shift: the energy (ebal.h) of the particles the back column drops,
- * cluster (0, blockIdx.x) of species blockIdx.y, each thread's particles in order, then a
- * fixed-order sum over the block, into lost[species ncl + cluster]. */
-typedef struct {
-    const uint32_t *cell[DECK_MAX_SPECIES];
-    const uint8_t *code[DECK_MAX_SPECIES];
-    const float2 *uxy[DECK_MAX_SPECIES], *uzw[DECK_MAX_SPECIES];
-    const int *start[DECK_MAX_SPECIES], *count[DECK_MAX_SPECIES];
-    const uint8_t *rest[DECK_MAX_SPECIES]; /* gpu_rest_of: atoms at rest take nothing away */
-} kwindow_lost;
-
-__global__ void k_window_lost(kwindow_lost w, int ncx, int ncl, double *lost)
-{
-    __shared__ double sh[32];
-    const int sp = blockIdx.y, c = ncx * blockIdx.x;
-    if (w.rest[sp] && w.rest[sp][c])
-        return; /* the whole block: lost unchanged */
-    const int b = w.start[sp][c], n = w.count[sp][c];
-    double v = 0.0;
-    for (int p = b + threadIdx.x; p < b + n; p += blockDim.x)
-        if (ebal_window_drops(cell_i(w.cell[sp][p]), w.code[sp][p]))
-            v += ebal_particle(w.uzw[sp][p].y, w.uxy[sp][p].x, w.uxy[sp][p].y,
-                               w.uzw[sp][p].x);
-    v = gpu_block_sum(v, sh);
+    for (int t0 = y0[sl]; t0 < y0[sl + 1]; t0 += EBAL_SHIFT_THREADS) {
+        const int t = t0 + threadIdx.x, m = min(EBAL_SHIFT_THREADS, y0[sl + 1] - t0);
+        if (t < y0[sl + 1])
+            row[threadIdx.x] = ebal_shift_column(&r, k, t, ex, ey, ez, bx, by, bz, off, stride);
+        __syncthreads();
+        if (threadIdx.x == 0)
+            for (int q = 0; q < m; q++)
+                v += row[q];
+        __syncthreads();
+    }
     if (threadIdx.x == 0)
-        lost[(size_t)sp * ncl + c] += v;
+        bal[k * nslot + sl] += k ? -h * v : h * v;
 }
 
 void gpu_window_shift(void *ctx, pic_state *st)
@@ -209,8 +210,8 @@ void gpu_window_shift(void *ctx, pic_state *st)
      * read before the next fills (the right guard two cells out is cleared) */
     const int first = g->nb[SIDE_XMIN] >= 0 && g->i0 > 0 ? 0 : EMF_GUARD;
     if (st->f->fb) {
-        k_ebal_shift<<<dim3(gpu_blocks((size_t)g->ncy, 64), 2), 64, 0, g->stream>>>(
-            st->reg, g->y0, g->cx_of, g->ncx, g->ncy, g->own, g->e[0], g->e[1], g->e[2],
+        k_ebal_shift<<<dim3((unsigned)g->ncy, 2), EBAL_SHIFT_THREADS, 0, g->stream>>>(
+            st->reg, g->y0, g->cx_of, g->own, g->e[0], g->e[1], g->e[2],
             g->b[0], g->b[1], g->b[2], g->off, g->stride, 0.5 * st->f->dx * st->f->dy,
             st->nslot, g->bal);
         GPU_LAUNCHED(g, "k_ebal_shift");
@@ -252,31 +253,20 @@ void gpu_window_shift(void *ctx, pic_state *st)
     gpu_toc(g, t, PH_FIELD);
     gpu_fields_end(g);
     t = gpu_tic(g, st);
-    kwindow_lost wl;
-    for (int s = 0; s < g->nsp; s++) {
-        const gpu_species *d = &g->sp[s];
-        wl.cell[s] = d->cell;
-        wl.code[s] = d->code;
-        wl.uxy[s] = d->uxy;
-        wl.uzw[s] = d->uzw;
-        wl.start[s] = d->start;
-        wl.count[s] = d->count;
-        wl.rest[s] = gpu_rest_of(g, s);
-    }
-    k_window_lost<<<dim3((unsigned)g->ncy, (unsigned)g->nsp), GPU_THREADS, 0, g->stream>>>(
-        wl, g->ncx, g->ncl, g->lost);
-    GPU_LAUNCHED(g, "k_window_lost");
     kwindow w;
     for (int s = 0; s < g->nsp; s++) {
         const gpu_species *d = &g->sp[s];
         w.cell[s] = d->cell;
         w.code[s] = d->code;
+        w.uxy[s] = d->uxy;
+        w.uzw[s] = d->uzw;
         w.start[s] = d->start;
         w.count[s] = d->count;
+        w.rest[s] = gpu_rest_of(g, s);
         w.hist[s] = d->hist;
     }
     k_window_particles<<<dim3((unsigned)g->ncl, (unsigned)g->nsp), GPU_THREADS, 0, g->stream>>>(
-        w, g->cx_of, g->ncx);
+        w, g->cx_of, g->ncx, g->ncl, g->lost);
     GPU_LAUNCHED(g, "k_window_particles");
     gpu_toc(g, t, PH_SORT);
 }

@@ -33,7 +33,9 @@
 typedef struct {
     int zmax;
     double lna[IONIZE_LEVELS], p[IONIZE_LEVELS], b[IONIZE_LEVELS], emin[IONIZE_LEVELS];
-    double quiet; /* the least emin of the levels from the initial state up: below it, none */
+    /* quiet[z]: the least emin of the levels from state z up (infinite from zmax on): below
+       it, no ion in state z or above ionizes */
+    double quiet[IONIZE_LEVELS + 1];
 } ionize_table;
 
 /* The room to lay out for a cluster's electrons when they outgrow their segment: those
@@ -120,8 +122,9 @@ EMPIC_HD int ionize_ion(const ionize_table *t, int z, double e, ionize_stream *r
 /* Whether no ion of a cluster can ionize in this step, from m[c]: the largest |E_c| over
  * every cell its ions gather from (the cluster's tile, one cell around it), and the uniform
  * external field ext[]. A bilinear gather stays within its four values but for a few float
- * roundings (the margin of 1e-5), so a bound below every level's emin (quiet: the table's)
- * leaves each ion's charge state as ionize_ion would: the cluster's ions need not be read. */
+ * roundings (the margin of 1e-5), so a bound below the emin of every level its ions can
+ * still take (quiet: the table's quiet[z] for the lowest state z there) leaves each ion's
+ * charge state as ionize_ion would: the cluster's ions need not be drawn. */
 EMPIC_HD int ionize_quiet(double quiet, const float m[3], const float ext[3])
 {
     double s = 0.0;

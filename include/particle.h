@@ -484,4 +484,12 @@ EMPIC_HD unsigned particle_move(const move_step *m, const cluster_tile *T, int n
     return move_to(T, nx, ny, s, e.x1, e.y1, e.cx, e.cy, e.cz, cell, x, y, dcx, dcy, o, w, ws);
 }
 
+/* Whether a particle stays where it is and deposits nothing this step: a neutral atom
+ * (charge state z = 0) with zero momentum. A cold species' atoms keep zero momentum while
+ * neutral (species.cold), so z alone tells. */
+EMPIC_HD int particle_at_rest(unsigned z, int cold, float ux, float uy, float uz)
+{
+    return z == 0 && (cold || (ux == 0.0f && uy == 0.0f && uz == 0.0f));
+}
+
 #endif

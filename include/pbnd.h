@@ -142,6 +142,14 @@ EMPIC_HD pbnd_edges pbnd_edges_of(const pbnd_walls *w, int cx, int cy)
     return e;
 }
 
+/* Whether a particle of a cluster with edges e whose migration code is `code` crossed a
+ * wall in its move. */
+EMPIC_HD int pbnd_crossed(const pbnd_edges *e, unsigned code)
+{
+    const int dx = mig_dx(code), dy = mig_dy(code);
+    return (e->xl && dx < 0) || (e->xh && dx > 0) || (e->yl && dy < 0) || (e->yh && dy > 0);
+}
+
 /* The wall fix-up after the move of a particle of cluster (cx, cy) (edges e): if its
  * migration code *code says it crossed a wall, the wall rule (pbnd_particle) and its code
  * and the cluster's histogram `hist` updated (PBND_DROP, counted as staying, to remove it). */
@@ -150,9 +158,9 @@ EMPIC_HD void pbnd_fixup(const pbnd_walls *w, const pbnd_edges *e, int cx, int c
                          uint32_t *cell, float *x, float *y, float *ux, float *uy, float *uz)
 {
     const unsigned c = *code;
-    const int dx = mig_dx(c), dy = mig_dy(c);
-    if (!((e->xl && dx < 0) || (e->xh && dx > 0) || (e->yl && dy < 0) || (e->yh && dy > 0)))
+    if (!pbnd_crossed(e, c))
         return;
+    const int dx = mig_dx(c), dy = mig_dy(c);
     const int mc = mig_bin(dx, dy);
     const int m = pbnd_particle(w, cx, cy, cx_of, cy_of, step, mc, cell, x, y, ux, uy, uz);
     EMPIC_ACC(&hist[mc], -1);

@@ -12,19 +12,25 @@
 #include <string.h>
 
 /* Whether cluster c's ions all stay as they are (ionize_quiet): the largest |E_c| over its
- * tile; never with an external field given as arrays. */
+ * tile against the levels of its lowest charge state; never with an external field given
+ * as arrays. */
 static int quiet_cluster(const species *s, const emf *f, const clusters *cl, int c,
                          const ext_fields *ext)
 {
     if (ext->a[0] || ext->a[1] || ext->a[2])
         return 0;
+    int zlo = s->ion->zmax;
+    for (int p = s->start[c]; p < s->start[c] + s->count[c]; p++)
+        zlo = s->z[p] < zlo ? s->z[p] : zlo;
+    if (zlo == s->ion->zmax)
+        return 1; /* every ion stripped to zmax (or none) */
     const cluster_tile t = cluster_tile_of(cl->x0, cl->y0, cl->ncx, c);
     float m[3] = {0.0f, 0.0f, 0.0f};
     for (int j = t.j0; j < t.j0 + t.h; j++)
         for (int i = t.i0; i < t.i0 + t.w; i++)
             for (int k = 0; k < 3; k++)
                 m[k] = fmaxf(m[k], fabsf(f->e[k][emf_idx(f, i, j)]));
-    return ionize_quiet(s->ion->quiet, m, ext->u);
+    return ionize_quiet(s->ion->quiet[zlo], m, ext->u);
 }
 
 /* New charge states of cluster c's ions; their increments into dz. Returns the electrons

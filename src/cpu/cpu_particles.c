@@ -313,7 +313,7 @@ static int cluster_idle(const species *s, int c)
     if (!s->z)
         return s->count[c] == 0;
     for (int p = s->start[c]; p < s->start[c] + s->count[c]; p++)
-        if (s->z[p] || (!s->cold && (s->ux[p] != 0.0f || s->uy[p] != 0.0f || s->uz[p] != 0.0f)))
+        if (!particle_at_rest(s->z[p], s->cold, s->ux[p], s->uy[p], s->uz[p]))
             return 0;
     return 1;
 }

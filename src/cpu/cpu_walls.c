@@ -13,9 +13,12 @@ void walls_cluster(species *s, const emf *f, const clusters *cl, int c, double *
     species_walls(s, cl, f->nx, f->ny, &w);
     const pbnd_edges e = pbnd_edges_of(&w, cx, cy);
     int *hist = s->hist + 9 * c;
-    double v = 0.0; /* the energy the walls took, in particle order */
+    double v = 0.0; /* the energy the walls took, in particle order (a particle that
+                       crossed no wall takes none) */
     for (int p = s->start[c]; p < s->start[c] + s->count[c]; p++) {
         const unsigned c0 = s->code[p];
+        if (!pbnd_crossed(&e, c0))
+            continue;
         const float ux = s->ux[p], uy = s->uy[p], uz = s->uz[p];
         pbnd_fixup(&w, &e, cx, cy, cl->cx_of, cl->cy_of, f->step, &s->code[p], hist,
                    &s->cell[p], &s->x[p], &s->y[p], &s->ux[p], &s->uy[p], &s->uz[p]);

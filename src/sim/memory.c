@@ -161,18 +161,12 @@ void memory_estimate(const deck *d, int ranks, memory_need *m)
     m->rank = m->host = BASE_BYTES + m->fields + m->slots + m->transient;
     /* device (the gpu_malloc calls of cuda/): 12 field arrays, the external fields' arrays
      * and the averaged dumps' sums, three current tiles per cluster with their guards, the
-     * particle slots, the drop lists of one species where particles can leave and the
-     * ionization's increments (a byte per slot of every ionizing species), each rank its
-     * share; the host keeps its own copy of the state */
+     * particle slots and the ionization's increments (a byte per slot of every ionizing
+     * species), each rank its share; the host keeps its own copy of the state */
     const int kx = clusters_along(d->nx, d->cluster[0]), ky = clusters_along(d->ny, d->cluster[1]);
     const double wmax = ceil((double)d->nx / kx), hmax = ceil((double)d->ny / ky);
-    int open = d->window_enabled;
-    for (int s = 0; s < d->nspecies; s++)
-        for (int k = 0; k < 4; k++)
-            open |= d->species[s].bnd[k] != PBND_PERIODIC;
     m->gpu = ((12.0 * 4.0 + 4.0 * ext + 8.0 * avg) * size +
-              12.0 * ncl * (wmax + 3) * (hmax + 3)) * share + m->slots + dz +
-             (open ? 4.0 * slots_max / SLOT_BYTES : 0.0);
+              12.0 * ncl * (wmax + 3) * (hmax + 3)) * share + m->slots + dz;
 }
 
 void memory_node(memory_need *m, int node_ranks)

@@ -62,7 +62,6 @@ void adk_table(const deck *d, int index, ionize_table *t)
     const deck_species *sp = &d->species[index];
     memset(t, 0, sizeof *t);
     t->zmax = sp->max_charge;
-    t->quiet = INFINITY;
     /* E_au = f E and dt_au = d->dt tu in code units: W = w(f E) dt_au per step */
     const double f = adk_field_unit(d->n0) / ADK_FIELD_AU;
     const double ldt = log(d->dt * adk_time_unit(d->n0) / ADK_TIME_AU);
@@ -73,7 +72,8 @@ void adk_table(const deck *d, int index, ionize_table *t)
         t->b[k] = b / f;
         t->lna[k] = lnc - p * log(f) + ldt;
         t->emin[k] = adk_emin(t->lna[k], t->p[k], t->b[k]);
-        if (k >= (int)sp->charge && t->emin[k] < t->quiet)
-            t->quiet = t->emin[k];
     }
+    t->quiet[t->zmax] = INFINITY;
+    for (int k = t->zmax - 1; k >= 0; k--)
+        t->quiet[k] = fmin(t->emin[k], t->quiet[k + 1]);
 }
