@@ -811,13 +811,16 @@ __global__ void __launch_bounds__(256) k_tiles_mesh(ktiles a, int px, int py, in
                                                       float *d1, float *d2)
 {
     const int G = EMF_GUARD, ncl = a.ncx * a.ncy;
-    if ((int)blockIdx.x >= ncl) { /* the guard frame */
-        const size_t nt = (size_t)(gridDim.x - ncl) * blockDim.x, size = (size_t)rows * stride;
-        for (size_t e = (blockIdx.x - ncl) * (size_t)blockDim.x + threadIdx.x; e < size;
-             e += nt) {
-            const int i = (int)(e % stride) - G, j = (int)(e / stride) - G;
-            if (i < 0 || i >= a.nx || j < 0 || j >= a.ny)
+    if ((int)blockIdx.x >= ncl) { /* the guard frame, a row at a time: the guard rows whole,
+                                     the others' guard columns (no division per element) */
+        for (int r = blockIdx.x - ncl; r < rows; r += gridDim.x - ncl) {
+            const bool guard = r < G || r >= a.ny + G;
+            const int n = guard ? stride : stride - a.nx;
+            const size_t e0 = (size_t)r * stride;
+            for (int q = threadIdx.x; q < n; q += blockDim.x) {
+                const size_t e = e0 + (guard || q < G ? q : q + a.nx);
                 d0[e] = d1[e] = d2[e] = 0.0f;
+            }
         }
         return;
     }
