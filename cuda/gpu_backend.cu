@@ -98,6 +98,7 @@ void gpu_fetch_fields(void *ctx, pic_state *st, float *per)
     emf *f = st->f;
     const size_t bytes = g->size * sizeof(float);
     gpu_fields_join(g);
+    gpu_window_j(g);
     GPU_CK(cudaStreamSynchronize(g->stream));
     for (int c = 0; c < 3; c++) {
         GPU_CK(cudaMemcpy(f->e[c], g->e[c], bytes, cudaMemcpyDeviceToHost));
@@ -142,6 +143,7 @@ void gpu_avg_add(void *ctx, pic_state *st, int first)
 {
     gpu_state *g = (gpu_state *)ctx;
     gpu_fields_join(g);
+    gpu_window_j(g);
     if (st->avg_q & FQ_RHO)
         rho_all(g, st);
     const float *const src[EMF_STATE] = {g->e[0], g->e[1], g->e[2], g->b[0], g->b[1],
@@ -190,8 +192,10 @@ void gpu_probe(void *ctx, pic_state *st, int need, int n, const probe_req *req, 
     gpu_fields_join(g);
     if (need & PROBE_NEED_RHO)
         rho_all(g, st);
-    if (need & PROBE_NEED_J)
+    if (need & PROBE_NEED_J) {
+        gpu_window_j(g);
         gpu_guard_fill(g, g->j[0], g->j[1], g->j[2]);
+    }
     if (n <= 0)
         return;
     if (n > g->probe_cap) {

@@ -787,7 +787,10 @@ static void open_tables(gpu_state *g, const pic_state *st)
     g->room = (int *)gpu_malloc(g, (size_t)DECK_MAX_SPECIES * g->ncy * sizeof(int), "flags");
     GPU_CK(cudaMallocHost(&g->h_room, (size_t)DECK_MAX_SPECIES * g->ncy * sizeof(int)));
     GPU_CK(cudaEventCreateWithFlags(&g->stage_done, cudaEventDisableTiming));
-    GPU_CK(cudaEventRecord(g->stage_done, g->stream));
+    GPU_CK(cudaEventCreateWithFlags(&g->stage_read, cudaEventDisableTiming));
+    GPU_CK(cudaStreamCreateWithFlags(&g->up_stream, cudaStreamNonBlocking));
+    GPU_CK(cudaEventRecord(g->stage_done, g->up_stream));
+    GPU_CK(cudaEventRecord(g->stage_read, g->stream));
 }
 
 void gpu_memory_open(gpu_state *g, pic_state *st)
@@ -857,6 +860,10 @@ void gpu_memory_close(gpu_state *g, pic_state *st)
         cudaEventDestroy(g->ion_ready);
     if (g->stage_done)
         cudaEventDestroy(g->stage_done);
+    if (g->stage_read)
+        cudaEventDestroy(g->stage_read);
+    if (g->up_stream)
+        cudaStreamDestroy(g->up_stream);
     for (int k = 0; k < GPU_EVENTS; k++)
         if (g->ev[k])
             cudaEventDestroy(g->ev[k]);

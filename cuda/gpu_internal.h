@@ -170,7 +170,9 @@ struct gpu_state {
     int *room, *h_room;           /* per species s, at s ncy: cap - need of the clusters of the
                                      injection column (device / pinned host) */
     int room_valid;               /* h_room holds the last sort's room, no rearrangement since */
-    cudaEvent_t stage_done;       /* the last injection's upload has left h_stage */
+    cudaEvent_t stage_done;       /* the last injection's upload (on up_stream) is done */
+    cudaEvent_t stage_read;       /* k_inject has read it (main stream) */
+    cudaStream_t up_stream;       /* the injections' uploads, beside the sort's passes */
     int *lists;                   /* sort lists when they do not fit in shared memory */
     size_t lists_n;
     int *heavy;                   /* the sort passes' heavy pairs (gpu_sort.cu): two lists of
@@ -191,6 +193,9 @@ struct gpu_state {
                                      drops' (gpu_walls.cu) */
     size_t scratch_n;
     long shift;                   /* cells the window has moved (fbnd.shift): laser sources */
+    int j_behind;                 /* window shifts J has not taken (one rank: nothing but the
+                                     copies and probes reads it before the next current
+                                     overwrites it, and they shift it first) */
     long psi_step;                /* field step of the last B psi update (fbnd.psi_step) */
     int window;                   /* the deck has a moving window (no early sort prepare) */
     void *stage, *h_stage;        /* injected particles before they join their clusters
@@ -616,7 +621,9 @@ void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *counts, const i
                   const int *hist);
 void gpu_sort_errors(const gpu_state *g, const pic_state *st, int s);
 void gpu_diag_free(gpu_state *g);
-/* The moving window's injection staging freed (gpu_window.cu). */
+/* The moving window (gpu_window.cu): its injection staging freed; J shifted by the shifts it
+ * missed (j_behind) before it is read. */
 void gpu_window_free(gpu_state *g);
+void gpu_window_j(gpu_state *g);
 
 #endif

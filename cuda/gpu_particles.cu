@@ -907,6 +907,7 @@ static void tiles_sum(gpu_state *g, const int *live, int nset, int ncomp, int ad
 /* The current of nset tile sets into J: at once on one rank, through acc over several. */
 static void tiles_current(gpu_state *g, int nset)
 {
+    g->j_behind = 0; /* J overwritten: the window's shifts it missed do not matter */
     if (g->ranks > 1) {
         tiles_sum(g, g->tile_live, nset, 3, 0);
         if (g->nccl && g->fbnd) /* the fold travels with B's guards (gpu_fields.cu, b_half) */

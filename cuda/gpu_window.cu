@@ -109,6 +109,7 @@ __global__ void k_window_particles(const __grid_constant__ kwindow w, const int 
     const int b = start[c], n = count[c];
     if (back) { /* the drops' energy first, before any particle is shifted */
         double gone = 0.0;
+#pragma unroll 4
         for (int p = b + threadIdx.x; p < b + n; p += blockDim.x)
             if (ebal_window_drops(cell_i(cell[p]), code[p]))
                 gone += ebal_particle(w.uzw[sp][p].y, w.uxy[sp][p].x, w.uxy[sp][p].y,
@@ -196,6 +197,22 @@ __global__ void k_ebal_shift(ebal_region r, const int *y0, const int *cx_of, int
         bal[k * nslot + sl] += k ? -h * v : h * v;
 }
 
+/* The first column a shift moves: the left guards too where a rank lies on the left. */
+static int shift_first(const gpu_state *g)
+{
+    return g->nb[SIDE_XMIN] >= 0 && g->i0 > 0 ? 0 : EMF_GUARD;
+}
+
+void gpu_window_j(gpu_state *g)
+{
+    const arrays9 arr = {{g->j[0], g->j[1], g->j[2]}};
+    for (; g->j_behind > 0; g->j_behind--) {
+        k_shift_rows<<<dim3((unsigned)g->rows, 3), 256, 0, g->stream>>>(arr, g->stride,
+                                                                        shift_first(g));
+        GPU_LAUNCHED(g, "k_shift_rows");
+    }
+}
+
 void gpu_window_shift(void *ctx, pic_state *st)
 {
     gpu_state *g = (gpu_state *)ctx;
@@ -207,8 +224,10 @@ void gpu_window_shift(void *ctx, pic_state *st)
     /* over several ranks gpu_fields filled J's guards with E's (st->window_next): the column
      * that moves in from the rank on the right is the neighbour's; with the left guards
      * shifted too, E's and B's guards are right one cell deep after the shift, all that is
-     * read before the next fills (the right guard two cells out is cleared) */
-    const int first = g->nb[SIDE_XMIN] >= 0 && g->i0 > 0 ? 0 : EMF_GUARD;
+     * read before the next fills (the right guard two cells out is cleared). On one rank J
+     * waits: the next step's current overwrites it, and what reads it before shifts it first
+     * (gpu_window_j). */
+    const int first = shift_first(g);
     if (st->f->fb) {
         k_ebal_shift<<<dim3((unsigned)g->ncy, 2), EBAL_SHIFT_THREADS, 0, g->stream>>>(
             st->reg, g->y0, g->cx_of, g->own, g->e[0], g->e[1], g->e[2],
@@ -216,8 +235,11 @@ void gpu_window_shift(void *ctx, pic_state *st)
             st->nslot, g->bal);
         GPU_LAUNCHED(g, "k_ebal_shift");
     }
-    k_shift_rows<<<dim3((unsigned)g->rows, 9), 256, 0, g->stream>>>(arr, g->stride, first);
+    const int lazy = g->ranks == 1;
+    k_shift_rows<<<dim3((unsigned)g->rows, lazy ? 6 : 9), 256, 0, g->stream>>>(arr, g->stride,
+                                                                              first);
     GPU_LAUNCHED(g, "k_shift_rows");
+    g->j_behind += lazy;
     if (st->f->fb && g->nlayers > 0) {
         psi_rows a;
         memset(&a, 0, sizeof a);
@@ -353,7 +375,8 @@ static void make_room(gpu_state *g, pic_state *st, const long long *n, const int
                                    (size_t)nc * sizeof(int), cudaMemcpyDeviceToHost,
                                    g->stream));
         }
-    GPU_CK(cudaStreamSynchronize(g->stream)); /* also: the last upload has left h_stage */
+    GPU_CK(cudaStreamSynchronize(g->stream));
+    GPU_CK(cudaEventSynchronize(g->stage_done)); /* the last upload has left h_stage */
     for (int s = 0; s < nsp; s++) { /* a segment that would overflow: re-lay first */
         int *count = tab + 2 * s * nc, *cap = count + nc, grow = 0;
         const int *ad = add + s * (ncy + 1);
@@ -369,12 +392,14 @@ static void make_room(gpu_state *g, pic_state *st, const long long *n, const int
 }
 
 /* The columns of every species (n[s] particles, total bytes staged) packed into the pinned
- * staging buffer (grown when too small) and uploaded in one copy. */
+ * staging buffer (grown when too small) and uploaded in one copy on up_stream, once k_inject
+ * has read the last one: it travels while the main stream's sort passes run. */
 static void stage_upload(gpu_state *g, const species *col, const long long *n, const int *add,
                          int ncy, size_t total)
 {
     if (total > g->stage_n) {
         if (g->stage) {
+            GPU_CK(cudaStreamSynchronize(g->stream)); /* k_inject has read it */
             GPU_CK(cudaFree(g->stage));
             GPU_CK(cudaFreeHost(g->h_stage));
             g->bytes -= g->stage_n;
@@ -405,8 +430,10 @@ static void stage_upload(gpu_state *g, const species *col, const long long *n, c
         at += L.bytes;
     }
     if (total) {
-        GPU_CK(cudaMemcpyAsync(g->stage, g->h_stage, total, cudaMemcpyHostToDevice, g->stream));
-        GPU_CK(cudaEventRecord(g->stage_done, g->stream));
+        GPU_CK(cudaStreamWaitEvent(g->up_stream, g->stage_read, 0));
+        GPU_CK(cudaMemcpyAsync(g->stage, g->h_stage, total, cudaMemcpyHostToDevice,
+                               g->up_stream));
+        GPU_CK(cudaEventRecord(g->stage_done, g->up_stream));
     }
 }
 
@@ -436,8 +463,10 @@ static void stage_append(gpu_state *g, const species *col, const long long *n, i
         }
     }
     if (ninj) {
+        GPU_CK(cudaStreamWaitEvent(g->stream, g->stage_done, 0));
         k_inject<<<dim3((unsigned)ncy, ninj), GPU_THREADS, 0, g->stream>>>(all, cx, ncx);
         GPU_LAUNCHED(g, "k_inject");
+        GPU_CK(cudaEventRecord(g->stage_read, g->stream));
     }
 }
 
