@@ -193,9 +193,10 @@ typedef struct {
 
 /* One block per rim cluster and species; those on a dropping side remove their PBND_DROP
  * particles: n - nd survive; the survivors behind the new end, in slot order, fill the
- * holes in front of it in slot order, DROP_ROUND at a time. Codes are read 16 at a time
- * (per-thread bit masks, block prefix sums of their counts: ordered, whatever the thread
- * scheduling). */
+ * holes in front of it in slot order, DROP_ROUND at a time: round k lists the fillers of
+ * ranks [k DROP_ROUND, (k + 1) DROP_ROUND) and fills the first DROP_ROUND holes left (the
+ * holes filled before hold survivors now). Codes are read 16 at a time (per-thread bit
+ * masks, block prefix sums of their counts: ordered, whatever the thread scheduling). */
 __global__ void __launch_bounds__(GPU_THREADS) k_drop(const __grid_constant__ kdrop_all all)
 {
     __shared__ int warp_n[GPU_THREADS / 32];
@@ -214,7 +215,7 @@ __global__ void __launch_bounds__(GPU_THREADS) k_drop(const __grid_constant__ kd
     if (nd == 0)
         return;
     const int keep = n - nd, from = keep / 16 * 16;
-    for (int r0 = 0;; r0 += DROP_ROUND) { /* fillers and holes of ranks [r0, r0 + DROP_ROUND) */
+    for (int r0 = 0;; r0 += DROP_ROUND) { /* the fillers of ranks [r0, r0 + DROP_ROUND) */
         int done = 0;
         for (int i0 = from; i0 < n; i0 += 16 * blockDim.x) { /* the fillers, in slot order */
             const int i = i0 + 16 * tid;
@@ -231,17 +232,17 @@ __global__ void __launch_bounds__(GPU_THREADS) k_drop(const __grid_constant__ kd
             done += tot;
         }
         __syncthreads();
-        int holes = 0;
+        int holes = 0; /* left before this round */
         for (int i0 = 0; i0 < keep; i0 += 16 * blockDim.x) { /* the holes, in slot order */
             const int i = i0 + 16 * tid;
             unsigned h = drop_mask(code, i, 0, keep);
             int r = holes + gpu_block_scan(__popc(h), warp_n, &tot);
             for (; h; h &= h - 1u, r++)
-                if (r >= r0 && r < r0 + DROP_ROUND)
-                    gpu_parts_copy(a.p, s0 + i + __ffs(h) - 1, s0 + fill[r - r0]);
+                if (r < DROP_ROUND)
+                    gpu_parts_copy(a.p, s0 + i + __ffs(h) - 1, s0 + fill[r]);
             holes += tot;
         }
-        if (r0 + DROP_ROUND >= holes)
+        if (holes <= DROP_ROUND)
             break;
         __syncthreads(); /* fill read by all before the next round writes it */
     }

@@ -788,6 +788,24 @@ static void test_window(void)
     CU_ASSERT(r.gauss_gpu < 1e-5);
 }
 
+/* The window deck with dense electrons in clusters 12 cells high: each shift drops 1728
+ * electrons a back cluster, more than k_drop fills in one round (DROP_ROUND, 1024). */
+static void window_dense_deck(deck *d, int backend, const char *tag)
+{
+    window_deck(d, backend, tag);
+    d->cluster[1] = 16; /* 24 rows: two clusters of 12 */
+    d->species[0].ppc[0] = d->species[0].ppc[1] = 12;
+}
+
+static void test_window_dense(void)
+{
+    open_cmp r = compare_open(window_dense_deck, 40, "wind");
+    CU_ASSERT(r.bad == 0);
+    for (int s = 0; s < 2; s++)
+        CU_ASSERT(r.np_gpu[s] == r.np_cpu[s] && r.counted[s] == r.np_gpu[s]);
+    CU_ASSERT(r.field < 1e-4);
+}
+
 /* Collisions: electrons and lighter-weight ions (odd and unequal counts per cell: the three
  * half pairs, the cycling of the smaller group), e-e, e-i and i-i (sub-cycled); with `big`,
  * clusters too full for the shared index (the global one takes over). */
@@ -1088,6 +1106,7 @@ int main(void)
     CU_add_test(s, "energy balance: laser on a slab, PML, absorbing walls", test_balance);
     CU_add_test(s, "a thermal wall", test_thermal_wall);
     CU_add_test(s, "moving window with injection", test_window);
+    CU_add_test(s, "moving window dropping more than a round of fillers", test_window_dense);
     CU_add_test(s, "phase-space histograms on the device", test_phasespace);
     CU_add_test(s, "field ionization in a static field", test_ionization);
     CU_add_test(s, "neutral atoms: drifting ones move, cold ones stay", test_neutral_gas);
