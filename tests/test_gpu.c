@@ -778,26 +778,28 @@ static void window_deck(deck *d, int backend, const char *tag)
 }
 
 /* A window deck on both backends: a sound device state, the CPU's particle counts, the
- * CPU's fields. */
-static open_cmp window_compare(deck_maker make, long steps, const char *tag)
+ * CPU's fields to `field_tol` of each component's largest value. */
+static open_cmp window_compare(deck_maker make, long steps, double field_tol, const char *tag)
 {
     open_cmp r = compare_open(make, steps, tag);
     CU_ASSERT(r.bad == 0);
     for (int s = 0; s < 2; s++)
         CU_ASSERT(r.np_gpu[s] == r.np_cpu[s] && r.counted[s] == r.np_gpu[s]);
-    CU_ASSERT(r.field < 1e-4);
+    CU_ASSERT(r.field < field_tol);
     return r;
 }
 
 static void test_window(void)
 {
-    const open_cmp r = window_compare(window_deck, 120, "win");
+    const open_cmp r = window_compare(window_deck, 120, 1e-4, "win");
     CU_ASSERT(r.energy < 1e-5);
     CU_ASSERT(r.gauss_gpu < 1e-5);
 }
 
 /* The window deck with dense electrons in clusters 12 cells high: each shift drops 1728
- * electrons a back cluster, more than k_drop fills in one round (DROP_ROUND, 1024). */
+ * electrons a back cluster, more than k_drop fills in one round (DROP_ROUND, 1024). The
+ * backends' fields differ by ~4e-8 here as with 4 or 6 electrons a cell (one round), but
+ * E_x of this quiet, neutral plasma peaks at only 2e-4: hence the looser bound. */
 static void window_dense_deck(deck *d, int backend, const char *tag)
 {
     window_deck(d, backend, tag);
@@ -805,7 +807,7 @@ static void window_dense_deck(deck *d, int backend, const char *tag)
     d->species[0].ppc[0] = d->species[0].ppc[1] = 12;
 }
 
-static void test_window_dense(void) { window_compare(window_dense_deck, 40, "wind"); }
+static void test_window_dense(void) { window_compare(window_dense_deck, 40, 1e-3, "wind"); }
 
 /* Collisions: electrons and lighter-weight ions (odd and unequal counts per cell: the three
  * half pairs, the cycling of the smaller group), e-e, e-i and i-i (sub-cycled); with `big`,
