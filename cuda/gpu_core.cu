@@ -267,7 +267,7 @@ static size_t deck_bytes(const pic_state *st, size_t tile_entries)
         if (h->ion) /* the electrons, and the increments and tables of gpu_ionize.cu */
             b += (size_t)((double)(h->ion->zmax - h->z0) * (double)h->np * (1.0 + h->slack)) *
                      (SLOT_BYTES + id_bytes(&st->sp[h->ion_to])) +
-                 h->alloc + (size_t)st->cl->n * 32;
+                 h->alloc * 41 / 32 + (size_t)st->cl->n * 32;
     }
     return b;
 }

@@ -3,22 +3,52 @@
  * its electrons go straight into the electron species' segment of that cluster, and E(n+1)
  * exists at x(n+1). k_ionize_scan, a warp per cluster, bounds the cluster's field once for
  * every ionizing species: a cluster whose field is too weak for any level of a species
- * (ionize_quiet: the laser has not reached it) is not visited for it. Then two kernels of
- * one block per cluster of an ionizing species: k_ionize_charge draws each ion's new charge
- * state (ionize_ion, the ion's own stream), keeps its increment in a byte array and writes
- * the cluster's electron count (and, for an energy row, its sums of w z and w: reductions
- * in a fixed order, the same in every run). The host reads the counts of every species once
- * (the step's one wait, in gpu_ionize_end: sim.c calls it after the next step's B half step
- * is queued, unless it needs the step's sums), re-lays an electron species when a cluster
- * lacks room (gpu_relayout, the sort's global rearrangement), and k_ionize_emit appends the
- * electrons in the ions' slot order (a block-wide prefix sum of the increments). Ionization
- * costs the species without it nothing. */
+ * (ionize_quiet: the laser has not reached it) is not visited for it; the others go on the
+ * species' list of work items, a chunk of ION_CHUNK ions each. k_ionize_charge, a block of
+ * ION_CHUNK threads per item, draws each ion's new charge state (ionize_ion, the ion's own
+ * stream), keeps its increment in a byte array, the chunk's count of electrons, and adds
+ * it to the cluster's and the species' counts (integers: the same sums in any order); the
+ * first chunk of a cluster to make electrons lists the cluster for the emission. Its blocks
+ * stay resident and walk the list: the laser's clusters are a few hundred of thousands,
+ * and a block per cluster of the box spent most of its time launching blocks that had
+ * nothing to do and the rest on a few ions per multiprocessor. For an energy row,
+ * k_ionize_sums adds w z and w over each cluster in a fixed order. The host reads the
+ * species' counts (and the sums) once (the step's one wait, in gpu_ionize_end: sim.c calls
+ * it after the next step's B half step is queued, unless it needs the step's sums), re-lays
+ * an electron species when a cluster lacks room (gpu_relayout, the sort's global
+ * rearrangement), and k_ionize_emit appends each listed cluster's electrons in the ions'
+ * slot order (a block-wide prefix sum of the increments of each chunk that made any).
+ * Ionization costs the species without it nothing. */
 #include "gpu_internal.h"
 #include "ionize.h"
 
 #include <string.h>
 
 #define FULL 0xffffffffu
+#define ION_CHUNK 256 /* ions a work item, threads a block of k_ionize_charge and _emit */
+
+/* A species' counters: electrons made in the step, whether a cluster of its electrons
+ * lacks room for them, its work items and the clusters to emit, and the blocks of the
+ * launch that walks them done (the last one clears the list's count for the next step). */
+typedef struct {
+    int events, grow;
+    int nitems, items_done;
+    int nemit, emit_done;
+    int pad[2];
+} ion_count;
+
+/* What gpu_state.ion_tab holds for n ionizing species: first what the host reads back (the
+ * counters, and the sums: 2 nc doubles a species), then per species the electrons made per
+ * cluster, the work items (cluster, chunk), the clusters to emit and the chunks' counts (one
+ * per ION_CHUNK slots: a segment starts on a multiple of 32 slots, so chunk q of the cluster
+ * at s0 keeps its count at s0 / 32 + q ION_CHUNK / 32, apart from every other chunk's). */
+typedef struct {
+    size_t back, bytes; /* bytes the host reads, all */
+    ion_count *cnt;
+    double *sums[DECK_MAX_SPECIES];
+    int *add[DECK_MAX_SPECIES], *emits[DECK_MAX_SPECIES], *cne[DECK_MAX_SPECIES];
+    int2 *items[DECK_MAX_SPECIES];
+} ion_layout;
 
 /* One ionizing species' launch: its particles and cluster table, the electrons' arrays
  * and table, its tables in gpu_state.ion_tab, the field and the draws' keys. */
@@ -26,52 +56,48 @@ typedef struct {
     ionize_table t;
     gpu_parts ion, el;
     const int *start, *count;     /* the ions' */
-    const int *estart;
+    const int *estart, *ecap;
     int *ecount;
     uint8_t *dz;
-    int *add;                     /* per cluster: electrons made */
-    double *sums;                 /* per cluster: sum w z, sum w (when wanted) */
-    const uint8_t *visit;         /* per cluster: k_ionize_scan's VISIT_ code */
+    ion_count *cnt;
+    int *add, *emits, *cne;
+    const int2 *items;
+    double *sums;                 /* per cluster: sum w z, sum w */
     const float *e[3];
     const float *xe[3];           /* the external E's arrays (NULL where uniform) */
     float ext[3];                 /* its uniform values */
-    int off, stride, want;        /* want: the sums */
+    int off, stride;
     unsigned long long seed;
     unsigned species;
     long long step;
     long window_cells;
 } kionize;
 
-/* What k_ionize_charge does with a cluster of an ionizing species: nothing (no ion, or a
- * quiet field or every ion stripped to zmax, and no sums wanted; its outputs are written by
- * the scan), the sums alone, or the charge draws. */
-enum { VISIT_NONE, VISIT_SUMS, VISIT_DRAW };
-
 /* The field bound of every cluster, once for all ionizing species, whether it can ionize
  * a species' ions there (read where the field is not quiet for the initial state: behind
  * the laser the wake's field is strong enough for the lowest level, but the ions there are
  * stripped to zmax or to a state whose next level it cannot reach, and nothing is left to
- * draw), and the copies of the counts the host checks the electrons' room against (the
- * electron species' counts and capacities, the ions' counts) into the tables: a warp per
- * cluster. */
+ * draw): a warp per cluster. It lists the clusters to draw as work items and zeroes every
+ * cluster's electron count and the species' counters. */
 typedef struct {
     const float *e[3];
     const int *x0, *y0;
-    int ncx, ncl, off, stride, n, want, bound; /* bound: no external E arrays */
+    int ncx, ncl, off, stride, n, bound; /* bound: no external E arrays */
     float ext[3];
     double quiet[DECK_MAX_SPECIES][IONIZE_LEVELS + 1]; /* per ionizing species: its table's */
     int z0[DECK_MAX_SPECIES], zmax[DECK_MAX_SPECIES];  /* initial and highest states */
     const uint8_t *z[DECK_MAX_SPECIES];    /* its charge states */
     const int *start[DECK_MAX_SPECIES], *count[DECK_MAX_SPECIES];
-    const int *ecount[DECK_MAX_SPECIES], *ecap[DECK_MAX_SPECIES]; /* its electrons' */
-    uint8_t *visit[DECK_MAX_SPECIES];
+    ion_count *cnt;
     int *add[DECK_MAX_SPECIES];
-    double *sums[DECK_MAX_SPECIES];
+    int2 *items[DECK_MAX_SPECIES];
 } kscan;
 
 __global__ void __launch_bounds__(GPU_THREADS) k_ionize_scan(const __grid_constant__ kscan a)
 {
     const int c = blockIdx.x * (GPU_THREADS / 32) + (threadIdx.x >> 5), lane = threadIdx.x & 31;
+    if (blockIdx.x == 0 && threadIdx.x < a.n)
+        a.cnt[threadIdx.x].events = a.cnt[threadIdx.x].grow = 0;
     if (c >= a.ncl)
         return; /* the whole warp */
     int ions = 0; /* species with ions here */
@@ -89,9 +115,10 @@ __global__ void __launch_bounds__(GPU_THREADS) k_ionize_scan(const __grid_consta
             for (int o = 16; o > 0; o >>= 1)
                 m[d] = fmaxf(m[d], __shfl_xor_sync(FULL, m[d], o));
     }
-    unsigned draw = 0; /* bit k: species k draws here */
     for (int k = 0; k < a.n; k++) {
         const int n = a.count[k][c], s0 = a.start[k][c];
+        if (lane == 0)
+            a.add[k][c] = 0;
         if (n == 0 || (a.bound && ionize_quiet(a.quiet[k][a.z0[k]], m, a.ext)))
             continue;
         unsigned low = 0xffffffffu; /* the lowest charge state, bytewise: 16 a lane (segments
@@ -105,115 +132,173 @@ __global__ void __launch_bounds__(GPU_THREADS) k_ionize_scan(const __grid_consta
                     low = min(low, (unsigned)a.z[k][s0 + r]);
         low = min(min(low & 0xffu, low >> 8 & 0xffu), min(low >> 16 & 0xffu, low >> 24));
         const int zlo = (int)__reduce_min_sync(FULL, low);
-        if (zlo < a.zmax[k] && !(a.bound && ionize_quiet(a.quiet[k][zlo], m, a.ext)))
-            draw |= 1u << k;
-    }
-    if (lane >= a.n)
-        return;
-    const int k = lane, n = a.count[k][c], nc = a.ncl;
-    const int v = n == 0              ? VISIT_NONE
-                  : (draw >> k) & 1u  ? VISIT_DRAW
-                  : a.want            ? VISIT_SUMS
-                                      : VISIT_NONE;
-    a.visit[k][c] = (uint8_t)v;
-    int *copy = a.add[k] + nc;
-    copy[c] = a.ecount[k][c];
-    copy[nc + c] = a.ecap[k][c];
-    copy[2 * nc + c] = n;
-    if (v == VISIT_NONE) {
-        a.add[k][c] = 0;
-        if (a.want)
-            a.sums[k][2 * c] = a.sums[k][2 * c + 1] = 0.0;
+        if (zlo >= a.zmax[k] || (a.bound && ionize_quiet(a.quiet[k][zlo], m, a.ext)))
+            continue;
+        const int chunks = (n + ION_CHUNK - 1) / ION_CHUNK;
+        int at = 0;
+        if (lane == 0)
+            at = atomicAdd(&a.cnt[k].nitems, chunks);
+        at = __shfl_sync(FULL, at, 0);
+        for (int q = lane; q < chunks; q += 32)
+            a.items[k][at + q] = make_int2(c, q);
     }
 }
 
-__global__ void __launch_bounds__(GPU_THREADS) k_ionize_charge(const __grid_constant__ kionize a)
+/* The last of a launch's blocks to get here (every block's thread 0 calls it once) clears
+ * *n and *done for the next step: every block has read *n. */
+__device__ __forceinline__ void list_done(int *n, int *done)
 {
-    __shared__ double red[GPU_THREADS / 32];
-    const int c = blockIdx.x, v = a.visit[c];
-    if (v == VISIT_NONE)
-        return; /* the whole block */
-    const int n = a.count[c], s0 = a.start[c], quiet = v == VISIT_SUMS;
-    double zw = 0.0, w = 0.0, ne = 0.0;
-    for (int k = threadIdx.x; k < n; k += blockDim.x) {
-        const int p = s0 + k, z0 = a.ion.z[p];
-        int z = z0;
-        if (!quiet && z0 < a.t.zmax) { /* an ion stripped to zmax needs no field */
-            const uint32_t cell = a.ion.cell[p];
-            const int i = cell_i(cell), j = cell_j(cell);
-            const float2 xy = a.ion.xy[p];
-            const double e = ionize_field(a.e[0], a.e[1], a.e[2], a.xe, a.off + i + j * a.stride,
-                                          a.stride, xy.x, xy.y, a.ext);
-            ionize_stream r = ionize_stream_of(a.seed, a.species, (uint32_t)(i + a.window_cells),
-                                               (uint32_t)j, (uint32_t)k, a.step);
-            z = ionize_ion(&a.t, z0, e, &r);
-        }
-        if (!quiet) {
-            a.dz[p] = (uint8_t)(z - z0);
-            a.ion.z[p] = (uint8_t)z;
-            ne += z - z0;
-        }
-        if (a.want) {
-            const float pw = a.ion.uzw[p].y;
-            zw += (double)pw * z;
-            w += pw;
-        }
-    }
-    ne = gpu_block_sum(ne, red);
-    if (a.want) {
-        zw = gpu_block_sum(zw, red);
-        w = gpu_block_sum(w, red);
-    }
-    if (threadIdx.x == 0) {
-        a.add[c] = (int)ne;
-        if (a.want) {
-            a.sums[2 * c] = zw;
-            a.sums[2 * c + 1] = w;
-        }
+    __threadfence();
+    if (atomicAdd(done, 1) == (int)gridDim.x - 1) {
+        *n = 0;
+        *done = 0;
     }
 }
 
-__global__ void __launch_bounds__(GPU_THREADS) k_ionize_emit(const __grid_constant__ kionize a)
+__global__ void __launch_bounds__(ION_CHUNK, 4) k_ionize_charge(const __grid_constant__ kionize a)
 {
-    __shared__ int warp_tot[GPU_THREADS / 32];
-    const int c = blockIdx.x, n = a.count[c], s0 = a.start[c];
-    if (!a.add[c])
-        return; /* the whole block: add[c] is the same for every thread */
-    int at = a.estart[c] + a.ecount[c];
-    for (int base = 0; base < n; base += blockDim.x) {
-        const int k = base + (int)threadIdx.x, p = s0 + k;
-        const int d = k < n ? a.dz[p] : 0;
-        int total;
-        const int q = at + gpu_block_scan(d, warp_tot, &total);
-        if (d) {
-            gpu_part v = gpu_parts_get(a.ion, p);
-            v.code = 0;
-            v.id = 0; /* untracked */
-            v.z = 0;
-            for (int m = 0; m < d; m++)
-                gpu_parts_put(a.el, q + m, v);
+    __shared__ int red[ION_CHUNK / 32];
+    const int items = a.cnt->nitems;
+    for (int it = blockIdx.x; it < items; it += gridDim.x) {
+        const int2 w = a.items[it];
+        const int c = w.x, n = a.count[c], s0 = a.start[c], k = w.y * ION_CHUNK + threadIdx.x;
+        int d = 0;
+        if (k < n) {
+            const int p = s0 + k, z0 = a.ion.z[p];
+            int z = z0;
+            if (z0 < a.t.zmax) { /* an ion stripped to zmax needs no field */
+                const uint32_t cell = a.ion.cell[p];
+                const int i = cell_i(cell), j = cell_j(cell);
+                const float2 xy = a.ion.xy[p];
+                const double e = ionize_field(a.e[0], a.e[1], a.e[2], a.xe,
+                                              a.off + i + j * a.stride, a.stride, xy.x, xy.y,
+                                              a.ext);
+                ionize_stream r = ionize_stream_of(a.seed, a.species,
+                                                   (uint32_t)(i + a.window_cells), (uint32_t)j,
+                                                   (uint32_t)k, a.step);
+                z = ionize_ion(&a.t, z0, e, &r);
+            }
+            d = z - z0;
+            a.dz[p] = (uint8_t)d;
+            if (d)
+                a.ion.z[p] = (uint8_t)z;
         }
-        at += total;
+        d = __reduce_add_sync(FULL, d);
+        if ((threadIdx.x & 31) == 0)
+            red[threadIdx.x >> 5] = d;
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            int made = 0;
+            for (int q = 0; q < ION_CHUNK / 32; q++)
+                made += red[q];
+            a.cne[(s0 >> 5) + w.y * (ION_CHUNK / 32)] = made;
+            if (made) {
+                const int before = atomicAdd(&a.add[c], made);
+                atomicAdd(&a.cnt->events, made);
+                if (before == 0)
+                    a.emits[atomicAdd(&a.cnt->nemit, 1)] = c;
+                if (a.ecount[c] + before + made > a.ecap[c])
+                    a.cnt->grow = 1;
+            }
+        }
+        __syncthreads(); /* red free for the next item */
     }
     if (threadIdx.x == 0)
-        a.ecount[c] = at - a.estart[c];
+        list_done(&a.cnt->nitems, &a.cnt->items_done);
 }
 
-/* Per ionizing species and cluster: sum w z and sum w (doubles), then the electrons made,
- * the electron species' counts and capacities and the ions' counts (ints). */
-static size_t table_bytes(int nc) { return (size_t)nc * (2 * sizeof(double) + 4 * sizeof(int)); }
-
-/* gpu_state.ion_tab with room for the tables of n species and after them their visit codes
- * (device only), ion_dz for their slots (dz0[k]: the k-th species' first). */
-static void ionize_scratch(gpu_state *g, const int *ions, int n, size_t *dz0)
+/* Sum w z and sum w over each cluster's ions (an energy row): a block per cluster. */
+__global__ void __launch_bounds__(GPU_THREADS) k_ionize_sums(const __grid_constant__ kionize a)
 {
-    const size_t tab = n * (table_bytes(g->ncl) + g->ncl) + 64;
-    if (g->ion_tab_n < tab) {
+    __shared__ double red[GPU_THREADS / 32];
+    const int c = blockIdx.x, n = a.count[c], s0 = a.start[c];
+    double zw = 0.0, w = 0.0;
+    for (int k = threadIdx.x; k < n; k += blockDim.x) {
+        const float pw = a.ion.uzw[s0 + k].y;
+        zw += (double)pw * a.ion.z[s0 + k];
+        w += pw;
+    }
+    zw = gpu_block_sum(zw, red);
+    w = gpu_block_sum(w, red);
+    if (threadIdx.x == 0) {
+        a.sums[2 * c] = zw;
+        a.sums[2 * c + 1] = w;
+    }
+}
+
+/* The electrons of each listed cluster, chunk by chunk (those that made any), after the
+ * cluster's: a block per cluster in turn. */
+__global__ void __launch_bounds__(ION_CHUNK) k_ionize_emit(const __grid_constant__ kionize a)
+{
+    __shared__ int warp_tot[ION_CHUNK / 32];
+    const int clusters = a.cnt->nemit;
+    for (int it = blockIdx.x; it < clusters; it += gridDim.x) {
+        const int c = a.emits[it], n = a.count[c], s0 = a.start[c];
+        int at = a.estart[c] + a.ecount[c];
+        for (int q = 0; q * ION_CHUNK < n; q++) {
+            if (!a.cne[(s0 >> 5) + q * (ION_CHUNK / 32)])
+                continue; /* the whole block */
+            const int k = q * ION_CHUNK + (int)threadIdx.x, p = s0 + k;
+            const int d = k < n ? a.dz[p] : 0;
+            int total;
+            const int o = at + gpu_block_scan(d, warp_tot, &total);
+            if (d) {
+                gpu_part v = gpu_parts_get(a.ion, p);
+                v.code = 0;
+                v.id = 0; /* untracked */
+                v.z = 0;
+                for (int m = 0; m < d; m++)
+                    gpu_parts_put(a.el, o + m, v);
+            }
+            at += total;
+        }
+        if (threadIdx.x == 0)
+            a.ecount[c] = at - a.estart[c];
+    }
+    if (threadIdx.x == 0)
+        list_done(&a.cnt->nemit, &a.cnt->emit_done);
+}
+
+/* Where the tables of n ionizing species lie in a block at base (NULL: sizes only). */
+static ion_layout ion_layout_of(const gpu_state *g, const int *ions, int n, char *base)
+{
+    ion_layout L;
+    memset(&L, 0, sizeof L);
+    const size_t nc = (size_t)g->ncl;
+    size_t at = 0;
+    L.cnt = (ion_count *)base;
+    at += n * sizeof(ion_count);
+    for (int k = 0; k < n; k++, at += 2 * nc * sizeof(double))
+        L.sums[k] = (double *)(base + at);
+    L.back = at;
+    for (int k = 0; k < n; k++) {
+        const size_t slots = (size_t)g->sp[ions[k]].slots;
+        L.add[k] = (int *)(base + at);
+        L.emits[k] = L.add[k] + nc;
+        L.cne[k] = L.emits[k] + nc;
+        at += (2 * nc + slots / 32 + 2) * sizeof(int);
+        at = (at + 7) / 8 * 8;
+        L.items[k] = (int2 *)(base + at);
+        at += (nc + slots / ION_CHUNK + 1) * sizeof(int2);
+    }
+    L.bytes = at;
+    return L;
+}
+
+/* gpu_state.ion_tab with room for the tables of n species (cleared when new: the lists'
+ * counts start at 0), h_ion_tab for what the host reads and the ion counts, electron counts
+ * and capacities and electrons made per cluster of one species; ion_dz for their slots
+ * (dz0[k]: the k-th species' first). */
+static ion_layout ionize_scratch(gpu_state *g, const int *ions, int n, size_t *dz0)
+{
+    ion_layout L = ion_layout_of(g, ions, n, NULL);
+    if (g->ion_tab_n < L.bytes) {
         if (g->ion_tab)
             cudaFree(g->ion_tab), cudaFreeHost(g->h_ion_tab);
-        g->ion_tab = (char *)gpu_malloc(g, tab, "ionization tables");
-        GPU_CK(cudaMallocHost((void **)&g->h_ion_tab, tab));
-        g->ion_tab_n = tab;
+        g->ion_tab = (char *)gpu_malloc(g, L.bytes, "ionization tables");
+        GPU_CK(cudaMemsetAsync(g->ion_tab, 0, L.bytes, g->stream));
+        GPU_CK(cudaMallocHost((void **)&g->h_ion_tab, L.bytes));
+        g->ion_tab_n = L.bytes;
     }
     size_t slots = 0;
     for (int k = 0; k < n; k++) {
@@ -226,102 +311,127 @@ static void ionize_scratch(gpu_state *g, const int *ions, int n, size_t *dz0)
         g->ion_dz = (uint8_t *)gpu_malloc(g, slots, "ionization increments");
         g->ion_dz_n = slots;
     }
+    return ion_layout_of(g, ions, n, g->ion_tab);
 }
 
-/* The charge draws of ionizing species s with its tables at tab (device). */
-static kionize charge_launch(gpu_state *g, pic_state *st, int s, long long step, int sums,
-                             char *tab, const uint8_t *visit, uint8_t *dz)
+/* The draws gpu_ionize queued: the ionizing species, their launches, their tables and
+ * whether sums are wanted, for gpu_ionize_end. */
+struct gpu_ionq {
+    int n, ions[DECK_MAX_SPECIES], sums;
+    kionize a[DECK_MAX_SPECIES];
+    int charge_sm, emit_sm; /* resident blocks per multiprocessor */
+};
+
+/* Blocks of k a launch keeps resident: as many as fit on the device at once (*per_sm: the
+ * kernel's count per multiprocessor, found once). */
+template <typename K>
+static int resident_blocks(const gpu_state *g, K k, int threads, int *per_sm)
 {
-    gpu_species *d = &g->sp[s];
-    const int nc = g->ncl;
+    if (!*per_sm) {
+        GPU_CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(per_sm, k, threads, 0));
+        *per_sm = *per_sm > 0 ? *per_sm : 1;
+    }
+    return *per_sm * g->nsm;
+}
+
+/* The charge draws of ionizing species s, the k-th, and with sums its sums. */
+static kionize charge_launch(gpu_state *g, pic_state *st, int s, int k, long long step,
+                             int sums, const ion_layout *L, uint8_t *dz)
+{
+    gpu_species *d = &g->sp[s], *e = &g->sp[d->ion_to];
     kionize a;
     memset(&a, 0, sizeof a);
     a.t = *d->ion;
     a.ion = gpu_parts_of(d);
     a.start = d->start;
     a.count = d->count;
+    a.ecount = e->count;
+    a.ecap = e->cap;
     a.dz = dz;
-    a.sums = (double *)tab;
-    a.add = (int *)(a.sums + 2 * nc);
-    for (int k = 0; k < 3; k++) {
-        a.e[k] = g->e[k];
-        a.xe[k] = g->ext[k];
-        a.ext[k] = st->ext.u[k];
+    a.cnt = L->cnt + k;
+    a.add = L->add[k];
+    a.emits = L->emits[k];
+    a.cne = L->cne[k];
+    a.items = L->items[k];
+    a.sums = L->sums[k];
+    for (int m = 0; m < 3; m++) {
+        a.e[m] = g->e[m];
+        a.xe[m] = g->ext[m];
+        a.ext[m] = st->ext.u[m];
     }
-    a.visit = visit;
     a.off = g->off;
     a.stride = g->stride;
-    a.want = sums;
     a.seed = st->sp[s].seed;
     a.species = (unsigned)s;
     a.step = step;
     a.window_cells = st->window_cells;
-    k_ionize_charge<<<nc, GPU_THREADS, 0, g->stream>>>(a);
+    k_ionize_charge<<<resident_blocks(g, k_ionize_charge, ION_CHUNK, &g->ionq->charge_sm), ION_CHUNK, 0,
+                      g->stream>>>(a);
     GPU_LAUNCHED(g, "k_ionize_charge");
+    if (sums) {
+        k_ionize_sums<<<g->ncl, GPU_THREADS, 0, g->stream>>>(a);
+        GPU_LAUNCHED(g, "k_ionize_sums");
+    }
     return a;
 }
 
-/* After every species' charge draws: species s's electrons (its launch a, its host tables
- * at htab) into their species, re-laid out first where a cluster lacks room; returns what s
- * did. fresh: its electron species' counts in htab are still those of the device (no
- * species before s in this step gave it electrons). */
-static ionize_stats emit(gpu_state *g, pic_state *st, int s, kionize a, char *htab, int sums,
-                         int fresh)
+/* After every species' charge draws: species s's electrons (its launch a, the k-th; H: the
+ * tables on the host) into their species, re-laid out first where a cluster lacks room; returns
+ * what s did. fresh: no species before s in this step gave its electron species electrons,
+ * so the device's room check holds. */
+static ionize_stats emit(gpu_state *g, pic_state *st, int s, int k, kionize a,
+                         const ion_layout *H, int sums, int fresh)
 {
     gpu_species *d = &g->sp[s], *e = &g->sp[d->ion_to];
     const int nc = g->ncl;
-    double *h_sums = (double *)htab;
-    int *h_add = (int *)(h_sums + 2 * nc), *h_ecnt = h_add + nc;
-    if (!fresh) { /* after the emission (and re-layout) of the species before, in the stream */
-        GPU_CK(cudaMemcpyAsync(h_ecnt, e->count, (size_t)nc * sizeof(int),
-                               cudaMemcpyDeviceToHost, g->stream));
-        GPU_CK(cudaMemcpyAsync(h_ecnt + nc, e->cap, (size_t)nc * sizeof(int),
-                               cudaMemcpyDeviceToHost, g->stream));
+    ionize_stats out = {H->cnt[k].events, 0.0, 0.0};
+    int grow = H->cnt[k].grow;
+    if (out.events && (grow || !fresh)) { /* the tables: each cluster's room */
+        int *h_add = (int *)(g->h_ion_tab + H->back), *h_ecnt = h_add + nc;
+        const size_t b = (size_t)nc * sizeof(int);
+        GPU_CK(cudaMemcpyAsync(h_add, a.add, b, cudaMemcpyDeviceToHost, g->stream));
+        GPU_CK(cudaMemcpyAsync(h_ecnt, e->count, b, cudaMemcpyDeviceToHost, g->stream));
+        GPU_CK(cudaMemcpyAsync(h_ecnt + nc, e->cap, b, cudaMemcpyDeviceToHost, g->stream));
+        GPU_CK(cudaMemcpyAsync(h_ecnt + 2 * nc, d->count, b, cudaMemcpyDeviceToHost, g->stream));
         GPU_CK(cudaStreamSynchronize(g->stream));
-    }
-    ionize_stats out = {0, 0.0, 0.0};
-    int grow = 0;
-    for (int c = 0; c < nc; c++) {
-        out.events += h_add[c];
-        grow |= h_ecnt[c] + h_add[c] > h_ecnt[nc + c];
-    }
-    if (grow) { /* room for every cluster's electrons: the global rearrangement */
-        int *need = (int *)empic_alloc((size_t)nc * sizeof(int), "ionization");
+        grow = 0;
         for (int c = 0; c < nc; c++)
-            need[c] = ionize_room(h_ecnt[c], h_add[c], h_ecnt[2 * nc + c], st->sp[s].z0,
-                                  d->ion->zmax);
-        gpu_relayout(g, st, d->ion_to, need, need, NULL);
-        free(need);
-        g->room_valid = 0;
+            grow |= h_ecnt[c] + h_add[c] > h_ecnt[nc + c];
+        if (grow) { /* room for every cluster's electrons: the global rearrangement */
+            int *need = (int *)empic_alloc((size_t)nc * sizeof(int), "ionization");
+            for (int c = 0; c < nc; c++)
+                need[c] = ionize_room(h_ecnt[c], h_add[c], h_ecnt[2 * nc + c], st->sp[s].z0,
+                                      d->ion->zmax);
+            gpu_relayout(g, st, d->ion_to, need, need, NULL);
+            free(need);
+            g->room_valid = 0;
+        }
     }
     if (out.events) {
         a.el = gpu_parts_of(e); /* after a re-layout: its new arrays */
         a.estart = e->start;
         a.ecount = e->count;
-        k_ionize_emit<<<nc, GPU_THREADS, 0, g->stream>>>(a);
+        k_ionize_emit<<<resident_blocks(g, k_ionize_emit, ION_CHUNK, &g->ionq->emit_sm), ION_CHUNK, 0,
+                        g->stream>>>(a);
         GPU_LAUNCHED(g, "k_ionize_emit");
     }
     if (sums) {
-        comm_sum_double(h_sums, 2 * (size_t)nc); /* per cluster, then in cluster order */
+        double *h = H->sums[k];
+        comm_sum_double(h, 2 * (size_t)nc); /* per cluster, then in cluster order */
         for (int c = 0; c < nc; c++) {
-            out.zw += h_sums[2 * c];
-            out.w += h_sums[2 * c + 1];
+            out.zw += h[2 * c];
+            out.w += h[2 * c + 1];
         }
     }
     return out;
 }
 
-/* The draws gpu_ionize queued: the ionizing species, their launches and whether sums are
- * wanted, for gpu_ionize_end. */
-struct gpu_ionq {
-    int n, ions[DECK_MAX_SPECIES], sums;
-    kionize a[DECK_MAX_SPECIES];
-};
 
-/* Every ionizing species' charge draws and one read-back of all their tables, queued; the
- * next push's rest flags after them. With sums (an energy row), gpu_ionize_end at once
- * (returns 1); else 0: the host's wait for the tables comes later (gpu_ionize_end, called
- * after the next step's B half step is queued, so that it runs meanwhile). */
+/* Every ionizing species' charge draws and one read-back of their counters (and sums),
+ * queued; the next push's rest flags after them. With sums (an energy row),
+ * gpu_ionize_end at once (returns 1); else 0: the host's wait for the counters comes later
+ * (gpu_ionize_end, called after the next step's B half step is queued, so that it runs
+ * meanwhile). */
 int gpu_ionize(void *ctx, pic_state *st, long long step, int sums, ionize_stats *out)
 {
     gpu_state *g = (gpu_state *)ctx;
@@ -337,11 +447,9 @@ int gpu_ionize(void *ctx, pic_state *st, long long step, int sums, ionize_stats 
     if (!n)
         return 1;
     size_t dz0[DECK_MAX_SPECIES];
-    ionize_scratch(g, ions, n, dz0);
+    const ion_layout L = ionize_scratch(g, ions, n, dz0);
     gpu_fields_join(g); /* E(n+1) */
     const int nc = g->ncl;
-    const size_t tb = table_bytes(nc);
-    uint8_t *visit = (uint8_t *)g->ion_tab + n * tb;
     kscan q;
     memset(&q, 0, sizeof q);
     for (int d = 0; d < 3; d++) {
@@ -355,29 +463,25 @@ int gpu_ionize(void *ctx, pic_state *st, long long step, int sums, ionize_stats 
     q.off = g->off;
     q.stride = g->stride;
     q.n = n;
-    q.want = sums;
     q.bound = !g->ext[0] && !g->ext[1] && !g->ext[2];
+    q.cnt = L.cnt;
     for (int k = 0; k < n; k++) {
-        double *tab = (double *)(g->ion_tab + k * tb);
         memcpy(q.quiet[k], g->sp[ions[k]].ion->quiet, sizeof q.quiet[k]);
         q.z0[k] = st->sp[ions[k]].z0;
         q.zmax[k] = g->sp[ions[k]].ion->zmax;
         q.z[k] = g->sp[ions[k]].z;
         q.start[k] = g->sp[ions[k]].start;
         q.count[k] = g->sp[ions[k]].count;
-        q.ecount[k] = g->sp[g->sp[ions[k]].ion_to].count;
-        q.ecap[k] = g->sp[g->sp[ions[k]].ion_to].cap;
-        q.visit[k] = visit + (size_t)k * nc;
-        q.sums[k] = tab;
-        q.add[k] = (int *)(tab + 2 * nc);
+        q.add[k] = L.add[k];
+        q.items[k] = L.items[k];
     }
     const int warps = GPU_THREADS / 32; /* untimed: the "other" phase, as on the CPU */
     k_ionize_scan<<<(nc + warps - 1) / warps, GPU_THREADS, 0, g->stream>>>(q);
     GPU_LAUNCHED(g, "k_ionize_scan");
     for (int k = 0; k < n; k++)
-        iq->a[k] = charge_launch(g, st, ions[k], step, sums, g->ion_tab + k * tb, q.visit[k],
-                                 g->ion_dz + dz0[k]);
-    GPU_CK(cudaMemcpyAsync(g->h_ion_tab, g->ion_tab, n * tb, cudaMemcpyDeviceToHost, g->stream));
+        iq->a[k] = charge_launch(g, st, ions[k], k, step, sums, &L, g->ion_dz + dz0[k]);
+    const size_t back = sums ? L.back : n * sizeof(ion_count);
+    GPU_CK(cudaMemcpyAsync(g->h_ion_tab, g->ion_tab, back, cudaMemcpyDeviceToHost, g->stream));
     GPU_CK(cudaEventRecord(g->ion_ready, g->stream));
     gpu_rest_flags(g); /* the next push's, while the host waits */
     g->ion_open = 1;
@@ -387,20 +491,19 @@ int gpu_ionize(void *ctx, pic_state *st, long long step, int sums, ionize_stats 
     return 1;
 }
 
-/* The host's one wait for the tables, then each species' electrons in species order. */
+/* The host's one wait for the counters, then each species' electrons in species order. */
 void gpu_ionize_end(void *ctx, pic_state *st, ionize_stats *out)
 {
     gpu_state *g = (gpu_state *)ctx;
     const struct gpu_ionq *iq = g->ionq;
-    const size_t tb = table_bytes(g->ncl);
     const double w0 = gpu_trace_now(g);
     GPU_CK(cudaEventSynchronize(g->ion_ready));
     gpu_trace_wait(g, "wait-ionize", w0);
+    const ion_layout H = ion_layout_of(g, iq->ions, iq->n, g->h_ion_tab);
     unsigned given = 0; /* electron species given electrons so far */
     for (int k = 0; k < iq->n; k++) {
         const int s = iq->ions[k], to = g->sp[s].ion_to;
-        out[s] = emit(g, st, s, iq->a[k], g->h_ion_tab + k * tb, iq->sums,
-                      !((given >> to) & 1u));
+        out[s] = emit(g, st, s, k, iq->a[k], &H, iq->sums, !((given >> to) & 1u));
         given |= out[s].events ? 1u << to : 0u;
     }
     g->ion_open = 0;

@@ -127,7 +127,7 @@ void memory_estimate(const deck *d, int ranks, memory_need *m)
         const double bytes = (slots * (SLOT_BYTES + (track ? 8.0 : 0.0) + zb) + 13.0 * 4.0 * ncl) *
                              share;
         m->slots += bytes;
-        dz += d->species[s].ionize ? slots * share : 0.0;
+        dz += d->species[s].ionize ? slots * 41.0 / 32.0 * share : 0.0;
         m->particles += n;
         ckpt += 7.0 * chunked(n, 4.0) + (1.0 + zb) * chunked(n, 1.0) +
                 (track ? chunked(n, 8.0) : 0.0);
@@ -161,8 +161,8 @@ void memory_estimate(const deck *d, int ranks, memory_need *m)
     m->rank = m->host = BASE_BYTES + m->fields + m->slots + m->transient;
     /* device (the gpu_malloc calls of cuda/): 12 field arrays, the external fields' arrays
      * and the averaged dumps' sums, three current tiles per cluster with their guards, the
-     * particle slots and the ionization's increments (a byte per slot of every ionizing
-     * species), each rank its share; the host keeps its own copy of the state */
+     * particle slots and the ionization's increments and work lists (41/32 bytes per slot of
+     * every ionizing species), each rank its share; the host keeps its own copy of the state */
     const int kx = clusters_along(d->nx, d->cluster[0]), ky = clusters_along(d->ny, d->cluster[1]);
     const double wmax = ceil((double)d->nx / kx), hmax = ceil((double)d->ny / ky);
     m->gpu = ((12.0 * 4.0 + 4.0 * ext + 8.0 * avg) * size +
