@@ -1,31 +1,32 @@
 /* gpu_ionize.cu - field ionization on the device (the twin of src/cpu/cpu_ionize.c, rules in
  * include/ionize.h). Like the CPU it runs after the sort: every ion is in its cluster, so
  * its electrons go straight into the electron species' segment of that cluster, and E(n+1)
- * exists at x(n+1). k_ionize_scan, a warp per cluster, bounds the cluster's field once for
+ * exists at x(n+1). k_ionize_scan, a block per cluster, bounds the cluster's field once for
  * every ionizing species: a cluster whose field is too weak for any level of a species
  * (ionize_quiet: the laser has not reached it) is not visited for it; the others go on the
  * species' list of work items, a chunk of ION_CHUNK ions each. k_ionize_charge, a block of
  * ION_CHUNK threads per item, draws each ion's new charge state (ionize_ion, the ion's own
  * stream), keeps its increment in a byte array, the chunk's count of electrons, and adds
- * it to the cluster's and the species' counts (integers: the same sums in any order); the
- * first chunk of a cluster to make electrons lists the cluster for the emission. Its blocks
- * stay resident and walk the list: the laser's clusters are a few hundred of thousands,
- * and a block per cluster of the box spent most of its time launching blocks that had
- * nothing to do and the rest on a few ions per multiprocessor. For an energy row,
- * k_ionize_sums adds w z and w over each cluster in a fixed order. The host reads the
- * species' counts (and the sums) once (the step's one wait, in gpu_ionize_end: sim.c calls
- * it after the next step's B half step is queued, unless it needs the step's sums), re-lays
- * an electron species when a cluster lacks room (gpu_relayout, the sort's global
- * rearrangement), and k_ionize_emit appends each listed cluster's electrons in the ions'
- * slot order (a block-wide prefix sum of the increments of each chunk that made any).
- * Ionization costs the species without it nothing. */
+ * it to the cluster's and the species' counts (integers: the same sums in any order); a
+ * chunk that made electrons goes on the emission's list. The kernels' blocks stay resident
+ * and walk the lists: the laser's clusters are a few hundred of thousands, and a block per
+ * cluster of the box spent most of its time launching blocks that had nothing to do and the
+ * rest on a few ions per multiprocessor. For an energy row, k_ionize_sums adds w z and w
+ * over each cluster in a fixed order. The host reads the species' counters (and the sums)
+ * once (the step's one wait, in gpu_ionize_end: sim.c calls it after the next step's B half
+ * step is queued, unless it needs the step's sums), re-lays an electron species when a
+ * cluster lacks room (gpu_relayout, the sort's global rearrangement), and k_ionize_emit
+ * appends each listed chunk's electrons in the ions' slot order, after those of the chunks
+ * before it (a block-wide prefix sum of the increments). Ionization costs the species
+ * without it nothing. */
 #include "gpu_internal.h"
 #include "ionize.h"
 
 #include <string.h>
 
 #define FULL 0xffffffffu
-#define ION_CHUNK 256 /* ions a work item, threads a block of k_ionize_charge and _emit */
+#define ION_CHUNK 256   /* ions a work item, threads a block of k_ionize_charge and _emit */
+#define SCAN_THREADS 128 /* a block of k_ionize_scan: one cluster */
 
 /* A species' counters: electrons made in the step, whether a cluster of its electrons
  * lacks room for them, its work items and the clusters to emit, and the blocks of the
@@ -39,15 +40,16 @@ typedef struct {
 
 /* What gpu_state.ion_tab holds for n ionizing species: first what the host reads back (the
  * counters, and the sums: 2 nc doubles a species), then per species the electrons made per
- * cluster, the work items (cluster, chunk), the clusters to emit and the chunks' counts (one
+ * cluster and its chunks that made any still to emit, the chunks' counts of electrons (one
  * per ION_CHUNK slots: a segment starts on a multiple of 32 slots, so chunk q of the cluster
- * at s0 keeps its count at s0 / 32 + q ION_CHUNK / 32, apart from every other chunk's). */
+ * at s0 keeps its count at s0 / 32 + q ION_CHUNK / 32, apart from every other chunk's), and
+ * the work items (cluster, chunk) of the draws and of the emission. */
 typedef struct {
     size_t back, bytes; /* bytes the host reads, all */
     ion_count *cnt;
     double *sums[DECK_MAX_SPECIES];
-    int *add[DECK_MAX_SPECIES], *emits[DECK_MAX_SPECIES], *cne[DECK_MAX_SPECIES];
-    int2 *items[DECK_MAX_SPECIES];
+    int *add[DECK_MAX_SPECIES], *pend[DECK_MAX_SPECIES], *cne[DECK_MAX_SPECIES];
+    int2 *items[DECK_MAX_SPECIES], *emits[DECK_MAX_SPECIES];
 } ion_layout;
 
 /* One ionizing species' launch: its particles and cluster table, the electrons' arrays
@@ -60,8 +62,9 @@ typedef struct {
     int *ecount;
     uint8_t *dz;
     ion_count *cnt;
-    int *add, *emits, *cne;
+    int *add, *pend, *cne;
     const int2 *items;
+    int2 *emits;
     double *sums;                 /* per cluster: sum w z, sum w */
     const float *e[3];
     const float *xe[3];           /* the external E's arrays (NULL where uniform) */
@@ -77,8 +80,8 @@ typedef struct {
  * a species' ions there (read where the field is not quiet for the initial state: behind
  * the laser the wake's field is strong enough for the lowest level, but the ions there are
  * stripped to zmax or to a state whose next level it cannot reach, and nothing is left to
- * draw): a warp per cluster. It lists the clusters to draw as work items and zeroes every
- * cluster's electron count and the species' counters. */
+ * draw): a block per cluster, a warp per species. It lists the clusters to draw as work
+ * items and zeroes every cluster's electron and chunk counts and the species' counters. */
 typedef struct {
     const float *e[3];
     const int *x0, *y0;
@@ -89,36 +92,42 @@ typedef struct {
     const uint8_t *z[DECK_MAX_SPECIES];    /* its charge states */
     const int *start[DECK_MAX_SPECIES], *count[DECK_MAX_SPECIES];
     ion_count *cnt;
-    int *add[DECK_MAX_SPECIES];
+    int *add[DECK_MAX_SPECIES], *pend[DECK_MAX_SPECIES];
     int2 *items[DECK_MAX_SPECIES];
 } kscan;
 
-__global__ void __launch_bounds__(GPU_THREADS) k_ionize_scan(const __grid_constant__ kscan a)
+__global__ void __launch_bounds__(SCAN_THREADS) k_ionize_scan(const __grid_constant__ kscan a)
 {
-    const int c = blockIdx.x * (GPU_THREADS / 32) + (threadIdx.x >> 5), lane = threadIdx.x & 31;
-    if (blockIdx.x == 0 && threadIdx.x < a.n)
+    __shared__ float wm[SCAN_THREADS / 32][3];
+    const int c = blockIdx.x, lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
+    if (c == 0 && threadIdx.x < a.n)
         a.cnt[threadIdx.x].events = a.cnt[threadIdx.x].grow = 0;
-    if (c >= a.ncl)
-        return; /* the whole warp */
     int ions = 0; /* species with ions here */
     for (int k = 0; k < a.n; k++)
         ions += a.count[k][c] > 0;
     float m[3] = {0.0f, 0.0f, 0.0f};
     if (ions && a.bound) { /* the largest |E_c| over the tile */
         const cluster_tile t = cluster_tile_of(a.x0, a.y0, a.ncx, c);
-        for (int q = lane; q < t.w * t.h; q += 32) {
+        for (int q = threadIdx.x; q < t.w * t.h; q += SCAN_THREADS) {
             const int k = a.off + t.i0 + q % t.w + (t.j0 + q / t.w) * a.stride;
             for (int d = 0; d < 3; d++)
                 m[d] = fmaxf(m[d], fabsf(a.e[d][k]));
         }
-        for (int d = 0; d < 3; d++)
+        for (int d = 0; d < 3; d++) {
             for (int o = 16; o > 0; o >>= 1)
                 m[d] = fmaxf(m[d], __shfl_xor_sync(FULL, m[d], o));
+            if (lane == 0)
+                wm[wid][d] = m[d];
+        }
+        __syncthreads();
+        for (int d = 0; d < 3; d++)
+            for (int w = 0; w < SCAN_THREADS / 32; w++)
+                m[d] = fmaxf(m[d], wm[w][d]);
     }
-    for (int k = 0; k < a.n; k++) {
+    for (int k = wid; k < a.n; k += SCAN_THREADS / 32) { /* a warp per species */
         const int n = a.count[k][c], s0 = a.start[k][c];
         if (lane == 0)
-            a.add[k][c] = 0;
+            a.add[k][c] = a.pend[k][c] = 0;
         if (n == 0 || (a.bound && ionize_quiet(a.quiet[k][a.z0[k]], m, a.ext)))
             continue;
         unsigned low = 0xffffffffu; /* the lowest charge state, bytewise: 16 a lane (segments
@@ -194,9 +203,9 @@ __global__ void __launch_bounds__(ION_CHUNK, 4) k_ionize_charge(const __grid_con
             a.cne[(s0 >> 5) + w.y * (ION_CHUNK / 32)] = made;
             if (made) {
                 const int before = atomicAdd(&a.add[c], made);
+                atomicAdd(&a.pend[c], 1);
                 atomicAdd(&a.cnt->events, made);
-                if (before == 0)
-                    a.emits[atomicAdd(&a.cnt->nemit, 1)] = c;
+                a.emits[atomicAdd(&a.cnt->nemit, 1)] = w;
                 if (a.ecount[c] + before + made > a.ecap[c])
                     a.cnt->grow = 1;
             }
@@ -226,34 +235,36 @@ __global__ void __launch_bounds__(GPU_THREADS) k_ionize_sums(const __grid_consta
     }
 }
 
-/* The electrons of each listed cluster, chunk by chunk (those that made any), after the
- * cluster's: a block per cluster in turn. */
+/* The electrons of each listed chunk, after the cluster's electrons and those of its chunks
+ * before: a block per chunk in turn. The last chunk of a cluster to be done moves the
+ * cluster's count on (every chunk of it has read the count by then). */
 __global__ void __launch_bounds__(ION_CHUNK) k_ionize_emit(const __grid_constant__ kionize a)
 {
     __shared__ int warp_tot[ION_CHUNK / 32];
-    const int clusters = a.cnt->nemit;
-    for (int it = blockIdx.x; it < clusters; it += gridDim.x) {
-        const int c = a.emits[it], n = a.count[c], s0 = a.start[c];
+    const int chunks = a.cnt->nemit;
+    for (int it = blockIdx.x; it < chunks; it += gridDim.x) {
+        const int2 w = a.emits[it];
+        const int c = w.x, n = a.count[c], s0 = a.start[c];
         int at = a.estart[c] + a.ecount[c];
-        for (int q = 0; q * ION_CHUNK < n; q++) {
-            if (!a.cne[(s0 >> 5) + q * (ION_CHUNK / 32)])
-                continue; /* the whole block */
-            const int k = q * ION_CHUNK + (int)threadIdx.x, p = s0 + k;
-            const int d = k < n ? a.dz[p] : 0;
-            int total;
-            const int o = at + gpu_block_scan(d, warp_tot, &total);
-            if (d) {
-                gpu_part v = gpu_parts_get(a.ion, p);
-                v.code = 0;
-                v.id = 0; /* untracked */
-                v.z = 0;
-                for (int m = 0; m < d; m++)
-                    gpu_parts_put(a.el, o + m, v);
-            }
-            at += total;
+        for (int q = 0; q < w.y; q++)
+            at += a.cne[(s0 >> 5) + q * (ION_CHUNK / 32)];
+        const int k = w.y * ION_CHUNK + (int)threadIdx.x, p = s0 + k;
+        const int d = k < n ? a.dz[p] : 0;
+        int total;
+        const int o = at + gpu_block_scan(d, warp_tot, &total);
+        if (d) {
+            gpu_part v = gpu_parts_get(a.ion, p);
+            v.code = 0;
+            v.id = 0; /* untracked */
+            v.z = 0;
+            for (int m = 0; m < d; m++)
+                gpu_parts_put(a.el, o + m, v);
         }
-        if (threadIdx.x == 0)
-            a.ecount[c] = at - a.estart[c];
+        if (threadIdx.x == 0) { /* after the scan's barriers: every thread has read the count */
+            __threadfence();
+            if (atomicSub(&a.pend[c], 1) == 1)
+                a.ecount[c] += a.add[c];
+        }
     }
     if (threadIdx.x == 0)
         list_done(&a.cnt->nemit, &a.cnt->emit_done);
@@ -273,13 +284,15 @@ static ion_layout ion_layout_of(const gpu_state *g, const int *ions, int n, char
     L.back = at;
     for (int k = 0; k < n; k++) {
         const size_t slots = (size_t)g->sp[ions[k]].slots;
+        const size_t items = nc + slots / ION_CHUNK + 1; /* chunks of every cluster, at most */
         L.add[k] = (int *)(base + at);
-        L.emits[k] = L.add[k] + nc;
-        L.cne[k] = L.emits[k] + nc;
+        L.pend[k] = L.add[k] + nc;
+        L.cne[k] = L.pend[k] + nc;
         at += (2 * nc + slots / 32 + 2) * sizeof(int);
         at = (at + 7) / 8 * 8;
         L.items[k] = (int2 *)(base + at);
-        at += (nc + slots / ION_CHUNK + 1) * sizeof(int2);
+        L.emits[k] = L.items[k] + items;
+        at += 2 * items * sizeof(int2);
     }
     L.bytes = at;
     return L;
@@ -350,6 +363,7 @@ static kionize charge_launch(gpu_state *g, pic_state *st, int s, int k, long lon
     a.dz = dz;
     a.cnt = L->cnt + k;
     a.add = L->add[k];
+    a.pend = L->pend[k];
     a.emits = L->emits[k];
     a.cne = L->cne[k];
     a.items = L->items[k];
@@ -473,10 +487,10 @@ int gpu_ionize(void *ctx, pic_state *st, long long step, int sums, ionize_stats 
         q.start[k] = g->sp[ions[k]].start;
         q.count[k] = g->sp[ions[k]].count;
         q.add[k] = L.add[k];
+        q.pend[k] = L.pend[k];
         q.items[k] = L.items[k];
     }
-    const int warps = GPU_THREADS / 32; /* untimed: the "other" phase, as on the CPU */
-    k_ionize_scan<<<(nc + warps - 1) / warps, GPU_THREADS, 0, g->stream>>>(q);
+    k_ionize_scan<<<nc, SCAN_THREADS, 0, g->stream>>>(q); /* untimed: the "other" phase, as on the CPU */
     GPU_LAUNCHED(g, "k_ionize_scan");
     for (int k = 0; k < n; k++)
         iq->a[k] = charge_launch(g, st, ions[k], k, step, sums, &L, g->ion_dz + dz0[k]);
