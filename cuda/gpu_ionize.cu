@@ -27,6 +27,7 @@
 #define FULL 0xffffffffu
 #define ION_CHUNK 256   /* ions a work item, threads a block of k_ionize_charge and _emit */
 #define SCAN_THREADS 128 /* a block of k_ionize_scan: one cluster */
+#define ION_GROUP 4      /* species a launch of k_ionize_charge or _emit takes, at most */
 
 /* A species' counters: electrons made in the step, whether a cluster of its electrons
  * lacks room for them, its work items and the clusters to emit, and the blocks of the
@@ -75,6 +76,13 @@ typedef struct {
     long long step;
     long window_cells;
 } kionize;
+
+/* Species that one launch takes: their items in turn, so that one species' draws or
+ * emission do not wait for the other's last block. */
+typedef struct {
+    kionize s[ION_GROUP];
+    int n;
+} kion_group;
 
 /* The field bound of every cluster, once for all ionizing species, whether it can ionize
  * a species' ions there (read where the field is not quiet for the initial state: behind
@@ -153,23 +161,46 @@ __global__ void __launch_bounds__(SCAN_THREADS) k_ionize_scan(const __grid_const
     }
 }
 
+/* Where a group's items of species k begin in the launch's walk: first[k] (first[n]: all). */
+__device__ __forceinline__ void group_first(const kion_group &g, int emit, int *first)
+{
+    first[0] = 0;
+    for (int k = 0; k < ION_GROUP; k++)
+        first[k + 1] = first[k] + (k < g.n ? (emit ? g.s[k].cnt->nemit : g.s[k].cnt->nitems) : 0);
+}
+
+/* The group's species whose items hold item it. */
+__device__ __forceinline__ int group_species(const int *first, int it)
+{
+    int k = 0;
+    while (it >= first[k + 1])
+        k++;
+    return k;
+}
+
 /* The last of a launch's blocks to get here (every block's thread 0 calls it once) clears
- * *n and *done for the next step: every block has read *n. */
-__device__ __forceinline__ void list_done(int *n, int *done)
+ * the lists' counts for the next step: every block has read them. */
+__device__ __forceinline__ void group_done(const kion_group &g, int emit)
 {
     __threadfence();
+    int *done = emit ? &g.s[0].cnt->emit_done : &g.s[0].cnt->items_done;
     if (atomicAdd(done, 1) == (int)gridDim.x - 1) {
-        *n = 0;
+        for (int k = 0; k < g.n; k++)
+            *(emit ? &g.s[k].cnt->nemit : &g.s[k].cnt->nitems) = 0;
         *done = 0;
     }
 }
 
-__global__ void __launch_bounds__(ION_CHUNK, 4) k_ionize_charge(const __grid_constant__ kionize a)
+__global__ void __launch_bounds__(ION_CHUNK, 4)
+    k_ionize_charge(const __grid_constant__ kion_group g)
 {
     __shared__ int red[ION_CHUNK / 32];
-    const int items = a.cnt->nitems;
-    for (int it = blockIdx.x; it < items; it += gridDim.x) {
-        const int2 w = a.items[it];
+    int first[ION_GROUP + 1];
+    group_first(g, 0, first);
+    for (int it = blockIdx.x; it < first[g.n]; it += gridDim.x) {
+        const int sk = group_species(first, it);
+        const kionize &a = g.s[sk];
+        const int2 w = a.items[it - first[sk]];
         const int c = w.x, n = a.count[c], s0 = a.start[c], k = w.y * ION_CHUNK + threadIdx.x;
         int d = 0;
         if (k < n) {
@@ -213,7 +244,7 @@ __global__ void __launch_bounds__(ION_CHUNK, 4) k_ionize_charge(const __grid_con
         __syncthreads(); /* red free for the next item */
     }
     if (threadIdx.x == 0)
-        list_done(&a.cnt->nitems, &a.cnt->items_done);
+        group_done(g, 0);
 }
 
 /* Sum w z and sum w over each cluster's ions (an energy row): a block per cluster. */
@@ -238,12 +269,15 @@ __global__ void __launch_bounds__(GPU_THREADS) k_ionize_sums(const __grid_consta
 /* The electrons of each listed chunk, after the cluster's electrons and those of its chunks
  * before: a block per chunk in turn. The last chunk of a cluster to be done moves the
  * cluster's count on (every chunk of it has read the count by then). */
-__global__ void __launch_bounds__(ION_CHUNK) k_ionize_emit(const __grid_constant__ kionize a)
+__global__ void __launch_bounds__(ION_CHUNK) k_ionize_emit(const __grid_constant__ kion_group g)
 {
     __shared__ int warp_tot[ION_CHUNK / 32];
-    const int chunks = a.cnt->nemit;
-    for (int it = blockIdx.x; it < chunks; it += gridDim.x) {
-        const int2 w = a.emits[it];
+    int first[ION_GROUP + 1];
+    group_first(g, 1, first);
+    for (int it = blockIdx.x; it < first[g.n]; it += gridDim.x) {
+        const int sk = group_species(first, it);
+        const kionize &a = g.s[sk];
+        const int2 w = a.emits[it - first[sk]];
         const int c = w.x, n = a.count[c], s0 = a.start[c];
         int at = a.estart[c] + a.ecount[c];
         for (int q = 0; q < w.y; q++)
@@ -267,7 +301,7 @@ __global__ void __launch_bounds__(ION_CHUNK) k_ionize_emit(const __grid_constant
         }
     }
     if (threadIdx.x == 0)
-        list_done(&a.cnt->nemit, &a.cnt->emit_done);
+        group_done(g, 1);
 }
 
 /* Where the tables of n ionizing species lie in a block at base (NULL: sizes only). */
@@ -347,9 +381,9 @@ static int resident_blocks(const gpu_state *g, K k, int threads, int *per_sm)
     return *per_sm * g->nsm;
 }
 
-/* The charge draws of ionizing species s, the k-th, and with sums its sums. */
-static kionize charge_launch(gpu_state *g, pic_state *st, int s, int k, long long step,
-                             int sums, const ion_layout *L, uint8_t *dz)
+/* The arguments of ionizing species s, the k-th. */
+static kionize charge_args(gpu_state *g, pic_state *st, int s, int k, long long step,
+                           const ion_layout *L, uint8_t *dz)
 {
     gpu_species *d = &g->sp[s], *e = &g->sp[d->ion_to];
     kionize a;
@@ -379,22 +413,27 @@ static kionize charge_launch(gpu_state *g, pic_state *st, int s, int k, long lon
     a.species = (unsigned)s;
     a.step = step;
     a.window_cells = st->window_cells;
-    k_ionize_charge<<<resident_blocks(g, k_ionize_charge, ION_CHUNK, &g->ionq->charge_sm), ION_CHUNK, 0,
-                      g->stream>>>(a);
-    GPU_LAUNCHED(g, "k_ionize_charge");
-    if (sums) {
-        k_ionize_sums<<<g->ncl, GPU_THREADS, 0, g->stream>>>(a);
-        GPU_LAUNCHED(g, "k_ionize_sums");
-    }
     return a;
 }
 
-/* After every species' charge draws: species s's electrons (its launch a, the k-th; H: the
- * tables on the host) into their species, re-laid out first where a cluster lacks room; returns
- * what s did. fresh: no species before s in this step gave its electron species electrons,
- * so the device's room check holds. */
+/* Launch the group's emission (a no-op when empty), then empty it. */
+static void emit_group(gpu_state *g, kion_group *grp)
+{
+    if (!grp->n)
+        return;
+    k_ionize_emit<<<resident_blocks(g, k_ionize_emit, ION_CHUNK, &g->ionq->emit_sm), ION_CHUNK,
+                    0, g->stream>>>(*grp);
+    GPU_LAUNCHED(g, "k_ionize_emit");
+    grp->n = 0;
+}
+
+/* After every species' charge draws: species s's electrons (its arguments a, the k-th; H:
+ * the tables on the host) into their species, re-laid out first where a cluster lacks room,
+ * added to the emission's group grp (launched first where the host reads the device's
+ * counts or re-lays a species); returns what s did. fresh: no species before s in this step
+ * gave its electron species electrons, so the device's room check holds. */
 static ionize_stats emit(gpu_state *g, pic_state *st, int s, int k, kionize a,
-                         const ion_layout *H, int sums, int fresh)
+                         const ion_layout *H, int sums, int fresh, kion_group *grp)
 {
     gpu_species *d = &g->sp[s], *e = &g->sp[d->ion_to];
     const int nc = g->ncl;
@@ -403,6 +442,7 @@ static ionize_stats emit(gpu_state *g, pic_state *st, int s, int k, kionize a,
     if (out.events && (grow || !fresh)) { /* the tables: each cluster's room */
         int *h_add = (int *)(g->h_ion_tab + H->back), *h_ecnt = h_add + nc;
         const size_t b = (size_t)nc * sizeof(int);
+        emit_group(g, grp);
         GPU_CK(cudaMemcpyAsync(h_add, a.add, b, cudaMemcpyDeviceToHost, g->stream));
         GPU_CK(cudaMemcpyAsync(h_ecnt, e->count, b, cudaMemcpyDeviceToHost, g->stream));
         GPU_CK(cudaMemcpyAsync(h_ecnt + nc, e->cap, b, cudaMemcpyDeviceToHost, g->stream));
@@ -425,9 +465,9 @@ static ionize_stats emit(gpu_state *g, pic_state *st, int s, int k, kionize a,
         a.el = gpu_parts_of(e); /* after a re-layout: its new arrays */
         a.estart = e->start;
         a.ecount = e->count;
-        k_ionize_emit<<<resident_blocks(g, k_ionize_emit, ION_CHUNK, &g->ionq->emit_sm), ION_CHUNK, 0,
-                        g->stream>>>(a);
-        GPU_LAUNCHED(g, "k_ionize_emit");
+        grp->s[grp->n++] = a;
+        if (grp->n == ION_GROUP)
+            emit_group(g, grp);
     }
     if (sums) {
         double *h = H->sums[k];
@@ -492,8 +532,21 @@ int gpu_ionize(void *ctx, pic_state *st, long long step, int sums, ionize_stats 
     }
     k_ionize_scan<<<nc, SCAN_THREADS, 0, g->stream>>>(q); /* untimed: the "other" phase, as on the CPU */
     GPU_LAUNCHED(g, "k_ionize_scan");
-    for (int k = 0; k < n; k++)
-        iq->a[k] = charge_launch(g, st, ions[k], k, step, sums, &L, g->ion_dz + dz0[k]);
+    kion_group grp;
+    memset(&grp, 0, sizeof grp);
+    for (int k = 0; k < n; k++) {
+        grp.s[grp.n++] = iq->a[k] = charge_args(g, st, ions[k], k, step, &L, g->ion_dz + dz0[k]);
+        if (grp.n == ION_GROUP || k == n - 1) {
+            k_ionize_charge<<<resident_blocks(g, k_ionize_charge, ION_CHUNK, &iq->charge_sm),
+                              ION_CHUNK, 0, g->stream>>>(grp);
+            GPU_LAUNCHED(g, "k_ionize_charge");
+            grp.n = 0;
+        }
+    }
+    for (int k = 0; sums && k < n; k++) {
+        k_ionize_sums<<<nc, GPU_THREADS, 0, g->stream>>>(iq->a[k]);
+        GPU_LAUNCHED(g, "k_ionize_sums");
+    }
     const size_t back = sums ? L.back : n * sizeof(ion_count);
     GPU_CK(cudaMemcpyAsync(g->h_ion_tab, g->ion_tab, back, cudaMemcpyDeviceToHost, g->stream));
     GPU_CK(cudaEventRecord(g->ion_ready, g->stream));
@@ -515,10 +568,13 @@ void gpu_ionize_end(void *ctx, pic_state *st, ionize_stats *out)
     gpu_trace_wait(g, "wait-ionize", w0);
     const ion_layout H = ion_layout_of(g, iq->ions, iq->n, g->h_ion_tab);
     unsigned given = 0; /* electron species given electrons so far */
+    kion_group grp;
+    memset(&grp, 0, sizeof grp);
     for (int k = 0; k < iq->n; k++) {
         const int s = iq->ions[k], to = g->sp[s].ion_to;
-        out[s] = emit(g, st, s, k, iq->a[k], &H, iq->sums, !((given >> to) & 1u));
+        out[s] = emit(g, st, s, k, iq->a[k], &H, iq->sums, !((given >> to) & 1u), &grp);
         given |= out[s].events ? 1u << to : 0u;
     }
+    emit_group(g, &grp);
     g->ion_open = 0;
 }
