@@ -192,6 +192,14 @@ void gpu_fields_join(gpu_state *g)
     g->fields_pending = 0;
 }
 
+void gpu_fields_join_b(gpu_state *g)
+{
+    if (!g->fields_pending)
+        return;
+    GPU_CK(cudaStreamWaitEvent(g->main_stream, g->b_ready, 0));
+    g->fields_pending = 0;
+}
+
 /* A do-nothing kernel: its image tells whether this build runs on the device. */
 __global__ void k_probe(int *p)
 {
@@ -251,7 +259,7 @@ static size_t gpu_ext_arrays(const pic_state *st)
  * slack of a segment), allocated as they come. */
 static size_t deck_bytes(const pic_state *st, size_t tile_entries)
 {
-    size_t b = 12 * st->f->size * sizeof(float) + 3 * st->f->size * sizeof(long long) +
+    size_t b = 15 * st->f->size * sizeof(float) + 3 * st->f->size * sizeof(long long) +
                gpu_ext_arrays(st) * st->f->size * sizeof(float) +
                (size_t)avg_arrays(st->avg_q) * st->f->size * sizeof(double) +
                tile_entries * sizeof(long long) +
@@ -692,6 +700,7 @@ static void open_fields(gpu_state *g, const emf *f)
     GPU_CK(cudaStreamCreateWithPriority(&g->field_stream, cudaStreamNonBlocking, least));
     GPU_CK(cudaEventCreateWithFlags(&g->pushed, cudaEventDisableTiming));
     GPU_CK(cudaEventCreateWithFlags(&g->fields_done, cudaEventDisableTiming));
+    GPU_CK(cudaEventCreateWithFlags(&g->b_ready, cudaEventDisableTiming));
     g->stream = g->main_stream;
     for (int k = 0; k < GPU_EVENTS; k++)
         GPU_CK(cudaEventCreate(&g->ev[k]));
@@ -699,12 +708,13 @@ static void open_fields(gpu_state *g, const emf *f)
     if (!g->pinned_fields)
         cudaGetLastError();
 
-    g->store = (float *)gpu_malloc(g, 12 * g->size * sizeof(float), "field arrays");
-    GPU_CK(cudaMemset(g->store, 0, 12 * g->size * sizeof(float)));
+    g->store = (float *)gpu_malloc(g, 15 * g->size * sizeof(float), "field arrays");
+    GPU_CK(cudaMemset(g->store, 0, 15 * g->size * sizeof(float)));
     for (int c = 0; c < 3; c++) {
         g->e[c] = g->store + c * g->size;
         g->b[c] = g->store + (3 + c) * g->size;
         g->j[c] = g->store + (6 + c) * g->size;
+        g->bn[c] = g->store + (12 + c) * g->size;
         GPU_CK(cudaMemcpy(g->e[c], f->e[c], g->size * sizeof(float), cudaMemcpyHostToDevice));
         GPU_CK(cudaMemcpy(g->b[c], f->b[c], g->size * sizeof(float), cudaMemcpyHostToDevice));
         GPU_CK(cudaMemcpy(g->j[c], f->j[c], g->size * sizeof(float), cudaMemcpyHostToDevice));
@@ -871,6 +881,8 @@ void gpu_memory_close(gpu_state *g, pic_state *st)
         cudaEventDestroy(g->pushed);
     if (g->fields_done)
         cudaEventDestroy(g->fields_done);
+    if (g->b_ready)
+        cudaEventDestroy(g->b_ready);
     if (g->main_stream)
         cudaStreamDestroy(g->main_stream);
     if (g->field_stream)
@@ -880,6 +892,7 @@ void gpu_memory_close(gpu_state *g, pic_state *st)
         cudaEventDestroy(g->border_ready);
         cudaEventDestroy(g->border_pushed);
         cudaEventDestroy(g->border_done);
+        cudaEventDestroy(g->fold_sent);
         cudaFree(g->border_entries);
     }
     free(g);

@@ -181,11 +181,11 @@ __global__ void k_laser(laser_beam beam, laser_line ln, int n, int k0, int kstep
     laser_line_add(&beam, &ln, t, &d1[k], &d2[k]);
 }
 
-/* The source lines of the lasers after a half B step (e = 0) or the E step (e = 1). */
-static void laser_lines(gpu_state *g, const emf *f, int e)
+/* The source lines of the lasers after a half B step into bo (e = 0) or the E step (e = 1). */
+static void laser_lines(gpu_state *g, const emf *f, int e, float *const bo[3])
 {
     const fbnd *b = f->fb;
-    float *const a[6] = {g->e[0], g->e[1], g->e[2], g->b[0], g->b[1], g->b[2]};
+    float *const a[6] = {g->e[0], g->e[1], g->e[2], bo[0], bo[1], bo[2]};
     for (int l = 0; l < b->nlasers; l++) {
         const laser_src *L = &b->lasers[l];
         const laser_line ln = laser_line_of(L, e, f->step, f->dt, f->dx, f->dy, g->shift);
@@ -202,7 +202,7 @@ static void laser_lines(gpu_state *g, const emf *f, int e)
 
 /* ---- the hooks of the Yee phases ---- */
 
-void gpu_fbnd_b(gpu_state *g, const pic_state *st)
+void gpu_fbnd_b(gpu_state *g, const pic_state *st, float *const bo[3])
 {
     const emf *f = st->f;
     const int upd = pml_psi_due(&g->psi_step, f->step); /* the device's own psi clock */
@@ -210,11 +210,11 @@ void gpu_fbnd_b(gpu_state *g, const pic_state *st)
     for (int l = 0, n = 1; l < g->nlayers; l += n) {
         dim3 grid;
         const klayers a = group_args(g, l, 2, &n, &grid);
-        k_pml_b<<<grid, 128, 0, g->stream>>>(a, g->b[0], g->b[1], g->b[2], g->e[0], g->e[1],
-                                              g->e[2], idx, idy, h, upd);
+        k_pml_b<<<grid, 128, 0, g->stream>>>(a, bo[0], bo[1], bo[2], g->e[0], g->e[1], g->e[2],
+                                              idx, idy, h, upd);
         GPU_LAUNCHED(g, "k_pml_b");
     }
-    laser_lines(g, f, 0);
+    laser_lines(g, f, 0, bo);
 }
 
 /* Mur side m (mur_line_of): save entry t's old values (before the E step) or apply the
@@ -259,7 +259,7 @@ void gpu_fbnd_e(gpu_state *g, const pic_state *st)
                                               g->b[2], idx, idy, dt);
         GPU_LAUNCHED(g, "k_pml_e");
     }
-    laser_lines(g, f, 1);
+    laser_lines(g, f, 1, g->b);
     mur_sides(g, st, 0);
 }
 

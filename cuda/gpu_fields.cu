@@ -75,13 +75,19 @@ __device__ __forceinline__ bool cell_of_thread(const mesh &m, int &i, int &j)
     return i < m.i1 && j < m.j1;
 }
 
-__global__ void k_b_half(mesh m, float *bx, float *by, float *bz, const float *ex,
-                         const float *ey, const float *ez, float hx, float hy)
+/* B = B0 - h curl E (B0 = B: in place). */
+__global__ void k_b_half(mesh m, float *bx, float *by, float *bz, const float *bx0,
+                         const float *by0, const float *bz0, const float *ex, const float *ey,
+                         const float *ez, float hx, float hy)
 {
     int i, j;
     if (cell_of_thread(m, i, j)) {
         const int k = m.off + i + j * m.stride;
-        yee_b_cell(bx, by, bz, ex, ey, ez, k, m.stride, hx, hy);
+        float x, y, z;
+        yee_b_new(bx0, by0, bz0, ex, ey, ez, k, m.stride, hx, hy, &x, &y, &z);
+        bx[k] = x;
+        by[k] = y;
+        bz[k] = z;
         if (m.images)
             guard_images(m, i, j, k, bx, by, bz);
     }
@@ -130,11 +136,16 @@ __global__ void k_guard_fill(mesh m, float *a0, float *a1, float *a2)
 }
 
 /* Half of a guard fill across a periodic side that this rank holds alone (emf_guard_axis):
- * along x the G columns of this rank's rows, along y G whole rows. */
-__global__ void k_guard_axis(mesh m, int axis, float *a)
+ * along x the G columns of this rank's rows, along y G whole rows; array blockIdx.y. */
+typedef struct {
+    float *p[GPU_HALO_MAX];
+} guard_arrays;
+
+__global__ void k_guard_axis(mesh m, int axis, guard_arrays arr)
 {
     const int G = EMF_GUARD, s = m.stride, w = m.i1 - m.i0, h = m.j1 - m.j0;
     const int t = blockIdx.x * blockDim.x + threadIdx.x;
+    float *a = arr.p[blockIdx.y];
     if (axis == 0) {
         if (t >= G * h)
             return;
@@ -150,14 +161,19 @@ __global__ void k_guard_axis(mesh m, int axis, float *a)
     }
 }
 
-/* gpu_halo's device half for an axis this rank holds alone: guard fills. */
+/* gpu_halo's device half for an axis this rank holds alone: guard fills, all arrays in one
+ * launch. */
 static void guard_self(gpu_state *g, void *const a[], int ncomp, int axis)
 {
+    if (!ncomp)
+        return;
     const size_t n = (size_t)EMF_GUARD * (axis ? g->stride : g->j1 - g->j0);
-    for (int c = 0; c < ncomp; c++) {
-        k_guard_axis<<<gpu_blocks(n, 256), 256, 0, g->stream>>>(mesh_of(g), axis, (float *)a[c]);
-        GPU_LAUNCHED(g, "k_guard_axis");
-    }
+    guard_arrays arr;
+    for (int c = 0; c < GPU_HALO_MAX; c++)
+        arr.p[c] = c < ncomp ? (float *)a[c] : NULL;
+    k_guard_axis<<<dim3(gpu_blocks(n, 256), (unsigned)ncomp), 256, 0, g->stream>>>(mesh_of(g),
+                                                                                  axis, arr);
+    GPU_LAUNCHED(g, "k_guard_axis");
 }
 
 void gpu_guard_fill_n(gpu_state *g, float *const a[], int n)
@@ -233,21 +249,13 @@ static void fold_self(gpu_state *g, void *const a[], int ncomp, int axis)
     GPU_LAUNCHED(g, "k_acc_fold_axis");
 }
 
-/* The fold of acc's ncomp components into d0..d2, with the guard fill of nfill float arrays
- * fill[] in the same exchange. */
-static void acc_finish(gpu_state *g, int ncomp, float *d0, float *d1, float *d2,
-                       void *const fill[], int nfill)
+void gpu_acc_finish(gpu_state *g, int ncomp, float *d0, float *d1, float *d2)
 {
     void *const acc[3] = {g->acc, g->acc + g->size, g->acc + 2 * g->size};
-    gpu_halo_fold_fill(g, acc, ncomp, fill, nfill, fold_self, guard_self);
+    gpu_halo(g, acc, ncomp, 1, fold_self);
     k_acc_convert<<<gpu_blocks(g->size, 256), 256, 0, g->stream>>>(
         mesh_of(g), g->acc, g->size, 1.0 / (double)g->scale, d0, d1, d2);
     GPU_LAUNCHED(g, "k_acc_convert");
-}
-
-void gpu_acc_finish(gpu_state *g, int ncomp, float *d0, float *d1, float *d2)
-{
-    acc_finish(g, ncomp, d0, d1, d2, NULL, 0);
 }
 
 __global__ void k_filter3(mesh m, const float *a, float *out, int d, float wa, float wb)
@@ -309,15 +317,14 @@ void gpu_fields_filter(gpu_state *g, const pic_state *st, float *a0, float *a1, 
         }
 }
 
-/* Over several ranks of a box with no field boundary, B's update also runs over the guards
- * (all but the outermost upper line, whose E neighbour is not here and which neither the
- * gather nor E's update reads): from guards of E and B equal to the cells they stand for,
+/* B's half step from B and E(n) into bo (bo = b: in place), with the field boundaries' part
+ * and the guards. Over several ranks of a box with no field boundary it also runs over the
+ * guards (all but the outermost upper line, whose E neighbour is not here and which neither
+ * the gather nor E's update reads): from guards of E and B equal to the cells they stand for,
  * the same operations give the values the neighbour computes, bit for bit, without an
  * exchange. The field boundaries' updates hold state for this rank's cells only, so a box
- * with any keeps the exchange; over NCCL the second half step's carries J's fold too (the
- * particle phase leaves it pending: b_half runs on B(n) and E(n) alone, so it can go first),
- * one exchange a step less. */
-static void b_half(gpu_state *g, const pic_state *st)
+ * with any keeps the exchange. */
+static void b_half(gpu_state *g, const pic_state *st, float *const bo[3])
 {
     const float hx = (float)(0.5 * st->f->dt / st->f->dx), hy = (float)(0.5 * st->f->dt / st->f->dy);
     const int G = EMF_GUARD, wide = g->ranks > 1 && !st->f->fb;
@@ -325,27 +332,27 @@ static void b_half(gpu_state *g, const pic_state *st)
     if (wide)
         m.i0 -= G, m.i1 += G - 1, m.j0 -= G, m.j1 += G - 1;
     const dim3 grid(gpu_blocks((size_t)(m.i1 - m.i0), FX), gpu_blocks((size_t)(m.j1 - m.j0), FY));
-    k_b_half<<<grid, dim3(FX, FY), 0, g->stream>>>(m, g->b[0], g->b[1], g->b[2], g->e[0],
-                                                    g->e[1], g->e[2], hx, hy);
+    k_b_half<<<grid, dim3(FX, FY), 0, g->stream>>>(m, bo[0], bo[1], bo[2], g->b[0], g->b[1],
+                                                    g->b[2], g->e[0], g->e[1], g->e[2], hx, hy);
     GPU_LAUNCHED(g, "k_b_half");
     if (st->f->fb)
-        gpu_fbnd_b(g, st);
-    if (g->fold_pending) { /* J(n+1/2) from the particle phase's sums, folded beside B's guards */
-        void *const b[3] = {g->b[0], g->b[1], g->b[2]};
-        acc_finish(g, 3, g->j[0], g->j[1], g->j[2], b, 3);
-        g->fold_pending = 0;
-    } else if (!m.images && !wide) {
-        gpu_guard_fill(g, g->b[0], g->b[1], g->b[2]);
-    }
+        gpu_fbnd_b(g, st, bo);
+    if (!m.images && !wide)
+        gpu_guard_fill(g, bo[0], bo[1], bo[2]);
 }
 
+/* B(n) = B(n-1/2) - dt/2 curl E(n), which the push waits for (b_ready), then B(n+1/2) =
+ * B(n) - dt/2 curl E(n) into bn beside the push (neither reads J or the particles), which
+ * gpu_fields swaps in: the field phase after the push starts with the current. */
 void gpu_b_half(void *ctx, pic_state *st)
 {
     gpu_state *g = (gpu_state *)ctx;
     gpu_trace_step(g, st->f->step);
     gpu_fields_continue(g); /* beside the last step's ionization and collisions */
     int t = gpu_tic(g, st);
-    b_half(g, st);
+    b_half(g, st, g->b);
+    GPU_CK(cudaEventRecord(g->b_ready, g->stream));
+    b_half(g, st, g->bn);
     gpu_toc(g, t, PH_FIELD);
     gpu_fields_end(g);
     gpu_debug(g, st, DBG_B_HALF);
@@ -357,7 +364,11 @@ void gpu_fields(void *ctx, pic_state *st)
     const emf *f = st->f;
     gpu_fields_begin(g); /* beside the sort, which gpu_sort then joins */
     int t = gpu_tic(g, st);
-    b_half(g, st);
+    for (int c = 0; c < 3; c++) { /* B(n+1/2), made by gpu_b_half */
+        float *const b = g->b[c];
+        g->b[c] = g->bn[c];
+        g->bn[c] = b;
+    }
     gpu_fields_filter(g, st, g->j[0], g->j[1], g->j[2]);
     const float dt = (float)f->dt, cx = (float)(f->dt / f->dx), cy = (float)(f->dt / f->dy);
     if (f->fb) {

@@ -92,22 +92,8 @@ void gpu_halo(gpu_state *g, void *const a[], int ncomp, int fold,
 {
     const int ex = g->ranks > 1 ? gpu_exchange_begin(g) : -1;
     if (g->nccl) /* device to device (gpu_nccl.cu) */
-        gpu_nccl_halo2(g, a, fold ? ncomp : 0, a, fold ? 0 : ncomp, self, self);
+        gpu_nccl_halo(g, a, ncomp, fold, self);
     else
         staged_halo(g, a, ncomp, fold, self);
-    gpu_exchange_end(g, ex);
-}
-
-void gpu_halo_fold_fill(gpu_state *g, void *const fold[], int nfold, void *const fill[],
-                        int nfill, void (*fold_self)(gpu_state *, void *const[], int, int),
-                        void (*fill_self)(gpu_state *, void *const[], int, int))
-{
-    const int ex = g->ranks > 1 ? gpu_exchange_begin(g) : -1;
-    if (g->nccl) {
-        gpu_nccl_halo2(g, fold, nfold, fill, nfill, fold_self, fill_self);
-    } else {
-        staged_halo(g, fold, nfold, 1, fold_self);
-        staged_halo(g, fill, nfill, 0, fill_self);
-    }
     gpu_exchange_end(g, ex);
 }

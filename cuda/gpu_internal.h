@@ -127,8 +127,10 @@ struct gpu_state {
     int *h_hist;                  /* over several ranks: the migration histograms, with those
                                      around this rank's share (pinned; nsp x ncl x 9) */
     gpu_border border[DECK_MAX_SPECIES];
-    float *store;                 /* e[3], b[3], j[3], rho, tmp, rho2 */
+    float *store;                 /* e[3], b[3], j[3], rho, tmp, rho2, bn[3] */
     float *e[3], *b[3], *j[3], *rho, *tmp, *rho2;
+    float *bn[3];                 /* B(n+1/2), made beside the push (gpu_b_half) and swapped
+                                     with b by gpu_fields */
     float *ext[6];                /* the external fields' arrays (extfield.h) of the components
                                      that vary in space, else NULL: copies of st->ext.a */
     float *h_ext;                 /* their pinned staging (gpu_ext_fields), and the event of */
@@ -209,8 +211,8 @@ struct gpu_state {
     int overlap;                  /* the field phase runs on field_stream beside the sort */
     int fields_pending;           /* field_stream has work the main stream has not joined */
     int fbnd;                     /* the box has field boundaries (st->f->fb) */
-    int fold_pending;             /* J's sums in acc, folded with B's guards (gpu_fields.cu) */
     cudaEvent_t pushed, fields_done; /* main stream -> field stream, and back */
+    cudaEvent_t b_ready;          /* field stream -> main: B(n), before B(n+1/2) (gpu_b_half) */
     /* NCCL ranks without particle walls, drops or window: the clusters whose histograms the
      * neighbours need (nborder entries at border_entries, device) are pushed on
      * border_stream beside the main stream's push of the rest, and their histograms travel
@@ -220,6 +222,11 @@ struct gpu_state {
     int border_axes;              /* bit 0: the border columns, bit 1: the border rows */
     cudaEvent_t border_ready, border_pushed, border_done;
     int halo_early;               /* this step's histogram halo went on border_stream */
+    /* on a box without field boundaries, J's fold along x went there too: the border
+     * clusters' guard sums sent while the rest is pushed (fold_sent: border -> field
+     * stream), unpacked by gpu_acc_finish (gpu_nccl_halo) */
+    int fold_x_early;
+    cudaEvent_t fold_sent;
     /* phase timers: events recorded in the stream, read once the stream has passed them */
     cudaEvent_t ev[GPU_EVENTS];
     int nev, npend;
@@ -433,11 +440,13 @@ void gpu_exchange_end(gpu_state *g, int begin);
  * gpu_fields_continue queues on field_stream behind its own work alone: B's half step at a
  * step's start, which writes B, read on the main stream by nothing before the push, which
  * joins (ionization reads E), so that it runs beside the last step's ionization and
- * collisions. No-ops when g->overlap is 0 (staged exchanges). */
+ * collisions; the particle kernel joins with gpu_fields_join_b, behind B(n) alone (b_ready),
+ * so that B(n+1/2) is made beside it. No-ops when g->overlap is 0 (staged exchanges). */
 void gpu_fields_begin(gpu_state *g);
 void gpu_fields_continue(gpu_state *g);
 void gpu_fields_end(gpu_state *g);
 void gpu_fields_join(gpu_state *g);
+void gpu_fields_join_b(gpu_state *g);
 
 /* gpu_state.rest of the particles as they are, queued (gpu_particles.cu); after the
  * ionization's charge draws, which alone change the charge states, it runs while the host
@@ -530,12 +539,6 @@ static inline int gpu_axis_kind(const gpu_state *g, int axis)
 }
 void gpu_halo(gpu_state *g, void *const a[], int ncomp, int fold,
               void (*self)(gpu_state *, void *const[], int, int));
-/* The fold of nfold sum arrays and the guard fill of nfill float arrays in one exchange over
- * NCCL (one message per neighbour and axis), in two staged; fold_self and fill_self as
- * gpu_halo's self. */
-void gpu_halo_fold_fill(gpu_state *g, void *const fold[], int nfold, void *const fill[],
-                        int nfill, void (*fold_self)(gpu_state *, void *const[], int, int),
-                        void (*fill_self)(gpu_state *, void *const[], int, int));
 /* The largest of n per-cluster values, at least `least` (gpu_species.cap_max). */
 static inline int gpu_most(const int *v, size_t n, int least)
 {
@@ -594,10 +597,11 @@ void gpu_trace_wait(gpu_state *g, const char *what, double since);
 void gpu_trace_step(gpu_state *g, long step);
 void gpu_trace_close(gpu_state *g);
 /* Field boundaries (gpu_fbnd.cu, the twin of cpu_fbnd.c): setup and free, the hooks of the
- * Yee phases (as fbnd_b, fbnd_e_save, fbnd_e) and the fetch of their state for checkpoints. */
+ * Yee phases (as fbnd_b, into the half step's output bo; fbnd_e_save, fbnd_e) and the fetch
+ * of their state for checkpoints. */
 void gpu_fbnd_setup(gpu_state *g, const pic_state *st);
 void gpu_fbnd_free(gpu_state *g);
-void gpu_fbnd_b(gpu_state *g, const pic_state *st);
+void gpu_fbnd_b(gpu_state *g, const pic_state *st, float *const bo[3]);
 void gpu_fbnd_e_save(gpu_state *g, const pic_state *st);
 void gpu_fbnd_e(gpu_state *g, const pic_state *st);
 void gpu_fbnd_fetch(gpu_state *g, pic_state *st);

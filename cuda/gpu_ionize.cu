@@ -169,13 +169,17 @@ __device__ __forceinline__ void group_first(const kion_group &g, int emit, int *
         first[k + 1] = first[k] + (k < g.n ? (emit ? g.s[k].cnt->nemit : g.s[k].cnt->nitems) : 0);
 }
 
-/* The group's species whose items hold item it. */
-__device__ __forceinline__ int group_species(const int *first, int it)
+/* Item it of the launch's walk (group_first's first[]): its species' arguments, and into *w
+ * the item (cluster, chunk) of that species' list (emit: its emission list). */
+__device__ __forceinline__ const kionize &group_item(const kion_group &g, const int *first,
+                                                    int it, int emit, int2 *w)
 {
     int k = 0;
     while (it >= first[k + 1])
         k++;
-    return k;
+    const kionize &a = g.s[k];
+    *w = (emit ? a.emits : a.items)[it - first[k]];
+    return a;
 }
 
 /* The last of a launch's blocks to get here (every block's thread 0 calls it once) clears
@@ -198,9 +202,8 @@ __global__ void __launch_bounds__(ION_CHUNK, 4)
     int first[ION_GROUP + 1];
     group_first(g, 0, first);
     for (int it = blockIdx.x; it < first[g.n]; it += gridDim.x) {
-        const int sk = group_species(first, it);
-        const kionize &a = g.s[sk];
-        const int2 w = a.items[it - first[sk]];
+        int2 w;
+        const kionize &a = group_item(g, first, it, 0, &w);
         const int c = w.x, n = a.count[c], s0 = a.start[c], k = w.y * ION_CHUNK + threadIdx.x;
         int d = 0;
         if (k < n) {
@@ -275,9 +278,8 @@ __global__ void __launch_bounds__(ION_CHUNK) k_ionize_emit(const __grid_constant
     int first[ION_GROUP + 1];
     group_first(g, 1, first);
     for (int it = blockIdx.x; it < first[g.n]; it += gridDim.x) {
-        const int sk = group_species(first, it);
-        const kionize &a = g.s[sk];
-        const int2 w = a.emits[it - first[sk]];
+        int2 w;
+        const kionize &a = group_item(g, first, it, 1, &w);
         const int c = w.x, n = a.count[c], s0 = a.start[c];
         int at = a.estart[c] + a.ecount[c];
         for (int q = 0; q < w.y; q++)

@@ -42,7 +42,9 @@ struct gpu_nccl {
      * one communicator must not run on two streams at once, so each has its own */
     ncclComm_t comm, halo;
     char *buf;    /* the halo's four message areas: to -, to +, from -, from + */
-    size_t each;  /* bytes of one: the widest bands of a fold and a guard fill together */
+    size_t each;  /* bytes of one: the widest bands of a fold or a guard fill */
+    unsigned long long *fold; /* the early x fold's four areas (gpu_nccl_fold_x_area) */
+    size_t fold_each;         /* entries of one: J's three x fold bands */
     struct nccl_sort *sort; /* the sort's histogram halo and border counts (end of file) */
 };
 
@@ -189,8 +191,8 @@ void gpu_transport_open(gpu_state *g, pic_state *st)
 static void nccl_connect(gpu_state *g, gpu_nccl *n)
 {
     const int widest = g->rows > g->stride ? g->rows : g->stride;
-    /* a fold of three 8-byte sums and a guard fill of three floats (or six) together */
-    n->each = (size_t)(3 * sizeof(long long) + 3 * sizeof(float)) * EMF_GUARD * widest + 32;
+    /* a fold of three 8-byte sums, or a guard fill of up to six floats */
+    n->each = (size_t)GPU_HALO_MAX * sizeof(float) * EMF_GUARD * widest + 32;
     n->buf = (char *)gpu_malloc(g, 4 * n->each, "NCCL halo messages");
     /* NCCL connects to a peer at the first message (most of a second): one byte to and from
      * each neighbour now, so that the timed phases do not pay it (to nb[k] goes what the rank
@@ -225,6 +227,9 @@ void gpu_transport_close(gpu_state *g, pic_state *st)
     GPU_CK(cudaStreamSynchronize(g->stream));
     cudaFree(g->nccl->buf);
     g->nccl->buf = NULL;
+    if (g->nccl->fold)
+        cudaFree(g->nccl->fold);
+    g->nccl->fold = NULL;
     if (st->reopen) { /* a rebalance: the communicators do not depend on the share */
         st->kept = g->nccl;
         g->nccl = NULL;
@@ -350,8 +355,8 @@ static halo_bands bands_of(const gpu_state *g, int fold, int axis)
     return b;
 }
 
-/* The four message areas at byte `at` of each (to -, to +, from -, from +). */
-static char *area(gpu_state *g, int k, size_t at) { return g->nccl->buf + k * g->nccl->each + at; }
+/* The four message areas (to -, to +, from -, from +). */
+static char *area(gpu_state *g, int k) { return g->nccl->buf + k * g->nccl->each; }
 
 static size_t bands_bytes(const halo_bands &b, int ncomp, size_t esz)
 {
@@ -373,71 +378,104 @@ static unsigned band_blocks(const halo_bands &b, int ncomp)
     return n < 1024 ? (unsigned)n : 1024;
 }
 
-/* The bands of arrays a[] (T entries) packed into the outgoing areas at byte `at`; a fold's
- * guards zeroed. */
+/* The bands of arrays a[] (T entries) packed into the outgoing areas; a fold's guards
+ * zeroed. */
 template <typename T>
-static void bands_pack(gpu_state *g, void *const a[], int ncomp, const halo_bands &b, size_t at,
-                       int fold)
+static void bands_pack(gpu_state *g, void *const a[], int ncomp, const halo_bands &b, int fold)
 {
     k_band_pack<T><<<band_blocks(b, ncomp), 256, 0, g->stream>>>(
         arrays_of<T>(a, ncomp), g->stride, b.nr, b.nc, b.send[0], b.send[1],
-        (T *)area(g, 0, at), (T *)area(g, 1, at), fold);
+        (T *)area(g, 0), (T *)area(g, 1), fold);
     GPU_LAUNCHED(g, "k_band_pack");
 }
 
-/* What came in at byte `at` of the incoming areas into the bands: copied, or added (fold). */
+/* What came in (in_lo from the - side, in_hi from the +) into the bands: copied, or added
+ * (fold). */
 template <typename T>
 static void bands_unpack(gpu_state *g, void *const a[], int ncomp, const halo_bands &b,
-                         size_t at, int fold, int axis)
+                         const void *in_lo, const void *in_hi, int fold, int axis)
 {
     const int lo = g->nb[2 * axis], hi = g->nb[2 * axis + 1];
     k_band_unpack<T><<<band_blocks(b, ncomp), 256, 0, g->stream>>>(
         arrays_of<T>(a, ncomp), g->stride, b.nr, b.nc, b.recv[0], b.recv[1],
-        (const T *)area(g, 2, at), (const T *)area(g, 3, at), lo >= 0, hi >= 0, fold);
+        (const T *)in_lo, (const T *)in_hi, lo >= 0, hi >= 0, fold);
     GPU_LAUNCHED(g, "k_band_unpack");
 }
 
-/* One axis: the fold of nfold arrays of 64-bit sums and the guard fill of nfill float arrays,
- * packed into one message per neighbour (the fold's bands first), one NCCL group, unpacked. */
-static void axis_exchange(gpu_state *g, void *const fold[], int nfold, void *const fill[],
-                          int nfill, int axis)
+/* One axis: the fold of ncomp arrays of 64-bit sums, or the guard fill of ncomp float arrays,
+ * packed into one message per neighbour, one NCCL group, unpacked. */
+template <typename T> static void axis_exchange(gpu_state *g, void *const a[], int ncomp, int fold, int axis)
 {
-    const halo_bands bf = bands_of(g, 1, axis), bg = bands_of(g, 0, axis);
-    const size_t nf = nfold ? bands_bytes(bf, nfold, 8) : 0;
-    const size_t bytes = nf + (nfill ? bands_bytes(bg, nfill, 4) : 0);
+    const halo_bands b = bands_of(g, fold, axis);
+    const size_t bytes = bands_bytes(b, ncomp, sizeof(T));
     if (bytes > g->nccl->each)
         EMPIC_DIE("a halo message of %zu bytes exceeds its buffer of %zu", bytes,
                   g->nccl->each);
-    if (nfold)
-        bands_pack<unsigned long long>(g, fold, nfold, bf, 0, 1);
-    if (nfill)
-        bands_pack<float>(g, fill, nfill, bg, nf, 0);
-    swap_sides(g, g->nccl->halo, area(g, 0, 0), area(g, 1, 0), area(g, 2, 0), area(g, 3, 0),
+    bands_pack<T>(g, a, ncomp, b, fold);
+    swap_sides(g, g->nccl->halo, area(g, 0), area(g, 1), area(g, 2), area(g, 3),
                bytes, ncclChar, g->nb[2 * axis], g->nb[2 * axis + 1]);
-    if (nfold)
-        bands_unpack<unsigned long long>(g, fold, nfold, bf, 0, 1, axis);
-    if (nfill)
-        bands_unpack<float>(g, fill, nfill, bg, nf, 0, axis);
+    bands_unpack<T>(g, a, ncomp, b, area(g, 2), area(g, 3), fold, axis);
+}
+
+/* The x fold that gpu_nccl_fold_x_send sent: what came in added into the cells (the guards
+ * of acc keep the tile sums, which the conversion drops). */
+static void fold_x_late(gpu_state *g, void *const a[], int ncomp)
+{
+    const unsigned long long *f = g->nccl->fold;
+    const size_t each = g->nccl->fold_each;
+    GPU_CK(cudaStreamWaitEvent(g->stream, g->fold_sent, 0));
+    bands_unpack<unsigned long long>(g, a, ncomp, bands_of(g, 1, 0), f + 2 * each,
+                                     f + 3 * each, 1, 0);
+    g->fold_x_early = 0;
 }
 #endif
 
-void gpu_nccl_halo2(gpu_state *g, void *const fold[], int nfold, void *const fill[], int nfill,
-                    void (*fold_self)(gpu_state *, void *const[], int, int),
-                    void (*fill_self)(gpu_state *, void *const[], int, int))
+void gpu_nccl_halo(gpu_state *g, void *const a[], int ncomp, int fold,
+                   void (*self)(gpu_state *, void *const[], int, int))
 {
     for (int axis = 0; axis < 2; axis++) {
         const int kind = gpu_axis_kind(g, axis);
-        if (kind == 1) {
-            if (nfold)
-                fold_self(g, fold, nfold, axis);
-            if (nfill)
-                fill_self(g, fill, nfill, axis);
-        }
+        if (kind == 1)
+            self(g, a, ncomp, axis);
 #ifdef EMPIC_NCCL
+        else if (kind == 0 && axis == 0 && fold && g->fold_x_early)
+            fold_x_late(g, a, ncomp);
+        else if (kind == 0 && fold)
+            axis_exchange<unsigned long long>(g, a, ncomp, 1, axis);
         else if (kind == 0)
-            axis_exchange(g, fold, nfold, fill, nfill, axis);
+            axis_exchange<float>(g, a, ncomp, 0, axis);
 #endif
     }
+}
+
+unsigned long long *gpu_nccl_fold_x_area(gpu_state *g, int k)
+{
+#ifdef EMPIC_NCCL
+    gpu_nccl *n = g->nccl;
+    if (!n->fold) {
+        n->fold_each = (size_t)3 * EMF_GUARD * g->rows;
+        n->fold = (unsigned long long *)gpu_malloc(g, 4 * n->fold_each * sizeof *n->fold,
+                                                   "NCCL fold messages");
+    }
+    return n->fold + k * n->fold_each;
+#else
+    (void)g, (void)k;
+    return NULL;
+#endif
+}
+
+void gpu_nccl_fold_x_send(gpu_state *g, int ncomp)
+{
+#ifdef EMPIC_NCCL
+    unsigned long long *f = gpu_nccl_fold_x_area(g, 0);
+    const size_t each = g->nccl->fold_each;
+    swap_sides(g, g->nccl->comm, f, f + each, f + 2 * each, f + 3 * each,
+               (size_t)ncomp * EMF_GUARD * g->rows, ncclUint64, g->nb[0], g->nb[1]);
+    GPU_CK(cudaEventRecord(g->fold_sent, g->stream));
+    g->fold_x_early = 1;
+#else
+    (void)g, (void)ncomp;
+#endif
 }
 
 void gpu_nccl_border(gpu_state *g, const int *which, int nsort, const size_t (*off)[5], int up,

@@ -21,13 +21,22 @@ void gpu_transport_open(struct gpu_state *g, pic_state *st);
  * (st->reopen) the communicators are left in st->kept for the next open to take. */
 void gpu_transport_close(struct gpu_state *g, pic_state *st);
 
-/* gpu_halo_fold_fill on the device (g->nccl set): the fold of nfold arrays of 64-bit
- * fixed-point sums fold[] and the guard fill of nfill float arrays fill[], x then y, one
- * message per neighbour and axis carrying both, bitwise the staged path's result;
- * fold_self / fill_self(g, a, n, axis) for an axis this rank holds alone, as gpu_halo. */
-void gpu_nccl_halo2(struct gpu_state *g, void *const fold[], int nfold, void *const fill[],
-                    int nfill, void (*fold_self)(struct gpu_state *, void *const[], int, int),
-                    void (*fill_self)(struct gpu_state *, void *const[], int, int));
+/* gpu_halo on the device (g->nccl set): the fold of ncomp arrays of 64-bit fixed-point sums
+ * (fold = 1) or the guard fill of ncomp float arrays, x then y, one message per neighbour and
+ * axis carrying every component, bitwise the staged path's result; self(g, a, ncomp, axis)
+ * for an axis this rank holds alone, as gpu_halo. */
+void gpu_nccl_halo(struct gpu_state *g, void *const a[], int ncomp, int fold,
+                   void (*self)(struct gpu_state *, void *const[], int, int));
+
+/* J's fold along x sent as soon as the border clusters are pushed (gpu_particles.cu, on
+ * border_stream, a box without field boundaries): gpu_nccl_fold_x_area(g, k) is message area
+ * k (to -, to +, from -, from +) of the three x fold bands of 64-bit sums, in k_band_pack's
+ * layout (allocated at first use); gpu_nccl_fold_x_send sends areas 0 and 1 to the x
+ * neighbours and takes 2 and 3 from them, on the sort's communicator in the stream, records
+ * g->fold_sent and sets g->fold_x_early, so that the next gpu_nccl_halo with a fold adds
+ * what came in instead of exchanging its x bands. */
+unsigned long long *gpu_nccl_fold_x_area(struct gpu_state *g, int k);
+void gpu_nccl_fold_x_send(struct gpu_state *g, int ncomp);
 
 /* border_pass's swap of the leavers (g->nccl set): for each of the nsort species k (which[k]),
  * whose four areas lie at off[k][0..4] of g->border[which[k]].dev (leavers going up, going

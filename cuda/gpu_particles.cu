@@ -798,6 +798,26 @@ __global__ void k_tiles_sum(ktiles a, int add, long long *acc, size_t size, int 
     }
 }
 
+/* Several ranks, J's x fold sent early (fold_early): the tile sums of this rank's guard
+ * columns, every row, low band to lo and high band to hi in k_band_pack's layout (component
+ * after component, rows in order, G columns each): what k_tiles_sum puts in acc's guards. */
+__global__ void k_tiles_guards(ktiles a, int rows, int w, int i0, int j0, unsigned long long *lo,
+                               unsigned long long *hi)
+{
+    const int G = EMF_GUARD;
+    const size_t per = (size_t)rows * G;
+    for (size_t t = blockIdx.x * (size_t)blockDim.x + threadIdx.x; t < 2 * per;
+         t += (size_t)gridDim.x * blockDim.x) {
+        const int side = t >= per;
+        const size_t q = t - (side ? per : 0);
+        const int r = (int)(q / G), c = (int)(q % G);
+        unsigned long long v[3] = {0, 0, 0};
+        tiles_sum_cell(a, side ? i0 + w + c : i0 - G + c, r - G + j0, v);
+        for (int k = 0; k < a.ncomp; k++)
+            (side ? hi : lo)[k * per + q] = v[k];
+    }
+}
+
 /* One rank: the finished mesh current at once (what k_tiles_sum and gpu_acc_finish give,
  * without the round trip through acc). Block c < ncl takes cluster c's cells: each sums the
  * entries of the tiles that cover it, its cluster's and, near the cluster's sides, those of
@@ -904,16 +924,37 @@ static void tiles_sum(gpu_state *g, const int *live, int nset, int ncomp, int ad
     GPU_LAUNCHED(g, "k_tiles_sum");
 }
 
+/* Over NCCL ranks on a box without field boundaries, once the border clusters are pushed
+ * (border_stream): J's fold along x sent while the rest is pushed. Only the border clusters'
+ * tiles reach the guard columns (a tile reaches two cells past its cluster; the neighbour's
+ * clusters hold nothing here), so their sums are the guards' whole fold, and integer adds
+ * give the cells the same sums in any order (gpu_nccl_fold_x_send). */
+static void fold_early(gpu_state *g, int nset)
+{
+    if (g->fbnd || !(g->border_axes & 1))
+        return;
+    const int open = g->open;
+    g->open = -1; /* timed as exchange, not as the push it overlaps */
+    g->stream = g->border_stream;
+    const int ex = gpu_exchange_begin(g);
+    const size_t n = 2 * (size_t)g->rows * EMF_GUARD;
+    k_tiles_guards<<<gpu_blocks(n, 256), 256, 0, g->stream>>>(
+        ktiles_of(g, g->tile_live, nset, 3), g->rows, g->i1 - g->i0, g->i0, g->j0,
+        gpu_nccl_fold_x_area(g, 0), gpu_nccl_fold_x_area(g, 1));
+    GPU_LAUNCHED(g, "k_tiles_guards");
+    gpu_nccl_fold_x_send(g, 3);
+    gpu_exchange_end(g, ex);
+    g->stream = g->main_stream;
+    g->open = open;
+}
+
 /* The current of nset tile sets into J: at once on one rank, through acc over several. */
 static void tiles_current(gpu_state *g, int nset)
 {
     g->j_behind = 0; /* J overwritten: the window's shifts it missed do not matter */
     if (g->ranks > 1) {
         tiles_sum(g, g->tile_live, nset, 3, 0);
-        if (g->nccl && g->fbnd) /* the fold travels with B's guards (gpu_fields.cu, b_half) */
-            g->fold_pending = 1;
-        else
-            gpu_acc_finish(g, 3, g->j[0], g->j[1], g->j[2]);
+        gpu_acc_finish(g, 3, g->j[0], g->j[1], g->j[2]);
         return;
     }
     k_tiles_mesh<<<(unsigned)g->ncl + 32, 256, 0, g->stream>>>(
@@ -985,6 +1026,7 @@ void gpu_particles_border_setup(gpu_state *g)
         GPU_CK(cudaEventCreateWithFlags(&g->border_ready, cudaEventDisableTiming));
         GPU_CK(cudaEventCreateWithFlags(&g->border_pushed, cudaEventDisableTiming));
         GPU_CK(cudaEventCreateWithFlags(&g->border_done, cudaEventDisableTiming));
+        GPU_CK(cudaEventCreateWithFlags(&g->fold_sent, cudaEventDisableTiming));
         g->nborder = n;
     }
     free(list);
@@ -1144,8 +1186,10 @@ static void push_launch(gpu_state *g, const pic_state *st, kpart *a, int m, int 
         GPU_CK(cudaLaunchKernel(push_kernel(want_ke, a->spare > 0), dim3(blocks),
                                 dim3(GPU_MOVE_THREADS), args, g->smem_move, g->stream));
         GPU_LAUNCHED(g, "k_push_move");
-        if (run == PUSH_BORDER)
+        if (run == PUSH_BORDER) {
             gpu_sort_halo_early(g, st); /* and back to the main stream */
+            fold_early(g, m);
+        }
     }
     if (border) /* the border clusters' tiles, for the current */
         GPU_CK(cudaStreamWaitEvent(g->main_stream, g->border_pushed, 0));
@@ -1159,7 +1203,7 @@ void gpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic)
         EMPIC_DIE("internal: the push before the last step's ionization ended (gpu_ionize_end)");
     if (!g->rest_valid)
         gpu_rest_flags(g);
-    gpu_fields_join(g); /* E(n), B(n) */
+    gpu_fields_join_b(g); /* E(n), B(n) */
     gpu_debug(g, st, DBG_BEFORE_MOVE);
     kpart a;
     memset(&a, 0, sizeof a);

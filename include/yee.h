@@ -14,13 +14,26 @@ enum { YEE_EX = 0, YEE_EY, YEE_EZ, YEE_BX, YEE_BY, YEE_BZ };
 EMPIC_HD int yee_hx(int m) { return (0x31 >> m) & 1; }
 EMPIC_HD int yee_hy(int m) { return (0x2a >> m) & 1; }
 
-/* B -= h curl E at cell k; hx = h/dx, hy = h/dy (h = dt/2 for the two half steps). */
+/* B - h curl E at cell k into *nbx, *nby, *nbz; hx = h/dx, hy = h/dy (h = dt/2 for the two
+ * half steps). */
+EMPIC_HD void yee_b_new(const float *bx, const float *by, const float *bz, const float *ex,
+                        const float *ey, const float *ez, int k, int s, float hx, float hy,
+                        float *nbx, float *nby, float *nbz)
+{
+    *nbx = bx[k] - hy * (ez[k + s] - ez[k]);
+    *nby = by[k] + hx * (ez[k + 1] - ez[k]);
+    *nbz = bz[k] - (hx * (ey[k + 1] - ey[k]) - hy * (ex[k + s] - ex[k]));
+}
+
+/* B -= h curl E at cell k. */
 EMPIC_HD void yee_b_cell(float *bx, float *by, float *bz, const float *ex, const float *ey,
                          const float *ez, int k, int s, float hx, float hy)
 {
-    bx[k] -= hy * (ez[k + s] - ez[k]);
-    by[k] += hx * (ez[k + 1] - ez[k]);
-    bz[k] -= hx * (ey[k + 1] - ey[k]) - hy * (ex[k + s] - ex[k]);
+    float x, y, z;
+    yee_b_new(bx, by, bz, ex, ey, ez, k, s, hx, hy, &x, &y, &z);
+    bx[k] = x;
+    by[k] = y;
+    bz[k] = z;
 }
 
 /* E += dt (curl B - J) at cell k; cx = dt/dx, cy = dt/dy. */

@@ -159,13 +159,13 @@ void memory_estimate(const deck *d, int ranks, memory_need *m)
     }
     m->transient = t + persist;
     m->rank = m->host = BASE_BYTES + m->fields + m->slots + m->transient;
-    /* device (the gpu_malloc calls of cuda/): 12 field arrays, the external fields' arrays
+    /* device (the gpu_malloc calls of cuda/): 15 field arrays, the external fields' arrays
      * and the averaged dumps' sums, three current tiles per cluster with their guards, the
      * particle slots and the ionization's increments and work lists (41/32 bytes per slot of
      * every ionizing species), each rank its share; the host keeps its own copy of the state */
     const int kx = clusters_along(d->nx, d->cluster[0]), ky = clusters_along(d->ny, d->cluster[1]);
     const double wmax = ceil((double)d->nx / kx), hmax = ceil((double)d->ny / ky);
-    m->gpu = ((12.0 * 4.0 + 4.0 * ext + 8.0 * avg) * size +
+    m->gpu = ((15.0 * 4.0 + 4.0 * ext + 8.0 * avg) * size +
               12.0 * ncl * (wmax + 3) * (hmax + 3)) * share + m->slots + dz;
 }
 
