@@ -435,8 +435,8 @@ void gpu_exchange_end(gpu_state *g, int begin);
  * run. gpu_fields_begin sends queueing to field_stream (the first time after a join, behind
  * everything queued so far on the main stream); gpu_fields_end returns it to the main stream;
  * gpu_fields_join makes the main stream wait for the field work queued: called by everything
- * on the main stream that reads the fields or shares their scratch arrays (the particle
- * kernel, ionization, the charge density and field diagnostics, fetches, close).
+ * on the main stream that reads the fields or shares their scratch arrays (ionization, the
+ * charge density and field diagnostics, fetches, close).
  * gpu_fields_continue queues on field_stream behind its own work alone: B's half step at a
  * step's start, which writes B, read on the main stream by nothing before the push, which
  * joins (ionization reads E), so that it runs beside the last step's ionization and

@@ -404,7 +404,8 @@ static void bands_unpack(gpu_state *g, void *const a[], int ncomp, const halo_ba
 
 /* One axis: the fold of ncomp arrays of 64-bit sums, or the guard fill of ncomp float arrays,
  * packed into one message per neighbour, one NCCL group, unpacked. */
-template <typename T> static void axis_exchange(gpu_state *g, void *const a[], int ncomp, int fold, int axis)
+template <typename T>
+static void axis_exchange(gpu_state *g, void *const a[], int ncomp, int fold, int axis)
 {
     const halo_bands b = bands_of(g, fold, axis);
     const size_t bytes = bands_bytes(b, ncomp, sizeof(T));

@@ -1,0 +1,44 @@
+"""tools/gpu-trace on a made-up trace: a mark's time runs from the later of its stream's
+previous mark and the host's call, in the per-step summary and in --step's time line."""
+import pathlib
+import subprocess
+import sys
+
+TOOL = pathlib.Path(__file__).resolve().parent.parent / "tools" / "gpu-trace"
+
+# three steps of: a field kernel, a push on main that waits for it, a host wait
+ROWS = ["step,stream,what,host_ms,device_ms"]
+for s in range(3):
+    t = 10.0 * s
+    ROWS += [f"{s},field,k_b_half,{t:.4f},{t + 1.0:.4f}",
+             f"{s},main,k_push_move,{t + 0.1:.4f},{t + 5.0:.4f}",
+             f"{s},host,wait-flags,{t + 0.2:.4f},{t + 5.5:.4f}",
+             f"{s},field,k_e_advance,{t + 0.3:.4f},{t + 7.0:.4f}"]
+
+
+def run(tmp_path, *args):
+    f = tmp_path / "t.rank0.csv"
+    f.write_text("\n".join(ROWS) + "\n")
+    out = subprocess.run([sys.executable, str(TOOL), *args, str(f)], capture_output=True,
+                         text=True, check=True)
+    return out.stdout
+
+
+def test_summary(tmp_path):
+    out = run(tmp_path, "--skip", "1")
+    assert "device ms per step: median 10.0000" in out
+    # the push: from its call (0.1) to 5.0; E's update: from the field stream's last mark
+    assert "4.9000   1.00x  k_push_move" in out
+    assert "6.0000   1.00x  k_e_advance" in out
+    assert "5.3000   1.00x  wait-flags" in out
+
+
+def test_timeline(tmp_path):
+    out = run(tmp_path, "--step", "1")
+    lines = [l.split() for l in out.splitlines()[2:]]
+    assert lines[0] == ["1", "field", "k_b_half", "0.000", "1.000", "1.000"]  # after step 0's
+    assert lines[1] == ["1", "main", "k_push_move", "0.100", "5.000", "4.900"]
+    assert lines[2] == ["1", "host", "wait-flags", "0.200", "5.500"]
+    assert lines[3] == ["1", "field", "k_e_advance", "0.300", "7.000", "6.000"]
+    assert lines[4][:3] == ["2", "field", "k_b_half"]
+    assert "no step 7" in run(tmp_path, "--step", "7")
