@@ -184,21 +184,18 @@ void gpu_border_leave(gpu_state *g)
     g->stream = g->main_stream;
 }
 
-void gpu_fields_join(gpu_state *g)
+/* The main stream behind field_stream's event ev, when it has work not joined. */
+static void join_at(gpu_state *g, cudaEvent_t ev)
 {
     if (!g->fields_pending)
         return;
-    GPU_CK(cudaStreamWaitEvent(g->main_stream, g->fields_done, 0));
+    GPU_CK(cudaStreamWaitEvent(g->main_stream, ev, 0));
     g->fields_pending = 0;
 }
 
-void gpu_fields_join_b(gpu_state *g)
-{
-    if (!g->fields_pending)
-        return;
-    GPU_CK(cudaStreamWaitEvent(g->main_stream, g->b_ready, 0));
-    g->fields_pending = 0;
-}
+void gpu_fields_join(gpu_state *g) { join_at(g, g->fields_done); }
+
+void gpu_fields_join_b(gpu_state *g) { join_at(g, g->b_ready); }
 
 /* A do-nothing kernel: its image tells whether this build runs on the device. */
 __global__ void k_probe(int *p)
