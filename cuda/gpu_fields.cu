@@ -224,16 +224,35 @@ __global__ void k_acc_fold_axis(mesh m, int axis, long long *acc, int ncomp, siz
     }
 }
 
-/* The finished sums as floats (one rounding, as emf_acc_finish); guards zero. */
-__global__ void k_acc_convert(mesh m, const long long *acc, size_t size, double inv, float *d0,
-                              float *d1, float *d2)
+/* Element t of acc's frame (acc_frame) as (column, row): the 2G rows at the top, the 4G
+ * elements of each row between (2G columns at each end), the 2G rows at the bottom; a box
+ * less than 4G cells wide gives some columns twice (the same value written twice). */
+__device__ __forceinline__ int2 frame_element(size_t t, int s, int w, int h)
+{
+    const int G = EMF_GUARD, mid = h > 2 * G ? h - 2 * G : 0;
+    const size_t top = (size_t)2 * G * s, between = (size_t)mid * 4 * G;
+    if (t < top || mid == 0)
+        return make_int2((int)(t % s), (int)(t / s));
+    if (t < top + between) {
+        const int q = (int)(t - top), k = q % (4 * G);
+        return make_int2(k < 2 * G ? k : w + k - 2 * G, 2 * G + q / (4 * G));
+    }
+    const size_t q = t - top - between;
+    return make_int2((int)(q % s), 2 * G + mid + (int)(q / s));
+}
+
+/* The finished sums as floats (one rounding, as emf_acc_finish); guards zero: n elements,
+ * all, or with `frame` acc's frame only (k_tiles_sum wrote the rest). */
+__global__ void k_acc_convert(mesh m, const long long *acc, size_t size, size_t n, double inv,
+                              int frame, float *d0, float *d1, float *d2)
 {
     const int G = EMF_GUARD, s = m.stride, w = m.i1 - m.i0, h = m.j1 - m.j0;
-    const size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
-    if (e >= size)
+    const size_t t = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    if (t >= n)
         return;
-    const int c = (int)(e % s), r = (int)(e / s);
-    const bool cell = c >= G && c < G + w && r >= G && r < G + h;
+    const int2 cr = frame ? frame_element(t, s, w, h) : make_int2((int)(t % s), (int)(t / s));
+    const size_t e = (size_t)cr.y * s + cr.x;
+    const bool cell = cr.x >= G && cr.x < G + w && cr.y >= G && cr.y < G + h;
     float *const d[3] = {d0, d1, d2};
     for (int k = 0; k < 3 && d[k]; k++)
         d[k][e] = cell ? (float)((double)acc[k * size + e] * inv) : 0.0f;
@@ -249,12 +268,15 @@ static void fold_self(gpu_state *g, void *const a[], int ncomp, int axis)
     GPU_LAUNCHED(g, "k_acc_fold_axis");
 }
 
-void gpu_acc_finish(gpu_state *g, int ncomp, float *d0, float *d1, float *d2)
+void gpu_acc_finish(gpu_state *g, int ncomp, float *d0, float *d1, float *d2, int frame)
 {
     void *const acc[3] = {g->acc, g->acc + g->size, g->acc + 2 * g->size};
     gpu_halo(g, acc, ncomp, 1, fold_self);
-    k_acc_convert<<<gpu_blocks(g->size, 256), 256, 0, g->stream>>>(
-        mesh_of(g), g->acc, g->size, 1.0 / (double)g->scale, d0, d1, d2);
+    /* frame_element's count: 2G rows at the top and at the bottom, 4G elements between */
+    const int G = EMF_GUARD, h = g->j1 - g->j0, mid = h > 2 * G ? h - 2 * G : 0;
+    const size_t n = frame && mid ? (size_t)4 * G * (g->stride + mid) : g->size;
+    k_acc_convert<<<gpu_blocks(n, 256), 256, 0, g->stream>>>(
+        mesh_of(g), g->acc, g->size, n, 1.0 / (double)g->scale, frame && mid, d0, d1, d2);
     GPU_LAUNCHED(g, "k_acc_convert");
 }
 

@@ -520,7 +520,14 @@ void gpu_memory_close(gpu_state *g, pic_state *st);
  * guard deposits folded into their cells, here or on the neighbours, one rounding). */
 void gpu_guard_fill(gpu_state *g, float *a0, float *a1, float *a2);
 void gpu_guard_fill_n(gpu_state *g, float *const a[], int n); /* n <= GPU_HALO_MAX arrays */
-void gpu_acc_finish(gpu_state *g, int ncomp, float *d0, float *d1, float *d2);
+void gpu_acc_finish(gpu_state *g, int ncomp, float *d0, float *d1, float *d2, int frame);
+/* Whether element (c, r) of a rank's w x h box with guards lies in acc's frame: a guard, or a
+ * cell within G of a side, which a fold across that side adds into. With `frame`,
+ * gpu_acc_finish rounds these only: the tile sums wrote the other cells (k_tiles_sum). */
+__host__ __device__ __forceinline__ bool acc_frame(int c, int r, int w, int h)
+{
+    return c < 2 * EMF_GUARD || c >= w || r < 2 * EMF_GUARD || r >= h;
+}
 void gpu_fields_filter(gpu_state *g, const pic_state *st, float *a0, float *a1, float *a2);
 /* Field energies and max |div E - rho + rho_bg| with g->rho as deposited (gpu_field_diag). */
 void gpu_fields_energy(gpu_state *g, pic_state *st, double *energy_e, double *energy_b,

@@ -782,19 +782,29 @@ __device__ __forceinline__ void tiles_sum_cell(const ktiles &a, int i, int j,
 
 /* Several ranks: the fixed-point mesh sums (acc, ncomp components of size) of this rank's
  * elements, guards included (element e: global cell i, j), added to what acc holds when
- * `add`; gpu_acc_finish then folds the guards across the rank borders and rounds. */
+ * `add`; gpu_acc_finish then folds the guards across the rank borders and rounds. With d
+ * (the current, not added), a cell more than G cells inside every side of this rank's box,
+ * which no fold reaches (acc_frame), is final here: rounded once into d, acc untouched. */
 __global__ void k_tiles_sum(ktiles a, int add, long long *acc, size_t size, int stride,
-                               int i0, int j0)
+                            int i0, int j0, int w, int h, double inv, float *d0, float *d1,
+                            float *d2)
 {
     const int G = EMF_GUARD;
     const size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
     if (e >= size)
         return;
+    const int c = (int)(e % stride), r = (int)(e / stride);
     unsigned long long v[3] = {0, 0, 0};
-    tiles_sum_cell(a, (int)(e % stride) - G + i0, (int)(e / stride) - G + j0, v);
+    tiles_sum_cell(a, c - G + i0, r - G + j0, v);
+    if (d0 && !acc_frame(c, r, w, h)) {
+        float *const d[3] = {d0, d1, d2};
+        for (int k = 0; k < a.ncomp; k++)
+            d[k][e] = (float)((double)(long long)v[k] * inv);
+        return;
+    }
     for (int k = 0; k < a.ncomp; k++) {
-        long long *d = acc + k * size + e;
-        *d = (long long)(v[k] + (add ? (unsigned long long)*d : 0ull));
+        long long *o = acc + k * size + e;
+        *o = (long long)(v[k] + (add ? (unsigned long long)*o : 0ull));
     }
 }
 
@@ -916,11 +926,15 @@ static ktiles ktiles_of(const gpu_state *g, const int *live, int nset, int ncomp
 }
 
 /* nset tile sets of ncomp components into g->acc (added when `add`); live: the current's
- * flags, or NULL (the charge's tiles are all stored). */
-static void tiles_sum(gpu_state *g, const int *live, int nset, int ncomp, int add)
+ * flags, or NULL (the charge's tiles are all stored); d: the current's arrays, which take
+ * the interior cells at once (k_tiles_sum), or NULL. */
+static void tiles_sum(gpu_state *g, const int *live, int nset, int ncomp, int add,
+                      float *const d[3])
 {
     k_tiles_sum<<<gpu_blocks(g->size, 256), 256, 0, g->stream>>>(
-        ktiles_of(g, live, nset, ncomp), add, g->acc, g->size, g->stride, g->i0, g->j0);
+        ktiles_of(g, live, nset, ncomp), add, g->acc, g->size, g->stride, g->i0, g->j0,
+        g->i1 - g->i0, g->j1 - g->j0, 1.0 / (double)g->scale, d ? d[0] : NULL,
+        d ? d[1] : NULL, d ? d[2] : NULL);
     GPU_LAUNCHED(g, "k_tiles_sum");
 }
 
@@ -953,8 +967,8 @@ static void tiles_current(gpu_state *g, int nset)
 {
     g->j_behind = 0; /* J overwritten: the window's shifts it missed do not matter */
     if (g->ranks > 1) {
-        tiles_sum(g, g->tile_live, nset, 3, 0);
-        gpu_acc_finish(g, 3, g->j[0], g->j[1], g->j[2]);
+        tiles_sum(g, g->tile_live, nset, 3, 0, g->j);
+        gpu_acc_finish(g, 3, g->j[0], g->j[1], g->j[2], 1);
         return;
     }
     k_tiles_mesh<<<(unsigned)g->ncl + 32, 256, 0, g->stream>>>(
@@ -1289,8 +1303,8 @@ void gpu_particles_rho(gpu_state *g, int s, float *dst)
                   g->ncx, g->tszp, 3 * g->tsz_max, d->q, g->scale, d->z};
         k_rho<<<g->ncl, GPU_THREADS, g->smem_rho, g->stream>>>(a);
         GPU_LAUNCHED(g, "k_rho");
-        tiles_sum(g, NULL, 1, 1, !first);
+        tiles_sum(g, NULL, 1, 1, !first, NULL);
         first = 0;
     }
-    gpu_acc_finish(g, 1, dst, NULL, NULL);
+    gpu_acc_finish(g, 1, dst, NULL, NULL, 0);
 }
