@@ -31,6 +31,8 @@ def test_summary(tmp_path):
     assert "4.9000   1.00x  k_push_move" in out
     assert "6.0000   1.00x  k_e_advance" in out
     assert "5.3000   1.00x  wait-flags" in out
+    # the push ends at 5.0, the main stream's last mark; E's update 2.0 later
+    assert "after the push's end (median ms): main 0.0000, field 2.0000" in out
 
 
 def test_timeline(tmp_path):
