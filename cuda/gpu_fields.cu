@@ -224,25 +224,8 @@ __global__ void k_acc_fold_axis(mesh m, int axis, long long *acc, int ncomp, siz
     }
 }
 
-/* Element t of acc's frame (acc_frame) as (column, row): the 2G rows at the top, the 4G
- * elements of each row between (2G columns at each end), the 2G rows at the bottom; a box
- * less than 4G cells wide gives some columns twice (the same value written twice). */
-__device__ __forceinline__ int2 frame_element(size_t t, int s, int w, int h)
-{
-    const int G = EMF_GUARD, mid = h > 2 * G ? h - 2 * G : 0;
-    const size_t top = (size_t)2 * G * s, between = (size_t)mid * 4 * G;
-    if (t < top || mid == 0)
-        return make_int2((int)(t % s), (int)(t / s));
-    if (t < top + between) {
-        const int q = (int)(t - top), k = q % (4 * G);
-        return make_int2(k < 2 * G ? k : w + k - 2 * G, 2 * G + q / (4 * G));
-    }
-    const size_t q = t - top - between;
-    return make_int2((int)(q % s), 2 * G + mid + (int)(q / s));
-}
-
 /* The finished sums as floats (one rounding, as emf_acc_finish); guards zero: n elements,
- * all, or with `frame` acc's frame only (k_tiles_sum wrote the rest). */
+ * all, or with `frame` acc's frame only (k_tiles_mesh wrote the rest). */
 __global__ void k_acc_convert(mesh m, const long long *acc, size_t size, size_t n, double inv,
                               int frame, float *d0, float *d1, float *d2)
 {
@@ -272,11 +255,9 @@ void gpu_acc_finish(gpu_state *g, int ncomp, float *d0, float *d1, float *d2, in
 {
     void *const acc[3] = {g->acc, g->acc + g->size, g->acc + 2 * g->size};
     gpu_halo(g, acc, ncomp, 1, fold_self);
-    /* frame_element's count: 2G rows at the top and at the bottom, 4G elements between */
-    const int G = EMF_GUARD, h = g->j1 - g->j0, mid = h > 2 * G ? h - 2 * G : 0;
-    const size_t n = frame && mid ? (size_t)4 * G * (g->stride + mid) : g->size;
+    const size_t nf = frame ? acc_frame_n(g) : 0, n = nf ? nf : g->size;
     k_acc_convert<<<gpu_blocks(n, 256), 256, 0, g->stream>>>(
-        mesh_of(g), g->acc, g->size, n, 1.0 / (double)g->scale, frame && mid, d0, d1, d2);
+        mesh_of(g), g->acc, g->size, n, 1.0 / (double)g->scale, nf > 0, d0, d1, d2);
     GPU_LAUNCHED(g, "k_acc_convert");
 }
 

@@ -523,10 +523,34 @@ void gpu_guard_fill_n(gpu_state *g, float *const a[], int n); /* n <= GPU_HALO_M
 void gpu_acc_finish(gpu_state *g, int ncomp, float *d0, float *d1, float *d2, int frame);
 /* Whether element (c, r) of a rank's w x h box with guards lies in acc's frame: a guard, or a
  * cell within G of a side, which a fold across that side adds into. With `frame`,
- * gpu_acc_finish rounds these only: the tile sums wrote the other cells (k_tiles_sum). */
+ * gpu_acc_finish rounds these only: k_tiles_mesh wrote the other cells. */
 __host__ __device__ __forceinline__ bool acc_frame(int c, int r, int w, int h)
 {
     return c < 2 * EMF_GUARD || c >= w || r < 2 * EMF_GUARD || r >= h;
+}
+/* Element t of acc's frame (acc_frame) as (column, row): the 2G rows at the top, the 4G
+ * elements of each row between (2G columns at each end), the 2G rows at the bottom; a box
+ * less than 4G cells wide gives some columns twice (the same value written twice). */
+__device__ __forceinline__ int2 frame_element(size_t t, int s, int w, int h)
+{
+    const int G = EMF_GUARD, mid = h > 2 * G ? h - 2 * G : 0;
+    const size_t top = (size_t)2 * G * s, between = (size_t)mid * 4 * G;
+    if (t < top || mid == 0)
+        return make_int2((int)(t % s), (int)(t / s));
+    if (t < top + between) {
+        const int q = (int)(t - top), k = q % (4 * G);
+        return make_int2(k < 2 * G ? k : w + k - 2 * G, 2 * G + q / (4 * G));
+    }
+    const size_t q = t - top - between;
+    return make_int2((int)(q % s), 2 * G + mid + (int)(q / s));
+}
+
+/* frame_element's count (2G rows at the top and at the bottom, 4G elements of each row
+ * between), or 0 for a box of at most 2G rows (all of it frame: taken whole). */
+static inline size_t acc_frame_n(const gpu_state *g)
+{
+    const int G = EMF_GUARD, h = g->j1 - g->j0, mid = h > 2 * G ? h - 2 * G : 0;
+    return mid ? (size_t)4 * G * (g->stride + mid) : 0;
 }
 void gpu_fields_filter(gpu_state *g, const pic_state *st, float *a0, float *a1, float *a2);
 /* Field energies and max |div E - rho + rho_bg| with g->rho as deposited (gpu_field_diag). */

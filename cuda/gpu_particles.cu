@@ -782,26 +782,21 @@ __device__ __forceinline__ void tiles_sum_cell(const ktiles &a, int i, int j,
 
 /* Several ranks: the fixed-point mesh sums (acc, ncomp components of size) of this rank's
  * elements, guards included (element e: global cell i, j), added to what acc holds when
- * `add`; gpu_acc_finish then folds the guards across the rank borders and rounds. With d
- * (the current, not added), a cell more than G cells inside every side of this rank's box,
- * which no fold reaches (acc_frame), is final here: rounded once into d, acc untouched. */
-__global__ void k_tiles_sum(ktiles a, int add, long long *acc, size_t size, int stride,
-                            int i0, int j0, int w, int h, double inv, float *d0, float *d1,
-                            float *d2)
+ * `add`; gpu_acc_finish then folds the guards across the rank borders and rounds. n elements:
+ * the whole mesh, or with `frame` acc's frame (frame_element) only: the current's other
+ * cells, which no fold reaches, are k_tiles_mesh's. */
+__global__ void k_tiles_sum(ktiles a, int add, long long *acc, size_t size, size_t n, int frame,
+                            int stride, int i0, int j0, int w, int h)
 {
     const int G = EMF_GUARD;
-    const size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
-    if (e >= size)
+    const size_t t = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    if (t >= n)
         return;
-    const int c = (int)(e % stride), r = (int)(e / stride);
+    const int2 cr = frame ? frame_element(t, stride, w, h)
+                          : make_int2((int)(t % stride), (int)(t / stride));
+    const size_t e = (size_t)cr.y * stride + cr.x;
     unsigned long long v[3] = {0, 0, 0};
-    tiles_sum_cell(a, c - G + i0, r - G + j0, v);
-    if (d0 && !acc_frame(c, r, w, h)) {
-        float *const d[3] = {d0, d1, d2};
-        for (int k = 0; k < a.ncomp; k++)
-            d[k][e] = (float)((double)(long long)v[k] * inv);
-        return;
-    }
+    tiles_sum_cell(a, cr.x - G + i0, cr.y - G + j0, v);
     for (int k = 0; k < a.ncomp; k++) {
         long long *o = acc + k * size + e;
         *o = (long long)(v[k] + (add ? (unsigned long long)*o : 0ull));
@@ -828,17 +823,21 @@ __global__ void k_tiles_guards(ktiles a, int rows, int w, int i0, int j0, unsign
     }
 }
 
-/* One rank: the finished mesh current at once (what k_tiles_sum and gpu_acc_finish give,
- * without the round trip through acc). Block c < ncl takes cluster c's cells: each sums the
- * entries of the tiles that cover it, its cluster's and, near the cluster's sides, those of
- * its 8 neighbours (tiles reach [x0 - 1, x1 + 2)), across a periodic side the neighbour's
- * image (the fold of the guard deposits), and rounds once; the blocks after them zero the
- * guards (3 components: the current). The neighbours' tiles and which of their sets hold
- * anything are found once per block, and a cell reads only the stored tiles that hold it
- * (none in a vacuum or a neutral gas: the block writes zeros). */
+/* The finished mesh current at once (what k_tiles_sum and gpu_acc_finish give, without the
+ * round trip through acc). Block c < ncl takes cluster c's cells: each sums the entries of
+ * the tiles that cover it, its cluster's and, near the cluster's sides, those of its 8
+ * neighbours (tiles reach [x0 - 1, x1 + 2)), across a periodic side the neighbour's image
+ * (the fold of the guard deposits), and rounds once; on one rank the blocks after them zero
+ * the guards (3 components: the current). Over several ranks (`frame`) the blocks of this
+ * rank's clusters (own) take the cells of the box b (x, y: first cell; z, w: size) outside
+ * acc's frame only, which no tile of another rank and no fold reaches (px = py = 0). The
+ * neighbours' tiles and which of their sets hold anything are found once per block, and a
+ * cell reads only the stored tiles that hold it (none in a vacuum or a neutral gas: the block
+ * writes zeros). */
 __global__ void __launch_bounds__(256) k_tiles_mesh(ktiles a, int px, int py, int rows,
-                                                      int stride, double inv, float *d0,
-                                                      float *d1, float *d2)
+                                                      int stride, double inv, int frame,
+                                                      int4 own, int4 b, float *d0, float *d1,
+                                                      float *d2)
 {
     const int G = EMF_GUARD, ncl = a.ncx * a.ncy;
     if ((int)blockIdx.x >= ncl) { /* the guard frame, a row at a time: the guard rows whole,
@@ -860,6 +859,8 @@ __global__ void __launch_bounds__(256) k_tiles_mesh(ktiles a, int px, int py, in
     __shared__ unsigned nb_live[9]; /* bit m: set m's tile was stored */
     static_assert(DECK_MAX_SPECIES <= 32, "a bit per tile set");
     const int c = blockIdx.x, cx = c % a.ncx, cy = c / a.ncx;
+    if (!in_box(own, cx, cy))
+        return;
     if (threadIdx.x < 9) {
         const int q = threadIdx.x;
         int nx = cx + q % 3 - 1, ny = cy + q / 3 - 1, sx = 0, sy = 0, ok = 1;
@@ -892,7 +893,9 @@ __global__ void __launch_bounds__(256) k_tiles_mesh(ktiles a, int px, int py, in
     const int left = nb_i0[3] + nb_w[3], right = nb_i0[5], below = nb_j0[1] + nb_h[1],
               above = nb_j0[7];
     for (int idx = threadIdx.x; idx < w * h; idx += blockDim.x) {
-        const int i = xlo + idx % w, j = ylo + idx / w;
+        const int i = xlo + idx % w, j = ylo + idx / w, ce = i - b.x + G, re = j - b.y + G;
+        if (frame && acc_frame(ce, re, b.z, b.w))
+            continue;
         const int qx0 = i < left ? 0 : 1, qx1 = i >= right ? 2 : 1;
         const int qy0 = j < below ? 0 : 1, qy1 = j >= above ? 2 : 1;
         unsigned long long v[3] = {0, 0, 0};
@@ -912,7 +915,7 @@ __global__ void __launch_bounds__(256) k_tiles_mesh(ktiles a, int px, int py, in
                         v[k] += (unsigned long long)t[k * tsz];
                 }
             }
-        const size_t e = (size_t)(j + G) * stride + (i + G);
+        const size_t e = (size_t)re * stride + ce;
         d0[e] = (float)((double)(long long)v[0] * inv);
         d1[e] = (float)((double)(long long)v[1] * inv);
         d2[e] = (float)((double)(long long)v[2] * inv);
@@ -925,16 +928,15 @@ static ktiles ktiles_of(const gpu_state *g, const int *live, int nset, int ncomp
                   g->cx_of, g->cy_of, g->ncx, g->ncy, g->nx, g->ny};
 }
 
-/* nset tile sets of ncomp components into g->acc (added when `add`); live: the current's
- * flags, or NULL (the charge's tiles are all stored); d: the current's arrays, which take
- * the interior cells at once (k_tiles_sum), or NULL. */
-static void tiles_sum(gpu_state *g, const int *live, int nset, int ncomp, int add,
-                      float *const d[3])
+/* nset tile sets of ncomp components into g->acc (added when `add`), over the whole mesh or
+ * with `frame` acc's frame only (acc_frame_n: none for a box of at most 2G rows, taken
+ * whole); live: the current's flags, or NULL (the charge's tiles are all stored). */
+static void tiles_sum(gpu_state *g, const int *live, int nset, int ncomp, int add, int frame)
 {
-    k_tiles_sum<<<gpu_blocks(g->size, 256), 256, 0, g->stream>>>(
-        ktiles_of(g, live, nset, ncomp), add, g->acc, g->size, g->stride, g->i0, g->j0,
-        g->i1 - g->i0, g->j1 - g->j0, 1.0 / (double)g->scale, d ? d[0] : NULL,
-        d ? d[1] : NULL, d ? d[2] : NULL);
+    const size_t nf = frame ? acc_frame_n(g) : 0, n = nf ? nf : g->size;
+    k_tiles_sum<<<gpu_blocks(n, 256), 256, 0, g->stream>>>(
+        ktiles_of(g, live, nset, ncomp), add, g->acc, g->size, n, nf > 0, g->stride, g->i0,
+        g->j0, g->i1 - g->i0, g->j1 - g->j0);
     GPU_LAUNCHED(g, "k_tiles_sum");
 }
 
@@ -966,16 +968,17 @@ static void fold_early(gpu_state *g, int nset)
 static void tiles_current(gpu_state *g, int nset)
 {
     g->j_behind = 0; /* J overwritten: the window's shifts it missed do not matter */
-    if (g->ranks > 1) {
-        tiles_sum(g, g->tile_live, nset, 3, 0, g->j);
-        gpu_acc_finish(g, 3, g->j[0], g->j[1], g->j[2], 1);
-        return;
-    }
-    k_tiles_mesh<<<(unsigned)g->ncl + 32, 256, 0, g->stream>>>(
-        ktiles_of(g, g->tile_live, nset, 3), g->px, g->py, g->rows, g->stride,
-        1.0 / (double)g->scale,
-        g->j[0], g->j[1], g->j[2]);
+    /* several ranks: acc's frame, folded and rounded by gpu_acc_finish; the rest at once */
+    const int frame = g->ranks > 1;
+    if (frame)
+        tiles_sum(g, g->tile_live, nset, 3, 0, 1);
+    const int4 box = {g->i0, g->j0, g->i1 - g->i0, g->j1 - g->j0};
+    k_tiles_mesh<<<(unsigned)g->ncl + (frame ? 0 : 32), 256, 0, g->stream>>>(
+        ktiles_of(g, g->tile_live, nset, 3), frame ? 0 : g->px, frame ? 0 : g->py, g->rows,
+        g->stride, 1.0 / (double)g->scale, frame, g->own, box, g->j[0], g->j[1], g->j[2]);
     GPU_LAUNCHED(g, "k_tiles_mesh");
+    if (frame)
+        gpu_acc_finish(g, 3, g->j[0], g->j[1], g->j[2], 1);
 }
 
 static void set_smem(const void *kernel, size_t bytes)
@@ -1303,7 +1306,7 @@ void gpu_particles_rho(gpu_state *g, int s, float *dst)
                   g->ncx, g->tszp, 3 * g->tsz_max, d->q, g->scale, d->z};
         k_rho<<<g->ncl, GPU_THREADS, g->smem_rho, g->stream>>>(a);
         GPU_LAUNCHED(g, "k_rho");
-        tiles_sum(g, NULL, 1, 1, !first, NULL);
+        tiles_sum(g, NULL, 1, 1, !first, 0);
         first = 0;
     }
     gpu_acc_finish(g, 1, dst, NULL, NULL, 0);
