@@ -271,67 +271,62 @@ __device__ __forceinline__ bool owns_cluster(int4 own, int c, int ncx)
     return in_box(own, c % ncx, c / ncx);
 }
 
+/* One sum of k_flows: side k's flow through its edge node line `at` (laser < 0), or the
+ * flow of laser `laser`'s line `line` (laser.h: 0 its E plane after the E step, 1 its B column
+ * before it, with line 2 too: the column's dB(n) and dB(n + 1)); its slots (t0, nsl: the
+ * clusters along the line) and their sums (out, times h). */
 typedef struct {
-    ebal_region r;
-    const int *t0, *cx_of, *cy_of; /* first cell of each slot along the line */
-    int ncx, nsl, off, stride;
-    int4 own;
-} kline;
-
-/* The non-periodic sides of one launch: side k's edge node line `node`, its slots (t0, nsl)
- * and their sums (out, times h). */
-typedef struct {
-    int k, node, nsl;
+    int laser, line, k, at, nsl;
     const int *t0;
     double h, *out;
-} kside;
+} kflow;
 
+/* The sums of one call of gpu_fbnd_flows, a launch: the fields, the lasers and their lines. */
 typedef struct {
-    kside s[EBAL_SIDES];
-} ksides;
+    ebal_region r;
+    const int *cx_of, *cy_of;
+    int ncx, off, stride;
+    int4 own;
+    const float *f[6]; /* Ex, Ey, Ez, Bx, By, Bz */
+    laser_beam beam[DECK_MAX_LASERS];
+    int axis[DECK_MAX_LASERS];
+    laser_line ln[DECK_MAX_LASERS][3];
+    kflow job[EBAL_SIDES + 2 * DECK_MAX_LASERS];
+} kflows;
 
-/* One block per slot (blockIdx.x) of side blockIdx.y: the slot's entries over the threads,
+/* One block per slot (blockIdx.x) of sum blockIdx.y: the slot's entries over the 32 threads,
  * then gpu_block_sum's fixed tree (the same sum on any rank split). */
-__global__ void k_ebal_side(kline a, ksides sides, const float *ex, const float *ey,
-                            const float *ez, const float *bx, const float *by, const float *bz)
+__global__ void k_flows(const __grid_constant__ kflows a)
 {
     __shared__ double sh[32];
-    const kside q = sides.s[blockIdx.y];
+    const kflow &q = a.job[blockIdx.y];
     const int sl = blockIdx.x;
-    if (sl >= q.nsl ||
-        !owns_cluster(a.own, ebal_cluster(q.k / 2, q.node, sl, a.cx_of, a.cy_of, a.ncx), a.ncx))
+    if (sl >= q.nsl)
+        return;
+    const int axis = q.laser < 0 ? q.k / 2 : a.axis[q.laser];
+    if (!owns_cluster(a.own, ebal_cluster(axis, q.at, sl, a.cx_of, a.cy_of, a.ncx), a.ncx))
         return;
     double v = 0.0;
-    for (int t = q.t0[sl] + threadIdx.x; t < q.t0[sl + 1]; t += blockDim.x)
-        v += ebal_side(&a.r, q.k, t, ex, ey, ez, bx, by, bz, a.off, a.stride);
-    v = gpu_block_sum(v, sh);
-    if (threadIdx.x == 0)
-        q.out[sl] += q.h * v;
-}
-
-/* Laser line ln (and ln2 when two: the B column's dB(n) and dB(n+1)) of a beam along axis:
- * one block per slot, its entries over the threads, a fixed tree. */
-__global__ void k_ebal_laser(kline a, laser_beam beam, laser_line ln, laser_line ln2, int two,
-                             int axis, const float *a1, const float *a2, double h, double *out)
-{
-    __shared__ double sh[32];
-    const int sl = blockIdx.x;
-    if (sl >= a.nsl ||
-        !owns_cluster(a.own, ebal_cluster(axis, ln.at, sl, a.cx_of, a.cy_of, a.ncx), a.ncx))
-        return;
-    double v = 0.0;
-    for (int t = a.t0[sl] + threadIdx.x; t < a.t0[sl + 1]; t += blockDim.x) {
-        const int k = axis ? a.off + t + ln.at * a.stride : a.off + ln.at + t * a.stride;
-        double w = ebal_laser(&a.r, &beam, &ln, axis, t, a1, a2, k);
-        if (two) {
-            const int k2 = axis ? a.off + t + ln2.at * a.stride : a.off + ln2.at + t * a.stride;
-            w += ebal_laser(&a.r, &beam, &ln2, axis, t, a1, a2, k2);
+    for (int t = q.t0[sl] + threadIdx.x; t < q.t0[sl + 1]; t += blockDim.x) {
+        if (q.laser < 0) {
+            v += ebal_side(&a.r, q.k, t, a.f[0], a.f[1], a.f[2], a.f[3], a.f[4], a.f[5], a.off,
+                           a.stride);
+            continue;
+        }
+        const laser_beam *beam = &a.beam[q.laser];
+        const laser_line *ln = &a.ln[q.laser][q.line];
+        const int k = axis ? a.off + t + ln->at * a.stride : a.off + ln->at + t * a.stride;
+        double w = ebal_laser(&a.r, beam, ln, axis, t, a.f[ln->d1], a.f[ln->d2], k);
+        if (q.line) {
+            const laser_line *l2 = &a.ln[q.laser][2];
+            const int k2 = axis ? a.off + t + l2->at * a.stride : a.off + l2->at + t * a.stride;
+            w += ebal_laser(&a.r, beam, l2, axis, t, a.f[ln->d1], a.f[ln->d2], k2);
         }
         v += w;
     }
     v = gpu_block_sum(v, sh);
     if (threadIdx.x == 0)
-        out[sl] += h * v;
+        q.out[sl] += q.h * v;
 }
 
 void gpu_fbnd_flows(gpu_state *g, const pic_state *st, int after)
@@ -340,7 +335,8 @@ void gpu_fbnd_flows(gpu_state *g, const pic_state *st, int after)
     const fbnd *b = f->fb;
     if (!b)
         return;
-    kline a;
+    kflows a;
+    memset(&a, 0, sizeof a);
     a.r = st->reg;
     a.cx_of = g->cx_of;
     a.cy_of = g->cy_of;
@@ -348,48 +344,40 @@ void gpu_fbnd_flows(gpu_state *g, const pic_state *st, int after)
     a.off = g->off;
     a.stride = g->stride;
     a.own = g->own;
+    for (int c = 0; c < 3; c++) {
+        a.f[c] = g->e[c];
+        a.f[3 + c] = g->b[c];
+    }
     const int ns = st->nslot;
-    ksides sides;
-    int nsides = 0, most = 0;
+    int n = 0, most = 0;
     for (int k = 0; k < EBAL_SIDES; k++) {
         if (b->bnd[k] == FBND_PERIODIC)
             continue;
         const int axis = k / 2;
-        kside *q = &sides.s[nsides++];
-        q->k = k;
-        q->node = k & 1 ? a.r.hi[axis] : a.r.lo[axis];
-        q->t0 = axis ? g->x0 : g->y0;
-        q->nsl = axis ? g->ncx : g->ncy;
-        q->h = 0.5 * f->dt * (axis ? f->dx : f->dy);
-        q->out = g->bal + (size_t)k * ns;
-        most = q->nsl > most ? q->nsl : most;
+        a.job[n++] = kflow{-1, 0, k, k & 1 ? a.r.hi[axis] : a.r.lo[axis],
+                           axis ? g->ncx : g->ncy, axis ? g->x0 : g->y0,
+                           0.5 * f->dt * (axis ? f->dx : f->dy), g->bal + (size_t)k * ns};
     }
-    if (nsides > 0) {
-        k_ebal_side<<<dim3((unsigned)most, (unsigned)nsides), 32, 0, g->stream>>>(
-            a, sides, g->e[0], g->e[1], g->e[2], g->b[0], g->b[1], g->b[2]);
-        GPU_LAUNCHED(g, "k_ebal_side");
-    }
-    float *const arr[6] = {g->e[0], g->e[1], g->e[2], g->b[0], g->b[1], g->b[2]};
     const double dxdy = f->dx * f->dy;
     for (int l = 0; l < b->nlasers; l++) {
         const laser_src *L = &b->lasers[l];
         double *fe = g->bal + (size_t)(EBAL_SIDES + 2 * l) * ns, *fb = fe + ns;
-        a.t0 = L->axis ? g->x0 : g->y0;
-        a.nsl = L->axis ? g->ncx : g->ncy;
-        const laser_line le = laser_line_of(L, 1, f->step, f->dt, f->dx, f->dy, g->shift);
-        if (le.on) {
-            k_ebal_laser<<<(unsigned)a.nsl, 32, 0, g->stream>>>(
-                a, L->beam, le, le, 0, L->axis, arr[le.d1], arr[le.d2], 0.5 * dxdy, fe);
-            GPU_LAUNCHED(g, "k_ebal_laser");
-        }
-        if (after)
-            continue;
-        const laser_line l0 = laser_line_of(L, 0, f->step, f->dt, f->dx, f->dy, g->shift);
-        const laser_line l1 = laser_line_of(L, 0, f->step + 1, f->dt, f->dx, f->dy, g->shift);
-        if (l0.on) {
-            k_ebal_laser<<<(unsigned)a.nsl, 32, 0, g->stream>>>(
-                a, L->beam, l0, l1, 1, L->axis, arr[l0.d1], arr[l0.d2], dxdy, fb);
-            GPU_LAUNCHED(g, "k_ebal_laser");
-        }
+        const int nsl = L->axis ? g->ncx : g->ncy;
+        const int *t0 = L->axis ? g->x0 : g->y0;
+        a.beam[l] = L->beam;
+        a.axis[l] = L->axis;
+        a.ln[l][0] = laser_line_of(L, 1, f->step, f->dt, f->dx, f->dy, g->shift);
+        a.ln[l][1] = laser_line_of(L, 0, f->step, f->dt, f->dx, f->dy, g->shift);
+        a.ln[l][2] = laser_line_of(L, 0, f->step + 1, f->dt, f->dx, f->dy, g->shift);
+        if (a.ln[l][0].on)
+            a.job[n++] = kflow{l, 0, 0, a.ln[l][0].at, nsl, t0, 0.5 * dxdy, fe};
+        if (!after && a.ln[l][1].on)
+            a.job[n++] = kflow{l, 1, 0, a.ln[l][1].at, nsl, t0, dxdy, fb};
     }
+    for (int k = 0; k < n; k++)
+        most = a.job[k].nsl > most ? a.job[k].nsl : most;
+    if (n == 0)
+        return;
+    k_flows<<<dim3((unsigned)most, (unsigned)n), 32, 0, g->stream>>>(a);
+    GPU_LAUNCHED(g, "k_flows");
 }
