@@ -118,6 +118,11 @@ bin/test_%: tests/test_%.c tests/testutil.h build/libempic.a
 	@mkdir -p bin
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) $(INC) -Itests $< build/libempic.a -o $@ $(LIBS) -lcunit
 
+# The floor of the collisions' cost on a GPU (tools/collide-floor.cu; docs/performance.md).
+bin/collide-floor: tools/collide-floor.cu $(HDRS)
+	@mkdir -p bin
+	$(NVCC) -O3 -std=c++17 -arch=$(CUDA_ARCH) -Iinclude -Xcompiler -Wall,-Wextra $< -o $@
+
 run: bin/empic diag-install
 	bin/empic --overwrite decks/default.cfg
 	-python3 -m diag summary out-default
