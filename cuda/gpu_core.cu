@@ -695,6 +695,9 @@ static void open_fields(gpu_state *g, const emf *f)
                                                                          : greatest)
                                                      : least));
     GPU_CK(cudaStreamCreateWithPriority(&g->field_stream, cudaStreamNonBlocking, least));
+    GPU_CK(cudaStreamCreateWithPriority(&g->inner_stream, cudaStreamNonBlocking, least));
+    GPU_CK(cudaEventCreateWithFlags(&g->j_inner, cudaEventDisableTiming));
+    GPU_CK(cudaEventCreateWithFlags(&g->e_inner, cudaEventDisableTiming));
     GPU_CK(cudaEventCreateWithFlags(&g->pushed, cudaEventDisableTiming));
     GPU_CK(cudaEventCreateWithFlags(&g->fields_done, cudaEventDisableTiming));
     GPU_CK(cudaEventCreateWithFlags(&g->b_ready, cudaEventDisableTiming));
@@ -884,6 +887,11 @@ void gpu_memory_close(gpu_state *g, pic_state *st)
         cudaStreamDestroy(g->main_stream);
     if (g->field_stream)
         cudaStreamDestroy(g->field_stream);
+    if (g->inner_stream) {
+        cudaStreamDestroy(g->inner_stream);
+        cudaEventDestroy(g->j_inner);
+        cudaEventDestroy(g->e_inner);
+    }
     if (g->border_stream) {
         cudaStreamDestroy(g->border_stream);
         cudaEventDestroy(g->border_ready);

@@ -106,6 +106,23 @@ __global__ void k_e_advance(mesh m, float *ex, float *ey, float *ez, const float
     }
 }
 
+/* E's update of the cells of acc's frame (frame_element's n elements; its guards skipped):
+ * what k_e_advance does there, once J's fold is done (gpu_fields). */
+__global__ void k_e_frame(mesh m, size_t n, float *ex, float *ey, float *ez, const float *bx,
+                          const float *by, const float *bz, const float *jx, const float *jy,
+                          const float *jz, float dt, float cx, float cy)
+{
+    const int G = EMF_GUARD, w = m.i1 - m.i0, h = m.j1 - m.j0;
+    const size_t t = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    if (t >= n)
+        return;
+    const int2 cr = frame_element(t, m.stride, w, h);
+    if (cr.x < G || cr.x >= G + w || cr.y < G || cr.y >= G + h)
+        return;
+    const int k = m.off + (m.i0 + cr.x - G) + (m.j0 + cr.y - G) * m.stride;
+    yee_e_cell(ex, ey, ez, bx, by, bz, jx, jy, jz, k, m.stride, dt, cx, cy);
+}
+
 /* Guard fill of up to three arrays on one rank (yee_guard_source). Threads run over the
  * guard frame only: the guard rows, then the guard columns of the interior rows. */
 __global__ void k_guard_fill(mesh m, float *a0, float *a1, float *a2)
@@ -374,15 +391,39 @@ void gpu_fields(void *ctx, pic_state *st)
     }
     gpu_fields_filter(g, st, g->j[0], g->j[1], g->j[2]);
     const float dt = (float)f->dt, cx = (float)(f->dt / f->dx), cy = (float)(f->dt / f->dy);
-    if (f->fb) {
+    const mesh m = update_mesh(g, st);
+    /* several ranks: the cells that J's fold does not reach (final since the tile sums) on
+     * inner_stream while the fold travels, then acc's frame (no filter: it would spread the
+     * fold's cells inward) */
+    const int G = EMF_GUARD, split = g->overlap && g->ranks > 1 && acc_frame_n(g) &&
+                                     g->i1 - g->i0 > 2 * G && !filter_pass_count(
+                                         f->filter_passes, f->filter_compensate);
+    if (split) {
+        g->stream = g->inner_stream;
+        GPU_CK(cudaStreamWaitEvent(g->stream, g->j_inner, 0));
+    }
+    if (f->fb) { /* before E changes */
         gpu_fbnd_e_save(g, st);
         gpu_fbnd_flows(g, st, 0);
     }
-    const mesh m = update_mesh(g, st);
-    k_e_advance<<<interior_grid(g), dim3(FX, FY), 0, g->stream>>>(
-        m, g->e[0], g->e[1], g->e[2], g->b[0], g->b[1], g->b[2], g->j[0], g->j[1], g->j[2], dt,
+    mesh mi = m;
+    if (split)
+        mi.i0 += G, mi.i1 -= G, mi.j0 += G, mi.j1 -= G;
+    const dim3 grid(gpu_blocks((size_t)(mi.i1 - mi.i0), FX), gpu_blocks((size_t)(mi.j1 - mi.j0), FY));
+    k_e_advance<<<grid, dim3(FX, FY), 0, g->stream>>>(
+        mi, g->e[0], g->e[1], g->e[2], g->b[0], g->b[1], g->b[2], g->j[0], g->j[1], g->j[2], dt,
         cx, cy);
     GPU_LAUNCHED(g, "k_e_advance");
+    if (split) {
+        GPU_CK(cudaEventRecord(g->e_inner, g->stream));
+        g->stream = g->field_stream;
+        GPU_CK(cudaStreamWaitEvent(g->stream, g->e_inner, 0));
+        const size_t n = acc_frame_n(g);
+        k_e_frame<<<gpu_blocks(n, 256), 256, 0, g->stream>>>(
+            m, n, g->e[0], g->e[1], g->e[2], g->b[0], g->b[1], g->b[2], g->j[0], g->j[1],
+            g->j[2], dt, cx, cy);
+        GPU_LAUNCHED(g, "k_e_frame");
+    }
     if (f->fb) {
         gpu_fbnd_e(g, st);
         gpu_fbnd_flows(g, st, 1);

@@ -206,13 +206,16 @@ struct gpu_state {
     /* streams: `stream` is where work is queued now, main_stream but while the field phase
      * is queued on field_stream (gpu_fields_begin .. gpu_fields_end) or the sort's early
      * clusters' push and their histogram halo on border_stream (gpu_particles,
-     * gpu_sort_halo_early) */
-    cudaStream_t stream, main_stream, field_stream, border_stream;
+     * gpu_sort_halo_early), and E's update of the cells that J's fold does not reach on
+     * inner_stream over several ranks (gpu_fields) */
+    cudaStream_t stream, main_stream, field_stream, border_stream, inner_stream;
     int overlap;                  /* the field phase runs on field_stream beside the sort */
     int fields_pending;           /* field_stream has work the main stream has not joined */
     int fbnd;                     /* the box has field boundaries (st->f->fb) */
     cudaEvent_t pushed, fields_done; /* main stream -> field stream, and back */
     cudaEvent_t b_ready;          /* field stream -> main: B(n), before B(n+1/2) (gpu_b_half) */
+    cudaEvent_t j_inner, e_inner; /* field -> inner_stream: J's cells that no fold reaches
+                                     (tiles_current); and back: E's update there */
     /* NCCL ranks without particle walls, drops or window: the clusters whose histograms the
      * neighbours need (nborder entries at border_entries, device) are pushed on
      * border_stream beside the main stream's push of the rest, and their histograms travel

@@ -977,8 +977,11 @@ static void tiles_current(gpu_state *g, int nset)
         ktiles_of(g, g->tile_live, nset, 3), frame ? 0 : g->px, frame ? 0 : g->py, g->rows,
         g->stride, 1.0 / (double)g->scale, frame, g->own, box, g->j[0], g->j[1], g->j[2]);
     GPU_LAUNCHED(g, "k_tiles_mesh");
-    if (frame)
+    if (frame) {
+        if (g->overlap) /* E's update of these cells beside the fold (gpu_fields) */
+            GPU_CK(cudaEventRecord(g->j_inner, g->stream));
         gpu_acc_finish(g, 3, g->j[0], g->j[1], g->j[2], 1);
+    }
 }
 
 static void set_smem(const void *kernel, size_t bytes)

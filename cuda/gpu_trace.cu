@@ -86,6 +86,7 @@ void gpu_trace_mark(gpu_state *g, const char *what)
     const int k = slot(g, what, omp_get_wtime());
     t->stream[k] = g->stream == g->main_stream     ? "main"
                    : g->stream == g->field_stream ? "field"
+                   : g->stream == g->inner_stream ? "inner"
                                                   : "border";
     t->wait_s[k] = -1.0;
     GPU_CK(cudaEventRecord(t->ev[k], g->stream));
