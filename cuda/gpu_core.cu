@@ -696,6 +696,7 @@ static void open_fields(gpu_state *g, const emf *f)
                                                      : least));
     GPU_CK(cudaStreamCreateWithPriority(&g->field_stream, cudaStreamNonBlocking, least));
     GPU_CK(cudaStreamCreateWithPriority(&g->inner_stream, cudaStreamNonBlocking, least));
+    GPU_CK(cudaEventCreateWithFlags(&g->tiles_ready, cudaEventDisableTiming));
     GPU_CK(cudaEventCreateWithFlags(&g->j_inner, cudaEventDisableTiming));
     GPU_CK(cudaEventCreateWithFlags(&g->e_inner, cudaEventDisableTiming));
     GPU_CK(cudaEventCreateWithFlags(&g->pushed, cudaEventDisableTiming));
@@ -889,6 +890,7 @@ void gpu_memory_close(gpu_state *g, pic_state *st)
         cudaStreamDestroy(g->field_stream);
     if (g->inner_stream) {
         cudaStreamDestroy(g->inner_stream);
+        cudaEventDestroy(g->tiles_ready);
         cudaEventDestroy(g->j_inner);
         cudaEventDestroy(g->e_inner);
     }

@@ -1,12 +1,14 @@
 /* gpu_fbnd.cu - the field boundaries on the device (the twin of src/cpu/cpu_fbnd.c): CPML
  * layers, Mur edges and laser sources around the Yee phases (include/pml.h's and
- * include/laser.h's cell rules and line geometry). The layers and edges are thin strips:
- * small kernels over their cells, launched in the CPU's order (the two layers of one axis,
- * whose cells are apart, in one launch). Nothing here runs for a periodic deck. */
+ * include/laser.h's cell rules and line geometry). The layers' and the lasers' terms of a
+ * phase are one launch over the cells it updated (blocks with no such cell return at once):
+ * over the guards too for B's half steps over several ranks. Mur's edges are small kernels
+ * around the E step. Nothing here runs for a periodic deck. */
 #include "gpu_internal.h"
 #include "ebal.h"
 #include "laser.h"
 #include "pml.h"
+#include "yee.h"
 
 #include <string.h>
 
@@ -85,137 +87,191 @@ void gpu_fbnd_fetch(gpu_state *g, pic_state *st)
                               cudaMemcpyDeviceToHost));
 }
 
-/* ---- CPML layers ---- */
+/* ---- CPML layers and lasers: their terms cell by cell ---- */
 
+/* A Yee phase's field boundaries: after the cells' own update, the CPML layers' psi terms in
+ * the layers' order, then the lasers' source lines, as the CPU's boundary phases add them
+ * (each term of a cell reads the other field and writes this cell's: per cell the order is
+ * theirs). A guard cell across a periodic side stands for the cell it images: its terms are
+ * that cell's. */
 typedef struct {
-    pml_strip st;
-    int off, stride;
-    const float *coef;
-    float *psi0, *psi1;
-    int4 cells;         /* this rank's cells: columns [x, y), rows [z, w) */
-} klayer;
+    int nlayers, nlines;
+    pml_strip st[4];
+    const float *coef[4];         /* the phase's b, c (E: eb, ec; B: bb, bc) */
+    float *p0[4], *p1[4];         /* the phase's two psi arrays of each layer */
+    laser_beam beam[DECK_MAX_LASERS];
+    laser_line ln[DECK_MAX_LASERS];
+    int axis[DECK_MAX_LASERS];
+    int4 quiet;                   /* the cells no layer holds: columns [x, y), rows [z, w) */
+    int nx, ny;
+    float idx, idy;
+} kbound;
 
-static int4 cells_of(const gpu_state *g) { return make_int4(g->i0, g->i1, g->j0, g->j1); }
-
-static klayer layer_args(const gpu_state *g, const gpu_layer *L, int m0)
+/* The terms of phase e (0: B's half step, 1: E's step); none (nlayers = nlines = 0) without
+ * field boundaries. */
+static kbound bound_of(const gpu_state *g, const pic_state *st, int e)
 {
-    klayer a = {{L->axis, L->first, L->n, L->len}, g->off, g->stride, L->coef, L->psi[m0],
-                L->psi[m0 + 1], cells_of(g)};
-    return a;
-}
-
-/* Up to two layers of one axis in one launch: layer blockIdx.y of the group. */
-typedef struct {
-    klayer l[2];
-} klayers;
-
-/* How many layers from l0 on one launch takes: two consecutive ones of the same axis, whose
- * cells are apart (an x and a y layer share the corners, which take both updates in the
- * order of the layers, so they stay in launches of their own). */
-static int layer_group(const gpu_state *g, int l0)
-{
-    const gpu_layer *A = &g->layer[l0], *B = &g->layer[l0 + 1];
-    if (l0 + 1 < g->nlayers && B->axis == A->axis &&
-        (A->first + A->n <= B->first || B->first + B->n <= A->first))
-        return 2;
-    return 1;
-}
-
-/* The group of layers from l0 (layer_group's count into *n), its arguments and its grid. */
-static klayers group_args(const gpu_state *g, int l0, int m0, int *n, dim3 *grid)
-{
-    klayers a;
-    memset(&a, 0, sizeof a);
-    *n = layer_group(g, l0);
-    size_t most = 0;
-    for (int k = 0; k < *n; k++) {
-        const gpu_layer *L = &g->layer[l0 + k];
-        a.l[k] = layer_args(g, L, m0);
-        most = (size_t)L->n * L->len > most ? (size_t)L->n * L->len : most;
-    }
-    *grid = dim3(gpu_blocks(most, 128), (unsigned)*n);
-    return a;
-}
-
-/* B psi terms: thread t = cell t of the layer. */
-__global__ void k_pml_b(klayers g, float *b0, float *b1, float *b2, const float *e0,
-                        const float *e1, const float *e2, float idx, float idy, float h,
-                        int upd)
-{
-    const klayer &a = g.l[blockIdx.y];
-    int t = blockIdx.x * blockDim.x + threadIdx.x, i, j;
-    if (t >= a.st.n * a.st.len)
-        return;
-    pml_strip_cell(&a.st, t, &i, &j);
-    if (!in_box(a.cells, i, j))
-        return;
-    pml_b_cell(&a.st, a.off, a.stride, t, b0, b1, b2, e0, e1, e2, a.psi0, a.psi1,
-               a.coef + 2 * a.st.n, a.coef + 3 * a.st.n, a.st.axis ? idy : idx, h, upd);
-}
-
-__global__ void k_pml_e(klayers g, float *e0, float *e1, float *e2, const float *b0,
-                        const float *b1, const float *b2, float idx, float idy, float dt)
-{
-    const klayer &a = g.l[blockIdx.y];
-    int t = blockIdx.x * blockDim.x + threadIdx.x, i, j;
-    if (t >= a.st.n * a.st.len)
-        return;
-    pml_strip_cell(&a.st, t, &i, &j);
-    if (!in_box(a.cells, i, j))
-        return;
-    pml_e_cell(&a.st, a.off, a.stride, t, e0, e1, e2, b0, b1, b2, a.psi0, a.psi1, a.coef,
-               a.coef + a.st.n, a.st.axis ? idy : idx, dt);
-}
-
-/* ---- lasers ---- */
-
-/* One source line of a laser (laser_line_of): entry t (0..n-1) at k0 + t kstep, cell
- * (at, t) of an x plane, (t, at) of a y plane, where this rank holds it. */
-__global__ void k_laser(laser_beam beam, laser_line ln, int n, int k0, int kstep, float *d1,
-                        float *d2, int axis, int4 cells)
-{
-    int t = blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= n || !(axis ? in_box(cells, t, ln.at) : in_box(cells, ln.at, t)))
-        return;
-    int k = k0 + t * kstep;
-    laser_line_add(&beam, &ln, t, &d1[k], &d2[k]);
-}
-
-/* The source lines of the lasers after a half B step into bo (e = 0) or the E step (e = 1). */
-static void laser_lines(gpu_state *g, const emf *f, int e, float *const bo[3])
-{
+    const emf *f = st->f;
     const fbnd *b = f->fb;
-    float *const a[6] = {g->e[0], g->e[1], g->e[2], bo[0], bo[1], bo[2]};
+    kbound a;
+    memset(&a, 0, sizeof a);
+    if (!b)
+        return a;
+    a.nx = g->nx;
+    a.ny = g->ny;
+    a.idx = (float)(1.0 / f->dx);
+    a.idy = (float)(1.0 / f->dy);
+    a.nlayers = g->nlayers;
+    a.quiet = make_int4(0, g->nx, 0, g->ny);
+    for (int l = 0; l < g->nlayers; l++) {
+        const gpu_layer *L = &g->layer[l];
+        int *lo = L->axis ? &a.quiet.z : &a.quiet.x, *hi = L->axis ? &a.quiet.w : &a.quiet.y;
+        if (L->first == 0)
+            *lo = L->n > *lo ? L->n : *lo;
+        else
+            *hi = L->first < *hi ? L->first : *hi;
+        a.st[l] = pml_strip{L->axis, L->first, L->n, L->len};
+        a.coef[l] = L->coef + (e ? 0 : 2 * L->n);
+        a.p0[l] = L->psi[e ? 0 : 2];
+        a.p1[l] = L->psi[e ? 1 : 3];
+    }
     for (int l = 0; l < b->nlasers; l++) {
         const laser_src *L = &b->lasers[l];
         const laser_line ln = laser_line_of(L, e, f->step, f->dt, f->dx, f->dy, g->shift);
         if (!ln.on)
             continue;
-        const int n = L->axis ? g->nx : g->ny;
-        const int k0 = L->axis ? g->off + ln.at * g->stride : g->off + ln.at;
-        const int kstep = L->axis ? 1 : g->stride;
-        k_laser<<<gpu_blocks((size_t)n, 128), 128, 0, g->stream>>>(
-            L->beam, ln, n, k0, kstep, a[ln.d1], a[ln.d2], L->axis, cells_of(g));
-        GPU_LAUNCHED(g, "k_laser");
+        a.beam[a.nlines] = L->beam;
+        a.axis[a.nlines] = L->axis;
+        a.ln[a.nlines++] = ln;
     }
+    return a;
 }
 
-/* ---- the hooks of the Yee phases ---- */
-
-void gpu_fbnd_b(gpu_state *g, const pic_state *st, float *const bo[3])
+/* Cell t of layer L that holds global cell (i, j), or -1 (pml_strip's numbering). */
+__device__ __forceinline__ int layer_cell(const pml_strip &L, int i, int j)
 {
-    const emf *f = st->f;
-    const int upd = pml_psi_due(&g->psi_step, f->step); /* the device's own psi clock */
-    const float h = (float)(0.5 * f->dt), idx = (float)(1.0 / f->dx), idy = (float)(1.0 / f->dy);
-    for (int l = 0, n = 1; l < g->nlayers; l += n) {
-        dim3 grid;
-        const klayers a = group_args(g, l, 2, &n, &grid);
-        k_pml_b<<<grid, 128, 0, g->stream>>>(a, bo[0], bo[1], bo[2], g->e[0], g->e[1], g->e[2],
-                                              idx, idy, h, upd);
-        GPU_LAUNCHED(g, "k_pml_b");
-    }
-    laser_lines(g, f, 0, bo);
+    if (L.axis == 0)
+        return i >= L.first && i < L.first + L.n ? j * L.n + (i - L.first) : -1;
+    return j >= L.first && j < L.first + L.n ? (j - L.first) * L.len + i : -1;
 }
+
+/* Component d (0..5: Ex..Bz), picked without an indexed array (which would live in local
+ * memory). */
+__device__ __forceinline__ float *pick(int d, float *ex, float *ey, float *ez, float *bx,
+                                       float *by, float *bz)
+{
+    return d < 3 ? (d == 0 ? ex : d == 1 ? ey : ez) : (d == 3 ? bx : d == 4 ? by : bz);
+}
+
+/* Whether a block's cells (global columns [x, y), rows [z, w)) may have terms: not all
+ * inside the quiet cells with no laser line across. */
+__device__ __forceinline__ bool bound_near(const kbound &a, int4 r)
+{
+    if (r.x < a.quiet.x || r.y > a.quiet.y || r.z < a.quiet.z || r.w > a.quiet.w)
+        return true;
+    for (int l = 0; l < a.nlines; l++) {
+        const int at = a.ln[l].at;
+        if (a.axis[l] ? at >= r.z && at < r.w : at >= r.x && at < r.y)
+            return true;
+    }
+    return false;
+}
+
+/* The terms of phase e of global cell (i, j) (guards included) of a mesh whose cell (0, 0)
+ * is at off, row stride s: into B when e = 0 (half step h, psi updated when upd), into E
+ * when e = 1 (step h). */
+__device__ __forceinline__ void bound_cell(const kbound &a, int e, int i, int j, int off, int s,
+                                           float *ex, float *ey, float *ez, float *bx,
+                                           float *by, float *bz, float h, int upd)
+{
+    const int wi = wrap_index(i, a.nx), wj = wrap_index(j, a.ny);
+    const int o = off + (i - wi) + (j - wj) * s; /* an image's terms written on the guard */
+    for (int l = 0; l < a.nlayers; l++) {
+        const pml_strip &L = a.st[l];
+        const int t = layer_cell(L, wi, wj);
+        if (t < 0)
+            continue;
+        const float id = L.axis ? a.idy : a.idx, *b = a.coef[l], *c = a.coef[l] + L.n;
+        if (e)
+            pml_e_cell(&L, o, s, t, ex, ey, ez, bx, by, bz, a.p0[l], a.p1[l], b, c, id, h);
+        else
+            pml_b_cell(&L, o, s, t, bx, by, bz, ex, ey, ez, a.p0[l], a.p1[l], b, c, id, h, upd);
+    }
+    for (int l = 0; l < a.nlines; l++) {
+        const laser_line &ln = a.ln[l];
+        if ((a.axis[l] ? wj : wi) == ln.at) {
+            const int k = off + i + j * s;
+            laser_line_add(&a.beam[l], &ln, a.axis[l] ? wi : wj,
+                           &pick(ln.d1, ex, ey, ez, bx, by, bz)[k],
+                           &pick(ln.d2, ex, ey, ez, bx, by, bz)[k]);
+        }
+    }
+}
+
+#define BX 32
+#define BY 8
+
+/* The cell (i, j) of thread (x, y) of block (bx, by) over box, and whether its block may
+ * have terms. */
+__device__ __forceinline__ bool bound_thread(const kbound &a, int4 box, int &i, int &j)
+{
+    const int i0 = box.x + (int)blockIdx.x * BX, j0 = box.z + (int)blockIdx.y * BY;
+    const int4 r = make_int4(i0, min(i0 + BX, box.y), j0, min(j0 + BY, box.w));
+    i = i0 + (int)threadIdx.x;
+    j = j0 + (int)threadIdx.y;
+    return bound_near(a, r) && i < box.y && j < box.w;
+}
+
+/* After B's half steps (gpu_fbnd_b): the terms of B(n) and of B(n+1/2). */
+__global__ void k_fbnd_b(int4 box, int off, int s, float *bx, float *by, float *bz, float *nbx,
+                         float *nby, float *nbz, float *ex, float *ey, float *ez, float hx,
+                         float hy, float h, int upd, int halves,
+                         const __grid_constant__ kbound a)
+{
+    int i, j;
+    if (!bound_thread(a, box, i, j))
+        return;
+    if (halves & 1)
+        bound_cell(a, 0, i, j, off, s, ex, ey, ez, bx, by, bz, h, upd);
+    if (halves == 3) { /* B(n+1/2) from the B(n) with its terms */
+        const int k = off + i + j * s;
+        float x, y, z;
+        yee_b_new(bx, by, bz, ex, ey, ez, k, s, hx, hy, &x, &y, &z);
+        nbx[k] = x;
+        nby[k] = y;
+        nbz[k] = z;
+    }
+    if (halves & 2)
+        bound_cell(a, 0, i, j, off, s, ex, ey, ez, nbx, nby, nbz, h, 0);
+}
+
+/* After E's step over this rank's cells: their terms. */
+__global__ void k_fbnd_e(int4 box, int off, int s, float *ex, float *ey, float *ez, float *bx,
+                         float *by, float *bz, float dt, const __grid_constant__ kbound a)
+{
+    int i, j;
+    if (bound_thread(a, box, i, j))
+        bound_cell(a, 1, i, j, off, s, ex, ey, ez, bx, by, bz, dt, 0);
+}
+
+static dim3 box_grid(int4 box)
+{
+    return dim3(gpu_blocks((size_t)(box.y - box.x), BX), gpu_blocks((size_t)(box.w - box.z), BY));
+}
+
+void gpu_fbnd_b(gpu_state *g, const pic_state *st, int4 box, int halves, int upd, float hx,
+                float hy)
+{
+    const kbound a = bound_of(g, st, 0);
+    if (!a.nlayers && !a.nlines)
+        return;
+    k_fbnd_b<<<box_grid(box), dim3(BX, BY), 0, g->stream>>>(
+        box, g->off, g->stride, g->b[0], g->b[1], g->b[2], g->bn[0], g->bn[1], g->bn[2],
+        g->e[0], g->e[1], g->e[2], hx, hy, (float)(0.5 * st->f->dt), upd, halves, a);
+    GPU_LAUNCHED(g, "k_fbnd_b");
+}
+
+static int4 cells_of(const gpu_state *g) { return make_int4(g->i0, g->i1, g->j0, g->j1); }
 
 /* Mur side m (mur_line_of): save entry t's old values (before the E step) or apply the
  * edge rule (after it), where this rank holds the node inside the edge, `in` across it. */
@@ -250,16 +306,14 @@ void gpu_fbnd_e_save(gpu_state *g, const pic_state *st) { mur_sides(g, st, 1); }
 
 void gpu_fbnd_e(gpu_state *g, const pic_state *st)
 {
-    const emf *f = st->f;
-    const float dt = (float)f->dt, idx = (float)(1.0 / f->dx), idy = (float)(1.0 / f->dy);
-    for (int l = 0, n = 1; l < g->nlayers; l += n) {
-        dim3 grid;
-        const klayers a = group_args(g, l, 0, &n, &grid);
-        k_pml_e<<<grid, 128, 0, g->stream>>>(a, g->e[0], g->e[1], g->e[2], g->b[0], g->b[1],
-                                              g->b[2], idx, idy, dt);
-        GPU_LAUNCHED(g, "k_pml_e");
+    const kbound a = bound_of(g, st, 1);
+    if (a.nlayers || a.nlines) {
+        const int4 box = make_int4(g->i0, g->i1, g->j0, g->j1);
+        k_fbnd_e<<<box_grid(box), dim3(BX, BY), 0, g->stream>>>(
+            box, g->off, g->stride, g->e[0], g->e[1], g->e[2], g->b[0], g->b[1], g->b[2],
+            (float)st->f->dt, a);
+        GPU_LAUNCHED(g, "k_fbnd_e");
     }
-    laser_lines(g, f, 1, g->b);
     mur_sides(g, st, 0);
 }
 

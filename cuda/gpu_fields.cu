@@ -7,6 +7,7 @@
  * go through gpu_halo.cu. */
 #include "gpu_internal.h"
 #include "ebal.h"
+#include "pml.h"
 #include "yee.h"
 
 #include <math.h>
@@ -75,52 +76,62 @@ __device__ __forceinline__ bool cell_of_thread(const mesh &m, int &i, int &j)
     return i < m.i1 && j < m.j1;
 }
 
-/* B = B0 - h curl E (B0 = B: in place). */
-__global__ void k_b_half(mesh m, float *bx, float *by, float *bz, const float *bx0,
-                         const float *by0, const float *bz0, const float *ex, const float *ey,
-                         const float *ez, float hx, float hy)
+/* B's half steps with E(n) over the cells of m: B(n) = B(n-1/2) - h curl E(n) in place
+ * (halves & 1), B(n+1/2) = B(n) - h curl E(n) into bn (halves & 2). Neither half reads another
+ * cell's B: both in one pass, or each in a launch of its own (the boundaries' terms of each
+ * follow, gpu_fbnd_b). */
+__global__ void k_b_step(mesh m, float *bx, float *by, float *bz, float *nbx, float *nby,
+                         float *nbz, const float *ex, const float *ey, const float *ez,
+                         float hx, float hy, int halves)
 {
     int i, j;
-    if (cell_of_thread(m, i, j)) {
-        const int k = m.off + i + j * m.stride;
-        float x, y, z;
-        yee_b_new(bx0, by0, bz0, ex, ey, ez, k, m.stride, hx, hy, &x, &y, &z);
+    if (!cell_of_thread(m, i, j))
+        return;
+    const int k = m.off + i + j * m.stride;
+    float x, y, z;
+    if (halves & 1) {
+        yee_b_new(bx, by, bz, ex, ey, ez, k, m.stride, hx, hy, &x, &y, &z);
         bx[k] = x;
         by[k] = y;
         bz[k] = z;
         if (m.images)
             guard_images(m, i, j, k, bx, by, bz);
     }
-}
-
-__global__ void k_e_advance(mesh m, float *ex, float *ey, float *ez, const float *bx,
-                            const float *by, const float *bz, const float *jx,
-                            const float *jy, const float *jz, float dt, float cx, float cy)
-{
-    int i, j;
-    if (cell_of_thread(m, i, j)) {
-        const int k = m.off + i + j * m.stride;
-        yee_e_cell(ex, ey, ez, bx, by, bz, jx, jy, jz, k, m.stride, dt, cx, cy);
+    if (halves & 2) {
+        yee_b_new(bx, by, bz, ex, ey, ez, k, m.stride, hx, hy, &x, &y, &z);
+        nbx[k] = x;
+        nby[k] = y;
+        nbz[k] = z;
         if (m.images)
-            guard_images(m, i, j, k, ex, ey, ez);
+            guard_images(m, i, j, k, nbx, nby, nbz);
     }
 }
 
-/* E's update of the cells of acc's frame (frame_element's n elements; its guards skipped):
- * what k_e_advance does there, once J's fold is done (gpu_fields). */
-__global__ void k_e_frame(mesh m, size_t n, float *ex, float *ey, float *ez, const float *bx,
-                          const float *by, const float *bz, const float *jx, const float *jy,
-                          const float *jz, float dt, float cx, float cy)
+/* E(n+1) = E(n) + dt (curl B(n+1/2) - J(n+1/2)) over the cells of m, or with nframe over the
+ * nframe elements of acc's frame (frame_element; its guards skipped): one kernel, so that
+ * both take the same instructions per cell. */
+__global__ void k_e_advance(mesh m, size_t nframe, float *ex, float *ey, float *ez,
+                            const float *bx, const float *by, const float *bz, const float *jx,
+                            const float *jy, const float *jz, float dt, float cx, float cy)
 {
-    const int G = EMF_GUARD, w = m.i1 - m.i0, h = m.j1 - m.j0;
-    const size_t t = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
-    if (t >= n)
+    int i, j;
+    if (nframe) {
+        const int G = EMF_GUARD, w = m.i1 - m.i0, h = m.j1 - m.j0;
+        const size_t t = (blockIdx.x * (size_t)FY + threadIdx.y) * FX + threadIdx.x;
+        if (t >= nframe)
+            return;
+        const int2 cr = frame_element(t, m.stride, w, h);
+        if (cr.x < G || cr.x >= G + w || cr.y < G || cr.y >= G + h)
+            return;
+        i = m.i0 + cr.x - G;
+        j = m.j0 + cr.y - G;
+    } else if (!cell_of_thread(m, i, j)) {
         return;
-    const int2 cr = frame_element(t, m.stride, w, h);
-    if (cr.x < G || cr.x >= G + w || cr.y < G || cr.y >= G + h)
-        return;
-    const int k = m.off + (m.i0 + cr.x - G) + (m.j0 + cr.y - G) * m.stride;
+    }
+    const int k = m.off + i + j * m.stride;
     yee_e_cell(ex, ey, ez, bx, by, bz, jx, jy, jz, k, m.stride, dt, cx, cy);
+    if (m.images)
+        guard_images(m, i, j, k, ex, ey, ez);
 }
 
 /* Guard fill of up to three arrays on one rank (yee_guard_source). Threads run over the
@@ -337,42 +348,61 @@ void gpu_fields_filter(gpu_state *g, const pic_state *st, float *a0, float *a1, 
         }
 }
 
-/* B's half step from B and E(n) into bo (bo = b: in place), with the field boundaries' part
- * and the guards. Over several ranks of a box with no field boundary it also runs over the
- * guards (all but the outermost upper line, whose E neighbour is not here and which neither
- * the gather nor E's update reads): from guards of E and B equal to the cells they stand for,
- * the same operations give the values the neighbour computes, bit for bit, without an
- * exchange. The field boundaries' updates hold state for this rank's cells only, so a box
- * with any keeps the exchange. */
-static void b_half(gpu_state *g, const pic_state *st, float *const bo[3])
+/* The cells B's half steps update (m's): this rank's, and over several ranks the guards
+ * across each side with a rank there (all but the outermost upper line, whose E neighbour is
+ * not here and which neither the gather nor E's update reads). From guards of E and B equal
+ * to the cells they stand for, the same operations give the values the neighbour computes,
+ * bit for bit, with no exchange: the boundary terms too, as every rank keeps the CPML layers'
+ * memories of the whole box (fbnd.h) and updates those of its guards as the neighbour does
+ * its cells'. Not across a periodic side of a box with field boundaries that this rank holds
+ * alone: a cell and its image would update the same memory twice. Returns whether the guards
+ * are so made. */
+static int b_cells(const gpu_state *g, const pic_state *st, mesh *m)
 {
-    const float hx = (float)(0.5 * st->f->dt / st->f->dx), hy = (float)(0.5 * st->f->dt / st->f->dy);
-    const int G = EMF_GUARD, wide = g->ranks > 1 && !st->f->fb;
-    mesh m = update_mesh(g, st);
-    if (wide)
-        m.i0 -= G, m.i1 += G - 1, m.j0 -= G, m.j1 += G - 1;
-    const dim3 grid(gpu_blocks((size_t)(m.i1 - m.i0), FX), gpu_blocks((size_t)(m.j1 - m.j0), FY));
-    k_b_half<<<grid, dim3(FX, FY), 0, g->stream>>>(m, bo[0], bo[1], bo[2], g->b[0], g->b[1],
-                                                    g->b[2], g->e[0], g->e[1], g->e[2], hx, hy);
-    GPU_LAUNCHED(g, "k_b_half");
-    if (st->f->fb)
-        gpu_fbnd_b(g, st, bo);
-    if (!m.images && !wide)
-        gpu_guard_fill(g, bo[0], bo[1], bo[2]);
+    *m = update_mesh(g, st);
+    const int self = (g->px && g->nb[SIDE_XMIN] == g->rank) ||
+                     (g->py && g->nb[SIDE_YMIN] == g->rank);
+    if (g->ranks == 1 || (st->f->fb && self))
+        return 0;
+    const int G = EMF_GUARD;
+    m->i0 -= g->nb[SIDE_XMIN] >= 0 ? G : 0;
+    m->i1 += g->nb[SIDE_XMAX] >= 0 ? G - 1 : 0;
+    m->j0 -= g->nb[SIDE_YMIN] >= 0 ? G : 0;
+    m->j1 += g->nb[SIDE_YMAX] >= 0 ? G - 1 : 0;
+    return 1;
 }
 
-/* B(n) = B(n-1/2) - dt/2 curl E(n), which the push waits for (b_ready), then B(n+1/2) =
- * B(n) - dt/2 curl E(n) into bn beside the push (neither reads J or the particles), which
- * gpu_fields swaps in: the field phase after the push starts with the current. */
+/* B(n) = B(n-1/2) - dt/2 curl E(n), which the push waits for (b_ready), and B(n+1/2) = B(n)
+ * - dt/2 curl E(n) into bn (neither reads J or the particles), which gpu_fields swaps in. On
+ * one rank B(n+1/2) is made beside the push; over several, where the push's stream runs
+ * first (gpu_core.cu) and it would wait for the push's end, in B(n)'s pass, so that the
+ * field phase after the push starts with the current. */
 void gpu_b_half(void *ctx, pic_state *st)
 {
     gpu_state *g = (gpu_state *)ctx;
-    gpu_trace_step(g, st->f->step);
+    const emf *f = st->f;
+    gpu_trace_step(g, f->step);
     gpu_fields_continue(g); /* beside the last step's ionization and collisions */
     int t = gpu_tic(g, st);
-    b_half(g, st, g->b);
-    GPU_CK(cudaEventRecord(g->b_ready, g->stream));
-    b_half(g, st, g->bn);
+    const float hx = (float)(0.5 * f->dt / f->dx), hy = (float)(0.5 * f->dt / f->dy);
+    const int upd = pml_psi_due(&g->psi_step, f->step); /* the device's own psi clock */
+    mesh m;
+    const int wide = b_cells(g, st, &m), both = g->ranks > 1;
+    const dim3 grid(gpu_blocks((size_t)(m.i1 - m.i0), FX), gpu_blocks((size_t)(m.j1 - m.j0), FY));
+    float *const b[6] = {g->b[0], g->b[1], g->b[2], g->bn[0], g->bn[1], g->bn[2]};
+    for (int half = 1; half <= 2 - both; half++) { /* halves 1 then 2, or 3 */
+        const int which = both ? 3 : half;
+        k_b_step<<<grid, dim3(FX, FY), 0, g->stream>>>(m, b[0], b[1], b[2], b[3], b[4], b[5],
+                                                        g->e[0], g->e[1], g->e[2], hx, hy,
+                                                        which);
+        GPU_LAUNCHED(g, "k_b_step");
+        if (st->f->fb)
+            gpu_fbnd_b(g, st, make_int4(m.i0, m.i1, m.j0, m.j1), which, upd, hx, hy);
+        if (!m.images && !wide)
+            gpu_guard_fill_n(g, b + (which == 2 ? 3 : 0), which == 3 ? 6 : 3);
+        if (which & 1)
+            GPU_CK(cudaEventRecord(g->b_ready, g->stream));
+    }
     gpu_toc(g, t, PH_FIELD);
     gpu_fields_end(g);
     gpu_debug(g, st, DBG_B_HALF);
@@ -389,19 +419,19 @@ void gpu_fields(void *ctx, pic_state *st)
         g->b[c] = g->bn[c];
         g->bn[c] = b;
     }
+    /* several ranks: J's cells that no fold reaches were summed on inner_stream
+     * (tiles_current); E's update there follows them while the fold travels, then acc's
+     * frame's (no filter: it would spread the fold's cells inward) */
+    const int G = EMF_GUARD, inner = g->overlap && g->ranks > 1;
+    const int split = inner && acc_frame_n(g) && g->i1 - g->i0 > 2 * G &&
+                      !filter_pass_count(f->filter_passes, f->filter_compensate);
+    if (split)
+        g->stream = g->inner_stream;
+    else if (inner)
+        GPU_CK(cudaStreamWaitEvent(g->stream, g->j_inner, 0));
     gpu_fields_filter(g, st, g->j[0], g->j[1], g->j[2]);
     const float dt = (float)f->dt, cx = (float)(f->dt / f->dx), cy = (float)(f->dt / f->dy);
     const mesh m = update_mesh(g, st);
-    /* several ranks: the cells that J's fold does not reach (final since the tile sums) on
-     * inner_stream while the fold travels, then acc's frame (no filter: it would spread the
-     * fold's cells inward) */
-    const int G = EMF_GUARD, split = g->overlap && g->ranks > 1 && acc_frame_n(g) &&
-                                     g->i1 - g->i0 > 2 * G && !filter_pass_count(
-                                         f->filter_passes, f->filter_compensate);
-    if (split) {
-        g->stream = g->inner_stream;
-        GPU_CK(cudaStreamWaitEvent(g->stream, g->j_inner, 0));
-    }
     if (f->fb) { /* before E changes */
         gpu_fbnd_e_save(g, st);
         gpu_fbnd_flows(g, st, 0);
@@ -410,30 +440,29 @@ void gpu_fields(void *ctx, pic_state *st)
     if (split)
         mi.i0 += G, mi.i1 -= G, mi.j0 += G, mi.j1 -= G;
     const dim3 grid(gpu_blocks((size_t)(mi.i1 - mi.i0), FX), gpu_blocks((size_t)(mi.j1 - mi.j0), FY));
-    k_e_advance<<<grid, dim3(FX, FY), 0, g->stream>>>(
-        mi, g->e[0], g->e[1], g->e[2], g->b[0], g->b[1], g->b[2], g->j[0], g->j[1], g->j[2], dt,
-        cx, cy);
+    k_e_advance<<<grid, dim3(FX, FY), 0, g->stream>>>(mi, 0, g->e[0], g->e[1], g->e[2], g->b[0],
+                                                       g->b[1], g->b[2], g->j[0], g->j[1],
+                                                       g->j[2], dt, cx, cy);
     GPU_LAUNCHED(g, "k_e_advance");
     if (split) {
         GPU_CK(cudaEventRecord(g->e_inner, g->stream));
         g->stream = g->field_stream;
         GPU_CK(cudaStreamWaitEvent(g->stream, g->e_inner, 0));
         const size_t n = acc_frame_n(g);
-        k_e_frame<<<gpu_blocks(n, 256), 256, 0, g->stream>>>(
+        k_e_advance<<<gpu_blocks(n, FX * FY), dim3(FX, FY), 0, g->stream>>>(
             m, n, g->e[0], g->e[1], g->e[2], g->b[0], g->b[1], g->b[2], g->j[0], g->j[1],
             g->j[2], dt, cx, cy);
-        GPU_LAUNCHED(g, "k_e_frame");
+        GPU_LAUNCHED(g, "k_e_advance");
     }
     if (f->fb) {
         gpu_fbnd_e(g, st);
         gpu_fbnd_flows(g, st, 1);
     }
     if (st->window_next && g->ranks > 1) {
-        /* and J's: its right guard column, the neighbour's current, moves into this rank's
-         * cells (dumped as on one rank); E's and B's guards one cell deep stay right after
-         * the shift, and nothing reads deeper ones before they are filled again */
-        float *const ej[6] = {g->e[0], g->e[1], g->e[2], g->j[0], g->j[1], g->j[2]};
-        gpu_guard_fill_n(g, ej, 6);
+        /* and B's: the shift moves the right guards' first column into this rank's cells;
+         * the guards are filled again after it (gpu_window_shift) */
+        float *const eb[6] = {g->e[0], g->e[1], g->e[2], g->b[0], g->b[1], g->b[2]};
+        gpu_guard_fill_n(g, eb, 6);
     } else if (!m.images) {
         gpu_guard_fill(g, g->e[0], g->e[1], g->e[2]);
     }

@@ -206,16 +206,17 @@ struct gpu_state {
     /* streams: `stream` is where work is queued now, main_stream but while the field phase
      * is queued on field_stream (gpu_fields_begin .. gpu_fields_end) or the sort's early
      * clusters' push and their histogram halo on border_stream (gpu_particles,
-     * gpu_sort_halo_early), and E's update of the cells that J's fold does not reach on
-     * inner_stream over several ranks (gpu_fields) */
+     * gpu_sort_halo_early), and the current's and E's updates of the cells that J's fold
+     * does not reach on inner_stream over several ranks (tiles_current, gpu_fields) */
     cudaStream_t stream, main_stream, field_stream, border_stream, inner_stream;
     int overlap;                  /* the field phase runs on field_stream beside the sort */
     int fields_pending;           /* field_stream has work the main stream has not joined */
     int fbnd;                     /* the box has field boundaries (st->f->fb) */
     cudaEvent_t pushed, fields_done; /* main stream -> field stream, and back */
-    cudaEvent_t b_ready;          /* field stream -> main: B(n), before B(n+1/2) (gpu_b_half) */
-    cudaEvent_t j_inner, e_inner; /* field -> inner_stream: J's cells that no fold reaches
-                                     (tiles_current); and back: E's update there */
+    cudaEvent_t b_ready;          /* field stream -> main: B(n) and B(n+1/2) (gpu_b_half) */
+    /* field -> inner_stream: the push's tiles (tiles_ready); inner -> field: J's cells that no
+     * fold reaches (j_inner, tiles_current) and E's update there (e_inner, gpu_fields) */
+    cudaEvent_t tiles_ready, j_inner, e_inner;
     /* NCCL ranks without particle walls, drops or window: the clusters whose histograms the
      * neighbours need (nborder entries at border_entries, device) are pushed on
      * border_stream beside the main stream's push of the rest, and their histograms travel
@@ -631,11 +632,15 @@ void gpu_trace_wait(gpu_state *g, const char *what, double since);
 void gpu_trace_step(gpu_state *g, long step);
 void gpu_trace_close(gpu_state *g);
 /* Field boundaries (gpu_fbnd.cu, the twin of cpu_fbnd.c): setup and free, the hooks of the
- * Yee phases (as fbnd_b, into the half step's output bo; fbnd_e_save, fbnd_e) and the fetch
- * of their state for checkpoints. */
+ * Yee phases (as fbnd_b, fbnd_e_save, fbnd_e) and the fetch of their state for checkpoints. */
 void gpu_fbnd_setup(gpu_state *g, const pic_state *st);
 void gpu_fbnd_free(gpu_state *g);
-void gpu_fbnd_b(gpu_state *g, const pic_state *st, float *const bo[3]);
+/* After B's half steps over the cells of box (global columns [x, y), rows [z, w)): the
+ * boundary terms of B(n) (halves & 1, the layers' psi updated when upd) and of B(n+1/2) in bn
+ * (halves & 2), B(n+1/2) made again from B(n) where the two were made in one pass (halves ==
+ * 3; hx, hy the half step's); after the E step: Mur's save before it, the terms after it. */
+void gpu_fbnd_b(gpu_state *g, const pic_state *st, int4 box, int halves, int upd, float hx,
+                float hy);
 void gpu_fbnd_e_save(gpu_state *g, const pic_state *st);
 void gpu_fbnd_e(gpu_state *g, const pic_state *st);
 void gpu_fbnd_fetch(gpu_state *g, pic_state *st);

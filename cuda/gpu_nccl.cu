@@ -647,7 +647,7 @@ void gpu_nccl_hist_halo(gpu_state *g, const clusters *cl, unsigned mask)
 #endif
 }
 
-/* ==== The moving window: the PML memories' border column (gpu_window.cu) ========= */
+/* ==== The moving window: the PML memories' border columns (gpu_window.cu) ======== */
 
 #ifdef EMPIC_NCCL
 /* Column `col` of the layers as layer_column (fbnd.c) walks it: layer l's rows [jlo, jlo +
@@ -688,11 +688,27 @@ static psi_column psi_column_of(const gpu_state *g, int col)
     return c;
 }
 
-/* Entry t of the column's message to msg (out) or from it, as layer_column's copies. */
-__global__ void k_psi_column(const psi_column c, float *msg, int out)
+/* Two columns, one message: the first's entries, then the second's. */
+typedef struct {
+    psi_column c[2];
+    size_t total;
+} psi_columns;
+
+static psi_columns psi_columns_of(const gpu_state *g, int col)
 {
-    for (size_t t = blockIdx.x * (size_t)blockDim.x + threadIdx.x; t < c.total;
-         t += (size_t)gridDim.x * blockDim.x) {
+    psi_columns a = {{psi_column_of(g, col), psi_column_of(g, col + 1)}, 0};
+    a.total = a.c[0].total + a.c[1].total;
+    return a;
+}
+
+/* Entry t of the columns' message to msg (out) or from it, as layer_column's copies. */
+__global__ void k_psi_column(const psi_columns a, float *msg, int out)
+{
+    for (size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x; e < a.total;
+         e += (size_t)gridDim.x * blockDim.x) {
+        const int second = e >= a.c[0].total;
+        const psi_column &c = a.c[second];
+        const size_t t = e - (second ? a.c[0].total : 0);
         int l = 0;
         while (t >= c.at[l] + 4 * (size_t)c.cnt[l]) /* a layer without entries is passed */
             l++;
@@ -702,9 +718,9 @@ __global__ void k_psi_column(const psi_column c, float *msg, int out)
                                     ? (size_t)j * c.n[l] + (size_t)(c.col - c.first[l])
                                     : (size_t)(j - c.first[l]) * c.len[l] + (size_t)c.col);
         if (out)
-            msg[t] = *p;
+            msg[e] = *p;
         else
-            *p = msg[t];
+            *p = msg[e];
     }
 }
 #endif
@@ -715,8 +731,8 @@ void gpu_nccl_psi_column(gpu_state *g)
     const int left = g->nb[SIDE_XMIN], right = g->nb[SIDE_XMAX];
     /* fbnd_shift_exchange sends when left >= 0 and i0 > 0; the rank on the right does so
      * exactly when right >= 0 and i1 < nx (its i0 is this rank's i1, or 0 across a periodic
-     * side), with the same rows [j0, j1) and column i1 - 1: the same count */
-    const psi_column out = psi_column_of(g, g->i0 - 1), in = psi_column_of(g, g->i1 - 1);
+     * side), with the same rows [j0, j1) and columns i1 - 1, i1: the same count */
+    const psi_columns out = psi_columns_of(g, g->i0 - 1), in = psi_columns_of(g, g->i1 - 1);
     const size_t nout = left >= 0 && g->i0 > 0 ? out.total : 0;
     const size_t nin = right >= 0 && g->i1 < g->nx ? in.total : 0;
     if (!nout && !nin)

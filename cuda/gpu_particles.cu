@@ -964,22 +964,31 @@ static void fold_early(gpu_state *g, int nset)
     g->open = open;
 }
 
-/* The current of nset tile sets into J: at once on one rank, through acc over several. */
+/* The current of nset tile sets into J: at once on one rank, through acc over several:
+ * there acc's frame is summed, folded and rounded by gpu_acc_finish on this stream while
+ * inner_stream (with the field phase beside the sort) sums the cells that no fold reaches
+ * straight into J (j_inner when done). */
 static void tiles_current(gpu_state *g, int nset)
 {
     g->j_behind = 0; /* J overwritten: the window's shifts it missed do not matter */
-    /* several ranks: acc's frame, folded and rounded by gpu_acc_finish; the rest at once */
-    const int frame = g->ranks > 1;
-    if (frame)
-        tiles_sum(g, g->tile_live, nset, 3, 0, 1);
+    const int frame = g->ranks > 1, inner = frame && g->overlap;
     const int4 box = {g->i0, g->j0, g->i1 - g->i0, g->j1 - g->j0};
+    cudaStream_t s = g->stream;
+    if (inner) {
+        GPU_CK(cudaEventRecord(g->tiles_ready, g->stream));
+        GPU_CK(cudaStreamWaitEvent(g->inner_stream, g->tiles_ready, 0));
+        g->stream = g->inner_stream;
+    }
     k_tiles_mesh<<<(unsigned)g->ncl + (frame ? 0 : 32), 256, 0, g->stream>>>(
         ktiles_of(g, g->tile_live, nset, 3), frame ? 0 : g->px, frame ? 0 : g->py, g->rows,
         g->stride, 1.0 / (double)g->scale, frame, g->own, box, g->j[0], g->j[1], g->j[2]);
     GPU_LAUNCHED(g, "k_tiles_mesh");
+    if (inner) {
+        GPU_CK(cudaEventRecord(g->j_inner, g->stream));
+        g->stream = s;
+    }
     if (frame) {
-        if (g->overlap) /* E's update of these cells beside the fold (gpu_fields) */
-            GPU_CK(cudaEventRecord(g->j_inner, g->stream));
+        tiles_sum(g, g->tile_live, nset, 3, 0, 1);
         gpu_acc_finish(g, 3, g->j[0], g->j[1], g->j[2], 1);
     }
 }

@@ -207,6 +207,8 @@ void gpu_window_j(gpu_state *g)
 {
     const arrays9 arr = {{g->j[0], g->j[1], g->j[2]}};
     for (; g->j_behind > 0; g->j_behind--) {
+        if (g->ranks > 1) /* the column that moves in is the neighbour's */
+            gpu_guard_fill(g, g->j[0], g->j[1], g->j[2]);
         k_shift_rows<<<dim3((unsigned)g->rows, 3), 256, 0, g->stream>>>(arr, g->stride,
                                                                         shift_first(g));
         GPU_LAUNCHED(g, "k_shift_rows");
@@ -221,12 +223,10 @@ void gpu_window_shift(void *ctx, pic_state *st)
     int t = gpu_tic(g, st);
     arrays9 arr = {{g->e[0], g->e[1], g->e[2], g->b[0], g->b[1], g->b[2], g->j[0], g->j[1],
                     g->j[2]}};
-    /* over several ranks gpu_fields filled J's guards with E's (st->window_next): the column
-     * that moves in from the rank on the right is the neighbour's; with the left guards
-     * shifted too, E's and B's guards are right one cell deep after the shift, all that is
-     * read before the next fills (the right guard two cells out is cleared). On one rank J
-     * waits: the next step's current overwrites it, and what reads it before shifts it first
-     * (gpu_window_j). */
+    /* J waits: the next step's current overwrites it, and what reads it before shifts it
+     * first (gpu_window_j). Over several ranks E's and B's guards, filled before the shift
+     * (gpu_fields), are filled again after it, and the layers' memories' border columns
+     * exchanged: B's half steps run over the guards two cells deep (gpu_b_half). */
     const int first = shift_first(g);
     if (st->f->fb) {
         k_ebal_shift<<<dim3((unsigned)g->ncy, 2), EBAL_SHIFT_THREADS, 0, g->stream>>>(
@@ -235,11 +235,9 @@ void gpu_window_shift(void *ctx, pic_state *st)
             st->nslot, g->bal);
         GPU_LAUNCHED(g, "k_ebal_shift");
     }
-    const int lazy = g->ranks == 1;
-    k_shift_rows<<<dim3((unsigned)g->rows, lazy ? 6 : 9), 256, 0, g->stream>>>(arr, g->stride,
-                                                                              first);
+    k_shift_rows<<<dim3((unsigned)g->rows, 6), 256, 0, g->stream>>>(arr, g->stride, first);
     GPU_LAUNCHED(g, "k_shift_rows");
-    g->j_behind += lazy;
+    g->j_behind++;
     if (st->f->fb && g->nlayers > 0) {
         psi_rows a;
         memset(&a, 0, sizeof a);
@@ -270,6 +268,10 @@ void gpu_window_shift(void *ctx, pic_state *st)
                                                sizeof(float),
                                            cudaMemcpyHostToDevice, g->stream));
         }
+    }
+    if (g->ranks > 1) {
+        float *const eb[6] = {g->e[0], g->e[1], g->e[2], g->b[0], g->b[1], g->b[2]};
+        gpu_guard_fill_n(g, eb, 6);
     }
     g->shift++; /* the laser sources' clock (fbnd.shift, written back by gpu_fetch_fields) */
     gpu_toc(g, t, PH_FIELD);

@@ -575,10 +575,10 @@ static int write_checkpoint(sim *S)
     ebalsum_all(S); /* the balance sums of all ranks into S->bal_ck, which it keeps */
     if (fieldavg_held(&S->d, S->step)) /* inside an averaging window: its sums */
         S->be->avg_fetch(S->be_ctx, &S->st);
-    /* B's guards as one rank holds them: over several ranks of a box without field
-     * boundaries b_half leaves the outermost upper line, which nothing reads, as it was, and
-     * a checkpoint keeps the guards of the box edges */
-    for (int c = 0; c < 3 && comm_size() > 1 && !S->f.fb; c++)
+    /* B's guards as one rank holds them: over several ranks the CUDA backend's B half steps
+     * leave the outermost upper line, which nothing reads, as it was, and a checkpoint
+     * keeps the guards of the box edges */
+    for (int c = 0; c < 3 && comm_size() > 1; c++)
         emf_guard_fill(&S->f, S->f.b[c]);
     const double t0 = omp_get_wtime();
     const int rc = checkpoint_write(S);

@@ -134,19 +134,21 @@ void fbnd_shift_exchange(emf *f)
     float *buf = empic_alloc(2 * (size_t)(f->ny + 1) * sizeof(float), "window exchange");
     const int left = f->nb[SIDE_XMIN], right = f->nb[SIDE_XMAX];
     for (int n = 0; n < b->nlayers; n++)
-        for (int m = 0; m < 4; m++) {
-            pml_layer *L = &b->layer[n];
-            float *p = L->psi[m];
-            /* this rank's last column takes the first column of the rank on the right (that
-             * rank shifted it to column i0 - 1 of its copy) */
-            size_t k = left >= 0 && f->i0 > 0
-                           ? layer_column(L, p, f->i0 - 1, f->j0, f->j1, buf, 1)
-                           : 0;
-            size_t got = comm_sendrecv(buf, k * sizeof(float), left, buf + f->ny + 1,
-                                       (size_t)(f->ny + 1) * sizeof(float), right, 30);
-            if (got)
-                layer_column(L, p, f->i1 - 1, f->j0, f->j1, buf + f->ny + 1, 0);
-        }
+        for (int m = 0; m < 4; m++)
+            for (int c = 0; c < 2; c++) {
+                pml_layer *L = &b->layer[n];
+                float *p = L->psi[m];
+                /* this rank's last column and its first guard column take the first two
+                 * columns of the rank on the right (that rank shifted them to columns i0 - 1
+                 * and i0 of its copy); the CUDA backend's B half steps read the guard's */
+                size_t k = left >= 0 && f->i0 > 0
+                               ? layer_column(L, p, f->i0 - 1 + c, f->j0, f->j1, buf, 1)
+                               : 0;
+                size_t got = comm_sendrecv(buf, k * sizeof(float), left, buf + f->ny + 1,
+                                           (size_t)(f->ny + 1) * sizeof(float), right, 30);
+                if (got)
+                    layer_column(L, p, f->i1 - 1 + c, f->j0, f->j1, buf + f->ny + 1, 0);
+            }
     free(buf);
 }
 

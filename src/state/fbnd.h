@@ -68,8 +68,8 @@ int fbnd_arrays(const emf *f, fbnd_array *a);
  * one rank). Every rank calls it. */
 void fbnd_whole(const emf *f, const fbnd_array *a, uint32_t *out);
 /* Its exchange between ranks, after the layers' memories were shifted (also the CUDA
- * backend's, on host copies): the last column of this rank's cells from the rank on the
- * right. */
+ * backend's, on host copies): the last column of this rank's cells and the guard column
+ * beyond it from the rank on the right. */
 void fbnd_shift_exchange(emf *f);
 
 #endif
