@@ -89,6 +89,8 @@ void gpu_fbnd_fetch(gpu_state *g, pic_state *st)
 
 /* ---- CPML layers and lasers: their terms cell by cell ---- */
 
+static int4 cells_of(const gpu_state *g) { return make_int4(g->i0, g->i1, g->j0, g->j1); }
+
 /* A Yee phase's field boundaries: after the cells' own update, the CPML layers' psi terms in
  * the layers' order, then the lasers' source lines, as the CPU's boundary phases add them
  * (each term of a cell reads the other field and writes this cell's: per cell the order is
@@ -271,8 +273,6 @@ void gpu_fbnd_b(gpu_state *g, const pic_state *st, int4 box, int halves, int upd
     GPU_LAUNCHED(g, "k_fbnd_b");
 }
 
-static int4 cells_of(const gpu_state *g) { return make_int4(g->i0, g->i1, g->j0, g->j1); }
-
 /* Mur side m (mur_line_of): save entry t's old values (before the E step) or apply the
  * edge rule (after it), where this rank holds the node inside the edge, `in` across it. */
 __global__ void k_mur(int save, mur_line m, float *c1, float *c2, float *o, float mr, int in,
@@ -308,7 +308,7 @@ void gpu_fbnd_e(gpu_state *g, const pic_state *st)
 {
     const kbound a = bound_of(g, st, 1);
     if (a.nlayers || a.nlines) {
-        const int4 box = make_int4(g->i0, g->i1, g->j0, g->j1);
+        const int4 box = cells_of(g);
         k_fbnd_e<<<box_grid(box), dim3(BX, BY), 0, g->stream>>>(
             box, g->off, g->stride, g->e[0], g->e[1], g->e[2], g->b[0], g->b[1], g->b[2],
             (float)st->f->dt, a);

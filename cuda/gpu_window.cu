@@ -221,8 +221,7 @@ void gpu_window_shift(void *ctx, pic_state *st)
     /* the fields' part after the field phase, beside the sort; the particles' part before it */
     gpu_fields_begin(g);
     int t = gpu_tic(g, st);
-    arrays9 arr = {{g->e[0], g->e[1], g->e[2], g->b[0], g->b[1], g->b[2], g->j[0], g->j[1],
-                    g->j[2]}};
+    const arrays9 arr = {{g->e[0], g->e[1], g->e[2], g->b[0], g->b[1], g->b[2]}};
     /* J waits: the next step's current overwrites it, and what reads it before shifts it
      * first (gpu_window_j). Over several ranks E's and B's guards, filled before the shift
      * (gpu_fields), are filled again after it, and the layers' memories' border columns
