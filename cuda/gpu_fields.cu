@@ -76,6 +76,23 @@ __device__ __forceinline__ bool cell_of_thread(const mesh &m, int &i, int &j)
     return i < m.i1 && j < m.j1;
 }
 
+/* B = B0 - h curl E at cell (i, j) (entry k) into bo (bo = b0: in place), with its guard
+ * images. */
+__device__ __forceinline__ void b_half_cell(const mesh &m, int i, int j, int k, const float *bx0,
+                                            const float *by0, const float *bz0, float *bx,
+                                            float *by, float *bz, const float *ex,
+                                            const float *ey, const float *ez, float hx,
+                                            float hy)
+{
+    float x, y, z;
+    yee_b_new(bx0, by0, bz0, ex, ey, ez, k, m.stride, hx, hy, &x, &y, &z);
+    bx[k] = x;
+    by[k] = y;
+    bz[k] = z;
+    if (m.images)
+        guard_images(m, i, j, k, bx, by, bz);
+}
+
 /* B's half steps with E(n) over the cells of m: B(n) = B(n-1/2) - h curl E(n) in place
  * (halves & 1), B(n+1/2) = B(n) - h curl E(n) into bn (halves & 2). Neither half reads another
  * cell's B: both in one pass, or each in a launch of its own (the boundaries' terms of each
@@ -88,23 +105,10 @@ __global__ void k_b_step(mesh m, float *bx, float *by, float *bz, float *nbx, fl
     if (!cell_of_thread(m, i, j))
         return;
     const int k = m.off + i + j * m.stride;
-    float x, y, z;
-    if (halves & 1) {
-        yee_b_new(bx, by, bz, ex, ey, ez, k, m.stride, hx, hy, &x, &y, &z);
-        bx[k] = x;
-        by[k] = y;
-        bz[k] = z;
-        if (m.images)
-            guard_images(m, i, j, k, bx, by, bz);
-    }
-    if (halves & 2) {
-        yee_b_new(bx, by, bz, ex, ey, ez, k, m.stride, hx, hy, &x, &y, &z);
-        nbx[k] = x;
-        nby[k] = y;
-        nbz[k] = z;
-        if (m.images)
-            guard_images(m, i, j, k, nbx, nby, nbz);
-    }
+    if (halves & 1)
+        b_half_cell(m, i, j, k, bx, by, bz, bx, by, bz, ex, ey, ez, hx, hy);
+    if (halves & 2)
+        b_half_cell(m, i, j, k, bx, by, bz, nbx, nby, nbz, ex, ey, ez, hx, hy);
 }
 
 /* E(n+1) = E(n) + dt (curl B(n+1/2) - J(n+1/2)) over the cells of m, or with nframe over the
