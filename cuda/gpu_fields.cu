@@ -359,14 +359,16 @@ void gpu_fields_filter(gpu_state *g, const pic_state *st, float *a0, float *a1, 
  * bit for bit, with no exchange: the boundary terms too, as every rank keeps the CPML layers'
  * memories of the whole box (fbnd.h) and updates those of its guards as the neighbour does
  * its cells'. Not across a periodic side of a box with field boundaries that this rank holds
- * alone: a cell and its image would update the same memory twice. Returns whether the guards
- * are so made. */
+ * alone (a cell and its image would update the same memory twice), nor with a Mur edge: it
+ * sets the edge node, a guard, of this rank's own lines only, and an exchange along the other
+ * axis does not carry that corner. Returns whether the guards are so made. */
 static int b_cells(const gpu_state *g, const pic_state *st, mesh *m)
 {
     *m = update_mesh(g, st);
-    const int self = (g->px && g->nb[SIDE_XMIN] == g->rank) ||
-                     (g->py && g->nb[SIDE_YMIN] == g->rank);
-    if (g->ranks == 1 || (st->f->fb && self))
+    int keep = (g->px && g->nb[SIDE_XMIN] == g->rank) || (g->py && g->nb[SIDE_YMIN] == g->rank);
+    for (int k = 0; k < 4; k++)
+        keep |= g->mur_old[k] != NULL;
+    if (g->ranks == 1 || (st->f->fb && keep))
         return 0;
     const int G = EMF_GUARD;
     m->i0 -= g->nb[SIDE_XMIN] >= 0 ? G : 0;
