@@ -287,9 +287,10 @@ void gpu_acc_finish(gpu_state *g, int ncomp, float *d0, float *d1, float *d2, in
 {
     void *const acc[3] = {g->acc, g->acc + g->size, g->acc + 2 * g->size};
     gpu_halo(g, acc, ncomp, 1, fold_self);
-    const size_t nf = frame ? acc_frame_n(g) : 0, n = nf ? nf : g->size;
+    int framed;
+    const size_t n = acc_elements(g, frame, &framed);
     k_acc_convert<<<gpu_blocks(n, 256), 256, 0, g->stream>>>(
-        mesh_of(g), g->acc, g->size, n, 1.0 / (double)g->scale, nf > 0, d0, d1, d2);
+        mesh_of(g), g->acc, g->size, n, 1.0 / (double)g->scale, framed, d0, d1, d2);
     GPU_LAUNCHED(g, "k_acc_convert");
 }
 
@@ -378,6 +379,28 @@ static int b_cells(const gpu_state *g, const pic_state *st, mesh *m)
     return 1;
 }
 
+/* B's halves (k_b_step's `halves`) over the cells of m with their boundary terms, and the
+ * guards that the pass did not make (wide: b_cells) filled; b_ready once B(n) is made. */
+static void b_step(gpu_state *g, const pic_state *st, const mesh &m, int wide, int halves,
+                   int upd)
+{
+    const emf *f = st->f;
+    const float hx = (float)(0.5 * f->dt / f->dx), hy = (float)(0.5 * f->dt / f->dy);
+    const dim3 grid(gpu_blocks((size_t)(m.i1 - m.i0), FX), gpu_blocks((size_t)(m.j1 - m.j0), FY));
+    k_b_step<<<grid, dim3(FX, FY), 0, g->stream>>>(m, g->b[0], g->b[1], g->b[2], g->bn[0],
+                                                    g->bn[1], g->bn[2], g->e[0], g->e[1],
+                                                    g->e[2], hx, hy, halves);
+    GPU_LAUNCHED(g, "k_b_step");
+    if (f->fb)
+        gpu_fbnd_b(g, st, make_int4(m.i0, m.i1, m.j0, m.j1), halves, upd, hx, hy);
+    if (!m.images && !wide) {
+        float *const b[6] = {g->b[0], g->b[1], g->b[2], g->bn[0], g->bn[1], g->bn[2]};
+        gpu_guard_fill_n(g, b + (halves == 2 ? 3 : 0), halves == 3 ? 6 : 3);
+    }
+    if (halves & 1)
+        GPU_CK(cudaEventRecord(g->b_ready, g->stream));
+}
+
 /* B(n) = B(n-1/2) - dt/2 curl E(n), which the push waits for (b_ready), and B(n+1/2) = B(n)
  * - dt/2 curl E(n) into bn (neither reads J or the particles), which gpu_fields swaps in. On
  * one rank B(n+1/2) is made beside the push; over several, where the push's stream runs
@@ -386,28 +409,17 @@ static int b_cells(const gpu_state *g, const pic_state *st, mesh *m)
 void gpu_b_half(void *ctx, pic_state *st)
 {
     gpu_state *g = (gpu_state *)ctx;
-    const emf *f = st->f;
-    gpu_trace_step(g, f->step);
+    gpu_trace_step(g, st->f->step);
     gpu_fields_continue(g); /* beside the last step's ionization and collisions */
     int t = gpu_tic(g, st);
-    const float hx = (float)(0.5 * f->dt / f->dx), hy = (float)(0.5 * f->dt / f->dy);
-    const int upd = pml_psi_due(&g->psi_step, f->step); /* the device's own psi clock */
+    const int upd = pml_psi_due(&g->psi_step, st->f->step); /* the device's own psi clock */
     mesh m;
-    const int wide = b_cells(g, st, &m), both = g->ranks > 1;
-    const dim3 grid(gpu_blocks((size_t)(m.i1 - m.i0), FX), gpu_blocks((size_t)(m.j1 - m.j0), FY));
-    float *const b[6] = {g->b[0], g->b[1], g->b[2], g->bn[0], g->bn[1], g->bn[2]};
-    for (int half = 1; half <= 2 - both; half++) { /* halves 1 then 2, or 3 */
-        const int which = both ? 3 : half;
-        k_b_step<<<grid, dim3(FX, FY), 0, g->stream>>>(m, b[0], b[1], b[2], b[3], b[4], b[5],
-                                                        g->e[0], g->e[1], g->e[2], hx, hy,
-                                                        which);
-        GPU_LAUNCHED(g, "k_b_step");
-        if (st->f->fb)
-            gpu_fbnd_b(g, st, make_int4(m.i0, m.i1, m.j0, m.j1), which, upd, hx, hy);
-        if (!m.images && !wide)
-            gpu_guard_fill_n(g, b + (which == 2 ? 3 : 0), which == 3 ? 6 : 3);
-        if (which & 1)
-            GPU_CK(cudaEventRecord(g->b_ready, g->stream));
+    const int wide = b_cells(g, st, &m);
+    if (g->ranks > 1) {
+        b_step(g, st, m, wide, 3, upd);
+    } else {
+        b_step(g, st, m, wide, 1, upd);
+        b_step(g, st, m, wide, 2, upd);
     }
     gpu_toc(g, t, PH_FIELD);
     gpu_fields_end(g);

@@ -556,6 +556,15 @@ static inline size_t acc_frame_n(const gpu_state *g)
     const int G = EMF_GUARD, h = g->j1 - g->j0, mid = h > 2 * G ? h - 2 * G : 0;
     return mid ? (size_t)4 * G * (g->stride + mid) : 0;
 }
+
+/* The elements of a pass over acc: with `frame`, acc's frame where the box has one (*framed
+ * = 1), else the whole mesh. */
+static inline size_t acc_elements(const gpu_state *g, int frame, int *framed)
+{
+    const size_t nf = frame ? acc_frame_n(g) : 0;
+    *framed = nf > 0;
+    return nf ? nf : g->size;
+}
 void gpu_fields_filter(gpu_state *g, const pic_state *st, float *a0, float *a1, float *a2);
 /* Field energies and max |div E - rho + rho_bg| with g->rho as deposited (gpu_field_diag). */
 void gpu_fields_energy(gpu_state *g, pic_state *st, double *energy_e, double *energy_b,

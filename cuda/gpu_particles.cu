@@ -929,13 +929,14 @@ static ktiles ktiles_of(const gpu_state *g, const int *live, int nset, int ncomp
 }
 
 /* nset tile sets of ncomp components into g->acc (added when `add`), over the whole mesh or
- * with `frame` acc's frame only (acc_frame_n: none for a box of at most 2G rows, taken
- * whole); live: the current's flags, or NULL (the charge's tiles are all stored). */
+ * with `frame` acc's frame only (acc_elements); live: the current's flags, or NULL (the
+ * charge's tiles are all stored). */
 static void tiles_sum(gpu_state *g, const int *live, int nset, int ncomp, int add, int frame)
 {
-    const size_t nf = frame ? acc_frame_n(g) : 0, n = nf ? nf : g->size;
+    int framed;
+    const size_t n = acc_elements(g, frame, &framed);
     k_tiles_sum<<<gpu_blocks(n, 256), 256, 0, g->stream>>>(
-        ktiles_of(g, live, nset, ncomp), add, g->acc, g->size, n, nf > 0, g->stride, g->i0,
+        ktiles_of(g, live, nset, ncomp), add, g->acc, g->size, n, framed, g->stride, g->i0,
         g->j0, g->i1 - g->i0, g->j1 - g->j0);
     GPU_LAUNCHED(g, "k_tiles_sum");
 }
