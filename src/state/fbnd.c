@@ -131,24 +131,27 @@ static size_t layer_column(const pml_layer *L, float *p, int i, int j0, int j1, 
 void fbnd_shift_exchange(emf *f)
 {
     fbnd *b = f->fb;
-    float *buf = empic_alloc(2 * (size_t)(f->ny + 1) * sizeof(float), "window exchange");
+    const size_t room = 2 * (size_t)(f->ny + 1); /* two columns' entries, each way */
+    float *buf = empic_alloc(2 * room * sizeof(float), "window exchange"), *in = buf + room;
     const int left = f->nb[SIDE_XMIN], right = f->nb[SIDE_XMAX];
     for (int n = 0; n < b->nlayers; n++)
-        for (int m = 0; m < 4; m++)
-            for (int c = 0; c < 2; c++) {
-                pml_layer *L = &b->layer[n];
-                float *p = L->psi[m];
-                /* this rank's last column and its first guard column take the first two
-                 * columns of the rank on the right (that rank shifted them to columns i0 - 1
-                 * and i0 of its copy); the CUDA backend's B half steps read the guard's */
-                size_t k = left >= 0 && f->i0 > 0
-                               ? layer_column(L, p, f->i0 - 1 + c, f->j0, f->j1, buf, 1)
-                               : 0;
-                size_t got = comm_sendrecv(buf, k * sizeof(float), left, buf + f->ny + 1,
-                                           (size_t)(f->ny + 1) * sizeof(float), right, 30);
-                if (got)
-                    layer_column(L, p, f->i1 - 1 + c, f->j0, f->j1, buf + f->ny + 1, 0);
+        for (int m = 0; m < 4; m++) {
+            pml_layer *L = &b->layer[n];
+            float *p = L->psi[m];
+            /* this rank's last column and its first guard column take the first two columns
+             * of the rank on the right (that rank shifted them to columns i0 - 1 and i0 of
+             * its copy), in one message; the CUDA backend's B half steps read the guard's */
+            size_t k = 0;
+            if (left >= 0 && f->i0 > 0) {
+                k = layer_column(L, p, f->i0 - 1, f->j0, f->j1, buf, 1);
+                k += layer_column(L, p, f->i0, f->j0, f->j1, buf + k, 1);
             }
+            if (comm_sendrecv(buf, k * sizeof(float), left, in, room * sizeof(float), right,
+                              30)) {
+                const size_t got = layer_column(L, p, f->i1 - 1, f->j0, f->j1, in, 0);
+                layer_column(L, p, f->i1, f->j0, f->j1, in + got, 0);
+            }
+        }
     free(buf);
 }
 
