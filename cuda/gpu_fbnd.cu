@@ -1,9 +1,9 @@
 /* gpu_fbnd.cu - the field boundaries on the device (the twin of src/cpu/cpu_fbnd.c): CPML
  * layers, Mur edges and laser sources around the Yee phases (include/pml.h's and
  * include/laser.h's cell rules and line geometry). The layers' and the lasers' terms of a
- * phase are one launch over the cells it updated (blocks with no such cell return at once):
- * over the guards too for B's half steps over several ranks. Mur's edges are small kernels
- * around the E step. Nothing here runs for a periodic deck. */
+ * phase are one launch over those blocks of the cells it updated that hold such cells: over
+ * the guards too for B's half steps over several ranks. Mur's edges are small kernels around
+ * the E step. Nothing here runs for a periodic deck. */
 #include "gpu_internal.h"
 #include "ebal.h"
 #include "laser.h"
@@ -65,6 +65,9 @@ void gpu_fbnd_free(gpu_state *g)
     for (int k = 0; k < 4; k++)
         if (g->mur_old[k])
             cudaFree(g->mur_old[k]);
+    for (int e = 0; e < 2; e++)
+        if (g->bound[e].dev)
+            cudaFree(g->bound[e].dev);
 }
 
 /* The layer and edge memories and the boundary clocks into the host fbnd (checkpoints). */
@@ -167,7 +170,7 @@ __device__ __forceinline__ float *pick(int d, float *ex, float *ey, float *ez, f
 
 /* Whether a block's cells (global columns [x, y), rows [z, w)) may have terms: not all
  * inside the quiet cells with no laser line across. */
-__device__ __forceinline__ bool bound_near(const kbound &a, int4 r)
+static bool bound_near(const kbound &a, int4 r)
 {
     if (r.x < a.quiet.x || r.y > a.quiet.y || r.z < a.quiet.z || r.w > a.quiet.w)
         return true;
@@ -213,25 +216,65 @@ __device__ __forceinline__ void bound_cell(const kbound &a, int e, int i, int j,
 #define BX 32
 #define BY 8
 
-/* The cell (i, j) of thread (x, y) of block (bx, by) over box, and whether its block may
- * have terms. */
-__device__ __forceinline__ bool bound_thread(const kbound &a, int4 box, int &i, int &j)
+/* The cell (i, j) of thread (x, y) of the block listed at blockIdx.x (bound_blocks), and
+ * whether it lies in box. */
+__device__ __forceinline__ bool bound_thread(const int2 *blocks, int4 box, int &i, int &j)
 {
-    const int i0 = box.x + (int)blockIdx.x * BX, j0 = box.z + (int)blockIdx.y * BY;
-    const int4 r = make_int4(i0, min(i0 + BX, box.y), j0, min(j0 + BY, box.w));
-    i = i0 + (int)threadIdx.x;
-    j = j0 + (int)threadIdx.y;
-    return bound_near(a, r) && i < box.y && j < box.w;
+    const int2 b = blocks[blockIdx.x];
+    i = box.x + b.x * BX + (int)threadIdx.x;
+    j = box.z + b.y * BY + (int)threadIdx.y;
+    return i < box.y && j < box.w;
+}
+
+/* The blocks of BX x BY cells over box that may have terms (bound_near), listed again only
+ * when the box, the layers or the laser lines change, onto the device in the stream: a
+ * phase's launch runs them alone (a whole box's launch was mostly blocks with nothing to
+ * do, 10-20 us of a step's critical path). Returns how many. */
+static int bound_blocks(gpu_state *g, gpu_bound_blocks *L, const kbound &a, int4 box)
+{
+    gpu_bound_key k;
+    memset(&k, 0, sizeof k);
+    k.box = box;
+    k.quiet = a.quiet;
+    k.nlines = a.nlines;
+    for (int l = 0; l < a.nlines; l++)
+        k.at[l] = a.ln[l].at, k.axis[l] = a.axis[l];
+    if (L->dev && !memcmp(&k, &L->key, sizeof k))
+        return L->n;
+    const int nbx = (box.y - box.x + BX - 1) / BX, nby = (box.w - box.z + BY - 1) / BY;
+    int2 *list = (int2 *)empic_alloc((size_t)nbx * nby * sizeof(int2), "boundary blocks");
+    int n = 0;
+    for (int by = 0; by < nby; by++)
+        for (int bx = 0; bx < nbx; bx++) {
+            const int i0 = box.x + bx * BX, j0 = box.z + by * BY;
+            const int i1 = i0 + BX < box.y ? i0 + BX : box.y;
+            const int j1 = j0 + BY < box.w ? j0 + BY : box.w;
+            if (bound_near(a, make_int4(i0, i1, j0, j1)))
+                list[n++] = make_int2(bx, by);
+        }
+    if (n > L->cap) {
+        if (L->dev)
+            GPU_CK(cudaFree(L->dev));
+        L->dev = (int2 *)gpu_malloc(g, (size_t)n * sizeof(int2), "boundary blocks");
+        L->cap = n;
+    }
+    if (n) /* pageable: copied out before the call returns, written in stream order */
+        GPU_CK(cudaMemcpyAsync(L->dev, list, (size_t)n * sizeof(int2), cudaMemcpyHostToDevice,
+                               g->stream));
+    free(list);
+    L->key = k;
+    L->n = n;
+    return n;
 }
 
 /* After B's half steps (gpu_fbnd_b): the terms of B(n) and of B(n+1/2). */
-__global__ void k_fbnd_b(int4 box, int off, int s, float *bx, float *by, float *bz, float *nbx,
+__global__ void k_fbnd_b(const int2 *blocks, int4 box, int off, int s, float *bx, float *by, float *bz, float *nbx,
                          float *nby, float *nbz, float *ex, float *ey, float *ez, float hx,
                          float hy, float h, int upd, int halves,
                          const __grid_constant__ kbound a)
 {
     int i, j;
-    if (!bound_thread(a, box, i, j))
+    if (!bound_thread(blocks, box, i, j))
         return;
     if (halves & 1)
         bound_cell(a, 0, i, j, off, s, ex, ey, ez, bx, by, bz, h, upd);
@@ -248,17 +291,12 @@ __global__ void k_fbnd_b(int4 box, int off, int s, float *bx, float *by, float *
 }
 
 /* After E's step over this rank's cells: their terms. */
-__global__ void k_fbnd_e(int4 box, int off, int s, float *ex, float *ey, float *ez, float *bx,
+__global__ void k_fbnd_e(const int2 *blocks, int4 box, int off, int s, float *ex, float *ey, float *ez, float *bx,
                          float *by, float *bz, float dt, const __grid_constant__ kbound a)
 {
     int i, j;
-    if (bound_thread(a, box, i, j))
+    if (bound_thread(blocks, box, i, j))
         bound_cell(a, 1, i, j, off, s, ex, ey, ez, bx, by, bz, dt, 0);
-}
-
-static dim3 box_grid(int4 box)
-{
-    return dim3(gpu_blocks((size_t)(box.y - box.x), BX), gpu_blocks((size_t)(box.w - box.z), BY));
 }
 
 void gpu_fbnd_b(gpu_state *g, const pic_state *st, int4 box, int halves, int upd, float hx,
@@ -267,9 +305,13 @@ void gpu_fbnd_b(gpu_state *g, const pic_state *st, int4 box, int halves, int upd
     const kbound a = bound_of(g, st, 0);
     if (!a.nlayers && !a.nlines)
         return;
-    k_fbnd_b<<<box_grid(box), dim3(BX, BY), 0, g->stream>>>(
-        box, g->off, g->stride, g->b[0], g->b[1], g->b[2], g->bn[0], g->bn[1], g->bn[2],
-        g->e[0], g->e[1], g->e[2], hx, hy, (float)(0.5 * st->f->dt), upd, halves, a);
+    gpu_bound_blocks *L = &g->bound[0];
+    const int n = bound_blocks(g, L, a, box);
+    if (!n)
+        return;
+    k_fbnd_b<<<n, dim3(BX, BY), 0, g->stream>>>(
+        L->dev, box, g->off, g->stride, g->b[0], g->b[1], g->b[2], g->bn[0], g->bn[1],
+        g->bn[2], g->e[0], g->e[1], g->e[2], hx, hy, (float)(0.5 * st->f->dt), upd, halves, a);
     GPU_LAUNCHED(g, "k_fbnd_b");
 }
 
@@ -307,11 +349,12 @@ void gpu_fbnd_e_save(gpu_state *g, const pic_state *st) { mur_sides(g, st, 1); }
 void gpu_fbnd_e(gpu_state *g, const pic_state *st)
 {
     const kbound a = bound_of(g, st, 1);
-    if (a.nlayers || a.nlines) {
-        const int4 box = cells_of(g);
-        k_fbnd_e<<<box_grid(box), dim3(BX, BY), 0, g->stream>>>(
-            box, g->off, g->stride, g->e[0], g->e[1], g->e[2], g->b[0], g->b[1], g->b[2],
-            (float)st->f->dt, a);
+    const int4 box = cells_of(g);
+    const int n = a.nlayers || a.nlines ? bound_blocks(g, &g->bound[1], a, box) : 0;
+    if (n) {
+        k_fbnd_e<<<n, dim3(BX, BY), 0, g->stream>>>(g->bound[1].dev, box, g->off, g->stride,
+                                                    g->e[0], g->e[1], g->e[2], g->b[0],
+                                                    g->b[1], g->b[2], (float)st->f->dt, a);
         GPU_LAUNCHED(g, "k_fbnd_e");
     }
     mur_sides(g, st, 0);

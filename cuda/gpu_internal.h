@@ -78,6 +78,19 @@ typedef struct {
     float *psi[4];
 } gpu_layer;
 
+/* The blocks of a phase's boundary launch (gpu_fbnd.cu) that hold cells with terms, and the
+ * geometry they were listed for. */
+typedef struct {
+    int4 box, quiet;
+    int nlines, at[DECK_MAX_LASERS], axis[DECK_MAX_LASERS];
+} gpu_bound_key;
+
+typedef struct {
+    gpu_bound_key key;
+    int2 *dev;
+    int n, cap;
+} gpu_bound_blocks;
+
 /* A species' staging for the sort across rank borders (gpu_sort.cu: border_pass): four
  * areas (leavers going up and down, leavers come from up and down) on the device and in
  * pinned host memory, and the table of the border clusters. */
@@ -187,6 +200,7 @@ struct gpu_state {
     int px, py;                   /* the box is periodic along x, y */
     int nlayers;
     gpu_layer layer[4];
+    gpu_bound_blocks bound[2];    /* B's and E's boundary launches (gpu_fbnd.cu) */
     float *mur_old[4];            /* per Mur side: its 4 lines of old values (pml.h) */
     int *cx_of, *cy_of;           /* device copies of clusters.cx_of / cy_of */
     int *spare_start;             /* the segment starts a global rearrangement makes */
@@ -672,6 +686,15 @@ void gpu_walls_drop(gpu_state *g, const int *drop, int window);
 void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *counts, const int *need,
                   const int *hist);
 void gpu_sort_errors(const gpu_state *g, const pic_state *st, int s);
+/* The sort's flags [0], [1] and [3] of every species zeroed for the next sort ([2], the
+ * error flag, stays): entry t by thread t < 4 DECK_MAX_SPECIES of the particle kernel's first
+ * block, or by gpu_sort_flags_clear's launch where no particle kernel runs. */
+__device__ __forceinline__ void gpu_flags_clear(int *flags, unsigned t)
+{
+    if (t < 4 * DECK_MAX_SPECIES && t % 4 != 2)
+        flags[t] = 0;
+}
+void gpu_sort_flags_clear(gpu_state *g);
 void gpu_diag_free(gpu_state *g);
 /* The moving window (gpu_window.cu): its injection staging freed; J shifted by the shifts it
  * missed (j_behind) before it is read. */

@@ -83,6 +83,8 @@ typedef struct {
     float ext[6];               /* external E, B: uniform values, added after the gather */
     const float *x[6];          /* their arrays where they vary in space (else NULL), added
                                    to the staged fields (extfield.h) */
+    int *flags;                 /* the sort's flags, cleared for this step's sort (gpu_sort.cu;
+                                   NULL: by another launch) */
 } kpart;
 
 enum { PUSH_ALL, PUSH_BORDER, PUSH_REST };
@@ -582,6 +584,8 @@ __global__ void __launch_bounds__(GPU_MOVE_THREADS, 2) k_push_move(const __grid_
     extern __shared__ float sf[]; /* 6 tszp field values, then the split tile (6 tszp words:
                                      3 tszp low words, 3 tszp high words) */
     __shared__ pshared sh;
+    if (a.flags && blockIdx.x == 0)
+        gpu_flags_clear(a.flags, threadIdx.x);
     if (!PARTS) { /* every block its entry, whole */
         const int e = a.which == PUSH_BORDER ? a.border[blockIdx.x] : a.order[blockIdx.x];
         if (a.which == PUSH_REST && cluster_border(a.own, a.border_axes, a.ncx, e % a.ncl))
@@ -1208,6 +1212,7 @@ static void push_launch(gpu_state *g, const pic_state *st, kpart *a, int m, int 
     for (int run = border ? PUSH_BORDER : PUSH_ALL; run <= (border ? PUSH_REST : PUSH_ALL);
          run++) {
         a->which = run;
+        a->flags = run == PUSH_BORDER ? NULL : g->flags;
         if (run == PUSH_BORDER)
             gpu_border_enter(g);
         const unsigned blocks =
@@ -1282,6 +1287,8 @@ void gpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic)
         push_launch(g, st, &a, m, want_ke);
         g->rest_valid = 0; /* the atoms moved */
         gpu_walls_clusters(g, st, m, mob); /* edge clusters of non-periodic sides */
+    } else {
+        gpu_sort_flags_clear(g); /* the particle kernel's work otherwise */
     }
     gpu_toc(g, t, PH_DEPOSIT);
     /* the tiles of all species to J: fixed-point sums, guard deposits folded, one rounding

@@ -27,15 +27,73 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The border of this rank's share along `axis` that border_pass crosses: the axis' n
+ * clusters, this rank's [lo0, hi0) along it, the m rows (columns) o0 .. o0 + m across it, the
+ * ranks below and above; m = 0 when the axis is this rank's alone (no border pass). */
+typedef struct {
+    int axis, n, lo0, hi0, o0, m, up, down, ncx, ncy;
+} bgeom;
+
+static bgeom bgeom_of(const clusters *cl, int axis)
+{
+    bgeom b;
+    b.axis = axis;
+    b.n = axis ? cl->ncy : cl->ncx;
+    b.lo0 = axis ? cl->cy0 : cl->cx0;
+    b.hi0 = axis ? cl->cy1 : cl->cx1;
+    b.o0 = axis ? cl->cx0 : cl->cy0;
+    b.m = b.hi0 - b.lo0 == b.n ? 0 : (axis ? cl->cx1 : cl->cy1) - b.o0;
+    b.up = cl->nb[2 * axis + 1];
+    b.down = cl->nb[2 * axis];
+    b.ncx = cl->ncx;
+    b.ncy = cl->ncy;
+    return b;
+}
+
+/* The leavers across the border at row (column) o0 + o, from the summed histograms
+ * (sort_need): (my +1 leavers up, my -1 leavers down, the -1 leavers of the rank above's
+ * cluster, the +1 leavers of the rank below's); 0 toward a box edge. The same code on the
+ * host (staged) and the device (NCCL). */
+__host__ __device__ static int4 border_leavers(const int *hist, const bgeom &b, int o)
+{
+    int lv[4], su = 0, sd = 0, gu = 0, gd = 0;
+    const int w = b.o0 + o, lvp = b.axis ? 2 : 0; /* sort_need's +1 leavers */
+    const int at[4] = {b.hi0 - 1, b.hi0 % b.n, b.lo0, (b.lo0 + b.n - 1) % b.n};
+    int k[4];
+    for (int q = 0; q < 4; q++)
+        k[q] = b.axis ? w + at[q] * b.ncx : at[q] + w * b.ncx;
+    if (b.up >= 0) { /* my +1 leavers up, the -1 leavers of the rank above's cluster */
+        sort_need(hist, 0, k[0] % b.ncx, k[0] / b.ncx, b.ncx, b.ncy, lv);
+        su = lv[lvp];
+        sort_need(hist, 0, k[1] % b.ncx, k[1] / b.ncx, b.ncx, b.ncy, lv);
+        gu = lv[lvp + 1];
+    }
+    if (b.down >= 0) {
+        sort_need(hist, 0, k[2] % b.ncx, k[2] / b.ncx, b.ncx, b.ncy, lv);
+        sd = lv[lvp + 1];
+        sort_need(hist, 0, k[3] % b.ncx, k[3] / b.ncx, b.ncx, b.ncy, lv);
+        gd = lv[lvp];
+    }
+    return make_int4(su, sd, gu, gd);
+}
+
+/* Entry q of the border counts: border_leavers along x for q < bx.m, then along y. */
+__device__ static int4 border_count(const int *hist, const bgeom &bx, const bgeom &by, int q)
+{
+    return q < bx.m ? border_leavers(hist, bx, q) : border_leavers(hist, by, q - bx.m);
+}
+
 /* Also room[cy] = cap - need of the clusters of column `front` (the moving window's
  * injection column): the count after the passes is at most need, so an injection of up to
  * room[cy] particles needs no rearrangement and no read-back of the counts. The species
- * (blockIdx.y) in one launch. */
+ * (blockIdx.y) in one launch; over NCCL ranks, blocks from nb on give the species' border
+ * counts (border_count, at out + sp (bx.m + by.m)) in the same launch. */
 typedef struct {
     const int *hist, *count, *cap;
     int *need;
     int4 *movers;
     int *flags, *room;
+    int sp;
 } kprep;
 
 typedef struct {
@@ -43,12 +101,18 @@ typedef struct {
 } kprep_all;
 
 __global__ void k_sort_prepare(const __grid_constant__ kprep_all all, int front, int nx,
-                               int ny, int4 own)
+                               int ny, int4 own, int nb, bgeom bx, bgeom by, int4 *out)
 {
+    const kprep &a = all.s[blockIdx.y];
+    if ((int)blockIdx.x >= nb) {
+        const int q = (blockIdx.x - nb) * blockDim.x + threadIdx.x, per = bx.m + by.m;
+        if (q < per)
+            out[(size_t)a.sp * per + q] = border_count(a.hist, bx, by, q);
+        return;
+    }
     const int c = blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= nx * ny)
         return;
-    const kprep &a = all.s[blockIdx.y];
     const int *hist = a.hist, *count = a.count, *cap = a.cap;
     int *need = a.need, *flags = a.flags, *room = a.room;
     int4 *movers = a.movers;
@@ -651,49 +715,69 @@ void gpu_sort_errors(const gpu_state *g, const pic_state *st, int s)
                   "the particles' codes (internal error)", st->sp[s].name);
 }
 
-/* Flags [0] and [1] of the species in mask `prep`, [3] (dropped) of those in `drop`, zeroed
- * in one launch ([2], the error flag, stays). */
-__global__ void k_flags_clear(int *flags, unsigned prep, unsigned drop)
+__global__ void k_flags_clear(int *flags)
 {
-    const int s = threadIdx.x;
-    if ((prep >> s) & 1u)
-        flags[4 * s] = flags[4 * s + 1] = 0;
-    if ((drop >> s) & 1u)
-        flags[4 * s + 3] = 0;
+    gpu_flags_clear(flags, threadIdx.x);
 }
 
-static void flags_clear(gpu_state *g, unsigned prep, unsigned drop)
+void gpu_sort_flags_clear(gpu_state *g)
 {
-    k_flags_clear<<<1, DECK_MAX_SPECIES, 0, g->stream>>>(g->flags, prep, drop);
+    k_flags_clear<<<1, 4 * DECK_MAX_SPECIES, 0, g->stream>>>(g->flags);
     GPU_LAUNCHED(g, "k_flags_clear");
 }
 
+/* NCCL over several ranks: the border counts' entries per species (border_count); else 0. */
+static size_t counts_per(const gpu_state *g, const pic_state *st)
+{
+    if (g->ranks == 1 || !g->nccl)
+        return 0;
+    return (size_t)bgeom_of(st->cl, 0).m + bgeom_of(st->cl, 1).m;
+}
+
+/* The n border counts made on the device copied down, their event recorded (border_pass
+ * waits on it); after the flags' read-back, so that the host has those first. */
+static void counts_down(gpu_state *g, size_t n)
+{
+    if (!n)
+        return;
+    const gpu_nccl_counts c = gpu_nccl_count_room(g, n);
+    GPU_CK(cudaMemcpyAsync(c.host, c.dev, n * sizeof(int4), cudaMemcpyDeviceToHost,
+                           g->stream));
+    GPU_CK(cudaEventRecord(c.ready, g->stream));
+}
+
 /* Per-cluster room and leavers of the species in mask `prep` after their move (their flags
- * [0] and [1], zeroed by flags_clear before, and their room in the injection column), one
- * launch. */
-static void prepare_species(gpu_state *g, const pic_state *st, unsigned prep)
+ * [0] and [1], zeroed by the particle kernel, and their room in the injection column), and
+ * with `counts` their border counts (counts_per), one launch. Returns how many counts it
+ * makes (for counts_down). */
+static size_t prepare_species(gpu_state *g, const pic_state *st, unsigned prep, int counts)
 {
     kprep_all all;
     unsigned n = 0;
     for (int s = 0; s < g->nsp; s++)
         if ((prep >> s) & 1u) {
             gpu_species *d = &g->sp[s];
-            all.s[n++] = kprep{d->hist,   d->count,         d->cap,
-                               d->need,   d->movers,        g->flags + 4 * s,
-                               g->room + (size_t)s * g->ncy};
+            all.s[n++] = kprep{d->hist,   d->count,       d->cap,
+                               d->need,   d->movers,      g->flags + 4 * s,
+                               g->room + (size_t)s * g->ncy, s};
         }
     if (!n)
-        return;
-    k_sort_prepare<<<dim3(gpu_blocks((size_t)g->ncl, 128), n), 128, 0, g->stream>>>(
-        all, st->cl->cx_of[st->f->nx - 1], g->ncx, g->ncy, g->own);
+        return 0;
+    const bgeom bx = bgeom_of(st->cl, 0), by = bgeom_of(st->cl, 1);
+    const size_t per = counts ? counts_per(g, st) : 0;
+    int4 *out = per ? gpu_nccl_count_room(g, per * g->nsp).dev : NULL;
+    const unsigned nb = gpu_blocks((size_t)g->ncl, 128);
+    k_sort_prepare<<<dim3(nb + (per ? gpu_blocks(per, 128) : 0), n), 128, 0, g->stream>>>(
+        all, st->cl->cx_of[st->f->nx - 1], g->ncx, g->ncy, g->own, (int)nb, bx, by, out);
     GPU_LAUNCHED(g, "k_sort_prepare");
+    return per * g->nsp;
 }
 
 /* Several ranks: the neighbours' arrivals for sort_need, the histograms of the clusters
  * around this rank's share (clusters_hist_halo) for the species in `mask`. Staged: in one
  * round trip through the host for all of them (they stay in h_hist for border_pass). NCCL:
- * on the device, in the stream (gpu_nccl_hist_halo); border_counts_down then brings
- * border_pass its counts. */
+ * on the device, in the stream (gpu_nccl_hist_halo); the prepare launch (or
+ * border_counts_down) then makes border_pass its counts, which counts_down brings down. */
 static void staged_hist_exchange(gpu_state *g, const pic_state *st, unsigned mask)
 {
     const size_t n = (size_t)g->ncl * 9;
@@ -722,94 +806,35 @@ static void hist_exchange(gpu_state *g, const pic_state *st, unsigned mask)
     gpu_exchange_end(g, ex);
 }
 
-/* The border of this rank's share along `axis` that border_pass crosses: the axis' n
- * clusters, this rank's [lo0, hi0) along it, the m rows (columns) o0 .. o0 + m across it, the
- * ranks below and above; m = 0 when the axis is this rank's alone (no border pass). */
-typedef struct {
-    int axis, n, lo0, hi0, o0, m, up, down, ncx, ncy;
-} bgeom;
-
-static bgeom bgeom_of(const clusters *cl, int axis)
-{
-    bgeom b;
-    b.axis = axis;
-    b.n = axis ? cl->ncy : cl->ncx;
-    b.lo0 = axis ? cl->cy0 : cl->cx0;
-    b.hi0 = axis ? cl->cy1 : cl->cx1;
-    b.o0 = axis ? cl->cx0 : cl->cy0;
-    b.m = b.hi0 - b.lo0 == b.n ? 0 : (axis ? cl->cx1 : cl->cy1) - b.o0;
-    b.up = cl->nb[2 * axis + 1];
-    b.down = cl->nb[2 * axis];
-    b.ncx = cl->ncx;
-    b.ncy = cl->ncy;
-    return b;
-}
-
-/* The leavers across the border at row (column) o0 + o, from the summed histograms
- * (sort_need): (my +1 leavers up, my -1 leavers down, the -1 leavers of the rank above's
- * cluster, the +1 leavers of the rank below's); 0 toward a box edge. The same code on the
- * host (staged) and the device (NCCL). */
-__host__ __device__ static int4 border_leavers(const int *hist, const bgeom &b, int o)
-{
-    int lv[4], su = 0, sd = 0, gu = 0, gd = 0;
-    const int w = b.o0 + o, lvp = b.axis ? 2 : 0; /* sort_need's +1 leavers */
-    const int at[4] = {b.hi0 - 1, b.hi0 % b.n, b.lo0, (b.lo0 + b.n - 1) % b.n};
-    int k[4];
-    for (int q = 0; q < 4; q++)
-        k[q] = b.axis ? w + at[q] * b.ncx : at[q] + w * b.ncx;
-    if (b.up >= 0) { /* my +1 leavers up, the -1 leavers of the rank above's cluster */
-        sort_need(hist, 0, k[0] % b.ncx, k[0] / b.ncx, b.ncx, b.ncy, lv);
-        su = lv[lvp];
-        sort_need(hist, 0, k[1] % b.ncx, k[1] / b.ncx, b.ncx, b.ncy, lv);
-        gu = lv[lvp + 1];
-    }
-    if (b.down >= 0) {
-        sort_need(hist, 0, k[2] % b.ncx, k[2] / b.ncx, b.ncx, b.ncy, lv);
-        sd = lv[lvp + 1];
-        sort_need(hist, 0, k[3] % b.ncx, k[3] / b.ncx, b.ncx, b.ncy, lv);
-        gd = lv[lvp];
-    }
-    return make_int4(su, sd, gu, gd);
-}
-
 /* The histogram tables of the species whose border counts are wanted (NULL: not wanted). */
 typedef struct {
     const int *h[DECK_MAX_SPECIES];
 } khists;
 
-/* border_leavers of both axes for species blockIdx.y: at out + s (mx + my), the mx entries
- * along x, then the my along y. */
+/* The border counts of species blockIdx.y, at out + s (bx.m + by.m). */
 __global__ void k_border_leavers(const __grid_constant__ khists t, bgeom bx, bgeom by,
                                  int4 *out)
 {
     const int s = blockIdx.y, q = blockIdx.x * blockDim.x + threadIdx.x;
-    if (!t.h[s] || q >= bx.m + by.m)
-        return;
-    out[(size_t)s * (bx.m + by.m) + q] = q < bx.m ? border_leavers(t.h[s], bx, q)
-                                                  : border_leavers(t.h[s], by, q - bx.m);
+    if (t.h[s] && q < bx.m + by.m)
+        out[(size_t)s * (bx.m + by.m) + q] = border_count(t.h[s], bx, by, q);
 }
 
-/* NCCL: the border counts of the species in `mask` computed on the device from the
- * exchanged histograms and copied down, the counts' event recorded (border_pass waits on
- * it); after the flags' read-back, so that the host has those first. */
+/* The border counts of the species in `mask` alone (the histogram halo on border_stream,
+ * before their prepare), copied down. */
 static void border_counts_down(gpu_state *g, const pic_state *st, unsigned mask)
 {
-    if (g->ranks == 1 || !g->nccl || !mask)
+    const size_t per = counts_per(g, st);
+    if (!per || !mask)
         return;
-    const bgeom bx = bgeom_of(st->cl, 0), by = bgeom_of(st->cl, 1);
-    const size_t per = (size_t)bx.m + by.m, n = per * g->nsp;
-    if (!per)
-        return;
-    const gpu_nccl_counts c = gpu_nccl_count_room(g, n);
+    const gpu_nccl_counts c = gpu_nccl_count_room(g, per * g->nsp);
     khists t;
     for (int s = 0; s < DECK_MAX_SPECIES; s++)
         t.h[s] = s < g->nsp && ((mask >> s) & 1u) ? g->sp[s].hist : NULL;
     k_border_leavers<<<dim3(gpu_blocks(per, 128), (unsigned)g->nsp), 128, 0, g->stream>>>(
-        t, bx, by, c.dev);
+        t, bgeom_of(st->cl, 0), bgeom_of(st->cl, 1), c.dev);
     GPU_LAUNCHED(g, "k_border_leavers");
-    GPU_CK(cudaMemcpyAsync(c.host, c.dev, n * sizeof(int4), cudaMemcpyDeviceToHost,
-                           g->stream));
-    GPU_CK(cudaEventRecord(c.ready, g->stream));
+    counts_down(g, per * g->nsp);
 }
 
 /* The flags of every species to the host, in one copy (and the injection room with a moving
@@ -846,15 +871,13 @@ void gpu_sort_prepare(gpu_state *g, pic_state *st)
             return;
     int t = gpu_tic(g, st);
     const unsigned prep = mobile_mask(g);
-    flags_clear(g, prep, 0);
-    if (g->halo_early) /* the halo came on border_stream */
+    if (g->halo_early) /* the halo and the border counts came on border_stream */
         GPU_CK(cudaStreamWaitEvent(g->main_stream, g->border_done, 0));
     else
         hist_exchange(g, st, prep);
-    prepare_species(g, st, prep);
+    const size_t counts = prepare_species(g, st, prep, !g->halo_early);
     read_flags(g);
-    if (!g->halo_early)
-        border_counts_down(g, st, prep);
+    counts_down(g, counts);
     gpu_toc(g, t, PH_SORT);
     g->halo_early = 0;
     g->prepared = 1;
@@ -958,7 +981,7 @@ static void border_pass(gpu_state *g, const pic_state *st, ksorts *all, const in
     const int n = b.n, hi0 = b.hi0, m = b.m, up = b.up, down = b.down;
     if (!m)
         return; /* the axis is this rank's alone */
-    const int4 *counts = NULL; /* NCCL: border_counts_down's, at counts + s per + along */
+    const int4 *counts = NULL; /* NCCL: border_count's, at counts + s per + along */
     size_t per = 0, along = 0;
     if (g->nccl) {
         const gpu_nccl_counts c = gpu_nccl_count_room(g, 0);
@@ -1156,22 +1179,19 @@ static int sort_early(gpu_state *g, pic_state *st, const int *on, const int *dro
     ksorts all;
     memset(&all, 0, sizeof all);
     int nsort = 0, which[DECK_MAX_SPECIES];
-    unsigned prep = 0, drop = 0;
-    for (int s = 0; s < g->nsp; s++) {
+    unsigned prep = 0;
+    for (int s = 0; s < g->nsp; s++)
         prep |= on[s] ? 1u << s : 0u;
-        drop |= drops[s] ? 1u << s : 0u;
-    }
-    flags_clear(g, prep, drop);
     gpu_walls_drop(g, drops, window);
     hist_exchange(g, st, prep);
-    prepare_species(g, st, prep);
+    const size_t counts = prepare_species(g, st, prep, 1);
     for (int s = 0; s < g->nsp; s++) {
         if (!on[s])
             continue;
         ksorts_add(g, st, &all, which, &nsort, s);
     }
     read_flags(g);
-    border_counts_down(g, st, prep);
+    counts_down(g, counts);
     if (g->spec_lcap <= 0 || (g->ranks > 1 && !g->nccl))
         return 0;
     all.lcap = g->spec_lcap;
