@@ -168,7 +168,8 @@ __global__ void k_guard_fill(mesh m, float *a0, float *a1, float *a2)
 }
 
 /* Half of a guard fill across a periodic side that this rank holds alone (emf_guard_axis):
- * along x the G columns of this rank's rows, along y G whole rows; array blockIdx.y. */
+ * along x the G columns of this rank's rows (and of the edge row above: yee_fill_top),
+ * along y G whole rows; array blockIdx.y. */
 typedef struct {
     float *p[GPU_HALO_MAX];
 } guard_arrays;
@@ -179,7 +180,7 @@ __global__ void k_guard_axis(mesh m, int axis, guard_arrays arr)
     const int t = blockIdx.x * blockDim.x + threadIdx.x;
     float *a = arr.p[blockIdx.y];
     if (axis == 0) {
-        if (t >= G * h)
+        if (t >= G * (h + yee_fill_top(m.j1, m.ny, m.py)))
             return;
         const int r = G + t / G, c = t % G; /* guard column c <- w + c, G + w + c <- G + c */
         a[r * s + c] = a[r * s + w + c];
@@ -199,7 +200,8 @@ static void guard_self(gpu_state *g, void *const a[], int ncomp, int axis)
 {
     if (!ncomp)
         return;
-    const size_t n = (size_t)EMF_GUARD * (axis ? g->stride : g->j1 - g->j0);
+    const size_t n =
+        (size_t)EMF_GUARD * (axis ? g->stride : g->j1 - g->j0 + yee_fill_top(g->j1, g->ny, g->py));
     guard_arrays arr;
     for (int c = 0; c < GPU_HALO_MAX; c++)
         arr.p[c] = c < ncomp ? (float *)a[c] : NULL;

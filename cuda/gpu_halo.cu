@@ -6,6 +6,7 @@
  * all components go down, through the host and up in one round (one wait for the device): x
  * first, then y with the corners the x exchange brought, as on the CPU. */
 #include "gpu_internal.h"
+#include "yee.h"
 
 /* The mirror: room for three components of 8-byte entries (the current's sums), or six of
  * 4-byte ones (GPU_HALO_MAX fields). */
@@ -34,13 +35,14 @@ static void band(gpu_state *g, char *dev, char *m, size_t esz, int axis, int fir
 
 /* The bands of one axis of every component, down (what the exchange reads) or up (what it
  * wrote): a guard fill reads the first and last G cells and writes the guards that have a
- * neighbour (x: this rank's rows); a fold reads and writes the guards and the cells they
+ * neighbour (x: this rank's rows, and the edge row above them: yee_fill_top); a fold reads and writes the guards and the cells they
  * fold into (x: every row). */
 static void bands(gpu_state *g, void *const a[], int ncomp, size_t esz, int fold, int axis,
                   int down)
 {
     const int G = EMF_GUARD, h = g->j1 - g->j0, n = axis ? h : g->i1 - g->i0;
-    const int r0 = axis || fold ? 0 : G, r1 = axis ? 0 : fold ? g->rows : G + h;
+    const int top = yee_fill_top(g->j1, g->ny, g->py); /* emf_guard_axis's rows */
+    const int r0 = axis || fold ? 0 : G, r1 = axis ? 0 : fold ? g->rows : G + h + top;
     const int lo = g->nb[2 * axis] >= 0, hi = g->nb[2 * axis + 1] >= 0;
     for (int c = 0; c < ncomp; c++) {
         char *d = (char *)a[c], *m = mirror(g) + (size_t)c * g->size * esz;

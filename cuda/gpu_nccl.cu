@@ -14,6 +14,7 @@
  * they are issued, so every rank sends [toward -, toward +] and receives [from +, from -]
  * (what its peer sent toward - arrives from its + side). */
 #include "gpu_internal.h"
+#include "yee.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -330,8 +331,9 @@ static halo_bands bands_of(const gpu_state *g, int fold, int axis)
 {
     const int G = EMF_GUARD, w = g->i1 - g->i0, h = g->j1 - g->j0;
     halo_bands b;
-    if (axis == 0) { /* G columns: of this rank's rows (guard fill), of every row (fold) */
-        b.nr = fold ? g->rows : h;
+    if (axis == 0) { /* G columns: of this rank's rows and the edge row above them
+                        (yee_fill_top; guard fill), of every row (fold) */
+        b.nr = fold ? g->rows : h + yee_fill_top(g->j1, g->ny, g->py);
         b.nc = G;
         const int r0 = fold ? 0 : G;
         if (fold) { /* the guards go, and add into the cells next to the other side */

@@ -55,12 +55,26 @@ EMPIC_HD float yee_div_e(const float *ex, const float *ey, int k, int s, float i
 /* Guard cells: a mesh of nx x ny cells with G guard cells on each side, cell (i, j) at
  * o[i + j s] (o: cell (0, 0)); a side is periodic along x when px, along y when py. */
 
+/* Whether a guard fill along x also carries the row above a rank's cells [j0, j1): the
+ * box's edge row at ymax (j = ny, a Mur edge's node, which the rank holding its column sets)
+ * where this rank reaches a ymax that is not periodic: no fill along y brings it into the
+ * corners of the x guards. */
+EMPIC_HD int yee_fill_top(int j1, int ny, int py) { return j1 == ny && !py; }
+
 /* The fill of guard cell (i, j) of the frame: a copy of cell (*si, *sj), its periodic image
  * along the periodic axes (returns 1), or left as it is (returns 0): a guard row takes its
  * copy when y is periodic (its guard columns too, periodic in x or not), a guard column of
- * an interior row when x is periodic. Copies read no cell that the fill writes. */
+ * an interior row when x is periodic, and of the edge row at ymax (yee_fill_top). Copies
+ * read no cell that the fill writes. */
 EMPIC_HD int yee_guard_source(int i, int j, int nx, int ny, int px, int py, int *si, int *sj)
 {
+    if (j == ny && !py) { /* the edge row at ymax: its x guards alone */
+        if (!px || (i >= 0 && i < nx))
+            return 0;
+        *si = wrap_index(i, nx);
+        *sj = j;
+        return 1;
+    }
     if ((j < 0 || j >= ny) ? !py : !px)
         return 0;
     *si = px ? wrap_index(i, nx) : i;

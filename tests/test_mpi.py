@@ -104,6 +104,7 @@ def assert_same(a, b, folders=("data", "tracks", "phasespace", "probes"), more_o
 @pytest.mark.parametrize("deck,splits", [
     ("warm.cfg", SPLITS[1:]), ("laser.cfg", SPLITS[1:]), ("converge.cfg", SPLITS[1:]),
     ("pml-thick.cfg", [(8, 1)]), ("mur-ylaser.cfg", [(2, 2), (1, 4)]),
+    ("mur-yedges.cfg", [(2, 1), (4, 1)]),
     ("collide.cfg", [(2, 1), (2, 2)]), ("ionize.cfg", [(2, 1), (2, 2)]),
     ("window-nofilter.cfg", [(4, 1)])])
 def test_ranks_bitwise(tmp_path, deck, splits):

@@ -101,9 +101,10 @@ void emf_guard_axis(const emf *f, float *a, int axis)
     const size_t esz = sizeof(float);
     char *buf = empic_alloc(2 * (size_t)G * (f->stride > f->rows ? f->stride : f->rows) * esz,
                             "guard exchange");
-    if (axis == 0) { /* this rank's rows */
-        shift_block(f, (char *)a, esz, 0, SIDE_XMIN, G, G + w, G, G + h, buf);
-        shift_block(f, (char *)a, esz, 0, SIDE_XMAX, w, 0, G, G + h, buf);
+    if (axis == 0) { /* this rank's rows (and the edge row at ymax: yee_fill_top) */
+        const int r1 = G + h + yee_fill_top(f->j1, f->ny, f->bnd[SIDE_YMAX] == FBND_PERIODIC);
+        shift_block(f, (char *)a, esz, 0, SIDE_XMIN, G, G + w, G, r1, buf);
+        shift_block(f, (char *)a, esz, 0, SIDE_XMAX, w, 0, G, r1, buf);
     } else { /* whole rows, the x guards included (the corners) */
         shift_block(f, (char *)a, esz, 1, SIDE_YMIN, G, G + h, 0, 0, buf);
         shift_block(f, (char *)a, esz, 1, SIDE_YMAX, h, 0, 0, 0, buf);
