@@ -179,7 +179,8 @@ struct gpu_state {
                                      leavers, [2] errors, [3] particles dropped */
     cudaEvent_t flags_ready;      /* the flags (and room) of the last prepare are in h_flags */
     cudaEvent_t ion_ready;        /* the ionization's tables of the step are in h_ion_tab */
-    int prepared;                 /* gpu_sort_prepare ran this step */
+    int prepared;                 /* what gpu_sort_prepare ran this step (gpu_sort.cu) */
+    int spec_now;                 /* the list capacity of the passes it launched (0: none) */
     int spec_lcap;                /* list capacity of the passes launched before the flags are
                                      read (decks with drops); 0 until the first such sort */
     int *room, *h_room;           /* per species s, at s ncy: cap - need of the clusters of the
@@ -615,7 +616,8 @@ void gpu_particles_border_setup(gpu_state *g);
 void gpu_particles_rho(gpu_state *g, int s, float *dst);
 /* Right after the particle kernels (the end of gpu_particles): the sort's bookkeeping
  * (overflow, leavers per cluster), so that the host's wait for its result overlaps the field
- * kernels (decks that drop no particles). */
+ * kernels; with drops, when no window shift comes before the sort, also the drops and the
+ * passes that need no read-back, queued before the field kernels. */
 void gpu_sort_prepare(gpu_state *g, pic_state *st);
 /* After the border clusters' push on border_stream (gpu_state.border_entries): their
  * histograms' halo and the border counts there; back to the main stream (gpu_border_leave). */

@@ -858,18 +858,36 @@ static unsigned mobile_mask(const gpu_state *g)
     return m;
 }
 
-/* Without particle drops (no absorbing side, no moving window) the sort's bookkeeping can
- * run right after the move: the host then waits for it while the field kernels run, instead
- * of leaving the GPU idle for the round trip. Only the mobile species are sorted then. */
+/* What gpu_sort_prepare ran (gpu_state.prepared). */
+enum { PREP_NONE, PREP_COUNTS, PREP_EARLY };
+
+static int sort_early(gpu_state *g, pic_state *st, const int *on, const int *drops,
+                      int window, long long *net);
+
+/* Right after the move. Without particle drops (no absorbing side, no moving window) the
+ * sort's bookkeeping of the mobile species (PREP_COUNTS): the host then waits for it while
+ * the field kernels run, instead of leaving the GPU idle for the round trip. With drops, on
+ * a step with no window shift before the sort, sort_early (PREP_EARLY): its chain is queued
+ * before the field kernels, and over several ranks its exchanges no longer wait for every
+ * rank's host to have queued those first. */
 void gpu_sort_prepare(gpu_state *g, pic_state *st)
 {
-    g->prepared = 0;
-    if (g->window)
-        return;
-    for (int s = 0; s < g->nsp; s++)
-        if (g->sp[s].absorbing)
-            return;
+    g->prepared = PREP_NONE;
+    int on[DECK_MAX_SPECIES], drops[DECK_MAX_SPECIES], any = g->window;
+    for (int s = 0; s < g->nsp; s++) {
+        on[s] = g->sp[s].mobile;
+        drops[s] = on[s] && g->sp[s].absorbing;
+        any |= g->sp[s].absorbing;
+    }
+    if (any && st->window_next)
+        return; /* the shift comes first: gpu_sort */
     int t = gpu_tic(g, st);
+    if (any) {
+        g->spec_now = sort_early(g, st, on, drops, 0, NULL);
+        gpu_toc(g, t, PH_SORT);
+        g->prepared = PREP_EARLY;
+        return;
+    }
     const unsigned prep = mobile_mask(g);
     if (g->halo_early) /* the halo and the border counts came on border_stream */
         GPU_CK(cudaStreamWaitEvent(g->main_stream, g->border_done, 0));
@@ -880,7 +898,7 @@ void gpu_sort_prepare(gpu_state *g, pic_state *st)
     counts_down(g, counts);
     gpu_toc(g, t, PH_SORT);
     g->halo_early = 0;
-    g->prepared = 1;
+    g->prepared = PREP_COUNTS;
 }
 
 /* The histogram halo needs only the border clusters' histograms: with those pushed on
@@ -1172,7 +1190,8 @@ static void ksorts_add(gpu_state *g, const pic_state *st, ksorts *all, int *whic
  * the host has the flags: all four on one rank; over NCCL ranks the unshifted and the
  * shifted pass along x, whose pairs lie inside this rank (the border passes need the
  * counts, and every rank must send what its neighbours expect, so they wait for the
- * flags); a species whose flags ask for more leaves them untouched (k_sort_pass). */
+ * flags); a species whose flags ask for more leaves them untouched (k_sort_pass). None of
+ * these passes crosses a rank border: net may be NULL. */
 static int sort_early(gpu_state *g, pic_state *st, const int *on, const int *drops,
                       int window, long long *net)
 {
@@ -1212,12 +1231,14 @@ void gpu_sort(void *ctx, pic_state *st, int window, long long *dropped)
     long long net[DECK_MAX_SPECIES] = {0}; /* particles sent to other ranks less received */
     for (int s = 0; s < g->nsp; s++) {
         on[s] = g->sp[s].mobile || window;
-        drops[s] = on[s] && !g->prepared && (g->sp[s].absorbing || window);
+        drops[s] = on[s] && (g->sp[s].absorbing || window); /* as gpu_sort_prepare's */
         g->dropped[s] = 0;
     }
     g->room_valid = 0;
-    if (!g->prepared)
+    if (g->prepared == PREP_NONE)
         spec = sort_early(g, st, on, drops, window, net);
+    else if (g->prepared == PREP_EARLY)
+        spec = g->spec_now;
     const double w0 = gpu_trace_now(g);
     GPU_CK(cudaEventSynchronize(g->flags_ready));
     gpu_trace_wait(g, "wait-flags", w0);
@@ -1264,13 +1285,13 @@ void gpu_sort(void *ctx, pic_state *st, int window, long long *dropped)
         launch_passes(g, st, &redo, rwhich, nredo, net, 0, 2);
     if (nsort > 0)
         launch_passes(g, st, &all, which, nsort, net, spec > 0 && g->ranks > 1 ? 2 : 0, 6);
-    if (!g->prepared) {
+    if (g->prepared != PREP_COUNTS) {
         /* next step's lists: room for some growth, within the shared memory of one block */
         const int want = most + most / 4 + 32;
         g->spec_lcap = want < 2048 ? want : 2048;
         g->room_valid = window && !relaid;
     }
-    g->prepared = 0;
+    g->prepared = PREP_NONE;
     gpu_toc(g, t, PH_SORT);
     for (int s = 0; s < g->nsp; s++)
         dropped[s] = g->dropped[s] += net[s];

@@ -45,7 +45,8 @@ typedef struct {
                                  backend keeps its own, copied here by avg_fetch) */
     int window;               /* the deck has a moving window */
     long window_cells;        /* cells the moving window has moved (box origin x0 = cells dx) */
-    int window_next;          /* the window shifts after this step's `fields` (set before it) */
+    int window_next;          /* the window shifts after this step's `fields` (set before
+                                 `particles`) */
     double phase_s[PH_COUNT]; /* wall (or device) seconds per phase: each backend adds its own */
     const char *transport;    /* how the ranks exchange, set by open: "none" (one rank),
                                  "staged" (GPU ranks through the host), "nccl"; NULL: the

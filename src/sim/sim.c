@@ -477,11 +477,11 @@ void sim_step(sim *S)
     diagnose(S, want_e, &fe, &fb, &gauss, &bal);
     /* 2-3. u(n-1/2) -> u(n+1/2) with E(n), B(n) at x(n); x(n) -> x(n+1); J(n+1/2);
      * kinetic energy at n from u(n-1/2) and u(n+1/2) */
+    const int moved = window_due(&S->win, (S->f.step + 1) * S->d.dt, S->d.dx);
+    st->window_next = moved;
     be->particles(bc, st, want_e, kin);
     /* 4-6. B(n+1/2) = B(n) - dt/2 curl E(n); J(n+1/2) folded, filtered;
      * E(n+1) = E(n) + dt (curl B(n+1/2) - J(n+1/2)) with boundaries and lasers */
-    const int moved = window_due(&S->win, (S->f.step + 1) * S->d.dt, S->d.dx);
-    st->window_next = moved;
     be->fields(bc, st);
     S->f.step++;
     /* moving window: E(n+1), B(n+1/2), x(n+1) one cell toward -x when due */
