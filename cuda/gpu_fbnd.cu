@@ -268,9 +268,9 @@ static int bound_blocks(gpu_state *g, gpu_bound_blocks *L, const kbound &a, int4
 }
 
 /* After B's half steps (gpu_fbnd_b): the terms of B(n) and of B(n+1/2). */
-__global__ void k_fbnd_b(const int2 *blocks, int4 box, int off, int s, float *bx, float *by, float *bz, float *nbx,
-                         float *nby, float *nbz, float *ex, float *ey, float *ez, float hx,
-                         float hy, float h, int upd, int halves,
+__global__ void k_fbnd_b(const int2 *blocks, int4 box, int off, int s, float *bx, float *by,
+                         float *bz, float *nbx, float *nby, float *nbz, float *ex, float *ey,
+                         float *ez, float hx, float hy, float h, int upd, int halves,
                          const __grid_constant__ kbound a)
 {
     int i, j;
@@ -291,8 +291,9 @@ __global__ void k_fbnd_b(const int2 *blocks, int4 box, int off, int s, float *bx
 }
 
 /* After E's step over this rank's cells: their terms. */
-__global__ void k_fbnd_e(const int2 *blocks, int4 box, int off, int s, float *ex, float *ey, float *ez, float *bx,
-                         float *by, float *bz, float dt, const __grid_constant__ kbound a)
+__global__ void k_fbnd_e(const int2 *blocks, int4 box, int off, int s, float *ex, float *ey,
+                         float *ez, float *bx, float *by, float *bz, float dt,
+                         const __grid_constant__ kbound a)
 {
     int i, j;
     if (bound_thread(blocks, box, i, j))

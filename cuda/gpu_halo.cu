@@ -35,8 +35,8 @@ static void band(gpu_state *g, char *dev, char *m, size_t esz, int axis, int fir
 
 /* The bands of one axis of every component, down (what the exchange reads) or up (what it
  * wrote): a guard fill reads the first and last G cells and writes the guards that have a
- * neighbour (x: this rank's rows, and the edge row above them: yee_fill_top); a fold reads and writes the guards and the cells they
- * fold into (x: every row). */
+ * neighbour (x: this rank's rows, and the edge row above them: yee_fill_top); a fold reads
+ * and writes the guards and the cells they fold into (x: every row). */
 static void bands(gpu_state *g, void *const a[], int ncomp, size_t esz, int fold, int axis,
                   int down)
 {
