@@ -475,10 +475,12 @@ void sim_step(sim *S)
     sim_ionize_end(S);
     /* dumps and field energies at t = n dt: E(n), B(n), x(n) */
     diagnose(S, want_e, &fe, &fb, &gauss, &bal);
-    /* 2-3. u(n-1/2) -> u(n+1/2) with E(n), B(n) at x(n); x(n) -> x(n+1); J(n+1/2);
-     * kinetic energy at n from u(n-1/2) and u(n+1/2) */
+    /* whether the window shifts after this step's fields (a backend may start the sort
+     * right after the push when it does not) */
     const int moved = window_due(&S->win, (S->f.step + 1) * S->d.dt, S->d.dx);
     st->window_next = moved;
+    /* 2-3. u(n-1/2) -> u(n+1/2) with E(n), B(n) at x(n); x(n) -> x(n+1); J(n+1/2);
+     * kinetic energy at n from u(n-1/2) and u(n+1/2) */
     be->particles(bc, st, want_e, kin);
     /* 4-6. B(n+1/2) = B(n) - dt/2 curl E(n); J(n+1/2) folded, filtered;
      * E(n+1) = E(n) + dt (curl B(n+1/2) - J(n+1/2)) with boundaries and lasers */
