@@ -152,14 +152,6 @@ static kbound bound_of(const gpu_state *g, const pic_state *st, int e)
     return a;
 }
 
-/* Cell t of layer L that holds global cell (i, j), or -1 (pml_strip's numbering). */
-__device__ __forceinline__ int layer_cell(const pml_strip &L, int i, int j)
-{
-    if (L.axis == 0)
-        return i >= L.first && i < L.first + L.n ? j * L.n + (i - L.first) : -1;
-    return j >= L.first && j < L.first + L.n ? (j - L.first) * L.len + i : -1;
-}
-
 /* Component d (0..5: Ex..Bz), picked without an indexed array (which would live in local
  * memory). */
 __device__ __forceinline__ float *pick(int d, float *ex, float *ey, float *ez, float *bx,
@@ -193,7 +185,7 @@ __device__ __forceinline__ void bound_cell(const kbound &a, int e, int i, int j,
     const int o = off + (i - wi) + (j - wj) * s; /* an image's terms written on the guard */
     for (int l = 0; l < a.nlayers; l++) {
         const pml_strip &L = a.st[l];
-        const int t = layer_cell(L, wi, wj);
+        const int t = pml_strip_index(&L, wi, wj);
         if (t < 0)
             continue;
         const float id = L.axis ? a.idy : a.idx, *b = a.coef[l], *c = a.coef[l] + L.n;

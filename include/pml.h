@@ -112,6 +112,14 @@ EMPIC_HD void pml_strip_cell(const pml_strip *L, int t, int *i, int *j)
     *j = L->axis == 0 ? t / L->n : L->first + t / L->len;
 }
 
+/* The other way: the cell t of layer L at mesh cell (i, j), or -1 where L has none. */
+EMPIC_HD int pml_strip_index(const pml_strip *L, int i, int j)
+{
+    if (L->axis == 0)
+        return i >= L->first && i < L->first + L->n ? j * L->n + (i - L->first) : -1;
+    return j >= L->first && j < L->first + L->n ? (j - L->first) * L->len + i : -1;
+}
+
 /* The E psi terms of cell t of layer L (coefficients eb, ec by depth, psi arrays p0, p1:
  * Ey, Ez terms of an x layer, Ex, Ez of a y layer); cell (0, 0) at off, row stride s. */
 EMPIC_HD void pml_e_cell(const pml_strip *L, int off, int s, int t, float *ex, float *ey,

@@ -110,15 +110,11 @@ void fbnd_free(fbnd *b)
 static size_t layer_column(const pml_layer *L, float *p, int i, int j0, int j1, float *buf,
                            int out)
 {
+    const pml_strip S = {L->axis, L->first, L->n, L->len};
     size_t n = 0;
-    if (L->axis == 0 && (i < L->first || i >= L->first + L->n))
-        return 0;
     for (int j = j0; j < j1; j++) {
-        size_t k = L->axis == 0 ? (size_t)j * L->n + (size_t)(i - L->first)
-                                : (j < L->first || j >= L->first + L->n)
-                                      ? (size_t)-1
-                                      : (size_t)(j - L->first) * L->len + (size_t)i;
-        if (k == (size_t)-1)
+        const int k = pml_strip_index(&S, i, j);
+        if (k < 0)
             continue;
         if (out)
             buf[n++] = p[k];
