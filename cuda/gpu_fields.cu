@@ -63,10 +63,10 @@ __device__ __forceinline__ void guard_images(const mesh &m, int i, int j, int k,
     }
 }
 
-/* Threads over this rank's cells: global cell (i, j) of thread (x, y) of block (bx, by). */
-static dim3 interior_grid(const gpu_state *g)
+/* Threads over the cells of m: global cell (i, j) of thread (x, y) of block (bx, by). */
+static dim3 mesh_grid(const mesh &m)
 {
-    return dim3(gpu_blocks((size_t)(g->i1 - g->i0), FX), gpu_blocks((size_t)(g->j1 - g->j0), FY));
+    return dim3(gpu_blocks((size_t)(m.i1 - m.i0), FX), gpu_blocks((size_t)(m.j1 - m.j0), FY));
 }
 
 __device__ __forceinline__ bool cell_of_thread(const mesh &m, int &i, int &j)
@@ -200,8 +200,8 @@ static void guard_self(gpu_state *g, void *const a[], int ncomp, int axis)
 {
     if (!ncomp)
         return;
-    const size_t n =
-        (size_t)EMF_GUARD * (axis ? g->stride : g->j1 - g->j0 + yee_fill_top(g->j1, g->ny, g->py));
+    const int rows = g->j1 - g->j0 + yee_fill_top(g->j1, g->ny, g->py);
+    const size_t n = (size_t)EMF_GUARD * (axis ? g->stride : rows);
     guard_arrays arr;
     for (int c = 0; c < GPU_HALO_MAX; c++)
         arr.p[c] = c < ncomp ? (float *)a[c] : NULL;
@@ -327,8 +327,8 @@ static void filter_pass(gpu_state *g, float *const a[3], int n, int d, float wa,
         m.px = m.py = 0; /* the guards from the neighbours below */
     dim3 grid(gpu_blocks((size_t)g->stride, FX), gpu_blocks((size_t)g->rows, FY));
     for (int c = 0; c < n; c++) {
-        k_filter3<<<interior_grid(g), dim3(FX, FY), 0, g->stream>>>(mesh_of(g), a[c], g->tmp,
-                                                                     d, wa, wb);
+        k_filter3<<<mesh_grid(m), dim3(FX, FY), 0, g->stream>>>(mesh_of(g), a[c], g->tmp, d,
+                                                                  wa, wb);
         GPU_LAUNCHED(g, "k_filter3");
         k_copy_fill<<<grid, dim3(FX, FY), 0, g->stream>>>(m, a[c], g->tmp);
         GPU_LAUNCHED(g, "k_copy_fill");
@@ -388,10 +388,10 @@ static void b_step(gpu_state *g, const pic_state *st, const mesh &m, int wide, i
 {
     const emf *f = st->f;
     const float hx = (float)(0.5 * f->dt / f->dx), hy = (float)(0.5 * f->dt / f->dy);
-    const dim3 grid(gpu_blocks((size_t)(m.i1 - m.i0), FX), gpu_blocks((size_t)(m.j1 - m.j0), FY));
-    k_b_step<<<grid, dim3(FX, FY), 0, g->stream>>>(m, g->b[0], g->b[1], g->b[2], g->bn[0],
-                                                    g->bn[1], g->bn[2], g->e[0], g->e[1],
-                                                    g->e[2], hx, hy, halves);
+    k_b_step<<<mesh_grid(m), dim3(FX, FY), 0, g->stream>>>(m, g->b[0], g->b[1], g->b[2],
+                                                           g->bn[0], g->bn[1], g->bn[2],
+                                                           g->e[0], g->e[1], g->e[2], hx, hy,
+                                                           halves);
     GPU_LAUNCHED(g, "k_b_step");
     if (f->fb)
         gpu_fbnd_b(g, st, make_int4(m.i0, m.i1, m.j0, m.j1), halves, upd, hx, hy);
@@ -459,10 +459,9 @@ void gpu_fields(void *ctx, pic_state *st)
     mesh mi = m;
     if (split)
         mi.i0 += G, mi.i1 -= G, mi.j0 += G, mi.j1 -= G;
-    const dim3 grid(gpu_blocks((size_t)(mi.i1 - mi.i0), FX), gpu_blocks((size_t)(mi.j1 - mi.j0), FY));
-    k_e_advance<<<grid, dim3(FX, FY), 0, g->stream>>>(mi, 0, g->e[0], g->e[1], g->e[2], g->b[0],
-                                                       g->b[1], g->b[2], g->j[0], g->j[1],
-                                                       g->j[2], dt, cx, cy);
+    k_e_advance<<<mesh_grid(mi), dim3(FX, FY), 0, g->stream>>>(
+        mi, 0, g->e[0], g->e[1], g->e[2], g->b[0], g->b[1], g->b[2], g->j[0], g->j[1], g->j[2],
+        dt, cx, cy);
     GPU_LAUNCHED(g, "k_e_advance");
     if (split) {
         GPU_CK(cudaEventRecord(g->e_inner, g->stream));
