@@ -861,6 +861,16 @@ static unsigned mobile_mask(const gpu_state *g)
 /* What gpu_sort_prepare ran (gpu_state.prepared). */
 enum { PREP_NONE, PREP_COUNTS, PREP_EARLY };
 
+/* The species a sort moves (on: the mobile ones; all after a window shift, whose back
+ * column they drop) and those that drop particles before it (drops). */
+static void sort_species(const gpu_state *g, int window, int *on, int *drops)
+{
+    for (int s = 0; s < g->nsp; s++) {
+        on[s] = g->sp[s].mobile || window;
+        drops[s] = on[s] && (g->sp[s].absorbing || window);
+    }
+}
+
 static int sort_early(gpu_state *g, pic_state *st, const int *on, const int *drops,
                       int window, long long *net);
 
@@ -873,16 +883,14 @@ static int sort_early(gpu_state *g, pic_state *st, const int *on, const int *dro
 void gpu_sort_prepare(gpu_state *g, pic_state *st)
 {
     g->prepared = PREP_NONE;
-    int on[DECK_MAX_SPECIES], drops[DECK_MAX_SPECIES], any = g->window;
-    for (int s = 0; s < g->nsp; s++) {
-        on[s] = g->sp[s].mobile;
-        drops[s] = on[s] && g->sp[s].absorbing;
+    int on[DECK_MAX_SPECIES], drops[DECK_MAX_SPECIES], any = g->window; /* the deck drops */
+    for (int s = 0; s < g->nsp; s++)
         any |= g->sp[s].absorbing;
-    }
     if (any && st->window_next)
         return; /* the shift comes first: gpu_sort */
     int t = gpu_tic(g, st);
     if (any) {
+        sort_species(g, 0, on, drops);
         g->spec_now = sort_early(g, st, on, drops, 0, NULL);
         gpu_toc(g, t, PH_SORT);
         g->prepared = PREP_EARLY;
@@ -1229,11 +1237,9 @@ void gpu_sort(void *ctx, pic_state *st, int window, long long *dropped)
     int t = gpu_tic(g, st), on[DECK_MAX_SPECIES], drops[DECK_MAX_SPECIES];
     int spec = 0; /* passes launched before the flags were read, with this list capacity */
     long long net[DECK_MAX_SPECIES] = {0}; /* particles sent to other ranks less received */
-    for (int s = 0; s < g->nsp; s++) {
-        on[s] = g->sp[s].mobile || window;
-        drops[s] = on[s] && (g->sp[s].absorbing || window); /* as gpu_sort_prepare's */
+    sort_species(g, window, on, drops);
+    for (int s = 0; s < g->nsp; s++)
         g->dropped[s] = 0;
-    }
     g->room_valid = 0;
     if (g->prepared == PREP_NONE)
         spec = sort_early(g, st, on, drops, window, net);
