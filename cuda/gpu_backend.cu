@@ -26,9 +26,9 @@ int gpu_open(pic_state *st, void **ctx)
     }
     gpu_memory_open(g, st);
     gpu_fbnd_setup(g, st);
-    gpu_walls_setup(g, st);
     gpu_transport_open(g, st);
     gpu_particles_border_setup(g);
+    gpu_walls_setup(g, st);
     if (g->ranks > 1) /* B's guards as the neighbours hold them: b_half may keep them so */
         gpu_guard_fill(g, g->b[0], g->b[1], g->b[2]);
     gpu_trace_open(g);

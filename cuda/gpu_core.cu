@@ -575,8 +575,8 @@ static void upload_species(gpu_state *g, const pic_state *st, int s)
 
 static void free_species(gpu_species *d)
 {
-    void *p[] = {d->xy,    d->uxy,   d->uzw,  d->cell, d->code,   d->start,
-                 d->count, d->cap,   d->need, d->hist, d->movers, d->id, d->z};
+    void *p[] = {d->xy,   d->uxy,  d->uzw,    d->cell, d->code, d->start, d->count,
+                 d->cap,  d->need, d->hist,   d->movers, d->id, d->z,     d->spare};
     for (size_t k = 0; k < sizeof p / sizeof p[0]; k++)
         if (p[k])
             cudaFree(p[k]);
@@ -699,6 +699,8 @@ static void open_fields(gpu_state *g, const emf *f)
     GPU_CK(cudaEventCreateWithFlags(&g->tiles_ready, cudaEventDisableTiming));
     GPU_CK(cudaEventCreateWithFlags(&g->j_inner, cudaEventDisableTiming));
     GPU_CK(cudaEventCreateWithFlags(&g->e_inner, cudaEventDisableTiming));
+    GPU_CK(cudaEventCreateWithFlags(&g->e_made, cudaEventDisableTiming));
+    GPU_CK(cudaEventCreateWithFlags(&g->flows_done, cudaEventDisableTiming));
     GPU_CK(cudaEventCreateWithFlags(&g->pushed, cudaEventDisableTiming));
     GPU_CK(cudaEventCreateWithFlags(&g->fields_done, cudaEventDisableTiming));
     GPU_CK(cudaEventCreateWithFlags(&g->b_ready, cudaEventDisableTiming));
@@ -824,7 +826,8 @@ void gpu_memory_close(gpu_state *g, pic_state *st)
     for (int s = 0; s < g->nsp; s++)
         free_species(&g->sp[s]);
     void *p[] = {g->store, g->x0, g->y0, g->cx_of, g->cy_of, g->tiles, g->tile_live, g->rest,
-                 g->acc, g->partial, g->flags, g->lists, g->heavy, g->spare_start, g->room,
+                 g->acc, g->partial, g->flags, g->lists, g->heavy, g->spare_start, g->chunk,
+                 g->room,
                  g->order, g->ion_tab, g->ion_dz, g->avg,
                  g->split.first, g->split.queue, g->split.parts, g->split.tiles,
                  g->split.hist, g->split.live, g->split.ke};
@@ -861,7 +864,9 @@ void gpu_memory_close(gpu_state *g, pic_state *st)
     for (int s = 0; s < g->nsp; s++) {
         gpu_border *B = &g->border[s];
         if (B->dev)
-            cudaFree(B->dev), cudaFreeHost(B->host);
+            cudaFree(B->dev);
+        if (B->host)
+            cudaFreeHost(B->host);
         if (B->table)
             cudaFree(B->table), cudaFreeHost(B->h_table);
     }
@@ -893,6 +898,8 @@ void gpu_memory_close(gpu_state *g, pic_state *st)
         cudaEventDestroy(g->tiles_ready);
         cudaEventDestroy(g->j_inner);
         cudaEventDestroy(g->e_inner);
+        cudaEventDestroy(g->e_made);
+        cudaEventDestroy(g->flows_done);
     }
     if (g->border_stream) {
         cudaStreamDestroy(g->border_stream);

@@ -419,7 +419,7 @@ __global__ void k_flows(const __grid_constant__ kflows a)
         q.out[sl] += q.h * v;
 }
 
-void gpu_fbnd_flows(gpu_state *g, const pic_state *st, int after)
+void gpu_fbnd_flows(gpu_state *g, const pic_state *st, int after, float *const bh[3])
 {
     const emf *f = st->f;
     const fbnd *b = f->fb;
@@ -436,7 +436,7 @@ void gpu_fbnd_flows(gpu_state *g, const pic_state *st, int after)
     a.own = g->own;
     for (int c = 0; c < 3; c++) {
         a.f[c] = g->e[c];
-        a.f[3 + c] = g->b[c];
+        a.f[3 + c] = bh[c];
     }
     const int ns = st->nslot;
     int n = 0, most = 0;

@@ -452,10 +452,12 @@ void gpu_fields(void *ctx, pic_state *st)
     gpu_fields_filter(g, st, g->j[0], g->j[1], g->j[2]);
     const float dt = (float)f->dt, cx = (float)(f->dt / f->dx), cy = (float)(f->dt / f->dy);
     const mesh m = update_mesh(g, st);
-    if (f->fb) { /* before E changes */
-        gpu_fbnd_e_save(g, st);
-        gpu_fbnd_flows(g, st, 0);
+    if (g->flows_early) { /* the balance sums before E changes, on border_stream */
+        GPU_CK(cudaStreamWaitEvent(g->stream, g->flows_done, 0));
+        g->flows_early = 0;
     }
+    if (f->fb) /* before E changes (its balance sums: gpu_particles) */
+        gpu_fbnd_e_save(g, st);
     mesh mi = m;
     if (split)
         mi.i0 += G, mi.i1 -= G, mi.j0 += G, mi.j1 -= G;
@@ -473,9 +475,21 @@ void gpu_fields(void *ctx, pic_state *st)
             g->j[2], dt, cx, cy);
         GPU_LAUNCHED(g, "k_e_advance");
     }
+    /* the balance sums of E(n+1) on inner_stream beside E's guard fill, which they do not
+       read; not beside a fill of B's guards too (before a window shift), which they do */
+    const int beside = f->fb && g->overlap && !(st->window_next && g->ranks > 1);
     if (f->fb) {
         gpu_fbnd_e(g, st);
-        gpu_fbnd_flows(g, st, 1);
+        if (beside) {
+            GPU_CK(cudaEventRecord(g->e_made, g->stream));
+            GPU_CK(cudaStreamWaitEvent(g->inner_stream, g->e_made, 0));
+            g->stream = g->inner_stream;
+        }
+        gpu_fbnd_flows(g, st, 1, g->b);
+        if (beside) {
+            GPU_CK(cudaEventRecord(g->flows_done, g->stream));
+            g->stream = g->field_stream;
+        }
     }
     if (st->window_next && g->ranks > 1) {
         /* and B's: the shift moves the right guards' first column into this rank's cells;
@@ -485,6 +499,8 @@ void gpu_fields(void *ctx, pic_state *st)
     } else if (!m.images) {
         gpu_guard_fill(g, g->e[0], g->e[1], g->e[2]);
     }
+    if (beside) /* before anything on this stream changes the fields again */
+        GPU_CK(cudaStreamWaitEvent(g->stream, g->flows_done, 0));
     gpu_toc(g, t, PH_FIELD);
     gpu_fields_end(g);
     gpu_debug(g, st, DBG_FIELDS);

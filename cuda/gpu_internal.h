@@ -54,6 +54,9 @@ typedef struct {
                                      (species.id_max), else 8 (0: untracked) */
     uint8_t *z;                   /* charge states of an ionizing species, else NULL */
     int zb;                       /* their bytes per slot: 1, or 0 (no charge states) */
+    unsigned long long *spare;    /* the last rearrangement's spare array (slots 8-byte
+                                     entries), kept for the next while memory is ample
+                                     (gpu_relayout), else NULL */
     int cold;                     /* species.cold: a neutral atom stays at rest */
     const ionize_table *ion;      /* the host species' levels (species.ion), or NULL */
     int ion_to;                   /* the species its electrons join */
@@ -66,7 +69,9 @@ typedef struct {
     int4 *movers;                 /* per cluster: +x, -x, +y, -y leavers of the sort passes */
     /* particle walls (gpu_walls.cu): edge clusters on a non-periodic side of this species */
     pbnd_walls walls;
-    int nedge, *edge;             /* how many, and their ids (device) */
+    int nedge, *edge;             /* how many, and their ids (device): the border clusters
+                                     (gpu_state.border_entries) first, nedge_border of them */
+    int nedge_border;
     int absorbing;                /* some side absorbs: drop marked particles before the sort */
 } gpu_species;
 
@@ -92,8 +97,9 @@ typedef struct {
 } gpu_bound_blocks;
 
 /* A species' staging for the sort across rank borders (gpu_sort.cu: border_pass): four
- * areas (leavers going up and down, leavers come from up and down) on the device and in
- * pinned host memory, and the table of the border clusters. */
+ * areas (leavers going up and down, leavers come from up and down) on the device and, for
+ * the staged transport, in pinned host memory (else host is NULL), and the table of the
+ * border clusters. */
 typedef struct {
     char *dev, *host;
     size_t bytes;
@@ -205,6 +211,8 @@ struct gpu_state {
     float *mur_old[4];            /* per Mur side: its 4 lines of old values (pml.h) */
     int *cx_of, *cy_of;           /* device copies of clusters.cx_of / cy_of */
     int *spare_start;             /* the segment starts a global rearrangement makes */
+    int2 *chunk;                  /* its copy blocks (relayout_chunks), room for nchunk */
+    size_t nchunk;
     int *scratch;                 /* the collision index of overfull clusters (gpu_collide.cu) */
     int nrim, *rim;               /* this rank's clusters on the box's edges (device): the
                                      drops' (gpu_walls.cu) */
@@ -232,18 +240,24 @@ struct gpu_state {
     /* field -> inner_stream: the push's tiles (tiles_ready); inner -> field: J's cells that no
      * fold reaches (j_inner, tiles_current) and E's update there (e_inner, gpu_fields) */
     cudaEvent_t tiles_ready, j_inner, e_inner;
-    /* NCCL ranks without particle walls, drops or window: the clusters whose histograms the
-     * neighbours need (nborder entries at border_entries, device) are pushed on
-     * border_stream beside the main stream's push of the rest, and their histograms travel
-     * there once pushed (border_ready: main -> border stream; border_pushed, border_done:
-     * back) */
+    /* field -> inner: E(n+1) with its boundary terms made (e_made); inner -> field: the
+     * energy balance's sums of it, beside E's guard fill (flows_done, gpu_fields); border ->
+     * E's update: the sums before it, when they ran on border_stream (flows_early,
+     * flows_done) */
+    cudaEvent_t e_made, flows_done;
+    int flows_early;
+    /* NCCL ranks: the clusters whose histograms the neighbours need (nborder entries at
+     * border_entries, device) are pushed on border_stream beside the main stream's push of
+     * the rest (not on a moving window's shift steps), their walls run, and their histograms
+     * travel there once pushed (border_ready: main -> border stream; border_pushed,
+     * border_done: back) */
     int *border_entries, nborder;
     int border_axes;              /* bit 0: the border columns, bit 1: the border rows */
     cudaEvent_t border_ready, border_pushed, border_done;
     int halo_early;               /* this step's histogram halo went on border_stream */
-    /* on a box without field boundaries, J's fold along x went there too: the border
-     * clusters' guard sums sent while the rest is pushed (fold_sent: border -> field
-     * stream), unpacked by gpu_acc_finish (gpu_nccl_halo) */
+    /* J's fold along x went there too: the border clusters' guard sums sent while the rest
+     * is pushed (fold_sent: border -> field stream), unpacked by gpu_acc_finish
+     * (gpu_nccl_halo) */
     int fold_x_early;
     cudaEvent_t fold_sent;
     /* phase timers: events recorded in the stream, read once the stream has passed them */
@@ -608,9 +622,17 @@ static inline int gpu_most(const int *v, size_t n, int least)
 }
 /* Particles (gpu_particles.cu). */
 void gpu_particles_setup(gpu_state *g, const pic_state *st);
-/* Whether the border clusters go first (gpu_state.border_entries), once the transport and
- * the walls are set up; their stream and events. */
+/* Whether the border clusters go first (gpu_state.border_entries), once the transport is
+ * set up; their stream and events. cluster_border: whether cluster c (of a grid ncx wide) is
+ * one of this rank's (own: gpu_state's) border clusters, those whose histograms the
+ * neighbours need (along the axes of gpu_state.border_axes). */
 void gpu_particles_border_setup(gpu_state *g);
+__host__ __device__ __forceinline__ bool cluster_border(int4 own, int axes, int ncx, int c)
+{
+    const int cx = c % ncx, cy = c / ncx;
+    return in_box(own, cx, cy) && (((axes & 1) && (cx == own.x || cx == own.y - 1)) ||
+                                   ((axes & 2) && (cy == own.z || cy == own.w - 1)));
+}
 /* Charge density of species s (all when s < 0) into dst: deposit, fixed-point sums
  * finished (gpu_acc_finish). */
 void gpu_particles_rho(gpu_state *g, int s, float *dst);
@@ -670,16 +692,20 @@ void gpu_fbnd_e_save(gpu_state *g, const pic_state *st);
 void gpu_fbnd_e(gpu_state *g, const pic_state *st);
 void gpu_fbnd_fetch(gpu_state *g, pic_state *st);
 /* The energy balance's field sums (the CPU's fbnd_flows: after = 0 before the E step, 1
- * after it and its boundaries) into g->bal, one thread per slot, on the device. */
-void gpu_fbnd_flows(gpu_state *g, const pic_state *st, int after);
-/* Particle walls (gpu_walls.cu, the twin of cpu_walls.c): setup and free; the wall fix-ups
- * of species which[0 .. n) after their move (which[k]'s current in tile set k: the mobile
- * species in order; before the colour write-back), one launch; the drop of the marked
+ * after it and its boundaries) into g->bal, one thread per slot, on the device, with bh the
+ * arrays of B(n+1/2). */
+void gpu_fbnd_flows(gpu_state *g, const pic_state *st, int after, float *const bh[3]);
+/* Particle walls (gpu_walls.cu, the twin of cpu_walls.c): setup (after
+ * gpu_particles_border_setup) and free; the wall fix-ups of species which[0 .. n) after their
+ * move (which[k]'s current in tile set k: the mobile species in order; before the colour
+ * write-back) on all their edge clusters, the border clusters' or the rest, one launch; the
+ * drop of the marked
  * particles of every species with drop[s] set before their sort, one launch (adds the
  * number species s dropped to its flags[3]). */
 void gpu_walls_setup(gpu_state *g, const pic_state *st);
 void gpu_walls_free(gpu_state *g);
-void gpu_walls_clusters(gpu_state *g, const pic_state *st, int n, const int *which);
+enum { WALLS_ALL, WALLS_BORDER, WALLS_REST }; /* gpu_walls_clusters' edge clusters */
+void gpu_walls_clusters(gpu_state *g, const pic_state *st, int n, const int *which, int part);
 void gpu_walls_drop(gpu_state *g, const int *drop, int window);
 /* Sort (gpu_sort.cu): re-lay species s's segments for clusters that hold counts[c]
  * particles (NULL: their counts now) and need room for need[c] during a sort

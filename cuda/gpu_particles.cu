@@ -349,16 +349,6 @@ __device__ __forceinline__ void count_movers(unsigned codes, int mv[8])
             mv[b] += __popc(__ballot_sync(FULL, ((codes >> (8 * q)) & 0xffu) == mover_code[b]));
 }
 
-/* Whether cluster c (of a grid ncx wide) is one of this rank's (own: gpu_state's) border
- * clusters, those whose histograms the neighbours need (along the axes of
- * gpu_state.border_axes: PUSH_BORDER). */
-__host__ __device__ __forceinline__ bool cluster_border(int4 own, int axes, int ncx, int c)
-{
-    const int cx = c % ncx, cy = c / ncx;
-    return in_box(own, cx, cy) && (((axes & 1) && (cx == own.x || cx == own.y - 1)) ||
-                                   ((axes & 2) && (cy == own.z || cy == own.w - 1)));
-}
-
 /* The parts of entry e (species slot e / ncl, cluster e % ncl) of n particles: 1 when it runs
  * whole. */
 __device__ __forceinline__ int entry_parts(const kpart &a, int e, int n)
@@ -945,14 +935,14 @@ static void tiles_sum(gpu_state *g, const int *live, int nset, int ncomp, int ad
     GPU_LAUNCHED(g, "k_tiles_sum");
 }
 
-/* Over NCCL ranks on a box without field boundaries, once the border clusters are pushed
- * (border_stream): J's fold along x sent while the rest is pushed. Only the border clusters'
+/* Over NCCL ranks, once the border clusters are pushed (border_stream) and their walls have
+ * run: J's fold along x sent while the rest is pushed. Only the border clusters'
  * tiles reach the guard columns (a tile reaches two cells past its cluster; the neighbour's
  * clusters hold nothing here), so their sums are the guards' whole fold, and integer adds
  * give the cells the same sums in any order (gpu_nccl_fold_x_send). */
 static void fold_early(gpu_state *g, int nset)
 {
-    if (g->fbnd || !(g->border_axes & 1))
+    if (!(g->border_axes & 1))
         return;
     const int open = g->open;
     g->open = -1; /* timed as exchange, not as the push it overlaps */
@@ -1029,11 +1019,8 @@ void gpu_particles_setup(gpu_state *g, const pic_state *st)
 void gpu_particles_border_setup(gpu_state *g)
 {
     g->nborder = 0;
-    if (!g->nccl || g->window)
+    if (!g->nccl)
         return;
-    for (int s = 0; s < g->nsp; s++)
-        if (g->sp[s].absorbing || g->sp[s].nedge) /* walls change histograms after the push */
-            return;
     g->border_axes = 0;
     for (int axis = 0; axis < 2; axis++) /* the axes with a halo (gpu_nccl_hist_halo) */
         if (gpu_axis_kind(g, axis) == 0)
@@ -1199,13 +1186,15 @@ static void split_plan(gpu_state *g, const pic_state *st, kpart *a, int m, const
                            g->stream));
 }
 
-/* The particle kernel for m mobile species: one launch, or the border clusters on
- * border_stream beside the rest (their launch alone would leave most multiprocessors idle),
- * their histograms on their way as soon as they are pushed (not with parts: spare blocks
- * take any entry's). */
-static void push_launch(gpu_state *g, const pic_state *st, kpart *a, int m, int want_ke)
+/* The particle kernel for m mobile species (mob[k]: the k-th): one launch, or the border
+ * clusters on border_stream beside the rest (their launch alone would leave most
+ * multiprocessors idle), their walls run and their histograms on their way as soon as they
+ * are pushed (not with parts: spare blocks take any entry's; not before a window shift, which
+ * changes the histograms first). Returns whether the border clusters went first. */
+static int push_launch(gpu_state *g, const pic_state *st, kpart *a, int m, const int *mob,
+                       int want_ke)
 {
-    const int border = g->nborder > 0 && !a->spare;
+    const int border = g->nborder > 0 && !a->spare && !(g->window && st->window_next);
     a->border = g->border_entries;
     a->own = g->own;
     a->border_axes = g->border_axes;
@@ -1221,13 +1210,28 @@ static void push_launch(gpu_state *g, const pic_state *st, kpart *a, int m, int 
         GPU_CK(cudaLaunchKernel(push_kernel(want_ke, a->spare > 0), dim3(blocks),
                                 dim3(GPU_MOVE_THREADS), args, g->smem_move, g->stream));
         GPU_LAUNCHED(g, "k_push_move");
-        if (run == PUSH_BORDER) {
-            gpu_sort_halo_early(g, st); /* and back to the main stream */
-            fold_early(g, m);
-        }
+        g->stream = g->main_stream;
     }
-    if (border) /* the border clusters' tiles, for the current */
-        GPU_CK(cudaStreamWaitEvent(g->main_stream, g->border_pushed, 0));
+    if (!border)
+        return 0;
+    /* queued after the rest's launch (NCCL's calls cost the host ~10 us each, which the rest's
+       start would wait for): the border clusters' walls, which make their histograms and
+       tiles final, then the halo and J's fold */
+    g->stream = g->border_stream;
+    gpu_walls_clusters(g, st, m, mob, WALLS_BORDER);
+    gpu_sort_halo_early(g, st); /* and back to the main stream */
+    fold_early(g, m);
+    if (st->f->fb) { /* the energy balance's sums before the E step (E(n), B(n+1/2)) at this
+                        stream's priority: on the field stream the push's blocks go first */
+        g->stream = g->border_stream;
+        gpu_fbnd_flows(g, st, 0, g->bn);
+        GPU_CK(cudaEventRecord(g->flows_done, g->stream));
+        g->stream = g->main_stream;
+        g->flows_early = 1;
+    }
+    /* the border clusters' tiles, for the current */
+    GPU_CK(cudaStreamWaitEvent(g->main_stream, g->border_pushed, 0));
+    return 1;
 }
 
 void gpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic)
@@ -1284,13 +1288,22 @@ void gpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic)
             GPU_LAUNCHED(g, "k_cluster_order");
         }
         split_plan(g, st, &a, m, mob);
-        push_launch(g, st, &a, m, want_ke);
+        const int border = push_launch(g, st, &a, m, mob, want_ke);
         g->rest_valid = 0; /* the atoms moved */
-        gpu_walls_clusters(g, st, m, mob); /* edge clusters of non-periodic sides */
+        /* edge clusters of non-periodic sides */
+        gpu_walls_clusters(g, st, m, mob, border ? WALLS_REST : WALLS_ALL);
     } else {
         gpu_sort_flags_clear(g); /* the particle kernel's work otherwise */
     }
     gpu_toc(g, t, PH_DEPOSIT);
+    /* the energy balance's sums before the E step (E(n), B(n+1/2)) on the field stream while
+       the particles are pushed (push_launch's border stream when it ran) */
+    if (f->fb && !g->flows_early) {
+        if (g->overlap)
+            g->stream = g->field_stream;
+        gpu_fbnd_flows(g, st, 0, g->bn);
+        g->stream = g->main_stream;
+    }
     /* the tiles of all species to J: fixed-point sums, guard deposits folded, one rounding
      * (the field phase's first work, beside the sort) */
     gpu_fields_begin(g);

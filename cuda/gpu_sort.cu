@@ -589,23 +589,40 @@ static int2 *relayout_chunks(gpu_state *g, const int *count, int nc, size_t *n)
     for (int c = 0, b = 0; c < nc; c++)
         for (int k = 0; k < count[c]; k += RELAYOUT_CHUNK)
             h[b++] = make_int2(c, k);
-    int2 *d = (int2 *)gpu_malloc(g, *n * sizeof(int2), "cluster table");
+    if (*n > g->nchunk) { /* kept between rearrangements: no allocation, no free's wait */
+        if (g->chunk) {
+            GPU_CK(cudaFree(g->chunk));
+            g->bytes -= g->nchunk * sizeof(int2);
+        }
+        g->nchunk = *n + *n / 4;
+        g->chunk = (int2 *)gpu_malloc(g, g->nchunk * sizeof(int2), "cluster table");
+    }
     /* from pageable memory: staged before the call returns, so h can be freed */
-    GPU_CK(cudaMemcpyAsync(d, h, *n * sizeof(int2), cudaMemcpyHostToDevice, g->stream));
+    GPU_CK(cudaMemcpyAsync(g->chunk, h, *n * sizeof(int2), cudaMemcpyHostToDevice, g->stream));
     free(h);
-    return d;
+    return g->chunk;
+}
+
+/* Whether a spare array of `bytes` may stay allocated: a quarter of the device's memory
+ * stays free with it. */
+static int spare_fits(size_t bytes)
+{
+    size_t fr = 0, tot = 0;
+    GPU_CK(cudaMemGetInfo(&fr, &tot));
+    return fr >= bytes + tot / 4;
 }
 
 /* Re-lay species s to the segments species_segments gives for counts (NULL: the device's
  * counts now), need and hist (a sort overflowed: the last move's histograms), one array at
- * a time through one spare array of 8-byte elements allocated for the re-layout: a pair
- * array (or 8-byte ids) is copied into the spare, which then becomes that array, and the
- * old array the spare of the next one; the last one left is freed (the cells, 4-byte ids
- * and codes are copied into the spare and back). A re-layout thus borrows 8 bytes a slot
- * for its duration, where a kept copy of the whole species would hold 29 more for the rest
- * of the run; the allocation and the free, which waits for the copies, cost ~0.36 ms more
- * per re-layout of 17 M particles. When the new layout outgrows the arrays, every array is
- * re-allocated with 1/128 more room instead. */
+ * a time through one spare array of 8-byte elements: a pair array (or 8-byte ids) is copied
+ * into the spare, which then becomes that array, and the old array the spare of the next
+ * one (the cells, 4-byte ids and codes are copied into the spare and back). The last one
+ * left is kept for the next re-layout while a quarter of the device's memory stays free
+ * (d->spare), else freed: a re-layout borrows 8 bytes a slot, where a kept copy of the whole
+ * species would hold 29 more. Allocations and frees are kept off the host's path because
+ * each costs it ~0.7 ms, a free also a wait for the device, and over several ranks every
+ * rank waits for the slowest. When the new layout outgrows the arrays, every array is
+ * re-allocated with a sixteenth more room instead. */
 void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *counts, const int *need,
                   const int *hist)
 {
@@ -629,11 +646,19 @@ void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *counts, const i
     int2 *chunk = relayout_chunks(g, count, nc, &nchunk);
     const unsigned grid = (unsigned)nchunk;
     const int *from = d->start, *to = g->spare_start;
-    const int outgrown = total > d->slots; /* new arrays with room to grow, the old ones freed */
-    const size_t room = outgrown ? total + total / 128 : d->slots;
+    /* outgrown: new arrays with room to grow (a sixteenth: a plasma whose clusters fill
+       keeps outgrowing a tighter fit, and each outgrowth allocates and frees every array),
+       the old ones freed */
+    const int outgrown = total > d->slots;
+    const size_t room = outgrown ? total + total / 16 : d->slots;
     typedef unsigned long long u64; /* the pairs and the ids: 8-byte elements */
     u64 **arr[4] = {(u64 **)&d->xy, (u64 **)&d->uxy, (u64 **)&d->uzw, d->idb == 8 ? (u64 **)&d->id : NULL};
     if (outgrown) { /* every array new, each old one freed once copied (cudaFree waits) */
+        if (d->spare) { /* of the old size */
+            GPU_CK(cudaFree(d->spare));
+            g->bytes -= d->slots * 8;
+            d->spare = NULL;
+        }
         for (int v = 0; v < 4; v++)
             if (arr[v]) {
                 u64 *t = (u64 *)gpu_malloc(g, room * 8, "particles (rearrangement)");
@@ -666,8 +691,13 @@ void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *counts, const i
         g->bytes -= d->slots * (SLOT_BYTES + d->idb + d->zb);
         d->slots = room;
     } else { /* through one spare 8-byte array: the cells and codes into it and back, each
-                8-byte array into it (the spare becomes the array, the old array the spare) */
-        u64 *spare = (u64 *)gpu_malloc(g, room * 8, "particles (rearrangement)");
+                8-byte array into it (the spare becomes the array, the old array the spare);
+                the last one kept for the next rearrangement where memory allows: its
+                allocation and free cost the host ~0.7 ms, the free a wait for the device */
+        u64 *spare = d->spare;
+        if (!spare)
+            spare = (u64 *)gpu_malloc(g, room * 8, "particles (rearrangement)");
+        d->spare = NULL;
         uint8_t *arr1[2] = {d->code, d->z};
         for (int v = 0; v < 2; v++)
             if (arr1[v]) {
@@ -695,16 +725,18 @@ void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *counts, const i
                 *arr[v] = spare;
                 spare = t;
             }
-        GPU_CK(cudaFree(spare));
-        g->bytes -= room * 8;
+        if (spare_fits(room * 8)) {
+            d->spare = spare;
+        } else {
+            GPU_CK(cudaFree(spare));
+            g->bytes -= room * 8;
+        }
     }
     int *old_start = d->start;
     d->start = g->spare_start;
     g->spare_start = old_start;
     d->alloc = total;
     h->rearrangements++;
-    GPU_CK(cudaFree(chunk));
-    g->bytes -= nchunk * sizeof(int2);
     free(count); /* and start, cap */
 }
 
@@ -1053,9 +1085,13 @@ static void border_pass(gpu_state *g, const pic_state *st, ksorts *all, const in
             const size_t want = off[k][4] + off[k][4] / 2;
             GPU_CK(cudaStreamSynchronize(g->stream));
             if (B->dev)
-                GPU_CK(cudaFree(B->dev)), GPU_CK(cudaFreeHost(B->host));
+                GPU_CK(cudaFree(B->dev));
+            if (B->host)
+                GPU_CK(cudaFreeHost(B->host));
             B->dev = (char *)gpu_malloc(g, want, "sort exchange");
-            GPU_CK(cudaMallocHost(&B->host, want));
+            B->host = NULL; /* NCCL: no host copy (pinning memory costs the host ms) */
+            if (!g->nccl)
+                GPU_CK(cudaMallocHost(&B->host, want));
             B->bytes = want;
         }
         for (int q = 0; q < 4; q++)
@@ -1210,8 +1246,12 @@ static int sort_early(gpu_state *g, pic_state *st, const int *on, const int *dro
     for (int s = 0; s < g->nsp; s++)
         prep |= on[s] ? 1u << s : 0u;
     gpu_walls_drop(g, drops, window);
-    hist_exchange(g, st, prep);
-    const size_t counts = prepare_species(g, st, prep, 1);
+    if (g->halo_early) /* the halo and the border counts came on border_stream */
+        GPU_CK(cudaStreamWaitEvent(g->main_stream, g->border_done, 0));
+    else
+        hist_exchange(g, st, prep);
+    const size_t counts = prepare_species(g, st, prep, !g->halo_early);
+    g->halo_early = 0;
     for (int s = 0; s < g->nsp; s++) {
         if (!on[s])
             continue;

@@ -22,9 +22,15 @@ void gpu_walls_setup(gpu_state *g, const pic_state *st)
         gpu_species *d = &g->sp[s];
         species_walls(h, cl, f->nx, f->ny, &d->walls);
         int *list = (int *)empic_alloc((size_t)cl->n * sizeof(int), "wall clusters"), n = 0;
-        for (int c = 0; c < cl->n; c++)
-            if (species_on_wall(h, cl, c) && in_box(g->own, c % cl->ncx, c / cl->ncx))
-                list[n++] = c;
+        for (int border = 1; border >= 0; border--) { /* the border clusters first */
+            for (int c = 0; c < cl->n; c++)
+                if (species_on_wall(h, cl, c) && in_box(g->own, c % cl->ncx, c / cl->ncx) &&
+                    (g->nborder > 0 && cluster_border(g->own, g->border_axes, cl->ncx, c)) ==
+                        border)
+                    list[n++] = c;
+            if (border)
+                d->nedge_border = h->immobile ? 0 : n;
+        }
         d->nedge = h->immobile ? 0 : n;
         d->absorbing = 0;
         for (int k = 0; k < 4; k++)
@@ -128,23 +134,25 @@ __global__ void k_walls(const __grid_constant__ kwalls_all all)
     }
 }
 
-void gpu_walls_clusters(gpu_state *g, const pic_state *st, int n, const int *which)
+void gpu_walls_clusters(gpu_state *g, const pic_state *st, int n, const int *which, int part)
 {
     kwalls_all all;
     int m = 0, most = 0;
     for (int k = 0; k < n; k++) {
         const gpu_species *d = &g->sp[which[k]];
-        if (!d->nedge)
+        const int lo = part == WALLS_REST ? d->nedge_border : 0;
+        const int hi = part == WALLS_BORDER ? d->nedge_border : d->nedge;
+        if (hi == lo)
             continue;
         long long *tiles = g->tiles + k * g->tile_set;
         all.s[m] = kwalls{d->xy,    d->uxy,   d->uzw,  d->cell, d->code, d->start, d->count,
-                          d->edge,  g->x0,    g->y0,   g->cx_of, g->cy_of,
+                          d->edge + lo, g->x0, g->y0,  g->cx_of, g->cy_of,
                           g->tile_live + (size_t)k * g->ncl,
                           gpu_rest_of(g, which[k]), d->hist, tiles,
                           3 * g->tsz_max, st->f->step, d->walls,
                           g->lost + (size_t)which[k] * g->ncl};
-        all.nedge[m++] = d->nedge;
-        most = d->nedge > most ? d->nedge : most;
+        all.nedge[m++] = hi - lo;
+        most = hi - lo > most ? hi - lo : most;
     }
     if (!m)
         return;
