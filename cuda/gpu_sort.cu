@@ -612,17 +612,118 @@ static int spare_fits(size_t bytes)
     return fr >= bytes + tot / 4;
 }
 
+/* One re-layout's copies: k_relayout's blocks (chunk, grid) from the segments at `from` to
+ * those at `to`, of clusters of count[c] particles. */
+typedef struct {
+    const int *from, *to, *count;
+    const int2 *chunk;
+    unsigned grid;
+} relayout_plan;
+
+template <typename T>
+static void relayout_copy(gpu_state *g, const relayout_plan &p, const T *src, T *dst)
+{
+    k_relayout<T><<<p.grid, GPU_THREADS, 0, g->stream>>>(src, dst, p.from, p.to, p.count,
+                                                         p.chunk);
+    GPU_LAUNCHED(g, "k_relayout");
+}
+
+/* Array *a (none: a NULL) copied into a new one of `room` slots, the old one freed once
+ * copied (cudaFree waits). */
+template <typename T>
+static void relayout_into_new(gpu_state *g, const relayout_plan &p, T **a, size_t room,
+                              const char *what)
+{
+    if (!a)
+        return;
+    T *t = (T *)gpu_malloc(g, room * sizeof(T), what);
+    relayout_copy(g, p, *a, t);
+    GPU_CK(cudaFree(*a));
+    *a = t;
+}
+
+typedef unsigned long long u64; /* the pairs and the 8-byte ids */
+
+/* The arrays of d that hold 8 bytes a slot (8-byte ids: when tracked so). */
+static void arrays8(gpu_species *d, u64 **arr[4])
+{
+    arr[0] = (u64 **)&d->xy;
+    arr[1] = (u64 **)&d->uxy;
+    arr[2] = (u64 **)&d->uzw;
+    arr[3] = d->idb == 8 ? (u64 **)&d->id : NULL;
+}
+
+/* The new layout outgrows d's arrays: every array new with `room` slots. */
+static void relayout_grown(gpu_state *g, gpu_species *d, const relayout_plan &p, size_t room)
+{
+    if (d->spare) { /* of the old size */
+        GPU_CK(cudaFree(d->spare));
+        g->bytes -= d->slots * 8;
+        d->spare = NULL;
+    }
+    u64 **arr[4];
+    arrays8(d, arr);
+    for (int v = 0; v < 4; v++)
+        relayout_into_new(g, p, arr[v], room, "particles (rearrangement)");
+    relayout_into_new(g, p, &d->cell, room, "particle cells and ids");
+    relayout_into_new(g, p, d->idb == 4 ? (uint32_t **)&d->id : NULL, room,
+                      "particle cells and ids");
+    relayout_into_new(g, p, &d->code, room, "migration codes, charge states");
+    relayout_into_new(g, p, d->z ? &d->z : NULL, room, "migration codes, charge states");
+    g->bytes -= d->slots * (SLOT_BYTES + d->idb + d->zb);
+    d->slots = room;
+}
+
+/* Within d's arrays, through one spare 8-byte array: the codes, charge states, cells and
+ * 4-byte ids into it and back (the first `total` slots), each 8-byte array into it (the spare
+ * becomes the array, the old array the spare of the next one). The last one left is kept for
+ * the next re-layout (d->spare) while a quarter of the device's memory stays free. */
+static void relayout_in_place(gpu_state *g, gpu_species *d, const relayout_plan &p,
+                              size_t total)
+{
+    u64 *spare = d->spare ? d->spare
+                          : (u64 *)gpu_malloc(g, d->slots * 8, "particles (rearrangement)");
+    d->spare = NULL;
+    uint8_t *arr1[2] = {d->code, d->z};
+    for (int v = 0; v < 2; v++)
+        if (arr1[v]) {
+            relayout_copy(g, p, arr1[v], (uint8_t *)spare);
+            GPU_CK(cudaMemcpyAsync(arr1[v], spare, total, cudaMemcpyDeviceToDevice,
+                                   g->stream));
+        }
+    uint32_t *arr4[2] = {d->cell, d->idb == 4 ? (uint32_t *)d->id : NULL};
+    for (int v = 0; v < 2; v++)
+        if (arr4[v]) {
+            relayout_copy(g, p, arr4[v], (uint32_t *)spare);
+            GPU_CK(cudaMemcpyAsync(arr4[v], spare, total * 4, cudaMemcpyDeviceToDevice,
+                                   g->stream));
+        }
+    u64 **arr[4];
+    arrays8(d, arr);
+    for (int v = 0; v < 4; v++)
+        if (arr[v]) {
+            relayout_copy(g, p, *arr[v], spare);
+            u64 *t = *arr[v];
+            *arr[v] = spare;
+            spare = t;
+        }
+    if (spare_fits(d->slots * 8)) {
+        d->spare = spare;
+    } else {
+        GPU_CK(cudaFree(spare));
+        g->bytes -= d->slots * 8;
+    }
+}
+
 /* Re-lay species s to the segments species_segments gives for counts (NULL: the device's
- * counts now), need and hist (a sort overflowed: the last move's histograms), one array at
- * a time through one spare array of 8-byte elements: a pair array (or 8-byte ids) is copied
- * into the spare, which then becomes that array, and the old array the spare of the next
- * one (the cells, 4-byte ids and codes are copied into the spare and back). The last one
- * left is kept for the next re-layout while a quarter of the device's memory stays free
- * (d->spare), else freed: a re-layout borrows 8 bytes a slot, where a kept copy of the whole
- * species would hold 29 more. Allocations and frees are kept off the host's path because
- * each costs it ~0.7 ms, a free also a wait for the device, and over several ranks every
- * rank waits for the slowest. When the new layout outgrows the arrays, every array is
- * re-allocated with a sixteenth more room instead. */
+ * counts now), need and hist (a sort overflowed: the last move's histograms): in place
+ * through one spare array (relayout_in_place), so that a re-layout borrows 8 bytes a slot
+ * where a kept copy of the whole species would hold 29 more, or, when the new layout
+ * outgrows the arrays, into new arrays with a sixteenth more room (relayout_grown: a plasma
+ * whose clusters fill keeps outgrowing a tighter fit). Allocations and frees are kept off
+ * the host's path where memory allows (the spare and the copy-block table stay): each costs
+ * it ~0.7 ms, a free also a wait for the device, and over several ranks every rank waits
+ * for the slowest. */
 void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *counts, const int *need,
                   const int *hist)
 {
@@ -643,95 +744,12 @@ void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *counts, const i
                            g->stream));
     d->cap_max = gpu_most(cap, (size_t)nc, 0);
     size_t nchunk;
-    int2 *chunk = relayout_chunks(g, count, nc, &nchunk);
-    const unsigned grid = (unsigned)nchunk;
-    const int *from = d->start, *to = g->spare_start;
-    /* outgrown: new arrays with room to grow (a sixteenth: a plasma whose clusters fill
-       keeps outgrowing a tighter fit, and each outgrowth allocates and frees every array),
-       the old ones freed */
-    const int outgrown = total > d->slots;
-    const size_t room = outgrown ? total + total / 16 : d->slots;
-    typedef unsigned long long u64; /* the pairs and the ids: 8-byte elements */
-    u64 **arr[4] = {(u64 **)&d->xy, (u64 **)&d->uxy, (u64 **)&d->uzw, d->idb == 8 ? (u64 **)&d->id : NULL};
-    if (outgrown) { /* every array new, each old one freed once copied (cudaFree waits) */
-        if (d->spare) { /* of the old size */
-            GPU_CK(cudaFree(d->spare));
-            g->bytes -= d->slots * 8;
-            d->spare = NULL;
-        }
-        for (int v = 0; v < 4; v++)
-            if (arr[v]) {
-                u64 *t = (u64 *)gpu_malloc(g, room * 8, "particles (rearrangement)");
-                k_relayout<u64><<<grid, GPU_THREADS, 0, g->stream>>>(*arr[v], t, from, to,
-                                                                     d->count, chunk);
-                GPU_LAUNCHED(g, "k_relayout");
-                GPU_CK(cudaFree(*arr[v]));
-                *arr[v] = t;
-            }
-        uint32_t **arr4[2] = {&d->cell, d->idb == 4 ? (uint32_t **)&d->id : NULL};
-        for (int v = 0; v < 2; v++)
-            if (arr4[v]) {
-                uint32_t *t = (uint32_t *)gpu_malloc(g, room * 4, "particle cells and ids");
-                k_relayout<uint32_t><<<grid, GPU_THREADS, 0, g->stream>>>(*arr4[v], t, from,
-                                                                         to, d->count, chunk);
-                GPU_LAUNCHED(g, "k_relayout");
-                GPU_CK(cudaFree(*arr4[v]));
-                *arr4[v] = t;
-            }
-        uint8_t **arr1[2] = {&d->code, d->z ? &d->z : NULL};
-        for (int v = 0; v < 2; v++)
-            if (arr1[v]) {
-                uint8_t *t = (uint8_t *)gpu_malloc(g, room, "migration codes, charge states");
-                k_relayout<uint8_t><<<grid, GPU_THREADS, 0, g->stream>>>(*arr1[v], t, from, to,
-                                                                        d->count, chunk);
-                GPU_LAUNCHED(g, "k_relayout");
-                GPU_CK(cudaFree(*arr1[v]));
-                *arr1[v] = t;
-            }
-        g->bytes -= d->slots * (SLOT_BYTES + d->idb + d->zb);
-        d->slots = room;
-    } else { /* through one spare 8-byte array: the cells and codes into it and back, each
-                8-byte array into it (the spare becomes the array, the old array the spare);
-                the last one kept for the next rearrangement where memory allows: its
-                allocation and free cost the host ~0.7 ms, the free a wait for the device */
-        u64 *spare = d->spare;
-        if (!spare)
-            spare = (u64 *)gpu_malloc(g, room * 8, "particles (rearrangement)");
-        d->spare = NULL;
-        uint8_t *arr1[2] = {d->code, d->z};
-        for (int v = 0; v < 2; v++)
-            if (arr1[v]) {
-                k_relayout<uint8_t><<<grid, GPU_THREADS, 0, g->stream>>>(
-                    arr1[v], (uint8_t *)spare, from, to, d->count, chunk);
-                GPU_LAUNCHED(g, "k_relayout");
-                GPU_CK(cudaMemcpyAsync(arr1[v], spare, total, cudaMemcpyDeviceToDevice,
-                                       g->stream));
-            }
-        uint32_t *arr4[2] = {d->cell, d->idb == 4 ? (uint32_t *)d->id : NULL};
-        for (int v = 0; v < 2; v++)
-            if (arr4[v]) {
-                k_relayout<uint32_t><<<grid, GPU_THREADS, 0, g->stream>>>(
-                    arr4[v], (uint32_t *)spare, from, to, d->count, chunk);
-                GPU_LAUNCHED(g, "k_relayout");
-                GPU_CK(cudaMemcpyAsync(arr4[v], spare, total * 4, cudaMemcpyDeviceToDevice,
-                                       g->stream));
-            }
-        for (int v = 0; v < 4; v++)
-            if (arr[v]) {
-                k_relayout<u64><<<grid, GPU_THREADS, 0, g->stream>>>(*arr[v], spare, from, to,
-                                                                     d->count, chunk);
-                GPU_LAUNCHED(g, "k_relayout");
-                u64 *t = *arr[v];
-                *arr[v] = spare;
-                spare = t;
-            }
-        if (spare_fits(room * 8)) {
-            d->spare = spare;
-        } else {
-            GPU_CK(cudaFree(spare));
-            g->bytes -= room * 8;
-        }
-    }
+    const int2 *chunk = relayout_chunks(g, count, nc, &nchunk);
+    const relayout_plan p = {d->start, g->spare_start, d->count, chunk, (unsigned)nchunk};
+    if (total > d->slots)
+        relayout_grown(g, d, p, total + total / 16);
+    else
+        relayout_in_place(g, d, p, total);
     int *old_start = d->start;
     d->start = g->spare_start;
     g->spare_start = old_start;
@@ -1025,6 +1043,26 @@ static void sort_pass(gpu_state *g, const ksorts *all, int nsort, size_t smem, i
     GPU_LAUNCHED(g, "k_sort_heavy");
 }
 
+/* Room for `bytes` in B's areas (with half as much again to grow; after the stream's work,
+ * which may still read them), in pinned host memory too for the staged transport only:
+ * pinning costs the host milliseconds. */
+static void border_room(gpu_state *g, gpu_border *B, size_t bytes)
+{
+    if (bytes <= B->bytes)
+        return;
+    const size_t want = bytes + bytes / 2;
+    GPU_CK(cudaStreamSynchronize(g->stream));
+    if (B->dev)
+        GPU_CK(cudaFree(B->dev));
+    if (B->host)
+        GPU_CK(cudaFreeHost(B->host));
+    B->dev = (char *)gpu_malloc(g, want, "sort exchange");
+    B->host = NULL;
+    if (!g->nccl)
+        GPU_CK(cudaMallocHost(&B->host, want));
+    B->bytes = want;
+}
+
 /* The shifted pass along `axis` across this rank's borders (several ranks; docs/design.md
  * §13): the pair (hi0 - 1, hi0) of each row (column) with the rank above, (lo0 - 1, lo0)
  * with the rank below. Every rank knows all leaver counts from the summed histograms
@@ -1081,19 +1119,7 @@ static void border_pass(gpu_state *g, const pic_state *st, ksorts *all, const in
         off[k][0] = 0;
         for (int q = 0; q < 4; q++)
             off[k][q + 1] = off[k][q] + (parts_bytes(c[q], idw, zb) + 15) / 16 * 16;
-        if (off[k][4] > B->bytes) {
-            const size_t want = off[k][4] + off[k][4] / 2;
-            GPU_CK(cudaStreamSynchronize(g->stream));
-            if (B->dev)
-                GPU_CK(cudaFree(B->dev));
-            if (B->host)
-                GPU_CK(cudaFreeHost(B->host));
-            B->dev = (char *)gpu_malloc(g, want, "sort exchange");
-            B->host = NULL; /* NCCL: no host copy (pinning memory costs the host ms) */
-            if (!g->nccl)
-                GPU_CK(cudaMallocHost(&B->host, want));
-            B->bytes = want;
-        }
+        border_room(g, B, off[k][4]);
         for (int q = 0; q < 4; q++)
             all->s[k].area[q] = parts_at(B->dev + off[k][q], c[q], idw, zb);
         all->s[k].table = B->table;
