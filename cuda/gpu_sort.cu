@@ -887,6 +887,21 @@ static void border_counts_down(gpu_state *g, const pic_state *st, unsigned mask)
     counts_down(g, per * g->nsp);
 }
 
+/* The histogram halo of the species in `prep` (when it came on border_stream with the border
+ * counts, gpu_sort_halo_early: the main stream waits for it instead), then their
+ * prepare_species, with the border counts where the halo did not make them; returns how many
+ * counts that makes (for counts_down). */
+static size_t halo_prepare(gpu_state *g, const pic_state *st, unsigned prep)
+{
+    const int early = g->halo_early;
+    if (early)
+        GPU_CK(cudaStreamWaitEvent(g->main_stream, g->border_done, 0));
+    else
+        hist_exchange(g, st, prep);
+    g->halo_early = 0;
+    return prepare_species(g, st, prep, !early);
+}
+
 /* The flags of every species to the host, in one copy (and the injection room with a moving
  * window), then flags_ready recorded. */
 static void read_flags(gpu_state *g)
@@ -946,16 +961,10 @@ void gpu_sort_prepare(gpu_state *g, pic_state *st)
         g->prepared = PREP_EARLY;
         return;
     }
-    const unsigned prep = mobile_mask(g);
-    if (g->halo_early) /* the halo and the border counts came on border_stream */
-        GPU_CK(cudaStreamWaitEvent(g->main_stream, g->border_done, 0));
-    else
-        hist_exchange(g, st, prep);
-    const size_t counts = prepare_species(g, st, prep, !g->halo_early);
+    const size_t counts = halo_prepare(g, st, mobile_mask(g));
     read_flags(g);
     counts_down(g, counts);
     gpu_toc(g, t, PH_SORT);
-    g->halo_early = 0;
     g->prepared = PREP_COUNTS;
 }
 
@@ -1272,12 +1281,7 @@ static int sort_early(gpu_state *g, pic_state *st, const int *on, const int *dro
     for (int s = 0; s < g->nsp; s++)
         prep |= on[s] ? 1u << s : 0u;
     gpu_walls_drop(g, drops, window);
-    if (g->halo_early) /* the halo and the border counts came on border_stream */
-        GPU_CK(cudaStreamWaitEvent(g->main_stream, g->border_done, 0));
-    else
-        hist_exchange(g, st, prep);
-    const size_t counts = prepare_species(g, st, prep, !g->halo_early);
-    g->halo_early = 0;
+    const size_t counts = halo_prepare(g, st, prep);
     for (int s = 0; s < g->nsp; s++) {
         if (!on[s])
             continue;
