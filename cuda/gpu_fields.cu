@@ -452,12 +452,10 @@ void gpu_fields(void *ctx, pic_state *st)
     gpu_fields_filter(g, st, g->j[0], g->j[1], g->j[2]);
     const float dt = (float)f->dt, cx = (float)(f->dt / f->dx), cy = (float)(f->dt / f->dy);
     const mesh m = update_mesh(g, st);
-    if (g->flows_early) { /* the balance sums before E changes, on border_stream */
+    if (f->fb) { /* before E changes: its balance sums (gpu_particles), Mur's old values */
         GPU_CK(cudaStreamWaitEvent(g->stream, g->flows_done, 0));
-        g->flows_early = 0;
-    }
-    if (f->fb) /* before E changes (its balance sums: gpu_particles) */
         gpu_fbnd_e_save(g, st);
+    }
     mesh mi = m;
     if (split)
         mi.i0 += G, mi.i1 -= G, mi.j0 += G, mi.j1 -= G;

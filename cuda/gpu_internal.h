@@ -240,12 +240,10 @@ struct gpu_state {
     /* field -> inner_stream: the push's tiles (tiles_ready); inner -> field: J's cells that no
      * fold reaches (j_inner, tiles_current) and E's update there (e_inner, gpu_fields) */
     cudaEvent_t tiles_ready, j_inner, e_inner;
-    /* field -> inner: E(n+1) with its boundary terms made (e_made); inner -> field: the
-     * energy balance's sums of it, beside E's guard fill (flows_done, gpu_fields); border ->
-     * E's update: the sums before it, when they ran on border_stream (flows_early,
-     * flows_done) */
+    /* field -> inner: E(n+1) with its boundary terms made (e_made); the energy balance's
+     * sums -> the stream that changes E next (flows_done): those before E's update
+     * (gpu_particles), those of E(n+1) beside E's guard fill (gpu_fields) */
     cudaEvent_t e_made, flows_done;
-    int flows_early;
     /* NCCL ranks: the clusters whose histograms the neighbours need (nborder entries at
      * border_entries, device) are pushed on border_stream beside the main stream's push of
      * the rest (not on a moving window's shift steps), their walls run, and their histograms

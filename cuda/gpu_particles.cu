@@ -1221,14 +1221,6 @@ static int push_launch(gpu_state *g, const pic_state *st, kpart *a, int m, const
     gpu_walls_clusters(g, st, m, mob, WALLS_BORDER);
     gpu_sort_halo_early(g, st); /* and back to the main stream */
     fold_early(g, m);
-    if (st->f->fb) { /* the energy balance's sums before the E step (E(n), B(n+1/2)) at this
-                        stream's priority: on the field stream the push's blocks go first */
-        g->stream = g->border_stream;
-        gpu_fbnd_flows(g, st, 0, g->bn);
-        GPU_CK(cudaEventRecord(g->flows_done, g->stream));
-        g->stream = g->main_stream;
-        g->flows_early = 1;
-    }
     /* the border clusters' tiles, for the current */
     GPU_CK(cudaStreamWaitEvent(g->main_stream, g->border_pushed, 0));
     return 1;
@@ -1281,14 +1273,14 @@ void gpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic)
     a.tszp = g->tszp;
     a.tile_stride = 3 * g->tsz_max;
     a.scale = g->scale;
-    int t = gpu_tic(g, st);
+    int t = gpu_tic(g, st), border = 0;
     if (m > 0) {
         if (g->order_age++ % ORDER_EVERY == 0) {
             k_cluster_order<<<1, 1024, 0, g->stream>>>(a, m, g->order);
             GPU_LAUNCHED(g, "k_cluster_order");
         }
         split_plan(g, st, &a, m, mob);
-        const int border = push_launch(g, st, &a, m, mob, want_ke);
+        border = push_launch(g, st, &a, m, mob, want_ke);
         g->rest_valid = 0; /* the atoms moved */
         /* edge clusters of non-periodic sides */
         gpu_walls_clusters(g, st, m, mob, border ? WALLS_REST : WALLS_ALL);
@@ -1296,12 +1288,14 @@ void gpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic)
         gpu_sort_flags_clear(g); /* the particle kernel's work otherwise */
     }
     gpu_toc(g, t, PH_DEPOSIT);
-    /* the energy balance's sums before the E step (E(n), B(n+1/2)) on the field stream while
-       the particles are pushed (push_launch's border stream when it ran) */
-    if (f->fb && !g->flows_early) {
-        if (g->overlap)
-            g->stream = g->field_stream;
+    /* the energy balance's sums before the E step (E(n), B(n+1/2)), which E's update waits
+       for (flows_done), while the particles are pushed: after the border clusters' work on
+       their stream when they went first (on the field stream, the lowest in priority, the
+       push's blocks go first), else on the field stream */
+    if (f->fb) {
+        g->stream = border ? g->border_stream : g->overlap ? g->field_stream : g->main_stream;
         gpu_fbnd_flows(g, st, 0, g->bn);
+        GPU_CK(cudaEventRecord(g->flows_done, g->stream));
         g->stream = g->main_stream;
     }
     /* the tiles of all species to J: fixed-point sums, guard deposits folded, one rounding
