@@ -32,12 +32,12 @@ void gpu_launched(gpu_state *g, const char *kernel, const char *file, int line)
     }
 }
 
-void *gpu_malloc(gpu_state *g, size_t bytes, const char *what)
+static void *device_alloc(gpu_state *g, size_t bytes, const char *what, int async)
 {
     void *p = NULL;
     if (bytes == 0)
         bytes = 16;
-    cudaError_t e = cudaMalloc(&p, bytes);
+    cudaError_t e = async ? cudaMallocAsync(&p, bytes, g->stream) : cudaMalloc(&p, bytes);
     if (e != cudaSuccess) {
         size_t fr = 0, tot = 0;
         cudaGetLastError();
@@ -48,6 +48,22 @@ void *gpu_malloc(gpu_state *g, size_t bytes, const char *what)
     }
     g->bytes += bytes;
     return p;
+}
+
+void *gpu_malloc(gpu_state *g, size_t bytes, const char *what)
+{
+    return device_alloc(g, bytes, what, 0);
+}
+
+void *gpu_malloc_async(gpu_state *g, size_t bytes, const char *what)
+{
+    return device_alloc(g, bytes, what, 1);
+}
+
+void gpu_free_async(gpu_state *g, void *p)
+{
+    if (p)
+        GPU_CK(cudaFreeAsync(p, g->stream));
 }
 
 void gpu_get_pairs(float *a, float *b, const float2 *p, size_t n)
@@ -529,11 +545,11 @@ static void upload_species(gpu_state *g, const pic_state *st, int s)
     d->qm = h->qm;
     d->alloc = n;
     d->slots = n;
-    d->xy = (float2 *)gpu_malloc(g, n * 8, "particle positions");
-    d->uxy = (float2 *)gpu_malloc(g, n * 8, "particle momenta");
-    d->uzw = (float2 *)gpu_malloc(g, n * 8, "particle momenta and weights");
-    d->cell = (uint32_t *)gpu_malloc(g, n * 4, "particle cells");
-    d->code = (uint8_t *)gpu_malloc(g, n, "migration codes");
+    d->xy = (float2 *)gpu_malloc_async(g, n * 8, "particle positions");
+    d->uxy = (float2 *)gpu_malloc_async(g, n * 8, "particle momenta");
+    d->uzw = (float2 *)gpu_malloc_async(g, n * 8, "particle momenta and weights");
+    d->cell = (uint32_t *)gpu_malloc_async(g, n * 4, "particle cells");
+    d->code = (uint8_t *)gpu_malloc_async(g, n, "migration codes");
     d->start = (int *)gpu_malloc(g, nc * sizeof(int), "cluster table");
     d->count = (int *)gpu_malloc(g, nc * sizeof(int), "cluster table");
     d->cap = (int *)gpu_malloc(g, nc * sizeof(int), "cluster table");
@@ -542,10 +558,10 @@ static void upload_species(gpu_state *g, const pic_state *st, int s)
     d->movers = (int4 *)gpu_malloc(g, nc * sizeof(int4), "cluster table");
     d->idb = id_bytes(h); /* 4: every id of the run fits (<= id_max) */
     if (d->idb)
-        d->id = gpu_malloc(g, n * d->idb, "particle ids");
+        d->id = gpu_malloc_async(g, n * d->idb, "particle ids");
     if (h->z) { /* an ionizing species: its charge states and levels */
         d->zb = 1;
-        d->z = (uint8_t *)gpu_malloc(g, n, "charge states");
+        d->z = (uint8_t *)gpu_malloc_async(g, n, "charge states");
         d->ion = h->ion;
         d->ion_to = h->ion_to;
         d->cold = h->cold;
@@ -573,10 +589,12 @@ static void upload_species(gpu_state *g, const pic_state *st, int s)
     d->cap_max = gpu_most(h->cap, nc, 0);
 }
 
-static void free_species(gpu_species *d)
+static void free_species(gpu_state *g, gpu_species *d)
 {
-    void *p[] = {d->xy,   d->uxy,  d->uzw,    d->cell, d->code, d->start, d->count,
-                 d->cap,  d->need, d->hist,   d->movers, d->id, d->z,     d->spare};
+    void *pool[] = {d->xy, d->uxy, d->uzw, d->cell, d->code, d->id, d->z, d->spare};
+    for (size_t k = 0; k < sizeof pool / sizeof pool[0]; k++)
+        gpu_free_async(g, pool[k]);
+    void *p[] = {d->start, d->count, d->cap, d->need, d->hist, d->movers};
     for (size_t k = 0; k < sizeof p / sizeof p[0]; k++)
         if (p[k])
             cudaFree(p[k]);
@@ -599,6 +617,11 @@ gpu_state *gpu_state_open(const pic_state *st, char *name, size_t len)
     GPU_CK(cudaGetDeviceCount(&ndev));
     g->device = comm_local_rank() % ndev; /* one GPU per rank of the node, in turn */
     GPU_CK(cudaSetDevice(g->device));
+    cudaMemPool_t pool; /* the particle arrays' (gpu_malloc_async): kept, not handed back to
+                           the device at each synchronisation, for the next rearrangement */
+    GPU_CK(cudaDeviceGetDefaultMemPool(&pool, g->device));
+    uint64_t keep = UINT64_MAX;
+    GPU_CK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
     cudaDeviceProp p;
     GPU_CK(cudaGetDeviceProperties(&p, g->device));
     snprintf(name, len, "%.127s", p.name);
@@ -814,17 +837,21 @@ void gpu_memory_open(gpu_state *g, pic_state *st)
     open_tables(g, st);
     for (int s = 0; s < st->nsp; s++)
         upload_species(g, st, s);
+    GPU_CK(cudaStreamSynchronize(g->stream)); /* the arrays exist for every stream */
     transfer(g, st, 0);
     if (g->ranks > 1)
         GPU_CK(cudaMallocHost(&g->h_hist, (size_t)g->nsp * g->ncl * 9 * sizeof(int)));
+    GPU_CK(cudaMallocHost(&g->h_relay, (size_t)g->ncl * 13 * sizeof(int)));
 }
 
 void gpu_memory_close(gpu_state *g, pic_state *st)
 {
     if (g->pinned_fields)
         cudaHostUnregister(st->f->store);
+    g->stream = g->main_stream;
     for (int s = 0; s < g->nsp; s++)
-        free_species(&g->sp[s]);
+        free_species(g, &g->sp[s]);
+    GPU_CK(cudaStreamSynchronize(g->stream));
     void *p[] = {g->store, g->x0, g->y0, g->cx_of, g->cy_of, g->tiles, g->tile_live, g->rest,
                  g->acc, g->partial, g->flags, g->lists, g->heavy, g->spare_start, g->chunk,
                  g->room,
@@ -856,6 +883,9 @@ void gpu_memory_close(gpu_state *g, pic_state *st)
         cudaFreeHost(g->h_halo);
     if (g->h_hist)
         cudaFreeHost(g->h_hist);
+    cudaFreeHost(g->h_relay);
+    if (g->h_chunk)
+        cudaFreeHost(g->h_chunk);
     for (int k = 0; k < 2; k++)
         if (g->xfer[k]) {
             cudaFreeHost(g->xfer[k]);

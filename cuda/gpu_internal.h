@@ -37,7 +37,9 @@ extern "C" {     /* host C code: the state backend.h hands over, the boundaries'
 #define GPU_THREADS 256       /* threads per block of the particle and sort kernels */
 #define GPU_VEC 4             /* particles per thread and loop trip (two pairs of slots) */
 #define GPU_CHUNK 16384       /* particles of one part of a heavy cluster (gpu_particles.cu) */
-#define GPU_EVENTS 256        /* event pool for the phase timers */
+#define GPU_EVENTS 4096       /* event pool for the phase timers: a full pool is harvested
+                                 with a wait for every stream (gpu_tic), which with 256
+                                 came every ~11 steps of a laser-wakefield deck on 4 ranks */
 #define GPU_HALO_MAX 6        /* arrays in one halo exchange (gpu_halo; folds: 3 at most) */
 #define SLOT_BYTES (3 * 8 + 4 + 1) /* one particle slot: (x, y), (ux, uy), (uz, w), cell, code */
 
@@ -213,6 +215,9 @@ struct gpu_state {
     int *spare_start;             /* the segment starts a global rearrangement makes */
     int2 *chunk;                  /* its copy blocks (relayout_chunks), room for nchunk */
     size_t nchunk;
+    int *h_relay;                 /* pinned: a rearrangement's tables on the host (ncl x 13:
+                                     count, need, hist x 9, start, cap; gpu_sort.cu) */
+    int2 *h_chunk;                /* pinned: the copy blocks, room for nchunk */
     int *scratch;                 /* the collision index of overfull clusters (gpu_collide.cu) */
     int nrim, *rim;               /* this rank's clusters on the box's edges (device): the
                                      drops' (gpu_walls.cu) */
@@ -440,6 +445,11 @@ void gpu_launched(gpu_state *g, const char *kernel, const char *file, int line);
 
 /* Device allocation that reports the bytes and what they are for on failure. */
 void *gpu_malloc(gpu_state *g, size_t bytes, const char *what);
+/* The same in g->stream from the device's memory pool, for the particle arrays, which a
+ * global rearrangement may replace: gpu_free_async frees them in the stream, where cudaFree
+ * waits for every stream (over NCCL ranks, for transfers that wait for the other ranks). */
+void *gpu_malloc_async(gpu_state *g, size_t bytes, const char *what);
+void gpu_free_async(gpu_state *g, void *p);
 
 /* Host arrays a, b of n values from the device's pairs p[k] = (a[k], b[k]) (through a host
  * buffer: gpu_debug.cu's copies). */

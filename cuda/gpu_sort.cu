@@ -576,30 +576,39 @@ __global__ void k_relayout(const T *src, T *dst, const int *old_start, const int
         dst[d + k] = src[s + k];
 }
 
+/* A rearrangement's tables in the pinned h_relay (ncl ints each, hist 9 ncl): copies in the
+ * stream to and from the device, without staging, each rewritten by the host only after
+ * the next wait for the stream (the copies of the last re-layout done). */
+enum { RELAY_COUNT = 0, RELAY_NEED = 1, RELAY_HIST = 2, RELAY_START = 11, RELAY_CAP = 12 };
+
+static int *relay_table(gpu_state *g, int k) { return g->h_relay + (size_t)k * g->ncl; }
+
 /* k_relayout's blocks for clusters of count[c] particles: RELAYOUT_CHUNK slots of a
- * cluster each (about 4 per thread), their table on the device; *n of them (at least one). */
+ * cluster each (about 4 per thread), their table on the device (copied from the pinned
+ * h_chunk, which the next re-layout rewrites after its wait for the stream); *n of them (at
+ * least one). */
 static int2 *relayout_chunks(gpu_state *g, const int *count, int nc, size_t *n)
 {
     size_t m = 0;
     for (int c = 0; c < nc; c++)
         m += ((size_t)count[c] + RELAYOUT_CHUNK - 1) / RELAYOUT_CHUNK;
     *n = m ? m : 1;
-    int2 *h = (int2 *)empic_alloc(*n * sizeof(int2), "cluster table");
-    h[0] = make_int2(0, 0); /* no particle: one block that copies nothing */
-    for (int c = 0, b = 0; c < nc; c++)
-        for (int k = 0; k < count[c]; k += RELAYOUT_CHUNK)
-            h[b++] = make_int2(c, k);
     if (*n > g->nchunk) { /* kept between rearrangements: no allocation, no free's wait */
         if (g->chunk) {
             GPU_CK(cudaFree(g->chunk));
+            GPU_CK(cudaFreeHost(g->h_chunk));
             g->bytes -= g->nchunk * sizeof(int2);
         }
         g->nchunk = *n + *n / 4;
         g->chunk = (int2 *)gpu_malloc(g, g->nchunk * sizeof(int2), "cluster table");
+        GPU_CK(cudaMallocHost(&g->h_chunk, g->nchunk * sizeof(int2)));
     }
-    /* from pageable memory: staged before the call returns, so h can be freed */
+    int2 *h = g->h_chunk;
+    h[0] = make_int2(0, 0); /* no particle: one block that copies nothing */
+    for (int c = 0, b = 0; c < nc; c++)
+        for (int k = 0; k < count[c]; k += RELAYOUT_CHUNK)
+            h[b++] = make_int2(c, k);
     GPU_CK(cudaMemcpyAsync(g->chunk, h, *n * sizeof(int2), cudaMemcpyHostToDevice, g->stream));
-    free(h);
     return g->chunk;
 }
 
@@ -629,16 +638,16 @@ static void relayout_copy(gpu_state *g, const relayout_plan &p, const T *src, T 
 }
 
 /* Array *a (none: a NULL) copied into a new one of `room` slots, the old one freed once
- * copied (cudaFree waits). */
+ * copied, both in the stream (gpu_malloc_async). */
 template <typename T>
 static void relayout_into_new(gpu_state *g, const relayout_plan &p, T **a, size_t room,
                               const char *what)
 {
     if (!a)
         return;
-    T *t = (T *)gpu_malloc(g, room * sizeof(T), what);
+    T *t = (T *)gpu_malloc_async(g, room * sizeof(T), what);
     relayout_copy(g, p, *a, t);
-    GPU_CK(cudaFree(*a));
+    gpu_free_async(g, *a);
     *a = t;
 }
 
@@ -657,7 +666,7 @@ static void arrays8(gpu_species *d, u64 **arr[4])
 static void relayout_grown(gpu_state *g, gpu_species *d, const relayout_plan &p, size_t room)
 {
     if (d->spare) { /* of the old size */
-        GPU_CK(cudaFree(d->spare));
+        gpu_free_async(g, d->spare);
         g->bytes -= d->slots * 8;
         d->spare = NULL;
     }
@@ -681,8 +690,9 @@ static void relayout_grown(gpu_state *g, gpu_species *d, const relayout_plan &p,
 static void relayout_in_place(gpu_state *g, gpu_species *d, const relayout_plan &p,
                               size_t total)
 {
-    u64 *spare = d->spare ? d->spare
-                          : (u64 *)gpu_malloc(g, d->slots * 8, "particles (rearrangement)");
+    u64 *spare = d->spare;
+    if (!spare)
+        spare = (u64 *)gpu_malloc_async(g, d->slots * 8, "particles (rearrangement)");
     d->spare = NULL;
     uint8_t *arr1[2] = {d->code, d->z};
     for (int v = 0; v < 2; v++)
@@ -710,7 +720,7 @@ static void relayout_in_place(gpu_state *g, gpu_species *d, const relayout_plan 
     if (spare_fits(d->slots * 8)) {
         d->spare = spare;
     } else {
-        GPU_CK(cudaFree(spare));
+        gpu_free_async(g, spare);
         g->bytes -= d->slots * 8;
     }
 }
@@ -730,14 +740,16 @@ void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *counts, const i
     species *h = &st->sp[s];
     gpu_species *d = &g->sp[s];
     const int nc = g->ncl;
-    int *count = (int *)empic_alloc(3 * (size_t)nc * sizeof(int), "cluster table");
-    int *start = count + nc, *cap = start + nc;
-    GPU_CK(cudaMemcpy(count, d->count, (size_t)nc * sizeof(int), cudaMemcpyDeviceToHost));
+    const double w0 = gpu_trace_now(g);
+    int *count = relay_table(g, RELAY_COUNT), *start = relay_table(g, RELAY_START);
+    int *cap = relay_table(g, RELAY_CAP);
+    GPU_CK(cudaMemcpyAsync(count, d->count, (size_t)nc * sizeof(int), cudaMemcpyDeviceToHost,
+                           g->stream));
+    GPU_CK(cudaStreamSynchronize(g->stream)); /* and the caller's reads into the table */
     const size_t total =
         species_segments(h, st->cl, counts ? counts : count, need, hist, start, cap);
     if (!g->spare_start)
         g->spare_start = (int *)gpu_malloc(g, (size_t)nc * sizeof(int), "cluster table");
-    /* from pageable memory: staged before the calls return, so the tables can be freed */
     GPU_CK(cudaMemcpyAsync(g->spare_start, start, (size_t)nc * sizeof(int),
                            cudaMemcpyHostToDevice, g->stream));
     GPU_CK(cudaMemcpyAsync(d->cap, cap, (size_t)nc * sizeof(int), cudaMemcpyHostToDevice,
@@ -746,6 +758,7 @@ void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *counts, const i
     size_t nchunk;
     const int2 *chunk = relayout_chunks(g, count, nc, &nchunk);
     const relayout_plan p = {d->start, g->spare_start, d->count, chunk, (unsigned)nchunk};
+    gpu_trace_wait(g, "relayout-plan", w0);
     if (total > d->slots)
         relayout_grown(g, d, p, total + total / 16);
     else
@@ -755,7 +768,6 @@ void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *counts, const i
     g->spare_start = old_start;
     d->alloc = total;
     h->rearrangements++;
-    free(count); /* and start, cap */
 }
 
 void gpu_sort_errors(const gpu_state *g, const pic_state *st, int s)
@@ -1338,13 +1350,14 @@ void gpu_sort(void *ctx, pic_state *st, int window, long long *dropped)
         if (early && g->ranks == 1)
             continue; /* sorted by the passes launched already */
         if (hf[0] > 0) { /* a cluster would overflow: global rearrangement first */
-            int *need = (int *)empic_alloc((size_t)nc * 10 * sizeof(int), "sort table");
-            int *hist = need + nc; /* the last move's, with the neighbours' around the share */
-            GPU_CK(cudaMemcpy(need, d->need, (size_t)nc * sizeof(int), cudaMemcpyDeviceToHost));
-            GPU_CK(cudaMemcpy(hist, d->hist, (size_t)nc * 9 * sizeof(int),
-                              cudaMemcpyDeviceToHost));
+            /* hist: the last move's, with the neighbours' around the share; read in the
+               stream, which gpu_relayout waits for */
+            int *need = relay_table(g, RELAY_NEED), *hist = relay_table(g, RELAY_HIST);
+            GPU_CK(cudaMemcpyAsync(need, d->need, (size_t)nc * sizeof(int),
+                                   cudaMemcpyDeviceToHost, g->stream));
+            GPU_CK(cudaMemcpyAsync(hist, d->hist, (size_t)nc * 9 * sizeof(int),
+                                   cudaMemcpyDeviceToHost, g->stream));
             gpu_relayout(g, st, s, NULL, need, hist);
-            free(need);
             GPU_CK(cudaMemsetAsync(g->flags + 4 * s, 0, sizeof(int), g->stream));
             relaid = 1;
         }
