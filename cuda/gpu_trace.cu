@@ -65,12 +65,21 @@ static void flush(gpu_state *g)
     t->n = 0;
 }
 
-/* The next mark's slot (the batch read first when full): what, at host time `host`. */
+/* The next mark's slot (the batch read first when full, which waits for the device and
+ * is marked itself: tools/gpu-trace leaves its step out): what, at host time `host`. */
 static int slot(gpu_state *g, const char *what, double host)
 {
     gpu_trace *t = g->trace;
-    if (t->n == TRACE_MARKS)
+    if (t->n == TRACE_MARKS) {
+        const double w0 = omp_get_wtime();
         flush(g);
+        const int k = t->n++;
+        t->host[k] = w0;
+        t->what[k] = "trace-flush";
+        t->step[k] = t->now;
+        t->stream[k] = "host";
+        t->wait_s[k] = omp_get_wtime() - w0;
+    }
     const int k = t->n++;
     t->host[k] = host;
     t->what[k] = what;
@@ -104,10 +113,18 @@ void gpu_trace_wait(gpu_state *g, const char *what, double since)
     t->wait_s[k] = omp_get_wtime() - since;
 }
 
+/* A new step: the host's time since the last step's last mark (the simulation's own work
+ * between the steps, its collectives with the other ranks) marked as a wait. */
 void gpu_trace_step(gpu_state *g, long step)
 {
-    if (g->trace)
-        g->trace->now = step;
+    gpu_trace *t = g->trace;
+    if (!t || step == t->now)
+        return;
+    t->now = step;
+    if (t->n > 0) {
+        const int k = t->n - 1;
+        gpu_trace_wait(g, "between-steps", t->host[k] + (t->wait_s[k] > 0 ? t->wait_s[k] : 0));
+    }
 }
 
 void gpu_trace_close(gpu_state *g)

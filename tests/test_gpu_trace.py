@@ -44,3 +44,19 @@ def test_timeline(tmp_path):
     assert lines[3] == ["1", "field", "k_e_advance", "0.300", "7.000", "6.000"]
     assert lines[4][:3] == ["2", "field", "k_b_half"]
     assert "no step 7" in run(tmp_path, "--step", "7")
+
+
+def test_flush_left_out(tmp_path):
+    """A step in which the trace read its full batch of marks (a wait for the device) is
+    not one of the steps measured."""
+    rows = list(ROWS)
+    ROWS.insert(6, "1,host,trace-flush,10.0500,19.0000")
+    for s in range(3, 5):
+        t = 10.0 * s
+        ROWS.append(f"{s},main,k_push_move,{t + 0.1:.4f},{t + 5.0:.4f}")
+    try:
+        out = run(tmp_path, "--skip", "0")
+    finally:
+        ROWS[:] = rows
+    assert "3 steps, device ms per step: median 10.0000" in out
+    assert "(left out: step 1, where the trace read its marks)" in out
