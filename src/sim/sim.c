@@ -456,6 +456,20 @@ static void collide(sim *S)
     }
 }
 
+/* The ranks' particle-steps since the last sum into particle_steps (collective). Every
+ * PUSHED_EVERY steps, at checkpoints and at the end: a sum each step would hold every rank's
+ * host at the slowest one's before it may queue the next step. */
+#define PUSHED_EVERY 16
+
+static void sim_count_pushed(sim *S)
+{
+    long long v[2] = {S->pushed_here, S->np_here};
+    comm_sum_ll(v, 2);
+    S->particle_steps += v[0];
+    S->np_all = v[1];
+    S->pushed_here = 0;
+}
+
 void sim_step(sim *S)
 {
     const backend *be = S->be;
@@ -510,10 +524,10 @@ void sim_step(sim *S)
     if (want_e)
         energy_row(S, kin, fe, fb, gauss, ist, &bal);
     sim_note_peak(S);
-    long long pushed = sim_particles(S);
-    comm_sum_ll(&pushed, 1);
-    S->np_all = pushed;
-    S->particle_steps += pushed;
+    S->np_here = sim_particles(S);
+    S->pushed_here += S->np_here;
+    if (S->step % PUSHED_EVERY == 0)
+        sim_count_pushed(S);
     S->step++;
     S->wall_s += omp_get_wtime() - t0;
 }
@@ -630,16 +644,15 @@ static int stop_request(sim *S)
     return wall_due(S) ? REQ_WALL : 0;
 }
 
-/* The health checks after the step: 1 when the run must stop (reported). The energy guard
- * also checks the state a checkpoint (ckpt) would keep, so that a blown-up state never
+/* The health checks after the step: 1 when the run must stop (reported), as when `bad`,
+ * the faults of all ranks (an output file that failed was named when it failed). The energy
+ * guard also checks the state a checkpoint (ckpt) would keep, so that a blown-up state never
  * replaces the last good checkpoint. */
-static int unhealthy(sim *S, int ckpt)
+static int unhealthy(sim *S, int ckpt, int bad)
 {
     const deck *d = &S->d;
     const int copies = !S->be->on_host;
     char what[640];
-    /* an output file that failed was named when it failed */
-    int bad = S->io_failed || health_faults(S);
     const int row = !bad && d->energy_every > 0 && S->step > 0 && S->en_step == S->step - 1;
     const char *bad_energy = row ? health_energy(S, what, sizeof what) : NULL;
     double total = S->en_e + S->en_b;
@@ -663,8 +676,8 @@ static int unhealthy(sim *S, int ckpt)
                 empic_report(NULL, 0, "%s", grown);
             bad = 1;
         }
+        comm_max_int(&bad, 1); /* every rank stops together (scan is the same on all) */
     }
-    comm_max_int(&bad, 1); /* every rank stops together */
     /* the state a checkpoint keeps (on the host: scan fetched it on every rank); the same
      * on every rank, as bad and ckpt are now, so the collective sums match */
     if (!bad && ckpt && S->energy_ref > 0 &&
@@ -679,8 +692,11 @@ static int unhealthy(sim *S, int ckpt)
 int sim_after_step(sim *S)
 {
     const deck *d = &S->d;
-    int req = stop_request(S);
-    comm_max_int(&req, 1); /* a request any rank saw stops every rank after this step */
+    /* a request any rank saw stops every rank after this step; a fault any rank met (an
+     * output file, the window's injection) too: one collective a step for both */
+    int any[2] = {stop_request(S), S->io_failed || health_faults(S)};
+    comm_max_int(any, 2);
+    const int req = any[0];
     /* and after the last step, so that --restart --steps N can extend any run */
     const int ckpt = req || (d->checkpoint_every > 0 && (S->step % d->checkpoint_every == 0 ||
                                                          S->step == d->steps));
@@ -688,7 +704,12 @@ int sim_after_step(sim *S)
      * continues the file from the checkpoint's step */
     if (ckpt && probes_flush(S))
         S->io_failed = 1;
-    if (unhealthy(S, ckpt) || (ckpt && write_checkpoint(S)))
+    if (ckpt) { /* the flush's failure too, and the particle-steps the checkpoint keeps */
+        any[1] |= S->io_failed;
+        comm_max_int(&any[1], 1);
+        sim_count_pushed(S);
+    }
+    if (unhealthy(S, ckpt, any[1]) || (ckpt && write_checkpoint(S)))
         return -1;
     S->stop_req = req;
     if (req == REQ_FILE && comm_rank() == 0) { /* acted on: the restart goes on */
@@ -752,8 +773,10 @@ void sim_stop_message(const sim *S, int status)
 static void last_words(void *arg)
 {
     sim *S = arg;
-    if (comm_size() == 1)
+    if (comm_size() == 1) {
+        sim_count_pushed(S);
         report_close(S);
+    }
     fflush(stdout);
     if (S->checkpoint_last[0])
         empic_report(NULL, 0, "stopped at step %ld by the error above; the last checkpoint is "
@@ -775,6 +798,7 @@ int sim_run(sim *S)
         report_progress(S, 0);
         stop = sim_after_step(S);
     }
+    sim_count_pushed(S);
     sim_ionize_end(S);
     empic_on_fatal(NULL, NULL);
     sim_signals(0);

@@ -46,7 +46,10 @@ typedef struct {
     } run0;
     window win;               /* moving window (box origin x0 = win.cells * dx) */
     double wall_s;
-    long long particle_steps; /* mobile particles x steps pushed */
+    long long particle_steps; /* mobile particles x steps pushed, all ranks' (summed every
+                                 few steps: sim_count_pushed) */
+    long long pushed_here;    /* this rank's particle-steps not yet in particle_steps */
+    long long np_here;        /* this rank's mobile particles after the last step */
     long long np_peak;        /* this rank's largest particle count (all species) since this
                                  process started: the storage per particle is taken there */
     /* the last energy diagnostic (step en_step): fields at n dt, kinetic time-centred */
@@ -68,7 +71,7 @@ typedef struct {
     double progress_at;       /* wall clock of the last progress line */
     char checkpoint_last[DECK_PATH_MAX + 64]; /* last checkpoint written or restarted from */
     /* stops on request and the wall-clock limit (sim.c), the energy guard (health.c) */
-    long long np_all;         /* mobile particles of all ranks after the last step */
+    long long np_all;         /* mobile particles of all ranks at the last sum */
     int ion_open;             /* the last step's ionization is queued on the device and its
                                  electrons not yet counted (sim_ionize_end) */
     double wall_prev;         /* wall_s after the step before */
