@@ -1017,6 +1017,7 @@ int checkpoint_load(sim *S, const char *path)
                      backend == BACKEND_CUDA ? "cuda" : "cpu",
                      S->backend == BACKEND_CUDA ? "cuda" : "cpu");
     S->step = step;
+    S->counted_to = step; /* particle_steps, read above, covers the steps before */
     snprintf(S->checkpoint_last, sizeof S->checkpoint_last, "%s", path);
     if (!S->quiet)
         printf("empic: restarting from %s at step %ld\n", path, step);

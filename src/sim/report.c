@@ -187,7 +187,9 @@ void report_progress(sim *S, int final)
     if (!tty && !final && S->step % (S->d.steps / 10 > 0 ? S->d.steps / 10 : 1) != 0)
         return;
     const long run = S->step - S->run0.step;
-    const long long ps = S->particle_steps - S->run0.particle_steps;
+    /* the steps since the ranks' last sum (sim_count_pushed) at its particle count */
+    const long long ps = S->particle_steps - S->run0.particle_steps +
+                         (S->step - S->counted_to) * S->np_all;
     const double wall = S->wall_s - S->run0.wall_s;
     const int pic = ps > 0;
     double rate = wall > 0 ? (pic ? (double)ps : (double)run * S->d.nx * S->d.ny) / wall : 0.0;

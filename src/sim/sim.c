@@ -468,6 +468,7 @@ static void sim_count_pushed(sim *S)
     S->particle_steps += v[0];
     S->np_all = v[1];
     S->pushed_here = 0;
+    S->counted_to = S->step;
 }
 
 void sim_step(sim *S)
@@ -526,9 +527,9 @@ void sim_step(sim *S)
     sim_note_peak(S);
     S->np_here = sim_particles(S);
     S->pushed_here += S->np_here;
-    if (S->step % PUSHED_EVERY == 0)
-        sim_count_pushed(S);
     S->step++;
+    if (S->step % PUSHED_EVERY == 1) /* after the first step too: np_all from the start */
+        sim_count_pushed(S);
     S->wall_s += omp_get_wtime() - t0;
 }
 

@@ -49,6 +49,7 @@ typedef struct {
     long long particle_steps; /* mobile particles x steps pushed, all ranks' (summed every
                                  few steps: sim_count_pushed) */
     long long pushed_here;    /* this rank's particle-steps not yet in particle_steps */
+    long counted_to;          /* the steps that particle_steps covers */
     long long np_here;        /* this rank's mobile particles after the last step */
     long long np_peak;        /* this rank's largest particle count (all species) since this
                                  process started: the storage per particle is taken there */
