@@ -730,10 +730,11 @@ static void relayout_in_place(gpu_state *g, gpu_species *d, const relayout_plan 
  * through one spare array (relayout_in_place), so that a re-layout borrows 8 bytes a slot
  * where a kept copy of the whole species would hold 29 more, or, when the new layout
  * outgrows the arrays, into new arrays with a sixteenth more room (relayout_grown: a plasma
- * whose clusters fill keeps outgrowing a tighter fit). Allocations and frees are kept off
- * the host's path where memory allows (the spare and the copy-block table stay): each costs
- * it ~0.7 ms, a free also a wait for the device, and over several ranks every rank waits
- * for the slowest. */
+ * whose clusters fill keeps outgrowing a tighter fit). Allocations are kept off the host's
+ * path where memory allows (the spare and the copy-block table stay), and the particle
+ * arrays come from the stream-ordered pool (gpu_malloc_async): a cudaFree waits for the
+ * whole device, over several ranks for NCCL transfers that wait for the peers, and every
+ * rank waits for the slowest. */
 void gpu_relayout(gpu_state *g, pic_state *st, int s, const int *counts, const int *need,
                   const int *hist)
 {
