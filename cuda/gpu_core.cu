@@ -852,6 +852,10 @@ void gpu_memory_close(gpu_state *g, pic_state *st)
     for (int s = 0; s < g->nsp; s++)
         free_species(g, &g->sp[s]);
     GPU_CK(cudaStreamSynchronize(g->stream));
+    cudaMemPool_t pool; /* what the pool kept back to the device: a rebalance's reopen
+                           allocates its fields outside the pool */
+    GPU_CK(cudaDeviceGetDefaultMemPool(&pool, g->device));
+    GPU_CK(cudaMemPoolTrimTo(pool, 0));
     void *p[] = {g->store, g->x0, g->y0, g->cx_of, g->cy_of, g->tiles, g->tile_live, g->rest,
                  g->acc, g->partial, g->flags, g->lists, g->heavy, g->spare_start, g->chunk,
                  g->room,
