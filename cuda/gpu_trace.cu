@@ -73,12 +73,7 @@ static int slot(gpu_state *g, const char *what, double host)
     if (t->n == TRACE_MARKS) {
         const double w0 = omp_get_wtime();
         flush(g);
-        const int k = t->n++;
-        t->host[k] = w0;
-        t->what[k] = "trace-flush";
-        t->step[k] = t->now;
-        t->stream[k] = "host";
-        t->wait_s[k] = omp_get_wtime() - w0;
+        gpu_trace_wait(g, "trace-flush", w0); /* the first of the new batch */
     }
     const int k = t->n++;
     t->host[k] = host;
