@@ -707,9 +707,8 @@ void gpu_fbnd_flows(gpu_state *g, const pic_state *st, int after, float *const b
  * gpu_particles_border_setup) and free; the wall fix-ups of species which[0 .. n) after their
  * move (which[k]'s current in tile set k: the mobile species in order; before the colour
  * write-back) on all their edge clusters, the border clusters' or the rest, one launch; the
- * drop of the marked
- * particles of every species with drop[s] set before their sort, one launch (adds the
- * number species s dropped to its flags[3]). */
+ * drop of the marked particles of every species with drop[s] set before their sort, one
+ * launch (adds the number species s dropped to its flags[3]). */
 void gpu_walls_setup(gpu_state *g, const pic_state *st);
 void gpu_walls_free(gpu_state *g);
 enum { WALLS_ALL, WALLS_BORDER, WALLS_REST }; /* gpu_walls_clusters' edge clusters */
