@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "ebal.h"
 #include "empic.h"
 #include "rng.h" /* Random123 is C++-aware: outside the C block below */
 #include "phasespace.h"
@@ -251,7 +252,8 @@ struct gpu_state {
     cudaEvent_t e_made, flows_done;
     /* NCCL ranks: the clusters whose histograms the neighbours need (nborder entries at
      * border_entries, device) are pushed on border_stream beside the main stream's push of
-     * the rest (not on a moving window's shift steps), their walls run, and their histograms
+     * the rest (not on a window shift's step with an immobile species), their walls run, and
+     * their histograms
      * travel there once pushed (border_ready: main -> border stream; border_pushed,
      * border_done: back) */
     int *border_entries, nborder;
@@ -646,8 +648,8 @@ __host__ __device__ __forceinline__ bool cluster_border(int4 own, int axes, int 
 void gpu_particles_rho(gpu_state *g, int s, float *dst);
 /* Right after the particle kernels (the end of gpu_particles): the sort's bookkeeping
  * (overflow, leavers per cluster), so that the host's wait for its result overlaps the field
- * kernels; with drops, when no window shift comes before the sort, also the drops and the
- * passes that need no read-back, queued before the field kernels. */
+ * kernels; with drops also the drops and the passes that need no read-back, queued before
+ * the field kernels (on a window shift's step after the immobile species' shift). */
 void gpu_sort_prepare(gpu_state *g, pic_state *st);
 /* After the border clusters' push on border_stream (gpu_state.border_entries): their
  * histograms' halo and the border counts there; back to the main stream (gpu_border_leave). */
@@ -732,8 +734,84 @@ __device__ __forceinline__ void gpu_flags_clear(int *flags, unsigned t)
 void gpu_sort_flags_clear(gpu_state *g);
 void gpu_diag_free(gpu_state *g);
 /* The moving window (gpu_window.cu): its injection staging freed; J shifted by the shifts it
- * missed (j_behind) before it is read. */
+ * missed (j_behind) before it is read; the shift of the particles of the species the particle
+ * kernel does not shift (the immobile ones: gpu_window_particles), before the sort. */
 void gpu_window_free(gpu_state *g);
 void gpu_window_j(gpu_state *g);
+void gpu_window_particles(gpu_state *g, const pic_state *st);
+
+/* The moving window's shift of a cluster's particles where no other pass has them in
+ * registers (immobile species, atoms at rest, the walls' clusters; the particle kernel shifts
+ * the others as it stores them): the n particles from slot b of a cluster of column cx
+ * shifted (cluster.h's window_shift_particle) and its 9-bin histogram counted into sh (9
+ * ints of shared memory, zeroed and then read by the caller across a barrier). A thread
+ * takes GPU_VEC consecutive particles with one 16-byte load of their cells and one 4-byte
+ * load of their codes (segments start on 32-slot multiples); a warp's bins counted by
+ * ballots (nearly every particle lands in the same bin: one shared atomic per warp and bin).
+ * Every thread of the block calls it. */
+__device__ __forceinline__ void gpu_window_cluster(uint32_t *cell, uint8_t *code, int b, int n,
+                                                   const int *cx_of, int cx, int *sh)
+{
+    const int lane = threadIdx.x & 31;
+    for (int base = 0; base < n; base += GPU_VEC * blockDim.x) { /* the same trips per warp */
+        const int k = base + GPU_VEC * threadIdx.x;
+        const bool whole = k + GPU_VEC <= n; /* 16- and 4-byte accesses, else one by one */
+        uint32_t cv[GPU_VEC] = {0, 0, 0, 0};
+        unsigned kv[GPU_VEC] = {0, 0, 0, 0};
+        int bin[GPU_VEC];
+        if (whole) {
+            const uint4 c4 = *(const uint4 *)(cell + b + k);
+            const uchar4 k4 = *(const uchar4 *)(code + b + k);
+            cv[0] = c4.x, cv[1] = c4.y, cv[2] = c4.z, cv[3] = c4.w;
+            kv[0] = k4.x, kv[1] = k4.y, kv[2] = k4.z, kv[3] = k4.w;
+        } else {
+#pragma unroll
+            for (int q = 0; q < GPU_VEC; q++)
+                if (k + q < n)
+                    cv[q] = cell[b + k + q], kv[q] = code[b + k + q];
+        }
+#pragma unroll
+        for (int q = 0; q < GPU_VEC; q++) {
+            bin[q] = -1;
+            if (whole || k + q < n) {
+                kv[q] = window_shift_particle(&cv[q], kv[q], cx_of, cx);
+                bin[q] = mig_bin_of_code(kv[q]);
+            }
+        }
+        if (whole) {
+            *(uint4 *)(cell + b + k) = make_uint4(cv[0], cv[1], cv[2], cv[3]);
+            *(uchar4 *)(code + b + k) = make_uchar4(kv[0], kv[1], kv[2], kv[3]);
+        } else {
+#pragma unroll
+            for (int q = 0; q < GPU_VEC; q++)
+                if (k + q < n)
+                    cell[b + k + q] = cv[q], code[b + k + q] = (uint8_t)kv[q];
+        }
+#pragma unroll
+        for (int q = 0; q < 9; q++) {
+            int nq = 0;
+#pragma unroll
+            for (int v = 0; v < GPU_VEC; v++)
+                nq += __popc(__ballot_sync(0xffffffffu, bin[v] == q));
+            if (lane == 0 && nq)
+                atomicAdd(&sh[q], nq);
+        }
+    }
+}
+
+/* The energy (ebal.h) of the particles that the window's shift will drop from a back-column
+ * cluster (its n particles from slot b, before the shift): each thread's in order, then a
+ * fixed-order sum over the block (gpu_block_sum: the sum in thread 0). */
+__device__ __forceinline__ double gpu_window_drops(const uint32_t *cell, const uint8_t *code,
+                                                   const float2 *uxy, const float2 *uzw, int b,
+                                                   int n, double *red)
+{
+    double gone = 0.0;
+#pragma unroll 4
+    for (int p = b + threadIdx.x; p < b + n; p += blockDim.x)
+        if (ebal_window_drops(cell_i(cell[p]), code[p]))
+            gone += ebal_particle(uzw[p].y, uxy[p].x, uxy[p].y, uzw[p].x);
+    return gpu_block_sum(gone, red);
+}
 
 #endif

@@ -59,6 +59,7 @@ typedef struct {
     uint8_t *rest;              /* with z, per cluster: its particles are all neutral atoms
                                    at rest (k_rest) */
     int cold;                   /* with z: a neutral atom is at rest (gpu_species.cold) */
+    unsigned walls;             /* its walls (pbnd_sides): their clusters the walls shift */
 } kspecies;
 
 /* The particle kernel's launch: every mobile species at once, block b running cluster
@@ -76,7 +77,7 @@ typedef struct {
     int spare;                  /* blocks before the entries' that take the split parts */
     gpu_split split;            /* the parts (split.first NULL: every entry runs whole) */
     const float *f[6];          /* ex, ey, ez, bx, by, bz */
-    const int *x0, *y0;
+    const int *x0, *y0, *cx_of;
     int ncl, ncx, stride, off, nx, ny;
     int tszp, tile_stride;
     float scale;                /* fixed-point scale of the current tile */
@@ -384,12 +385,20 @@ __device__ __forceinline__ pentry entry_of(const kpart &a, int e, int part)
     return E;
 }
 
+/* Whether the particle kernel shifts entry E's particles on a window shift's step: not in an
+ * edge cluster, whose walls come first (k_walls shifts those). */
+__device__ __forceinline__ bool shifts_here(const kpart &a, const pentry &E)
+{
+    return !pbnd_edge_cluster(a.sp[E.s].walls, E.c % a.ncx, E.c / a.ncx, a.ncx, a.ncl / a.ncx);
+}
+
 /* Part E.part of entry E: the whole cluster (entry_parts 1) or its chunk E.part, each
  * particle read and written once: gather E(n), B(n) at x(n) from the staged
  * fields, Boris u(n-1/2) -> u(n+1/2) (with KE the sum of w (gamma - 1) at time n, per chunk),
- * move x(n) -> x(n+1), deposit J(n+1/2) into the split tile, migration codes and the
+ * move x(n) -> x(n+1), deposit J(n+1/2) into the split tile, with SHIFT the window's shift
+ * (window_shift_particle: no particle here is dropped by it), migration codes and the
  * histogram; returns whether a particle deposited (on every thread). */
-template <bool KE, bool PARTS>
+template <bool KE, bool PARTS, bool SHIFT>
 __device__ __forceinline__ int push_run(const kpart &a, float *sf, pshared &sh, const pentry &E)
 {
     unsigned *sw = (unsigned *)(sf + 6 * a.tszp);
@@ -409,6 +418,7 @@ __device__ __forceinline__ int push_run(const kpart &a, float *sf, pshared &sh, 
         stage_fields(a, T, sf);
     __syncthreads();
     int mv[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    const bool shift = SHIFT && shifts_here(a, E);
     bool charged = false; /* a particle of this thread deposited */
     double ke = 0.0;
     const int trips = group_trips(cnt, GPU_MOVE_THREADS);
@@ -426,7 +436,12 @@ __device__ __forceinline__ int push_run(const kpart &a, float *sf, pshared &sh, 
                 const float zq = sp.z ? (float)sp.z[p + group_off(lane, q)] : 1.0f;
                 charged |= zq != 0.0f;
                 ke += push_one<KE>(a, sp, T, sf, g, q, zq);
-                codes |= move_one(a, sp, T, sw, g, q, zq, cells) << (8 * q);
+                unsigned code = move_one(a, sp, T, sw, g, q, zq, cells);
+                if (shift) {
+                    code = window_shift_particle(&g.cell[q], code, a.cx_of, E.c % a.ncx);
+                    cells |= 4u;
+                }
+                codes |= code << (8 * q);
             }
         const bool movers = __any_sync(FULL, codes != 0u);
         group_store(sp, g, codes, p, lane, left, __any_sync(FULL, cells != 0u), movers);
@@ -547,14 +562,24 @@ __device__ __forceinline__ bool at_rest(const kpart &a, const pentry &E)
  * vacuum: most entries of a box split over ranks) or of neutral atoms at rest only (at_rest:
  * the gas ahead of the laser; they stay, deposit nothing and have no kinetic energy),
  * without push_run's tile and barriers: the many such blocks take no longer than their
- * launch. */
-template <bool KE>
-__device__ __forceinline__ void push_empty(const kpart &a, const pentry &E)
+ * launch. With SHIFT, the window's shift of the atoms at rest and their histogram. */
+template <bool KE, bool SHIFT>
+__device__ __forceinline__ void push_empty(const kpart &a, pshared &sh, const pentry &E)
 {
     const kspecies &sp = a.sp[E.s];
     const int tid = threadIdx.x, c = E.c;
-    if (tid < 9 && (a.which != PUSH_REST || in_box(a.own, c % a.ncx, c / a.ncx)))
+    const bool hist = tid < 9 && (a.which != PUSH_REST || in_box(a.own, c % a.ncx, c / a.ncx));
+    if (SHIFT && E.n > 0 && shifts_here(a, E)) {
+        if (tid < 9)
+            sh.hist[tid] = 0;
+        __syncthreads();
+        gpu_window_cluster(sp.cell, sp.code, sp.start[c], E.n, a.cx_of, c % a.ncx, sh.hist);
+        __syncthreads();
+        if (hist)
+            sp.hist[9 * c + tid] = sh.hist[tid];
+    } else if (hist) {
         sp.hist[9 * c + tid] = tid == 4 ? E.n : 0;
+    }
     if (tid == 0) {
         sp.live[c] = 0;
         if (KE)
@@ -568,7 +593,7 @@ __device__ __forceinline__ void push_empty(const kpart &a, const pentry &E)
  * order; without PARTS (no entry split this step) each block runs its entry whole, with no
  * part logic on its path. 512 threads, 2 blocks per multiprocessor (64 registers): the
  * heaviest clusters, which decide the kernel's tail, get 512 threads and start first. */
-template <bool KE, bool PARTS>
+template <bool KE, bool PARTS, bool SHIFT>
 __global__ void __launch_bounds__(GPU_MOVE_THREADS, 2) k_push_move(const __grid_constant__ kpart a)
 {
     extern __shared__ float sf[]; /* 6 tszp field values, then the split tile (6 tszp words:
@@ -582,9 +607,9 @@ __global__ void __launch_bounds__(GPU_MOVE_THREADS, 2) k_push_move(const __grid_
             return;
         const pentry E = entry_of(a, e, 0);
         if (E.n == 0 || at_rest(a, E))
-            push_empty<KE>(a, E);
+            push_empty<KE, SHIFT>(a, sh, E);
         else
-            push_finish<KE, false>(a, sf, sh, E, push_run<KE, false>(a, sf, sh, E));
+            push_finish<KE, false>(a, sf, sh, E, push_run<KE, false, SHIFT>(a, sf, sh, E));
         return;
     }
     const bool entry = (int)blockIdx.x >= a.spare;
@@ -607,10 +632,10 @@ __global__ void __launch_bounds__(GPU_MOVE_THREADS, 2) k_push_move(const __grid_
             return;
         const pentry E = entry_of(a, sh.e, sh.part);
         if (E.n == 0 || (entry && entry_parts(a, E.e, E.n) == 1 && at_rest(a, E))) {
-            push_empty<KE>(a, E); /* an entry block's: a part has particles */
+            push_empty<KE, SHIFT>(a, sh, E); /* an entry block's: a part has particles */
             return;
         }
-        push_finish<KE, true>(a, sf, sh, E, push_run<KE, true>(a, sf, sh, E));
+        push_finish<KE, true>(a, sf, sh, E, push_run<KE, true, SHIFT>(a, sf, sh, E));
         if (entry)
             return;
         __syncthreads(); /* every thread has read sh before the next take */
@@ -682,11 +707,14 @@ void gpu_rest_flags(gpu_state *g)
 
 /* The particle kernel's instance: with the kinetic energy or not, with parts (spare blocks
  * taking the heavy clusters' parts) or every entry whole (no part logic in its loop). */
-static const void *push_kernel(int ke, int parts)
+static const void *push_kernel(int ke, int parts, int shift)
 {
-    if (parts)
-        return ke ? (const void *)k_push_move<true, true> : (const void *)k_push_move<false, true>;
-    return ke ? (const void *)k_push_move<true, false> : (const void *)k_push_move<false, false>;
+    static const void *const k[8] = {
+        (const void *)k_push_move<false, false, false>, (const void *)k_push_move<true, false, false>,
+        (const void *)k_push_move<false, true, false>,  (const void *)k_push_move<true, true, false>,
+        (const void *)k_push_move<false, false, true>,  (const void *)k_push_move<true, false, true>,
+        (const void *)k_push_move<false, true, true>,   (const void *)k_push_move<true, true, true>};
+    return k[(ke ? 1 : 0) | (parts ? 2 : 0) | (shift ? 4 : 0)];
 }
 
 /* Charge of one species at the current positions into the tile buffer: one shared-memory
@@ -1011,8 +1039,8 @@ void gpu_particles_setup(gpu_state *g, const pic_state *st)
                      g->wmax, g->hmax, need, limit);
         empic_exit(1);
     }
-    for (int k = 0; k < 4; k++)
-        set_smem(push_kernel(k & 1, k >> 1), g->smem_move);
+    for (int k = 0; k < 8; k++)
+        set_smem(push_kernel(k & 1, k & 2, k & 4), g->smem_move);
     set_smem((const void *)k_rho, g->smem_rho);
 }
 
@@ -1189,12 +1217,15 @@ static void split_plan(gpu_state *g, const pic_state *st, kpart *a, int m, const
 /* The particle kernel for m mobile species (mob[k]: the k-th): one launch, or the border
  * clusters on border_stream beside the rest (their launch alone would leave most
  * multiprocessors idle), their walls run and their histograms on their way as soon as they
- * are pushed (not with parts: spare blocks take any entry's; not before a window shift, which
- * changes the histograms first). Returns whether the border clusters went first. */
+ * are pushed (not with parts: spare blocks take any entry's; not before a window shift with
+ * an immobile species, whose histograms k_window_particles makes after the push). On a
+ * window shift's step the kernel shifts the particles as it stores them. Returns whether
+ * the border clusters went first. */
 static int push_launch(gpu_state *g, const pic_state *st, kpart *a, int m, const int *mob,
                        int want_ke)
 {
-    const int border = g->nborder > 0 && !a->spare && !(g->window && st->window_next);
+    const int shift = g->window && st->window_next;
+    const int border = g->nborder > 0 && !a->spare && !(shift && m < g->nsp);
     a->border = g->border_entries;
     a->own = g->own;
     a->border_axes = g->border_axes;
@@ -1207,7 +1238,7 @@ static int push_launch(gpu_state *g, const pic_state *st, kpart *a, int m, const
         const unsigned blocks =
             (unsigned)(run == PUSH_BORDER ? g->nborder : a->spare + m * g->ncl);
         void *args[] = {a};
-        GPU_CK(cudaLaunchKernel(push_kernel(want_ke, a->spare > 0), dim3(blocks),
+        GPU_CK(cudaLaunchKernel(push_kernel(want_ke, a->spare > 0, shift), dim3(blocks),
                                 dim3(GPU_MOVE_THREADS), args, g->smem_move, g->stream));
         GPU_LAUNCHED(g, "k_push_move");
         g->stream = g->main_stream;
@@ -1250,7 +1281,7 @@ void gpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic)
                            g->tile_live + (size_t)m * g->ncl,
                            g->partial + (size_t)m * g->ncl, boris_qdt2m(f->dt, d->qm),
                            move_step_of(f->dt, f->dx, f->dy, d->q), d->z,
-                           gpu_rest_of(g, s), d->cold};
+                           gpu_rest_of(g, s), d->cold, pbnd_sides(d->walls.bnd)};
         mob[m++] = s;
     }
     for (int k = 0; k < 3; k++) {
@@ -1264,6 +1295,7 @@ void gpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic)
     a.order = g->order;
     a.x0 = g->x0;
     a.y0 = g->y0;
+    a.cx_of = g->cx_of;
     a.ncl = g->ncl;
     a.ncx = g->ncx;
     a.stride = g->stride;

@@ -954,22 +954,23 @@ static int sort_early(gpu_state *g, pic_state *st, const int *on, const int *dro
 
 /* Right after the move. Without particle drops (no absorbing side, no moving window) the
  * sort's bookkeeping of the mobile species (PREP_COUNTS): the host then waits for it while
- * the field kernels run, instead of leaving the GPU idle for the round trip. With drops, on
- * a step with no window shift before the sort, sort_early (PREP_EARLY): its chain is queued
- * before the field kernels, and over several ranks its exchanges no longer wait for every
- * rank's host to have queued those first. */
+ * the field kernels run, instead of leaving the GPU idle for the round trip. With drops,
+ * sort_early (PREP_EARLY): its chain is queued before the field kernels, and over several
+ * ranks its exchanges no longer wait for every rank's host to have queued those first. On a
+ * window shift's step the particles are shifted first (the immobile species' here, the
+ * others' by the particle kernel and the walls) and every species sorted. */
 void gpu_sort_prepare(gpu_state *g, pic_state *st)
 {
     g->prepared = PREP_NONE;
+    const int shift = g->window && st->window_next;
     int on[DECK_MAX_SPECIES], drops[DECK_MAX_SPECIES], any = g->window; /* the deck drops */
     for (int s = 0; s < g->nsp; s++)
         any |= g->sp[s].absorbing;
-    if (any && st->window_next)
-        return; /* the shift comes first: gpu_sort */
     int t = gpu_tic(g, st);
+    gpu_window_particles(g, st);
     if (any) {
-        sort_species(g, 0, on, drops);
-        g->spec_now = sort_early(g, st, on, drops, 0, NULL);
+        sort_species(g, shift, on, drops);
+        g->spec_now = sort_early(g, st, on, drops, shift, NULL);
         gpu_toc(g, t, PH_SORT);
         g->prepared = PREP_EARLY;
         return;

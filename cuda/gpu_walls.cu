@@ -70,7 +70,9 @@ void gpu_walls_free(gpu_state *g)
 /* ---- walls after the move ---- */
 
 /* One block per edge cluster of a species: its particles get the wall fix-up, its tile the
- * fold of the current beyond the wall. */
+ * fold of the current beyond the wall; on a window shift's step the cluster's shift, after the
+ * fix-up (the particle kernel leaves these clusters unshifted: the walls see the cells of the
+ * move). */
 typedef struct {
     float2 *xy, *uxy, *uzw;
     uint32_t *cell;
@@ -83,14 +85,35 @@ typedef struct {
     int tile_stride;
     long step;
     pbnd_walls w;
-    double *lost;             /* per cluster: what the walls took (ebal.h) */
+    double *lost;             /* per cluster: what the walls and the window took (ebal.h) */
 } kwalls;
 
 /* The species with walls, in one launch (blockIdx.y: the species' entry). */
 typedef struct {
     kwalls s[DECK_MAX_SPECIES];
     int nedge[DECK_MAX_SPECIES];
+    int shift;                /* the window shifts after this step's fields */
 } kwalls_all;
+
+/* The window's shift of edge cluster c (column cx): the energy of its back-column drops
+ * (at rest: none), the particles shifted, the histogram rebuilt. */
+__device__ void walls_shift(const kwalls &a, int c, int cx, bool rest, double *red)
+{
+    __shared__ int bins[9];
+    const int s0 = a.start[c], n = a.count[c];
+    if (threadIdx.x < 9)
+        bins[threadIdx.x] = 0;
+    if (cx == 0 && !rest) { /* the same in the block */
+        const double gone = gpu_window_drops(a.cell, a.code, a.uxy, a.uzw, s0, n, red);
+        if (threadIdx.x == 0)
+            a.lost[c] += gone;
+    }
+    __syncthreads();
+    gpu_window_cluster(a.cell, a.code, s0, n, a.cx_of, cx, bins);
+    __syncthreads();
+    if (threadIdx.x < 9)
+        a.hist[9 * c + threadIdx.x] = bins[threadIdx.x];
+}
 
 __global__ void k_walls(const __grid_constant__ kwalls_all all)
 {
@@ -99,8 +122,15 @@ __global__ void k_walls(const __grid_constant__ kwalls_all all)
     const kwalls &a = all.s[blockIdx.y];
     const int c = a.edge[blockIdx.x], cx = c % a.w.ncx, cy = c / a.w.ncx;
     const int s0 = a.start[c], n = a.count[c];
-    if (n == 0 || (a.rest && a.rest[c]))
-        return; /* nothing moved, nothing deposited (most edge clusters of a foil's box) */
+    const bool rest = a.rest && a.rest[c];
+    __shared__ double sh[32];
+    if (n == 0)
+        return;
+    if (rest) { /* nothing moved, nothing deposited (most edge clusters of a foil's box) */
+        if (all.shift)
+            walls_shift(a, c, cx, rest, sh);
+        return;
+    }
     const pbnd_edges e = pbnd_edges_of(&a.w, cx, cy);
     int *hist = a.hist + 9 * c;
     double v = 0.0; /* the energy the walls took: each thread's particles in order, then a
@@ -116,10 +146,11 @@ __global__ void k_walls(const __grid_constant__ kwalls_all all)
         v += ebal_wall(c0, a.code[p], a.uzw[p].y, ux, uy, uz, a.uxy[p].x, a.uxy[p].y,
                        a.uzw[p].x);
     }
-    __shared__ double sh[32];
     v = gpu_block_sum(v, sh);
     if (threadIdx.x == 0)
         a.lost[c] += v;
+    if (all.shift)
+        walls_shift(a, c, cx, rest, sh);
     if (!a.live[c])
         return; /* a tile not stored this step: the sums skip it */
     /* the fold, its lines shared by the block's threads (one thread's chain of dependent
@@ -156,6 +187,7 @@ void gpu_walls_clusters(gpu_state *g, const pic_state *st, int n, const int *whi
     }
     if (!m)
         return;
+    all.shift = g->window && st->window_next;
     k_walls<<<dim3((unsigned)most, (unsigned)m), GPU_THREADS, 0, g->stream>>>(all);
     GPU_LAUNCHED(g, "k_walls");
 }

@@ -1,7 +1,9 @@
 /* gpu_window.cu - the moving window on the device (the twin of src/cpu/cpu_window.c):
  * fields, PML memories and particle cells one cell toward -x (window_shift_particle),
  * migration codes and histograms updated so that the next sort moves particles into their
- * new clusters and drops the back column (PBND_DROP), and the injection of the new column:
+ * new clusters and drops the back column (PBND_DROP): the particle kernel and the walls
+ * shift the mobile species' particles as they push them (gpu_window_cluster where a cluster
+ * is not pushed), k_window_particles the immobile ones'; and the injection of the new column:
  * generated on the host by the initial load's code (species_column, called by the caller:
  * profiles are muparser formulas, RNG keyed by global cell, so the same particles as on the
  * CPU), uploaded to a staging buffer and appended to the segments of the last cluster
@@ -73,14 +75,10 @@ __global__ void k_shift_psi(psi_rows a)
         shift_row(a.p[l][blockIdx.y] + (size_t)blockIdx.x * a.rowlen[l], 0, a.rowlen[l]);
 }
 
-/* One block per cluster and species: each particle shifted (window_shift_particle), the
- * histogram rebuilt from the codes, a warp's bins counted by ballots (nearly every particle
- * lands in the same bin: one shared atomic per particle queued on one address). A thread
- * takes GPU_VEC consecutive particles with one 16-byte load of their cells and one 4-byte
- * load of their codes (segments start on 32-slot multiples). In the back column, before the
- * shift, the energy (ebal.h) of the particles it drops: each thread's in order, then a
- * fixed-order sum over the block, into lost[species ncl + cluster] (atoms at rest take
- * nothing away); its own loop, which keeps the shift's registers at 32. */
+/* One block per cluster and species of the list (blockIdx.y: the entry): in the back column,
+ * before the shift, the energy of the particles it drops into lost[species ncl + cluster]
+ * (atoms at rest take nothing away); then each particle shifted and the histogram rebuilt
+ * from the codes. */
 typedef struct {
     uint32_t *cell[DECK_MAX_SPECIES];
     uint8_t *code[DECK_MAX_SPECIES];
@@ -88,84 +86,55 @@ typedef struct {
     const int *start[DECK_MAX_SPECIES], *count[DECK_MAX_SPECIES];
     const uint8_t *rest[DECK_MAX_SPECIES]; /* gpu_rest_of */
     int *hist[DECK_MAX_SPECIES];
+    double *lost[DECK_MAX_SPECIES];        /* the species' ncl entries of gpu_state.lost */
 } kwindow;
 
-/* Cluster blockIdx.x of species blockIdx.y. */
-__global__ void k_window_particles(const __grid_constant__ kwindow w, const int *cx_of,
-                                   int ncx, int ncl, double *lost)
+__global__ void k_window_particles(const __grid_constant__ kwindow w, const int *cx_of, int ncx)
 {
-    const int sp = blockIdx.y;
-    uint32_t *cell = w.cell[sp];
-    uint8_t *code = w.code[sp];
-    const int *start = w.start[sp], *count = w.count[sp];
-    int *hist = w.hist[sp];
+    const int sp = blockIdx.y, c = blockIdx.x, cx = c % ncx;
     __shared__ int sh[9];
     __shared__ double red[GPU_THREADS / 32];
-    const int c = blockIdx.x, cx = c % ncx, lane = threadIdx.x & 31;
-    const bool back = cx == 0 && !(w.rest[sp] && w.rest[sp][c]); /* the same in the block */
     if (threadIdx.x < 9)
         sh[threadIdx.x] = 0;
-    __syncthreads();
-    const int b = start[c], n = count[c];
-    if (back) { /* the drops' energy first, before any particle is shifted */
-        double gone = 0.0;
-#pragma unroll 4
-        for (int p = b + threadIdx.x; p < b + n; p += blockDim.x)
-            if (ebal_window_drops(cell_i(cell[p]), code[p]))
-                gone += ebal_particle(w.uzw[sp][p].y, w.uxy[sp][p].x, w.uxy[sp][p].y,
-                                      w.uzw[sp][p].x);
-        gone = gpu_block_sum(gone, red);
+    const int b = w.start[sp][c], n = w.count[sp][c];
+    if (cx == 0 && !(w.rest[sp] && w.rest[sp][c])) { /* the same in the block */
+        const double gone = gpu_window_drops(w.cell[sp], w.code[sp], w.uxy[sp], w.uzw[sp], b,
+                                             n, red);
         if (threadIdx.x == 0)
-            lost[(size_t)sp * ncl + c] += gone;
+            w.lost[sp][c] += gone;
     }
-    /* the same trips for the whole warp */
-    for (int base = 0; base < n; base += GPU_VEC * blockDim.x) {
-        const int k = base + GPU_VEC * threadIdx.x;
-        const bool whole = k + GPU_VEC <= n; /* 16- and 4-byte accesses, else one by one */
-        uint32_t cv[GPU_VEC] = {0, 0, 0, 0};
-        unsigned kv[GPU_VEC] = {0, 0, 0, 0};
-        int bin[GPU_VEC];
-        if (whole) {
-            const uint4 c4 = *(const uint4 *)(cell + b + k);
-            const uchar4 k4 = *(const uchar4 *)(code + b + k);
-            cv[0] = c4.x, cv[1] = c4.y, cv[2] = c4.z, cv[3] = c4.w;
-            kv[0] = k4.x, kv[1] = k4.y, kv[2] = k4.z, kv[3] = k4.w;
-        } else {
-#pragma unroll
-            for (int q = 0; q < GPU_VEC; q++)
-                if (k + q < n)
-                    cv[q] = cell[b + k + q], kv[q] = code[b + k + q];
-        }
-#pragma unroll
-        for (int q = 0; q < GPU_VEC; q++) {
-            bin[q] = -1;
-            if (whole || k + q < n) {
-                kv[q] = window_shift_particle(&cv[q], kv[q], cx_of, cx);
-                bin[q] = mig_bin_of_code(kv[q]);
-            }
-        }
-        if (whole) {
-            *(uint4 *)(cell + b + k) = make_uint4(cv[0], cv[1], cv[2], cv[3]);
-            *(uchar4 *)(code + b + k) = make_uchar4(kv[0], kv[1], kv[2], kv[3]);
-        } else {
-#pragma unroll
-            for (int q = 0; q < GPU_VEC; q++)
-                if (k + q < n)
-                    cell[b + k + q] = cv[q], code[b + k + q] = (uint8_t)kv[q];
-        }
-#pragma unroll
-        for (int q = 0; q < 9; q++) {
-            int nq = 0;
-#pragma unroll
-            for (int v = 0; v < GPU_VEC; v++)
-                nq += __popc(__ballot_sync(0xffffffffu, bin[v] == q));
-            if (lane == 0 && nq)
-                atomicAdd(&sh[q], nq);
-        }
-    }
+    __syncthreads();
+    gpu_window_cluster(w.cell[sp], w.code[sp], b, n, cx_of, cx, sh);
     __syncthreads();
     if (threadIdx.x < 9)
-        hist[9 * c + threadIdx.x] = sh[threadIdx.x];
+        w.hist[sp][9 * c + threadIdx.x] = sh[threadIdx.x];
+}
+
+void gpu_window_particles(gpu_state *g, const pic_state *st)
+{
+    if (!g->window || !st->window_next)
+        return;
+    kwindow w;
+    int m = 0;
+    for (int s = 0; s < g->nsp; s++) {
+        const gpu_species *d = &g->sp[s];
+        if (d->mobile)
+            continue; /* shifted by the particle kernel and the walls */
+        w.cell[m] = d->cell;
+        w.code[m] = d->code;
+        w.uxy[m] = d->uxy;
+        w.uzw[m] = d->uzw;
+        w.start[m] = d->start;
+        w.count[m] = d->count;
+        w.rest[m] = gpu_rest_of(g, s);
+        w.hist[m] = d->hist;
+        w.lost[m++] = g->lost + (size_t)s * g->ncl;
+    }
+    if (!m)
+        return;
+    k_window_particles<<<dim3((unsigned)g->ncl, (unsigned)m), GPU_THREADS, 0, g->stream>>>(
+        w, g->cx_of, g->ncx);
+    GPU_LAUNCHED(g, "k_window_particles");
 }
 
 /* Before the fields' shift: the field energy it moves out of the balance region at xmin and
@@ -218,7 +187,8 @@ void gpu_window_j(gpu_state *g)
 void gpu_window_shift(void *ctx, pic_state *st)
 {
     gpu_state *g = (gpu_state *)ctx;
-    /* the fields' part after the field phase, beside the sort; the particles' part before it */
+    /* the fields' part, after the field phase and beside the sort (the particles were shifted
+       as they were pushed: gpu_window_particles) */
     gpu_fields_begin(g);
     int t = gpu_tic(g, st);
     const arrays9 arr = {{g->e[0], g->e[1], g->e[2], g->b[0], g->b[1], g->b[2]}};
@@ -275,23 +245,6 @@ void gpu_window_shift(void *ctx, pic_state *st)
     g->shift++; /* the laser sources' clock (fbnd.shift, written back by gpu_fetch_fields) */
     gpu_toc(g, t, PH_FIELD);
     gpu_fields_end(g);
-    t = gpu_tic(g, st);
-    kwindow w;
-    for (int s = 0; s < g->nsp; s++) {
-        const gpu_species *d = &g->sp[s];
-        w.cell[s] = d->cell;
-        w.code[s] = d->code;
-        w.uxy[s] = d->uxy;
-        w.uzw[s] = d->uzw;
-        w.start[s] = d->start;
-        w.count[s] = d->count;
-        w.rest[s] = gpu_rest_of(g, s);
-        w.hist[s] = d->hist;
-    }
-    k_window_particles<<<dim3((unsigned)g->ncl, (unsigned)g->nsp), GPU_THREADS, 0, g->stream>>>(
-        w, g->cx_of, g->ncx, g->ncl, g->lost);
-    GPU_LAUNCHED(g, "k_window_particles");
-    gpu_toc(g, t, PH_SORT);
 }
 
 /* Staged particles: tracking ids (n, 8 bytes, tracked species only), cell, x, y, ux, uy,

@@ -127,6 +127,21 @@ EMPIC_HD int pbnd_particle(const pbnd_walls *w, int cx, int cy, const int *cx_of
     return mig_bin(d[0], d[1]);
 }
 
+/* A species' walls (bnd: enum deck_pbnd per side, 0 periodic) as a mask: bit k, side k. */
+EMPIC_HD unsigned pbnd_sides(const int bnd[4])
+{
+    return (unsigned)(bnd[0] != 0) | (unsigned)(bnd[1] != 0) << 1 |
+           (unsigned)(bnd[2] != 0) << 2 | (unsigned)(bnd[3] != 0) << 3;
+}
+
+/* Whether cluster (cx, cy) of an ncx x ncy partition lies on one of the walls `sides`
+ * (pbnd_sides): an edge cluster, whose particles the walls fix up after their move. */
+EMPIC_HD int pbnd_edge_cluster(unsigned sides, int cx, int cy, int ncx, int ncy)
+{
+    return (cx == 0 && (sides & 1u)) || (cx == ncx - 1 && (sides & 2u)) ||
+           (cy == 0 && (sides & 4u)) || (cy == ncy - 1 && (sides & 8u));
+}
+
 /* The sides of cluster (cx, cy) that are walls of the species: xl, xh, yl, yh. */
 typedef struct {
     int xl, xh, yl, yh;

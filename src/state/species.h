@@ -166,9 +166,7 @@ long long species_misplaced(const species *s, const clusters *cl);
 /* Whether cluster c lies on a side where species s has a non-periodic boundary. */
 static inline int species_on_wall(const species *s, const clusters *cl, int c)
 {
-    const int cx = c % cl->ncx, cy = c / cl->ncx, *b = s->bnd;
-    return (cx == 0 && b[0]) || (cx == cl->ncx - 1 && b[1]) || (cy == 0 && b[2]) ||
-           (cy == cl->ncy - 1 && b[3]);
+    return pbnd_edge_cluster(pbnd_sides(s->bnd), c % cl->ncx, c / cl->ncx, cl->ncx, cl->ncy);
 }
 /* The walls of species s in a box of nx x ny cells in the form of include/pbnd.h's rules
  * (both backends). */
