@@ -252,10 +252,9 @@ struct gpu_state {
     cudaEvent_t e_made, flows_done;
     /* NCCL ranks: the clusters whose histograms the neighbours need (nborder entries at
      * border_entries, device) are pushed on border_stream beside the main stream's push of
-     * the rest (not on a window shift's step with an immobile species), their walls run, and
-     * their histograms
-     * travel there once pushed (border_ready: main -> border stream; border_pushed,
-     * border_done: back) */
+     * the rest (not on a window shift's step with an immobile or ionizing species), their
+     * walls run, and their histograms travel there once pushed (border_ready: main -> border
+     * stream; border_pushed, border_done: back) */
     int *border_entries, nborder;
     int border_axes;              /* bit 0: the border columns, bit 1: the border rows */
     cudaEvent_t border_ready, border_pushed, border_done;
@@ -734,23 +733,25 @@ __device__ __forceinline__ void gpu_flags_clear(int *flags, unsigned t)
 void gpu_sort_flags_clear(gpu_state *g);
 void gpu_diag_free(gpu_state *g);
 /* The moving window (gpu_window.cu): its injection staging freed; J shifted by the shifts it
- * missed (j_behind) before it is read; the shift of the particles of the species the particle
- * kernel does not shift (the immobile ones: gpu_window_particles), before the sort. */
+ * missed (j_behind) before it is read; after the push of a window shift's step the shift of
+ * the particles the particle kernel and the walls do not shift (immobile species, atoms at
+ * rest off the walls: gpu_window_particles), whether there may be such (after_push). */
 void gpu_window_free(gpu_state *g);
 void gpu_window_j(gpu_state *g);
 void gpu_window_particles(gpu_state *g, const pic_state *st);
+int gpu_window_after_push(const gpu_state *g);
 
 /* The moving window's shift of a cluster's particles where no other pass has them in
  * registers (immobile species, atoms at rest, the walls' clusters; the particle kernel shifts
- * the others as it stores them): the n particles from slot b of a cluster of column cx
- * shifted (cluster.h's window_shift_particle) and its 9-bin histogram counted into sh (9
- * ints of shared memory, zeroed and then read by the caller across a barrier). A thread
- * takes GPU_VEC consecutive particles with one 16-byte load of their cells and one 4-byte
- * load of their codes (segments start on 32-slot multiples); a warp's bins counted by
+ * the others as it stores them): the n particles from slot b of a cluster whose first cell
+ * column is xlo shifted (cluster.h's window_shift_particle) and its 9-bin histogram counted
+ * into sh (9 ints of shared memory, zeroed and then read by the caller across a barrier). A
+ * thread takes GPU_VEC consecutive particles with one 16-byte load of their cells and one
+ * 4-byte load of their codes (segments start on 32-slot multiples); a warp's bins counted by
  * ballots (nearly every particle lands in the same bin: one shared atomic per warp and bin).
  * Every thread of the block calls it. */
 __device__ __forceinline__ void gpu_window_cluster(uint32_t *cell, uint8_t *code, int b, int n,
-                                                   const int *cx_of, int cx, int *sh)
+                                                   int xlo, int *sh)
 {
     const int lane = threadIdx.x & 31;
     for (int base = 0; base < n; base += GPU_VEC * blockDim.x) { /* the same trips per warp */
@@ -774,7 +775,7 @@ __device__ __forceinline__ void gpu_window_cluster(uint32_t *cell, uint8_t *code
         for (int q = 0; q < GPU_VEC; q++) {
             bin[q] = -1;
             if (whole || k + q < n) {
-                kv[q] = window_shift_particle(&cv[q], kv[q], cx_of, cx);
+                kv[q] = window_shift_particle(&cv[q], kv[q], xlo);
                 bin[q] = mig_bin_of_code(kv[q]);
             }
         }

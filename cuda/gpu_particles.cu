@@ -77,7 +77,7 @@ typedef struct {
     int spare;                  /* blocks before the entries' that take the split parts */
     gpu_split split;            /* the parts (split.first NULL: every entry runs whole) */
     const float *f[6];          /* ex, ey, ez, bx, by, bz */
-    const int *x0, *y0, *cx_of;
+    const int *x0, *y0;
     int ncl, ncx, stride, off, nx, ny;
     int tszp, tile_stride;
     float scale;                /* fixed-point scale of the current tile */
@@ -350,6 +350,25 @@ __device__ __forceinline__ void count_movers(unsigned codes, int mv[8])
             mv[b] += __popc(__ballot_sync(FULL, ((codes >> (8 * q)) & 0xffu) == mover_code[b]));
 }
 
+/* On a window shift's step nearly every warp has movers (its particles in the cluster's
+ * first column): count them into the block's histogram with one vote and one shared atomic
+ * for each code the warp holds (few: most of its movers leave toward -x), not count_movers'
+ * eight votes. */
+__device__ __forceinline__ void count_codes(unsigned codes, int *hist)
+{
+#pragma unroll
+    for (int q = 0; q < GPU_VEC; q++) {
+        const unsigned c = (codes >> (8 * q)) & 0xffu;
+        for (unsigned left = __ballot_sync(FULL, c != 0u); left;) { /* the same in the warp */
+            const unsigned lead = __shfl_sync(FULL, c, __ffs(left) - 1);
+            const unsigned same = __ballot_sync(FULL, c == lead);
+            if ((threadIdx.x & 31) == 0)
+                atomicAdd(&hist[mig_bin_of_code(lead)], __popc(same));
+            left &= ~same;
+        }
+    }
+}
+
 /* The parts of entry e (species slot e / ncl, cluster e % ncl) of n particles: 1 when it runs
  * whole. */
 __device__ __forceinline__ int entry_parts(const kpart &a, int e, int n)
@@ -385,13 +404,6 @@ __device__ __forceinline__ pentry entry_of(const kpart &a, int e, int part)
     return E;
 }
 
-/* Whether the particle kernel shifts entry E's particles on a window shift's step: not in an
- * edge cluster, whose walls come first (k_walls shifts those). */
-__device__ __forceinline__ bool shifts_here(const kpart &a, const pentry &E)
-{
-    return !pbnd_edge_cluster(a.sp[E.s].walls, E.c % a.ncx, E.c / a.ncx, a.ncx, a.ncl / a.ncx);
-}
-
 /* Part E.part of entry E: the whole cluster (entry_parts 1) or its chunk E.part, each
  * particle read and written once: gather E(n), B(n) at x(n) from the staged
  * fields, Boris u(n-1/2) -> u(n+1/2) (with KE the sum of w (gamma - 1) at time n, per chunk),
@@ -418,7 +430,9 @@ __device__ __forceinline__ int push_run(const kpart &a, float *sf, pshared &sh, 
         stage_fields(a, T, sf);
     __syncthreads();
     int mv[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    const bool shift = SHIFT && shifts_here(a, E);
+    /* not in an edge cluster, whose walls come first (k_walls shifts those) */
+    const bool shift =
+        SHIFT && !pbnd_edge_cluster(sp.walls, E.c % a.ncx, E.c / a.ncx, a.ncx, a.ncl / a.ncx);
     bool charged = false; /* a particle of this thread deposited */
     double ke = 0.0;
     const int trips = group_trips(cnt, GPU_MOVE_THREADS);
@@ -438,14 +452,16 @@ __device__ __forceinline__ int push_run(const kpart &a, float *sf, pshared &sh, 
                 ke += push_one<KE>(a, sp, T, sf, g, q, zq);
                 unsigned code = move_one(a, sp, T, sw, g, q, zq, cells);
                 if (shift) {
-                    code = window_shift_particle(&g.cell[q], code, a.cx_of, E.c % a.ncx);
+                    code = window_shift_particle(&g.cell[q], code, T.xlo);
                     cells |= 4u;
                 }
                 codes |= code << (8 * q);
             }
         const bool movers = __any_sync(FULL, codes != 0u);
         group_store(sp, g, codes, p, lane, left, __any_sync(FULL, cells != 0u), movers);
-        if (movers)
+        if (movers && SHIFT)
+            count_codes(codes, sh.hist);
+        else if (movers)
             count_movers(codes, mv);
         if (KE && ((t + 1) % GPU_CHUNK_TRIPS == 0 || t + 1 == trips)) { /* a chunk's end */
             block_sum(ke, sh.red, &sh.sum); /* synchronises the block */
@@ -455,7 +471,7 @@ __device__ __forceinline__ int push_run(const kpart &a, float *sf, pshared &sh, 
             __syncthreads(); /* red read before the next chunk's sum */
         }
     }
-    if (lane == 0)
+    if (!SHIFT && lane == 0)
         for (int b = 0; b < 8; b++)
             if (mv[b])
                 atomicAdd(&sh.hist[mover_bin[b]], mv[b]);
@@ -562,24 +578,14 @@ __device__ __forceinline__ bool at_rest(const kpart &a, const pentry &E)
  * vacuum: most entries of a box split over ranks) or of neutral atoms at rest only (at_rest:
  * the gas ahead of the laser; they stay, deposit nothing and have no kinetic energy),
  * without push_run's tile and barriers: the many such blocks take no longer than their
- * launch. With SHIFT, the window's shift of the atoms at rest and their histogram. */
-template <bool KE, bool SHIFT>
-__device__ __forceinline__ void push_empty(const kpart &a, pshared &sh, const pentry &E)
+ * launch (on a window shift's step gpu_window_particles shifts the atoms after the push). */
+template <bool KE>
+__device__ __forceinline__ void push_empty(const kpart &a, const pentry &E)
 {
     const kspecies &sp = a.sp[E.s];
     const int tid = threadIdx.x, c = E.c;
-    const bool hist = tid < 9 && (a.which != PUSH_REST || in_box(a.own, c % a.ncx, c / a.ncx));
-    if (SHIFT && E.n > 0 && shifts_here(a, E)) {
-        if (tid < 9)
-            sh.hist[tid] = 0;
-        __syncthreads();
-        gpu_window_cluster(sp.cell, sp.code, sp.start[c], E.n, a.cx_of, c % a.ncx, sh.hist);
-        __syncthreads();
-        if (hist)
-            sp.hist[9 * c + tid] = sh.hist[tid];
-    } else if (hist) {
+    if (tid < 9 && (a.which != PUSH_REST || in_box(a.own, c % a.ncx, c / a.ncx)))
         sp.hist[9 * c + tid] = tid == 4 ? E.n : 0;
-    }
     if (tid == 0) {
         sp.live[c] = 0;
         if (KE)
@@ -607,7 +613,7 @@ __global__ void __launch_bounds__(GPU_MOVE_THREADS, 2) k_push_move(const __grid_
             return;
         const pentry E = entry_of(a, e, 0);
         if (E.n == 0 || at_rest(a, E))
-            push_empty<KE, SHIFT>(a, sh, E);
+            push_empty<KE>(a, E);
         else
             push_finish<KE, false>(a, sf, sh, E, push_run<KE, false, SHIFT>(a, sf, sh, E));
         return;
@@ -632,7 +638,7 @@ __global__ void __launch_bounds__(GPU_MOVE_THREADS, 2) k_push_move(const __grid_
             return;
         const pentry E = entry_of(a, sh.e, sh.part);
         if (E.n == 0 || (entry && entry_parts(a, E.e, E.n) == 1 && at_rest(a, E))) {
-            push_empty<KE, SHIFT>(a, sh, E); /* an entry block's: a part has particles */
+            push_empty<KE>(a, E); /* an entry block's: a part has particles */
             return;
         }
         push_finish<KE, true>(a, sf, sh, E, push_run<KE, true, SHIFT>(a, sf, sh, E));
@@ -706,14 +712,16 @@ void gpu_rest_flags(gpu_state *g)
 }
 
 /* The particle kernel's instance: with the kinetic energy or not, with parts (spare blocks
- * taking the heavy clusters' parts) or every entry whole (no part logic in its loop). */
+ * taking the heavy clusters' parts) or every entry whole (no part logic in its loop), with
+ * the window's shift or not. */
+#define PUSH_KERNEL(ke, parts, shift) (const void *)k_push_move<ke, parts, shift>
 static const void *push_kernel(int ke, int parts, int shift)
 {
     static const void *const k[8] = {
-        (const void *)k_push_move<false, false, false>, (const void *)k_push_move<true, false, false>,
-        (const void *)k_push_move<false, true, false>,  (const void *)k_push_move<true, true, false>,
-        (const void *)k_push_move<false, false, true>,  (const void *)k_push_move<true, false, true>,
-        (const void *)k_push_move<false, true, true>,   (const void *)k_push_move<true, true, true>};
+        PUSH_KERNEL(false, false, false), PUSH_KERNEL(true, false, false),
+        PUSH_KERNEL(false, true, false),  PUSH_KERNEL(true, true, false),
+        PUSH_KERNEL(false, false, true),  PUSH_KERNEL(true, false, true),
+        PUSH_KERNEL(false, true, true),   PUSH_KERNEL(true, true, true)};
     return k[(ke ? 1 : 0) | (parts ? 2 : 0) | (shift ? 4 : 0)];
 }
 
@@ -1217,15 +1225,15 @@ static void split_plan(gpu_state *g, const pic_state *st, kpart *a, int m, const
 /* The particle kernel for m mobile species (mob[k]: the k-th): one launch, or the border
  * clusters on border_stream beside the rest (their launch alone would leave most
  * multiprocessors idle), their walls run and their histograms on their way as soon as they
- * are pushed (not with parts: spare blocks take any entry's; not before a window shift with
- * an immobile species, whose histograms k_window_particles makes after the push). On a
+ * are pushed (not with parts: spare blocks take any entry's; not before a window shift that
+ * gpu_window_particles completes after the push: immobile species, atoms at rest). On a
  * window shift's step the kernel shifts the particles as it stores them. Returns whether
  * the border clusters went first. */
 static int push_launch(gpu_state *g, const pic_state *st, kpart *a, int m, const int *mob,
                        int want_ke)
 {
     const int shift = g->window && st->window_next;
-    const int border = g->nborder > 0 && !a->spare && !(shift && m < g->nsp);
+    const int border = g->nborder > 0 && !a->spare && !(shift && gpu_window_after_push(g));
     a->border = g->border_entries;
     a->own = g->own;
     a->border_axes = g->border_axes;
@@ -1295,7 +1303,6 @@ void gpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic)
     a.order = g->order;
     a.x0 = g->x0;
     a.y0 = g->y0;
-    a.cx_of = g->cx_of;
     a.ncl = g->ncl;
     a.ncx = g->ncx;
     a.stride = g->stride;

@@ -109,7 +109,7 @@ __device__ void walls_shift(const kwalls &a, int c, int cx, bool rest, double *r
             a.lost[c] += gone;
     }
     __syncthreads();
-    gpu_window_cluster(a.cell, a.code, s0, n, a.cx_of, cx, bins);
+    gpu_window_cluster(a.cell, a.code, s0, n, a.x0[cx], bins);
     __syncthreads();
     if (threadIdx.x < 9)
         a.hist[9 * c + threadIdx.x] = bins[threadIdx.x];

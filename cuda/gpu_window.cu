@@ -2,8 +2,8 @@
  * fields, PML memories and particle cells one cell toward -x (window_shift_particle),
  * migration codes and histograms updated so that the next sort moves particles into their
  * new clusters and drops the back column (PBND_DROP): the particle kernel and the walls
- * shift the mobile species' particles as they push them (gpu_window_cluster where a cluster
- * is not pushed), k_window_particles the immobile ones'; and the injection of the new column:
+ * shift the mobile species' particles as they push them, k_window_particles after them
+ * those of immobile species and atoms at rest; and the injection of the new column:
  * generated on the host by the initial load's code (species_column, called by the caller:
  * profiles are muparser formulas, RNG keyed by global cell, so the same particles as on the
  * CPU), uploaded to a staging buffer and appended to the segments of the last cluster
@@ -75,10 +75,12 @@ __global__ void k_shift_psi(psi_rows a)
         shift_row(a.p[l][blockIdx.y] + (size_t)blockIdx.x * a.rowlen[l], 0, a.rowlen[l]);
 }
 
-/* One block per cluster and species of the list (blockIdx.y: the entry): in the back column,
- * before the shift, the energy of the particles it drops into lost[species ncl + cluster]
- * (atoms at rest take nothing away); then each particle shifted and the histogram rebuilt
- * from the codes. */
+/* One block per cluster and species of the list (blockIdx.y: the entry), for the clusters
+ * the particle kernel does not shift: every cluster of an immobile species; this rank's
+ * clusters of atoms at rest off the walls (k_walls shifts those on them). In the back
+ * column, before the shift, the energy of the particles it drops into lost[species ncl +
+ * cluster] (atoms at rest take nothing away); then each particle shifted and the histogram
+ * rebuilt from the codes. */
 typedef struct {
     uint32_t *cell[DECK_MAX_SPECIES];
     uint8_t *code[DECK_MAX_SPECIES];
@@ -87,27 +89,42 @@ typedef struct {
     const uint8_t *rest[DECK_MAX_SPECIES]; /* gpu_rest_of */
     int *hist[DECK_MAX_SPECIES];
     double *lost[DECK_MAX_SPECIES];        /* the species' ncl entries of gpu_state.lost */
+    int mobile[DECK_MAX_SPECIES];
+    unsigned walls[DECK_MAX_SPECIES];      /* pbnd_sides */
 } kwindow;
 
-__global__ void k_window_particles(const __grid_constant__ kwindow w, const int *cx_of, int ncx)
+__global__ void k_window_particles(const __grid_constant__ kwindow w, const int *x0, int ncx,
+                                   int ncy, int4 own)
 {
-    const int sp = blockIdx.y, c = blockIdx.x, cx = c % ncx;
+    const int sp = blockIdx.y, c = blockIdx.x, cx = c % ncx, cy = c / ncx;
+    const bool rest = w.rest[sp] && w.rest[sp][c];
+    if (w.mobile[sp] && !(rest && in_box(own, cx, cy) &&
+                          !pbnd_edge_cluster(w.walls[sp], cx, cy, ncx, ncy)))
+        return; /* the same in the block */
     __shared__ int sh[9];
     __shared__ double red[GPU_THREADS / 32];
     if (threadIdx.x < 9)
         sh[threadIdx.x] = 0;
     const int b = w.start[sp][c], n = w.count[sp][c];
-    if (cx == 0 && !(w.rest[sp] && w.rest[sp][c])) { /* the same in the block */
+    if (cx == 0 && !rest) {
         const double gone = gpu_window_drops(w.cell[sp], w.code[sp], w.uxy[sp], w.uzw[sp], b,
                                              n, red);
         if (threadIdx.x == 0)
             w.lost[sp][c] += gone;
     }
     __syncthreads();
-    gpu_window_cluster(w.cell[sp], w.code[sp], b, n, cx_of, cx, sh);
+    gpu_window_cluster(w.cell[sp], w.code[sp], b, n, x0[cx], sh);
     __syncthreads();
     if (threadIdx.x < 9)
         w.hist[sp][9 * c + threadIdx.x] = sh[threadIdx.x];
+}
+
+int gpu_window_after_push(const gpu_state *g)
+{
+    for (int s = 0; s < g->nsp; s++)
+        if (!g->sp[s].mobile || gpu_rest_of(g, s))
+            return 1;
+    return 0;
 }
 
 void gpu_window_particles(gpu_state *g, const pic_state *st)
@@ -118,7 +135,7 @@ void gpu_window_particles(gpu_state *g, const pic_state *st)
     int m = 0;
     for (int s = 0; s < g->nsp; s++) {
         const gpu_species *d = &g->sp[s];
-        if (d->mobile)
+        if (d->mobile && !gpu_rest_of(g, s))
             continue; /* shifted by the particle kernel and the walls */
         w.cell[m] = d->cell;
         w.code[m] = d->code;
@@ -128,12 +145,14 @@ void gpu_window_particles(gpu_state *g, const pic_state *st)
         w.count[m] = d->count;
         w.rest[m] = gpu_rest_of(g, s);
         w.hist[m] = d->hist;
-        w.lost[m++] = g->lost + (size_t)s * g->ncl;
+        w.lost[m] = g->lost + (size_t)s * g->ncl;
+        w.mobile[m] = d->mobile;
+        w.walls[m++] = pbnd_sides(d->walls.bnd);
     }
     if (!m)
         return;
     k_window_particles<<<dim3((unsigned)g->ncl, (unsigned)m), GPU_THREADS, 0, g->stream>>>(
-        w, g->cx_of, g->ncx);
+        w, g->x0, g->ncx, g->ncy, g->own);
     GPU_LAUNCHED(g, "k_window_particles");
 }
 

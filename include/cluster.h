@@ -115,17 +115,19 @@ EMPIC_HD int cluster_net_inflow(const int *hist, int cx, int cy, int ncx, int nc
     return net;
 }
 
-/* The moving window's shift of a particle of cluster column cx (cx_of: the cluster column
- * of each cell column): its cell one column toward -x and the x field of its code
- * recomputed for the new cell (the y field kept); a particle of the first column, or one
- * already marked, gets PBND_DROP and keeps its cell. Returns the new code. */
-EMPIC_HD unsigned window_shift_particle(uint32_t *cell, unsigned code, const int *cx_of, int cx)
+/* The moving window's shift of a particle of a cluster whose first cell column is xlo,
+ * after its move: its cell one column toward -x and the x field of its code recomputed for
+ * the new cell (the y field kept); a particle of the first column, or one already marked,
+ * gets PBND_DROP and keeps its cell. Its move left it at most one column outside the
+ * cluster, so the shift leaves it in the cluster or, below xlo, in the one before (two
+ * columns below xlo only where that one is a column wide: the first, whose particles drop).
+ * Returns the new code. */
+EMPIC_HD unsigned window_shift_particle(uint32_t *cell, unsigned code, int xlo)
 {
     uint32_t cv = *cell;
     int i = cell_i(cv) - 1, drop = (code == PBND_DROP) | (i < 0);
-    int dx = cx_of[i < 0 ? 0 : i] - cx;
     *cell = drop ? cv : cv - 1u; /* i >= 0: cell_pack(i, j), no borrow into j */
-    return drop ? PBND_DROP : ((dx < 0 ? 2u : (unsigned)dx) | (code & 0xcu));
+    return drop ? PBND_DROP : ((i < xlo ? 2u : 0u) | (code & 0xcu));
 }
 
 #endif

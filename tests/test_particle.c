@@ -209,20 +209,25 @@ static void test_sort_need(void)
 }
 
 /* The window's shift of a particle: one column back, the x part of its code for its new
- * cluster column, PBND_DROP at the first column or when already marked. */
+ * cluster column, PBND_DROP at the first column or when already marked. Clusters of two
+ * columns: x0 = {0, 2, 4, 6, 8}. */
 static void test_window_shift(void)
 {
-    static const int cx_of[8] = {0, 0, 1, 1, 2, 2, 3, 3};
-    uint32_t cell = cell_pack(4, 5);
-    CU_ASSERT_EQUAL(window_shift_particle(&cell, mig_code(0, 1), cx_of, 2), mig_code(-1, 1));
+    uint32_t cell = cell_pack(4, 5); /* in cluster 2 (first column 4), moved along +y */
+    CU_ASSERT_EQUAL(window_shift_particle(&cell, mig_code(0, 1), 4), mig_code(-1, 1));
     CU_ASSERT(cell_i(cell) == 3 && cell_j(cell) == 5);
-    CU_ASSERT_EQUAL(window_shift_particle(&cell, mig_code(1, 0), cx_of, 1), mig_code(0, 0));
+    /* moved on to cluster 2 from cluster 1 (first column 2): the shift takes it back */
+    CU_ASSERT_EQUAL(window_shift_particle(&cell, mig_code(1, 0), 2), mig_code(0, 0));
+    CU_ASSERT(cell_i(cell) == 2 && cell_j(cell) == 5);
+    /* moved from cluster 2 into cluster 1's last column: the shift keeps it going there */
+    cell = cell_pack(3, 5);
+    CU_ASSERT_EQUAL(window_shift_particle(&cell, mig_code(-1, 0), 4), mig_code(-1, 0));
     CU_ASSERT(cell_i(cell) == 2 && cell_j(cell) == 5);
     cell = cell_pack(0, 5);
-    CU_ASSERT_EQUAL(window_shift_particle(&cell, 0, cx_of, 0), PBND_DROP);
+    CU_ASSERT_EQUAL(window_shift_particle(&cell, 0, 0), PBND_DROP);
     CU_ASSERT(cell_i(cell) == 0 && cell_j(cell) == 5);
     cell = cell_pack(6, 1);
-    CU_ASSERT_EQUAL(window_shift_particle(&cell, PBND_DROP, cx_of, 3), PBND_DROP);
+    CU_ASSERT_EQUAL(window_shift_particle(&cell, PBND_DROP, 6), PBND_DROP);
 }
 
 static void test_gather_uniform(void)

@@ -29,7 +29,7 @@ static void shift_particles(species *s, const clusters *cl, double *lost)
 {
 #pragma omp parallel for schedule(dynamic)
     for (int c = 0; c < cl->n; c++) {
-        const int cx = c % cl->ncx, *restrict cxo = cl->cx_of;
+        const int cx = c % cl->ncx, xlo = cl->x0[cx];
         const int b = s->start[c], e = b + s->count[c];
         if (cx == 0) { /* the back column's particles: their energy leaves with them */
             double v = 0.0;
@@ -42,7 +42,7 @@ static void shift_particles(species *s, const clusters *cl, double *lost)
         uint8_t *restrict code = s->code;
 #pragma omp simd
         for (int p = b; p < e; p++)
-            code[p] = (uint8_t)window_shift_particle(&cell[p], code[p], cxo, cx);
+            code[p] = (uint8_t)window_shift_particle(&cell[p], code[p], xlo);
         int h[4][16] = {{0}}, *hist = s->hist + 9 * c, p = b;
         for (; p + 4 <= e; p += 4) {
             h[0][code[p]]++;
