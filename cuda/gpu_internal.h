@@ -679,12 +679,14 @@ static inline void gpu_debug(gpu_state *g, const pic_state *st, enum gpu_debug_p
 }
 /* EMPIC_GPU_TRACE=PREFIX (gpu_trace.cu): a mark after each kernel launch (gpu_launched),
  * NCCL group and host wait into PREFIX.rankN.csv; nothing when unset. gpu_trace_wait: a host
- * wait that began at `since` (gpu_trace_now's clock) and ends now. */
+ * wait that began at `since` (gpu_trace_now's clock) and ends now; gpu_trace_host: the
+ * host's work since the last mark, marked as such a wait. */
 typedef struct gpu_trace gpu_trace;
 void gpu_trace_open(gpu_state *g);
 void gpu_trace_mark(gpu_state *g, const char *what);
 double gpu_trace_now(const gpu_state *g);
 void gpu_trace_wait(gpu_state *g, const char *what, double since);
+void gpu_trace_host(gpu_state *g, const char *what);
 void gpu_trace_step(gpu_state *g, long step);
 void gpu_trace_close(gpu_state *g);
 /* Field boundaries (gpu_fbnd.cu, the twin of cpu_fbnd.c): setup and free, the hooks of the

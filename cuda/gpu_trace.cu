@@ -108,6 +108,15 @@ void gpu_trace_wait(gpu_state *g, const char *what, double since)
     t->wait_s[k] = omp_get_wtime() - since;
 }
 
+void gpu_trace_host(gpu_state *g, const char *what)
+{
+    gpu_trace *t = g->trace;
+    if (t && t->n > 0) {
+        const int k = t->n - 1;
+        gpu_trace_wait(g, what, t->host[k] + (t->wait_s[k] > 0 ? t->wait_s[k] : 0));
+    }
+}
+
 /* A new step: the host's time since the last step's last mark (the simulation's own work
  * between the steps, its collectives with the other ranks) marked as a wait. */
 void gpu_trace_step(gpu_state *g, long step)
@@ -116,10 +125,7 @@ void gpu_trace_step(gpu_state *g, long step)
     if (!t || step == t->now)
         return;
     t->now = step;
-    if (t->n > 0) {
-        const int k = t->n - 1;
-        gpu_trace_wait(g, "between-steps", t->host[k] + (t->wait_s[k] > 0 ? t->wait_s[k] : 0));
-    }
+    gpu_trace_host(g, "between-steps");
 }
 
 void gpu_trace_close(gpu_state *g)

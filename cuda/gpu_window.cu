@@ -448,7 +448,9 @@ static void stage_append(gpu_state *g, const species *col, const long long *n, i
 void gpu_inject(void *ctx, pic_state *st, species *col, const int *add)
 {
     gpu_state *g = (gpu_state *)ctx;
+    gpu_trace_host(g, "inject-column"); /* the sort's end, the column made and its energy */
     double t0 = host_seconds();
+    const double w0 = gpu_trace_now(g);
     const clusters *cl = st->cl;
     const int i = st->f->nx - 1, cx = cl->cx_of[i], ncy = cl->ncy, nsp = g->nsp;
     long long n[DECK_MAX_SPECIES];
@@ -472,6 +474,7 @@ void gpu_inject(void *ctx, pic_state *st, species *col, const int *add)
     else
         make_room(g, st, n, add, cx);
     stage_upload(g, col, n, add, ncy, total);
+    gpu_trace_wait(g, "inject-stage", w0);
     stage_append(g, col, n, ncy, cx, cl->ncx);
     st->phase_s[PH_SORT] += host_seconds() - t0;
 }

@@ -348,19 +348,24 @@ static void diagnose(sim *S, int want_e, double *fe, double *fb, double *gauss, 
     S->st.phase_s[PH_OTHER] += omp_get_wtime() - t0;
 }
 
+/* The plasma of the window's new last column (column.h), made once (the lab column of the
+ * grid's last cell column). */
+static void front_column(sim *S)
+{
+    const long ig = S->d.nx - 1 + S->win.cells;
+    if (S->front.ig != ig) {
+        column_free(&S->front);
+        column_make(&S->front, S->sp, S->nsp, &S->d, &S->cl, ig);
+    }
+}
+
 /* The moving window has shifted one cell: fresh plasma in the new last column, generated
- * on the host with the initial load's RNG keys (so identical on both backends); a device
- * backend has the next column made on a second thread meanwhile (column.h). */
+ * on the host with the initial load's RNG keys (so identical on both backends). */
 static void inject(sim *S)
 {
     double t0 = omp_get_wtime();
-    const long ig = S->d.nx - 1 + S->win.cells;
     column *c = &S->front;
-    column_wait(c);
-    if (c->ig != ig) {
-        column_free(c);
-        column_make(c, S->sp, S->nsp, &S->d, &S->cl, ig, 0);
-    }
+    front_column(S);
     for (int s = 0; s < S->nsp; s++) {
         S->sp[s].np += c->n[s];
         if (c->col[s].bad.found && !S->sp[s].bad.found) /* sim_after_step stops the run */
@@ -380,8 +385,6 @@ static void inject(sim *S)
     S->st.phase_s[PH_SORT] += omp_get_wtime() - t0;
     S->be->inject(S->be_ctx, &S->st, c->col, c->add);
     column_free(c);
-    if (!S->be->on_host) /* a host backend's threads would share the cores */
-        column_make(c, S->sp, S->nsp, &S->d, &S->cl, ig + 1, 1);
 }
 
 /* The electrons of the step's ionization counted into their species (this rank's), the
@@ -505,6 +508,11 @@ void sim_step(sim *S)
     if (moved) {
         be->window_shift(bc, st);
         st->window_cells = ++S->win.cells;
+        if (!be->on_host) { /* the new column made while the device pushes and sorts */
+            const double t1 = omp_get_wtime();
+            front_column(S);
+            st->phase_s[PH_SORT] += omp_get_wtime() - t1;
+        }
     }
     /* 7. particles that left the box dropped; x(n+1) sorted into their clusters (those of
      * other ranks' clusters sent there: dropped counts them out of this rank) */

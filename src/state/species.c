@@ -691,6 +691,8 @@ void species_inject(species *s, const clusters *cl, int i, const species *col, c
     }
 }
 
+#define COLUMN_THREADS 4
+
 long long species_column(const species *s, const deck *d, const clusters *cl, int i, long ig,
                          species *out, int *add)
 {
@@ -707,26 +709,41 @@ long long species_column(const species *s, const deck *d, const clusters *cl, in
         *out->ion = *s->ion;
     }
     out->z0 = s->z0;
-    profile_eval p;
-    profile_open(&p, s->cfg);
-    long long n = 0;
     const int cx = cl->cx_of[i];
-    for (int cy = 0; cy < cl->ncy; cy++) { /* this rank's clusters of the column */
-        add[cy] = 0;
-        if (cl->own[cluster_id(cl, cx, cy)])
-            for (int j = cl->y0[cy]; j < cl->y0[cy + 1]; j++)
-                add[cy] += load_cell(out, d, &p, i, j, ig, 0, 0);
-        n += add[cy];
-    }
-    species_alloc(out, n > 0 ? (size_t)n : 1);
-    size_t at = 0;
-    for (int cy = 0; cy < cl->ncy; cy++)
-        if (add[cy])
-            for (int j = cl->y0[cy]; j < cl->y0[cy + 1]; j++)
+    int *from = empic_alloc((size_t)(cl->ncy + 1) * sizeof(int), "injection");
+    /* this rank's clusters of the column, their rows counted, then filled at their offsets,
+       the rows spread over a few threads (each particle keyed by its cell: the same whatever
+       the threads; idle OpenMP threads spin on after a parallel region, and more of them
+       would take the cores that a device backend's host threads need) */
+#pragma omp parallel num_threads(COLUMN_THREADS)
+    {
+        profile_eval p;
+        profile_open(&p, s->cfg);
+#pragma omp for schedule(static)
+        for (int cy = 0; cy < cl->ncy; cy++) {
+            add[cy] = 0;
+            if (cl->own[cluster_id(cl, cx, cy)])
+                for (int j = cl->y0[cy]; j < cl->y0[cy + 1]; j++)
+                    add[cy] += load_cell(out, d, &p, i, j, ig, 0, 0);
+        }
+#pragma omp single
+        {
+            from[0] = 0;
+            for (int cy = 0; cy < cl->ncy; cy++)
+                from[cy + 1] = from[cy] + add[cy];
+            species_alloc(out, from[cl->ncy] > 0 ? (size_t)from[cl->ncy] : 1);
+        }
+#pragma omp for schedule(static)
+        for (int cy = 0; cy < cl->ncy; cy++) {
+            size_t at = (size_t)from[cy];
+            for (int j = cl->y0[cy]; j < cl->y0[cy + 1] && add[cy]; j++)
                 at += (size_t)load_cell(out, d, &p, i, j, ig, at, 1);
-    out->np = n;
-    profile_close(&p);
-    return n;
+        }
+        profile_close(&p);
+    }
+    out->np = from[cl->ncy];
+    free(from);
+    return out->np;
 }
 
 long long species_misplaced(const species *s, const clusters *cl)
