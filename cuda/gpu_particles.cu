@@ -578,7 +578,8 @@ __device__ __forceinline__ bool at_rest(const kpart &a, const pentry &E)
  * vacuum: most entries of a box split over ranks) or of neutral atoms at rest only (at_rest:
  * the gas ahead of the laser; they stay, deposit nothing and have no kinetic energy),
  * without push_run's tile and barriers: the many such blocks take no longer than their
- * launch (on a window shift's step gpu_window_particles shifts the atoms after the push). */
+ * launch (on a window shift's step the atoms are shifted after the push: k_window_particles,
+ * k_walls on the walls). */
 template <bool KE>
 __device__ __forceinline__ void push_empty(const kpart &a, const pentry &E)
 {
