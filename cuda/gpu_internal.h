@@ -743,16 +743,13 @@ void gpu_window_j(gpu_state *g);
 void gpu_window_particles(gpu_state *g, const pic_state *st);
 int gpu_window_after_push(const gpu_state *g);
 
-/* The moving window's shift of a cluster's particles where no other pass has them in
- * registers (immobile species, atoms at rest, the walls' clusters; the particle kernel shifts
- * the others as it stores them): the n particles from slot b of a cluster whose first cell
- * column is xlo shifted (cluster.h's window_shift_particle) and its 9-bin histogram counted
- * into sh (9 ints of shared memory, zeroed and then read by the caller across a barrier). A
- * thread takes GPU_VEC consecutive particles with one 16-byte load of their cells and one
- * 4-byte load of their codes (segments start on 32-slot multiples); a warp's bins counted by
- * ballots (nearly every particle lands in the same bin: one shared atomic per warp and bin).
- * Every thread of the block calls it. */
-__device__ __forceinline__ void gpu_window_cluster(uint32_t *cell, uint8_t *code, int b, int n,
+/* The moving window's shift of the n particles from slot b of a cluster whose first cell
+ * column is xlo (cluster.h's window_shift_particle), its 9-bin histogram counted into sh (9
+ * ints of shared memory, zeroed before). A thread takes GPU_VEC consecutive particles with
+ * one 16-byte load of their cells and one 4-byte load of their codes (segments start on
+ * 32-slot multiples); a warp's bins counted by ballots (nearly every particle lands in the
+ * same bin: one shared atomic per warp and bin). */
+__device__ __forceinline__ void window_shift_slots(uint32_t *cell, uint8_t *code, int b, int n,
                                                    int xlo, int *sh)
 {
     const int lane = threadIdx.x & 31;
@@ -802,19 +799,37 @@ __device__ __forceinline__ void gpu_window_cluster(uint32_t *cell, uint8_t *code
     }
 }
 
-/* The energy (ebal.h) of the particles that the window's shift will drop from a back-column
- * cluster (its n particles from slot b, before the shift): each thread's in order, then a
- * fixed-order sum over the block (gpu_block_sum: the sum in thread 0). */
-__device__ __forceinline__ double gpu_window_drops(const uint32_t *cell, const uint8_t *code,
+/* The moving window's shift of a cluster's particles where no other pass has them in
+ * registers (immobile species, atoms at rest, the walls' clusters; the particle kernel shifts
+ * the others as it stores them): its n particles from slot b, its first cell column xlo. In
+ * the back column (back: not atoms at rest, which take nothing away), before the shift, the
+ * energy (ebal.h) of the particles it drops added to *lost: each thread's in order, then a
+ * fixed-order sum over the block; then the particles shifted (window_shift_slots) and the
+ * cluster's 9-bin histogram written to hist. Every thread of the block calls it. */
+__device__ __forceinline__ void gpu_window_cluster(uint32_t *cell, uint8_t *code,
                                                    const float2 *uxy, const float2 *uzw, int b,
-                                                   int n, double *red)
+                                                   int n, int xlo, bool back, double *lost,
+                                                   int *hist)
 {
-    double gone = 0.0;
+    __shared__ int bins[9];
+    __shared__ double red[32];
+    if (threadIdx.x < 9)
+        bins[threadIdx.x] = 0;
+    if (back) { /* the same in the block */
+        double gone = 0.0;
 #pragma unroll 4
-    for (int p = b + threadIdx.x; p < b + n; p += blockDim.x)
-        if (ebal_window_drops(cell_i(cell[p]), code[p]))
-            gone += ebal_particle(uzw[p].y, uxy[p].x, uxy[p].y, uzw[p].x);
-    return gpu_block_sum(gone, red);
+        for (int p = b + threadIdx.x; p < b + n; p += blockDim.x)
+            if (ebal_window_drops(cell_i(cell[p]), code[p]))
+                gone += ebal_particle(uzw[p].y, uxy[p].x, uxy[p].y, uzw[p].x);
+        gone = gpu_block_sum(gone, red);
+        if (threadIdx.x == 0)
+            *lost += gone;
+    }
+    __syncthreads();
+    window_shift_slots(cell, code, b, n, xlo, bins);
+    __syncthreads();
+    if (threadIdx.x < 9)
+        hist[threadIdx.x] = bins[threadIdx.x];
 }
 
 #endif

@@ -95,24 +95,11 @@ typedef struct {
     int shift;                /* the window shifts after this step's fields */
 } kwalls_all;
 
-/* The window's shift of edge cluster c (column cx): the energy of its back-column drops
- * (at rest: none), the particles shifted, the histogram rebuilt. */
-__device__ void walls_shift(const kwalls &a, int c, int cx, bool rest, double *red)
+/* The window's shift of edge cluster c (column cx) of n particles from slot s0. */
+__device__ void walls_shift(const kwalls &a, int c, int cx, int s0, int n, bool rest)
 {
-    __shared__ int bins[9];
-    const int s0 = a.start[c], n = a.count[c];
-    if (threadIdx.x < 9)
-        bins[threadIdx.x] = 0;
-    if (cx == 0 && !rest) { /* the same in the block */
-        const double gone = gpu_window_drops(a.cell, a.code, a.uxy, a.uzw, s0, n, red);
-        if (threadIdx.x == 0)
-            a.lost[c] += gone;
-    }
-    __syncthreads();
-    gpu_window_cluster(a.cell, a.code, s0, n, a.x0[cx], bins);
-    __syncthreads();
-    if (threadIdx.x < 9)
-        a.hist[9 * c + threadIdx.x] = bins[threadIdx.x];
+    gpu_window_cluster(a.cell, a.code, a.uxy, a.uzw, s0, n, a.x0[cx], cx == 0 && !rest,
+                       &a.lost[c], a.hist + 9 * c);
 }
 
 __global__ void k_walls(const __grid_constant__ kwalls_all all)
@@ -123,12 +110,11 @@ __global__ void k_walls(const __grid_constant__ kwalls_all all)
     const int c = a.edge[blockIdx.x], cx = c % a.w.ncx, cy = c / a.w.ncx;
     const int s0 = a.start[c], n = a.count[c];
     const bool rest = a.rest && a.rest[c];
-    __shared__ double sh[32];
     if (n == 0)
         return;
     if (rest) { /* nothing moved, nothing deposited (most edge clusters of a foil's box) */
         if (all.shift)
-            walls_shift(a, c, cx, rest, sh);
+            walls_shift(a, c, cx, s0, n, rest);
         return;
     }
     const pbnd_edges e = pbnd_edges_of(&a.w, cx, cy);
@@ -146,11 +132,12 @@ __global__ void k_walls(const __grid_constant__ kwalls_all all)
         v += ebal_wall(c0, a.code[p], a.uzw[p].y, ux, uy, uz, a.uxy[p].x, a.uxy[p].y,
                        a.uzw[p].x);
     }
+    __shared__ double sh[32];
     v = gpu_block_sum(v, sh);
     if (threadIdx.x == 0)
         a.lost[c] += v;
     if (all.shift)
-        walls_shift(a, c, cx, rest, sh);
+        walls_shift(a, c, cx, s0, n, rest);
     if (!a.live[c])
         return; /* a tile not stored this step: the sums skip it */
     /* the fold, its lines shared by the block's threads (one thread's chain of dependent

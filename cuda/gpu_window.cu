@@ -101,28 +101,21 @@ __global__ void k_window_particles(const __grid_constant__ kwindow w, const int 
     if (w.mobile[sp] && !(rest && in_box(own, cx, cy) &&
                           !pbnd_edge_cluster(w.walls[sp], cx, cy, ncx, ncy)))
         return; /* the same in the block */
-    __shared__ int sh[9];
-    __shared__ double red[GPU_THREADS / 32];
-    if (threadIdx.x < 9)
-        sh[threadIdx.x] = 0;
-    const int b = w.start[sp][c], n = w.count[sp][c];
-    if (cx == 0 && !rest) {
-        const double gone = gpu_window_drops(w.cell[sp], w.code[sp], w.uxy[sp], w.uzw[sp], b,
-                                             n, red);
-        if (threadIdx.x == 0)
-            w.lost[sp][c] += gone;
-    }
-    __syncthreads();
-    gpu_window_cluster(w.cell[sp], w.code[sp], b, n, x0[cx], sh);
-    __syncthreads();
-    if (threadIdx.x < 9)
-        w.hist[sp][9 * c + threadIdx.x] = sh[threadIdx.x];
+    gpu_window_cluster(w.cell[sp], w.code[sp], w.uxy[sp], w.uzw[sp], w.start[sp][c],
+                       w.count[sp][c], x0[cx], cx == 0 && !rest, &w.lost[sp][c],
+                       w.hist[sp] + 9 * c);
+}
+
+/* Whether k_window_particles shifts species s (immobile, or with atoms at rest). */
+static int shifted_after_push(const gpu_state *g, int s)
+{
+    return !g->sp[s].mobile || gpu_rest_of(g, s);
 }
 
 int gpu_window_after_push(const gpu_state *g)
 {
     for (int s = 0; s < g->nsp; s++)
-        if (!g->sp[s].mobile || gpu_rest_of(g, s))
+        if (shifted_after_push(g, s))
             return 1;
     return 0;
 }
@@ -135,7 +128,7 @@ void gpu_window_particles(gpu_state *g, const pic_state *st)
     int m = 0;
     for (int s = 0; s < g->nsp; s++) {
         const gpu_species *d = &g->sp[s];
-        if (d->mobile && !gpu_rest_of(g, s))
+        if (!shifted_after_push(g, s))
             continue; /* shifted by the particle kernel and the walls */
         w.cell[m] = d->cell;
         w.code[m] = d->code;
