@@ -153,6 +153,7 @@ void sim_free(sim *S)
     writer_wait(&S->out);
     probes_free(S);
     column_free(&S->front);
+    column_ahead_close(&S->ahead);
     if (S->energy) /* a run that stopped before report_close */
         fclose(S->energy);
     if (S->be_ctx)
@@ -353,7 +354,7 @@ static void diagnose(sim *S, int want_e, double *fe, double *fb, double *gauss, 
 static void front_column(sim *S)
 {
     const long ig = S->d.nx - 1 + S->win.cells;
-    if (S->front.ig != ig) {
+    if (S->front.ig != ig && !column_collect(&S->ahead, ig, &S->front)) {
         column_free(&S->front);
         column_make(&S->front, S->sp, S->nsp, &S->d, &S->cl, ig);
     }
@@ -370,20 +371,16 @@ static void inject(sim *S)
         S->sp[s].np += c->n[s];
         if (c->col[s].bad.found && !S->sp[s].bad.found) /* sim_after_step stops the run */
             S->sp[s].bad = c->col[s].bad;
-        /* the energy the fresh plasma brings (ebal.h), per cluster row in particle order */
-        const species *col = &c->col[s];
-        const int *add = c->add + (size_t)s * (S->cl.ncy + 1);
-        for (int cy = 0, p = 0; cy < S->cl.ncy; cy++) {
+        for (int cy = 0; cy < S->cl.ncy; cy++) { /* the energy the fresh plasma brings */
             const int cl = S->cl.ncx - 1 + S->cl.ncx * cy;
-            double v = 0.0;
-            for (int q = 0; q < add[cy]; q++, p++)
-                v += ebal_particle(col->w[p], col->ux[p], col->uy[p], col->uz[p]);
             if (S->cl.own[cl])
-                S->gain[(size_t)s * S->cl.n + cl] += v;
+                S->gain[(size_t)s * S->cl.n + cl] += c->energy[s * S->cl.ncy + cy];
         }
     }
     S->st.phase_s[PH_SORT] += omp_get_wtime() - t0;
     S->be->inject(S->be_ctx, &S->st, c->col, c->add);
+    if (!S->be->on_host) /* the next one while the device steps */
+        column_ask(&S->ahead, S->sp, S->nsp, &S->d, &S->cl, c->ig + 1);
     column_free(c);
 }
 
@@ -508,11 +505,8 @@ void sim_step(sim *S)
     if (moved) {
         be->window_shift(bc, st);
         st->window_cells = ++S->win.cells;
-        if (!be->on_host) { /* the new column made while the device pushes and sorts */
-            const double t1 = omp_get_wtime();
-            front_column(S);
-            st->phase_s[PH_SORT] += omp_get_wtime() - t1;
-        }
+        if (!be->on_host) /* the new column made while the device works, unless it was */
+            column_ask(&S->ahead, S->sp, S->nsp, &S->d, &S->cl, S->d.nx - 1 + S->win.cells);
     }
     /* 7. particles that left the box dropped; x(n+1) sorted into their clusters (those of
      * other ranks' clusters sent there: dropped counts them out of this rank) */
