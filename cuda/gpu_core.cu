@@ -708,17 +708,20 @@ int gpu_fits(void *ctx, const pic_state *st, size_t size, const size_t *alloc,
  * pinned, so that dumps copy them at full bus speed (not fatal if refused). */
 static void open_fields(gpu_state *g, const emf *f)
 {
-    /* over several ranks the main stream's chain (the sort with its exchanges) is the
-     * step's longest: its kernels go first when both streams have work, after those of
-     * border_stream (gpu_particles_border_setup), whose clusters the neighbours wait for */
+    /* over several ranks the kernels of border_stream go first (gpu_particles_border_setup:
+     * the neighbours wait for its clusters), then those of the fields' chain after the push
+     * (J's sums, E, its exchange, the next B: the longest on the laser-wakefield decks,
+     * where the sort's passes beside it held its J sums back), then the sort's */
     int least = 0, greatest = 0;
     GPU_CK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    const int fields = greatest < least ? greatest + 1 : greatest;
+    const int sort = fields < least ? fields + 1 : fields;
     GPU_CK(cudaStreamCreateWithPriority(&g->main_stream, cudaStreamNonBlocking,
-                                        g->ranks > 1 ? (greatest < least ? greatest + 1
-                                                                         : greatest)
-                                                     : least));
-    GPU_CK(cudaStreamCreateWithPriority(&g->field_stream, cudaStreamNonBlocking, least));
-    GPU_CK(cudaStreamCreateWithPriority(&g->inner_stream, cudaStreamNonBlocking, least));
+                                        g->ranks > 1 ? sort : least));
+    GPU_CK(cudaStreamCreateWithPriority(&g->field_stream, cudaStreamNonBlocking,
+                                        g->ranks > 1 ? fields : least));
+    GPU_CK(cudaStreamCreateWithPriority(&g->inner_stream, cudaStreamNonBlocking,
+                                        g->ranks > 1 ? fields : least));
     GPU_CK(cudaEventCreateWithFlags(&g->tiles_ready, cudaEventDisableTiming));
     GPU_CK(cudaEventCreateWithFlags(&g->j_inner, cudaEventDisableTiming));
     GPU_CK(cudaEventCreateWithFlags(&g->e_inner, cudaEventDisableTiming));

@@ -260,8 +260,8 @@ struct gpu_state {
     cudaEvent_t border_ready, border_pushed, border_done;
     int halo_early;               /* this step's histogram halo went on border_stream */
     /* J's fold along x went there too: the border clusters' guard sums sent while the rest
-     * is pushed (fold_sent: border -> field stream), unpacked by gpu_acc_finish
-     * (gpu_nccl_halo) */
+     * is pushed (fold_sent: border -> field stream), added by k_tiles_frame or unpacked by
+     * gpu_acc_finish (gpu_nccl_halo) */
     int fold_x_early;
     cudaEvent_t fold_sent;
     /* phase timers: events recorded in the stream, read once the stream has passed them */

@@ -33,8 +33,9 @@ void gpu_nccl_halo(struct gpu_state *g, void *const a[], int ncomp, int fold,
  * k (to -, to +, from -, from +) of the three x fold bands of 64-bit sums, in k_band_pack's
  * layout (allocated at first use); gpu_nccl_fold_x_send sends areas 0 and 1 to the x
  * neighbours and takes 2 and 3 from them, on the sort's communicator in the stream, records
- * g->fold_sent and sets g->fold_x_early, so that the next gpu_nccl_halo with a fold adds
- * what came in instead of exchanging its x bands. */
+ * g->fold_sent and sets g->fold_x_early, so that J's frame (gpu_particles.cu's
+ * tiles_current) or the next gpu_nccl_halo with a fold adds what came in instead of
+ * exchanging its x bands. */
 unsigned long long *gpu_nccl_fold_x_area(struct gpu_state *g, int k);
 void gpu_nccl_fold_x_send(struct gpu_state *g, int ncomp);
 

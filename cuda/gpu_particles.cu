@@ -834,6 +834,38 @@ __global__ void k_tiles_sum(ktiles a, int add, long long *acc, size_t size, size
     }
 }
 
+/* Several ranks, J's x fold sent early and no exchange along y (frame_at_once): acc's frame
+ * finished at once, what k_tiles_sum, gpu_acc_finish's fold (the x bands that came in,
+ * in_lo from the - side and in_hi from the +, k_band_pack's layout, added into the G cells
+ * next to each border) and k_acc_convert give, without the round trip through acc: the
+ * same wrapping integer adds, one rounding; guards zero. n = acc_frame_n. */
+__global__ void k_tiles_frame(ktiles a, size_t n, int stride, int i0, int j0, int w, int h,
+                              const unsigned long long *in_lo, const unsigned long long *in_hi,
+                              int rows, double inv, float *d0, float *d1, float *d2)
+{
+    const int G = EMF_GUARD;
+    const size_t t = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    if (t >= n)
+        return;
+    const int2 cr = frame_element(t, stride, w, h);
+    const size_t e = (size_t)cr.y * stride + cr.x;
+    float *const d[3] = {d0, d1, d2};
+    if (cr.x < G || cr.x >= G + w || cr.y < G || cr.y >= G + h) {
+        d0[e] = d1[e] = d2[e] = 0.0f;
+        return;
+    }
+    unsigned long long v[3] = {0, 0, 0};
+    tiles_sum_cell(a, cr.x - G + i0, cr.y - G + j0, v);
+    const size_t per = (size_t)rows * G;
+    const unsigned long long *in = NULL;
+    if (in_lo && cr.x < 2 * G)
+        in = in_lo + (size_t)cr.y * G + (cr.x - G);
+    else if (in_hi && cr.x >= w)
+        in = in_hi + (size_t)cr.y * G + (cr.x - w);
+    for (int k = 0; k < 3; k++)
+        d[k][e] = (float)((double)(long long)(v[k] + (in ? in[k * per] : 0ull)) * inv);
+}
+
 /* Several ranks, J's x fold sent early (fold_early): the tile sums of this rank's guard
  * columns, every row, low band to lo and high band to hi in k_band_pack's layout (component
  * after component, rows in order, G columns each): what k_tiles_sum puts in acc's guards. */
@@ -996,6 +1028,15 @@ static void fold_early(gpu_state *g, int nset)
     g->open = open;
 }
 
+/* Whether acc's frame can be finished by k_tiles_frame alone: J's x fold went early and
+ * nothing is exchanged or folded along y (no rank there, no periodic side), the x bands
+ * apart. */
+static int frame_at_once(const gpu_state *g)
+{
+    return g->fold_x_early && gpu_axis_kind(g, 1) == -1 && acc_frame_n(g) &&
+           g->i1 - g->i0 >= 2 * EMF_GUARD;
+}
+
 /* The current of nset tile sets into J: at once on one rank, through acc over several:
  * there acc's frame is summed, folded and rounded by gpu_acc_finish on this stream while
  * inner_stream (with the field phase beside the sort) sums the cells that no fold reaches
@@ -1019,7 +1060,19 @@ static void tiles_current(gpu_state *g, int nset)
         GPU_CK(cudaEventRecord(g->j_inner, g->stream));
         g->stream = s;
     }
-    if (frame) {
+    if (frame && frame_at_once(g)) {
+        const int ex = gpu_exchange_begin(g);
+        GPU_CK(cudaStreamWaitEvent(g->stream, g->fold_sent, 0)); /* fold_early's message */
+        gpu_exchange_end(g, ex);
+        g->fold_x_early = 0;
+        const size_t n = acc_frame_n(g);
+        k_tiles_frame<<<gpu_blocks(n, 256), 256, 0, g->stream>>>(
+            ktiles_of(g, g->tile_live, nset, 3), n, g->stride, g->i0, g->j0, g->i1 - g->i0,
+            g->j1 - g->j0, g->nb[SIDE_XMIN] >= 0 ? gpu_nccl_fold_x_area(g, 2) : NULL,
+            g->nb[SIDE_XMAX] >= 0 ? gpu_nccl_fold_x_area(g, 3) : NULL, g->rows,
+            1.0 / (double)g->scale, g->j[0], g->j[1], g->j[2]);
+        GPU_LAUNCHED(g, "k_tiles_frame");
+    } else if (frame) {
         tiles_sum(g, g->tile_live, nset, 3, 0, 1);
         gpu_acc_finish(g, 3, g->j[0], g->j[1], g->j[2], 1);
     }
