@@ -727,6 +727,8 @@ static void open_fields(gpu_state *g, const emf *f)
     GPU_CK(cudaEventCreateWithFlags(&g->e_inner, cudaEventDisableTiming));
     GPU_CK(cudaEventCreateWithFlags(&g->e_made, cudaEventDisableTiming));
     GPU_CK(cudaEventCreateWithFlags(&g->flows_done, cudaEventDisableTiming));
+    GPU_CK(cudaEventCreateWithFlags(&g->e_cells, cudaEventDisableTiming));
+    GPU_CK(cudaEventCreateWithFlags(&g->b_inner, cudaEventDisableTiming));
     GPU_CK(cudaEventCreateWithFlags(&g->pushed, cudaEventDisableTiming));
     GPU_CK(cudaEventCreateWithFlags(&g->fields_done, cudaEventDisableTiming));
     GPU_CK(cudaEventCreateWithFlags(&g->b_ready, cudaEventDisableTiming));
@@ -937,6 +939,8 @@ void gpu_memory_close(gpu_state *g, pic_state *st)
         cudaEventDestroy(g->e_inner);
         cudaEventDestroy(g->e_made);
         cudaEventDestroy(g->flows_done);
+        cudaEventDestroy(g->e_cells);
+        cudaEventDestroy(g->b_inner);
     }
     if (g->border_stream) {
         cudaStreamDestroy(g->border_stream);

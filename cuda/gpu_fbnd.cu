@@ -65,7 +65,7 @@ void gpu_fbnd_free(gpu_state *g)
     for (int k = 0; k < 4; k++)
         if (g->mur_old[k])
             cudaFree(g->mur_old[k]);
-    for (int e = 0; e < 2; e++)
+    for (int e = 0; e < GPU_BOUND_SLOTS; e++)
         if (g->bound[e].dev)
             cudaFree(g->bound[e].dev);
 }
@@ -292,13 +292,13 @@ __global__ void k_fbnd_e(const int2 *blocks, int4 box, int off, int s, float *ex
         bound_cell(a, 1, i, j, off, s, ex, ey, ez, bx, by, bz, dt, 0);
 }
 
-void gpu_fbnd_b(gpu_state *g, const pic_state *st, int4 box, int halves, int upd, float hx,
-                float hy)
+void gpu_fbnd_b(gpu_state *g, const pic_state *st, int4 box, int slot, int halves, int upd,
+                float hx, float hy)
 {
     const kbound a = bound_of(g, st, 0);
     if (!a.nlayers && !a.nlines)
         return;
-    gpu_bound_blocks *L = &g->bound[0];
+    gpu_bound_blocks *L = &g->bound[slot];
     const int n = bound_blocks(g, L, a, box);
     if (!n)
         return;
@@ -343,9 +343,9 @@ void gpu_fbnd_e(gpu_state *g, const pic_state *st)
 {
     const kbound a = bound_of(g, st, 1);
     const int4 box = cells_of(g);
-    const int n = a.nlayers || a.nlines ? bound_blocks(g, &g->bound[1], a, box) : 0;
+    const int n = a.nlayers || a.nlines ? bound_blocks(g, &g->bound[BOUND_E], a, box) : 0;
     if (n) {
-        k_fbnd_e<<<n, dim3(BX, BY), 0, g->stream>>>(g->bound[1].dev, box, g->off, g->stride,
+        k_fbnd_e<<<n, dim3(BX, BY), 0, g->stream>>>(g->bound[BOUND_E].dev, box, g->off, g->stride,
                                                     g->e[0], g->e[1], g->e[2], g->b[0],
                                                     g->b[1], g->b[2], (float)st->f->dt, a);
         GPU_LAUNCHED(g, "k_fbnd_e");

@@ -381,26 +381,37 @@ static int b_cells(const gpu_state *g, const pic_state *st, mesh *m)
     return 1;
 }
 
-/* B's halves (k_b_step's `halves`) over the cells of m with their boundary terms, and the
- * guards that the pass did not make (wide: b_cells) filled; b_ready once B(n) is made. */
-static void b_step(gpu_state *g, const pic_state *st, const mesh &m, int wide, int halves,
-                   int upd)
+/* B's halves (k_b_step's `halves`) over the cells of m with their boundary terms (listed in
+ * bound[slot]), and the guards that the pass did not make (wide: b_cells) filled. */
+static void b_step(gpu_state *g, const pic_state *st, const mesh &m, int slot, int wide,
+                   int halves, int upd)
 {
     const emf *f = st->f;
     const float hx = (float)(0.5 * f->dt / f->dx), hy = (float)(0.5 * f->dt / f->dy);
+    if (m.i1 <= m.i0 || m.j1 <= m.j0)
+        return;
     k_b_step<<<mesh_grid(m), dim3(FX, FY), 0, g->stream>>>(m, g->b[0], g->b[1], g->b[2],
                                                            g->bn[0], g->bn[1], g->bn[2],
                                                            g->e[0], g->e[1], g->e[2], hx, hy,
                                                            halves);
     GPU_LAUNCHED(g, "k_b_step");
     if (f->fb)
-        gpu_fbnd_b(g, st, make_int4(m.i0, m.i1, m.j0, m.j1), halves, upd, hx, hy);
+        gpu_fbnd_b(g, st, make_int4(m.i0, m.i1, m.j0, m.j1), slot, halves, upd, hx, hy);
     if (!m.images && !wide) {
         float *const b[6] = {g->b[0], g->b[1], g->b[2], g->bn[0], g->bn[1], g->bn[2]};
         gpu_guard_fill_n(g, b + (halves == 2 ? 3 : 0), halves == 3 ? 6 : 3);
     }
-    if (halves & 1)
-        GPU_CK(cudaEventRecord(g->b_ready, g->stream));
+}
+
+/* Whether B's step over the guards (b_cells) splits around E's guard exchange: the cells
+ * whose stencil stays in this rank's E (all but the last column before a rank on the right,
+ * and the guards) on inner_stream as soon as E's cells are final (e_cells), the strips at the
+ * x borders after the exchange. Ranks along x only (along y the exchange also fills the
+ * corners and a periodic side this rank holds alone). */
+static int b_split(const gpu_state *g, int wide)
+{
+    return wide && g->overlap && gpu_axis_kind(g, 1) == -1 && g->i1 - g->i0 > 2 * EMF_GUARD &&
+           (g->nb[SIDE_XMIN] >= 0 || g->nb[SIDE_XMAX] >= 0);
 }
 
 /* B(n) = B(n-1/2) - dt/2 curl E(n), which the push waits for (b_ready), and B(n+1/2) = B(n)
@@ -417,12 +428,27 @@ void gpu_b_half(void *ctx, pic_state *st)
     const int upd = pml_psi_due(&g->psi_step, st->f->step); /* the device's own psi clock */
     mesh m;
     const int wide = b_cells(g, st, &m);
-    if (g->ranks > 1) {
-        b_step(g, st, m, wide, 3, upd);
+    if (b_split(g, wide)) {
+        mesh in = m, lo = m, hi = m;
+        in.i0 = lo.i1 = g->i0;
+        in.i1 = hi.i0 = g->nb[SIDE_XMAX] >= 0 ? g->i1 - 1 : m.i1;
+        g->stream = g->inner_stream;
+        GPU_CK(cudaStreamWaitEvent(g->stream, g->e_cells, 0));
+        b_step(g, st, in, BOUND_B, 1, 3, upd);
+        GPU_CK(cudaEventRecord(g->b_inner, g->stream));
+        g->stream = g->field_stream;
+        b_step(g, st, lo, BOUND_B_LO, 1, 3, upd);
+        b_step(g, st, hi, BOUND_B_HI, 1, 3, upd);
+        GPU_CK(cudaStreamWaitEvent(g->stream, g->b_inner, 0));
+    } else if (g->ranks > 1) {
+        b_step(g, st, m, BOUND_B, wide, 3, upd);
     } else {
-        b_step(g, st, m, wide, 1, upd);
-        b_step(g, st, m, wide, 2, upd);
+        b_step(g, st, m, BOUND_B, wide, 1, upd);
+        GPU_CK(cudaEventRecord(g->b_ready, g->stream));
+        b_step(g, st, m, BOUND_B, wide, 2, upd);
     }
+    if (g->ranks > 1)
+        GPU_CK(cudaEventRecord(g->b_ready, g->stream));
     gpu_toc(g, t, PH_FIELD);
     gpu_fields_end(g);
     gpu_debug(g, st, DBG_B_HALF);
@@ -495,6 +521,7 @@ void gpu_fields(void *ctx, pic_state *st)
         float *const eb[6] = {g->e[0], g->e[1], g->e[2], g->b[0], g->b[1], g->b[2]};
         gpu_guard_fill_n(g, eb, 6);
     } else if (!m.images) {
+        GPU_CK(cudaEventRecord(g->e_cells, g->stream)); /* gpu_b_half's split */
         gpu_guard_fill(g, g->e[0], g->e[1], g->e[2]);
     }
     if (beside) /* before anything on this stream changes the fields again */

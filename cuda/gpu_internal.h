@@ -99,6 +99,10 @@ typedef struct {
     int n, cap;
 } gpu_bound_blocks;
 
+/* Their slots: E's, and B's over the cells of a box (its own, or the part of a split B
+ * step: the inner box, the strips next to the - and + x borders). */
+enum { BOUND_E, BOUND_B, BOUND_B_LO, BOUND_B_HI, GPU_BOUND_SLOTS };
+
 /* A species' staging for the sort across rank borders (gpu_sort.cu: border_pass): four
  * areas (leavers going up and down, leavers come from up and down) on the device and, for
  * the staged transport, in pinned host memory (else host is NULL), and the table of the
@@ -210,7 +214,7 @@ struct gpu_state {
     int px, py;                   /* the box is periodic along x, y */
     int nlayers;
     gpu_layer layer[4];
-    gpu_bound_blocks bound[2];    /* B's and E's boundary launches (gpu_fbnd.cu) */
+    gpu_bound_blocks bound[GPU_BOUND_SLOTS]; /* the boundary launches (gpu_fbnd.cu) */
     float *mur_old[4];            /* per Mur side: its 4 lines of old values (pml.h) */
     int *cx_of, *cy_of;           /* device copies of clusters.cx_of / cy_of */
     int *spare_start;             /* the segment starts a global rearrangement makes */
@@ -250,6 +254,9 @@ struct gpu_state {
      * sums -> the stream that changes E next (flows_done): those before E's update
      * (gpu_particles), those of E(n+1) beside E's guard fill (gpu_fields) */
     cudaEvent_t e_made, flows_done;
+    /* field -> inner: the cells of E(n+1) final, its guards' exchange queued next (e_cells);
+     * inner -> field: B's half steps there done (b_inner): gpu_b_half's split */
+    cudaEvent_t e_cells, b_inner;
     /* NCCL ranks: the clusters whose histograms the neighbours need (nborder entries at
      * border_entries, device) are pushed on border_stream beside the main stream's push of
      * the rest (not on a window shift's step with an immobile or ionizing species), their
@@ -697,8 +704,8 @@ void gpu_fbnd_free(gpu_state *g);
  * boundary terms of B(n) (halves & 1, the layers' psi updated when upd) and of B(n+1/2) in bn
  * (halves & 2), B(n+1/2) made again from B(n) where the two were made in one pass (halves ==
  * 3; hx, hy the half step's); after the E step: Mur's save before it, the terms after it. */
-void gpu_fbnd_b(gpu_state *g, const pic_state *st, int4 box, int halves, int upd, float hx,
-                float hy);
+void gpu_fbnd_b(gpu_state *g, const pic_state *st, int4 box, int slot, int halves, int upd,
+                float hx, float hy);
 void gpu_fbnd_e_save(gpu_state *g, const pic_state *st);
 void gpu_fbnd_e(gpu_state *g, const pic_state *st);
 void gpu_fbnd_fetch(gpu_state *g, pic_state *st);

@@ -253,6 +253,9 @@ void gpu_window_shift(void *ctx, pic_state *st)
     if (g->ranks > 1) {
         float *const eb[6] = {g->e[0], g->e[1], g->e[2], g->b[0], g->b[1], g->b[2]};
         gpu_guard_fill_n(g, eb, 6);
+        /* gpu_b_half's split after the fill, which reads B's cells that its inner part
+           changes */
+        GPU_CK(cudaEventRecord(g->e_cells, g->stream));
     }
     g->shift++; /* the laser sources' clock (fbnd.shift, written back by gpu_fetch_fields) */
     gpu_toc(g, t, PH_FIELD);
