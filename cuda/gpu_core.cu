@@ -863,8 +863,7 @@ void gpu_memory_close(gpu_state *g, pic_state *st)
     GPU_CK(cudaMemPoolTrimTo(pool, 0));
     void *p[] = {g->store, g->x0, g->y0, g->cx_of, g->cy_of, g->tiles, g->tile_live, g->rest,
                  g->acc, g->partial, g->flags, g->lists, g->heavy, g->spare_start, g->chunk,
-                 g->room,
-                 g->order, g->ion_tab, g->ion_dz, g->avg,
+                 g->room, g->order, g->ion_tab, g->ion_dz, g->avg,
                  g->split.first, g->split.queue, g->split.parts, g->split.tiles,
                  g->split.hist, g->split.live, g->split.ke};
     for (size_t k = 0; k < sizeof p / sizeof p[0]; k++)
@@ -934,13 +933,10 @@ void gpu_memory_close(gpu_state *g, pic_state *st)
         cudaStreamDestroy(g->field_stream);
     if (g->inner_stream) {
         cudaStreamDestroy(g->inner_stream);
-        cudaEventDestroy(g->tiles_ready);
-        cudaEventDestroy(g->j_inner);
-        cudaEventDestroy(g->e_inner);
-        cudaEventDestroy(g->e_made);
-        cudaEventDestroy(g->flows_done);
-        cudaEventDestroy(g->e_cells);
-        cudaEventDestroy(g->b_inner);
+        const cudaEvent_t in[] = {g->tiles_ready, g->j_inner, g->e_inner, g->e_made,
+                                  g->flows_done, g->e_cells, g->b_inner};
+        for (size_t k = 0; k < sizeof in / sizeof in[0]; k++)
+            cudaEventDestroy(in[k]);
     }
     if (g->border_stream) {
         cudaStreamDestroy(g->border_stream);
