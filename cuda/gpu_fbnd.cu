@@ -345,9 +345,10 @@ void gpu_fbnd_e(gpu_state *g, const pic_state *st)
     const int4 box = cells_of(g);
     const int n = a.nlayers || a.nlines ? bound_blocks(g, &g->bound[BOUND_E], a, box) : 0;
     if (n) {
-        k_fbnd_e<<<n, dim3(BX, BY), 0, g->stream>>>(g->bound[BOUND_E].dev, box, g->off, g->stride,
-                                                    g->e[0], g->e[1], g->e[2], g->b[0],
-                                                    g->b[1], g->b[2], (float)st->f->dt, a);
+        k_fbnd_e<<<n, dim3(BX, BY), 0, g->stream>>>(g->bound[BOUND_E].dev, box, g->off,
+                                                    g->stride, g->e[0], g->e[1], g->e[2],
+                                                    g->b[0], g->b[1], g->b[2],
+                                                    (float)st->f->dt, a);
         GPU_LAUNCHED(g, "k_fbnd_e");
     }
     mur_sides(g, st, 0);

@@ -17,8 +17,8 @@ void column_make(column *c, const species *sp, int nsp, const deck *d, const clu
     c->energy = empic_calloc((size_t)nsp * cl->ncy, sizeof(double), "injection");
     for (int s = 0; s < nsp; s++) {
         const species *col = &c->col[s];
-        const int *add = c->add + s * stride;
-        c->n[s] = species_column(&sp[s], d, cl, i, ig, &c->col[s], c->add + s * stride);
+        int *add = c->add + s * stride;
+        c->n[s] = species_column(&sp[s], d, cl, i, ig, &c->col[s], add);
         for (int cy = 0, p = 0; cy < cl->ncy; cy++) /* in particle order */
             for (int q = 0; q < add[cy]; q++, p++)
                 c->energy[s * cl->ncy + cy] +=
