@@ -416,9 +416,8 @@ static int b_split(const gpu_state *g, int wide)
 
 /* B(n) = B(n-1/2) - dt/2 curl E(n), which the push waits for (b_ready), and B(n+1/2) = B(n)
  * - dt/2 curl E(n) into bn (neither reads J or the particles), which gpu_fields swaps in. On
- * one rank B(n+1/2) is made beside the push; over several, where the push's stream runs
- * first (gpu_core.cu) and it would wait for the push's end, in B(n)'s pass, so that the
- * field phase after the push starts with the current. */
+ * one rank B(n+1/2) is made beside the push; over several in B(n)'s pass (beside the push it
+ * measured slower there), split around E's guard exchange where b_split allows. */
 void gpu_b_half(void *ctx, pic_state *st)
 {
     gpu_state *g = (gpu_state *)ctx;
