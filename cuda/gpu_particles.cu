@@ -1383,8 +1383,8 @@ void gpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic)
     gpu_toc(g, t, PH_DEPOSIT);
     /* the energy balance's sums before the E step (E(n), B(n+1/2)), which E's update waits
        for (flows_done), while the particles are pushed: after the border clusters' work on
-       their stream when they went first (on the field stream, the lowest in priority, the
-       push's blocks go first), else on the field stream */
+       their stream when they went first (on the field stream they would wait for the
+       push's blocks, launched before them), else on the field stream */
     if (f->fb) {
         g->stream = border ? g->border_stream : g->overlap ? g->field_stream : g->main_stream;
         gpu_fbnd_flows(g, st, 0, g->bn);
