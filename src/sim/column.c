@@ -12,7 +12,6 @@ void column_make(column *c, const species *sp, int nsp, const deck *d, const clu
     const int i = d->nx - 1, stride = cl->ncy + 1;
     memset(c, 0, sizeof *c);
     c->nsp = nsp;
-    c->ig = ig;
     c->add = empic_calloc((size_t)nsp * stride, sizeof(int), "injection");
     c->energy = empic_calloc((size_t)nsp * cl->ncy, sizeof(double), "injection");
     for (int s = 0; s < nsp; s++) {
@@ -34,7 +33,6 @@ void column_free(column *c)
     free(c->add);
     free(c->energy);
     memset(c, 0, sizeof *c);
-    c->ig = -1;
 }
 
 /* The thread: one column per request, until quit. */
@@ -105,7 +103,6 @@ int column_collect(column_ahead *a, long ig, column *c)
     int got = a->asked && a->ig == ig;
     if (got) {
         ahead_wait(a);
-        column_free(c);
         *c = a->c;
         memset(&a->c, 0, sizeof a->c);
         a->asked = a->made = 0;

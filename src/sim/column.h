@@ -15,14 +15,13 @@ typedef struct {
     int *add;                      /* and its per-row counts, nsp x (ncy + 1) */
     double *energy;                /* and the energy they bring per row, nsp x ncy (ebal.h) */
     long long n[DECK_MAX_SPECIES]; /* particles per species */
-    long ig;                       /* the lab column they fill; -1: none made */
     int nsp;
 } column;
 
-/* c (zeroed or freed) made for lab column ig of the grid's last cell column. */
+/* c (its contents overwritten) made for lab column ig of the grid's last cell column. */
 void column_make(column *c, const species *sp, int nsp, const deck *d, const clusters *cl,
                  long ig);
-/* Frees the particles; c is empty (ig = -1) after. */
+/* Frees the particles; c is empty after. */
 void column_free(column *c);
 
 /* The second thread and the column it makes (zeroed: idle, no thread yet). */
@@ -43,7 +42,8 @@ typedef struct {
  * collected or dropped. */
 void column_ask(column_ahead *a, const species *sp, int nsp, const deck *d,
                 const clusters *cl, long ig);
-/* The column asked for ig moved into c (freed first) once made: 1; 0 when none was. */
+/* The column asked for ig moved into c (its contents overwritten) once made: 1; 0 when none
+ * was. */
 int column_collect(column_ahead *a, long ig, column *c);
 /* A column asked and not collected waited for and freed. */
 void column_drop(column_ahead *a);

@@ -184,8 +184,7 @@ static int move(sim *S, const int *bx, const int *by, double part_s[3])
     const backend *be = S->be;
     const int open = S->be_ctx != NULL;
     double t = omp_get_wtime();
-    column_free(&S->front); /* made for the old share */
-    column_drop(&S->ahead);
+    column_drop(&S->ahead); /* made for the old share */
     if (writer_wait(&S->out)) /* a dump written from the host copies (it said why) */
         S->io_failed = 1;
     if (open) {

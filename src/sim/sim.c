@@ -152,7 +152,6 @@ void sim_free(sim *S)
 {
     writer_wait(&S->out);
     probes_free(S);
-    column_free(&S->front);
     column_ahead_close(&S->ahead);
     if (S->energy) /* a run that stopped before report_close */
         fclose(S->energy);
@@ -349,24 +348,19 @@ static void diagnose(sim *S, int want_e, double *fe, double *fb, double *gauss, 
     S->st.phase_s[PH_OTHER] += omp_get_wtime() - t0;
 }
 
-/* The plasma of the window's new last column (column.h), made once (the lab column of the
- * grid's last cell column). */
-static void front_column(sim *S)
-{
-    const long ig = S->d.nx - 1 + S->win.cells;
-    if (S->front.ig != ig && !column_collect(&S->ahead, ig, &S->front)) {
-        column_free(&S->front);
-        column_make(&S->front, S->sp, S->nsp, &S->d, &S->cl, ig);
-    }
-}
+/* The lab column of the grid's last cell column. */
+static long front_column(const sim *S) { return S->d.nx - 1 + S->win.cells; }
 
 /* The moving window has shifted one cell: fresh plasma in the new last column, generated
- * on the host with the initial load's RNG keys (so identical on both backends). */
+ * on the host with the initial load's RNG keys (so identical on both backends; column.h),
+ * or collected from the thread that made it ahead. */
 static void inject(sim *S)
 {
     double t0 = omp_get_wtime();
-    column *c = &S->front;
-    front_column(S);
+    const long ig = front_column(S);
+    column col, *c = &col;
+    if (!column_collect(&S->ahead, ig, c))
+        column_make(c, S->sp, S->nsp, &S->d, &S->cl, ig);
     for (int s = 0; s < S->nsp; s++) {
         S->sp[s].np += c->n[s];
         if (c->col[s].bad.found && !S->sp[s].bad.found) /* sim_after_step stops the run */
@@ -380,7 +374,7 @@ static void inject(sim *S)
     S->st.phase_s[PH_SORT] += omp_get_wtime() - t0;
     S->be->inject(S->be_ctx, &S->st, c->col, c->add);
     if (!S->be->on_host) /* the next one while the device steps */
-        column_ask(&S->ahead, S->sp, S->nsp, &S->d, &S->cl, c->ig + 1);
+        column_ask(&S->ahead, S->sp, S->nsp, &S->d, &S->cl, ig + 1);
     column_free(c);
 }
 
@@ -506,7 +500,7 @@ void sim_step(sim *S)
         be->window_shift(bc, st);
         st->window_cells = ++S->win.cells;
         if (!be->on_host) /* the new column made while the device works, unless it was */
-            column_ask(&S->ahead, S->sp, S->nsp, &S->d, &S->cl, S->d.nx - 1 + S->win.cells);
+            column_ask(&S->ahead, S->sp, S->nsp, &S->d, &S->cl, front_column(S));
     }
     /* 7. particles that left the box dropped; x(n+1) sorted into their clusters (those of
      * other ranks' clusters sent there: dropped counts them out of this rank) */

@@ -64,8 +64,8 @@ typedef struct {
     float *avg_dump;          /* the means of an averaged dump (fieldavg.h), likewise */
     writer out;               /* the dump being written in the background (CUDA backend) */
     struct probes *probes;    /* the field probes (probes.h), or NULL */
-    column front;             /* the moving window's new front column */
-    column_ahead ahead;       /* on a device backend, the next one made meanwhile */
+    column_ahead ahead;       /* on a device backend, the window's next front column made
+                                 while the device steps */
     int io_failed;            /* an output file could not be written (it was reported): the
                                  run stops cleanly after the step */
     int quiet;
