@@ -739,20 +739,21 @@ static void open_fields(gpu_state *g, const emf *f)
     if (!g->pinned_fields)
         cudaGetLastError();
 
-    g->store = (float *)gpu_malloc(g, 15 * g->size * sizeof(float), "field arrays");
-    GPU_CK(cudaMemset(g->store, 0, 15 * g->size * sizeof(float)));
+    g->pitch = g->size + GPU_SLIDE;
+    g->store = (float *)gpu_malloc(g, 15 * g->pitch * sizeof(float), "field arrays");
+    GPU_CK(cudaMemset(g->store, 0, 15 * g->pitch * sizeof(float)));
     for (int c = 0; c < 3; c++) {
-        g->e[c] = g->store + c * g->size;
-        g->b[c] = g->store + (3 + c) * g->size;
-        g->j[c] = g->store + (6 + c) * g->size;
-        g->bn[c] = g->store + (12 + c) * g->size;
+        g->e[c] = g->store + c * g->pitch;
+        g->b[c] = g->store + (3 + c) * g->pitch;
+        g->j[c] = g->store + (6 + c) * g->pitch;
+        g->bn[c] = g->store + (12 + c) * g->pitch;
         GPU_CK(cudaMemcpy(g->e[c], f->e[c], g->size * sizeof(float), cudaMemcpyHostToDevice));
         GPU_CK(cudaMemcpy(g->b[c], f->b[c], g->size * sizeof(float), cudaMemcpyHostToDevice));
         GPU_CK(cudaMemcpy(g->j[c], f->j[c], g->size * sizeof(float), cudaMemcpyHostToDevice));
     }
-    g->rho = g->store + 9 * g->size;
-    g->tmp = g->store + 10 * g->size;
-    g->rho2 = g->store + 11 * g->size;
+    g->rho = g->store + 9 * g->pitch;
+    g->tmp = g->store + 10 * g->pitch;
+    g->rho2 = g->store + 11 * g->pitch;
     GPU_CK(cudaMemcpy(g->rho, f->rho, g->size * sizeof(float), cudaMemcpyHostToDevice));
 }
 

@@ -120,17 +120,19 @@ static void debug_fields(gpu_state *g, const pic_state *st, const char *phase)
 {
     const long step = st->f->step;
     GPU_CK(cudaStreamSynchronize(g->stream));
-    float *a = (float *)fetch(g->store, 12 * g->size * sizeof(float));
-    static const char *names[12] = {"Ex", "Ey", "Ez", "Bx", "By", "Bz", "Jx",
-                                    "Jy", "Jz", "rho", "tmp", "rho2"};
+    const float *dev[10] = {g->e[0], g->e[1], g->e[2], g->b[0], g->b[1],
+                            g->b[2], g->j[0], g->j[1], g->j[2], g->rho};
+    static const char *names[10] = {"Ex", "Ey", "Ez", "Bx", "By", "Bz", "Jx", "Jy", "Jz", "rho"};
     long long bad = 0;
-    for (int c = 0; c < 10; c++)
+    for (int c = 0; c < 10; c++) {
+        float *a = (float *)fetch(dev[c], g->size * sizeof(float));
         for (size_t k = 0; k < g->size; k++)
-            if (!isfinite(a[c * g->size + k]) && bad++ < 5)
+            if (!isfinite(a[k]) && bad++ < 5)
                 empic_report(NULL, 0, "check step %ld after %s: %s(%d,%d) = %g", step, phase,
                              names[c], (int)(k % g->stride) - EMF_GUARD,
-                             (int)(k / g->stride) - EMF_GUARD, a[c * g->size + k]);
-    free(a);
+                             (int)(k / g->stride) - EMF_GUARD, a[k]);
+        free(a);
+    }
     if (bad)
         EMPIC_DIE("EMPIC_GPU_CHECK: %lld non-finite field values at step %ld", bad, step);
 }

@@ -39,7 +39,8 @@ void gpu_fbnd_setup(gpu_state *g, const pic_state *st)
                               cudaMemcpyHostToDevice));
             for (int m = 0; m < 4; m++) {
                 size_t n = (size_t)L->n * L->len * sizeof(float);
-                D->psi[m] = (float *)gpu_malloc(g, n, "PML layer");
+                D->psi[m] = D->psi_mem[m] = (float *)gpu_malloc(
+                    g, n + GPU_SLIDE * sizeof(float), "PML layer");
                 GPU_CK(cudaMemcpy(D->psi[m], L->psi[m], n, cudaMemcpyHostToDevice));
             }
         }
@@ -60,7 +61,7 @@ void gpu_fbnd_free(gpu_state *g)
     for (int l = 0; l < g->nlayers; l++) {
         cudaFree(g->layer[l].coef);
         for (int m = 0; m < 4; m++)
-            cudaFree(g->layer[l].psi[m]);
+            cudaFree(g->layer[l].psi_mem[m]);
     }
     for (int k = 0; k < 4; k++)
         if (g->mur_old[k])

@@ -78,12 +78,17 @@ typedef struct {
     int absorbing;                /* some side absorbs: drop marked particles before the sort */
 } gpu_species;
 
+/* Floats of room behind each array the moving window slides (gpu_window.cu): so many shifts
+ * before one copy. */
+#define GPU_SLIDE 128
+
 /* One CPML layer on the device (fbnd.h's pml_layer): coefficients eb, ec, bb, bc (n each)
  * and the four psi arrays. */
 typedef struct {
     int axis, n, first, len;
     float *coef;
     float *psi[4];
+    float *psi_mem[4];            /* their allocations: n len + GPU_SLIDE floats each */
 } gpu_layer;
 
 /* The blocks of a phase's boundary launch (gpu_fbnd.cu) that hold cells with terms, and the
@@ -153,7 +158,10 @@ struct gpu_state {
     int *h_hist;                  /* over several ranks: the migration histograms, with those
                                      around this rank's share (pinned; nsp x ncl x 9) */
     gpu_border border[DECK_MAX_SPECIES];
-    float *store;                 /* e[3], b[3], j[3], rho, tmp, rho2, bn[3] */
+    float *store;                 /* e[3], b[3], j[3], rho, tmp, rho2, bn[3]: slots of pitch
+                                     floats, size of them in use from where each array
+                                     points (the window slides e, b and j on: gpu_window.cu) */
+    size_t pitch;
     float *e[3], *b[3], *j[3], *rho, *tmp, *rho2;
     float *bn[3];                 /* B(n+1/2), made beside the push (gpu_b_half) and swapped
                                      with b by gpu_fields */

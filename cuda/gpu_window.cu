@@ -23,56 +23,86 @@ static double host_seconds(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* Shift row[from..len) one entry toward the front in place, the last entry becoming 0: the
- * block walks the row in spans of SHIFT_V entries per thread, all of a span read (its loads
- * in flight together) before any of it is written, and a span's writes never reach the next
- * span's reads. */
-#define SHIFT_V 8
-__device__ void shift_row(float *row, int from, int len)
+/* The window's shift of an array of rows: every row one entry toward -x, its last entry
+ * cleared, its first `first` entries kept (the guards below x = 0 at the box's edge). Moving
+ * the array's pointer one float on shifts every row at once (x is the fastest index), so a
+ * shift copies nothing: the array lies in an allocation with GPU_SLIDE floats of room behind
+ * it, used up one shift at a time, then copied back to the allocation's start. */
+
+/* Array *p (n floats of an allocation of cap floats from base) one float on; back to base
+ * first when its room is used up, through g->tmp in pieces of at most g->size floats (the
+ * field stream's order: the filter's use of tmp is done; each piece's copy back ends before
+ * the next piece starts, so it never overwrites what is yet to be read). */
+static void slide(gpu_state *g, float **p, float *base, size_t cap, size_t n)
 {
-    for (int base = from; base < len; base += SHIFT_V * blockDim.x) {
-        float v[SHIFT_V];
-#pragma unroll
-        for (int q = 0; q < SHIFT_V; q++) {
-            const int c = base + q * blockDim.x + threadIdx.x;
-            v[q] = c < len - 1 ? row[c + 1] : 0.0f;
+    if ((size_t)(*p - base) + n + 1 > cap) {
+        for (size_t at = 0; at < n; at += g->size) {
+            const size_t k = n - at < g->size ? n - at : g->size;
+            GPU_CK(cudaMemcpyAsync(g->tmp, *p + at, k * sizeof(float),
+                                   cudaMemcpyDeviceToDevice, g->stream));
+            GPU_CK(cudaMemcpyAsync(base + at, g->tmp, k * sizeof(float),
+                                   cudaMemcpyDeviceToDevice, g->stream));
         }
-        __syncthreads();
-#pragma unroll
-        for (int q = 0; q < SHIFT_V; q++) {
-            const int c = base + q * blockDim.x + threadIdx.x;
-            if (c < len)
-                row[c] = v[q];
-        }
-        __syncthreads();
+        *p = base;
     }
+    (*p)++;
 }
 
-/* Row blockIdx.x of array blockIdx.y (guard rows too): columns [first, stride-1) take the
- * next column, the last is cleared; first = G keeps the guards below x = 0 (the box's
- * edge), first = 0 shifts them too (a rank on the left, whose cells they stand for). */
-typedef struct {
-    float *a[9];
-} arrays9;
-
-__global__ void k_shift_rows(arrays9 arr, int stride, int first)
+/* A field array of the store (e, b, j: each in a slot of g->pitch floats) slid. */
+static void slide_field(gpu_state *g, float **p)
 {
-    shift_row(arr.a[blockIdx.y] + (size_t)blockIdx.x * stride, first, stride);
+    float *base = g->store + (size_t)(*p - g->store) / g->pitch * g->pitch;
+    slide(g, p, base, g->pitch, g->size);
 }
 
-/* psi rows of the layers (fbnd_shift): x layer: row j of n entries; y layer: row l of len.
- * Row blockIdx.x of psi[blockIdx.y] of layer blockIdx.z (all layers in one launch: their
- * arrays are apart). */
+/* The slid arrays of one k_slide_rows launch: nrows rows of len entries each, the first
+ * `first` kept. */
+#define SLIDE_MAX 24
 typedef struct {
-    float *p[4][4];
-    int nrows[4], rowlen[4];
-} psi_rows;
+    float *p[SLIDE_MAX];
+    int rows[SLIDE_MAX], len[SLIDE_MAX], first[SLIDE_MAX];
+    int n;
+} slid_rows;
 
-__global__ void k_shift_psi(psi_rows a)
+static void slid_add(slid_rows *a, float *p, int rows, int len, int first)
 {
-    const int l = blockIdx.z;
-    if ((int)blockIdx.x < a.nrows[l])
-        shift_row(a.p[l][blockIdx.y] + (size_t)blockIdx.x * a.rowlen[l], 0, a.rowlen[l]);
+    a->p[a->n] = p;
+    a->rows[a->n] = rows;
+    a->len[a->n] = len;
+    a->first[a->n++] = first;
+}
+
+/* After the slide: row j's first entries take back the values that slid off them (now one
+ * entry before), and the entry before row j (row j - 1's last, which row j's first entry
+ * slid into) is cleared. Thread j (0..rows) of array blockIdx.y alone reads and writes
+ * those entries. */
+__global__ void k_slide_rows(const __grid_constant__ slid_rows a)
+{
+    const int k = blockIdx.y, j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j > a.rows[k])
+        return;
+    float *row = a.p[k] + (size_t)j * a.len[k], v[EMF_GUARD];
+    const int first = j < a.rows[k] ? a.first[k] : 0;
+#pragma unroll
+    for (int c = 0; c < EMF_GUARD; c++)
+        if (c < first)
+            v[c] = row[c - 1];
+#pragma unroll
+    for (int c = 0; c < EMF_GUARD; c++)
+        if (c < first)
+            row[c] = v[c];
+    if (j > 0)
+        row[-1] = 0.0f;
+}
+
+static void slide_rows(gpu_state *g, const slid_rows *a)
+{
+    int most = 0;
+    for (int k = 0; k < a->n; k++)
+        most = a->rows[k] > most ? a->rows[k] : most;
+    k_slide_rows<<<dim3(gpu_blocks((size_t)most + 1, 128), (unsigned)a->n), 128, 0,
+                   g->stream>>>(*a);
+    GPU_LAUNCHED(g, "k_slide_rows");
 }
 
 /* One block per cluster and species of the list (blockIdx.y: the entry), for the clusters
@@ -186,13 +216,16 @@ static int shift_first(const gpu_state *g)
 
 void gpu_window_j(gpu_state *g)
 {
-    const arrays9 arr = {{g->j[0], g->j[1], g->j[2]}};
     for (; g->j_behind > 0; g->j_behind--) {
         if (g->ranks > 1) /* the column that moves in is the neighbour's */
             gpu_guard_fill(g, g->j[0], g->j[1], g->j[2]);
-        k_shift_rows<<<dim3((unsigned)g->rows, 3), 256, 0, g->stream>>>(arr, g->stride,
-                                                                        shift_first(g));
-        GPU_LAUNCHED(g, "k_shift_rows");
+        slid_rows a;
+        a.n = 0;
+        for (int c = 0; c < 3; c++) {
+            slide_field(g, &g->j[c]);
+            slid_add(&a, g->j[c], g->rows, g->stride, shift_first(g));
+        }
+        slide_rows(g, &a);
     }
 }
 
@@ -203,7 +236,6 @@ void gpu_window_shift(void *ctx, pic_state *st)
        as they were pushed: gpu_window_particles) */
     gpu_fields_begin(g);
     int t = gpu_tic(g, st);
-    const arrays9 arr = {{g->e[0], g->e[1], g->e[2], g->b[0], g->b[1], g->b[2]}};
     /* J waits: the next step's current overwrites it, and what reads it before shifts it
      * first (gpu_window_j). Over several ranks E's and B's guards, filled before the shift
      * (gpu_fields), are filled again after it, and the layers' memories' border columns
@@ -216,23 +248,26 @@ void gpu_window_shift(void *ctx, pic_state *st)
             st->nslot, g->bal);
         GPU_LAUNCHED(g, "k_ebal_shift");
     }
-    k_shift_rows<<<dim3((unsigned)g->rows, 6), 256, 0, g->stream>>>(arr, g->stride, first);
-    GPU_LAUNCHED(g, "k_shift_rows");
+    slid_rows a;
+    a.n = 0;
+    for (int c = 0; c < 3; c++) {
+        slide_field(g, &g->e[c]);
+        slide_field(g, &g->b[c]);
+        slid_add(&a, g->e[c], g->rows, g->stride, first);
+        slid_add(&a, g->b[c], g->rows, g->stride, first);
+    }
     g->j_behind++;
-    if (st->f->fb && g->nlayers > 0) {
-        psi_rows a;
-        memset(&a, 0, sizeof a);
-        int most = 0;
-        for (int l = 0; l < g->nlayers; l++) {
-            const gpu_layer *L = &g->layer[l];
-            for (int m = 0; m < 4; m++)
-                a.p[l][m] = L->psi[m];
-            a.nrows[l] = L->axis ? L->n : L->len;
-            a.rowlen[l] = L->axis ? L->len : L->n;
-            most = a.nrows[l] > most ? a.nrows[l] : most;
+    /* the layers' memories: x layers rows of n entries along x, y layers rows of len */
+    for (int l = 0; st->f->fb && l < g->nlayers; l++) {
+        gpu_layer *L = &g->layer[l];
+        const size_t n = (size_t)L->n * L->len;
+        for (int m = 0; m < 4; m++) {
+            slide(g, &L->psi[m], L->psi_mem[m], n + GPU_SLIDE, n);
+            slid_add(&a, L->psi[m], L->axis ? L->n : L->len, L->axis ? L->len : L->n, 0);
         }
-        k_shift_psi<<<dim3((unsigned)most, 4, (unsigned)g->nlayers), 256, 0, g->stream>>>(a);
-        GPU_LAUNCHED(g, "k_shift_psi");
+    }
+    slide_rows(g, &a);
+    if (st->f->fb && g->nlayers > 0) {
         if (g->ranks > 1 && g->nccl) { /* the layers' last column from the rank on the
                                           right, device to device (gpu_nccl.cu) */
             gpu_nccl_psi_column(g);

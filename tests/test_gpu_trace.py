@@ -66,7 +66,7 @@ def test_kinds_and_gaps(tmp_path):
     """Steps grouped by kind (a window's shift, a rearrangement, plain), and the host's own
     time between two calls where it is long."""
     rows = ["step,stream,what,host_ms,device_ms"]
-    for s, (extra, span) in enumerate([(None, 10.0), ("k_shift_rows", 12.0),
+    for s, (extra, span) in enumerate([(None, 10.0), ("k_slide_rows", 12.0),
                                        ("k_relayout", 20.0), (None, 10.0), (None, 10.0)]):
         t = sum([10.0, 12.0, 20.0, 10.0, 10.0][:s])
         rows.append(f"{s},main,k_push_move,{t + 0.1:.4f},{t + 5.0:.4f}")
@@ -79,4 +79,4 @@ def test_kinds_and_gaps(tmp_path):
     assert ("by kind (steps: median / mean ms): plain 2: 10.0000 / 10.0000; "
             "window shift 1: 12.0000 / 12.0000; rearrangement 1: 20.0000 / 20.0000") in out
     assert "k_push_move -> k_relayout 0.1250 (1)" in out
-    assert "k_push_move -> k_shift_rows 0.1250 (1)" in out
+    assert "k_push_move -> k_slide_rows 0.1250 (1)" in out
