@@ -55,8 +55,8 @@ static void slide_field(gpu_state *g, float **p)
     slide(g, p, base, g->pitch, g->size);
 }
 
-/* The slid arrays of one k_slide_rows launch: nrows rows of len entries each, the first
- * `first` kept. */
+/* The slid arrays of one k_slide_rows launch: `rows` rows of len entries each, the first
+ * `first` of each row kept. */
 #define SLIDE_MAX 24
 typedef struct {
     float *p[SLIDE_MAX];
