@@ -160,7 +160,8 @@ struct gpu_state {
     gpu_border border[DECK_MAX_SPECIES];
     float *store;                 /* e[3], b[3], j[3], rho, tmp, rho2, bn[3]: slots of pitch
                                      floats, size of them in use from where each array
-                                     points (the window slides e, b and j on: gpu_window.cu) */
+                                     points (the window slides e, b and j on, bn by its swaps
+                                     with b: gpu_window.cu) */
     size_t pitch;
     float *e[3], *b[3], *j[3], *rho, *tmp, *rho2;
     float *bn[3];                 /* B(n+1/2), made beside the push (gpu_b_half) and swapped
