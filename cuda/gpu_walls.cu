@@ -119,10 +119,15 @@ __global__ void k_walls(const __grid_constant__ kwalls_all all)
     }
     const pbnd_edges e = pbnd_edges_of(&a.w, cx, cy);
     int *hist = a.hist + 9 * c;
+    /* the particles' codes read only when the move's histogram has some across a wall (in
+       a box with a vacuum margin most edge clusters have none) */
+    const int b = threadIdx.x;
+    const bool crossed = __syncthreads_or(b < 9 && b != 4 && hist[b] > 0 &&
+                                          pbnd_crossed(&e, mig_code_of_bin(b)));
     double v = 0.0; /* the energy the walls took: each thread's particles in order, then a
                        fixed-order sum over the block (a particle that crossed no wall takes
                        none, and its momentum is not read) */
-    for (int p = s0 + threadIdx.x; p < s0 + n; p += blockDim.x) {
+    for (int p = s0 + threadIdx.x; crossed && p < s0 + n; p += blockDim.x) {
         const unsigned c0 = a.code[p];
         if (!pbnd_crossed(&e, c0))
             continue;
