@@ -211,7 +211,6 @@ static void join_at(gpu_state *g, cudaEvent_t ev)
 
 void gpu_fields_join(gpu_state *g) { join_at(g, g->fields_done); }
 
-void gpu_fields_join_b(gpu_state *g) { join_at(g, g->b_ready); }
 
 /* A do-nothing kernel: its image tells whether this build runs on the device. */
 __global__ void k_probe(int *p)
@@ -731,7 +730,6 @@ static void open_fields(gpu_state *g, const emf *f)
     GPU_CK(cudaEventCreateWithFlags(&g->b_inner, cudaEventDisableTiming));
     GPU_CK(cudaEventCreateWithFlags(&g->pushed, cudaEventDisableTiming));
     GPU_CK(cudaEventCreateWithFlags(&g->fields_done, cudaEventDisableTiming));
-    GPU_CK(cudaEventCreateWithFlags(&g->b_ready, cudaEventDisableTiming));
     g->stream = g->main_stream;
     for (int k = 0; k < GPU_EVENTS; k++)
         GPU_CK(cudaEventCreate(&g->ev[k]));
@@ -926,8 +924,6 @@ void gpu_memory_close(gpu_state *g, pic_state *st)
         cudaEventDestroy(g->pushed);
     if (g->fields_done)
         cudaEventDestroy(g->fields_done);
-    if (g->b_ready)
-        cudaEventDestroy(g->b_ready);
     if (g->main_stream)
         cudaStreamDestroy(g->main_stream);
     if (g->field_stream)

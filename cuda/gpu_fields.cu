@@ -414,10 +414,10 @@ static int b_split(const gpu_state *g, int wide)
            (g->nb[SIDE_XMIN] >= 0 || g->nb[SIDE_XMAX] >= 0);
 }
 
-/* B(n) = B(n-1/2) - dt/2 curl E(n), which the push waits for (b_ready), and B(n+1/2) = B(n)
- * - dt/2 curl E(n) into bn (neither reads J or the particles), which gpu_fields swaps in. On
- * one rank B(n+1/2) is made beside the push; over several in B(n)'s pass (beside the push it
- * measured slower there), split around E's guard exchange where b_split allows. */
+/* B(n) = B(n-1/2) - dt/2 curl E(n), which the push waits for, and B(n+1/2) = B(n) - dt/2
+ * curl E(n) into bn (neither reads J or the particles), which gpu_fields swaps in: in one
+ * pass (B(n+1/2) made beside the push in a launch of its own measured slower, on one rank
+ * too), split around E's guard exchange where b_split allows. */
 void gpu_b_half(void *ctx, pic_state *st)
 {
     gpu_state *g = (gpu_state *)ctx;
@@ -439,15 +439,9 @@ void gpu_b_half(void *ctx, pic_state *st)
         b_step(g, st, lo, BOUND_B_LO, 1, 3, upd);
         b_step(g, st, hi, BOUND_B_HI, 1, 3, upd);
         GPU_CK(cudaStreamWaitEvent(g->stream, g->b_inner, 0));
-    } else if (g->ranks > 1) {
-        b_step(g, st, m, BOUND_B, wide, 3, upd);
     } else {
-        b_step(g, st, m, BOUND_B, wide, 1, upd);
-        GPU_CK(cudaEventRecord(g->b_ready, g->stream));
-        b_step(g, st, m, BOUND_B, wide, 2, upd);
+        b_step(g, st, m, BOUND_B, wide, 3, upd);
     }
-    if (g->ranks > 1)
-        GPU_CK(cudaEventRecord(g->b_ready, g->stream));
     gpu_toc(g, t, PH_FIELD);
     gpu_fields_end(g);
     gpu_debug(g, st, DBG_B_HALF);

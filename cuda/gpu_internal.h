@@ -164,8 +164,8 @@ struct gpu_state {
                                      with b: gpu_window.cu) */
     size_t pitch;
     float *e[3], *b[3], *j[3], *rho, *tmp, *rho2;
-    float *bn[3];                 /* B(n+1/2), made beside the push (gpu_b_half) and swapped
-                                     with b by gpu_fields */
+    float *bn[3];                 /* B(n+1/2), made with B(n) (gpu_b_half) and swapped with
+                                     b by gpu_fields */
     float *ext[6];                /* the external fields' arrays (extfield.h) of the components
                                      that vary in space, else NULL: copies of st->ext.a */
     float *h_ext;                 /* their pinned staging (gpu_ext_fields), and the event of */
@@ -255,7 +255,6 @@ struct gpu_state {
     int fields_pending;           /* field_stream has work the main stream has not joined */
     int fbnd;                     /* the box has field boundaries (st->f->fb) */
     cudaEvent_t pushed, fields_done; /* main stream -> field stream, and back */
-    cudaEvent_t b_ready;          /* field stream -> main: B(n) and B(n+1/2) (gpu_b_half) */
     /* field -> inner_stream: the push's tiles (tiles_ready); inner -> field: J's cells that no
      * fold reaches (j_inner, tiles_current) and E's update there (e_inner, gpu_fields) */
     cudaEvent_t tiles_ready, j_inner, e_inner;
@@ -498,13 +497,11 @@ void gpu_exchange_end(gpu_state *g, int begin);
  * gpu_fields_continue queues on field_stream behind its own work alone: B's half step at a
  * step's start, which writes B, read on the main stream by nothing before the push, which
  * joins (ionization reads E), so that it runs beside the last step's ionization and
- * collisions; the particle kernel joins with gpu_fields_join_b, behind B(n) alone (b_ready),
- * so that B(n+1/2) is made beside it. No-ops when g->overlap is 0 (staged exchanges). */
+ * collisions. No-ops when g->overlap is 0 (staged exchanges). */
 void gpu_fields_begin(gpu_state *g);
 void gpu_fields_continue(gpu_state *g);
 void gpu_fields_end(gpu_state *g);
 void gpu_fields_join(gpu_state *g);
-void gpu_fields_join_b(gpu_state *g);
 
 /* gpu_state.rest of the particles as they are, queued (gpu_particles.cu); after the
  * ionization's charge draws, which alone change the charge states, it runs while the host

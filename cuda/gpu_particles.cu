@@ -1327,7 +1327,7 @@ void gpu_particles(void *ctx, pic_state *st, int want_ke, double *kinetic)
         EMPIC_DIE("internal: the push before the last step's ionization ended (gpu_ionize_end)");
     if (!g->rest_valid)
         gpu_rest_flags(g);
-    gpu_fields_join_b(g); /* E(n), B(n) */
+    gpu_fields_join(g); /* E(n), B(n) */
     gpu_debug(g, st, DBG_BEFORE_MOVE);
     kpart a;
     memset(&a, 0, sizeof a);
