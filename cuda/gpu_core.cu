@@ -211,7 +211,6 @@ static void join_at(gpu_state *g, cudaEvent_t ev)
 
 void gpu_fields_join(gpu_state *g) { join_at(g, g->fields_done); }
 
-
 /* A do-nothing kernel: its image tells whether this build runs on the device. */
 __global__ void k_probe(int *p)
 {

@@ -260,27 +260,24 @@ static int bound_blocks(gpu_state *g, gpu_bound_blocks *L, const kbound &a, int4
     return n;
 }
 
-/* After B's half steps (gpu_fbnd_b): the terms of B(n) and of B(n+1/2). */
+/* After B's half steps (gpu_fbnd_b): the terms of B(n), B(n+1/2) made again from it, and
+ * the terms of B(n+1/2). */
 __global__ void k_fbnd_b(const int2 *blocks, int4 box, int off, int s, float *bx, float *by,
                          float *bz, float *nbx, float *nby, float *nbz, float *ex, float *ey,
-                         float *ez, float hx, float hy, float h, int upd, int halves,
+                         float *ez, float hx, float hy, float h, int upd,
                          const __grid_constant__ kbound a)
 {
     int i, j;
     if (!bound_thread(blocks, box, i, j))
         return;
-    if (halves & 1)
-        bound_cell(a, 0, i, j, off, s, ex, ey, ez, bx, by, bz, h, upd);
-    if (halves == 3) { /* B(n+1/2) from the B(n) with its terms */
-        const int k = off + i + j * s;
-        float x, y, z;
-        yee_b_new(bx, by, bz, ex, ey, ez, k, s, hx, hy, &x, &y, &z);
-        nbx[k] = x;
-        nby[k] = y;
-        nbz[k] = z;
-    }
-    if (halves & 2)
-        bound_cell(a, 0, i, j, off, s, ex, ey, ez, nbx, nby, nbz, h, 0);
+    bound_cell(a, 0, i, j, off, s, ex, ey, ez, bx, by, bz, h, upd);
+    const int k = off + i + j * s;
+    float x, y, z;
+    yee_b_new(bx, by, bz, ex, ey, ez, k, s, hx, hy, &x, &y, &z);
+    nbx[k] = x;
+    nby[k] = y;
+    nbz[k] = z;
+    bound_cell(a, 0, i, j, off, s, ex, ey, ez, nbx, nby, nbz, h, 0);
 }
 
 /* After E's step over this rank's cells: their terms. */
@@ -293,8 +290,8 @@ __global__ void k_fbnd_e(const int2 *blocks, int4 box, int off, int s, float *ex
         bound_cell(a, 1, i, j, off, s, ex, ey, ez, bx, by, bz, dt, 0);
 }
 
-void gpu_fbnd_b(gpu_state *g, const pic_state *st, int4 box, int slot, int halves, int upd,
-                float hx, float hy)
+void gpu_fbnd_b(gpu_state *g, const pic_state *st, int4 box, int slot, int upd, float hx,
+                float hy)
 {
     const kbound a = bound_of(g, st, 0);
     if (!a.nlayers && !a.nlines)
@@ -305,7 +302,7 @@ void gpu_fbnd_b(gpu_state *g, const pic_state *st, int4 box, int slot, int halve
         return;
     k_fbnd_b<<<n, dim3(BX, BY), 0, g->stream>>>(
         L->dev, box, g->off, g->stride, g->b[0], g->b[1], g->b[2], g->bn[0], g->bn[1],
-        g->bn[2], g->e[0], g->e[1], g->e[2], hx, hy, (float)(0.5 * st->f->dt), upd, halves, a);
+        g->bn[2], g->e[0], g->e[1], g->e[2], hx, hy, (float)(0.5 * st->f->dt), upd, a);
     GPU_LAUNCHED(g, "k_fbnd_b");
 }
 

@@ -93,22 +93,19 @@ __device__ __forceinline__ void b_half_cell(const mesh &m, int i, int j, int k, 
         guard_images(m, i, j, k, bx, by, bz);
 }
 
-/* B's half steps with E(n) over the cells of m: B(n) = B(n-1/2) - h curl E(n) in place
- * (halves & 1), B(n+1/2) = B(n) - h curl E(n) into bn (halves & 2). Neither half reads another
- * cell's B: both in one pass, or each in a launch of its own (the boundaries' terms of each
- * follow, gpu_fbnd_b). */
+/* B's half steps with E(n) over the cells of m: B(n) = B(n-1/2) - h curl E(n) in place,
+ * B(n+1/2) = B(n) - h curl E(n) into bn. Neither half reads another cell's B: both in one
+ * pass (the boundaries' terms of both follow, gpu_fbnd_b). */
 __global__ void k_b_step(mesh m, float *bx, float *by, float *bz, float *nbx, float *nby,
                          float *nbz, const float *ex, const float *ey, const float *ez,
-                         float hx, float hy, int halves)
+                         float hx, float hy)
 {
     int i, j;
     if (!cell_of_thread(m, i, j))
         return;
     const int k = m.off + i + j * m.stride;
-    if (halves & 1)
-        b_half_cell(m, i, j, k, bx, by, bz, bx, by, bz, ex, ey, ez, hx, hy);
-    if (halves & 2)
-        b_half_cell(m, i, j, k, bx, by, bz, nbx, nby, nbz, ex, ey, ez, hx, hy);
+    b_half_cell(m, i, j, k, bx, by, bz, bx, by, bz, ex, ey, ez, hx, hy);
+    b_half_cell(m, i, j, k, bx, by, bz, nbx, nby, nbz, ex, ey, ez, hx, hy);
 }
 
 /* E(n+1) = E(n) + dt (curl B(n+1/2) - J(n+1/2)) over the cells of m, or with nframe over the
@@ -381,10 +378,10 @@ static int b_cells(const gpu_state *g, const pic_state *st, mesh *m)
     return 1;
 }
 
-/* B's halves (k_b_step's `halves`) over the cells of m with their boundary terms (listed in
+/* B's two half steps (k_b_step) over the cells of m with their boundary terms (listed in
  * bound[slot]), and the guards that the pass did not make (wide: b_cells) filled. */
 static void b_step(gpu_state *g, const pic_state *st, const mesh &m, int slot, int wide,
-                   int halves, int upd)
+                   int upd)
 {
     const emf *f = st->f;
     const float hx = (float)(0.5 * f->dt / f->dx), hy = (float)(0.5 * f->dt / f->dy);
@@ -392,14 +389,13 @@ static void b_step(gpu_state *g, const pic_state *st, const mesh &m, int slot, i
         return;
     k_b_step<<<mesh_grid(m), dim3(FX, FY), 0, g->stream>>>(m, g->b[0], g->b[1], g->b[2],
                                                            g->bn[0], g->bn[1], g->bn[2],
-                                                           g->e[0], g->e[1], g->e[2], hx, hy,
-                                                           halves);
+                                                           g->e[0], g->e[1], g->e[2], hx, hy);
     GPU_LAUNCHED(g, "k_b_step");
     if (f->fb)
-        gpu_fbnd_b(g, st, make_int4(m.i0, m.i1, m.j0, m.j1), slot, halves, upd, hx, hy);
+        gpu_fbnd_b(g, st, make_int4(m.i0, m.i1, m.j0, m.j1), slot, upd, hx, hy);
     if (!m.images && !wide) {
         float *const b[6] = {g->b[0], g->b[1], g->b[2], g->bn[0], g->bn[1], g->bn[2]};
-        gpu_guard_fill_n(g, b + (halves == 2 ? 3 : 0), halves == 3 ? 6 : 3);
+        gpu_guard_fill_n(g, b, 6);
     }
 }
 
@@ -433,14 +429,14 @@ void gpu_b_half(void *ctx, pic_state *st)
         in.i1 = hi.i0 = g->nb[SIDE_XMAX] >= 0 ? g->i1 - 1 : m.i1;
         g->stream = g->inner_stream;
         GPU_CK(cudaStreamWaitEvent(g->stream, g->e_cells, 0));
-        b_step(g, st, in, BOUND_B, 1, 3, upd);
+        b_step(g, st, in, BOUND_B, 1, upd);
         GPU_CK(cudaEventRecord(g->b_inner, g->stream));
         g->stream = g->field_stream;
-        b_step(g, st, lo, BOUND_B_LO, 1, 3, upd);
-        b_step(g, st, hi, BOUND_B_HI, 1, 3, upd);
+        b_step(g, st, lo, BOUND_B_LO, 1, upd);
+        b_step(g, st, hi, BOUND_B_HI, 1, upd);
         GPU_CK(cudaStreamWaitEvent(g->stream, g->b_inner, 0));
     } else {
-        b_step(g, st, m, BOUND_B, wide, 3, upd);
+        b_step(g, st, m, BOUND_B, wide, upd);
     }
     gpu_toc(g, t, PH_FIELD);
     gpu_fields_end(g);

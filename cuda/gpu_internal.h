@@ -706,12 +706,12 @@ void gpu_trace_close(gpu_state *g);
  * Yee phases (as fbnd_b, fbnd_e_save, fbnd_e) and the fetch of their state for checkpoints. */
 void gpu_fbnd_setup(gpu_state *g, const pic_state *st);
 void gpu_fbnd_free(gpu_state *g);
-/* After B's half steps over the cells of box (global columns [x, y), rows [z, w)): the
- * boundary terms of B(n) (halves & 1, the layers' psi updated when upd) and of B(n+1/2) in bn
- * (halves & 2), B(n+1/2) made again from B(n) where the two were made in one pass (halves ==
- * 3; hx, hy the half step's); after the E step: Mur's save before it, the terms after it. */
-void gpu_fbnd_b(gpu_state *g, const pic_state *st, int4 box, int slot, int halves, int upd,
-                float hx, float hy);
+/* After B's two half steps in one pass over the cells of box (global columns [x, y), rows
+ * [z, w)): the boundary terms of B(n) (the layers' psi updated when upd), B(n+1/2) made
+ * again from B(n) with them (hx, hy the half step's), and its terms in bn; after the E step:
+ * Mur's save before it, the terms after it. */
+void gpu_fbnd_b(gpu_state *g, const pic_state *st, int4 box, int slot, int upd, float hx,
+                float hy);
 void gpu_fbnd_e_save(gpu_state *g, const pic_state *st);
 void gpu_fbnd_e(gpu_state *g, const pic_state *st);
 void gpu_fbnd_fetch(gpu_state *g, pic_state *st);
